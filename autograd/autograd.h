@@ -1,0 +1,187 @@
+// tinytorch.c autograd: differentiable ops recorded on a dynamic tape, backward, gradcheck.
+// Ownership follows tensor.h: ops return new references (owned by the current scope).
+//
+//     tt_tensor *w = tt_set_requires_grad(tt_randn(&rng, TT_F64, TT_SHAPE(3, 2)), true);
+//     tt_scope_begin();
+//     tt_tensor *y = tt_tanh(tt_matmul(x, w));
+//     tt_tensor *loss = tt_mean(tt_square(y), 0, NULL, false);
+//     tt_backward(loss);            // w->grad now holds d loss / d w
+//     tt_scope_end();               // frees y, loss and the tape; w and w->grad live on
+//
+// An op records a tape node when grad mode is on and any input requires grad. The node keeps
+// its inputs (and what the backward needs) alive until the graph is freed: by tt_backward,
+// or when the output is released. Backward accumulates (+=) into leaves' .grad; only
+// tt_zero_grad resets it.
+//
+// Dtypes: float ops take TT_F32 or TT_F64, and the float inputs of one op share a dtype (no
+// silent promotion: convert with tt_to_dtype). Index inputs are TT_I32 or TT_I64.
+// Dims may be negative (counted from the end). `ndims == 0` in a reduction means all dims.
+#ifndef TT_AUTOGRAD_H
+#define TT_AUTOGRAD_H
+
+#include "../tensor/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// ---- the op table ----
+
+typedef enum tt_op {
+#define TT_OP(id, name, arity) TT_OP_##id,
+#define TT_OP_ND(id, name, arity) TT_OP_##id,
+#include "ops.def"
+#undef TT_OP
+#undef TT_OP_ND
+    TT_OP_COUNT
+} tt_op;
+
+const char *tt_op_name(tt_op op);
+int tt_op_arity(tt_op op);                // -1: variadic
+bool tt_op_differentiable(tt_op op);
+
+// ---- grad mode, leaves, backward ----
+
+bool tt_set_grad_enabled(bool enabled);  // returns the previous mode
+bool tt_is_grad_enabled(void);
+tt_tensor *tt_set_requires_grad(tt_tensor *t, bool requires_grad);  // leaves only; returns t
+tt_tensor *tt_grad(const tt_tensor *t);  // borrowed; NULL before any backward reached t
+void tt_zero_grad(tt_tensor *t);         // drops t->grad
+tt_tensor *tt_detach(tt_tensor *t);      // shares storage, no history, requires_grad false
+
+// Backward from a tensor with one element (seeded with 1).
+void tt_backward(tt_tensor *loss);
+// Backward from any tensor with an explicit gradient of the same shape and dtype.
+void tt_backward_with(tt_tensor *out, tt_tensor *grad);
+// The general form; retain_graph keeps the graph for another backward through it.
+void tt_backward_ex(tt_tensor *out, tt_tensor *grad, bool retain_graph);
+
+// ---- elementwise (NumPy broadcasting between the two operands) ----
+
+tt_tensor *tt_add(tt_tensor *a, tt_tensor *b);
+tt_tensor *tt_sub(tt_tensor *a, tt_tensor *b);
+tt_tensor *tt_mul(tt_tensor *a, tt_tensor *b);
+tt_tensor *tt_div(tt_tensor *a, tt_tensor *b);
+tt_tensor *tt_pow(tt_tensor *a, tt_tensor *b);      // a > 0 where b's gradient matters
+tt_tensor *tt_maximum(tt_tensor *a, tt_tensor *b);  // ties split the gradient evenly
+tt_tensor *tt_minimum(tt_tensor *a, tt_tensor *b);
+
+tt_tensor *tt_add_scalar(tt_tensor *a, double s);   // a + s
+tt_tensor *tt_sub_scalar(tt_tensor *a, double s);   // a - s (an add_scalar of -s)
+tt_tensor *tt_mul_scalar(tt_tensor *a, double s);   // a * s
+tt_tensor *tt_div_scalar(tt_tensor *a, double s);   // a / s
+tt_tensor *tt_rsub_scalar(double s, tt_tensor *a);  // s - a
+tt_tensor *tt_pow_scalar(tt_tensor *a, double p);   // a ^ p
+
+tt_tensor *tt_neg(tt_tensor *x);
+tt_tensor *tt_exp(tt_tensor *x);
+tt_tensor *tt_log(tt_tensor *x);
+tt_tensor *tt_sqrt(tt_tensor *x);
+tt_tensor *tt_rsqrt(tt_tensor *x);
+tt_tensor *tt_abs(tt_tensor *x);  // gradient 0 at 0
+tt_tensor *tt_tanh(tt_tensor *x);
+tt_tensor *tt_sigmoid(tt_tensor *x);
+tt_tensor *tt_relu(tt_tensor *x);  // gradient 0 at 0
+tt_tensor *tt_gelu(tt_tensor *x);       // exact: x * Phi(x), with erf
+tt_tensor *tt_gelu_tanh(tt_tensor *x);  // the tanh approximation (GPT-2)
+tt_tensor *tt_silu(tt_tensor *x);       // x * sigmoid(x)
+tt_tensor *tt_square(tt_tensor *x);
+
+// ---- reductions over a set of dims (ndims == 0: all dims) ----
+
+tt_tensor *tt_sum(tt_tensor *x, int ndims, const int *dims, bool keepdim);
+tt_tensor *tt_mean(tt_tensor *x, int ndims, const int *dims, bool keepdim);
+// Max values; the gradient goes to the maxima, split evenly among ties.
+tt_tensor *tt_max(tt_tensor *x, int ndims, const int *dims, bool keepdim);
+// Variance with `correction` subtracted from the count: 0 biased, 1 unbiased (Bessel).
+tt_tensor *tt_var(tt_tensor *x, int ndims, const int *dims, int correction, bool keepdim);
+// Index of the first maximum along one dim, as TT_I64. Not differentiable.
+tt_tensor *tt_argmax(tt_tensor *x, int dim, bool keepdim);
+tt_tensor *tt_sum_all(tt_tensor *x);   // 0-dim
+tt_tensor *tt_mean_all(tt_tensor *x);  // 0-dim
+
+// ---- matmul ----
+
+// NumPy semantics: 1-D x 1-D is a dot product; 2-D x 2-D a matrix product; N-d operands are
+// stacks of matrices whose batch dims broadcast; a 1-D operand gets a dim of 1 prepended
+// (left) or appended (right), removed from the result. Transposed views are read in place.
+tt_tensor *tt_matmul(tt_tensor *a, tt_tensor *b);
+
+// ---- neural-network ops ----
+
+tt_tensor *tt_softmax(tt_tensor *x, int dim);
+tt_tensor *tt_log_softmax(tt_tensor *x, int dim);
+// x where mask == 0, value where mask != 0; mask (any dtype) broadcasts to x. value may be
+// -INFINITY; a softmax over a fully masked row is then 0, never NaN, in forward and backward.
+tt_tensor *tt_masked_fill(tt_tensor *x, tt_tensor *mask, double value);
+// Normalizes over the last `norm_ndim` dims; weight and bias (that shape) may be NULL.
+tt_tensor *tt_layernorm(tt_tensor *x, int norm_ndim, tt_tensor *weight, tt_tensor *bias,
+                        double eps);
+// x / sqrt(mean(x^2) + eps) * weight over the last dim; weight (C,) may be NULL.
+tt_tensor *tt_rmsnorm(tt_tensor *x, tt_tensor *weight, double eps);
+// weight (V, C), indices (...) of TT_I32/TT_I64 in [0, V) -> (..., C).
+tt_tensor *tt_embedding(tt_tensor *weight, tt_tensor *indices);
+// logits (..., V), targets (...) of TT_I32/TT_I64 -> 0-dim mean of -log softmax(logits)[target]
+// over the targets that are not ignore_index (0 if all are ignored). label_smoothing in [0, 1).
+tt_tensor *tt_cross_entropy(tt_tensor *logits, tt_tensor *targets, int64_t ignore_index);
+tt_tensor *tt_cross_entropy_smooth(tt_tensor *logits, tt_tensor *targets,
+                                   int64_t ignore_index, double label_smoothing);
+// Zeroes each element with probability p and scales the rest by 1/(1-p) when training;
+// returns x unchanged (a new reference) when !training or p == 0.
+tt_tensor *tt_dropout(tt_tensor *x, double p, bool training, tt_rng *rng);
+
+// ---- shape ops (views share storage; their gradients flow back) ----
+
+// One dim may be -1 (inferred). A view when the strides allow, otherwise a copy.
+tt_tensor *tt_reshape(tt_tensor *x, int ndim, const int64_t *shape);
+// Like tt_reshape, but aborts instead of copying.
+tt_tensor *tt_view(tt_tensor *x, int ndim, const int64_t *shape);
+tt_tensor *tt_flatten(tt_tensor *x);  // 1-D
+tt_tensor *tt_transpose(tt_tensor *x, int dim0, int dim1);
+tt_tensor *tt_permute(tt_tensor *x, const int *dims);  // x->ndim entries
+// Elements start, start+step, ... < end along dim; negative start/end count from the end and
+// are clamped as in Python; step >= 1.
+tt_tensor *tt_slice(tt_tensor *x, int dim, int64_t start, int64_t end, int64_t step);
+tt_tensor *tt_narrow(tt_tensor *x, int dim, int64_t start, int64_t length);
+// Size-1 dims repeat (stride 0); -1 keeps a size; new leading dims may be added.
+tt_tensor *tt_expand(tt_tensor *x, int ndim, const int64_t *shape);
+tt_tensor *tt_broadcast_to(tt_tensor *x, int ndim, const int64_t *shape);
+tt_tensor *tt_squeeze(tt_tensor *x, int dim);    // dim must have size 1
+tt_tensor *tt_unsqueeze(tt_tensor *x, int dim);  // dim in [-(ndim+1), ndim]
+tt_tensor *tt_cat(int n, tt_tensor *const *xs, int dim);
+tt_tensor *tt_stack(int n, tt_tensor *const *xs, int dim);
+tt_tensor *tt_contiguous(tt_tensor *x);  // x itself (a new reference) when already contiguous
+tt_tensor *tt_clone(tt_tensor *x);       // always a copy
+tt_tensor *tt_to_dtype(tt_tensor *x, tt_dtype dtype);  // a copy; float <-> float keeps grad
+
+// ---- gradcheck ----
+
+typedef struct tt_gradcheck_opts {
+    double eps;   // central-difference step (default 1e-6)
+    double atol;  // |analytic - numeric| <= atol + rtol * |numeric| (defaults 1e-5, 1e-3)
+    double rtol;
+} tt_gradcheck_opts;
+
+typedef struct tt_gradcheck_result {
+    bool ok;
+    double max_abs_err;  // over every Jacobian entry of every input
+    double max_rel_err;  // |a - n| / max(|n|, atol), at the same entries
+    int worst_input;     // where the worst violation (or, if ok, the largest error) is
+    int64_t worst_out;   // output element (row-major)
+    int64_t worst_in;    // input element (row-major)
+    double analytic, numeric;
+    int64_t checked;     // Jacobian entries compared
+} tt_gradcheck_result;
+
+// f builds the output from its n inputs (grad mode is on while it runs). The inputs must be
+// f64 leaves; those with requires_grad are checked. Compares the full analytic Jacobian (one
+// backward per output element) with central differences, like torch.autograd.gradcheck.
+typedef tt_tensor *(*tt_gradcheck_fn)(tt_tensor *const *inputs, int n, void *ctx);
+tt_gradcheck_result tt_gradcheck(tt_gradcheck_fn f, void *ctx, int n, tt_tensor *const *inputs,
+                                 const tt_gradcheck_opts *opts);  // opts NULL: defaults
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // TT_AUTOGRAD_H

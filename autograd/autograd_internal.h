@@ -1,0 +1,73 @@
+// Internals shared by the files of autograd/: the tape node, recording, gradient accumulation.
+//
+// How an op is written (forward and backward side by side, in its family file):
+//
+//     typedef struct { double p; } pow_scalar_ctx;            // typed saved state
+//     tt_tensor *tt_pow_scalar(tt_tensor *a, double p) {
+//         tt_tensor *out = tt__new(a->dtype, a->ndim, a->shape);  // unscoped
+//         ... kernel ...
+//         pow_scalar_ctx *c = tt__record(out, TT_OP_POW_SCALAR, 1, &a, sizeof *c);
+//         if (c) c->p = p;                                  // NULL when nothing is recorded
+//         return tt__autorelease(out);
+//     }
+//     void tt__backward_pow_scalar(tt_node *n) {            // runs in a scope, grad mode off
+//         tt_tensor *a = n->inputs[0], *g = n->grad;        // g: gradient of the output
+//         const pow_scalar_ctx *c = n->ctx;
+//         tt__accum_grad(a, <g * p * a^(p-1)>);             // skips inputs without grad
+//     }
+//
+// A backward may build its result with public ops (they land in the backward's scope) or
+// with raw kernels into tt__new tensors it then releases. tt__accum_grad copies, never keeps.
+#ifndef TT_AUTOGRAD_INTERNAL_H
+#define TT_AUTOGRAD_INTERNAL_H
+
+#include "autograd.h"
+#include "../tensor/tensor_internal.h"
+
+#define TT_NODE_MAX_SAVED 4
+
+struct tt_node {
+    tt_op op;
+    uint64_t seq;       // creation order: the tape's order
+    int n_inputs;
+    tt_tensor **inputs;  // retained; an entry may be NULL (an optional input that is absent)
+    tt_tensor *saved[TT_NODE_MAX_SAVED];  // retained, released with the node
+    tt_tensor *grad;    // gradient w.r.t. the output, while backward runs
+    tt_dtype dtype;     // the output's dtype and shape
+    int ndim;
+    int64_t shape[TT_MAX_DIMS];
+    bool freed;         // inputs and saved released after a backward without retain_graph
+    void *ctx;          // typed per-op state (zeroed), stored in the same allocation
+};
+
+#define TT_OP(id, name, arity) void tt__backward_##name(tt_node *n);
+#define TT_OP_ND(id, name, arity)
+#include "ops.def"
+#undef TT_OP
+#undef TT_OP_ND
+
+// True when grad mode is on and some non-NULL input requires grad.
+bool tt__needs_grad(int n, tt_tensor *const *inputs);
+
+// Records a node producing `out` (if tt__needs_grad) and marks out->requires_grad. Returns
+// the zeroed ctx of ctx_size bytes (a non-NULL dummy when ctx_size is 0), or NULL when
+// nothing was recorded.
+void *tt__record(tt_tensor *out, tt_op op, int n_inputs, tt_tensor *const *inputs,
+                 size_t ctx_size);
+// Keeps t alive for the backward (retained; released with the node). Pass views or
+// detached aliases of the output, never the output itself (it owns the node).
+void tt__save(tt_node *n, int slot, tt_tensor *t);
+// A history-free alias of t (same storage, same view): what a node saves of its output.
+tt_tensor *tt__alias(tt_tensor *t);
+
+// Adds g (any layout, shape of x or broadcastable to it after summing) into x's gradient:
+// x->node->grad for an intermediate, x->grad for a leaf. No-op if !x->requires_grad.
+void tt__accum_grad(tt_tensor *x, tt_tensor *g);
+// Sums g over its broadcast dims down to `shape` (new, unscoped, contiguous).
+tt_tensor *tt__sum_to(tt_tensor *g, int ndim, const int64_t *shape);
+
+// Aborts unless x is a float tensor; aborts unless a and b share a dtype.
+void tt__check_float(const tt_tensor *x, const char *func);
+void tt__check_same_dtype(const tt_tensor *a, const tt_tensor *b, const char *func);
+
+#endif  // TT_AUTOGRAD_INTERNAL_H

@@ -1,0 +1,297 @@
+// The tape: the op table, grad mode, recording nodes, gradient accumulation and backward.
+// Nodes are numbered in creation order; backward walks the nodes reachable from its output
+// in reverse of that order, which is a valid reverse topological order.
+#include "autograd_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+// ---- the op table ----
+
+typedef struct op_info {
+    const char *name;
+    int arity;
+    void (*backward)(tt_node *n);
+} op_info;
+
+static const op_info op_table[] = {
+#define TT_OP(id, name, arity) [TT_OP_##id] = {#name, arity, tt__backward_##name},
+#define TT_OP_ND(id, name, arity) [TT_OP_##id] = {#name, arity, NULL},
+#include "ops.def"
+#undef TT_OP
+#undef TT_OP_ND
+};
+_Static_assert(sizeof op_table / sizeof op_table[0] == TT_OP_COUNT,
+               "op_table must have one entry per op in ops.def");
+
+static const op_info *info(tt_op op) {
+    TT_CHECK(op >= 0 && op < TT_OP_COUNT, "invalid op %d", (int)op);
+    return &op_table[op];
+}
+
+const char *tt_op_name(tt_op op) { return info(op)->name; }
+int tt_op_arity(tt_op op) { return info(op)->arity; }
+bool tt_op_differentiable(tt_op op) { return info(op)->backward != NULL; }
+
+// ---- grad mode ----
+
+static _Thread_local bool grad_disabled;  // zero-initialized: grad mode starts on
+
+bool tt_set_grad_enabled(bool enabled) {
+    bool prev = !grad_disabled;
+    grad_disabled = !enabled;
+    return prev;
+}
+
+bool tt_is_grad_enabled(void) { return !grad_disabled; }
+
+void tt__check_float(const tt_tensor *x, const char *func) {
+    if (!tt_dtype_is_float(x->dtype))
+        tt_fatal(__FILE__, __LINE__, func, "tensor %s is %s; this op needs f32 or f64 "
+                 "(convert with tt_to_dtype)", tt__shape(x), tt_dtype_name(x->dtype));
+}
+
+void tt__check_same_dtype(const tt_tensor *a, const tt_tensor *b, const char *func) {
+    if (a->dtype != b->dtype)
+        tt_fatal(__FILE__, __LINE__, func, "dtypes differ: %s %s vs %s %s; convert one with "
+                 "tt_to_dtype", tt__shape(a), tt_dtype_name(a->dtype), tt__shape(b),
+                 tt_dtype_name(b->dtype));
+}
+
+tt_tensor *tt_set_requires_grad(tt_tensor *t, bool requires_grad) {
+    TT_CHECK(!t->node, "tensor %s is the output of op '%s'; only leaves (tensors no op made) "
+             "take requires_grad (use tt_detach to make a leaf)", tt__shape(t),
+             tt_op_name(t->node->op));
+    TT_CHECK(!requires_grad || tt_dtype_is_float(t->dtype),
+             "tensor %s is %s; only f32/f64 tensors can require grad", tt__shape(t),
+             tt_dtype_name(t->dtype));
+    t->requires_grad = requires_grad;
+    return t;
+}
+
+tt_tensor *tt_grad(const tt_tensor *t) { return t->grad; }
+
+void tt_zero_grad(tt_tensor *t) {
+    tt_release(t->grad);
+    t->grad = NULL;
+}
+
+tt_tensor *tt__alias(tt_tensor *t) {
+    return tt__new_view(t, t->ndim, t->shape, t->stride, t->offset);
+}
+
+tt_tensor *tt_detach(tt_tensor *t) { return tt__autorelease(tt__alias(t)); }
+
+// ---- nodes ----
+
+static uint64_t next_seq;
+static uint64_t visit_epoch;
+
+typedef struct node_box {  // a node and its bookkeeping, in one allocation with ctx + inputs
+    tt_node node;
+    uint64_t visited;      // == visit_epoch while a backward collects it
+} node_box;
+
+static void release_graph_refs(tt_node *n) {
+    for (int i = 0; i < n->n_inputs; i++) {
+        tt_release(n->inputs[i]);
+        n->inputs[i] = NULL;
+    }
+    for (int i = 0; i < TT_NODE_MAX_SAVED; i++) {
+        tt_release(n->saved[i]);
+        n->saved[i] = NULL;
+    }
+}
+
+static void node_free(tt_node *n) {
+    release_graph_refs(n);
+    tt_release(n->grad);
+    tt_free(n);
+}
+
+bool tt__needs_grad(int n, tt_tensor *const *inputs) {
+    if (grad_disabled) return false;
+    for (int i = 0; i < n; i++)
+        if (inputs[i] && inputs[i]->requires_grad) return true;
+    return false;
+}
+
+void *tt__record(tt_tensor *out, tt_op op, int n_inputs, tt_tensor *const *inputs,
+                 size_t ctx_size) {
+    if (!tt__needs_grad(n_inputs, inputs)) return NULL;
+    TT_CHECK(!out->node, "output already has a node");
+    size_t head = (sizeof(node_box) + 15) & ~(size_t)15;
+    size_t ctx = (ctx_size + 15) & ~(size_t)15;
+    char *mem = TT_CALLOC(1, head + ctx + (size_t)n_inputs * sizeof(tt_tensor *));
+    tt_node *n = &((node_box *)mem)->node;
+    tt__set_node_free(node_free);
+    n->op = op;
+    n->seq = next_seq++;
+    n->ctx = mem + head;
+    n->inputs = (tt_tensor **)(mem + head + ctx);
+    n->n_inputs = n_inputs;
+    for (int i = 0; i < n_inputs; i++) n->inputs[i] = tt_retain(inputs[i]);
+    n->dtype = out->dtype;
+    n->ndim = out->ndim;
+    memcpy(n->shape, out->shape, sizeof n->shape);
+    out->node = n;
+    out->requires_grad = true;
+    return n->ctx;
+}
+
+void tt__save(tt_node *n, int slot, tt_tensor *t) {
+    TT_CHECK(slot >= 0 && slot < TT_NODE_MAX_SAVED, "slot %d out of range", slot);
+    tt_retain(t);
+    tt_release(n->saved[slot]);
+    n->saved[slot] = t;
+}
+
+// ---- gradient accumulation ----
+
+#define ACCUM_RUN(T)                                                                    \
+    do {                                                                                \
+        T *dst = tt__base(out);                                                         \
+        const T *src = tt__base(g);                                                     \
+        if (it.istride[0] == 0) {                                                       \
+            double s = 0;                                                               \
+            for (int64_t i = 0; i < it.inner; i++) s += src[it.off[1] + i * it.istride[1]]; \
+            dst[it.off[0]] += (T)s;                                                     \
+        } else {                                                                        \
+            for (int64_t i = 0; i < it.inner; i++)                                      \
+                dst[it.off[0] + i * it.istride[0]] += src[it.off[1] + i * it.istride[1]]; \
+        }                                                                               \
+    } while (0)
+
+// out (shape broadcastable to g's) += g, summing over the broadcast dims.
+static void accum_into(tt_tensor *out, tt_tensor *g) {
+    tt__check_same_dtype(out, g, __func__);
+    int64_t ost[TT_MAX_DIMS];
+    tt__broadcast_strides(out, g->ndim, g->shape, ost);
+    const int64_t *strides[2] = {ost, g->stride};
+    int64_t offs[2] = {out->offset, g->offset};
+    tt__iter it;
+    if (!tt__iter_init(&it, g->ndim, g->shape, 2, strides, offs)) return;
+    do {
+        if (out->dtype == TT_F32) ACCUM_RUN(float);
+        else ACCUM_RUN(double);
+    } while (tt__iter_next(&it));
+}
+
+tt_tensor *tt__sum_to(tt_tensor *g, int ndim, const int64_t *shape) {
+    tt_tensor *out = tt__new_zeros(g->dtype, ndim, shape);
+    accum_into(out, g);
+    return out;
+}
+
+void tt__accum_grad(tt_tensor *x, tt_tensor *g) {
+    if (!x || !x->requires_grad) return;
+    TT_CHECK(g->dtype == x->dtype, "gradient dtype %s does not match tensor dtype %s",
+             tt_dtype_name(g->dtype), tt_dtype_name(x->dtype));
+    tt_tensor **slot = x->node ? &x->node->grad : &x->grad;
+    if (!*slot) *slot = tt__new_zeros(x->dtype, x->ndim, x->shape);
+    accum_into(*slot, g);
+}
+
+// ---- backward ----
+
+typedef struct node_list {
+    tt_node **v;
+    size_t n, cap;
+} node_list;
+
+static void list_push(node_list *l, tt_node *n) {
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 64;
+        l->v = TT_REALLOC(l->v, l->cap * sizeof *l->v);
+    }
+    l->v[l->n++] = n;
+}
+
+static int by_seq_desc(const void *a, const void *b) {
+    uint64_t x = (*(tt_node *const *)a)->seq, y = (*(tt_node *const *)b)->seq;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static void collect(tt_node *root, node_list *out) {
+    node_list stack = {0};
+    visit_epoch++;
+    ((node_box *)root)->visited = visit_epoch;
+    list_push(&stack, root);
+    while (stack.n > 0) {
+        tt_node *n = stack.v[--stack.n];
+        TT_CHECK(!n->freed, "the graph through op '%s' was already freed by an earlier "
+                 "backward; pass retain_graph=true to tt_backward_ex for the first one",
+                 tt_op_name(n->op));
+        list_push(out, n);
+        for (int i = 0; i < n->n_inputs; i++) {
+            tt_tensor *in = n->inputs[i];
+            if (!in || !in->requires_grad || !in->node) continue;
+            node_box *b = (node_box *)in->node;
+            if (b->visited == visit_epoch) continue;
+            b->visited = visit_epoch;
+            list_push(&stack, in->node);
+        }
+    }
+    tt_free(stack.v);
+    qsort(out->v, out->n, sizeof *out->v, by_seq_desc);
+}
+
+void tt_backward_ex(tt_tensor *out, tt_tensor *grad, bool retain_graph) {
+    TT_CHECK(out, "tensor is NULL");
+    TT_CHECK(out->requires_grad, "tensor %s does not require grad: no input of the ops that "
+             "made it requires grad (call tt_set_requires_grad on the parameters), or grad "
+             "mode was off", tt__shape(out));
+    if (grad) {
+        TT_CHECK(tt_same_shape(grad, out) && grad->dtype == out->dtype,
+                 "gradient %s %s must match the output %s %s", tt__shape(grad),
+                 tt_dtype_name(grad->dtype), tt__shape(out), tt_dtype_name(out->dtype));
+    } else {
+        TT_CHECK(tt_numel(out) == 1, "output %s has %lld elements; backward without a gradient "
+                 "needs one element (reduce it, e.g. tt_mean_all, or use tt_backward_with)",
+                 tt__shape(out), (long long)tt_numel(out));
+    }
+    bool prev = tt_set_grad_enabled(false);
+    tt_scope_begin();
+    tt_tensor *seed = grad ? grad : tt_ones(out->dtype, out->ndim, out->shape);
+    tt__accum_grad(out, seed);
+    tt_scope_end();
+    if (!out->node) {
+        tt_set_grad_enabled(prev);
+        return;
+    }
+    node_list nodes = {0};
+    collect(out->node, &nodes);
+    for (size_t i = 0; i < nodes.n; i++) {
+        tt_node *n = nodes.v[i];
+        if (!n->grad) continue;  // no gradient reached it
+        tt_scope_begin();
+        op_table[n->op].backward(n);
+        tt_scope_end();
+        tt_release(n->grad);
+        n->grad = NULL;
+    }
+    if (!retain_graph) {
+        // Move every reference out first: releasing may free nodes of this very list.
+        size_t nrefs = 0;
+        for (size_t i = 0; i < nodes.n; i++) nrefs += (size_t)nodes.v[i]->n_inputs + TT_NODE_MAX_SAVED;
+        tt_tensor **refs = TT_MALLOC(nrefs * sizeof *refs);
+        size_t k = 0;
+        for (size_t i = 0; i < nodes.n; i++) {
+            tt_node *n = nodes.v[i];
+            for (int j = 0; j < n->n_inputs; j++) { refs[k++] = n->inputs[j]; n->inputs[j] = NULL; }
+            for (int j = 0; j < TT_NODE_MAX_SAVED; j++) { refs[k++] = n->saved[j]; n->saved[j] = NULL; }
+            n->freed = true;
+        }
+        for (size_t i = 0; i < k; i++) tt_release(refs[i]);
+        tt_free(refs);
+    }
+    tt_free(nodes.v);
+    tt_set_grad_enabled(prev);
+}
+
+void tt_backward(tt_tensor *loss) { tt_backward_ex(loss, NULL, false); }
+
+void tt_backward_with(tt_tensor *out, tt_tensor *grad) {
+    TT_CHECK(grad, "gradient is NULL; use tt_backward for a one-element output");
+    tt_backward_ex(out, grad, false);
+}

@@ -1,0 +1,5 @@
+#include <stdio.h>
+#include "tinytorch.h"
+int main(void) {
+    return 0;
+}

@@ -1,0 +1,44 @@
+#!/bin/sh
+# Installs what tinytorch.c needs to build and test, if it is missing:
+# Check (unit tests), xxHash (checksums), pkg-config, and gcc's OpenMP runtime.
+# With apt-get and root it installs them; otherwise it prints the exact command to run.
+# --quiet: say nothing when everything is already there.
+quiet=0
+[ "$1" = "--quiet" ] && quiet=1
+missing=""
+
+have_header() {  # have_header <header> [cflags]
+    printf '#include <%s>\nint main(void){return 0;}\n' "$1" |
+        ${CC:-cc} $2 -x c - -o /dev/null >/dev/null 2>&1
+}
+
+command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
+if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists check; then
+    missing="$missing check"
+fi
+have_header xxhash.h || missing="$missing libxxhash-dev"
+printf '#include <omp.h>\nint main(void){return omp_get_max_threads() < 1;}\n' |
+    ${CC:-cc} -fopenmp -x c - -o /dev/null >/dev/null 2>&1 || missing="$missing libgomp1"
+
+if [ -z "$missing" ]; then
+    [ $quiet = 1 ] || echo "deps: everything is installed (check, libxxhash-dev, pkg-config, OpenMP)"
+    exit 0
+fi
+
+cmd="apt-get install -y$missing"
+if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "deps: installing:$missing"
+    export DEBIAN_FRONTEND=noninteractive
+    if ! { apt-get update -qq && $cmd -qq; } >/dev/null; then
+        echo "deps: '$cmd' failed; run it by hand and retry" >&2
+        exit 1
+    fi
+    exit 0
+fi
+if command -v apt-get >/dev/null 2>&1; then
+    echo "deps: missing:$missing. Run: sudo apt-get update && sudo $cmd" >&2
+else
+    echo "deps: missing:$missing. Install them with your package manager" \
+         "(Debian/Ubuntu: apt-get install$missing)" >&2
+fi
+exit 1

@@ -1,0 +1,124 @@
+// Broadcasting rules and the N-d strided iterator every strided fallback is built on,
+// plus tt_copy_ (strided, broadcasting, converting copy).
+#include "tensor_internal.h"
+
+#include <string.h>
+
+// ---- broadcasting ----
+
+bool tt__broadcast_shape(int na, const int64_t *a, int nb, const int64_t *b,
+                         int *nout, int64_t *out) {
+    int n = na > nb ? na : nb;
+    for (int i = 0; i < n; i++) {
+        int ia = na - n + i, ib = nb - n + i;
+        int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
+        if (da != db && da != 1 && db != 1) return false;
+        out[i] = da == 1 ? db : da;
+    }
+    *nout = n;
+    return true;
+}
+
+void tt__broadcast_strides(const tt_tensor *t, int ndim, const int64_t *shape, int64_t *stride) {
+    TT_CHECK(t->ndim <= ndim, "cannot broadcast %s to %s", tt__shape(t),
+             tt__shape_of(ndim, shape));
+    for (int i = 0; i < ndim; i++) {
+        int it = t->ndim - ndim + i;
+        if (it < 0) {
+            stride[i] = 0;
+        } else if (t->shape[it] == shape[i]) {
+            stride[i] = shape[i] == 1 ? 0 : t->stride[it];
+        } else {
+            TT_CHECK(t->shape[it] == 1, "cannot broadcast %s to %s", tt__shape(t),
+                     tt__shape_of(ndim, shape));
+            stride[i] = 0;
+        }
+    }
+}
+
+// ---- iterator ----
+
+bool tt__iter_init(tt__iter *it, int ndim, const int64_t *shape, int nops,
+                   const int64_t *const *strides, const int64_t *offsets) {
+    TT_CHECK(nops >= 1 && nops <= TT_ITER_MAX, "nops %d out of range", nops);
+    it->nops = nops;
+    for (int k = 0; k < nops; k++) it->off[k] = offsets ? offsets[k] : 0;
+    // Drop size-1 dims, then merge dim i into i+1 when every operand steps through them as
+    // one run (stride[i] == stride[i+1] * shape[i+1]).
+    int n = 0;
+    int64_t sh[TT_MAX_DIMS], st[TT_ITER_MAX][TT_MAX_DIMS];
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] == 0) return false;
+        if (shape[i] == 1) continue;
+        bool merge = n > 0;
+        for (int k = 0; k < nops && merge; k++)
+            merge = st[k][n - 1] == strides[k][i] * shape[i];
+        if (merge) {
+            sh[n - 1] *= shape[i];
+            for (int k = 0; k < nops; k++) st[k][n - 1] = strides[k][i];
+        } else {
+            sh[n] = shape[i];
+            for (int k = 0; k < nops; k++) st[k][n] = strides[k][i];
+            n++;
+        }
+    }
+    if (n == 0) {  // a single element
+        it->ndim = 0;
+        it->inner = 1;
+        for (int k = 0; k < nops; k++) it->istride[k] = 0;
+        return true;
+    }
+    it->inner = sh[n - 1];
+    for (int k = 0; k < nops; k++) it->istride[k] = st[k][n - 1];
+    it->ndim = n - 1;
+    for (int i = 0; i < n - 1; i++) {
+        it->shape[i] = sh[i];
+        it->idx[i] = 0;
+        for (int k = 0; k < nops; k++) it->stride[k][i] = st[k][i];
+    }
+    return true;
+}
+
+bool tt__iter_next(tt__iter *it) {
+    for (int i = it->ndim - 1; i >= 0; i--) {
+        if (++it->idx[i] < it->shape[i]) {
+            for (int k = 0; k < it->nops; k++) it->off[k] += it->stride[k][i];
+            return true;
+        }
+        it->idx[i] = 0;
+        for (int k = 0; k < it->nops; k++) it->off[k] -= (it->shape[i] - 1) * it->stride[k][i];
+    }
+    return false;
+}
+
+// ---- copy ----
+
+void tt_copy_(tt_tensor *dst, const tt_tensor *src) {
+    int64_t sst[TT_MAX_DIMS];
+    tt__broadcast_strides(src, dst->ndim, dst->shape, sst);
+    const int64_t *strides[2] = {dst->stride, sst};
+    int64_t offs[2] = {dst->offset, src->offset};
+    tt__iter it;
+    if (!tt__iter_init(&it, dst->ndim, dst->shape, 2, strides, offs)) return;
+    void *d = tt__base(dst);
+    const void *s = tt__base(src);
+    if (dst->dtype == src->dtype && it.istride[0] == 1 && it.istride[1] == 1) {
+        size_t es = tt_dtype_size(dst->dtype);
+        do {
+            memmove((char *)d + it.off[0] * (int64_t)es, (const char *)s + it.off[1] * (int64_t)es,
+                    (size_t)it.inner * es);
+        } while (tt__iter_next(&it));
+        return;
+    }
+    do {
+        for (int64_t i = 0; i < it.inner; i++)
+            tt__store(d, dst->dtype, it.off[0] + i * it.istride[0],
+                      tt__load(s, src->dtype, it.off[1] + i * it.istride[1]));
+    } while (tt__iter_next(&it));
+}
+
+tt_tensor *tt__contiguous_copy(const tt_tensor *t) {
+    tt_tensor *c = tt__new(t->dtype, t->ndim, t->shape);
+    tt_copy_(c, t);
+    return c;
+}

@@ -1,0 +1,457 @@
+// Tensor lifetime: the counted allocator, storage, reference counting, ownership scopes,
+// metadata, element access, raw views and the error helpers.
+// Creation and fills are in create.c, iteration in iter.c, printing in print.c.
+#include "tensor_internal.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+// ---- errors ----
+
+void tt_fatal(const char *file, int line, const char *func, const char *fmt, ...) {
+    fflush(stdout);
+    fprintf(stderr, "%s:%d: %s: ", file, line, func);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+    abort();
+}
+
+static _Thread_local char last_error[1024];
+
+const char *tt_status_str(tt_status s) {
+    static const char *names[TT_STATUS_COUNT] = {
+        [TT_OK] = "ok",
+        [TT_ERR_IO] = "I/O error",
+        [TT_ERR_FORMAT] = "malformed file",
+        [TT_ERR_ARG] = "invalid argument",
+        [TT_ERR_MISMATCH] = "mismatch",
+        [TT_ERR_NOMEM] = "out of memory",
+    };
+    return (s >= 0 && s < TT_STATUS_COUNT) ? names[s] : "unknown status";
+}
+
+const char *tt_last_error(void) { return last_error; }
+
+tt_status tt_set_error(tt_status s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+// ---- the counted allocator ----
+
+static atomic_llong live_tensors;
+static atomic_llong live_bytes;
+
+int64_t tt_live_tensors(void) { return (int64_t)atomic_load(&live_tensors); }
+int64_t tt_live_bytes(void) { return (int64_t)atomic_load(&live_bytes); }
+
+void *tt_malloc_at(size_t nbytes, const char *file, int line) {
+    void *p = malloc(nbytes ? nbytes : 1);
+    if (!p) tt_fatal(file, line, "tt_malloc", "out of memory allocating %zu bytes", nbytes);
+    return p;
+}
+
+void *tt_calloc_at(size_t count, size_t size, const char *file, int line) {
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    if (!p) tt_fatal(file, line, "tt_calloc", "out of memory allocating %zu x %zu bytes",
+                     count, size);
+    return p;
+}
+
+void *tt_realloc_at(void *p, size_t nbytes, const char *file, int line) {
+    void *q = realloc(p, nbytes ? nbytes : 1);
+    if (!q) tt_fatal(file, line, "tt_realloc", "out of memory reallocating %zu bytes", nbytes);
+    return q;
+}
+
+void tt_free(void *p) { free(p); }
+
+// ---- dtypes ----
+
+size_t tt_dtype_size(tt_dtype dtype) {
+    switch (dtype) {
+        case TT_F32: case TT_I32: return 4;
+        case TT_F64: case TT_I64: return 8;
+        default: break;
+    }
+    tt_fatal(__FILE__, __LINE__, __func__, "invalid dtype %d", (int)dtype);
+}
+
+const char *tt_dtype_name(tt_dtype dtype) {
+    switch (dtype) {
+        case TT_F32: return "f32";
+        case TT_F64: return "f64";
+        case TT_I32: return "i32";
+        case TT_I64: return "i64";
+        default: return "invalid";
+    }
+}
+
+bool tt_dtype_is_float(tt_dtype dtype) { return dtype == TT_F32 || dtype == TT_F64; }
+
+// ---- storage ----
+
+static tt_storage *storage_new(size_t nbytes) {
+    tt_storage *s = TT_MALLOC(sizeof *s);
+    size_t padded = (nbytes + 63) & ~(size_t)63;
+    s->data = aligned_alloc(64, padded ? padded : 64);
+    TT_CHECK(s->data, "out of memory allocating a %zu-byte tensor", nbytes);
+    s->nbytes = nbytes;
+    s->refcount = 1;
+    atomic_fetch_add(&live_bytes, (long long)nbytes);
+    return s;
+}
+
+static void storage_release(tt_storage *s) {
+    if (!s) return;
+    TT_CHECK(s->refcount > 0, "storage refcount underflow");
+    if (--s->refcount > 0) return;
+    atomic_fetch_sub(&live_bytes, (long long)s->nbytes);
+    free(s->data);
+    tt_free(s);
+}
+
+// ---- tensors ----
+
+int64_t tt__shape_numel(int ndim, const int64_t *shape) {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    return n;
+}
+
+void tt__contiguous_strides(int ndim, const int64_t *shape, int64_t *stride) {
+    int64_t s = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        stride[i] = s;
+        s *= shape[i] > 0 ? shape[i] : 1;
+    }
+}
+
+static tt_tensor *tensor_struct(tt_dtype dtype, int ndim, const int64_t *shape) {
+    TT_CHECK(dtype >= 0 && dtype < TT_DTYPE_COUNT, "invalid dtype %d", (int)dtype);
+    TT_CHECK(ndim >= 0 && ndim <= TT_MAX_DIMS, "ndim %d is out of range [0, %d]", ndim,
+             TT_MAX_DIMS);
+    TT_CHECK(ndim == 0 || shape, "shape is NULL for ndim %d", ndim);
+    tt_tensor *t = TT_CALLOC(1, sizeof *t);
+    t->refcount = 1;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    for (int i = 0; i < ndim; i++) {
+        TT_CHECK(shape[i] >= 0, "negative size %lld in dim %d", (long long)shape[i], i);
+        t->shape[i] = shape[i];
+    }
+    atomic_fetch_add(&live_tensors, 1);
+    return t;
+}
+
+tt_tensor *tt__new(tt_dtype dtype, int ndim, const int64_t *shape) {
+    tt_tensor *t = tensor_struct(dtype, ndim, shape);
+    int64_t n = tt__shape_numel(ndim, shape);
+    TT_CHECK(n <= (int64_t)(SIZE_MAX / 16), "tensor of %lld elements is too large", (long long)n);
+    t->storage = storage_new((size_t)n * tt_dtype_size(dtype));
+    tt__contiguous_strides(ndim, shape, t->stride);
+    return t;
+}
+
+tt_tensor *tt__new_zeros(tt_dtype dtype, int ndim, const int64_t *shape) {
+    tt_tensor *t = tt__new(dtype, ndim, shape);
+    memset(t->storage->data, 0, t->storage->nbytes);
+    return t;
+}
+
+tt_tensor *tt__new_view(const tt_tensor *t, int ndim, const int64_t *shape,
+                        const int64_t *stride, int64_t offset) {
+    tt_tensor *v = tensor_struct(t->dtype, ndim, shape);
+    for (int i = 0; i < ndim; i++) v->stride[i] = stride[i];
+    v->offset = offset;
+    v->storage = t->storage;
+    v->storage->refcount++;
+    return v;
+}
+
+tt_tensor *tt_as_strided(const tt_tensor *t, int ndim, const int64_t *shape,
+                         const int64_t *stride, int64_t offset) {
+    TT_CHECK(t, "tensor is NULL");
+    TT_CHECK(ndim >= 0 && ndim <= TT_MAX_DIMS, "ndim %d is out of range [0, %d]", ndim,
+             TT_MAX_DIMS);
+    // Every element the view can reach must lie inside the storage.
+    int64_t lo = offset, hi = offset, n = 1;
+    for (int i = 0; i < ndim; i++) {
+        TT_CHECK(shape[i] >= 0, "negative size %lld in dim %d", (long long)shape[i], i);
+        n *= shape[i];
+        if (shape[i] == 0) continue;
+        int64_t span = (shape[i] - 1) * stride[i];
+        if (span < 0) lo += span; else hi += span;
+    }
+    int64_t cap = (int64_t)(t->storage->nbytes / tt_dtype_size(t->dtype));
+    TT_CHECK(n == 0 || (lo >= 0 && hi < cap),
+             "view %s with offset %lld reaches elements [%lld, %lld] outside a storage of %lld",
+             tt__shape_of(ndim, shape), (long long)offset, (long long)lo, (long long)hi,
+             (long long)cap);
+    return tt__autorelease(tt__new_view(t, ndim, shape, stride, offset));
+}
+
+// Releasing can cascade (a tensor owns its node, which owns its inputs, ...). A long graph
+// would recurse deeply, so tensors whose count reached zero go on a list freed in a loop.
+static void (*node_free_fn)(tt_node *);
+static _Thread_local tt_tensor **dead;
+static _Thread_local size_t ndead, capdead;
+static _Thread_local bool freeing;
+
+void tt__set_node_free(void (*fn)(tt_node *)) { node_free_fn = fn; }
+
+tt_tensor *tt_retain(tt_tensor *t) {
+    if (t) {
+        TT_CHECK(t->refcount > 0, "retain of a released tensor %s", tt__shape(t));
+        t->refcount++;
+    }
+    return t;
+}
+
+void tt_release(tt_tensor *t) {
+    if (!t) return;
+    TT_CHECK(t->refcount > 0,
+             "refcount underflow on tensor %s %s: released more often than retained "
+             "(inside a scope, the scope owns what ops return: do not release it)",
+             tt__shape(t), tt_dtype_name(t->dtype));
+    if (--t->refcount > 0) return;
+    if (ndead == capdead) {
+        capdead = capdead ? 2 * capdead : 64;
+        dead = TT_REALLOC(dead, capdead * sizeof *dead);
+    }
+    dead[ndead++] = t;
+    if (freeing) return;
+    freeing = true;
+    while (ndead > 0) {
+        tt_tensor *d = dead[--ndead];
+        tt_node *node = d->node;
+        tt_tensor *grad = d->grad;
+        storage_release(d->storage);
+        tt_free(d->name);
+        tt_free(d);
+        atomic_fetch_sub(&live_tensors, 1);
+        tt_release(grad);  // queues, does not recurse
+        if (node && node_free_fn) node_free_fn(node);
+    }
+    freeing = false;
+}
+
+// ---- scopes ----
+
+typedef struct scope {
+    tt_tensor **owned;
+    size_t n, cap;
+    tt_tensor **kept;
+    size_t nkept, capkept;
+} scope;
+
+static _Thread_local scope *scopes;
+static _Thread_local int nscopes, capscopes;
+
+static void push(tt_tensor ***arr, size_t *n, size_t *cap, tt_tensor *t) {
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 256;
+        *arr = TT_REALLOC(*arr, *cap * sizeof **arr);
+    }
+    (*arr)[(*n)++] = t;
+}
+
+void tt_scope_begin(void) {
+    if (nscopes == capscopes) {
+        int old = capscopes;
+        capscopes = capscopes ? 2 * capscopes : 8;
+        scopes = TT_REALLOC(scopes, (size_t)capscopes * sizeof *scopes);
+        memset(scopes + old, 0, (size_t)(capscopes - old) * sizeof *scopes);
+    }
+    scope *s = &scopes[nscopes++];
+    s->n = 0;
+    s->nkept = 0;
+}
+
+void tt_scope_end(void) {
+    TT_CHECK(nscopes > 0, "tt_scope_end without a matching tt_scope_begin");
+    scope *s = &scopes[nscopes - 1];
+    for (size_t i = 0; i < s->n; i++) tt_release(s->owned[i]);
+    s->n = 0;
+    nscopes--;
+    if (nscopes > 0) {
+        scope *parent = &scopes[nscopes - 1];
+        for (size_t i = 0; i < s->nkept; i++)
+            push(&parent->owned, &parent->n, &parent->cap, s->kept[i]);
+    }
+    s->nkept = 0;
+    if (nscopes == 0) {  // give the memory back when the last scope closes
+        for (int i = 0; i < capscopes; i++) {
+            tt_free(scopes[i].owned);
+            tt_free(scopes[i].kept);
+        }
+        tt_free(scopes);
+        scopes = NULL;
+        capscopes = 0;
+        tt_free(dead);
+        dead = NULL;
+        ndead = capdead = 0;
+    }
+}
+
+tt_tensor *tt_keep(tt_tensor *t) {
+    if (!t || nscopes == 0) return t;
+    scope *s = &scopes[nscopes - 1];
+    push(&s->kept, &s->nkept, &s->capkept, tt_retain(t));
+    return t;
+}
+
+int tt_scope_depth(void) { return nscopes; }
+
+tt_tensor *tt__autorelease(tt_tensor *t) {
+    if (t && nscopes > 0) {
+        scope *s = &scopes[nscopes - 1];
+        push(&s->owned, &s->n, &s->cap, t);
+    }
+    return t;
+}
+
+// ---- metadata ----
+
+int64_t tt_numel(const tt_tensor *t) { return tt__shape_numel(t->ndim, t->shape); }
+
+int tt__norm_dim(int dim, int ndim, const char *func) {
+    int d = dim < 0 ? dim + ndim : dim;
+    if (d < 0 || d >= ndim)
+        tt_fatal(__FILE__, __LINE__, func, "dim %d is out of range for a %d-d tensor "
+                 "(valid: %d .. %d)", dim, ndim, -ndim, ndim - 1);
+    return d;
+}
+
+int64_t tt_size(const tt_tensor *t, int dim) { return t->shape[tt__norm_dim(dim, t->ndim, __func__)]; }
+
+bool tt_is_contiguous(const tt_tensor *t) {
+    int64_t s = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        if (t->shape[i] == 1) continue;
+        if (t->shape[i] == 0) return true;
+        if (t->stride[i] != s) return false;
+        s *= t->shape[i];
+    }
+    return true;
+}
+
+bool tt_same_shape(const tt_tensor *a, const tt_tensor *b) {
+    if (a->ndim != b->ndim) return false;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->shape[i] != b->shape[i]) return false;
+    return true;
+}
+
+void tt_set_name(tt_tensor *t, const char *name) {
+    tt_free(t->name);
+    t->name = NULL;
+    if (name) {
+        size_t n = strlen(name) + 1;
+        t->name = TT_MALLOC(n);
+        memcpy(t->name, name, n);
+    }
+}
+
+char *tt_shape_str(const tt_tensor *t, char *buf, size_t n) {
+    size_t k = 0;
+    if (n == 0) return buf;
+    buf[0] = 0;
+    k += (size_t)snprintf(buf + k, k < n ? n - k : 0, "(");
+    for (int i = 0; i < t->ndim && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, i ? ", %lld" : "%lld", (long long)t->shape[i]);
+    if (t->ndim == 1 && k < n) k += (size_t)snprintf(buf + k, n - k, ",");
+    if (k < n) snprintf(buf + k, n - k, ")");
+    return buf;
+}
+
+const char *tt__shape_of(int ndim, const int64_t *shape) {
+    static _Thread_local char bufs[8][128];
+    static _Thread_local int next;
+    char *b = bufs[next++ & 7];
+    tt_tensor tmp;
+    tmp.ndim = ndim;
+    for (int i = 0; i < ndim; i++) tmp.shape[i] = shape[i];
+    return tt_shape_str(&tmp, b, sizeof bufs[0]);
+}
+
+const char *tt__shape(const tt_tensor *t) { return tt__shape_of(t->ndim, t->shape); }
+
+// ---- element access ----
+
+static int64_t flat_offset(const tt_tensor *t, int64_t i) {
+    int64_t off = t->offset;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        int64_t k = i % t->shape[d];
+        i /= t->shape[d];
+        off += k * t->stride[d];
+    }
+    return off;
+}
+
+static int64_t idx_offset(const tt_tensor *t, const int64_t *idx, const char *func) {
+    int64_t off = t->offset;
+    for (int d = 0; d < t->ndim; d++) {
+        if (idx[d] < 0 || idx[d] >= t->shape[d])
+            tt_fatal(__FILE__, __LINE__, func, "index %lld is out of range for dim %d of %s",
+                     (long long)idx[d], d, tt__shape(t));
+        off += idx[d] * t->stride[d];
+    }
+    return off;
+}
+
+double tt_item(const tt_tensor *t) {
+    TT_CHECK(tt_numel(t) == 1, "tensor %s has %lld elements; tt_item needs exactly one "
+             "(reduce it first, e.g. with tt_sum)", tt__shape(t), (long long)tt_numel(t));
+    return tt__load(tt__base(t), t->dtype, t->offset);
+}
+
+double tt_get(const tt_tensor *t, const int64_t *idx) {
+    return tt__load(tt__base(t), t->dtype, idx_offset(t, idx, __func__));
+}
+
+void tt_set(tt_tensor *t, const int64_t *idx, double value) {
+    tt__store(tt__base(t), t->dtype, idx_offset(t, idx, __func__), value);
+}
+
+double tt_at(const tt_tensor *t, int64_t i) {
+    TT_CHECK(i >= 0 && i < tt_numel(t), "flat index %lld is out of range for %s",
+             (long long)i, tt__shape(t));
+    return tt__load(tt__base(t), t->dtype, flat_offset(t, i));
+}
+
+void tt_set_at(tt_tensor *t, int64_t i, double value) {
+    TT_CHECK(i >= 0 && i < tt_numel(t), "flat index %lld is out of range for %s",
+             (long long)i, tt__shape(t));
+    tt__store(tt__base(t), t->dtype, flat_offset(t, i), value);
+}
+
+void tt_to_f64_array(const tt_tensor *t, double *out) {
+    int64_t n = tt_numel(t);
+    for (int64_t i = 0; i < n; i++) out[i] = tt__load(tt__base(t), t->dtype, flat_offset(t, i));
+}
+
+void *tt_data(const tt_tensor *t) {
+    return (char *)t->storage->data + t->offset * (int64_t)tt_dtype_size(t->dtype);
+}
+
+float *tt_data_f32(const tt_tensor *t) {
+    TT_CHECK(t->dtype == TT_F32, "tensor %s is %s, not f32", tt__shape(t),
+             tt_dtype_name(t->dtype));
+    return (float *)tt_data(t);
+}
+
+double *tt_data_f64(const tt_tensor *t) {
+    TT_CHECK(t->dtype == TT_F64, "tensor %s is %s, not f64", tt__shape(t),
+             tt_dtype_name(t->dtype));
+    return (double *)tt_data(t);
+}

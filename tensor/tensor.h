@@ -1,0 +1,221 @@
+// tinytorch.c tensor layer: reference-counted N-d tensors over shared 64-byte-aligned storage,
+// strided views, an explicit RNG, ownership scopes, counters and the error helpers.
+// No autograd here: the differentiable ops (and the view ops users call) are in autograd.h.
+//
+//     tt_rng rng;
+//     tt_rng_seed(&rng, 1337);
+//     tt_scope_begin();
+//     tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(2, 3));   // owned by the scope
+//     tt_print(x);                  // tensor([[...]], shape=(2, 3), dtype=f32)
+//     tt_tensor *keep = tt_keep(x);  // survives tt_scope_end(); now yours to release
+//     tt_scope_end();
+//     tt_release(keep);
+//
+// ---- The ownership rule ----
+// Every function that returns a `tt_tensor *` returns a NEW reference; arguments are borrowed.
+// - Outside any scope, you own that reference: call tt_release() once when done.
+// - Inside tt_scope_begin() ... tt_scope_end(), the innermost scope owns it and releases it at
+//   tt_scope_end(). Do not release it yourself. To take a tensor out of the scope, call
+//   tt_keep(t): it then belongs to the enclosing scope, or to you if there is none.
+// - tt_retain() adds a reference you own; tt_release() drops one. Releasing NULL is a no-op;
+//   releasing more often than retained aborts.
+// Tensors that the library keeps for itself (gradients, saved activations, parameters
+// created outside a scope) hold their own references, so scopes never free them early.
+#ifndef TT_TENSOR_H
+#define TT_TENSOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TT_MAX_DIMS 8
+
+// ---- dtypes ----
+
+typedef enum tt_dtype {
+    TT_F32,  // the fast path
+    TT_F64,  // gradcheck and debugging: every float op works in both
+    TT_I32,  // indices, masks
+    TT_I64,
+    TT_DTYPE_COUNT
+} tt_dtype;
+
+size_t tt_dtype_size(tt_dtype dtype);
+const char *tt_dtype_name(tt_dtype dtype);  // "f32", "f64", "i32", "i64"
+bool tt_dtype_is_float(tt_dtype dtype);
+
+// ---- tensor ----
+
+typedef struct tt_storage {
+    int64_t refcount;
+    size_t nbytes;
+    void *data;  // 64-byte aligned
+} tt_storage;
+
+typedef struct tt_node tt_node;  // autograd tape node (autograd/)
+typedef struct tt_tensor tt_tensor;
+
+struct tt_tensor {
+    int64_t refcount;
+    tt_dtype dtype;
+    int ndim;                      // 0 .. TT_MAX_DIMS; 0 is a scalar with one element
+    int64_t shape[TT_MAX_DIMS];
+    int64_t stride[TT_MAX_DIMS];   // in elements; 0 on broadcast (expanded) dims
+    int64_t offset;                // in elements, into storage
+    tt_storage *storage;
+    bool requires_grad;
+    tt_tensor *grad;               // accumulated gradient of a leaf (owned), or NULL
+    tt_node *node;                 // the op that produced this tensor (owned), NULL for leaves
+    char *name;                    // optional (owned), used in messages and checkpoints
+};
+
+// Shape and dims literals: tt_zeros(TT_F32, TT_SHAPE(2, 3)), tt_sum(x, TT_DIMS(0, 2), false).
+#define TT_SHAPE(...) \
+    (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (const int64_t[]){__VA_ARGS__}
+#define TT_DIMS(...) (int)(sizeof((int[]){__VA_ARGS__}) / sizeof(int)), (const int[]){__VA_ARGS__}
+#define TT_SCALAR_SHAPE 0, NULL
+
+// ---- creation (new references; contents of tt_empty are uninitialized) ----
+
+tt_tensor *tt_empty(tt_dtype dtype, int ndim, const int64_t *shape);
+tt_tensor *tt_zeros(tt_dtype dtype, int ndim, const int64_t *shape);
+tt_tensor *tt_ones(tt_dtype dtype, int ndim, const int64_t *shape);
+tt_tensor *tt_full(tt_dtype dtype, int ndim, const int64_t *shape, double value);
+tt_tensor *tt_scalar(tt_dtype dtype, double value);  // 0-dim
+// start, start+step, ... < end (> end for a negative step); 1-D.
+tt_tensor *tt_arange(tt_dtype dtype, double start, double end, double step);
+// Copies numel elements of `dtype` from data (row-major).
+tt_tensor *tt_from_data(tt_dtype dtype, int ndim, const int64_t *shape, const void *data);
+tt_tensor *tt_empty_like(const tt_tensor *t);
+tt_tensor *tt_zeros_like(const tt_tensor *t);
+tt_tensor *tt_ones_like(const tt_tensor *t);
+
+// ---- randomness: only through an explicit state (xoshiro256**, same stream on every platform) ----
+
+typedef struct tt_rng {
+    uint64_t s[4];
+} tt_rng;
+
+void tt_rng_seed(tt_rng *rng, uint64_t seed);
+uint64_t tt_rng_u64(tt_rng *rng);
+double tt_rng_uniform(tt_rng *rng);  // [0, 1), 53 random bits
+double tt_rng_normal(tt_rng *rng);   // N(0, 1), Box-Muller
+int64_t tt_rng_below(tt_rng *rng, int64_t n);  // uniform integer in [0, n), unbiased
+
+tt_tensor *tt_rand(tt_rng *rng, tt_dtype dtype, int ndim, const int64_t *shape);   // U[0,1)
+tt_tensor *tt_randn(tt_rng *rng, tt_dtype dtype, int ndim, const int64_t *shape);  // N(0,1)
+tt_tensor *tt_uniform(tt_rng *rng, tt_dtype dtype, int ndim, const int64_t *shape,
+                      double lo, double hi);
+tt_tensor *tt_normal(tt_rng *rng, tt_dtype dtype, int ndim, const int64_t *shape,
+                     double mean, double std);
+
+// In-place fills (no autograd; for initialization and optimizers). Return t.
+tt_tensor *tt_fill_(tt_tensor *t, double value);
+tt_tensor *tt_uniform_(tt_tensor *t, tt_rng *rng, double lo, double hi);
+tt_tensor *tt_normal_(tt_tensor *t, tt_rng *rng, double mean, double std);
+// dst[...] = src[...] with src broadcast to dst's shape and converted to dst's dtype.
+void tt_copy_(tt_tensor *dst, const tt_tensor *src);
+
+// ---- references ----
+
+tt_tensor *tt_retain(tt_tensor *t);  // returns t
+void tt_release(tt_tensor *t);       // NULL is a no-op
+
+// ---- ownership scopes (autorelease pools) ----
+
+void tt_scope_begin(void);
+void tt_scope_end(void);
+tt_tensor *tt_keep(tt_tensor *t);  // hand t to the enclosing scope (or to the caller); returns t
+int tt_scope_depth(void);
+
+// ---- metadata ----
+
+int64_t tt_numel(const tt_tensor *t);
+int64_t tt_size(const tt_tensor *t, int dim);  // dim may be negative
+bool tt_is_contiguous(const tt_tensor *t);
+bool tt_same_shape(const tt_tensor *a, const tt_tensor *b);
+void tt_set_name(tt_tensor *t, const char *name);
+// "(2, 3)" into buf; returns buf.
+char *tt_shape_str(const tt_tensor *t, char *buf, size_t n);
+
+// ---- element access (any layout and dtype, converted to double) ----
+
+double tt_item(const tt_tensor *t);                    // numel must be 1
+double tt_get(const tt_tensor *t, const int64_t *idx);  // idx has t->ndim entries
+void tt_set(tt_tensor *t, const int64_t *idx, double value);
+double tt_at(const tt_tensor *t, int64_t i);            // i-th element in row-major order
+void tt_set_at(tt_tensor *t, int64_t i, double value);
+void tt_to_f64_array(const tt_tensor *t, double *out);  // numel elements, row-major
+void *tt_data(const tt_tensor *t);                      // first element (storage + offset)
+float *tt_data_f32(const tt_tensor *t);                 // aborts unless dtype is TT_F32
+double *tt_data_f64(const tt_tensor *t);                // aborts unless dtype is TT_F64
+
+// ---- raw views (no autograd; share storage, never copy) ----
+
+tt_tensor *tt_as_strided(const tt_tensor *t, int ndim, const int64_t *shape,
+                         const int64_t *stride, int64_t offset);
+
+// ---- printing ----
+
+// PyTorch-like: tensor([[1.0000, 2.0000], ...], shape=(2, 2), dtype=f32); rows and columns
+// beyond 6 are elided with "...". Returns the number of characters a full print needs.
+int tt_snprint(char *buf, size_t n, const tt_tensor *t);
+void tt_fprint(FILE *f, const tt_tensor *t);
+void tt_print(const tt_tensor *t);
+
+// ---- counters (tests assert nothing leaks) ----
+
+int64_t tt_live_tensors(void);
+int64_t tt_live_bytes(void);  // bytes of live tensor storage
+
+// ---- memory: every allocation goes through here (counted; file:line on failure) ----
+
+void *tt_malloc_at(size_t nbytes, const char *file, int line);
+void *tt_calloc_at(size_t count, size_t size, const char *file, int line);
+void *tt_realloc_at(void *p, size_t nbytes, const char *file, int line);
+void tt_free(void *p);
+#define TT_MALLOC(n) tt_malloc_at((n), __FILE__, __LINE__)
+#define TT_CALLOC(c, s) tt_calloc_at((c), (s), __FILE__, __LINE__)
+#define TT_REALLOC(p, n) tt_realloc_at((p), (n), __FILE__, __LINE__)
+
+// ---- errors ----
+
+// Programmer errors: print "file:line: function: message" to stderr and abort. Always on.
+#define TT_CHECK(cond, ...) \
+    do { \
+        if (!(cond)) tt_fatal(__FILE__, __LINE__, __func__, __VA_ARGS__); \
+    } while (0)
+
+#if defined(__GNUC__)
+__attribute__((noreturn, format(printf, 4, 5)))
+#endif
+void tt_fatal(const char *file, int line, const char *func, const char *fmt, ...);
+
+// Recoverable errors (files, checkpoints, datasets, bad values): a status plus a message.
+typedef enum tt_status {
+    TT_OK = 0,
+    TT_ERR_IO,        // open/read/write/fsync/rename failed
+    TT_ERR_FORMAT,    // malformed or corrupt file
+    TT_ERR_ARG,       // invalid value from a user
+    TT_ERR_MISMATCH,  // valid, but does not fit (config, vocab, shapes)
+    TT_ERR_NOMEM,
+    TT_STATUS_COUNT
+} tt_status;
+
+const char *tt_status_str(tt_status s);
+const char *tt_last_error(void);  // message of the last error set on this thread
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+tt_status tt_set_error(tt_status s, const char *fmt, ...);  // returns s
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // TT_TENSOR_H

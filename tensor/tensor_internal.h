@@ -1,0 +1,81 @@
+// Internals of the tensor layer, shared with the layers built on it (autograd/, nn/, ...).
+// Not installed, not part of the public API.
+#ifndef TT_TENSOR_INTERNAL_H
+#define TT_TENSOR_INTERNAL_H
+
+#include "tensor.h"
+
+// ---- creation without a scope ----
+// tt__new returns a reference owned by the caller even inside a scope; public functions hand
+// their result to tt__autorelease(), which gives it to the innermost scope if there is one.
+tt_tensor *tt__new(tt_dtype dtype, int ndim, const int64_t *shape);  // contiguous, uninitialized
+tt_tensor *tt__new_zeros(tt_dtype dtype, int ndim, const int64_t *shape);
+tt_tensor *tt__new_view(const tt_tensor *t, int ndim, const int64_t *shape,
+                        const int64_t *stride, int64_t offset);  // shares storage
+tt_tensor *tt__autorelease(tt_tensor *t);
+tt_tensor *tt__contiguous_copy(const tt_tensor *t);  // always copies; unscoped
+
+// autograd/ registers how a tensor's node is freed when the tensor dies.
+void tt__set_node_free(void (*fn)(tt_node *));
+
+// "(2, 3)" in one of 8 rotating thread-local buffers, for error messages.
+const char *tt__shape(const tt_tensor *t);
+const char *tt__shape_of(int ndim, const int64_t *shape);
+
+void tt__contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);
+int64_t tt__shape_numel(int ndim, const int64_t *shape);
+int tt__norm_dim(int dim, int ndim, const char *func);  // negative dims; aborts when out of range
+
+// ---- broadcasting ----
+// NumPy rules: align trailing dims; each pair equal or one of them 1. Returns false if the
+// shapes do not broadcast.
+bool tt__broadcast_shape(int na, const int64_t *a, int nb, const int64_t *b,
+                         int *nout, int64_t *out);
+// Strides that read t as if it had shape (ndim, shape): 0 on broadcast dims.
+void tt__broadcast_strides(const tt_tensor *t, int ndim, const int64_t *shape, int64_t *stride);
+
+// ---- N-d iteration over up to TT_ITER_MAX operands with their own strides ----
+// Row-major over `shape`; adjacent dims that are contiguous for every operand are merged.
+//
+//     tt__iter it;
+//     if (tt__iter_init(&it, ndim, shape, 2, strides, offsets)) do {
+//         for (int64_t i = 0; i < it.inner; i++)
+//             y[it.off[0] + i * it.istride[0]] = f(x[it.off[1] + i * it.istride[1]]);
+//     } while (tt__iter_next(&it));
+#define TT_ITER_MAX 4
+typedef struct tt__iter {
+    int ndim;  // outer dims (after merging, without the innermost)
+    int nops;
+    int64_t shape[TT_MAX_DIMS];
+    int64_t stride[TT_ITER_MAX][TT_MAX_DIMS];
+    int64_t idx[TT_MAX_DIMS];
+    int64_t off[TT_ITER_MAX];      // offset of the current inner run, per operand
+    int64_t inner;                 // length of the innermost run
+    int64_t istride[TT_ITER_MAX];  // stride of the innermost run, per operand
+} tt__iter;
+
+// Returns false when the shape has no elements.
+bool tt__iter_init(tt__iter *it, int ndim, const int64_t *shape, int nops,
+                   const int64_t *const *strides, const int64_t *offsets);
+bool tt__iter_next(tt__iter *it);
+
+// ---- typed element access on raw storage (strided fallbacks) ----
+static inline double tt__load(const void *base, tt_dtype dt, int64_t i) {
+    switch (dt) {
+        case TT_F32: return ((const float *)base)[i];
+        case TT_F64: return ((const double *)base)[i];
+        case TT_I32: return ((const int32_t *)base)[i];
+        default: return (double)((const int64_t *)base)[i];
+    }
+}
+static inline void tt__store(void *base, tt_dtype dt, int64_t i, double v) {
+    switch (dt) {
+        case TT_F32: ((float *)base)[i] = (float)v; break;
+        case TT_F64: ((double *)base)[i] = v; break;
+        case TT_I32: ((int32_t *)base)[i] = (int32_t)v; break;
+        default: ((int64_t *)base)[i] = (int64_t)v; break;
+    }
+}
+static inline void *tt__base(const tt_tensor *t) { return t->storage->data; }
+
+#endif  // TT_TENSOR_INTERNAL_H

@@ -1,0 +1,86 @@
+// The gradient-check suite: every case of every differentiable op, in f64 against central
+// differences, plus the registry test that fails when an op in ops.def has no case.
+// Prints one line per case, then "N passed, N failed".
+#include "gc_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static const gc_case *const families[] = {
+    gc_cases_elementwise, gc_cases_reduce, gc_cases_matmul, gc_cases_nn, gc_cases_shape,
+};
+#define NFAMILIES (int)(sizeof families / sizeof families[0])
+
+static const gc_case *all_cases[1024];
+static int ncases;
+
+static void gather(void) {
+    for (int f = 0; f < NFAMILIES; f++)
+        for (const gc_case *c = families[f]; c->run; c++) {
+            if (ncases == (int)(sizeof all_cases / sizeof all_cases[0])) {
+                fprintf(stderr, "too many gradcheck cases\n");
+                exit(EXIT_FAILURE);
+            }
+            all_cases[ncases++] = c;
+        }
+}
+
+START_TEST(test_case) {
+    const gc_case *c = all_cases[_i];
+    tt_rng_seed(gc_rng(), 1000 + (uint64_t)_i);
+    gc_report r = {0};
+    tt_scope_begin();
+    c->run(&r);
+    tt_scope_end();
+    printf("gradcheck %s %s f64 max_abs_err=%.2e max_rel_err=%.2e f32_fwd_err=%.2e %s\n",
+           tt_op_name(c->op), c->name, r.worst.max_abs_err, r.worst.max_rel_err,
+           r.f32_fwd_err, r.nchecks > 0 && r.ok ? "ok" : "FAIL");
+    fflush(stdout);
+    ck_assert_msg(r.nchecks > 0, "case %s/%s ran no check", tt_op_name(c->op), c->name);
+    ck_assert_msg(r.f32_fwd_err <= GC_F32_TOL, "%s/%s: f32 forward differs from f64 by %.3e",
+                  tt_op_name(c->op), c->name, r.f32_fwd_err);
+    ck_assert_msg(r.worst.ok,
+                  "%s/%s: input %d, output element %lld, input element %lld: analytic %.10g "
+                  "vs numeric %.10g", tt_op_name(c->op), c->name, r.worst.worst_input,
+                  (long long)r.worst.worst_out, (long long)r.worst.worst_in, r.worst.analytic,
+                  r.worst.numeric);
+}
+END_TEST
+
+// Every differentiable op has at least one case; every case names a differentiable op.
+START_TEST(test_registry) {
+    int missing = 0;
+    for (int op = 0; op < TT_OP_COUNT; op++) {
+        int n = 0;
+        for (int i = 0; i < ncases; i++) n += all_cases[i]->op == (tt_op)op;
+        if (tt_op_differentiable((tt_op)op) && n == 0) {
+            printf("gradcheck registry: op '%s' has no gradcheck case\n", tt_op_name((tt_op)op));
+            missing++;
+        }
+        ck_assert_msg(tt_op_differentiable((tt_op)op) || n == 0,
+                      "op '%s' is not differentiable but has cases", tt_op_name((tt_op)op));
+    }
+    ck_assert_msg(missing == 0, "%d differentiable ops have no gradcheck case", missing);
+}
+END_TEST
+
+int main(void) {
+    gather();
+    Suite *s = suite_create("gradcheck");
+    TCase *tc = tt_tcase("cases");
+    tcase_add_loop_test(tc, test_case, 0, ncases);
+    suite_add_tcase(s, tc);
+    TCase *reg = tt_tcase("registry");
+    tcase_add_test(reg, test_registry);
+    suite_add_tcase(s, reg);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_SILENT);
+    int run = srunner_ntests_run(sr), failed = srunner_ntests_failed(sr);
+    TestResult **res = srunner_failures(sr);
+    for (int i = 0; i < failed; i++)
+        printf("%s:%d: %s\n", tr_lfile(res[i]), tr_lno(res[i]), tr_msg(res[i]));
+    free(res);
+    srunner_free(sr);
+    printf("%d passed, %d failed\n", run - failed, failed);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,58 @@
+// The shared test harness: leak-checking fixture, value assertions and the suite runner.
+#include "test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static int64_t base_tensors, base_bytes;
+
+void tt_test_setup(void) {
+    base_tensors = tt_live_tensors();
+    base_bytes = tt_live_bytes();
+}
+
+void tt_test_teardown(void) {
+    ck_assert_int_eq(tt_scope_depth(), 0);
+    ck_assert_msg(tt_live_tensors() == base_tensors,
+                  "leak: %lld live tensors after the test, %lld before",
+                  (long long)tt_live_tensors(), (long long)base_tensors);
+    ck_assert_msg(tt_live_bytes() == base_bytes, "leak: %lld live bytes after, %lld before",
+                  (long long)tt_live_bytes(), (long long)base_bytes);
+}
+
+TCase *tt_tcase(const char *name) {
+    TCase *tc = tcase_create(name);
+    tcase_add_checked_fixture(tc, tt_test_setup, tt_test_teardown);
+    tcase_set_timeout(tc, 120);
+    return tc;
+}
+
+int tt_test_run(Suite *s) {
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+void tt_assert_values(const tt_tensor *t, const double *expected, int64_t n, double atol,
+                      double rtol, const char *file, int line) {
+    ck_assert_msg(tt_numel(t) == n, "%s:%d: tensor has %lld elements, expected %lld", file,
+                  line, (long long)tt_numel(t), (long long)n);
+    for (int64_t i = 0; i < n; i++) {
+        double v = tt_at(t, i), e = expected[i];
+        bool ok = (isnan(e) && isnan(v)) || (isinf(e) && v == e) ||
+                  fabs(v - e) <= atol + rtol * fabs(e);
+        ck_assert_msg(ok, "%s:%d: element %lld is %.10g, expected %.10g", file, line,
+                      (long long)i, v, e);
+    }
+}
+
+tt_tensor *tt_test_tensor_(tt_dtype dtype, int ndim, const int64_t *shape, const double *v,
+                           int64_t n) {
+    tt_tensor *t = tt_empty(dtype, ndim, shape);
+    ck_assert_msg(tt_numel(t) == n, "literal has %lld values for shape of %lld elements",
+                  (long long)n, (long long)tt_numel(t));
+    for (int64_t i = 0; i < n; i++) tt_set_at(t, i, v[i]);
+    return t;
+}
