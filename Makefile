@@ -42,10 +42,11 @@ LIB_DIRS := tensor autograd
 LIB_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 HEADERS  := tinytorch.h $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.h) $(wildcard $(d)/*.def))
+PUBLIC_HEADERS := $(filter-out %_internal.h tensor/kernels%.h,$(HEADERS))
 
 TEST_UTIL   := $(BUILD)/obj/tests/test_util.o
-SUITES      := tensor autograd ops
-SUITE_BINS  := $(SUITES:%=$(BUILD)/tests/test_%)
+SUITE_SRCS  := $(filter-out tests/test_gradcheck.c tests/test_util.c,$(wildcard tests/test_*.c))
+SUITE_BINS  := $(SUITE_SRCS:tests/%.c=$(BUILD)/tests/%)
 GC_SRCS     := tests/test_gradcheck.c tests/gc_util.c $(wildcard tests/gc_ops_*.c)
 GC_OBJS     := $(GC_SRCS:%.c=$(BUILD)/obj/%.o)
 EXAMPLES    := tour
@@ -59,7 +60,7 @@ $(BUILD)/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/tests/%.o: tests/%.c $(HEADERS) tests/test_util.h tests/gc_util.h
+$(BUILD)/obj/tests/%.o: tests/%.c $(HEADERS) $(wildcard tests/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -I. -c $< -o $@
 
@@ -114,7 +115,7 @@ INC_DIR := $(DESTDIR)$(PREFIX)/include/tinytorch
 LIB_DIR := $(DESTDIR)$(PREFIX)/lib
 install: lib
 	install -d $(INC_DIR) $(LIB_DIR)/pkgconfig
-	for h in $(HEADERS); do install -D -m 644 $$h $(INC_DIR)/$$h; done
+	for h in $(PUBLIC_HEADERS); do install -D -m 644 $$h $(INC_DIR)/$$h; done
 	install -m 644 $(BUILD)/libtinytorch.a $(LIB_DIR)/libtinytorch.a
 	install -m 755 $(BUILD)/libtinytorch.so $(LIB_DIR)/libtinytorch.so
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBS@|$(LDLIBS)|' tinytorch.pc.in \
