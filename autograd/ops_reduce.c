@@ -1,50 +1,272 @@
-// STUB: replaced by the real implementation of this family.
+// The reduction ops, forward and backward side by side: sum, mean, max (amax), var over any
+// set of dims with keepdim, sum_all, mean_all, and argmax (not differentiable). The kernels
+// are in tensor/kernels_reduce.c; here are dims, shapes, dtypes, error messages and the tape.
 #include "autograd_internal.h"
 
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../tensor/kernels_reduce.h"
+
+// ---- dims ----
+
+// What every reduction's backward needs besides its input.
+typedef struct reduce_ctx {
+    bool reduced[TT_MAX_DIMS];  // per dim of the input
+    int correction;             // var only
+} reduce_ctx;
+
+// A resolved reduction: which dims go, the output's shape, the kernels' plan.
+typedef struct reduce_dims {
+    bool reduced[TT_MAX_DIMS];
+    int out_ndim;
+    int64_t out_shape[TT_MAX_DIMS];
+    tt_k_reduce plan;
+} reduce_dims;
+
+// "(0, -1)" for messages.
+static const char *dims_str(int ndims, const int *dims, char *buf, size_t n) {
+    size_t len = (size_t)snprintf(buf, n, "(");
+    for (int i = 0; i < ndims && len < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, i ? ", %d" : "%d", dims[i]);
+    if (len < n) snprintf(buf + len, n - len, ")");
+    return buf;
+}
+
+// Validates (ndims, dims) against x (negative dims count from the end, ndims == 0 means all
+// dims) and fills rd. `func` names the public op in messages. A 0-d tensor accepts dim 0 or
+// -1, reducing like a one-element 1-d tensor (as PyTorch).
+static void resolve_dims(reduce_dims *rd, const tt_tensor *x, int ndims, const int *dims,
+                         bool keepdim, const char *func) {
+    if (!x) tt_fatal(__FILE__, __LINE__, func, "x is NULL");
+    tt__check_float(x, func);
+    if (ndims < 0)
+        tt_fatal(__FILE__, __LINE__, func, "ndims is %d; pass ndims > 0 with that many dims, or "
+                 "ndims 0 to reduce all dims", ndims);
+    if (ndims > 0 && !dims)
+        tt_fatal(__FILE__, __LINE__, func, "ndims is %d but dims is NULL; pass the dims (e.g. "
+                 "TT_DIMS(0, 2)), or ndims 0 to reduce all dims", ndims);
+    char buf[128];
+    bool seen_scalar_dim = false;
+    for (int d = 0; d < TT_MAX_DIMS; d++) rd->reduced[d] = ndims == 0 && d < x->ndim;
+    for (int i = 0; i < ndims; i++) {
+        int d = dims[i];
+        int lo = x->ndim ? -x->ndim : -1, hi = x->ndim ? x->ndim - 1 : 0;
+        if (d < lo || d > hi)
+            tt_fatal(__FILE__, __LINE__, func, "dim %d is out of range for x of shape %s "
+                     "(valid dims: %d .. %d)", d, tt__shape(x), lo, hi);
+        int nd = d < 0 ? d + (x->ndim ? x->ndim : 1) : d;
+        bool *slot = x->ndim ? &rd->reduced[nd] : &seen_scalar_dim;
+        if (*slot)
+            tt_fatal(__FILE__, __LINE__, func, "dims %s name dim %d twice (x has shape %s); "
+                     "list each dim once", dims_str(ndims, dims, buf, sizeof buf), nd,
+                     tt__shape(x));
+        *slot = true;
+    }
+    rd->out_ndim = 0;
+    for (int d = 0; d < x->ndim; d++) {
+        if (!rd->reduced[d]) rd->out_shape[rd->out_ndim++] = x->shape[d];
+        else if (keepdim) rd->out_shape[rd->out_ndim++] = 1;
+    }
+    tt_k_reduce_plan(&rd->plan, x->ndim, x->shape, x->stride, rd->reduced);
+}
+
+// The plan of a recorded reduction, rebuilt from its (retained) input.
+static void node_plan(tt_k_reduce *plan, const tt_node *n) {
+    const tt_tensor *x = n->inputs[0];
+    const reduce_ctx *c = n->ctx;
+    tt_k_reduce_plan(plan, x->ndim, x->shape, x->stride, c->reduced);
+}
+
+static reduce_ctx *record(tt_tensor *out, tt_op op, tt_tensor *x, const reduce_dims *rd) {
+    reduce_ctx *c = tt__record(out, op, 1, &x, sizeof *c);
+    if (c) memcpy(c->reduced, rd->reduced, sizeof c->reduced);
+    return c;
+}
+
+// The output's gradient as a dense (M,) buffer: a new reference (a copy if it was strided).
+static tt_tensor *dense_grad(const tt_node *n) {
+    return tt_is_contiguous(n->grad) ? tt_retain(n->grad) : tt__contiguous_copy(n->grad);
+}
+
+// out (M,) = v (M,), converted to out's dtype.
+static void store(tt_tensor *out, const double *v) {
+    int64_t m = tt_numel(out);
+    if (out->dtype == TT_F32) {
+        float *o = tt_data(out);
+        for (int64_t i = 0; i < m; i++) o[i] = (float)v[i];
+    } else if (m > 0) {
+        memcpy(tt_data(out), v, (size_t)m * sizeof *v);
+    }
+}
+
+// A new (M,) double buffer of sum_j x[m, j], or with `mean` of sum_j x[m, j] / N (NaN when
+// N == 0, as a mean of nothing is in PyTorch).
+static double *sums(const tt_tensor *x, const reduce_dims *rd, bool mean) {
+    const tt_k_reduce *p = &rd->plan;
+    double *acc = TT_MALLOC((size_t)(p->nout > 0 ? p->nout : 1) * sizeof *acc);  // (M,)
+    tt_k_reduce_sum(acc, tt_data(x), x->dtype, NULL, p);
+    if (mean) {
+        for (int64_t m = 0; m < p->nout; m++)
+            acc[m] = p->nred > 0 ? acc[m] / (double)p->nred : NAN;
+    }
+    return acc;
+}
+
+// ---- sum ----
+// y[m] = sum_j x[m, j];  dx = g[m], a stride-0 view of g (no copy).
+
 tt_tensor *tt_sum(tt_tensor *x, int ndims, const int *dims, bool keepdim) {
-    (void)x;
-    (void)ndims;
-    (void)dims;
-    (void)keepdim;
-    TT_CHECK(0, "not implemented yet");
+    reduce_dims rd;
+    resolve_dims(&rd, x, ndims, dims, keepdim, __func__);
+    tt_tensor *out = tt__new(x->dtype, rd.out_ndim, rd.out_shape);
+    double *acc = sums(x, &rd, false);
+    store(out, acc);
+    tt_free(acc);
+    record(out, TT_OP_SUM, x, &rd);
+    return tt__autorelease(out);
 }
+
+void tt__backward_sum(tt_node *n) {
+    tt_tensor *x = n->inputs[0];
+    tt_k_reduce plan;
+    node_plan(&plan, n);
+    tt_tensor *g = dense_grad(n);  // (M,)
+    // g keepdim-shaped and expanded to X: stride 0 along the reduced dims.
+    tt_tensor *dx = tt__new_view(g, x->ndim, x->shape, plan.ostride, g->offset);
+    tt__accum_grad(x, dx);
+    tt_release(dx);
+    tt_release(g);
+}
+
+tt_tensor *tt_sum_all(tt_tensor *x) { return tt_sum(x, 0, NULL, false); }
+
+// ---- mean ----
+// y[m] = sum_j x[m, j] / N (NaN when N == 0);  dx = g[m] / N.
+
 tt_tensor *tt_mean(tt_tensor *x, int ndims, const int *dims, bool keepdim) {
-    (void)x;
-    (void)ndims;
-    (void)dims;
-    (void)keepdim;
-    TT_CHECK(0, "not implemented yet");
+    reduce_dims rd;
+    resolve_dims(&rd, x, ndims, dims, keepdim, __func__);
+    tt_tensor *out = tt__new(x->dtype, rd.out_ndim, rd.out_shape);
+    double *acc = sums(x, &rd, true);
+    store(out, acc);
+    tt_free(acc);
+    record(out, TT_OP_MEAN, x, &rd);
+    return tt__autorelease(out);
 }
+
+void tt__backward_mean(tt_node *n) {
+    tt_tensor *x = n->inputs[0];
+    tt_k_reduce plan;
+    node_plan(&plan, n);
+    tt_tensor *g = dense_grad(n);                           // (M,)
+    tt_tensor *dx = tt__new(x->dtype, x->ndim, x->shape);  // X
+    double scale = plan.nred > 0 ? 1.0 / (double)plan.nred : 0.0;
+    tt_k_reduce_spread(tt_data(dx), tt_data(g), scale, x->dtype, &plan);
+    tt__accum_grad(x, dx);
+    tt_release(dx);
+    tt_release(g);
+}
+
+tt_tensor *tt_mean_all(tt_tensor *x) { return tt_mean(x, 0, NULL, false); }
+
+// ---- max ----
+// y[m] = max_j x[m, j] (NaN propagates);  dx = g[m] / k[m] where x == y[m], k[m] the number
+// of ties, else 0 (torch.amax's backward).
+
 tt_tensor *tt_max(tt_tensor *x, int ndims, const int *dims, bool keepdim) {
-    (void)x;
-    (void)ndims;
-    (void)dims;
-    (void)keepdim;
-    TT_CHECK(0, "not implemented yet");
+    reduce_dims rd;
+    resolve_dims(&rd, x, ndims, dims, keepdim, __func__);
+    if (rd.plan.nred == 0) {
+        char buf[128];
+        tt_fatal(__FILE__, __LINE__, __func__, "the max over zero elements is undefined: x has "
+                 "shape %s and dims %s include a dim of size 0; reduce only non-empty dims",
+                 tt__shape(x), ndims ? dims_str(ndims, dims, buf, sizeof buf) : "(all)");
+    }
+    tt_tensor *out = tt__new(x->dtype, rd.out_ndim, rd.out_shape);
+    tt_k_reduce_max(tt_data(out), tt_data(x), x->dtype, &rd.plan);
+    if (record(out, TT_OP_MAX, x, &rd)) {
+        tt_tensor *y = tt__alias(out);  // the maxima, without the output's history
+        tt__save(out->node, 0, y);
+        tt_release(y);
+    }
+    return tt__autorelease(out);
 }
+
+void tt__backward_max(tt_node *n) {
+    tt_tensor *x = n->inputs[0], *y = n->saved[0];
+    tt_k_reduce plan;
+    node_plan(&plan, n);
+    tt_tensor *g = dense_grad(n);                           // (M,)
+    tt_tensor *dx = tt__new(x->dtype, x->ndim, x->shape);  // X
+    tt_k_reduce_max_backward(tt_data(dx), tt_data(x), tt_data(y), tt_data(g), x->dtype, &plan);
+    tt__accum_grad(x, dx);
+    tt_release(dx);
+    tt_release(g);
+}
+
+// ---- var ----
+// Two passes: mean[m] = sum_j x / N, then y[m] = sum_j (x - mean[m])^2 / max(0, N - c).
+// A zero divisor gives inf, or NaN when the squares sum to 0 (as PyTorch).
+// dx = 2 (x - mean[m]) / (N - c) * g[m].
+
+static double var_divisor(int64_t n, int correction) {
+    double d = (double)n - (double)correction;
+    return d > 0 ? d : 0;
+}
+
 tt_tensor *tt_var(tt_tensor *x, int ndims, const int *dims, int correction, bool keepdim) {
-    (void)x;
-    (void)ndims;
-    (void)dims;
-    (void)correction;
-    (void)keepdim;
-    TT_CHECK(0, "not implemented yet");
+    reduce_dims rd;
+    resolve_dims(&rd, x, ndims, dims, keepdim, __func__);
+    const tt_k_reduce *p = &rd.plan;
+    tt_tensor *out = tt__new(x->dtype, rd.out_ndim, rd.out_shape);
+    tt_tensor *mean = tt__new(TT_F64, 1, (int64_t[]){p->nout});  // (M,), saved for backward
+    double *mu = tt_data(mean);
+    double *s = sums(x, &rd, true);
+    if (p->nout > 0) memcpy(mu, s, (size_t)p->nout * sizeof *mu);
+    tt_k_reduce_sum(s, tt_data(x), x->dtype, mu, p);  // s[m] = sum_j (x - mu[m])^2
+    double div = var_divisor(p->nred, correction);
+    for (int64_t m = 0; m < p->nout; m++)
+        s[m] = div > 0 ? s[m] / div : s[m] > 0 ? INFINITY : NAN;
+    store(out, s);
+    tt_free(s);
+    reduce_ctx *c = record(out, TT_OP_VAR, x, &rd);
+    if (c) {
+        c->correction = correction;
+        tt__save(out->node, 0, mean);
+    }
+    tt_release(mean);
+    return tt__autorelease(out);
 }
+
+void tt__backward_var(tt_node *n) {
+    tt_tensor *x = n->inputs[0], *mean = n->saved[0];
+    const reduce_ctx *c = n->ctx;
+    tt_k_reduce plan;
+    node_plan(&plan, n);
+    double div = var_divisor(plan.nred, c->correction);
+    double factor = div > 0 ? 2.0 / div : INFINITY;
+    tt_tensor *g = dense_grad(n);                           // (M,)
+    tt_tensor *dx = tt__new(x->dtype, x->ndim, x->shape);  // X
+    tt_k_reduce_var_backward(tt_data(dx), tt_data(x), tt_data(mean), tt_data(g), factor,
+                             x->dtype, &plan);
+    tt__accum_grad(x, dx);
+    tt_release(dx);
+    tt_release(g);
+}
+
+// ---- argmax ----
+// y[m] = the first j with x[m, j] maximal along one dim (NaN counts as the maximum), as
+// TT_I64. Records nothing: the output never requires grad.
+
 tt_tensor *tt_argmax(tt_tensor *x, int dim, bool keepdim) {
-    (void)x;
-    (void)dim;
-    (void)keepdim;
-    TT_CHECK(0, "not implemented yet");
+    reduce_dims rd;
+    resolve_dims(&rd, x, 1, &dim, keepdim, __func__);
+    if (rd.plan.nred == 0)
+        tt_fatal(__FILE__, __LINE__, __func__, "the argmax over zero elements is undefined: "
+                 "dim %d of x %s has size 0; pick a non-empty dim", dim, tt__shape(x));
+    tt_tensor *out = tt__new(TT_I64, rd.out_ndim, rd.out_shape);
+    tt_k_reduce_argmax(tt_data(out), tt_data(x), x->dtype, &rd.plan);
+    return tt__autorelease(out);
 }
-tt_tensor *tt_sum_all(tt_tensor *x) {
-    (void)x;
-    TT_CHECK(0, "not implemented yet");
-}
-tt_tensor *tt_mean_all(tt_tensor *x) {
-    (void)x;
-    TT_CHECK(0, "not implemented yet");
-}
-void tt__backward_sum(tt_node *n) { (void)n; TT_CHECK(0, "not implemented yet"); }
-void tt__backward_mean(tt_node *n) { (void)n; TT_CHECK(0, "not implemented yet"); }
-void tt__backward_max(tt_node *n) { (void)n; TT_CHECK(0, "not implemented yet"); }
-void tt__backward_var(tt_node *n) { (void)n; TT_CHECK(0, "not implemented yet"); }
