@@ -51,7 +51,7 @@ GC_SRCS     := tests/test_gradcheck.c tests/gc_util.c $(wildcard tests/gc_ops_*.
 GC_OBJS     := $(GC_SRCS:%.c=$(BUILD)/obj/%.o)
 EXAMPLES    := tour
 
-.PHONY: all lib examples test test-run gradcheck deps install uninstall clean check-deps
+.PHONY: all lib examples run test test-run gradcheck deps install uninstall clean check-deps
 all: lib examples
 lib: $(BUILD)/libtinytorch.a $(BUILD)/libtinytorch.so
 examples: $(EXAMPLES:%=$(BUILD)/%)
@@ -103,6 +103,10 @@ gradcheck:
 	@$(MAKE) --no-print-directory check-deps
 	@$(MAKE) --no-print-directory $(BUILD)/tests/gradcheck
 	$(BUILD)/tests/gradcheck
+
+# The main command: today the tour (the README's first program).
+run: examples
+	$(BUILD)/tour
 
 deps:
 	@sh scripts/deps.sh

@@ -67,7 +67,12 @@ void tt__accum_grad(tt_tensor *x, tt_tensor *g);
 tt_tensor *tt__sum_to(tt_tensor *g, int ndim, const int64_t *shape);
 
 // Aborts unless x is a float tensor; aborts unless a and b share a dtype.
-void tt__check_float(const tt_tensor *x, const char *func);
-void tt__check_same_dtype(const tt_tensor *a, const tt_tensor *b, const char *func);
+// The messages name the caller's file and line.
+void tt__check_float_at(const tt_tensor *x, const char *file, int line, const char *func);
+void tt__check_same_dtype_at(const tt_tensor *a, const tt_tensor *b, const char *file, int line,
+                             const char *func);
+#define tt__check_float(x, func) tt__check_float_at((x), __FILE__, __LINE__, (func))
+#define tt__check_same_dtype(a, b, func) \
+    tt__check_same_dtype_at((a), (b), __FILE__, __LINE__, (func))
 
 #endif  // TT_AUTOGRAD_INTERNAL_H

@@ -80,13 +80,13 @@ tt_gradcheck_result tt_gradcheck(tt_gradcheck_fn f, void *ctx, int n, tt_tensor 
         tt_tensor *seed = tt_zeros(TT_F64, ndim, shape);
         tt_set_at(seed, k, 1.0);
         tt_backward_with(y, seed);
-        for (int i = 0; i < n; i++) {
-            if (!num.nin[i]) continue;
-            tt_tensor *g = inputs[i]->grad;
+        for (int i = 0; i < n; i++) {  // read all first: one tensor may be several inputs
+            tt_tensor *g = num.nin[i] ? inputs[i]->grad : NULL;
             for (int64_t j = 0; g && j < num.nin[i]; j++)
                 ana.val[i][k * num.nin[i] + j] = tt_at(g, j);
-            tt_zero_grad(inputs[i]);
         }
+        for (int i = 0; i < n; i++)
+            if (num.nin[i]) tt_zero_grad(inputs[i]);
         tt_scope_end();
     }
 

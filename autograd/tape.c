@@ -45,15 +45,16 @@ bool tt_set_grad_enabled(bool enabled) {
 
 bool tt_is_grad_enabled(void) { return !grad_disabled; }
 
-void tt__check_float(const tt_tensor *x, const char *func) {
+void tt__check_float_at(const tt_tensor *x, const char *file, int line, const char *func) {
     if (!tt_dtype_is_float(x->dtype))
-        tt_fatal(__FILE__, __LINE__, func, "tensor %s is %s; this op needs f32 or f64 "
+        tt_fatal(file, line, func, "tensor %s is %s; this op needs f32 or f64 "
                  "(convert with tt_to_dtype)", tt__shape(x), tt_dtype_name(x->dtype));
 }
 
-void tt__check_same_dtype(const tt_tensor *a, const tt_tensor *b, const char *func) {
+void tt__check_same_dtype_at(const tt_tensor *a, const tt_tensor *b, const char *file, int line,
+                             const char *func) {
     if (a->dtype != b->dtype)
-        tt_fatal(__FILE__, __LINE__, func, "dtypes differ: %s %s vs %s %s; convert one with "
+        tt_fatal(file, line, func, "dtypes differ: %s %s vs %s %s; convert one with "
                  "tt_to_dtype", tt__shape(a), tt_dtype_name(a->dtype), tt__shape(b),
                  tt_dtype_name(b->dtype));
 }

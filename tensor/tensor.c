@@ -324,10 +324,10 @@ tt_tensor *tt__autorelease(tt_tensor *t) {
 
 int64_t tt_numel(const tt_tensor *t) { return tt__shape_numel(t->ndim, t->shape); }
 
-int tt__norm_dim(int dim, int ndim, const char *func) {
+int tt__norm_dim_at(int dim, int ndim, const char *file, int line, const char *func) {
     int d = dim < 0 ? dim + ndim : dim;
     if (d < 0 || d >= ndim)
-        tt_fatal(__FILE__, __LINE__, func, "dim %d is out of range for a %d-d tensor "
+        tt_fatal(file, line, func, "dim %d is out of range for a %d-d tensor "
                  "(valid: %d .. %d)", dim, ndim, -ndim, ndim - 1);
     return d;
 }

@@ -24,7 +24,9 @@ const char *tt__shape_of(int ndim, const int64_t *shape);
 
 void tt__contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);
 int64_t tt__shape_numel(int ndim, const int64_t *shape);
-int tt__norm_dim(int dim, int ndim, const char *func);  // negative dims; aborts when out of range
+// Resolves a negative dim; aborts naming the caller's file, line and function when out of range.
+int tt__norm_dim_at(int dim, int ndim, const char *file, int line, const char *func);
+#define tt__norm_dim(dim, ndim, func) tt__norm_dim_at((dim), (ndim), __FILE__, __LINE__, (func))
 
 // ---- broadcasting ----
 // NumPy rules: align trailing dims; each pair equal or one of them 1. Returns false if the

@@ -211,6 +211,21 @@ START_TEST(test_gradcheck_passes_and_catches) {
 }
 END_TEST
 
+// One tensor passed as two inputs: both columns see the total derivative.
+static tt_tensor *f_pair(tt_tensor *const *in, int n, void *ctx) {
+    (void)n, (void)ctx;
+    return tt_mul(in[0], in[1]);
+}
+
+START_TEST(test_gradcheck_same_tensor_twice) {
+    tt_scope_begin();
+    tt_tensor *x = leaf(tt_test_tensor(TT_F64, TT_SHAPE(3), 0.5, -1.5, 2));
+    tt_tensor *in[2] = {x, x};
+    ck_assert(tt_gradcheck(f_pair, NULL, 2, in, NULL).ok);
+    tt_scope_end();
+}
+END_TEST
+
 START_TEST(test_op_table) {
     ck_assert_str_eq(tt_op_name(TT_OP_ADD), "add");
     ck_assert_str_eq(tt_op_name(TT_OP_CROSS_ENTROPY), "cross_entropy");
@@ -235,6 +250,7 @@ int main(void) {
     tcase_add_test(tc, test_graph_freed_after_backward);
     tcase_add_test(tc, test_long_chain);
     tcase_add_test(tc, test_gradcheck_passes_and_catches);
+    tcase_add_test(tc, test_gradcheck_same_tensor_twice);
     tcase_add_test(tc, test_op_table);
     suite_add_tcase(s, tc);
     TCase *ab = tcase_create("aborts");
