@@ -51,6 +51,7 @@ GC_SRCS     := tests/test_gradcheck.c tests/gc_util.c $(wildcard tests/gc_ops_*.
 GC_OBJS     := $(GC_SRCS:%.c=$(BUILD)/obj/%.o)
 EXAMPLES    := tour
 
+.SECONDARY:
 .PHONY: all lib examples run test test-run gradcheck deps install uninstall clean check-deps
 all: lib examples
 lib: $(BUILD)/libtinytorch.a $(BUILD)/libtinytorch.so
