@@ -38,7 +38,7 @@ endif
 CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   = $(shell pkg-config --libs check 2>/dev/null)
 
-LIB_DIRS := tensor autograd
+LIB_DIRS := tensor autograd nn optim
 LIB_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 HEADERS  := tinytorch.h $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.h) $(wildcard $(d)/*.def))
@@ -47,7 +47,7 @@ PUBLIC_HEADERS := $(filter-out %_internal.h tensor/kernels%.h,$(HEADERS))
 TEST_UTIL   := $(BUILD)/obj/tests/test_util.o
 SUITE_SRCS  := $(filter-out tests/test_gradcheck.c tests/test_util.c,$(wildcard tests/test_*.c))
 SUITE_BINS  := $(SUITE_SRCS:tests/%.c=$(BUILD)/tests/%)
-GC_SRCS     := tests/test_gradcheck.c tests/gc_util.c $(wildcard tests/gc_ops_*.c)
+GC_SRCS     := tests/test_gradcheck.c $(wildcard tests/gc_*.c)
 GC_OBJS     := $(GC_SRCS:%.c=$(BUILD)/obj/%.o)
 EXAMPLES    := tour
 

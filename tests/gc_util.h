@@ -28,12 +28,22 @@ typedef struct gc_case {
     void (*run)(gc_report *r);
 } gc_case;
 
+// Module-level cases (a Linear, an attention layer, a loss): printed with their label in place
+// of an op name; they do not count for the per-op registry.
+typedef struct gc_module_case {
+    const char *label;  // "linear", "attention", "mse_loss", ...
+    const char *name;
+    void (*run)(gc_report *r);
+} gc_module_case;
+
 // The per-family tables (NULL-terminated: the last entry has run == NULL).
 extern const gc_case gc_cases_elementwise[];
 extern const gc_case gc_cases_reduce[];
 extern const gc_case gc_cases_matmul[];
 extern const gc_case gc_cases_nn[];
 extern const gc_case gc_cases_shape[];
+extern const gc_module_case gc_modules_nn_layers[];       // tests/gc_nn_layers.c
+extern const gc_module_case gc_modules_nn_transformer[];  // tests/gc_nn_transformer.c
 
 // The suite's RNG (reseeded before each case).
 tt_rng *gc_rng(void);

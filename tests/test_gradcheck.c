@@ -1,5 +1,6 @@
-// The gradient-check suite: every case of every differentiable op, in f64 against central
-// differences, plus the registry test that fails when an op in ops.def has no case.
+// The gradient-check suite: every case of every differentiable op and of every module, in f64
+// against central differences, plus the registry test that fails when an op in ops.def has no
+// case.
 // Prints one line per case, then "N passed, N failed".
 #include "gc_util.h"
 
@@ -11,37 +12,56 @@ static const gc_case *const families[] = {
 };
 #define NFAMILIES (int)(sizeof families / sizeof families[0])
 
-static const gc_case *all_cases[1024];
+static const gc_module_case *const module_families[] = {
+    gc_modules_nn_layers, gc_modules_nn_transformer,
+};
+#define NMODULE_FAMILIES (int)(sizeof module_families / sizeof module_families[0])
+
+typedef struct any_case {
+    const char *what;  // op name or module label
+    bool is_op;
+    tt_op op;
+    const char *name;
+    void (*run)(gc_report *r);
+} any_case;
+
+static any_case all_cases[2048];
 static int ncases;
+
+static void add_case(any_case c) {
+    if (ncases == (int)(sizeof all_cases / sizeof all_cases[0])) {
+        fprintf(stderr, "too many gradcheck cases\n");
+        exit(EXIT_FAILURE);
+    }
+    all_cases[ncases++] = c;
+}
 
 static void gather(void) {
     for (int f = 0; f < NFAMILIES; f++)
-        for (const gc_case *c = families[f]; c->run; c++) {
-            if (ncases == (int)(sizeof all_cases / sizeof all_cases[0])) {
-                fprintf(stderr, "too many gradcheck cases\n");
-                exit(EXIT_FAILURE);
-            }
-            all_cases[ncases++] = c;
-        }
+        for (const gc_case *c = families[f]; c->run; c++)
+            add_case((any_case){tt_op_name(c->op), true, c->op, c->name, c->run});
+    for (int f = 0; f < NMODULE_FAMILIES; f++)
+        for (const gc_module_case *c = module_families[f]; c->run; c++)
+            add_case((any_case){c->label, false, TT_OP_COUNT, c->name, c->run});
 }
 
 START_TEST(test_case) {
-    const gc_case *c = all_cases[_i];
+    const any_case *c = &all_cases[_i];
     tt_rng_seed(gc_rng(), 1000 + (uint64_t)_i);
     gc_report r = {0};
     tt_scope_begin();
     c->run(&r);
     tt_scope_end();
     printf("gradcheck %s %s f64 max_abs_err=%.2e max_rel_err=%.2e f32_fwd_err=%.2e %s\n",
-           tt_op_name(c->op), c->name, r.worst.max_abs_err, r.worst.max_rel_err,
+           c->what, c->name, r.worst.max_abs_err, r.worst.max_rel_err,
            r.f32_fwd_err, r.nchecks > 0 && r.ok ? "ok" : "FAIL");
     fflush(stdout);
-    ck_assert_msg(r.nchecks > 0, "case %s/%s ran no check", tt_op_name(c->op), c->name);
+    ck_assert_msg(r.nchecks > 0, "case %s/%s ran no check", c->what, c->name);
     ck_assert_msg(r.f32_fwd_err <= GC_F32_TOL, "%s/%s: f32 forward differs from f64 by %.3e",
-                  tt_op_name(c->op), c->name, r.f32_fwd_err);
+                  c->what, c->name, r.f32_fwd_err);
     ck_assert_msg(r.worst.ok,
                   "%s/%s: input %d, output element %lld, input element %lld: analytic %.10g "
-                  "vs numeric %.10g", tt_op_name(c->op), c->name, r.worst.worst_input,
+                  "vs numeric %.10g", c->what, c->name, r.worst.worst_input,
                   (long long)r.worst.worst_out, (long long)r.worst.worst_in, r.worst.analytic,
                   r.worst.numeric);
 }
@@ -52,7 +72,7 @@ START_TEST(test_registry) {
     int missing = 0;
     for (int op = 0; op < TT_OP_COUNT; op++) {
         int n = 0;
-        for (int i = 0; i < ncases; i++) n += all_cases[i]->op == (tt_op)op;
+        for (int i = 0; i < ncases; i++) n += all_cases[i].is_op && all_cases[i].op == (tt_op)op;
         if (tt_op_differentiable((tt_op)op) && n == 0) {
             printf("gradcheck registry: op '%s' has no gradcheck case\n", tt_op_name((tt_op)op));
             missing++;

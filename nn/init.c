@@ -1,0 +1,63 @@
+// Init schemes, in place: normal, uniform, Xavier/Glorot (Glorot & Bengio 2010), Kaiming/He
+// (He et al. 2015) with PyTorch's fan conventions, and GPT-2's scaled residual init.
+#include "nn_internal.h"
+
+#include <math.h>
+
+int64_t tt_fan_in(const tt_tensor *t) {
+    TT_CHECK(t->ndim >= 1, "fan_in needs a tensor with at least 1 dim, got %s", tt__shape(t));
+    if (t->ndim == 1) return t->shape[0];
+    int64_t receptive = 1;
+    for (int i = 2; i < t->ndim; i++) receptive *= t->shape[i];
+    return t->shape[1] * receptive;
+}
+
+int64_t tt_fan_out(const tt_tensor *t) {
+    TT_CHECK(t->ndim >= 1, "fan_out needs a tensor with at least 1 dim, got %s", tt__shape(t));
+    if (t->ndim == 1) return t->shape[0];
+    int64_t receptive = 1;
+    for (int i = 2; i < t->ndim; i++) receptive *= t->shape[i];
+    return t->shape[0] * receptive;
+}
+
+void tt_init_zeros_(tt_tensor *t) { tt_fill_(t, 0.0); }
+void tt_init_ones_(tt_tensor *t) { tt_fill_(t, 1.0); }
+
+void tt_init_normal_(tt_tensor *t, tt_rng *rng, double mean, double std) {
+    tt_normal_(t, rng, mean, std);
+}
+
+void tt_init_uniform_(tt_tensor *t, tt_rng *rng, double lo, double hi) {
+    tt_uniform_(t, rng, lo, hi);
+}
+
+// std = gain * sqrt(2 / (fan_in + fan_out)); uniform bound = sqrt(3) * std.
+void tt_init_xavier_uniform_(tt_tensor *t, tt_rng *rng, double gain) {
+    double a = gain * sqrt(6.0 / (double)(tt_fan_in(t) + tt_fan_out(t)));
+    tt_uniform_(t, rng, -a, a);
+}
+
+void tt_init_xavier_normal_(tt_tensor *t, tt_rng *rng, double gain) {
+    tt_normal_(t, rng, 0.0, gain * sqrt(2.0 / (double)(tt_fan_in(t) + tt_fan_out(t))));
+}
+
+// std = gain / sqrt(fan), gain = sqrt(2 / (1 + a^2)).
+static double kaiming_std(const tt_tensor *t, double a, tt_fan_mode mode) {
+    int64_t fan = mode == TT_FAN_IN ? tt_fan_in(t) : tt_fan_out(t);
+    TT_CHECK(fan > 0, "tensor %s has no fan", tt__shape(t));
+    return sqrt(2.0 / (1.0 + a * a)) / sqrt((double)fan);
+}
+
+void tt_init_kaiming_uniform_(tt_tensor *t, tt_rng *rng, double a, tt_fan_mode mode) {
+    double bound = sqrt(3.0) * kaiming_std(t, a, mode);
+    tt_uniform_(t, rng, -bound, bound);
+}
+
+void tt_init_kaiming_normal_(tt_tensor *t, tt_rng *rng, double a, tt_fan_mode mode) {
+    tt_normal_(t, rng, 0.0, kaiming_std(t, a, mode));
+}
+
+void tt_init_gpt2_residual_(tt_tensor *t, tt_rng *rng, int n_layer) {
+    TT_CHECK(n_layer > 0, "n_layer must be positive, got %d", n_layer);
+    tt_normal_(t, rng, 0.0, 0.02 / sqrt(2.0 * n_layer));
+}

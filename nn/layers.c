@@ -1,0 +1,241 @@
+// The basic modules: Linear, Embedding, LayerNorm, RMSNorm, the norm wrapper, activations and
+// Dropout, with their tt_module wrappers. Positional encodings are in positional.c,
+// attention, MLP and the transformer block in transformer.c.
+//
+// A forward runs in a scope of its own and keeps only its result, so it frees its
+// intermediates whether or not the caller is inside a scope.
+#include "nn_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+// ---- Linear ----
+
+void tt_linear_init(tt_linear *m, int64_t in_features, int64_t out_features, bool bias,
+                    tt_rng *rng) {
+    TT_CHECK(in_features > 0 && out_features > 0, "features must be positive, got in=%lld "
+             "out=%lld", (long long)in_features, (long long)out_features);
+    memset(m, 0, sizeof *m);
+    m->in_features = in_features;
+    m->out_features = out_features;
+    // PyTorch's default: kaiming_uniform(a = sqrt 5) on W, i.e. U(-1/sqrt(in), 1/sqrt(in)),
+    // and the same bound for b.
+    double bound = 1.0 / sqrt((double)in_features);
+    m->weight = tt__param_new(2, (int64_t[]){out_features, in_features});
+    tt_uniform_(m->weight, rng, -bound, bound);
+    if (bias) {
+        m->bias = tt__param_new(1, (int64_t[]){out_features});
+        tt_uniform_(m->bias, rng, -bound, bound);
+    }
+}
+
+tt_tensor *tt_linear_forward(tt_linear *m, tt_tensor *x) {
+    TT_CHECK(x->ndim >= 1 && x->shape[x->ndim - 1] == m->in_features,
+             "input %s must end in in_features=%lld", tt__shape(x), (long long)m->in_features);
+    tt_scope_begin();
+    tt_tensor *y = tt_matmul(x, tt_transpose(m->weight, 0, 1));  // (..., out)
+    if (m->bias) y = tt_add(y, m->bias);
+    tt_keep(y);
+    tt_scope_end();
+    return y;
+}
+
+void tt_linear_params(const tt_linear *m, tt_params *out, const char *prefix) {
+    tt_params_add(out, prefix, "weight", m->weight);
+    if (m->bias) tt_params_add(out, prefix, "bias", m->bias);
+}
+
+void tt_linear_free(tt_linear *m) {
+    tt_release(m->weight);
+    tt_release(m->bias);
+    memset(m, 0, sizeof *m);
+}
+
+static tt_tensor *linear_fwd(void *self, tt_tensor *x) { return tt_linear_forward(self, x); }
+static void linear_params(const void *self, tt_params *out, const char *prefix) {
+    tt_linear_params(self, out, prefix);
+}
+static const tt_module_ops linear_ops = {"Linear", linear_fwd, linear_params, NULL};
+tt_module tt_linear_module(tt_linear *m) { return (tt_module){m, &linear_ops}; }
+
+// ---- Embedding ----
+
+void tt_embedding_init(tt_embedding_layer *m, int64_t num, int64_t dim, tt_rng *rng) {
+    TT_CHECK(num > 0 && dim > 0, "sizes must be positive, got num=%lld dim=%lld",
+             (long long)num, (long long)dim);
+    memset(m, 0, sizeof *m);
+    m->num = num;
+    m->dim = dim;
+    m->weight = tt__param_new(2, (int64_t[]){num, dim});
+    tt_normal_(m->weight, rng, 0.0, 1.0);
+}
+
+tt_tensor *tt_embedding_forward(tt_embedding_layer *m, tt_tensor *indices) {
+    return tt_embedding(m->weight, indices);
+}
+
+void tt_embedding_params(const tt_embedding_layer *m, tt_params *out, const char *prefix) {
+    tt_params_add(out, prefix, "weight", m->weight);
+}
+
+void tt_embedding_free(tt_embedding_layer *m) {
+    tt_release(m->weight);
+    memset(m, 0, sizeof *m);
+}
+
+// ---- LayerNorm, RMSNorm ----
+
+void tt_layernorm_init(tt_layernorm_layer *m, int64_t dim, double eps, bool affine, bool bias) {
+    TT_CHECK(dim > 0 && eps >= 0, "need dim > 0 and eps >= 0, got dim=%lld eps=%g",
+             (long long)dim, eps);
+    memset(m, 0, sizeof *m);
+    m->dim = dim;
+    m->eps = eps;
+    if (affine) {
+        m->weight = tt__param_new(1, (int64_t[]){dim});
+        tt_fill_(m->weight, 1.0);
+        if (bias) m->bias = tt__param_new(1, (int64_t[]){dim});
+    }
+}
+
+tt_tensor *tt_layernorm_forward(tt_layernorm_layer *m, tt_tensor *x) {
+    TT_CHECK(x->ndim >= 1 && x->shape[x->ndim - 1] == m->dim, "input %s must end in dim=%lld",
+             tt__shape(x), (long long)m->dim);
+    return tt_layernorm(x, 1, m->weight, m->bias, m->eps);
+}
+
+void tt_layernorm_params(const tt_layernorm_layer *m, tt_params *out, const char *prefix) {
+    if (m->weight) tt_params_add(out, prefix, "weight", m->weight);
+    if (m->bias) tt_params_add(out, prefix, "bias", m->bias);
+}
+
+void tt_layernorm_free(tt_layernorm_layer *m) {
+    tt_release(m->weight);
+    tt_release(m->bias);
+    memset(m, 0, sizeof *m);
+}
+
+void tt_rmsnorm_init(tt_rmsnorm_layer *m, int64_t dim, double eps, bool weight) {
+    TT_CHECK(dim > 0 && eps >= 0, "need dim > 0 and eps >= 0, got dim=%lld eps=%g",
+             (long long)dim, eps);
+    memset(m, 0, sizeof *m);
+    m->dim = dim;
+    m->eps = eps;
+    if (weight) {
+        m->weight = tt__param_new(1, (int64_t[]){dim});
+        tt_fill_(m->weight, 1.0);
+    }
+}
+
+tt_tensor *tt_rmsnorm_forward(tt_rmsnorm_layer *m, tt_tensor *x) {
+    TT_CHECK(x->ndim >= 1 && x->shape[x->ndim - 1] == m->dim, "input %s must end in dim=%lld",
+             tt__shape(x), (long long)m->dim);
+    return tt_rmsnorm(x, m->weight, m->eps);
+}
+
+void tt_rmsnorm_params(const tt_rmsnorm_layer *m, tt_params *out, const char *prefix) {
+    if (m->weight) tt_params_add(out, prefix, "weight", m->weight);
+}
+
+void tt_rmsnorm_free(tt_rmsnorm_layer *m) {
+    tt_release(m->weight);
+    memset(m, 0, sizeof *m);
+}
+
+void tt_norm_init(tt_norm *m, tt_norm_kind kind, int64_t dim, double eps, bool bias) {
+    memset(m, 0, sizeof *m);
+    m->kind = kind;
+    if (kind == TT_NORM_LAYERNORM) tt_layernorm_init(&m->ln, dim, eps, true, bias);
+    else tt_rmsnorm_init(&m->rms, dim, eps, true);
+}
+
+tt_tensor *tt_norm_forward(tt_norm *m, tt_tensor *x) {
+    return m->kind == TT_NORM_LAYERNORM ? tt_layernorm_forward(&m->ln, x)
+                                        : tt_rmsnorm_forward(&m->rms, x);
+}
+
+void tt_norm_params(const tt_norm *m, tt_params *out, const char *prefix) {
+    if (m->kind == TT_NORM_LAYERNORM) tt_layernorm_params(&m->ln, out, prefix);
+    else tt_rmsnorm_params(&m->rms, out, prefix);
+}
+
+void tt_norm_free(tt_norm *m) {
+    tt_layernorm_free(&m->ln);
+    tt_rmsnorm_free(&m->rms);
+}
+
+// ---- activations ----
+
+static const char *const act_names[TT_ACT_COUNT] = {
+    [TT_ACT_IDENTITY] = "identity", [TT_ACT_RELU] = "relu",   [TT_ACT_GELU] = "gelu",
+    [TT_ACT_GELU_TANH] = "gelu_tanh", [TT_ACT_RELU2] = "relu2", [TT_ACT_SILU] = "silu",
+    [TT_ACT_TANH] = "tanh",         [TT_ACT_SIGMOID] = "sigmoid", [TT_ACT_SOFTMAX] = "softmax",
+};
+
+const char *tt_act_name(tt_act act) {
+    return (act >= 0 && act < TT_ACT_COUNT) ? act_names[act] : "invalid";
+}
+
+bool tt_act_parse(const char *name, tt_act *out) {
+    for (int i = 0; i < TT_ACT_COUNT; i++)
+        if (strcmp(name, act_names[i]) == 0) {
+            *out = (tt_act)i;
+            return true;
+        }
+    return false;
+}
+
+tt_tensor *tt_activate(tt_act act, tt_tensor *x) {
+    switch (act) {
+        case TT_ACT_IDENTITY: return tt__autorelease(tt_retain(x));
+        case TT_ACT_RELU: return tt_relu(x);
+        case TT_ACT_GELU: return tt_gelu(x);
+        case TT_ACT_GELU_TANH: return tt_gelu_tanh(x);
+        case TT_ACT_RELU2: {
+            tt_scope_begin();
+            tt_tensor *y = tt_keep(tt_square(tt_relu(x)));
+            tt_scope_end();
+            return y;
+        }
+        case TT_ACT_SILU: return tt_silu(x);
+        case TT_ACT_TANH: return tt_tanh(x);
+        case TT_ACT_SIGMOID: return tt_sigmoid(x);
+        case TT_ACT_SOFTMAX: return tt_softmax(x, -1);
+        default: break;
+    }
+    TT_CHECK(0, "invalid activation %d", (int)act);
+    return NULL;
+}
+
+static tt_tensor *act_fwd(void *self, tt_tensor *x) { return tt_activate(*(tt_act *)self, x); }
+static const tt_module_ops act_ops = {"Activation", act_fwd, NULL, NULL};
+static tt_act act_values[TT_ACT_COUNT] = {
+    TT_ACT_IDENTITY, TT_ACT_RELU, TT_ACT_GELU, TT_ACT_GELU_TANH, TT_ACT_RELU2,
+    TT_ACT_SILU, TT_ACT_TANH, TT_ACT_SIGMOID, TT_ACT_SOFTMAX,
+};
+
+tt_module tt_act_module(tt_act act) {
+    TT_CHECK(act >= 0 && act < TT_ACT_COUNT, "invalid activation %d", (int)act);
+    return (tt_module){&act_values[act], &act_ops};
+}
+
+// ---- dropout ----
+
+void tt_dropout_init(tt_dropout_layer *m, double p, tt_rng *rng) {
+    TT_CHECK(p >= 0 && p <= 1, "dropout probability %g is outside [0, 1]", p);
+    TT_CHECK(p == 0 || rng, "dropout with p=%g needs an rng", p);
+    m->p = p;
+    m->training = true;
+    m->rng = rng;
+}
+
+tt_tensor *tt_dropout_forward(tt_dropout_layer *m, tt_tensor *x) {
+    return tt_dropout(x, m->p, m->training, m->rng);
+}
+
+void tt_dropout_train(tt_dropout_layer *m, bool training) { m->training = training; }
+
+static tt_tensor *drop_fwd(void *self, tt_tensor *x) { return tt_dropout_forward(self, x); }
+static void drop_train(void *self, bool training) { tt_dropout_train(self, training); }
+static const tt_module_ops drop_ops = {"Dropout", drop_fwd, NULL, drop_train};
+tt_module tt_dropout_module(tt_dropout_layer *m) { return (tt_module){m, &drop_ops}; }

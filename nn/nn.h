@@ -1,0 +1,330 @@
+// tinytorch.c nn: modules with named parameters, init schemes and losses.
+//
+//     tt_linear fc1, fc2;
+//     tt_linear_init(&fc1, 2, 16, true, &rng);
+//     tt_linear_init(&fc2, 16, 2, true, &rng);
+//     tt_params params;
+//     tt_params_init(&params);
+//     tt_linear_params(&fc1, &params, "fc1");        // "fc1.weight", "fc1.bias"
+//     tt_linear_params(&fc2, &params, "fc2");
+//     tt_scope_begin();
+//     tt_tensor *logits = tt_linear_forward(&fc2, tt_relu(tt_linear_forward(&fc1, x)));
+//     tt_backward(tt_cross_entropy(logits, y, -1));
+//     tt_scope_end();
+//     ...
+//     tt_params_free(&params);
+//     tt_linear_free(&fc2);
+//     tt_linear_free(&fc1);
+//
+// The module convention: a plain struct the caller owns; tt_<name>_init(m, config..., rng)
+// creates its parameters (leaves with requires_grad, in tt_default_dtype(), never owned by a
+// scope); tt_<name>_forward(m, x, ...) returns a new reference like any op;
+// tt_<name>_params(m, list, prefix) appends its parameters under hierarchical names
+// ("blocks.3.attn.q_proj.weight"); tt_<name>_free(m) releases them and is safe on a zeroed
+// struct. Modules with dropout have tt_<name>_train(m, training); composites propagate it.
+// tt_<name>_module(m) wraps a module for tt_sequential.
+#ifndef TT_NN_H
+#define TT_NN_H
+
+#include "../autograd/autograd.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// ---- the default float dtype of new parameters and buffers (thread-local; starts as f32) ----
+
+tt_dtype tt_set_default_dtype(tt_dtype dtype);  // returns the previous one
+tt_dtype tt_default_dtype(void);
+
+// ---- parameter lists ----
+
+#define TT_NAME_MAX 256
+
+typedef struct tt_param {
+    char *name;         // owned
+    tt_tensor *tensor;  // retained
+} tt_param;
+
+typedef struct tt_params {
+    tt_param *items;
+    int n, cap;
+} tt_params;
+
+void tt_params_init(tt_params *p);
+void tt_params_free(tt_params *p);  // releases the references and names, keeps the tensors' owners
+// Appends t as "prefix.name" (or "name" when prefix is NULL or ""); aborts on a duplicate name.
+void tt_params_add(tt_params *p, const char *prefix, const char *name, tt_tensor *t);
+tt_tensor *tt_params_get(const tt_params *p, const char *name);  // borrowed; NULL if absent
+int64_t tt_params_numel(const tt_params *p);  // total number of elements
+void tt_params_zero_grad(const tt_params *p);
+// "prefix.name" into buf (TT_NAME_MAX); returns buf. Aborts if it does not fit.
+char *tt_name_join(char *buf, const char *prefix, const char *name);
+char *tt_name_index(char *buf, const char *prefix, int index);  // "prefix.3"
+
+// ---- a module behind a uniform interface (for tt_sequential) ----
+
+typedef struct tt_module_ops {
+    const char *type;
+    tt_tensor *(*forward)(void *self, tt_tensor *x);
+    void (*params)(const void *self, tt_params *out, const char *prefix);  // NULL: none
+    void (*train)(void *self, bool training);                              // NULL: no-op
+} tt_module_ops;
+
+typedef struct tt_module {
+    void *self;
+    const tt_module_ops *ops;
+} tt_module;
+
+tt_tensor *tt_module_forward(tt_module m, tt_tensor *x);
+void tt_module_params(tt_module m, tt_params *out, const char *prefix);
+void tt_module_train(tt_module m, bool training);
+
+// ---- init schemes (in place on a tensor; every one takes an explicit rng) ----
+// fan_in / fan_out follow PyTorch: for a (out, in, ...) weight, fan_in = in * receptive field.
+
+typedef enum tt_fan_mode { TT_FAN_IN, TT_FAN_OUT } tt_fan_mode;
+
+void tt_init_zeros_(tt_tensor *t);
+void tt_init_ones_(tt_tensor *t);
+void tt_init_normal_(tt_tensor *t, tt_rng *rng, double mean, double std);
+void tt_init_uniform_(tt_tensor *t, tt_rng *rng, double lo, double hi);
+void tt_init_xavier_uniform_(tt_tensor *t, tt_rng *rng, double gain);
+void tt_init_xavier_normal_(tt_tensor *t, tt_rng *rng, double gain);
+// gain sqrt(2 / (1 + a^2)) (a: leaky-ReLU slope, 0 for ReLU).
+void tt_init_kaiming_uniform_(tt_tensor *t, tt_rng *rng, double a, tt_fan_mode mode);
+void tt_init_kaiming_normal_(tt_tensor *t, tt_rng *rng, double a, tt_fan_mode mode);
+// GPT-2's scaled init of residual projections: normal(0, 0.02 / sqrt(2 * n_layer)).
+void tt_init_gpt2_residual_(tt_tensor *t, tt_rng *rng, int n_layer);
+int64_t tt_fan_in(const tt_tensor *t);
+int64_t tt_fan_out(const tt_tensor *t);
+
+// ---- Linear: y = x W^T + b, W (out, in), b (out,); PyTorch's default init ----
+
+typedef struct tt_linear {
+    tt_tensor *weight;  // (out, in)
+    tt_tensor *bias;    // (out,) or NULL
+    int64_t in_features, out_features;
+} tt_linear;
+
+void tt_linear_init(tt_linear *m, int64_t in_features, int64_t out_features, bool bias,
+                    tt_rng *rng);
+tt_tensor *tt_linear_forward(tt_linear *m, tt_tensor *x);  // (..., in) -> (..., out)
+void tt_linear_params(const tt_linear *m, tt_params *out, const char *prefix);
+void tt_linear_free(tt_linear *m);
+tt_module tt_linear_module(tt_linear *m);
+
+// ---- Embedding: a (V, C) table, N(0, 1) init ----
+
+typedef struct tt_embedding_layer {
+    tt_tensor *weight;  // (V, C)
+    int64_t num, dim;
+} tt_embedding_layer;
+
+void tt_embedding_init(tt_embedding_layer *m, int64_t num, int64_t dim, tt_rng *rng);
+tt_tensor *tt_embedding_forward(tt_embedding_layer *m, tt_tensor *indices);  // (...) -> (..., C)
+void tt_embedding_params(const tt_embedding_layer *m, tt_params *out, const char *prefix);
+void tt_embedding_free(tt_embedding_layer *m);
+
+// ---- positional encodings ----
+
+// Learned: a (max_len, C) table; forward(x (B, T, C)) returns x + table[pos : pos + T].
+typedef struct tt_pos_embedding {
+    tt_tensor *weight;  // (max_len, C)
+    int64_t max_len, dim;
+} tt_pos_embedding;
+
+void tt_pos_embedding_init(tt_pos_embedding *m, int64_t max_len, int64_t dim, tt_rng *rng);
+tt_tensor *tt_pos_embedding_forward(tt_pos_embedding *m, tt_tensor *x, int64_t pos);
+void tt_pos_embedding_params(const tt_pos_embedding *m, tt_params *out, const char *prefix);
+void tt_pos_embedding_free(tt_pos_embedding *m);
+
+// Sinusoidal (Vaswani et al.): no parameters; forward(x (B, T, C)) returns x + PE[pos : pos + T]
+// with PE[p, 2i] = sin(p / 10000^(2i/C)), PE[p, 2i+1] = cos(same).
+typedef struct tt_sinusoidal {
+    tt_tensor *table;  // (max_len, C) buffer
+    int64_t max_len, dim;
+} tt_sinusoidal;
+
+void tt_sinusoidal_init(tt_sinusoidal *m, int64_t max_len, int64_t dim);
+tt_tensor *tt_sinusoidal_forward(tt_sinusoidal *m, tt_tensor *x, int64_t pos);
+void tt_sinusoidal_free(tt_sinusoidal *m);
+
+// Rotary (RoPE, Su et al.), no parameters: rotates pairs (i, i + HS/2) of each head's vector by
+// angle p * base^(-2i/HS) (the "rotate half" layout). x (B, NH, T, HS) -> same shape, positions
+// pos .. pos + T - 1.
+typedef struct tt_rope {
+    tt_tensor *cos, *sin;  // (max_len, HS) buffers
+    int64_t head_dim, max_len;
+    double base;
+} tt_rope;
+
+void tt_rope_init(tt_rope *m, int64_t head_dim, int64_t max_len, double base);
+tt_tensor *tt_rope_forward(tt_rope *m, tt_tensor *x, int64_t pos);
+void tt_rope_free(tt_rope *m);
+
+// ---- normalization ----
+
+typedef struct tt_layernorm_layer {
+    tt_tensor *weight, *bias;  // (C,) each; NULL when !affine (bias also NULL when !bias)
+    int64_t dim;
+    double eps;
+} tt_layernorm_layer;
+
+void tt_layernorm_init(tt_layernorm_layer *m, int64_t dim, double eps, bool affine, bool bias);
+tt_tensor *tt_layernorm_forward(tt_layernorm_layer *m, tt_tensor *x);
+void tt_layernorm_params(const tt_layernorm_layer *m, tt_params *out, const char *prefix);
+void tt_layernorm_free(tt_layernorm_layer *m);
+
+typedef struct tt_rmsnorm_layer {
+    tt_tensor *weight;  // (C,) or NULL
+    int64_t dim;
+    double eps;
+} tt_rmsnorm_layer;
+
+void tt_rmsnorm_init(tt_rmsnorm_layer *m, int64_t dim, double eps, bool weight);
+tt_tensor *tt_rmsnorm_forward(tt_rmsnorm_layer *m, tt_tensor *x);
+void tt_rmsnorm_params(const tt_rmsnorm_layer *m, tt_params *out, const char *prefix);
+void tt_rmsnorm_free(tt_rmsnorm_layer *m);
+
+// Either kind behind one type (what a transformer block holds).
+typedef enum tt_norm_kind { TT_NORM_LAYERNORM, TT_NORM_RMSNORM } tt_norm_kind;
+typedef struct tt_norm {
+    tt_norm_kind kind;
+    tt_layernorm_layer ln;
+    tt_rmsnorm_layer rms;
+} tt_norm;
+
+void tt_norm_init(tt_norm *m, tt_norm_kind kind, int64_t dim, double eps, bool bias);
+tt_tensor *tt_norm_forward(tt_norm *m, tt_tensor *x);
+void tt_norm_params(const tt_norm *m, tt_params *out, const char *prefix);
+void tt_norm_free(tt_norm *m);
+
+// ---- activations ----
+
+typedef enum tt_act {
+    TT_ACT_IDENTITY,
+    TT_ACT_RELU,
+    TT_ACT_GELU,       // exact (erf)
+    TT_ACT_GELU_TANH,  // GPT-2's approximation
+    TT_ACT_RELU2,      // relu(x)^2
+    TT_ACT_SILU,
+    TT_ACT_TANH,
+    TT_ACT_SIGMOID,
+    TT_ACT_SOFTMAX,    // over the last dim
+    TT_ACT_COUNT
+} tt_act;
+
+tt_tensor *tt_activate(tt_act act, tt_tensor *x);
+const char *tt_act_name(tt_act act);          // "relu", "gelu", ...
+bool tt_act_parse(const char *name, tt_act *out);  // false for an unknown name
+tt_module tt_act_module(tt_act act);
+
+// ---- dropout ----
+
+typedef struct tt_dropout_layer {
+    double p;
+    bool training;  // starts true, as in PyTorch
+    tt_rng *rng;    // borrowed: the model owns its rng
+} tt_dropout_layer;
+
+void tt_dropout_init(tt_dropout_layer *m, double p, tt_rng *rng);
+tt_tensor *tt_dropout_forward(tt_dropout_layer *m, tt_tensor *x);
+void tt_dropout_train(tt_dropout_layer *m, bool training);
+tt_module tt_dropout_module(tt_dropout_layer *m);
+
+// ---- MLP: proj(dropout?(act(fc(x)))) then dropout; hidden = ratio * C ----
+
+typedef struct tt_mlp {
+    tt_linear fc, proj;
+    tt_act act;
+    tt_dropout_layer drop;
+} tt_mlp;
+
+void tt_mlp_init(tt_mlp *m, int64_t dim, int64_t hidden, tt_act act, bool bias, double dropout,
+                 tt_rng *rng);
+tt_tensor *tt_mlp_forward(tt_mlp *m, tt_tensor *x);
+void tt_mlp_params(const tt_mlp *m, tt_params *out, const char *prefix);  // fc.*, proj.*
+void tt_mlp_train(tt_mlp *m, bool training);
+void tt_mlp_free(tt_mlp *m);
+
+// ---- multi-head attention ----
+
+typedef struct tt_attention_config {
+    int64_t n_embd;
+    int64_t n_head;
+    int64_t n_kv_head;  // < n_head: grouped-query attention; 0 means n_head
+    int64_t max_seq;    // longest sequence (causal mask, RoPE tables)
+    bool causal;
+    bool bias;          // in the q/k/v/o projections
+    bool qk_norm;       // RMSNorm (with weight) on each head's q and k
+    bool rope;          // rotary positions on q and k
+    double rope_base;   // 0 means 10000
+    double dropout;     // on the attention weights and the output
+} tt_attention_config;
+
+typedef struct tt_attention {
+    tt_attention_config cfg;
+    int64_t head_dim;
+    tt_linear q_proj, k_proj, v_proj, o_proj;
+    tt_rmsnorm_layer q_norm, k_norm;  // when qk_norm
+    tt_rope rope;                     // when rope
+    tt_tensor *mask;                  // (max_seq, max_seq) i32, 1 above the diagonal
+    tt_dropout_layer attn_drop, resid_drop;
+} tt_attention;
+
+void tt_attention_init(tt_attention *m, const tt_attention_config *cfg, tt_rng *rng);
+// x (B, T, C) -> (B, T, C), positions 0 .. T-1.
+tt_tensor *tt_attention_forward(tt_attention *m, tt_tensor *x);
+void tt_attention_params(const tt_attention *m, tt_params *out, const char *prefix);
+void tt_attention_train(tt_attention *m, bool training);
+void tt_attention_free(tt_attention *m);
+
+// ---- transformer block (pre-norm): x + attn(norm1(x)), then + mlp(norm2(x)) ----
+
+typedef struct tt_block_config {
+    tt_attention_config attn;
+    int64_t mlp_hidden;  // 0 means 4 * n_embd
+    tt_act act;
+    tt_norm_kind norm;
+    double norm_eps;     // 0 means 1e-5
+} tt_block_config;
+
+typedef struct tt_block {
+    tt_norm norm1, norm2;
+    tt_attention attn;
+    tt_mlp mlp;
+} tt_block;
+
+void tt_block_init(tt_block *m, const tt_block_config *cfg, tt_rng *rng);
+tt_tensor *tt_block_forward(tt_block *m, tt_tensor *x);
+void tt_block_params(const tt_block *m, tt_params *out, const char *prefix);  // norm1, attn, ...
+void tt_block_train(tt_block *m, bool training);
+void tt_block_free(tt_block *m);
+
+// ---- sequential: runs modules in order; names their parameters "0.", "1.", ... ----
+
+typedef struct tt_sequential {
+    tt_module *items;  // the modules are borrowed: their owner frees them
+    int n, cap;
+} tt_sequential;
+
+void tt_sequential_init(tt_sequential *s);
+void tt_sequential_add(tt_sequential *s, tt_module m);
+tt_tensor *tt_sequential_forward(tt_sequential *s, tt_tensor *x);
+void tt_sequential_params(const tt_sequential *s, tt_params *out, const char *prefix);
+void tt_sequential_train(tt_sequential *s, bool training);
+void tt_sequential_free(tt_sequential *s);
+
+// ---- losses (0-dim means) ----
+
+// tt_cross_entropy / tt_cross_entropy_smooth (autograd.h) are the classification losses.
+tt_tensor *tt_mse_loss(tt_tensor *pred, tt_tensor *target);  // mean((pred - target)^2)
+// mean(max(x, 0) - x t + log(1 + exp(-|x|))): stable for any logit.
+tt_tensor *tt_bce_with_logits(tt_tensor *logits, tt_tensor *targets);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // TT_NN_H

@@ -1,0 +1,142 @@
+// Parameter lists with hierarchical names, the default dtype, the uniform module interface
+// and tt_sequential.
+#include "nn_internal.h"
+
+#include <string.h>
+
+// ---- default dtype ----
+
+static _Thread_local tt_dtype default_dtype = TT_F32;
+
+tt_dtype tt_set_default_dtype(tt_dtype dtype) {
+    TT_CHECK(tt_dtype_is_float(dtype), "the default dtype must be f32 or f64, got %s",
+             tt_dtype_name(dtype));
+    tt_dtype prev = default_dtype;
+    default_dtype = dtype;
+    return prev;
+}
+
+tt_dtype tt_default_dtype(void) { return default_dtype; }
+
+tt_tensor *tt__param_new(int ndim, const int64_t *shape) {
+    tt_tensor *t = tt__new_zeros(default_dtype, ndim, shape);
+    t->requires_grad = true;
+    return t;
+}
+
+tt_tensor *tt__buffer_new(int ndim, const int64_t *shape) {
+    return tt__new_zeros(default_dtype, ndim, shape);
+}
+
+// ---- names ----
+
+char *tt_name_join(char *buf, const char *prefix, const char *name) {
+    int n = (prefix && prefix[0]) ? snprintf(buf, TT_NAME_MAX, "%s.%s", prefix, name)
+                                  : snprintf(buf, TT_NAME_MAX, "%s", name);
+    TT_CHECK(n >= 0 && n < TT_NAME_MAX, "name '%s.%s' is longer than %d characters",
+             prefix ? prefix : "", name, TT_NAME_MAX - 1);
+    return buf;
+}
+
+char *tt_name_index(char *buf, const char *prefix, int index) {
+    char idx[32];
+    snprintf(idx, sizeof idx, "%d", index);
+    return tt_name_join(buf, prefix, idx);
+}
+
+// ---- parameter lists ----
+
+void tt_params_init(tt_params *p) { memset(p, 0, sizeof *p); }
+
+void tt_params_free(tt_params *p) {
+    for (int i = 0; i < p->n; i++) {
+        tt_free(p->items[i].name);
+        tt_release(p->items[i].tensor);
+    }
+    tt_free(p->items);
+    memset(p, 0, sizeof *p);
+}
+
+void tt_params_add(tt_params *p, const char *prefix, const char *name, tt_tensor *t) {
+    char full[TT_NAME_MAX];
+    tt_name_join(full, prefix, name);
+    TT_CHECK(t, "parameter '%s' is NULL", full);
+    TT_CHECK(!tt_params_get(p, full), "duplicate parameter name '%s' (give each child module "
+             "its own prefix)", full);
+    if (p->n == p->cap) {
+        p->cap = p->cap ? 2 * p->cap : 16;
+        p->items = TT_REALLOC(p->items, (size_t)p->cap * sizeof *p->items);
+    }
+    size_t len = strlen(full) + 1;
+    p->items[p->n].name = TT_MALLOC(len);
+    memcpy(p->items[p->n].name, full, len);
+    p->items[p->n].tensor = tt_retain(t);
+    p->n++;
+}
+
+tt_tensor *tt_params_get(const tt_params *p, const char *name) {
+    for (int i = 0; i < p->n; i++)
+        if (strcmp(p->items[i].name, name) == 0) return p->items[i].tensor;
+    return NULL;
+}
+
+int64_t tt_params_numel(const tt_params *p) {
+    int64_t n = 0;
+    for (int i = 0; i < p->n; i++) n += tt_numel(p->items[i].tensor);
+    return n;
+}
+
+void tt_params_zero_grad(const tt_params *p) {
+    for (int i = 0; i < p->n; i++) tt_zero_grad(p->items[i].tensor);
+}
+
+// ---- modules ----
+
+tt_tensor *tt_module_forward(tt_module m, tt_tensor *x) { return m.ops->forward(m.self, x); }
+
+void tt_module_params(tt_module m, tt_params *out, const char *prefix) {
+    if (m.ops->params) m.ops->params(m.self, out, prefix);
+}
+
+void tt_module_train(tt_module m, bool training) {
+    if (m.ops->train) m.ops->train(m.self, training);
+}
+
+// ---- sequential ----
+
+void tt_sequential_init(tt_sequential *s) { memset(s, 0, sizeof *s); }
+
+void tt_sequential_add(tt_sequential *s, tt_module m) {
+    TT_CHECK(m.ops && m.ops->forward, "module has no forward");
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 8;
+        s->items = TT_REALLOC(s->items, (size_t)s->cap * sizeof *s->items);
+    }
+    s->items[s->n++] = m;
+}
+
+tt_tensor *tt_sequential_forward(tt_sequential *s, tt_tensor *x) {
+    TT_CHECK(s->n > 0, "empty sequential: add modules with tt_sequential_add");
+    // An inner scope frees the intermediates whether or not the caller is in a scope.
+    tt_scope_begin();
+    tt_tensor *h = x;
+    for (int i = 0; i < s->n; i++) h = tt_module_forward(s->items[i], h);
+    tt_keep(h);
+    tt_scope_end();
+    return h;
+}
+
+void tt_sequential_params(const tt_sequential *s, tt_params *out, const char *prefix) {
+    char name[TT_NAME_MAX];
+    for (int i = 0; i < s->n; i++)
+        tt_module_params(s->items[i], out, tt_name_index(name, prefix, i));
+}
+
+void tt_sequential_train(tt_sequential *s, bool training) {
+    for (int i = 0; i < s->n; i++) tt_module_train(s->items[i], training);
+}
+
+void tt_sequential_free(tt_sequential *s) {
+    tt_free(s->items);
+    memset(s, 0, sizeof *s);
+}
