@@ -274,13 +274,20 @@ void tt_backward_ex(tt_tensor *out, tt_tensor *grad, bool retain_graph) {
     if (!retain_graph) {
         // Move every reference out first: releasing may free nodes of this very list.
         size_t nrefs = 0;
-        for (size_t i = 0; i < nodes.n; i++) nrefs += (size_t)nodes.v[i]->n_inputs + TT_NODE_MAX_SAVED;
+        for (size_t i = 0; i < nodes.n; i++)
+            nrefs += (size_t)nodes.v[i]->n_inputs + TT_NODE_MAX_SAVED;
         tt_tensor **refs = TT_MALLOC(nrefs * sizeof *refs);
         size_t k = 0;
         for (size_t i = 0; i < nodes.n; i++) {
             tt_node *n = nodes.v[i];
-            for (int j = 0; j < n->n_inputs; j++) { refs[k++] = n->inputs[j]; n->inputs[j] = NULL; }
-            for (int j = 0; j < TT_NODE_MAX_SAVED; j++) { refs[k++] = n->saved[j]; n->saved[j] = NULL; }
+            for (int j = 0; j < n->n_inputs; j++) {
+                refs[k++] = n->inputs[j];
+                n->inputs[j] = NULL;
+            }
+            for (int j = 0; j < TT_NODE_MAX_SAVED; j++) {
+                refs[k++] = n->saved[j];
+                n->saved[j] = NULL;
+            }
             n->freed = true;
         }
         for (size_t i = 0; i < k; i++) tt_release(refs[i]);

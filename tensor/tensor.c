@@ -332,7 +332,9 @@ int tt__norm_dim_at(int dim, int ndim, const char *file, int line, const char *f
     return d;
 }
 
-int64_t tt_size(const tt_tensor *t, int dim) { return t->shape[tt__norm_dim(dim, t->ndim, __func__)]; }
+int64_t tt_size(const tt_tensor *t, int dim) {
+    return t->shape[tt__norm_dim(dim, t->ndim, __func__)];
+}
 
 bool tt_is_contiguous(const tt_tensor *t) {
     int64_t s = 1;

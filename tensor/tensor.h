@@ -95,7 +95,7 @@ tt_tensor *tt_empty_like(const tt_tensor *t);
 tt_tensor *tt_zeros_like(const tt_tensor *t);
 tt_tensor *tt_ones_like(const tt_tensor *t);
 
-// ---- randomness: only through an explicit state (xoshiro256**, same stream on every platform) ----
+// ---- randomness: only through an explicit state (xoshiro256**, one stream on every platform) ----
 
 typedef struct tt_rng {
     uint64_t s[4];
