@@ -1,0 +1,67 @@
+// tinytorch.c data: a character-level tokenizer, a text dataset with a train/val split, and a
+// seeded random-window batch sampler (x and y shifted by one token), as nanoGPT's char model.
+//
+//     tt_text_dataset ds;
+//     if (tt_dataset_load(&ds, "data/tinyshakespeare.txt", NULL, 0.9) != TT_OK) { ... }
+//     tt_tensor *x, *y;                                    // (B, T) i32 each, owned by the scope
+//     tt_dataset_batch(&ds, TT_SPLIT_TRAIN, 12, 64, &rng, &x, &y);
+//     tt_dataset_free(&ds);
+#ifndef TT_DATA_H
+#define TT_DATA_H
+
+#include "../tensor/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// ---- char tokenizer: one token per distinct byte, ids in byte order ----
+
+typedef struct tt_char_vocab {
+    int size;                 // 1 .. 256
+    unsigned char chars[256]; // id -> byte
+    int16_t ids[256];         // byte -> id, -1 if absent
+} tt_char_vocab;
+
+// From the distinct bytes of text (n > 0); TT_ERR_ARG for an empty text.
+tt_status tt_vocab_build(tt_char_vocab *v, const unsigned char *text, size_t n);
+// From an explicit list of distinct bytes (e.g. read from a checkpoint); TT_ERR_FORMAT when a
+// byte repeats or size is out of range.
+tt_status tt_vocab_from_chars(tt_char_vocab *v, const unsigned char *chars, int size);
+// Encodes n bytes into out; TT_ERR_ARG naming the first byte not in the vocab (printable
+// characters shown as 'c', others as \xNN) and its position.
+tt_status tt_vocab_encode(const tt_char_vocab *v, const char *s, size_t n, int32_t *out);
+// Writes n bytes into out (no terminator); ids must be in range (aborts otherwise).
+void tt_vocab_decode(const tt_char_vocab *v, const int32_t *ids, size_t n, char *out);
+
+// ---- dataset ----
+
+typedef enum tt_split { TT_SPLIT_TRAIN, TT_SPLIT_VAL } tt_split;
+
+typedef struct tt_text_dataset {
+    tt_char_vocab vocab;
+    int32_t *tokens;  // the whole text encoded
+    int64_t n;        // tokens
+    int64_t n_train;  // tokens[0 .. n_train) train, tokens[n_train .. n) val
+} tt_text_dataset;
+
+// Reads the file and encodes it. With vocab NULL the vocab is built from the file; otherwise
+// the file must be encodable with it (TT_ERR_MISMATCH naming the character otherwise).
+// train_frac in (0, 1). Errors: TT_ERR_IO (missing, unreadable, a directory), TT_ERR_ARG
+// (empty). The split sizes are checked by tt_dataset_check.
+tt_status tt_dataset_load(tt_text_dataset *ds, const char *path, const tt_char_vocab *vocab,
+                          double train_frac);
+// TT_ERR_ARG unless each split holds at least block_size + 1 tokens.
+tt_status tt_dataset_check(const tt_text_dataset *ds, int64_t block_size);
+void tt_dataset_free(tt_text_dataset *ds);  // safe on a zeroed struct
+
+// x[b] = split[i_b .. i_b + T), y[b] = split[i_b + 1 .. i_b + T + 1) with i_b uniform from rng.
+// x and y are new (B, T) TT_I32 tensors (scope rule as any tensor).
+void tt_dataset_batch(const tt_text_dataset *ds, tt_split split, int64_t B, int64_t T,
+                      tt_rng *rng, tt_tensor **x, tt_tensor **y);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // TT_DATA_H

@@ -1,0 +1,98 @@
+// tinytorch.c GPT: a decoder-only transformer built from nn/ modules, with GPT-2/nanoGPT
+// initialization, a fused loss, and generation with a KV cache.
+//
+//     tt_gpt_config cfg = tt_gpt_config_default();      // GPT-2 style
+//     cfg.vocab_size = 65; cfg.block_size = 64; cfg.n_layer = 4; cfg.n_head = 4; cfg.n_embd = 128;
+//     tt_gpt gpt;
+//     if (tt_gpt_init(&gpt, &cfg, &rng) != TT_OK) { fprintf(stderr, "%s\n", tt_last_error()); ... }
+//     tt_scope_begin();
+//     tt_tensor *loss = tt_gpt_loss(&gpt, x, y);       // x, y: (B, T) token ids
+//     tt_backward(loss);
+//     tt_scope_end();
+//     tt_gpt_free(&gpt);
+#ifndef TT_GPT_H
+#define TT_GPT_H
+
+#include "../../nn/nn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tt_pos_kind { TT_POS_LEARNED, TT_POS_ROPE } tt_pos_kind;
+
+typedef struct tt_gpt_config {
+    int64_t vocab_size;
+    int64_t block_size;   // longest context
+    int64_t n_layer;
+    int64_t n_head;
+    int64_t n_kv_head;    // grouped-query attention when < n_head; 0 means n_head
+    int64_t n_embd;
+    double dropout;
+    bool bias;            // in Linear layers and LayerNorms
+    tt_pos_kind positional;
+    tt_norm_kind norm;
+    tt_act activation;    // TT_ACT_GELU (exact, as nanoGPT) or TT_ACT_RELU2
+    bool tie_weights;     // lm_head shares the token embedding
+    bool qk_norm;
+} tt_gpt_config;
+
+// GPT-2 style: learned positions, layernorm, gelu, tied embeddings, no bias, no dropout, MHA;
+// sizes of nanoGPT's char-level "baby GPT" (vocab 65, block 64, 4 layers, 4 heads, 128 wide).
+tt_gpt_config tt_gpt_config_default(void);
+// TT_OK, or TT_ERR_ARG with a message naming the field and the fix.
+tt_status tt_gpt_config_validate(const tt_gpt_config *cfg);
+
+typedef struct tt_gpt {
+    tt_gpt_config cfg;
+    tt_embedding_layer wte;   // (V, C)
+    tt_pos_embedding wpe;     // (block_size, C) when positional == TT_POS_LEARNED
+    tt_dropout_layer drop;
+    tt_block *blocks;         // n_layer
+    tt_norm ln_f;
+    tt_linear lm_head;        // weight is NULL when tied (wte.weight is used)
+    tt_rng dropout_rng;       // the model's own stream for dropout masks
+    tt_params params;         // every parameter by name: wte.weight, blocks.0.attn.q_proj.weight
+} tt_gpt;
+
+// Builds the model and initializes it as GPT-2/nanoGPT: normal(0, 0.02) for Linear and
+// Embedding weights, zeros for biases, ones for norm gains, and 0.02/sqrt(2 n_layer) for the
+// residual projections (attn.o_proj, mlp.proj). Returns TT_ERR_ARG for an invalid config.
+tt_status tt_gpt_init(tt_gpt *m, const tt_gpt_config *cfg, tt_rng *rng);
+void tt_gpt_free(tt_gpt *m);  // safe on a zeroed struct
+void tt_gpt_train(tt_gpt *m, bool training);
+// Parameters as nanoGPT reports them: without the position embedding when non_embedding.
+int64_t tt_gpt_num_params(const tt_gpt *m, bool non_embedding);
+
+// tokens (B, T) i32/i64, T <= block_size (aborts otherwise) -> logits (B, T, V).
+tt_tensor *tt_gpt_forward(tt_gpt *m, tt_tensor *tokens);
+// Mean cross-entropy of the next-token logits against targets (B, T) (fused log-softmax + NLL).
+tt_tensor *tt_gpt_loss(tt_gpt *m, tt_tensor *tokens, tt_tensor *targets);
+
+// ---- generation ----
+
+typedef struct tt_sample_opts {
+    double temperature;  // 0: greedy (argmax)
+    int top_k;           // 0: off
+    double top_p;        // 1: off (nucleus sampling otherwise)
+    bool use_cache;      // KV cache (true) or a full recompute per token (for comparison)
+} tt_sample_opts;
+
+tt_sample_opts tt_sample_opts_default(void);  // temperature 0.8, top_k 200, top_p 1, cache on
+
+// Appends n_new tokens to prompt[0 .. n_prompt) (n_prompt >= 1) into out (room for n_new).
+// The context is a window of at most block_size tokens; when it is full, the window keeps its
+// newer half and continues (the same rule with and without the cache, so with the same rng
+// state both produce identical tokens). on_token (may be NULL) is called with each new token.
+void tt_gpt_generate(tt_gpt *m, const int32_t *prompt, int64_t n_prompt, int64_t n_new,
+                     const tt_sample_opts *opts, tt_rng *rng, int32_t *out,
+                     void (*on_token)(int32_t token, void *ctx), void *ctx);
+
+// Samples one token from logits (V,) (any float dtype) with the options above.
+int32_t tt_sample_logits(const tt_tensor *logits, const tt_sample_opts *opts, tt_rng *rng);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // TT_GPT_H
