@@ -30,11 +30,14 @@ tt_tensor *tt__buffer_new(int ndim, const int64_t *shape) {
 
 // ---- names ----
 
+// Formats into a local buffer first, so buf may be prefix itself (tt_name_index(b, b, i)).
 char *tt_name_join(char *buf, const char *prefix, const char *name) {
-    int n = (prefix && prefix[0]) ? snprintf(buf, TT_NAME_MAX, "%s.%s", prefix, name)
-                                  : snprintf(buf, TT_NAME_MAX, "%s", name);
+    char tmp[TT_NAME_MAX];
+    int n = (prefix && prefix[0]) ? snprintf(tmp, TT_NAME_MAX, "%s.%s", prefix, name)
+                                  : snprintf(tmp, TT_NAME_MAX, "%s", name);
     TT_CHECK(n >= 0 && n < TT_NAME_MAX, "name '%s.%s' is longer than %d characters",
              prefix ? prefix : "", name, TT_NAME_MAX - 1);
+    memcpy(buf, tmp, (size_t)n + 1);
     return buf;
 }
 
