@@ -1,0 +1,221 @@
+// The transformer pieces: the MLP, multi-head attention (causal or not, grouped-query, optional
+// QK-norm and RoPE) and the pre-norm block. Attention is the plain matmul / softmax composition
+// that materializes (B, NH, T, T); a fused kernel would replace attention_core only.
+//
+// Letters: B batch, T time, C channels (n_embd), NH query heads, NKV key/value heads,
+// HS head size (C / NH), H MLP hidden size.
+#include "nn_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+// ---- MLP ----
+
+void tt_mlp_init(tt_mlp *m, int64_t dim, int64_t hidden, tt_act act, bool bias, double dropout,
+                 tt_rng *rng) {
+    TT_CHECK(dim > 0 && hidden > 0, "sizes must be positive, got dim=%lld hidden=%lld",
+             (long long)dim, (long long)hidden);
+    TT_CHECK(act >= 0 && act < TT_ACT_COUNT, "invalid activation %d", (int)act);
+    memset(m, 0, sizeof *m);
+    tt_linear_init(&m->fc, dim, hidden, bias, rng);
+    tt_linear_init(&m->proj, hidden, dim, bias, rng);
+    m->act = act;
+    tt_dropout_init(&m->drop, dropout, rng);
+}
+
+// x (..., C) -> fc (..., H) -> act -> proj (..., C) -> dropout.
+tt_tensor *tt_mlp_forward(tt_mlp *m, tt_tensor *x) {
+    tt_scope_begin();
+    tt_tensor *h = tt_activate(m->act, tt_linear_forward(&m->fc, x));  // (..., H)
+    tt_tensor *y = tt_dropout_forward(&m->drop, tt_linear_forward(&m->proj, h));  // (..., C)
+    tt_keep(y);
+    tt_scope_end();
+    return y;
+}
+
+void tt_mlp_params(const tt_mlp *m, tt_params *out, const char *prefix) {
+    char name[TT_NAME_MAX];
+    tt_linear_params(&m->fc, out, tt_name_join(name, prefix, "fc"));
+    tt_linear_params(&m->proj, out, tt_name_join(name, prefix, "proj"));
+}
+
+void tt_mlp_train(tt_mlp *m, bool training) { tt_dropout_train(&m->drop, training); }
+
+void tt_mlp_free(tt_mlp *m) {
+    tt_linear_free(&m->fc);
+    tt_linear_free(&m->proj);
+    memset(m, 0, sizeof *m);
+}
+
+// ---- multi-head attention ----
+
+void tt_attention_init(tt_attention *m, const tt_attention_config *cfg, tt_rng *rng) {
+    tt_attention_config c = *cfg;
+    if (c.n_kv_head == 0) c.n_kv_head = c.n_head;
+    if (c.rope_base == 0) c.rope_base = 10000.0;
+    TT_CHECK(c.n_embd > 0 && c.n_head > 0 && c.n_kv_head > 0, "sizes must be positive, got "
+             "n_embd=%lld n_head=%lld n_kv_head=%lld", (long long)c.n_embd, (long long)c.n_head,
+             (long long)c.n_kv_head);
+    TT_CHECK(c.n_embd % c.n_head == 0, "n_embd=%lld is not divisible by n_head=%lld; pick "
+             "n_head among the divisors of n_embd", (long long)c.n_embd, (long long)c.n_head);
+    TT_CHECK(c.n_head % c.n_kv_head == 0, "n_head=%lld is not divisible by n_kv_head=%lld; "
+             "each key/value head serves n_head / n_kv_head query heads", (long long)c.n_head,
+             (long long)c.n_kv_head);
+    TT_CHECK(c.max_seq > 0, "max_seq must be positive, got %lld", (long long)c.max_seq);
+    int64_t hs = c.n_embd / c.n_head;
+    TT_CHECK(!c.rope || hs % 2 == 0, "RoPE needs an even head size, got n_embd / n_head = "
+             "%lld / %lld = %lld", (long long)c.n_embd, (long long)c.n_head, (long long)hs);
+
+    memset(m, 0, sizeof *m);
+    m->cfg = c;
+    m->head_dim = hs;
+    tt_linear_init(&m->q_proj, c.n_embd, c.n_head * hs, c.bias, rng);
+    tt_linear_init(&m->k_proj, c.n_embd, c.n_kv_head * hs, c.bias, rng);
+    tt_linear_init(&m->v_proj, c.n_embd, c.n_kv_head * hs, c.bias, rng);
+    tt_linear_init(&m->o_proj, c.n_embd, c.n_embd, c.bias, rng);
+    if (c.qk_norm) {
+        tt_rmsnorm_init(&m->q_norm, hs, 1e-6, true);
+        tt_rmsnorm_init(&m->k_norm, hs, 1e-6, true);
+    }
+    if (c.rope) tt_rope_init(&m->rope, hs, c.max_seq, c.rope_base);
+    if (c.causal) {
+        // mask[i, j] = 1 for j > i: query i may not see the future key j.
+        m->mask = tt__new_zeros(TT_I32, 2, (int64_t[]){c.max_seq, c.max_seq});  // (T, T)
+        int32_t *mk = tt_data(m->mask);
+        for (int64_t i = 0; i < c.max_seq; i++)
+            for (int64_t j = i + 1; j < c.max_seq; j++) mk[i * c.max_seq + j] = 1;
+    }
+    tt_dropout_init(&m->attn_drop, c.dropout, rng);
+    tt_dropout_init(&m->resid_drop, c.dropout, rng);
+}
+
+// (B, T, n * HS) -> (B, n, T, HS)
+static tt_tensor *split_heads(tt_tensor *x, int64_t n, int64_t hs) {
+    int64_t B = x->shape[0], T = x->shape[1];
+    return tt_transpose(tt_reshape(x, TT_SHAPE(B, T, n, hs)), 1, 2);
+}
+
+// (B, NKV, T, HS) -> (B, NKV * rep, T, HS): kv head g serves query heads g*rep .. g*rep+rep-1.
+static tt_tensor *repeat_kv(tt_tensor *x, int64_t rep) {
+    if (rep == 1) return x;
+    int64_t B = x->shape[0], NKV = x->shape[1], T = x->shape[2], HS = x->shape[3];
+    tt_tensor *e = tt_expand(tt_unsqueeze(x, 2), TT_SHAPE(B, NKV, rep, T, HS));
+    return tt_reshape(e, TT_SHAPE(B, NKV * rep, T, HS));
+}
+
+// The attention core: y = softmax(q k^T / sqrt(HS) [+ causal mask]) v, with dropout on the
+// weights (Vaswani et al. 2017, eq. 1). q (B, NH, T, HS), k and v (B, NKV, T, HS) ->
+// y (B, NH, T, HS). Runs inside the caller's scope.
+static tt_tensor *attention_core(tt_attention *m, tt_tensor *q, tt_tensor *k, tt_tensor *v) {
+    int64_t T = q->shape[2], rep = m->cfg.n_head / m->cfg.n_kv_head;
+    k = repeat_kv(k, rep);  // (B, NH, T, HS)
+    v = repeat_kv(v, rep);  // (B, NH, T, HS)
+    tt_tensor *att = tt_matmul(q, tt_transpose(k, -2, -1));      // (B, NH, T, T)
+    att = tt_mul_scalar(att, 1.0 / sqrt((double)m->head_dim));
+    if (m->cfg.causal) {
+        tt_tensor *mask = tt_slice(tt_slice(m->mask, 0, 0, T, 1), 1, 0, T, 1);  // (T, T)
+        att = tt_masked_fill(att, mask, -INFINITY);
+    }
+    att = tt_dropout_forward(&m->attn_drop, tt_softmax(att, -1));
+    return tt_matmul(att, v);  // (B, NH, T, HS)
+}
+
+tt_tensor *tt_attention_forward(tt_attention *m, tt_tensor *x) {
+    const tt_attention_config *c = &m->cfg;
+    TT_CHECK(x && x->ndim == 3 && x->shape[2] == c->n_embd, "input %s must be (B, T, %lld)",
+             x ? tt__shape(x) : "NULL", (long long)c->n_embd);
+    int64_t B = x->shape[0], T = x->shape[1], hs = m->head_dim;
+    TT_CHECK(T <= c->max_seq, "sequence length T=%lld exceeds max_seq=%lld; crop the input or "
+             "build the attention with a larger max_seq", (long long)T, (long long)c->max_seq);
+    tt_scope_begin();
+    tt_tensor *q = split_heads(tt_linear_forward(&m->q_proj, x), c->n_head, hs);     // (B,NH,T,HS)
+    tt_tensor *k = split_heads(tt_linear_forward(&m->k_proj, x), c->n_kv_head, hs);  // (B,NKV,T,HS)
+    tt_tensor *v = split_heads(tt_linear_forward(&m->v_proj, x), c->n_kv_head, hs);  // (B,NKV,T,HS)
+    if (c->qk_norm) {
+        q = tt_rmsnorm_forward(&m->q_norm, q);
+        k = tt_rmsnorm_forward(&m->k_norm, k);
+    }
+    if (c->rope) {
+        q = tt_rope_forward(&m->rope, q, 0);
+        k = tt_rope_forward(&m->rope, k, 0);
+    }
+    tt_tensor *y = attention_core(m, q, k, v);                            // (B, NH, T, HS)
+    y = tt_reshape(tt_transpose(y, 1, 2), TT_SHAPE(B, T, c->n_head * hs));  // (B, T, C)
+    y = tt_dropout_forward(&m->resid_drop, tt_linear_forward(&m->o_proj, y));
+    tt_keep(y);
+    tt_scope_end();
+    return y;
+}
+
+void tt_attention_params(const tt_attention *m, tt_params *out, const char *prefix) {
+    char name[TT_NAME_MAX];
+    tt_linear_params(&m->q_proj, out, tt_name_join(name, prefix, "q_proj"));
+    tt_linear_params(&m->k_proj, out, tt_name_join(name, prefix, "k_proj"));
+    tt_linear_params(&m->v_proj, out, tt_name_join(name, prefix, "v_proj"));
+    tt_linear_params(&m->o_proj, out, tt_name_join(name, prefix, "o_proj"));
+    if (m->cfg.qk_norm) {
+        tt_rmsnorm_params(&m->q_norm, out, tt_name_join(name, prefix, "q_norm"));
+        tt_rmsnorm_params(&m->k_norm, out, tt_name_join(name, prefix, "k_norm"));
+    }
+}
+
+void tt_attention_train(tt_attention *m, bool training) {
+    tt_dropout_train(&m->attn_drop, training);
+    tt_dropout_train(&m->resid_drop, training);
+}
+
+void tt_attention_free(tt_attention *m) {
+    tt_linear_free(&m->q_proj);
+    tt_linear_free(&m->k_proj);
+    tt_linear_free(&m->v_proj);
+    tt_linear_free(&m->o_proj);
+    tt_rmsnorm_free(&m->q_norm);
+    tt_rmsnorm_free(&m->k_norm);
+    tt_rope_free(&m->rope);
+    tt_release(m->mask);
+    memset(m, 0, sizeof *m);
+}
+
+// ---- transformer block (pre-norm, GPT-2 / Llama order) ----
+
+void tt_block_init(tt_block *m, const tt_block_config *cfg, tt_rng *rng) {
+    int64_t C = cfg->attn.n_embd;
+    double eps = cfg->norm_eps != 0 ? cfg->norm_eps : 1e-5;
+    int64_t hidden = cfg->mlp_hidden != 0 ? cfg->mlp_hidden : 4 * C;
+    memset(m, 0, sizeof *m);
+    tt_attention_init(&m->attn, &cfg->attn, rng);
+    tt_norm_init(&m->norm1, cfg->norm, C, eps, cfg->attn.bias);
+    tt_norm_init(&m->norm2, cfg->norm, C, eps, cfg->attn.bias);
+    tt_mlp_init(&m->mlp, C, hidden, cfg->act, cfg->attn.bias, cfg->attn.dropout, rng);
+}
+
+// x (B, T, C): x = x + attn(norm1(x)); x = x + mlp(norm2(x)).
+tt_tensor *tt_block_forward(tt_block *m, tt_tensor *x) {
+    tt_scope_begin();
+    tt_tensor *h = tt_add(x, tt_attention_forward(&m->attn, tt_norm_forward(&m->norm1, x)));
+    h = tt_add(h, tt_mlp_forward(&m->mlp, tt_norm_forward(&m->norm2, h)));  // (B, T, C)
+    tt_keep(h);
+    tt_scope_end();
+    return h;
+}
+
+void tt_block_params(const tt_block *m, tt_params *out, const char *prefix) {
+    char name[TT_NAME_MAX];
+    tt_norm_params(&m->norm1, out, tt_name_join(name, prefix, "norm1"));
+    tt_attention_params(&m->attn, out, tt_name_join(name, prefix, "attn"));
+    tt_norm_params(&m->norm2, out, tt_name_join(name, prefix, "norm2"));
+    tt_mlp_params(&m->mlp, out, tt_name_join(name, prefix, "mlp"));
+}
+
+void tt_block_train(tt_block *m, bool training) {
+    tt_attention_train(&m->attn, training);
+    tt_mlp_train(&m->mlp, training);
+}
+
+void tt_block_free(tt_block *m) {
+    tt_norm_free(&m->norm1);
+    tt_attention_free(&m->attn);
+    tt_norm_free(&m->norm2);
+    tt_mlp_free(&m->mlp);
+    memset(m, 0, sizeof *m);
+}
