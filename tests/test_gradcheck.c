@@ -18,7 +18,7 @@ static const gc_module_case *const module_families[] = {
 #define NMODULE_FAMILIES (int)(sizeof module_families / sizeof module_families[0])
 
 typedef struct any_case {
-    const char *what;  // op name or module label
+    char what[64];     // op name, or "nn." + module label
     bool is_op;
     tt_op op;
     const char *name;
@@ -38,11 +38,17 @@ static void add_case(any_case c) {
 
 static void gather(void) {
     for (int f = 0; f < NFAMILIES; f++)
-        for (const gc_case *c = families[f]; c->run; c++)
-            add_case((any_case){tt_op_name(c->op), true, c->op, c->name, c->run});
+        for (const gc_case *c = families[f]; c->run; c++) {
+            any_case a = {.is_op = true, .op = c->op, .name = c->name, .run = c->run};
+            snprintf(a.what, sizeof a.what, "%s", tt_op_name(c->op));
+            add_case(a);
+        }
     for (int f = 0; f < NMODULE_FAMILIES; f++)
-        for (const gc_module_case *c = module_families[f]; c->run; c++)
-            add_case((any_case){c->label, false, TT_OP_COUNT, c->name, c->run});
+        for (const gc_module_case *c = module_families[f]; c->run; c++) {
+            any_case a = {.is_op = false, .op = TT_OP_COUNT, .name = c->name, .run = c->run};
+            snprintf(a.what, sizeof a.what, "nn.%s", c->label);
+            add_case(a);
+        }
 }
 
 START_TEST(test_case) {
