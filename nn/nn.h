@@ -233,7 +233,7 @@ tt_tensor *tt_dropout_forward(tt_dropout_layer *m, tt_tensor *x);
 void tt_dropout_train(tt_dropout_layer *m, bool training);
 tt_module tt_dropout_module(tt_dropout_layer *m);
 
-// ---- MLP: proj(dropout?(act(fc(x)))) then dropout; hidden = ratio * C ----
+// ---- MLP: dropout(proj(act(fc(x)))), fc: C -> hidden, proj: hidden -> C ----
 
 typedef struct tt_mlp {
     tt_linear fc, proj;
