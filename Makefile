@@ -18,7 +18,7 @@ ARCH    ?=
 
 WARN    := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS  := -std=c11 -D_POSIX_C_SOURCE=200809L -O2 -g -fPIC $(ARCH) $(WARN)
-LDLIBS  := -lm
+LDLIBS  := -lxxhash -lm
 BUILD   := build
 
 ifeq ($(OMP),1)

@@ -6,11 +6,18 @@
 // tensor/tensor.h      tensors, views, RNG, ownership scopes, counters, errors
 // autograd/autograd.h  differentiable ops, backward, gradcheck
 // nn/nn.h              modules, parameter lists, init schemes, losses
+// nn/checkpoint.h      checkpoint files: named tensors + metadata, checksummed, atomic writes
+// data/data.h          char tokenizer, text dataset, batch sampler
+// models/gpt/gpt.h     the GPT model: config, forward, loss, generation with a KV cache
 #ifndef TINYTORCH_H
 #define TINYTORCH_H
 
 #include "tensor/tensor.h"
 #include "autograd/autograd.h"
 #include "nn/nn.h"
+#include "optim/optim.h"
+#include "nn/checkpoint.h"
+#include "data/data.h"
+#include "models/gpt/gpt.h"
 
 #endif  // TINYTORCH_H
