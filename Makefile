@@ -49,7 +49,7 @@ SUITE_SRCS  := $(filter-out tests/test_gradcheck.c tests/test_util.c,$(wildcard 
 SUITE_BINS  := $(SUITE_SRCS:tests/%.c=$(BUILD)/tests/%)
 GC_SRCS     := tests/test_gradcheck.c $(wildcard tests/gc_*.c)
 GC_OBJS     := $(GC_SRCS:%.c=$(BUILD)/obj/%.o)
-EXAMPLES    := tour
+EXAMPLES    := tour mlp_moons
 
 .SECONDARY:
 .PHONY: all lib examples run test test-run gradcheck deps install uninstall clean check-deps
@@ -95,6 +95,7 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck
 	    echo "== $$t"; $$t || fail=1; \
 	done; \
 	echo "== README tour"; sh tests/run_tour.sh $(BUILD) || fail=1; \
+	echo "== mlp_moons"; sh tests/run_mlp_moons.sh $(BUILD) || fail=1; \
 	if [ "$(SAN)" != 1 ]; then echo "== make install + pkg-config"; \
 	    sh tests/install_test.sh "$(CC)" || fail=1; fi; \
 	if [ $$fail = 0 ]; then echo "make test: all suites passed"; \

@@ -1,0 +1,153 @@
+// tinytorch.c optim: SGD, Adam and AdamW over named parameter lists, with parameter groups,
+// enumerable state for checkpoints, gradient clipping by global norm and LR schedules.
+// Optimizers update raw data (no autograd, grad mode irrelevant); they do not save files.
+//
+//     tt_optim opt;
+//     tt_optim_init(&opt, tt_adamw_config(6e-4));      // torch.optim.AdamW(lr=6e-4)
+//     tt_optim_add_decay_groups(&opt, &params, 0.1);   // nanoGPT: 2-D+ tensors decay, rest not
+//     tt_lr_schedule sched = tt_lr_cosine(6e-4, 100, 5000, 6e-5);
+//     for (int64_t it = 0; it < 5000; it++) {
+//         tt_optim_set_lr(&opt, tt_lr_at(&sched, it));
+//         tt_scope_begin();
+//         tt_backward(loss_of_a_batch(...));
+//         tt_clip_grad_norm(&params, 1.0);
+//         tt_optim_step(&opt);
+//         tt_optim_zero_grad(&opt);
+//         tt_scope_end();
+//     }
+//     tt_optim_free(&opt);
+//
+// Semantics follow PyTorch's single-tensor implementations (torch.optim.SGD, Adam, AdamW):
+// - SGD: d = g + wd p; with momentum, buf = d on a parameter's first update, afterwards
+//   buf = momentum buf + (1 - dampening) d; d = nesterov ? d + momentum buf : buf; p -= lr d.
+// - Adam: g += wd p (L2); m = lerp(m, g, 1 - b1); v = b2 v + (1 - b2) g^2;
+//   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps), t the parameter's step.
+// - AdamW: p *= 1 - lr wd (decoupled, Loshchilov & Hutter 2019), then Adam with no L2.
+// A parameter whose .grad is NULL is skipped: neither it nor its state nor its step changes.
+#ifndef TT_OPTIM_H
+#define TT_OPTIM_H
+
+#include "../nn/nn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// ---- configuration ----
+
+typedef enum tt_optim_kind {
+    TT_OPTIM_SGD,
+    TT_OPTIM_ADAM,
+    TT_OPTIM_ADAMW,
+    TT_OPTIM_KIND_COUNT
+} tt_optim_kind;
+
+typedef struct tt_optim_config {
+    tt_optim_kind kind;
+    double lr;
+    double momentum;      // SGD; 0 means plain SGD (no state)
+    double dampening;     // SGD
+    bool nesterov;        // SGD; needs momentum > 0 and dampening == 0 (as PyTorch)
+    double beta1, beta2;  // Adam, AdamW
+    double eps;           // Adam, AdamW
+} tt_optim_config;
+
+// PyTorch's defaults: SGD momentum 0, dampening 0, no nesterov; Adam/AdamW betas (0.9, 0.999),
+// eps 1e-8. Change fields before tt_optim_init: `c = tt_adamw_config(lr); c.beta2 = 0.95;`.
+tt_optim_config tt_sgd_config(double lr);
+tt_optim_config tt_adam_config(double lr);
+tt_optim_config tt_adamw_config(double lr);
+const char *tt_optim_kind_name(tt_optim_kind kind);  // "sgd", "adam", "adamw"
+
+// ---- the optimizer ----
+
+// The state of one parameter, allocated when its group is added (zeros, the parameter's dtype
+// and shape) and listed by tt_optim_state under "<state>.<parameter name>".
+typedef enum tt_optim_slot {
+    TT_OPTIM_SLOT_EXP_AVG,     // Adam/AdamW: first moment m      "exp_avg."
+    TT_OPTIM_SLOT_EXP_AVG_SQ,  // Adam/AdamW: second moment v     "exp_avg_sq."
+    TT_OPTIM_SLOT_MOMENTUM,    // SGD with momentum: the buffer   "momentum_buffer."
+    TT_OPTIM_SLOT_STEP,        // this parameter's update count   "step." (0-dim i64)
+    TT_OPTIM_SLOT_COUNT
+} tt_optim_slot;
+
+typedef struct tt_optim_group {
+    tt_params params;     // the group's parameters (names and retained references)
+    tt_tensor **state;    // [i * TT_OPTIM_SLOT_COUNT + slot] for parameter i; NULL if unused
+    double weight_decay;  // SGD/Adam: L2 added to the gradient; AdamW: decoupled
+    double lr_scale;      // this group's lr is o->lr * lr_scale (1 unless changed)
+} tt_optim_group;
+
+typedef struct tt_optim {
+    tt_optim_config cfg;
+    double lr;       // the current learning rate (starts as cfg.lr; tt_optim_set_lr)
+    int64_t step;    // tt_optim_step calls so far; assign it when restoring a checkpoint
+    tt_optim_group *groups;
+    int ngroups, cap;
+} tt_optim;
+
+// Aborts on an invalid config (negative lr, betas outside [0, 1), nesterov without momentum...).
+void tt_optim_init(tt_optim *o, tt_optim_config cfg);
+// Adds every parameter of p as a new group (returns its index) and allocates its state. The
+// parameters must be contiguous f32/f64 leaves, each in at most one group, with distinct names;
+// a tensor listed twice in p (tied weights) is optimized once, under its first name.
+int tt_optim_add_group(tt_optim *o, const tt_params *p, double weight_decay);
+// nanoGPT's split of p's parameters that require grad: group 0 holds the tensors with ndim >= 2
+// (matmul weights, embeddings) and decays by weight_decay; group 1 the rest (biases, norm gains)
+// with weight decay 0. Both groups are added even when one is empty.
+void tt_optim_add_decay_groups(tt_optim *o, const tt_params *p, double weight_decay);
+void tt_optim_step(tt_optim *o);       // one update of every parameter that has a gradient
+void tt_optim_zero_grad(tt_optim *o);  // drops the gradients (PyTorch's set_to_none)
+void tt_optim_set_lr(tt_optim *o, double lr);
+void tt_optim_free(tt_optim *o);       // safe on a zeroed struct
+
+// Appends the state tensors (borrowed by `out`: it retains them) group by group, parameter by
+// parameter, in slot order: "exp_avg.<name>", "exp_avg_sq.<name>", "step.<name>" (Adam,
+// AdamW) or "momentum_buffer.<name>", "step.<name>" (SGD with momentum; plain SGD has none).
+// To restore a checkpoint: tt_copy_ the saved values into these tensors and set o->step.
+void tt_optim_state(const tt_optim *o, tt_params *out);
+
+// ---- gradient clipping ----
+
+// Scales every gradient of p by max_norm / (norm + 1e-6) when that is < 1, where norm is the
+// L2 norm of all gradients together (accumulated in double in a fixed order). Returns the
+// norm before clipping; parameters without a gradient are skipped and a tensor listed twice
+// counts once. A non-finite norm changes nothing (check the return value to skip the step).
+double tt_clip_grad_norm(const tt_params *p, double max_norm);
+double tt_grad_norm(const tt_params *p);  // the same norm, without clipping
+
+// ---- learning-rate schedules ----
+
+typedef enum tt_lr_kind {
+    TT_LR_CONSTANT,  // lr
+    TT_LR_STEP,      // lr * gamma^floor(it / step_size)
+    TT_LR_COSINE,    // nanoGPT's linear warmup, cosine decay to min_lr, then min_lr
+    TT_LR_KIND_COUNT
+} tt_lr_kind;
+
+typedef struct tt_lr_schedule {
+    tt_lr_kind kind;
+    double lr;             // base (peak) learning rate
+    int64_t step_size;     // TT_LR_STEP
+    double gamma;          // TT_LR_STEP
+    int64_t warmup_iters;  // TT_LR_COSINE
+    int64_t decay_iters;   // TT_LR_COSINE: > warmup_iters
+    double min_lr;         // TT_LR_COSINE
+} tt_lr_schedule;
+
+tt_lr_schedule tt_lr_constant(double lr);
+tt_lr_schedule tt_lr_step(double lr, int64_t step_size, double gamma);
+tt_lr_schedule tt_lr_cosine(double lr, int64_t warmup_iters, int64_t decay_iters,
+                            double min_lr);
+// The learning rate at iteration it >= 0. TT_LR_COSINE (nanoGPT's get_lr):
+//   it < warmup:      lr * (it + 1) / (warmup + 1)
+//   it > decay_iters: min_lr
+//   otherwise:        min_lr + 0.5 (1 + cos(pi r)) (lr - min_lr),
+//                     r = (it - warmup) / (decay_iters - warmup)
+double tt_lr_at(const tt_lr_schedule *s, int64_t it);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // TT_OPTIM_H
