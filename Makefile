@@ -17,7 +17,7 @@ WERROR  ?= 0
 ARCH    ?=
 
 WARN    := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes
-CFLAGS  := -std=c11 -D_POSIX_C_SOURCE=200809L -O2 -g -fPIC $(ARCH) $(WARN)
+CFLAGS  := -std=c11 -D_POSIX_C_SOURCE=200809L -O2 -g -fno-math-errno -fPIC $(ARCH) $(WARN)
 LDLIBS  := -lxxhash -lm
 BUILD   := build
 
