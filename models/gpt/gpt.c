@@ -1,0 +1,246 @@
+// The GPT model (nanoGPT's structure): token embedding, learned positions or RoPE, pre-norm
+// transformer blocks from nn/, a final norm and a tied or untied head; GPT-2 initialization,
+// nanoGPT's parameter count and the fused loss. Generation and the KV cache are in generate.c.
+//
+// Letters: B batch, T time, C channels (n_embd), V vocab, L layers.
+#include "gpt_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+// ---- config ----
+
+tt_gpt_config tt_gpt_config_default(void) {
+    return (tt_gpt_config){
+        .vocab_size = 65,
+        .block_size = 64,
+        .n_layer = 4,
+        .n_head = 4,
+        .n_kv_head = 4,
+        .n_embd = 128,
+        .dropout = 0.0,
+        .bias = false,
+        .positional = TT_POS_LEARNED,
+        .norm = TT_NORM_LAYERNORM,
+        .activation = TT_ACT_GELU,
+        .tie_weights = true,
+        .qk_norm = false,
+    };
+}
+
+tt_status tt_gpt_config_validate(const tt_gpt_config *c) {
+    if (!c) return tt_set_error(TT_ERR_ARG, "gpt config is NULL");
+    if (c->vocab_size <= 0)
+        return tt_set_error(TT_ERR_ARG, "vocab_size must be positive, got %lld",
+                            (long long)c->vocab_size);
+    if (c->block_size <= 0)
+        return tt_set_error(TT_ERR_ARG, "block_size must be positive, got %lld",
+                            (long long)c->block_size);
+    if (c->n_layer <= 0 || c->n_layer > 1000000)
+        return tt_set_error(TT_ERR_ARG, "n_layer must be in [1, 1000000], got %lld",
+                            (long long)c->n_layer);
+    if (c->n_head <= 0)
+        return tt_set_error(TT_ERR_ARG, "n_head must be positive, got %lld",
+                            (long long)c->n_head);
+    if (c->n_kv_head < 0)
+        return tt_set_error(TT_ERR_ARG, "n_kv_head must be positive (or 0 for n_head), got %lld",
+                            (long long)c->n_kv_head);
+    if (c->n_embd <= 0)
+        return tt_set_error(TT_ERR_ARG, "n_embd must be positive, got %lld",
+                            (long long)c->n_embd);
+    if (c->n_embd % c->n_head != 0)
+        return tt_set_error(TT_ERR_ARG, "n_embd=%lld is not divisible by n_head=%lld; pick "
+                            "n_head among the divisors of n_embd", (long long)c->n_embd,
+                            (long long)c->n_head);
+    int64_t kv = c->n_kv_head ? c->n_kv_head : c->n_head;
+    if (c->n_head % kv != 0)
+        return tt_set_error(TT_ERR_ARG, "n_head=%lld is not divisible by n_kv_head=%lld; each "
+                            "key/value head must serve a whole number of query heads",
+                            (long long)c->n_head, (long long)kv);
+    if (c->positional != TT_POS_LEARNED && c->positional != TT_POS_ROPE)
+        return tt_set_error(TT_ERR_ARG, "positional=%d is neither TT_POS_LEARNED nor "
+                            "TT_POS_ROPE", (int)c->positional);
+    int64_t hs = c->n_embd / c->n_head;
+    if (c->positional == TT_POS_ROPE && hs % 2 != 0)
+        return tt_set_error(TT_ERR_ARG, "positional=rope rotates pairs, so the head size "
+                            "n_embd / n_head = %lld / %lld = %lld must be even",
+                            (long long)c->n_embd, (long long)c->n_head, (long long)hs);
+    if (!(c->dropout >= 0.0 && c->dropout < 1.0))
+        return tt_set_error(TT_ERR_ARG, "dropout must be in [0, 1), got %g", c->dropout);
+    if (c->norm != TT_NORM_LAYERNORM && c->norm != TT_NORM_RMSNORM)
+        return tt_set_error(TT_ERR_ARG, "norm=%d is neither TT_NORM_LAYERNORM nor "
+                            "TT_NORM_RMSNORM", (int)c->norm);
+    if (c->activation < 0 || c->activation >= TT_ACT_COUNT || c->activation == TT_ACT_SOFTMAX)
+        return tt_set_error(TT_ERR_ARG, "activation=%d is not an elementwise activation; use "
+                            "TT_ACT_GELU or TT_ACT_RELU2", (int)c->activation);
+    return TT_OK;
+}
+
+// ---- init / free ----
+
+// nanoGPT's _init_weights plus the scaled residual projections (GPT-2 paper, sec. 2.3):
+// matrices N(0, 0.02), attn.o_proj / mlp.proj N(0, 0.02 / sqrt(2 L)), biases 0, gains 1.
+// Draws from rng in parameter order.
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+static void init_weights(tt_gpt *m, tt_rng *rng) {
+    for (int i = 0; i < m->params.n; i++) {
+        const char *name = m->params.items[i].name;
+        tt_tensor *p = m->params.items[i].tensor;
+        if (p->ndim >= 2) {
+            if (ends_with(name, ".attn.o_proj.weight") || ends_with(name, ".mlp.proj.weight"))
+                tt_init_gpt2_residual_(p, rng, (int)m->cfg.n_layer);
+            else
+                tt_init_normal_(p, rng, 0.0, 0.02);
+        } else if (ends_with(name, ".bias")) {
+            tt_init_zeros_(p);
+        } else {
+            tt_init_ones_(p);
+        }
+    }
+}
+
+static tt_block_config block_config(const tt_gpt_config *c) {
+    return (tt_block_config){
+        .attn = {
+            .n_embd = c->n_embd,
+            .n_head = c->n_head,
+            .n_kv_head = c->n_kv_head,
+            .max_seq = c->block_size,
+            .causal = true,
+            .bias = c->bias,
+            .qk_norm = c->qk_norm,
+            .rope = c->positional == TT_POS_ROPE,
+            .rope_base = 10000.0,
+            .dropout = c->dropout,
+        },
+        .mlp_hidden = 4 * c->n_embd,
+        .act = c->activation,
+        .norm = c->norm,
+        .norm_eps = 1e-5,
+    };
+}
+
+tt_status tt_gpt_init(tt_gpt *m, const tt_gpt_config *cfg, tt_rng *rng) {
+    TT_CHECK(m && rng, "model and rng must not be NULL");
+    memset(m, 0, sizeof *m);
+    tt_status st = tt_gpt_config_validate(cfg);
+    if (st != TT_OK) return st;
+    m->cfg = *cfg;
+    if (m->cfg.n_kv_head == 0) m->cfg.n_kv_head = m->cfg.n_head;
+    const tt_gpt_config *c = &m->cfg;
+
+    // The modules draw their own default init from the dropout stream (which their dropout
+    // layers borrow); init_weights then replaces every value from rng, and the dropout stream
+    // is reseeded from rng at the end.
+    tt_rng *scratch = &m->dropout_rng;
+    tt_rng_seed(scratch, tt_rng_u64(rng));
+    tt_embedding_init(&m->wte, c->vocab_size, c->n_embd, scratch);  // (V, C)
+    if (c->positional == TT_POS_LEARNED)
+        tt_pos_embedding_init(&m->wpe, c->block_size, c->n_embd, scratch);  // (block_size, C)
+    tt_dropout_init(&m->drop, c->dropout, &m->dropout_rng);
+    tt_block_config bc = block_config(c);
+    m->blocks = TT_CALLOC((size_t)c->n_layer, sizeof *m->blocks);
+    for (int64_t l = 0; l < c->n_layer; l++) tt_block_init(&m->blocks[l], &bc, scratch);
+    tt_norm_init(&m->ln_f, c->norm, c->n_embd, 1e-5, c->bias);
+    if (!c->tie_weights) tt_linear_init(&m->lm_head, c->n_embd, c->vocab_size, false, scratch);
+
+    // Names as nanoGPT's modules, flattened: wte, wpe, blocks.<l>.*, ln_f, lm_head.
+    char name[TT_NAME_MAX];
+    tt_params_init(&m->params);
+    tt_embedding_params(&m->wte, &m->params, "wte");
+    if (m->wpe.weight) tt_pos_embedding_params(&m->wpe, &m->params, "wpe");
+    for (int64_t l = 0; l < c->n_layer; l++)
+        tt_block_params(&m->blocks[l], &m->params, tt_name_index(name, "blocks", (int)l));
+    tt_norm_params(&m->ln_f, &m->params, "ln_f");
+    if (m->lm_head.weight) tt_linear_params(&m->lm_head, &m->params, "lm_head");
+
+    init_weights(m, rng);
+    tt_rng_seed(&m->dropout_rng, tt_rng_u64(rng));
+    return TT_OK;
+}
+
+void tt_gpt_free(tt_gpt *m) {
+    if (!m) return;
+    tt_params_free(&m->params);
+    tt_embedding_free(&m->wte);
+    tt_pos_embedding_free(&m->wpe);
+    if (m->blocks)
+        for (int64_t l = 0; l < m->cfg.n_layer; l++) tt_block_free(&m->blocks[l]);
+    tt_free(m->blocks);
+    tt_norm_free(&m->ln_f);
+    tt_linear_free(&m->lm_head);
+    memset(m, 0, sizeof *m);
+}
+
+void tt_gpt_train(tt_gpt *m, bool training) {
+    tt_dropout_train(&m->drop, training);
+    for (int64_t l = 0; l < m->cfg.n_layer; l++) tt_block_train(&m->blocks[l], training);
+}
+
+// nanoGPT's get_num_params: every parameter once (a tied head is wte), without wpe when
+// non_embedding (the token embedding stays: it is also the output layer).
+int64_t tt_gpt_num_params(const tt_gpt *m, bool non_embedding) {
+    int64_t n = tt_params_numel(&m->params);
+    if (non_embedding && m->wpe.weight) n -= tt_numel(m->wpe.weight);
+    return n;
+}
+
+// ---- forward / loss ----
+
+static void check_tokens(const tt_gpt *m, const tt_tensor *tokens, const char *what) {
+    TT_CHECK(m->blocks, "the model is not initialized; call tt_gpt_init first");
+    TT_CHECK(tokens, "%s is NULL", what);
+    TT_CHECK(tokens->dtype == TT_I32 || tokens->dtype == TT_I64,
+             "%s must be token ids of dtype i32 or i64, got %s", what,
+             tt_dtype_name(tokens->dtype));
+    TT_CHECK(tokens->ndim == 2, "%s must be (B, T), got %s", what, tt__shape(tokens));
+    TT_CHECK(tokens->shape[1] <= m->cfg.block_size,
+             "sequence length T=%lld of %s %s exceeds block_size=%lld; crop the input to its "
+             "last %lld tokens (or build the model with a larger block_size)",
+             (long long)tokens->shape[1], what, tt__shape(tokens),
+             (long long)m->cfg.block_size, (long long)m->cfg.block_size);
+}
+
+// The shared trunk: tokens (B, T) -> x (B, T, C) after ln_f, positions pos .. pos + T - 1.
+// Runs in the caller's scope.
+static tt_tensor *trunk(tt_gpt *m, tt_tensor *tokens) {
+    tt_tensor *x = tt_embedding_forward(&m->wte, tokens);        // (B, T, C)
+    if (m->wpe.weight) x = tt_pos_embedding_forward(&m->wpe, x, 0);
+    x = tt_dropout_forward(&m->drop, x);
+    for (int64_t l = 0; l < m->cfg.n_layer; l++) x = tt_block_forward(&m->blocks[l], x);
+    return tt_norm_forward(&m->ln_f, x);                         // (B, T, C)
+}
+
+// x (..., C) -> logits (..., V): x wte^T when tied, lm_head otherwise (no bias either way).
+static tt_tensor *head(tt_gpt *m, tt_tensor *x) {
+    if (m->cfg.tie_weights) return tt_matmul(x, tt_transpose(m->wte.weight, 0, 1));
+    return tt_linear_forward(&m->lm_head, x);
+}
+
+tt_tensor *tt__gpt_head(tt_gpt *m, tt_tensor *x) { return head(m, x); }
+
+tt_tensor *tt_gpt_forward(tt_gpt *m, tt_tensor *tokens) {
+    check_tokens(m, tokens, "tokens");
+    tt_scope_begin();
+    tt_tensor *logits = head(m, trunk(m, tokens));  // (B, T, V)
+    tt_keep(logits);
+    tt_scope_end();
+    return logits;
+}
+
+// mean over (B, T) of -log softmax(logits)[target]; targets equal to -1 are ignored (as
+// PyTorch's ignore_index in nanoGPT).
+tt_tensor *tt_gpt_loss(tt_gpt *m, tt_tensor *tokens, tt_tensor *targets) {
+    check_tokens(m, tokens, "tokens");
+    TT_CHECK(targets && tt_same_shape(tokens, targets), "targets %s must have the shape of "
+             "tokens %s", targets ? tt__shape(targets) : "NULL", tt__shape(tokens));
+    tt_scope_begin();
+    tt_tensor *loss = tt_cross_entropy(tt_gpt_forward(m, tokens), targets, -1);  // 0-dim
+    tt_keep(loss);
+    tt_scope_end();
+    return loss;
+}

@@ -1,0 +1,32 @@
+// Internals of models/gpt shared by gpt.c, generate.c and the tests: the KV cache and the
+// incremental forward that uses it. Not installed, not part of the public API.
+#ifndef TT_GPT_INTERNAL_H
+#define TT_GPT_INTERNAL_H
+
+#include "gpt.h"
+#include "../../nn/nn_internal.h"
+
+// x (..., C) after ln_f -> logits (..., V) with the tied or untied head.
+tt_tensor *tt__gpt_head(tt_gpt *m, tt_tensor *x);
+
+// ---- KV cache ----
+// Per layer, the keys and values of positions 0 .. len-1 after QK-norm and RoPE and before the
+// grouped-query repeat: k[l], v[l] are (1, NKV, block_size, HS) buffers of the model's dtype.
+typedef struct tt__kv_cache {
+    tt_tensor **k, **v;  // n_layer each (owned)
+    int64_t n_layer;
+    int64_t len;         // positions filled
+    int64_t max_len;     // block_size
+} tt__kv_cache;
+
+void tt__kv_cache_init(tt__kv_cache *c, const tt_gpt *m);
+void tt__kv_cache_reset(tt__kv_cache *c);  // len = 0 (the buffers are reused)
+void tt__kv_cache_free(tt__kv_cache *c);   // safe on a zeroed struct
+
+// Feeds tokens[0 .. n) at positions len .. len + n - 1 (len + n <= block_size, aborts
+// otherwise), appends their keys and values to the cache and returns the logits of the last
+// one, (V,). Grad mode should be off (nothing here is meant to be differentiated).
+tt_tensor *tt__gpt_forward_cached(tt_gpt *m, tt__kv_cache *c, const int32_t *tokens,
+                                  int64_t n);
+
+#endif  // TT_GPT_INTERNAL_H

@@ -1,0 +1,930 @@
+// Check suite of models/gpt: config validation, shapes, parameter names and counts, GPT-2
+// init statistics, tied weights, a whole-model gradcheck, overfitting one batch, leaks across a
+// training step, sampling (greedy, top-k, top-p, temperature frequencies), the KV cache against
+// the full forward, the context-window rule, cached = uncached generation, and abort paths.
+// PyTorch parity is in test_gpt_parity.c.
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+#include "models/gpt/gpt.h"
+#include "models/gpt/gpt_internal.h"
+#include "optim/optim.h"
+
+// ---- helpers ----
+
+enum { CFG_DEFAULT, CFG_MODERN, NCFG };
+static const char *const cfg_names[NCFG] = {"default", "modern"};
+
+// Small models of the two families the parity test covers: GPT-2 style, and rope + rmsnorm +
+// relu2 + GQA + untied + qk_norm (with biases, so their paths run too).
+static tt_gpt_config small_config(int which) {
+    tt_gpt_config c = tt_gpt_config_default();
+    c.vocab_size = 11;
+    c.block_size = 8;
+    c.n_layer = 2;
+    c.n_head = 4;
+    c.n_kv_head = 4;
+    c.n_embd = 16;
+    if (which == CFG_MODERN) {
+        c.n_kv_head = 2;
+        c.positional = TT_POS_ROPE;
+        c.norm = TT_NORM_RMSNORM;
+        c.activation = TT_ACT_RELU2;
+        c.tie_weights = false;
+        c.qk_norm = true;
+        c.bias = true;
+    }
+    return c;
+}
+
+static void gpt_init_ok(tt_gpt *m, const tt_gpt_config *c, uint64_t seed, tt_dtype dtype) {
+    tt_rng rng;
+    tt_rng_seed(&rng, seed);
+    tt_dtype prev = tt_set_default_dtype(dtype);
+    tt_status st = tt_gpt_init(m, c, &rng);
+    tt_set_default_dtype(prev);
+    ck_assert_msg(st == TT_OK, "tt_gpt_init: %s", tt_last_error());
+}
+
+// (B, T) i32 token ids uniform in [0, V), owned by the current scope.
+static tt_tensor *rand_tokens(tt_rng *rng, int64_t B, int64_t T, int64_t V) {
+    tt_tensor *t = tt_empty(TT_I32, TT_SHAPE(B, T));
+    int32_t *d = tt_data(t);
+    for (int64_t i = 0; i < B * T; i++) d[i] = (int32_t)tt_rng_below(rng, V);
+    return t;
+}
+
+static void mean_std(const tt_tensor *t, double *mean, double *std) {
+    int64_t n = tt_numel(t);
+    double *v = malloc((size_t)n * sizeof *v), s = 0, ss = 0;
+    tt_to_f64_array(t, v);
+    for (int64_t i = 0; i < n; i++) s += v[i];
+    *mean = s / (double)n;
+    for (int64_t i = 0; i < n; i++) ss += (v[i] - *mean) * (v[i] - *mean);
+    *std = sqrt(ss / (double)n);
+    free(v);
+}
+
+// ---- config ----
+
+START_TEST(test_config_default) {
+    tt_gpt_config c = tt_gpt_config_default();
+    ck_assert_int_eq(tt_gpt_config_validate(&c), TT_OK);
+    // nanoGPT's char-level "baby GPT", GPT-2 style.
+    ck_assert_int_eq(c.vocab_size, 65);
+    ck_assert_int_eq(c.block_size, 64);
+    ck_assert_int_eq(c.n_layer, 4);
+    ck_assert_int_eq(c.n_head, 4);
+    ck_assert_int_eq(c.n_embd, 128);
+    ck_assert(c.dropout == 0.0);
+    ck_assert(!c.bias && c.tie_weights && !c.qk_norm);
+    ck_assert_int_eq(c.positional, TT_POS_LEARNED);
+    ck_assert_int_eq(c.norm, TT_NORM_LAYERNORM);
+    ck_assert_int_eq(c.activation, TT_ACT_GELU);
+    c.n_kv_head = 0;  // 0 means n_head
+    ck_assert_int_eq(tt_gpt_config_validate(&c), TT_OK);
+    tt_gpt m;
+    gpt_init_ok(&m, &c, 1, TT_F32);
+    ck_assert_int_eq(m.cfg.n_kv_head, 4);
+    tt_gpt_free(&m);
+}
+END_TEST
+
+typedef struct bad_config {
+    const char *field;  // must appear in the message
+    void (*edit)(tt_gpt_config *c);
+} bad_config;
+
+static void e_vocab(tt_gpt_config *c) { c->vocab_size = 0; }
+static void e_block(tt_gpt_config *c) { c->block_size = -3; }
+static void e_layer(tt_gpt_config *c) { c->n_layer = 0; }
+static void e_head(tt_gpt_config *c) { c->n_head = 0; }
+static void e_kv_neg(tt_gpt_config *c) { c->n_kv_head = -1; }
+static void e_embd(tt_gpt_config *c) { c->n_embd = 0; }
+static void e_embd_div(tt_gpt_config *c) { c->n_embd = 130; }
+static void e_kv_div(tt_gpt_config *c) { c->n_kv_head = 3; }
+static void e_rope_odd(tt_gpt_config *c) {
+    c->positional = TT_POS_ROPE;
+    c->n_embd = 12;  // head size 3
+}
+static void e_drop_one(tt_gpt_config *c) { c->dropout = 1.0; }
+static void e_drop_neg(tt_gpt_config *c) { c->dropout = -0.1; }
+static void e_drop_nan(tt_gpt_config *c) { c->dropout = NAN; }
+static void e_pos(tt_gpt_config *c) { c->positional = (tt_pos_kind)7; }
+static void e_norm(tt_gpt_config *c) { c->norm = (tt_norm_kind)9; }
+static void e_act(tt_gpt_config *c) { c->activation = TT_ACT_SOFTMAX; }
+
+static const bad_config bad_configs[] = {
+    {"vocab_size", e_vocab}, {"block_size", e_block}, {"n_layer", e_layer},
+    {"n_head", e_head},      {"n_kv_head", e_kv_neg}, {"n_embd", e_embd},
+    {"n_embd=130 is not divisible by n_head=4", e_embd_div},
+    {"n_head=4 is not divisible by n_kv_head=3", e_kv_div},
+    {"head size", e_rope_odd}, {"dropout", e_drop_one}, {"dropout", e_drop_neg},
+    {"dropout", e_drop_nan},   {"positional", e_pos},    {"norm", e_norm},
+    {"activation", e_act},
+};
+#define NBAD (int)(sizeof bad_configs / sizeof bad_configs[0])
+
+START_TEST(test_config_errors) {
+    const bad_config *b = &bad_configs[_i];
+    tt_gpt_config c = tt_gpt_config_default();
+    b->edit(&c);
+    ck_assert_int_eq(tt_gpt_config_validate(&c), TT_ERR_ARG);
+    ck_assert_msg(strstr(tt_last_error(), b->field), "message '%s' does not name '%s'",
+                  tt_last_error(), b->field);
+    // init refuses it too, leaves a zeroed model that frees safely, allocates nothing.
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    tt_gpt m;
+    memset(&m, 0xab, sizeof m);
+    ck_assert_int_eq(tt_gpt_init(&m, &c, &rng), TT_ERR_ARG);
+    ck_assert_ptr_null(m.blocks);
+    ck_assert_int_eq(m.params.n, 0);
+    tt_gpt_free(&m);
+    tt_gpt_free(&m);
+}
+END_TEST
+
+// ---- shapes, names, counts ----
+
+START_TEST(test_shapes) {
+    tt_gpt_config c = small_config(_i);
+    tt_gpt m;
+    gpt_init_ok(&m, &c, 7, TT_F32);
+    tt_rng rng;
+    tt_rng_seed(&rng, 3);
+    tt_scope_begin();
+    for (int64_t T = 1; T <= c.block_size; T += 3) {
+        tt_tensor *x = rand_tokens(&rng, 2, T, c.vocab_size);
+        tt_tensor *logits = tt_gpt_forward(&m, x);
+        ck_assert_int_eq(logits->ndim, 3);
+        ck_assert_int_eq(logits->shape[0], 2);
+        ck_assert_int_eq(logits->shape[1], T);
+        ck_assert_int_eq(logits->shape[2], c.vocab_size);
+        ck_assert_int_eq(logits->dtype, TT_F32);
+        // With weights of std 0.02 the logits are about 0.02 sqrt(C) = 0.08 in size, and
+        // |loss - ln V| <= 2 max |logit|: the loss starts near ln V.
+        tt_tensor *loss = tt_gpt_loss(&m, x, rand_tokens(&rng, 2, T, c.vocab_size));
+        ck_assert_int_eq(loss->ndim, 0);
+        ck_assert_close(tt_item(loss), log((double)c.vocab_size), 0.3, 0);
+    }
+    // i64 ids work as well, and give the same logits as i32.
+    tt_tensor *x32 = rand_tokens(&rng, 1, c.block_size, c.vocab_size);
+    tt_tensor *x64 = tt_to_dtype(x32, TT_I64);
+    tt_tensor *d = tt_sub(tt_gpt_forward(&m, x32), tt_gpt_forward(&m, x64));
+    ck_assert(tt_item(tt_max(tt_abs(d), 0, NULL, false)) == 0.0);
+    tt_scope_end();
+    tt_gpt_free(&m);
+}
+END_TEST
+
+// Every parameter name, in order, for a 1-layer model of each family.
+static const char *const names_default[] = {
+    "wte.weight", "wpe.weight", "blocks.0.norm1.weight", "blocks.0.attn.q_proj.weight",
+    "blocks.0.attn.k_proj.weight", "blocks.0.attn.v_proj.weight", "blocks.0.attn.o_proj.weight",
+    "blocks.0.norm2.weight", "blocks.0.mlp.fc.weight", "blocks.0.mlp.proj.weight",
+    "ln_f.weight", NULL,
+};
+static const char *const names_modern[] = {
+    "wte.weight", "blocks.0.norm1.weight", "blocks.0.attn.q_proj.weight",
+    "blocks.0.attn.q_proj.bias", "blocks.0.attn.k_proj.weight", "blocks.0.attn.k_proj.bias",
+    "blocks.0.attn.v_proj.weight", "blocks.0.attn.v_proj.bias", "blocks.0.attn.o_proj.weight",
+    "blocks.0.attn.o_proj.bias", "blocks.0.attn.q_norm.weight", "blocks.0.attn.k_norm.weight",
+    "blocks.0.norm2.weight", "blocks.0.mlp.fc.weight", "blocks.0.mlp.fc.bias",
+    "blocks.0.mlp.proj.weight", "blocks.0.mlp.proj.bias", "ln_f.weight", "lm_head.weight", NULL,
+};
+
+START_TEST(test_param_names) {
+    tt_gpt_config c = small_config(_i);
+    c.n_layer = 1;
+    const char *const *want = _i == CFG_DEFAULT ? names_default : names_modern;
+    tt_gpt m;
+    gpt_init_ok(&m, &c, 1, TT_F32);
+    int n = 0;
+    while (want[n]) n++;
+    ck_assert_int_eq(m.params.n, n);
+    for (int i = 0; i < n; i++) ck_assert_str_eq(m.params.items[i].name, want[i]);
+    for (int i = 0; i < m.params.n; i++) {
+        ck_assert(m.params.items[i].tensor->requires_grad);
+        ck_assert_int_eq(m.params.items[i].tensor->dtype, TT_F32);
+    }
+    tt_gpt_free(&m);
+}
+END_TEST
+
+// Parameters by formula: per layer 2 norms, q/o (C, C), k/v (NKV HS, C), fc (4C, C) and
+// proj (C, 4C) with their biases, qk-norm gains (HS each); plus wte (V, C), wpe (L, C) when
+// learned, ln_f and an untied head (V, C).
+static int64_t expected_params(const tt_gpt_config *c) {
+    int64_t C = c->n_embd, V = c->vocab_size, hs = C / c->n_head;
+    int64_t kv = (c->n_kv_head ? c->n_kv_head : c->n_head) * hs;
+    int64_t norm = (c->norm == TT_NORM_LAYERNORM && c->bias) ? 2 * C : C;
+    int64_t layer = 2 * norm + 2 * C * C + 2 * kv * C + 8 * C * C;
+    if (c->bias) layer += C + 2 * kv + C + 4 * C + C;
+    if (c->qk_norm) layer += 2 * hs;
+    int64_t n = V * C + c->n_layer * layer + norm;
+    if (c->positional == TT_POS_LEARNED) n += c->block_size * C;
+    if (!c->tie_weights) n += V * C;
+    return n;
+}
+
+START_TEST(test_param_counts) {
+    tt_gpt_config cs[6];
+    cs[0] = small_config(CFG_DEFAULT);
+    cs[1] = small_config(CFG_MODERN);
+    cs[2] = small_config(CFG_DEFAULT);
+    cs[2].bias = true;  // layernorm with bias, learned positions
+    cs[3] = small_config(CFG_MODERN);
+    cs[3].bias = false;
+    cs[3].tie_weights = true;
+    cs[4] = small_config(CFG_MODERN);
+    cs[4].positional = TT_POS_LEARNED;
+    cs[4].norm = TT_NORM_LAYERNORM;
+    cs[5] = tt_gpt_config_default();
+    for (int k = 0; k < 6; k++) {
+        tt_gpt m;
+        gpt_init_ok(&m, &cs[k], 1, TT_F32);
+        int64_t want = expected_params(&cs[k]);
+        int64_t wpe = cs[k].positional == TT_POS_LEARNED ? cs[k].block_size * cs[k].n_embd : 0;
+        ck_assert_int_eq(tt_params_numel(&m.params), want);
+        ck_assert_int_eq(tt_gpt_num_params(&m, false), want);
+        ck_assert_int_eq(tt_gpt_num_params(&m, true), want - wpe);
+        tt_gpt_free(&m);
+    }
+    // The baby GPT as nanoGPT counts it by hand: 4 layers of 2*128 + 12*128^2 = 196864,
+    // wte 65*128 = 8320, wpe 64*128 = 8192, ln_f 128 ("number of parameters: 0.80M").
+    tt_gpt m;
+    gpt_init_ok(&m, &cs[5], 1, TT_F32);
+    ck_assert_int_eq(tt_gpt_num_params(&m, false), 804096);
+    ck_assert_int_eq(tt_gpt_num_params(&m, true), 795904);
+    tt_gpt_free(&m);
+}
+END_TEST
+
+// ---- init ----
+
+START_TEST(test_init_stats) {
+    tt_gpt_config c = small_config(CFG_MODERN);
+    c.positional = TT_POS_LEARNED;
+    c.vocab_size = 1024;
+    c.n_embd = 64;
+    c.n_layer = 3;
+    c.block_size = 32;
+    tt_gpt m;
+    gpt_init_ok(&m, &c, 42, TT_F32);
+    double mean, std;
+    // wte: 65536 draws of N(0, 0.02); the std's standard error is 0.02/sqrt(2n) ~ 0.28%.
+    mean_std(tt_params_get(&m.params, "wte.weight"), &mean, &std);
+    ck_assert_close(std, 0.02, 0, 0.02);
+    ck_assert_close(mean, 0, 5 * 0.02 / 256, 0);
+    mean_std(tt_params_get(&m.params, "lm_head.weight"), &mean, &std);
+    ck_assert_close(std, 0.02, 0, 0.02);
+    mean_std(tt_params_get(&m.params, "wpe.weight"), &mean, &std);  // 2048 draws
+    ck_assert_close(std, 0.02, 0, 0.08);
+    // Residual projections: 0.02 / sqrt(2 L) (GPT-2 sec. 2.3); the others 0.02.
+    double resid = 0.02 / sqrt(2.0 * 3);
+    char name[TT_NAME_MAX];
+    for (int l = 0; l < 3; l++) {
+        snprintf(name, sizeof name, "blocks.%d.mlp.proj.weight", l);  // 16384 draws
+        mean_std(tt_params_get(&m.params, name), &mean, &std);
+        ck_assert_close(std, resid, 0, 0.04);
+        snprintf(name, sizeof name, "blocks.%d.attn.o_proj.weight", l);  // 4096 draws
+        mean_std(tt_params_get(&m.params, name), &mean, &std);
+        ck_assert_close(std, resid, 0, 0.06);
+        snprintf(name, sizeof name, "blocks.%d.mlp.fc.weight", l);
+        mean_std(tt_params_get(&m.params, name), &mean, &std);
+        ck_assert_close(std, 0.02, 0, 0.04);
+        snprintf(name, sizeof name, "blocks.%d.attn.q_proj.weight", l);
+        mean_std(tt_params_get(&m.params, name), &mean, &std);
+        ck_assert_close(std, 0.02, 0, 0.06);
+    }
+    // Biases 0, every norm gain (block norms, qk-norm, ln_f) 1.
+    for (int i = 0; i < m.params.n; i++) {
+        const tt_tensor *p = m.params.items[i].tensor;
+        if (p->ndim != 1) continue;
+        bool bias = strstr(m.params.items[i].name, ".bias") != NULL;
+        for (int64_t j = 0; j < tt_numel(p); j++)
+            ck_assert_msg(tt_at(p, j) == (bias ? 0.0 : 1.0), "%s[%lld] = %g",
+                          m.params.items[i].name, (long long)j, tt_at(p, j));
+    }
+    // The same seed gives the same weights; another seed others.
+    tt_gpt m2, m3;
+    gpt_init_ok(&m2, &c, 42, TT_F32);
+    gpt_init_ok(&m3, &c, 43, TT_F32);
+    for (int i = 0; i < m.params.n; i++) {
+        const tt_tensor *a = m.params.items[i].tensor, *b = m2.params.items[i].tensor;
+        ck_assert_int_eq(memcmp(tt_data(a), tt_data(b), (size_t)tt_numel(a) * 4), 0);
+    }
+    ck_assert(tt_at(m.wte.weight, 0) != tt_at(m3.wte.weight, 0));
+    ck_assert_int_eq(memcmp(&m.dropout_rng, &m2.dropout_rng, sizeof m.dropout_rng), 0);
+    tt_gpt_free(&m3);
+    tt_gpt_free(&m2);
+    tt_gpt_free(&m);
+}
+END_TEST
+
+// ---- tied weights ----
+
+// The tied model's wte gradient is the sum of the embedding's and the head's: compare with an
+// untied copy whose lm_head starts equal to wte.
+START_TEST(test_tied_weights) {
+    tt_gpt_config c = small_config(CFG_DEFAULT);
+    tt_gpt tied, untied;
+    gpt_init_ok(&tied, &c, 5, TT_F64);
+    ck_assert_ptr_null(tied.lm_head.weight);
+    ck_assert_ptr_null(tt_params_get(&tied.params, "lm_head.weight"));
+    c.tie_weights = false;
+    gpt_init_ok(&untied, &c, 5, TT_F64);
+    for (int i = 0; i < tied.params.n; i++)
+        tt_copy_(tt_params_get(&untied.params, tied.params.items[i].name),
+                 tied.params.items[i].tensor);
+    tt_copy_(untied.lm_head.weight, tied.wte.weight);
+
+    tt_rng rng;
+    tt_rng_seed(&rng, 9);
+    tt_scope_begin();
+    tt_tensor *x = rand_tokens(&rng, 3, 8, c.vocab_size);
+    tt_tensor *y = rand_tokens(&rng, 3, 8, c.vocab_size);
+    tt_tensor *lt = tt_gpt_loss(&tied, x, y), *lu = tt_gpt_loss(&untied, x, y);
+    ck_assert_close(tt_item(lt), tt_item(lu), 1e-14, 0);
+    tt_backward(lt);
+    tt_backward(lu);
+    tt_tensor *g_emb = tt_grad(untied.wte.weight), *g_head = tt_grad(untied.lm_head.weight);
+    tt_tensor *g_tied = tt_grad(tied.wte.weight);
+    double norm_emb = 0, norm_head = 0;
+    for (int64_t i = 0; i < tt_numel(g_tied); i++) {
+        ck_assert_close(tt_at(g_tied, i), tt_at(g_emb, i) + tt_at(g_head, i), 1e-14, 1e-10);
+        norm_emb += fabs(tt_at(g_emb, i));
+        norm_head += fabs(tt_at(g_head, i));
+    }
+    ck_assert(norm_emb > 0 && norm_head > 0);  // both uses contribute
+    tt_scope_end();
+    tt_gpt_free(&untied);
+    tt_gpt_free(&tied);
+}
+END_TEST
+
+// ---- whole-model gradcheck ----
+
+typedef struct gc_ctx {
+    tt_gpt *m;
+    tt_tensor *x, *y;
+} gc_ctx;
+
+static tt_tensor *gc_loss(tt_tensor *const *inputs, int n, void *ctx) {
+    (void)inputs;  // the inputs are the model's own parameters, perturbed in place
+    (void)n;
+    gc_ctx *g = ctx;
+    return tt_gpt_loss(g->m, g->x, g->y);
+}
+
+// Central differences in f64 on every parameter of a 2-layer model of each family; prints a
+// line in the gradcheck suite's format.
+START_TEST(test_gradcheck_model) {
+    tt_gpt_config c = small_config(_i);
+    c.vocab_size = 7;
+    c.n_embd = 8;
+    c.n_head = 2;
+    c.n_kv_head = _i == CFG_MODERN ? 1 : 2;
+    c.block_size = 4;
+    tt_gpt m;
+    gpt_init_ok(&m, &c, 11, TT_F64);
+    // Larger weights than the 0.02 init so every path carries signal.
+    tt_rng rng;
+    tt_rng_seed(&rng, 12);
+    for (int i = 0; i < m.params.n; i++) {
+        tt_tensor *p = m.params.items[i].tensor;
+        for (int64_t j = 0; j < tt_numel(p); j++)
+            tt_set_at(p, j, tt_at(p, j) + 0.3 * tt_rng_normal(&rng));
+    }
+    tt_scope_begin();
+    gc_ctx g = {&m, rand_tokens(&rng, 2, 4, c.vocab_size), rand_tokens(&rng, 2, 4, c.vocab_size)};
+    tt_tensor *inputs[64];
+    ck_assert_int_le(m.params.n, 64);
+    for (int i = 0; i < m.params.n; i++) inputs[i] = m.params.items[i].tensor;
+    tt_gradcheck_result r = tt_gradcheck(gc_loss, &g, m.params.n, inputs, NULL);
+    tt_scope_end();
+    printf("gradcheck gpt %s f64 max_abs_err=%.2e max_rel_err=%.2e params=%d checked=%lld %s\n",
+           cfg_names[_i], r.max_abs_err, r.max_rel_err, m.params.n, (long long)r.checked,
+           r.ok ? "ok" : "FAIL");
+    fflush(stdout);
+    ck_assert_msg(r.ok, "%s: parameter %s element %lld: analytic %.10g vs numeric %.10g",
+                  cfg_names[_i], m.params.items[r.worst_input].name, (long long)r.worst_in,
+                  r.analytic, r.numeric);
+    ck_assert_int_eq(r.checked, tt_params_numel(&m.params));
+    for (int i = 0; i < m.params.n; i++) tt_zero_grad(m.params.items[i].tensor);
+    tt_gpt_free(&m);
+}
+END_TEST
+
+// ---- training ----
+
+// One AdamW step of nanoGPT's loop; returns the loss.
+static double train_step(tt_gpt *m, tt_optim *o, tt_tensor *x, tt_tensor *y) {
+    tt_scope_begin();
+    tt_tensor *loss = tt_gpt_loss(m, x, y);
+    double v = tt_item(loss);
+    tt_backward(loss);
+    tt_clip_grad_norm(&m->params, 1.0);
+    tt_optim_step(o);
+    tt_optim_zero_grad(o);
+    tt_scope_end();
+    return v;
+}
+
+// 4 x 16 random tokens over a vocab of 16: every context (a position and its whole prefix) is
+// distinct, so a model with this capacity can drive the loss toward 0. It starts at
+// ln 16 = 2.77; below 0.05 the correct next token gets about 95% of the probability on
+// average, which only memorizing the batch can reach (chance-level is 2.77).
+START_TEST(test_overfit_one_batch) {
+    tt_gpt_config c = small_config(_i);
+    c.vocab_size = 16;
+    c.block_size = 16;
+    c.n_embd = 32;
+    tt_gpt m;
+    gpt_init_ok(&m, &c, 21, TT_F32);
+    tt_optim o;
+    tt_optim_config oc = tt_adamw_config(1e-2);
+    oc.beta2 = 0.99;
+    tt_optim_init(&o, oc);
+    tt_optim_add_decay_groups(&o, &m.params, 0.0);
+    tt_rng rng;
+    tt_rng_seed(&rng, 22);
+    tt_scope_begin();
+    tt_tensor *x = rand_tokens(&rng, 4, 16, 16), *y = rand_tokens(&rng, 4, 16, 16);
+    double first = 0, last = 0;
+    int steps = 150;
+    for (int s = 0; s < steps; s++) {
+        last = train_step(&m, &o, x, y);
+        if (s == 0) first = last;
+    }
+    tt_scope_end();
+    printf("overfit gpt %s: loss %.4f -> %.4f in %d AdamW steps\n", cfg_names[_i], first, last,
+           steps);
+    ck_assert_close(first, log(16.0), 0.1, 0);
+    ck_assert_msg(last < 0.05, "%s: loss only fell from %.4f to %.4f", cfg_names[_i], first,
+                  last);
+    tt_optim_free(&o);
+    tt_gpt_free(&m);
+}
+END_TEST
+
+// After a training step (forward, backward, clip, update, zero_grad) every tensor it made is
+// gone: the live counts equal those before it, and stay so over more steps.
+START_TEST(test_step_no_leak) {
+    tt_gpt_config c = small_config(_i);
+    c.dropout = 0.1;
+    tt_gpt m;
+    gpt_init_ok(&m, &c, 31, TT_F32);
+    tt_optim o;
+    tt_optim_init(&o, tt_adamw_config(1e-3));
+    tt_optim_add_decay_groups(&o, &m.params, 0.1);
+    tt_rng rng;
+    tt_rng_seed(&rng, 32);
+    tt_tensor *x = rand_tokens(&rng, 2, 8, c.vocab_size);  // unscoped: ours
+    tt_tensor *y = rand_tokens(&rng, 2, 8, c.vocab_size);
+    int64_t tensors = tt_live_tensors(), bytes = tt_live_bytes();
+    for (int s = 0; s < 3; s++) {
+        train_step(&m, &o, x, y);
+        ck_assert_int_eq(tt_live_tensors(), tensors);
+        ck_assert_int_eq(tt_live_bytes(), bytes);
+    }
+    tt_gpt_train(&m, false);
+    tt_scope_begin();
+    tt_gpt_forward(&m, x);
+    tt_scope_end();
+    ck_assert_int_eq(tt_live_tensors(), tensors);
+    tt_release(x);
+    tt_release(y);
+    tt_optim_free(&o);
+    tt_gpt_free(&m);
+}
+END_TEST
+
+// Dropout draws from the model's own stream: two models from the same seed train identically;
+// eval mode is deterministic and equals a dropout-free forward.
+START_TEST(test_dropout_stream) {
+    tt_gpt_config c = small_config(CFG_DEFAULT);
+    c.dropout = 0.2;
+    tt_gpt a, b;
+    gpt_init_ok(&a, &c, 41, TT_F32);
+    gpt_init_ok(&b, &c, 41, TT_F32);
+    tt_rng rng;
+    tt_rng_seed(&rng, 42);
+    tt_scope_begin();
+    tt_tensor *x = rand_tokens(&rng, 2, 8, c.vocab_size), *y = rand_tokens(&rng, 2, 8, 11);
+    double la1 = tt_item(tt_gpt_loss(&a, x, y)), la2 = tt_item(tt_gpt_loss(&a, x, y));
+    double lb1 = tt_item(tt_gpt_loss(&b, x, y));
+    ck_assert(la1 == lb1);
+    ck_assert(la1 != la2);  // a fresh mask each forward
+    tt_gpt_train(&a, false);
+    tt_gpt_train(&b, false);
+    ck_assert(tt_item(tt_gpt_loss(&a, x, y)) == tt_item(tt_gpt_loss(&a, x, y)));
+    tt_scope_end();
+    tt_gpt_free(&b);
+    tt_gpt_free(&a);
+}
+END_TEST
+
+// ---- sampling ----
+
+static tt_tensor *logits_of(const double *v, int64_t n) {
+    return tt_test_tensor_(TT_F32, 1, (int64_t[]){n}, v, n);
+}
+
+static const double hand_logits[6] = {1.0, 2.0, 0.5, -1.0, 3.0, 0.0};
+
+START_TEST(test_sample_greedy) {
+    tt_scope_begin();
+    tt_tensor *l = logits_of(hand_logits, 6);
+    tt_sample_opts o = tt_sample_opts_default();
+    o.temperature = 0;
+    tt_rng rng, before;
+    tt_rng_seed(&rng, 1);
+    before = rng;
+    for (int i = 0; i < 10; i++) ck_assert_int_eq(tt_sample_logits(l, &o, &rng), 4);
+    ck_assert_int_eq(memcmp(&rng, &before, sizeof rng), 0);  // greedy draws nothing
+    // The first maximum wins a tie; -inf entries are never chosen.
+    tt_tensor *tie = logits_of((const double[]){-INFINITY, 2, 5, 5, 1}, 5);
+    ck_assert_int_eq(tt_sample_logits(tie, &o, &rng), 2);
+    // top_k = 1 (temperature 1) and a tiny top_p both reduce to greedy.
+    o.temperature = 1.0;
+    o.top_k = 1;
+    for (int i = 0; i < 200; i++) ck_assert_int_eq(tt_sample_logits(l, &o, &rng), 4);
+    o.top_k = 0;
+    o.top_p = 1e-9;
+    for (int i = 0; i < 200; i++) ck_assert_int_eq(tt_sample_logits(l, &o, &rng), 4);
+    // Any layout and float dtype: a strided f64 view of the same values.
+    tt_tensor *wide = tt_zeros(TT_F64, TT_SHAPE(6, 2));
+    for (int i = 0; i < 6; i++) tt_set(wide, (int64_t[]){i, 1}, hand_logits[i]);
+    tt_tensor *col = tt_slice(tt_transpose(wide, 0, 1), 0, 1, 2, 1);  // (1, 6)
+    o.temperature = 0;
+    ck_assert_int_eq(tt_sample_logits(tt_reshape(col, TT_SHAPE(6)), &o, &rng), 4);
+    tt_scope_end();
+}
+END_TEST
+
+// Frequencies over N draws against p_i within 5 standard errors sqrt(p (1 - p) / N) (a fixed
+// seed, so the test is deterministic; 5 sigma leaves room for any seed).
+static void check_frequencies(const tt_tensor *logits, const tt_sample_opts *o,
+                              const double *p, int64_t V) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 2024);
+    const int N = 200000;
+    int64_t count[16] = {0};
+    for (int i = 0; i < N; i++) {
+        int32_t t = tt_sample_logits(logits, o, &rng);
+        ck_assert(t >= 0 && t < V);
+        count[t]++;
+    }
+    for (int64_t i = 0; i < V; i++) {
+        double f = (double)count[i] / N, se = sqrt(p[i] * (1 - p[i]) / N);
+        if (p[i] == 0) ck_assert_msg(count[i] == 0, "token %lld has p = 0 but was drawn %lld "
+                                     "times", (long long)i, (long long)count[i]);
+        else ck_assert_msg(fabs(f - p[i]) <= 5 * se, "token %lld: frequency %.5f, p %.5f "
+                           "(T=%g k=%d p=%g)", (long long)i, f, p[i], o->temperature,
+                           o->top_k, o->top_p);
+    }
+}
+
+// softmax(logits / T) restricted to `keep` (NULL: all) and renormalized.
+static void softmax_ref(const double *l, int64_t V, double T, const bool *keep, double *p) {
+    double mx = -INFINITY, s = 0;
+    for (int64_t i = 0; i < V; i++) mx = fmax(mx, l[i] / T);
+    for (int64_t i = 0; i < V; i++) {
+        p[i] = (!keep || keep[i]) ? exp(l[i] / T - mx) : 0;
+        s += p[i];
+    }
+    for (int64_t i = 0; i < V; i++) p[i] /= s;
+}
+
+START_TEST(test_sample_frequencies) {
+    tt_scope_begin();
+    tt_tensor *l = logits_of(hand_logits, 6);
+    tt_sample_opts o = {.temperature = 0.7, .top_k = 0, .top_p = 1.0, .use_cache = true};
+    double p[6];
+    softmax_ref(hand_logits, 6, 0.7, NULL, p);
+    check_frequencies(l, &o, p, 6);
+    // Temperature 2 flattens the distribution.
+    o.temperature = 2.0;
+    softmax_ref(hand_logits, 6, 2.0, NULL, p);
+    check_frequencies(l, &o, p, 6);
+    // top_k = 2 keeps tokens 4 and 1 (logits 3 and 2), renormalized.
+    o.temperature = 1.0;
+    o.top_k = 2;
+    softmax_ref(hand_logits, 6, 1.0, (const bool[]){0, 1, 0, 0, 1, 0}, p);
+    check_frequencies(l, &o, p, 6);
+    // top_p = 0.8 at T = 1: probabilities .0819 .2225 .0496 .0111 .6048 .0301 (token order);
+    // sorted 4 (.605), 1 (cumulative .827 >= .8): the nucleus is {4, 1}. top_p = 0.9 adds
+    // token 0 (.909).
+    o.top_k = 0;
+    o.top_p = 0.8;
+    check_frequencies(l, &o, p, 6);
+    o.top_p = 0.9;
+    softmax_ref(hand_logits, 6, 1.0, (const bool[]){1, 1, 0, 0, 1, 0}, p);
+    check_frequencies(l, &o, p, 6);
+    // top_k keeps every token tied with the k-th (as nanoGPT's `logits < v[-1]`).
+    tt_tensor *tie = logits_of((const double[]){1, 1, 1, 0}, 4);
+    o.top_p = 1.0;
+    o.top_k = 1;
+    check_frequencies(tie, &o, (const double[]){1 / 3.0, 1 / 3.0, 1 / 3.0, 0}, 4);
+    tt_scope_end();
+}
+END_TEST
+
+// ---- KV cache ----
+
+// Feeding tokens through the cache (one at a time, then in chunks) gives the logits of the
+// full forward at every position, for both families (f64: agreement to rounding).
+START_TEST(test_cache_matches_forward) {
+    tt_gpt_config c = small_config(_i);
+    tt_gpt m;
+    gpt_init_ok(&m, &c, 51, TT_F64);
+    tt_rng rng;
+    tt_rng_seed(&rng, 52);
+    bool grad = tt_set_grad_enabled(false);
+    tt_scope_begin();
+    tt_tensor *x = rand_tokens(&rng, 1, c.block_size, c.vocab_size);  // (1, L)
+    const int32_t *ids = tt_data(x);
+    tt_tensor *full = tt_gpt_forward(&m, x);                             // (1, L, V)
+    tt__kv_cache cache;
+    tt__kv_cache_init(&cache, &m);
+    double err = 0;
+    for (int64_t t = 0; t < c.block_size; t++) {
+        tt_tensor *step = tt__gpt_forward_cached(&m, &cache, ids + t, 1);  // (V,)
+        for (int64_t v = 0; v < c.vocab_size; v++)
+            err = fmax(err, fabs(tt_at(step, v) - tt_get(full, (int64_t[]){0, t, v})));
+    }
+    ck_assert_int_eq(cache.len, c.block_size);
+    // Chunks 3, 1, 4: the mask offset of a multi-token step after cached positions.
+    tt__kv_cache_reset(&cache);
+    const int64_t chunks[3] = {3, 1, 4};
+    for (int k = 0, at = 0; k < 3; at += (int)chunks[k], k++) {
+        tt_tensor *last = tt__gpt_forward_cached(&m, &cache, ids + at, chunks[k]);
+        int64_t t = at + chunks[k] - 1;
+        for (int64_t v = 0; v < c.vocab_size; v++)
+            err = fmax(err, fabs(tt_at(last, v) - tt_get(full, (int64_t[]){0, t, v})));
+    }
+    tt__kv_cache_free(&cache);
+    tt_scope_end();
+    tt_set_grad_enabled(grad);
+    ck_assert_msg(err < 1e-12, "%s: cached logits differ from the full forward by %.3e",
+                  cfg_names[_i], err);
+    tt_gpt_free(&m);
+}
+END_TEST
+
+// ---- generation ----
+
+typedef struct collected {
+    int32_t tokens[256];
+    int n;
+} collected;
+
+static void collect(int32_t token, void *ctx) {
+    collected *c = ctx;
+    c->tokens[c->n++] = token;
+}
+
+// The window rule written out: a full forward over the current window, argmax, append; a
+// token that does not fit makes the window keep its newer half (the new token included).
+static void greedy_reference(tt_gpt *m, const int32_t *prompt, int64_t n_prompt, int64_t n_new,
+                             int32_t *out) {
+    int64_t L = m->cfg.block_size, keep = (L + 1) / 2;
+    int32_t win[64];
+    int64_t len = n_prompt < L ? n_prompt : L;
+    memcpy(win, prompt + n_prompt - len, (size_t)len * sizeof *win);
+    bool grad = tt_set_grad_enabled(false);
+    for (int64_t i = 0; i < n_new; i++) {
+        tt_scope_begin();
+        tt_tensor *logits = tt_gpt_forward(m, tt_from_data(TT_I32, TT_SHAPE(1, len), win));
+        tt_tensor *last = tt_reshape(tt_slice(logits, 1, len - 1, len, 1), TT_SHAPE(-1));
+        out[i] = (int32_t)tt_item(tt_argmax(last, 0, false));
+        tt_scope_end();
+        if (len == L) {
+            memmove(win, win + len - (keep - 1), (size_t)(keep - 1) * sizeof *win);
+            len = keep - 1;
+        }
+        win[len++] = out[i];
+    }
+    tt_set_grad_enabled(grad);
+}
+
+START_TEST(test_generate_window_rule) {
+    tt_gpt_config c = small_config(_i);
+    tt_gpt m;
+    gpt_init_ok(&m, &c, 61, TT_F32);
+    // Larger weights than the init so greedy decoding does not collapse onto one token.
+    tt_rng rng;
+    tt_rng_seed(&rng, 62);
+    for (int i = 0; i < m.params.n; i++)
+        tt_normal_(m.params.items[i].tensor, &rng, 0.0, 0.5);
+    const int32_t prompt[12] = {1, 5, 2, 7, 3, 3, 9, 0, 4, 10, 6, 8};
+    int32_t want[30], got[30];
+    tt_sample_opts o = {.temperature = 0, .top_k = 0, .top_p = 1.0, .use_cache = false};
+    for (int64_t np = 1; np <= 12; np += 11) {  // a short prompt, and one longer than L = 8
+        greedy_reference(&m, prompt, np, 30, want);
+        for (int cache = 0; cache < 2; cache++) {
+            o.use_cache = cache;
+            tt_gpt_generate(&m, prompt, np, 30, &o, &rng, got, NULL, NULL);
+            for (int i = 0; i < 30; i++)
+                ck_assert_msg(got[i] == want[i], "%s prompt %lld cache %d: token %d is %d, the "
+                              "reference says %d", cfg_names[_i], (long long)np, cache, i,
+                              got[i], want[i]);
+        }
+    }
+    int distinct = 0;
+    for (int v = 0; v < c.vocab_size; v++)
+        for (int i = 0; i < 30; i++)
+            if (want[i] == v) {
+                distinct++;
+                break;
+            }
+    ck_assert_int_ge(distinct, 2);
+    tt_gpt_free(&m);
+}
+END_TEST
+
+// With the same rng state, cached and uncached generation produce the same tokens, well past
+// block_size (so the window is rebuilt several times), under several sampling settings.
+START_TEST(test_generate_cache_equivalence) {
+    tt_gpt_config c = small_config(_i);
+    c.dropout = 0.1;  // generation runs in eval mode and restores the mode after
+    tt_gpt m;
+    gpt_init_ok(&m, &c, 71, TT_F32);
+    tt_rng wr;
+    tt_rng_seed(&wr, 72);
+    for (int i = 0; i < m.params.n; i++) tt_normal_(m.params.items[i].tensor, &wr, 0.0, 0.3);
+    const tt_sample_opts settings[4] = {
+        {.temperature = 1.0, .top_k = 0, .top_p = 1.0},
+        {.temperature = 0.8, .top_k = 5, .top_p = 1.0},
+        {.temperature = 1.3, .top_k = 0, .top_p = 0.9},
+        {.temperature = 0.0, .top_k = 0, .top_p = 1.0},
+    };
+    const int32_t prompt[3] = {4, 1, 9};
+    int64_t tensors = tt_live_tensors();
+    for (int s = 0; s < 4; s++) {
+        collected a = {.n = 0}, b = {.n = 0};
+        int32_t out_a[100], out_b[100];
+        tt_sample_opts o = settings[s];
+        tt_rng ra, rb;
+        tt_rng_seed(&ra, 1000 + (uint64_t)s);
+        rb = ra;
+        o.use_cache = true;
+        tt_gpt_generate(&m, prompt, 3, 100, &o, &ra, out_a, collect, &a);
+        o.use_cache = false;
+        tt_gpt_generate(&m, prompt, 3, 100, &o, &rb, out_b, collect, &b);
+        ck_assert_int_eq(a.n, 100);
+        ck_assert_int_eq(b.n, 100);
+        for (int i = 0; i < 100; i++) {
+            ck_assert_msg(out_a[i] == out_b[i], "%s setting %d: token %d cached %d, uncached %d",
+                          cfg_names[_i], s, i, out_a[i], out_b[i]);
+            ck_assert_int_eq(a.tokens[i], out_a[i]);
+            ck_assert(out_a[i] >= 0 && out_a[i] < c.vocab_size);
+        }
+        ck_assert_int_eq(memcmp(&ra, &rb, sizeof ra), 0);  // the same number of draws
+        ck_assert(m.drop.training && m.blocks[0].attn.attn_drop.training);
+        ck_assert(tt_is_grad_enabled());
+        ck_assert_int_eq(tt_live_tensors(), tensors);
+    }
+    // Greedy is deterministic whatever the rng.
+    int32_t g1[20], g2[20];
+    tt_rng r1, r2;
+    tt_rng_seed(&r1, 1);
+    tt_rng_seed(&r2, 2);
+    tt_sample_opts greedy = {.temperature = 0, .top_k = 0, .top_p = 1.0, .use_cache = true};
+    tt_gpt_generate(&m, prompt, 3, 20, &greedy, &r1, g1, NULL, NULL);
+    tt_gpt_generate(&m, prompt, 3, 20, &greedy, &r2, g2, NULL, NULL);
+    ck_assert_int_eq(memcmp(g1, g2, sizeof g1), 0);
+    tt_gpt_free(&m);
+}
+END_TEST
+
+// ---- aborts ----
+
+static tt_gpt abort_model;
+
+static void abort_setup(void) {
+    tt_gpt_config c = small_config(CFG_DEFAULT);
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    if (tt_gpt_init(&abort_model, &c, &rng) != TT_OK) abort();
+}
+
+static void abort_teardown(void) { tt_gpt_free(&abort_model); }
+
+START_TEST(test_abort_too_long) {
+    tt_scope_begin();
+    tt_gpt_forward(&abort_model, tt_zeros(TT_I32, TT_SHAPE(1, 9)));  // block_size is 8
+}
+END_TEST
+
+START_TEST(test_abort_float_tokens) {
+    tt_scope_begin();
+    tt_gpt_forward(&abort_model, tt_zeros(TT_F32, TT_SHAPE(1, 4)));
+}
+END_TEST
+
+START_TEST(test_abort_targets_shape) {
+    tt_scope_begin();
+    tt_gpt_loss(&abort_model, tt_zeros(TT_I32, TT_SHAPE(2, 4)), tt_zeros(TT_I32, TT_SHAPE(2, 3)));
+}
+END_TEST
+
+START_TEST(test_abort_prompt_token) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    int32_t out[4];
+    tt_gpt_generate(&abort_model, (const int32_t[]){3, 11}, 2, 4, NULL, &rng, out, NULL, NULL);
+}
+END_TEST
+
+START_TEST(test_abort_empty_prompt) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    int32_t out[4];
+    tt_gpt_generate(&abort_model, (const int32_t[]){3}, 0, 4, NULL, &rng, out, NULL, NULL);
+}
+END_TEST
+
+START_TEST(test_abort_cache_overflow) {
+    tt__kv_cache c;
+    tt__kv_cache_init(&c, &abort_model);
+    const int32_t ids[9] = {0};
+    tt__gpt_forward_cached(&abort_model, &c, ids, 9);
+}
+END_TEST
+
+START_TEST(test_abort_bad_top_p) {
+    tt_tensor *l = tt_zeros(TT_F32, TT_SHAPE(4));
+    tt_sample_opts o = {.temperature = 1, .top_k = 0, .top_p = 0, .use_cache = true};
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    tt_sample_logits(l, &o, &rng);
+}
+END_TEST
+
+START_TEST(test_abort_negative_temperature) {
+    tt_tensor *l = tt_zeros(TT_F32, TT_SHAPE(4));
+    tt_sample_opts o = {.temperature = -1, .top_k = 0, .top_p = 1, .use_cache = true};
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    tt_sample_logits(l, &o, &rng);
+}
+END_TEST
+
+START_TEST(test_abort_nan_logits) {
+    tt_tensor *l = tt_full(TT_F32, TT_SHAPE(4), NAN);
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    tt_sample_logits(l, NULL, &rng);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("gpt");
+    TCase *cfg = tt_tcase("config");
+    tcase_add_test(cfg, test_config_default);
+    tcase_add_loop_test(cfg, test_config_errors, 0, NBAD);
+    suite_add_tcase(s, cfg);
+
+    TCase *model = tt_tcase("model");
+    tcase_add_loop_test(model, test_shapes, 0, NCFG);
+    tcase_add_loop_test(model, test_param_names, 0, NCFG);
+    tcase_add_test(model, test_param_counts);
+    tcase_add_test(model, test_init_stats);
+    tcase_add_test(model, test_tied_weights);
+    tcase_add_loop_test(model, test_gradcheck_model, 0, NCFG);
+    suite_add_tcase(s, model);
+
+    TCase *train = tt_tcase("training");
+    tcase_add_loop_test(train, test_overfit_one_batch, 0, NCFG);
+    tcase_add_loop_test(train, test_step_no_leak, 0, NCFG);
+    tcase_add_test(train, test_dropout_stream);
+    suite_add_tcase(s, train);
+
+    TCase *gen = tt_tcase("generation");
+    tcase_add_test(gen, test_sample_greedy);
+    tcase_add_test(gen, test_sample_frequencies);
+    tcase_add_loop_test(gen, test_cache_matches_forward, 0, NCFG);
+    tcase_add_loop_test(gen, test_generate_window_rule, 0, NCFG);
+    tcase_add_loop_test(gen, test_generate_cache_equivalence, 0, NCFG);
+    suite_add_tcase(s, gen);
+
+    TCase *ab = tcase_create("aborts");
+    tcase_add_checked_fixture(ab, abort_setup, abort_teardown);
+    tcase_add_test_raise_signal(ab, test_abort_too_long, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_float_tokens, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_targets_shape, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_prompt_token, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_empty_prompt, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_cache_overflow, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_bad_top_p, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_negative_temperature, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_nan_logits, SIGABRT);
+    suite_add_tcase(s, ab);
+    return tt_test_run(s);
+}
