@@ -57,7 +57,10 @@ typedef struct tt_gpt {
 
 // Builds the model and initializes it as GPT-2/nanoGPT: normal(0, 0.02) for Linear and
 // Embedding weights, zeros for biases, ones for norm gains, and 0.02/sqrt(2 n_layer) for the
-// residual projections (attn.o_proj, mlp.proj). Returns TT_ERR_ARG for an invalid config.
+// residual projections (attn.o_proj, mlp.proj), drawn from rng in parameter order; then seeds
+// dropout_rng from rng. m->cfg.n_kv_head holds the resolved value (n_head when 0 was given).
+// Returns TT_ERR_ARG (m zeroed) for an invalid config. The dropout layers point at
+// m->dropout_rng, so the model must stay at its address until tt_gpt_free (do not copy it).
 tt_status tt_gpt_init(tt_gpt *m, const tt_gpt_config *cfg, tt_rng *rng);
 void tt_gpt_free(tt_gpt *m);  // safe on a zeroed struct
 void tt_gpt_train(tt_gpt *m, bool training);
@@ -66,7 +69,8 @@ int64_t tt_gpt_num_params(const tt_gpt *m, bool non_embedding);
 
 // tokens (B, T) i32/i64, T <= block_size (aborts otherwise) -> logits (B, T, V).
 tt_tensor *tt_gpt_forward(tt_gpt *m, tt_tensor *tokens);
-// Mean cross-entropy of the next-token logits against targets (B, T) (fused log-softmax + NLL).
+// Mean cross-entropy of the next-token logits against targets (B, T) (fused log-softmax + NLL);
+// targets equal to -1 are ignored, as PyTorch's ignore_index in nanoGPT.
 tt_tensor *tt_gpt_loss(tt_gpt *m, tt_tensor *tokens, tt_tensor *targets);
 
 // ---- generation ----
@@ -81,14 +85,21 @@ typedef struct tt_sample_opts {
 tt_sample_opts tt_sample_opts_default(void);  // temperature 0.8, top_k 200, top_p 1, cache on
 
 // Appends n_new tokens to prompt[0 .. n_prompt) (n_prompt >= 1) into out (room for n_new).
-// The context is a window of at most block_size tokens; when it is full, the window keeps its
-// newer half and continues (the same rule with and without the cache, so with the same rng
-// state both produce identical tokens). on_token (may be NULL) is called with each new token.
+// The context is a window of at most block_size tokens (it starts as the prompt's last ones);
+// when a new token does not fit, the window keeps its newer half, the newest
+// (block_size + 1) / 2 tokens with the new one, and the KV cache is rebuilt from them by one
+// forward. The same rule holds with and without the cache, so with the same rng state both
+// produce identical tokens. on_token (may be NULL) is called with each new token.
+// Runs with grad mode off and the model in eval mode, and restores both; each token draws one
+// tt_rng_uniform from rng (none when greedy). opts NULL means tt_sample_opts_default().
 void tt_gpt_generate(tt_gpt *m, const int32_t *prompt, int64_t n_prompt, int64_t n_new,
                      const tt_sample_opts *opts, tt_rng *rng, int32_t *out,
                      void (*on_token)(int32_t token, void *ctx), void *ctx);
 
-// Samples one token from logits (V,) (any float dtype) with the options above.
+// Samples one token from logits (V,) (any float dtype and layout) with the options above:
+// logits / temperature, top-k (every token tied with the k-th is kept, as nanoGPT), softmax in
+// double, nucleus cut, then the inverse CDF at one tt_rng_uniform draw. Aborts on NaN logits or
+// invalid options (temperature < 0, top_k < 0, top_p outside (0, 1]). use_cache is ignored.
 int32_t tt_sample_logits(const tt_tensor *logits, const tt_sample_opts *opts, tt_rng *rng);
 
 #ifdef __cplusplus
