@@ -98,13 +98,124 @@ const char *tt_dtype_name(tt_dtype dtype) {
 
 bool tt_dtype_is_float(tt_dtype dtype) { return dtype == TT_F32 || dtype == TT_F64; }
 
+// ---- the buffer cache ----
+// A training step allocates the same sizes every step, so freed buffers are kept in buckets
+// by exact (64-byte padded) size and handed out again: the steady state calls no malloc. The
+// cache holds at most cache_limit bytes (a buffer that does not fit is freed). Sanitizer
+// builds and TT_NO_CACHE=1 bypass it, so use-after-free stays detectable.
+
+#if defined(__SANITIZE_ADDRESS__)
+#define TT_CACHE_DEFAULT false
+#else
+#define TT_CACHE_DEFAULT true
+#endif
+
+typedef struct bucket {
+    size_t size;   // padded bytes; 0 = empty slot
+    void **bufs;
+    int n, cap;
+} bucket;
+
+static bucket *buckets;  // open addressing, nbuckets a power of two
+static size_t nbuckets, nused;
+static size_t cached_bytes, cache_limit = (size_t)1 << 30;
+static int cache_on = -1;  // -1: not decided yet
+static tt_alloc_stats stats;
+
+static bool cache_enabled(void) {
+    if (cache_on < 0) {
+        const char *env = getenv("TT_NO_CACHE");
+        cache_on = TT_CACHE_DEFAULT && !(env && env[0] && strcmp(env, "0") != 0);
+    }
+    return cache_on;
+}
+
+static bucket *find_bucket(size_t size, bool create) {
+    if (create && 2 * (nused + 1) > nbuckets) {  // grow: keep the load under one half
+        size_t old = nbuckets;
+        bucket *prev = buckets;
+        nbuckets = old ? 2 * old : 64;
+        buckets = TT_CALLOC(nbuckets, sizeof *buckets);
+        for (size_t i = 0; i < old; i++)
+            if (prev[i].size) *find_bucket(prev[i].size, false) = prev[i];
+        tt_free(prev);
+    }
+    if (!nbuckets) return NULL;
+    // Fibonacci hashing: the top bits of size * 2^64/phi pick the slot; linear probing.
+    int bits = 0;
+    while (((size_t)1 << bits) < nbuckets) bits++;
+    uint64_t h = (uint64_t)(size / 64) * 0x9e3779b97f4a7c15ULL;
+    for (size_t i = (size_t)(h >> (64 - bits));; i = (i + 1) & (nbuckets - 1)) {
+        if (buckets[i].size == size) return &buckets[i];
+        if (!buckets[i].size) {
+            if (!create) return &buckets[i];  // the empty slot where it would go
+            buckets[i].size = size;
+            nused++;
+            return &buckets[i];
+        }
+    }
+}
+
+static void *buffer_get(size_t padded) {
+    if (cache_enabled()) {
+        bucket *b = find_bucket(padded, false);
+        if (b && b->size == padded && b->n > 0) {
+            cached_bytes -= padded;
+            stats.reused++;
+            return b->bufs[--b->n];
+        }
+    }
+    stats.fresh++;
+    void *p = aligned_alloc(64, padded);
+    TT_CHECK(p, "out of memory allocating a %zu-byte tensor", padded);
+    return p;
+}
+
+static void buffer_put(void *p, size_t padded) {
+    if (!cache_enabled() || cached_bytes + padded > cache_limit) {
+        free(p);
+        return;
+    }
+    bucket *b = find_bucket(padded, true);
+    if (b->n == b->cap) {
+        b->cap = b->cap ? 2 * b->cap : 4;
+        b->bufs = TT_REALLOC(b->bufs, (size_t)b->cap * sizeof *b->bufs);
+    }
+    b->bufs[b->n++] = p;
+    cached_bytes += padded;
+}
+
+void tt_alloc_trim(void) {
+    for (size_t i = 0; i < nbuckets; i++) {
+        for (int k = 0; k < buckets[i].n; k++) free(buckets[i].bufs[k]);
+        tt_free(buckets[i].bufs);
+    }
+    tt_free(buckets);
+    buckets = NULL;
+    nbuckets = nused = 0;
+    cached_bytes = 0;
+}
+
+size_t tt_alloc_set_cache_limit(size_t bytes) {
+    size_t prev = cache_limit;
+    cache_limit = bytes;
+    if (cached_bytes > bytes) tt_alloc_trim();
+    return prev;
+}
+
+tt_alloc_stats tt_alloc_get_stats(void) {
+    tt_alloc_stats s = stats;
+    s.cached_bytes = (int64_t)cached_bytes;
+    s.enabled = cache_enabled();
+    return s;
+}
+
 // ---- storage ----
 
 static tt_storage *storage_new(size_t nbytes) {
     tt_storage *s = TT_MALLOC(sizeof *s);
     size_t padded = (nbytes + 63) & ~(size_t)63;
-    s->data = aligned_alloc(64, padded ? padded : 64);
-    TT_CHECK(s->data, "out of memory allocating a %zu-byte tensor", nbytes);
+    s->data = buffer_get(padded ? padded : 64);
     s->nbytes = nbytes;
     s->refcount = 1;
     atomic_fetch_add(&live_bytes, (long long)nbytes);
@@ -116,7 +227,8 @@ static void storage_release(tt_storage *s) {
     TT_CHECK(s->refcount > 0, "storage refcount underflow");
     if (--s->refcount > 0) return;
     atomic_fetch_sub(&live_bytes, (long long)s->nbytes);
-    free(s->data);
+    size_t padded = (s->nbytes + 63) & ~(size_t)63;
+    buffer_put(s->data, padded ? padded : 64);
     tt_free(s);
 }
 

@@ -173,6 +173,20 @@ void tt_print(const tt_tensor *t);
 int64_t tt_live_tensors(void);
 int64_t tt_live_bytes(void);  // bytes of live tensor storage
 
+// ---- the buffer cache: freed tensor buffers are reused by size, so a steady-state training
+// step calls no malloc. Off under sanitizers and with TT_NO_CACHE=1 in the environment. ----
+
+typedef struct tt_alloc_stats {
+    int64_t fresh;         // buffers allocated from the system
+    int64_t reused;        // buffers handed out again from the cache
+    int64_t cached_bytes;  // bytes held by the cache now
+    bool enabled;          // false under sanitizers or TT_NO_CACHE=1
+} tt_alloc_stats;
+
+tt_alloc_stats tt_alloc_get_stats(void);
+size_t tt_alloc_set_cache_limit(size_t bytes);  // default 1 GiB; returns the previous limit
+void tt_alloc_trim(void);                       // frees every cached buffer
+
 // ---- memory: every allocation goes through here (counted; file:line on failure) ----
 
 void *tt_malloc_at(size_t nbytes, const char *file, int line);

@@ -267,6 +267,35 @@ START_TEST(test_printer) {
 }
 END_TEST
 
+// ---- the buffer cache ----
+
+// The second round of the same allocations is served from the cache: no fresh buffer.
+START_TEST(test_cache_reuses_buffers) {
+    for (int round = 0; round < 2; round++) {
+        tt_alloc_stats before = tt_alloc_get_stats();
+        tt_scope_begin();
+        for (int i = 1; i <= 20; i++) tt_zeros(TT_F32, TT_SHAPE(i * 37, 3));
+        tt_scope_end();
+        tt_alloc_stats after = tt_alloc_get_stats();
+        ck_assert_int_eq(after.fresh + after.reused - before.fresh - before.reused, 20);
+        if (round == 1 && after.enabled) ck_assert_int_eq(after.fresh, before.fresh);
+        if (!after.enabled) ck_assert_int_eq(after.reused, before.reused);
+    }
+    // A reused buffer comes back zeroed by tt_zeros, whatever it held.
+    tt_scope_begin();
+    tt_fill_(tt_empty(TT_F64, TT_SHAPE(64)), 7);
+    tt_scope_end();
+    tt_scope_begin();
+    tt_tensor *z = tt_zeros(TT_F64, TT_SHAPE(64));
+    for (int i = 0; i < 64; i++) ck_assert_double_eq(tt_at(z, i), 0);
+    tt_scope_end();
+    // A limit of 0 keeps nothing.
+    size_t prev = tt_alloc_set_cache_limit(0);
+    ck_assert_int_eq(tt_alloc_get_stats().cached_bytes, 0);
+    tt_alloc_set_cache_limit(prev);
+}
+END_TEST
+
 // ---- errors ----
 
 START_TEST(test_status_messages) {
@@ -302,6 +331,7 @@ int main(void) {
     tcase_add_test(tc, test_as_strided_and_access);
     tcase_add_test(tc, test_copy_broadcast_convert);
     tcase_add_test(tc, test_printer);
+    tcase_add_test(tc, test_cache_reuses_buffers);
     tcase_add_test(tc, test_status_messages);
     suite_add_tcase(s, tc);
     // Abort paths: no leak fixture (the process dies mid-test).
