@@ -42,6 +42,7 @@ extern const gc_case gc_cases_reduce[];
 extern const gc_case gc_cases_matmul[];
 extern const gc_case gc_cases_nn[];
 extern const gc_case gc_cases_shape[];
+extern const gc_case gc_cases_attention[];  // tests/gc_ops_attention.c
 extern const gc_module_case gc_modules_nn_layers[];       // tests/gc_nn_layers.c
 extern const gc_module_case gc_modules_nn_transformer[];  // tests/gc_nn_transformer.c
 

@@ -9,6 +9,7 @@
 
 static const gc_case *const families[] = {
     gc_cases_elementwise, gc_cases_reduce, gc_cases_matmul, gc_cases_nn, gc_cases_shape,
+    gc_cases_attention,
 };
 #define NFAMILIES (int)(sizeof families / sizeof families[0])
 

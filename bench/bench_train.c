@@ -1,0 +1,163 @@
+// Training-step and sampling benchmarks of the GPT: one AdamW step (forward, backward, clip,
+// update) at the baby and mid configs, and 500-token generation with and without the KV cache.
+// Prints `bench ...` lines; never part of `make test`. Random tokens: no corpus needed.
+//
+//   bench_train train baby [threads]   median ms per step, tokens/s, peak RSS and its ratio to
+//                                       parameters + gradients + AdamW state + saved activations
+//   bench_train sample baby            tokens/s with the cache on and off
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "tinytorch.h"
+
+typedef struct bench_config {
+    const char *name;
+    int64_t n_layer, n_head, n_embd, block, batch, vocab;
+    int steps;  // timed steps
+} bench_config;
+
+static const bench_config configs[] = {
+    {"baby", 4, 4, 128, 64, 12, 65, 30},
+    {"mid", 6, 6, 384, 256, 8, 65, 6},
+};
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static double peak_rss_mb(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_maxrss / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+static const bench_config *find_config(const char *name) {
+    for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++)
+        if (strcmp(configs[i].name, name) == 0) return &configs[i];
+    fprintf(stderr, "bench_train: unknown config '%s' (use baby or mid)\n", name);
+    exit(2);
+}
+
+static void build(tt_gpt *gpt, const bench_config *bc, tt_rng *rng) {
+    tt_gpt_config cfg = tt_gpt_config_default();
+    cfg.vocab_size = bc->vocab;
+    cfg.block_size = bc->block;
+    cfg.n_layer = bc->n_layer;
+    cfg.n_head = bc->n_head;
+    cfg.n_kv_head = bc->n_head;
+    cfg.n_embd = bc->n_embd;
+    if (tt_gpt_init(gpt, &cfg, rng) != TT_OK) {
+        fprintf(stderr, "bench_train: %s\n", tt_last_error());
+        exit(1);
+    }
+}
+
+static tt_tensor *random_tokens(tt_rng *rng, const bench_config *bc) {
+    tt_tensor *t = tt_empty(TT_I32, TT_SHAPE(bc->batch, bc->block));
+    int32_t *p = tt_data(t);
+    for (int64_t i = 0; i < bc->batch * bc->block; i++) p[i] = (int32_t)tt_rng_below(rng, bc->vocab);
+    return t;
+}
+
+static int bench_train(const bench_config *bc, int threads) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 1337);
+    tt_gpt gpt;
+    build(&gpt, bc, &rng);
+    tt_optim opt;
+    tt_optim_config oc = tt_adamw_config(1e-3);
+    oc.beta2 = 0.99;
+    tt_optim_init(&opt, oc);
+    tt_optim_add_decay_groups(&opt, &gpt.params, 0.1);
+    int warmup = 3, n = bc->steps;
+    double *ms = malloc((size_t)n * sizeof *ms);
+    int64_t held = 0;  // bytes alive just before backward: params, optimizer state, activations
+    double loss = 0;
+    for (int s = 0; s < warmup + n; s++) {
+        double t0 = now_ms();
+        tt_scope_begin();
+        tt_tensor *x = random_tokens(&rng, bc), *y = random_tokens(&rng, bc);
+        tt_tensor *l = tt_gpt_loss(&gpt, x, y);
+        if (s == 0) held = tt_live_bytes();
+        tt_backward(l);
+        tt_clip_grad_norm(&gpt.params, 1.0);
+        tt_optim_step(&opt);
+        tt_optim_zero_grad(&opt);
+        loss = tt_item(l);
+        tt_scope_end();
+        if (s >= warmup) ms[s - warmup] = now_ms() - t0;
+    }
+    double med = median(ms, n);
+    double grads = 4.0 * (double)tt_params_numel(&gpt.params);  // f32 gradients, one per param
+    double need_mb = ((double)held + grads) / (1024.0 * 1024.0);
+    double rss = peak_rss_mb();
+    printf("bench train config=%s threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mb=%.1f "
+           "needed_mb=%.1f rss_ratio=%.2f loss=%.4f steps=%d\n",
+           bc->name, threads, med, (double)(bc->batch * bc->block) / (med / 1e3), rss, need_mb,
+           rss / need_mb, loss, n);
+    free(ms);
+    tt_optim_free(&opt);
+    tt_gpt_free(&gpt);
+    return 0;
+}
+
+static int bench_sample(const bench_config *bc, int threads) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 1337);
+    tt_gpt gpt;
+    build(&gpt, bc, &rng);
+    const int64_t n_new = 500;
+    int32_t prompt[1] = {0};
+    int32_t *out = malloc((size_t)n_new * sizeof *out);
+    for (int cache = 1; cache >= 0; cache--) {
+        tt_sample_opts so = tt_sample_opts_default();
+        so.use_cache = cache;
+        tt_rng srng;
+        tt_rng_seed(&srng, 7);
+        double times[3];
+        for (int r = 0; r < 3; r++) {
+            double t0 = now_ms();
+            tt_gpt_generate(&gpt, prompt, 1, n_new, &so, &srng, out, NULL, NULL);
+            times[r] = now_ms() - t0;
+        }
+        double med = median(times, 3);
+        printf("bench sample config=%s threads=%d tokens=%lld tokens_per_s=%.0f cache=%s\n",
+               bc->name, threads, (long long)n_new, (double)n_new / (med / 1e3),
+               cache ? "on" : "off");
+    }
+    free(out);
+    tt_gpt_free(&gpt);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3 || (strcmp(argv[1], "train") != 0 && strcmp(argv[1], "sample") != 0)) {
+        fprintf(stderr, "usage: bench_train train|sample baby|mid [threads]\n");
+        return 2;
+    }
+    const bench_config *bc = find_config(argv[2]);
+    int threads = 1;
+#ifdef _OPENMP
+    if (argc > 3) omp_set_num_threads(atoi(argv[3]));
+    threads = omp_get_max_threads();
+#endif
+    return strcmp(argv[1], "train") == 0 ? bench_train(bc, threads) : bench_sample(bc, threads);
+}
