@@ -63,6 +63,9 @@ tt_tensor *tt__alias(tt_tensor *t);
 // Adds g (any layout, shape of x or broadcastable to it after summing) into x's gradient:
 // x->node->grad for an intermediate, x->grad for a leaf. No-op if !x->requires_grad.
 void tt__accum_grad(tt_tensor *x, tt_tensor *g);
+// The same, taking ownership of g (an unscoped reference from tt__new): when x has no gradient
+// yet and g is a contiguous, unshared tensor of x's shape, g itself becomes the gradient.
+void tt__accum_grad_owned(tt_tensor *x, tt_tensor *g);
 // Sums g over its broadcast dims down to `shape` (new, unscoped, contiguous).
 tt_tensor *tt__sum_to(tt_tensor *g, int ndim, const int64_t *shape);
 

@@ -165,8 +165,7 @@ static void unary_backward(tt_node *n, tt_kunary_op k, double s) {
     tt_tensor *dx = tt__new(n->dtype, n->ndim, n->shape);  // (S)
     emap m = {MAP_UNARY_BACKWARD, (int)k, 0, s, n->dtype};
     emap_apply(&m, dx, 2, (tt_tensor *[]){n->grad, v});
-    tt__accum_grad(x, dx);
-    tt_release(dx);
+    tt__accum_grad_owned(x, dx);
 }
 
 // ---- shared forward and backward of the binary ops ----
@@ -211,8 +210,7 @@ static void binary_backward(tt_node *n, tt_kbinary_op k) {
         tt_tensor *d = tt__new(n->dtype, n->ndim, n->shape);  // (S)
         emap m = {MAP_BINARY_BACKWARD, (int)k, wrt, 0, n->dtype};
         emap_apply(&m, d, 3, (tt_tensor *[]){g, a, b});
-        tt__accum_grad(x, d);
-        tt_release(d);
+        tt__accum_grad_owned(x, d);
     }
 }
 

@@ -39,8 +39,7 @@ static tt_tensor *grad_buffer(const tt_tensor *x) {
 // Hands a gradient buffer to x (tt__accum_grad copies it) and frees it; NULL is skipped.
 static void accum_owned(tt_tensor *x, tt_tensor *g) {
     if (!g) return;
-    tt__accum_grad(x, g);
-    tt_release(g);
+    tt__accum_grad_owned(x, g);
 }
 
 static int64_t prod(const int64_t *shape, int from, int to) {

@@ -135,8 +135,7 @@ void tt__backward_sum(tt_node *n) {
     tt_tensor *g = dense_grad(n);  // (M,)
     // g keepdim-shaped and expanded to X: stride 0 along the reduced dims.
     tt_tensor *dx = tt__new_view(g, x->ndim, x->shape, plan.ostride, g->offset);
-    tt__accum_grad(x, dx);
-    tt_release(dx);
+    tt__accum_grad_owned(x, dx);
     tt_release(g);
 }
 
@@ -164,8 +163,7 @@ void tt__backward_mean(tt_node *n) {
     tt_tensor *dx = tt__new(x->dtype, x->ndim, x->shape);  // X
     double scale = plan.nred > 0 ? 1.0 / (double)plan.nred : 0.0;
     tt_k_reduce_spread(tt_data(dx), tt_data(g), scale, x->dtype, &plan);
-    tt__accum_grad(x, dx);
-    tt_release(dx);
+    tt__accum_grad_owned(x, dx);
     tt_release(g);
 }
 
@@ -201,8 +199,7 @@ void tt__backward_max(tt_node *n) {
     tt_tensor *g = dense_grad(n);                           // (M,)
     tt_tensor *dx = tt__new(x->dtype, x->ndim, x->shape);  // X
     tt_k_reduce_max_backward(tt_data(dx), tt_data(x), tt_data(y), tt_data(g), x->dtype, &plan);
-    tt__accum_grad(x, dx);
-    tt_release(dx);
+    tt__accum_grad_owned(x, dx);
     tt_release(g);
 }
 
@@ -251,8 +248,7 @@ void tt__backward_var(tt_node *n) {
     tt_tensor *dx = tt__new(x->dtype, x->ndim, x->shape);  // X
     tt_k_reduce_var_backward(tt_data(dx), tt_data(x), tt_data(mean), tt_data(g), factor,
                              x->dtype, &plan);
-    tt__accum_grad(x, dx);
-    tt_release(dx);
+    tt__accum_grad_owned(x, dx);
     tt_release(g);
 }
 

@@ -465,8 +465,7 @@ void tt__backward_cat(tt_node *n) {
         int64_t len = x->shape[c->dim];
         if (x->requires_grad) {
             tt_tensor *g = slice_view(n->grad, c->dim, off, len, 1);
-            tt__accum_grad(x, g);
-            tt_release(g);
+            tt__accum_grad_owned(x, g);
         }
         off += len;
     }
@@ -501,8 +500,7 @@ void tt__backward_stack(tt_node *n) {
     for (int i = 0; i < n->n_inputs; i++) {
         if (!n->inputs[i]->requires_grad) continue;
         tt_tensor *g = select_view(n->grad, c->dim, i);
-        tt__accum_grad(n->inputs[i], g);
-        tt_release(g);
+        tt__accum_grad_owned(n->inputs[i], g);
     }
 }
 
@@ -544,6 +542,5 @@ tt_tensor *tt_to_dtype(tt_tensor *x, tt_dtype dtype) {
 void tt__backward_to_dtype(tt_node *n) {
     tt_tensor *x = n->inputs[0];
     tt_tensor *dx = copy_as(n->grad, x->dtype, x->ndim, x->shape);
-    tt__accum_grad(x, dx);
-    tt_release(dx);
+    tt__accum_grad_owned(x, dx);
 }

@@ -184,13 +184,35 @@ tt_tensor *tt__sum_to(tt_tensor *g, int ndim, const int64_t *shape) {
     return out;
 }
 
-void tt__accum_grad(tt_tensor *x, tt_tensor *g) {
-    if (!x || !x->requires_grad) return;
+static tt_tensor **grad_slot(tt_tensor *x, tt_tensor *g) {
     TT_CHECK(g->dtype == x->dtype, "gradient dtype %s does not match tensor dtype %s",
              tt_dtype_name(g->dtype), tt_dtype_name(x->dtype));
-    tt_tensor **slot = x->node ? &x->node->grad : &x->grad;
+    return x->node ? &x->node->grad : &x->grad;
+}
+
+void tt__accum_grad(tt_tensor *x, tt_tensor *g) {
+    if (!x || !x->requires_grad) return;
+    tt_tensor **slot = grad_slot(x, g);
+    if (!*slot && tt_same_shape(x, g)) {  // first gradient: one copying pass
+        *slot = tt__new(x->dtype, x->ndim, x->shape);
+        tt_copy_(*slot, g);
+        return;
+    }
     if (!*slot) *slot = tt__new_zeros(x->dtype, x->ndim, x->shape);
     accum_into(*slot, g);
+}
+
+void tt__accum_grad_owned(tt_tensor *x, tt_tensor *g) {
+    if (x && x->requires_grad) {
+        tt_tensor **slot = grad_slot(x, g);
+        if (!*slot && g->refcount == 1 && g->storage->refcount == 1 && g->offset == 0 &&
+            !g->node && tt_same_shape(x, g) && tt_is_contiguous(g)) {
+            *slot = g;  // nobody else sees g: it becomes the gradient, no copy
+            return;
+        }
+        tt__accum_grad(x, g);
+    }
+    tt_release(g);
 }
 
 // ---- backward ----
