@@ -3,7 +3,11 @@
 #   make test            every Check suite, the README tour and the install test
 #   make test SAN=1      the same under ASan + UBSan, in build-san/
 #   make gradcheck       only the finite-difference gradient checks
-#   make deps            install what is missing (check, libxxhash-dev, pkg-config, OpenMP)
+#   make run             make data, then train char_gpt with the defaults and sample from it
+#   make data            data/tinyshakespeare.txt (copied from ../shared/data or downloaded)
+#   make plot LOG=F.csv  a PNG loss curve of a char_gpt --log file (gnuplot)
+#   make deps            install what is missing (check, libxxhash-dev, pkg-config, OpenMP,
+#                        gnuplot)
 #   make install         PREFIX=/usr/local DESTDIR= : headers, static and shared lib, .pc
 # Options: OMP=0 (no OpenMP), SAN=1 (sanitizers), WERROR=1 (warnings are errors; CI),
 #          ARCH=-march=native (the default binary runs on any x86-64; SIMD is picked at run time).
@@ -49,10 +53,11 @@ SUITE_SRCS  := $(filter-out tests/test_gradcheck.c tests/test_util.c,$(wildcard 
 SUITE_BINS  := $(SUITE_SRCS:tests/%.c=$(BUILD)/tests/%)
 GC_SRCS     := tests/test_gradcheck.c $(wildcard tests/gc_*.c)
 GC_OBJS     := $(GC_SRCS:%.c=$(BUILD)/obj/%.o)
-EXAMPLES    := tour mlp_moons
+EXAMPLES    := tour mlp_moons char_gpt
 
 .SECONDARY:
-.PHONY: all lib examples run test test-run gradcheck deps install uninstall clean check-deps
+.PHONY: all lib examples run data plot test test-run gradcheck deps install uninstall clean \
+	check-deps
 all: lib examples
 lib: $(BUILD)/libtinytorch.a $(BUILD)/libtinytorch.so
 examples: $(EXAMPLES:%=$(BUILD)/%)
@@ -96,6 +101,7 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck
 	done; \
 	echo "== README tour"; sh tests/run_tour.sh $(BUILD) || fail=1; \
 	echo "== mlp_moons"; sh tests/run_mlp_moons.sh $(BUILD) || fail=1; \
+	echo "== char_gpt"; sh tests/run_char_gpt.sh $(BUILD) || fail=1; \
 	if [ "$(SAN)" != 1 ]; then echo "== make install + pkg-config"; \
 	    sh tests/install_test.sh "$(CC)" || fail=1; fi; \
 	if [ $$fail = 0 ]; then echo "make test: all suites passed"; \
@@ -106,9 +112,32 @@ gradcheck:
 	@$(MAKE) --no-print-directory $(BUILD)/tests/gradcheck
 	$(BUILD)/tests/gradcheck
 
-# The main command: today the tour (the README's first program).
-run: examples
-	$(BUILD)/tour
+# The main command: fetch the corpus, train the baby GPT with the defaults (out/char_gpt.ckpt),
+# then sample 300 characters from it.
+run: data examples
+	$(BUILD)/char_gpt train
+	$(BUILD)/char_gpt sample --tokens 300
+
+# The corpus: a copy of ../shared/data/tinyshakespeare.txt when present, else char-rnn's.
+CHAR_RNN := https://raw.githubusercontent.com/karpathy/char-rnn/master
+DATA_URL := $(CHAR_RNN)/data/tinyshakespeare/input.txt
+data: data/tinyshakespeare.txt
+data/tinyshakespeare.txt:
+	@if [ -s ../shared/data/tinyshakespeare.txt ]; then \
+	    cp ../shared/data/tinyshakespeare.txt $@ && chmod 644 $@ && \
+	    echo "data: copied ../shared/data/$(@F)"; \
+	elif command -v curl >/dev/null 2>&1 && curl -fsSL -o $@.part "$(DATA_URL)"; then \
+	    mv $@.part $@ && echo "data: downloaded $@"; \
+	elif command -v wget >/dev/null 2>&1 && wget -q -O $@.part "$(DATA_URL)"; then \
+	    mv $@.part $@ && echo "data: downloaded $@"; \
+	else rm -f $@.part; \
+	    echo "data: could not copy ../shared/data/$(@F) nor download $(DATA_URL);" \
+	         "install curl or wget, or save that file as $@" >&2; exit 1; fi
+
+# A PNG loss curve from a `char_gpt train --log FILE.csv`: make plot LOG=FILE.csv [PNG=FILE.png]
+PNG ?= $(basename $(LOG)).png
+plot:
+	@sh scripts/plot.sh "$(LOG)" "$(PNG)"
 
 deps:
 	@sh scripts/deps.sh

@@ -1,8 +1,9 @@
 #!/bin/sh
 # Installs what tinytorch.c needs to build and test, if it is missing:
-# Check (unit tests), xxHash (checksums), pkg-config, and gcc's OpenMP runtime.
+# Check (unit tests), xxHash (checksums), pkg-config, and gcc's OpenMP runtime; and, for
+# `make plot` only, gnuplot (without --quiet: `make test` does not need it).
 # With apt-get and root it installs them; otherwise it prints the exact command to run.
-# --quiet: say nothing when everything is already there.
+# --quiet: say nothing when everything the build and tests need is already there.
 quiet=0
 [ "$1" = "--quiet" ] && quiet=1
 missing=""
@@ -19,9 +20,13 @@ fi
 have_header xxhash.h || missing="$missing libxxhash-dev"
 printf '#include <omp.h>\nint main(void){return omp_get_max_threads() < 1;}\n' |
     ${CC:-cc} -fopenmp -x c - -o /dev/null >/dev/null 2>&1 || missing="$missing libgomp1"
+if [ $quiet = 0 ] && ! command -v gnuplot >/dev/null 2>&1; then
+    missing="$missing gnuplot-nox"
+fi
 
 if [ -z "$missing" ]; then
-    [ $quiet = 1 ] || echo "deps: everything is installed (check, libxxhash-dev, pkg-config, OpenMP)"
+    [ $quiet = 1 ] ||
+        echo "deps: everything is installed (check, libxxhash-dev, pkg-config, OpenMP, gnuplot)"
     exit 0
 fi
 

@@ -1,0 +1,1000 @@
+// char_gpt: train, sample and evaluate a character-level GPT (nanoGPT's shakespeare_char "baby
+// GPT") with AdamW, warmup + cosine decay, checkpoints and a bit-exact --resume.
+// An example program, not library code: bad input prints one line and exits 2, a failure at run
+// time exits 1. See `char_gpt --help` and docs/checkpoint.md for what a checkpoint holds.
+#include "tinytorch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define DEFAULT_DATA "data/tinyshakespeare.txt"
+#define DEFAULT_OUT "out/char_gpt.ckpt"
+#define TRAIN_FRAC 0.9
+// Size caps of this example (a char-level model on a CPU); they also bound what a checkpoint
+// may ask us to allocate: the causal mask alone is block^2 ints per layer.
+#define MAX_LAYERS 64
+#define MAX_EMBD 4096
+#define MAX_HEADS 256
+#define MAX_BLOCK 2048
+
+static const char *usage_text =
+    "usage:\n"
+    "  char_gpt train [--data FILE] [--out FILE] [--resume FILE] [--log FILE.csv]\n"
+    "                 [--layers 4] [--heads 4] [--kv-heads 4] [--embd 128] [--block 64]\n"
+    "                 [--dropout 0] [--pos learned|rope] [--norm layernorm|rmsnorm]\n"
+    "                 [--act gelu|relu2] [--no-tie] [--qk-norm] [--bias]\n"
+    "                 [--batch 12] [--iters 2000] [--decay-iters ITERS] [--lr 1e-3]\n"
+    "                 [--min-lr 1e-4] [--warmup 100] [--weight-decay 0.1] [--beta2 0.99]\n"
+    "                 [--grad-clip 1.0] [--eval-every 250] [--eval-iters 20] [--seed 1337]\n"
+    "                 [--threads N]\n"
+    "  char_gpt sample --ckpt FILE [--prompt TEXT] [--tokens 500] [--temperature 0.8]\n"
+    "                 [--top-k 200] [--top-p 1.0] [--seed 1337] [--no-cache] [--block N]\n"
+    "                 [--threads N]\n"
+    "  char_gpt eval --ckpt FILE [--data FILE] [--eval-iters N] [--batch N] [--seed N]\n"
+    "                 [--threads N]\n"
+    "\n"
+    "train: --data defaults to " DEFAULT_DATA ", --out to " DEFAULT_OUT " (its directory is\n"
+    "created). --out is written at each eval whose val loss is the best so far and at the\n"
+    "end, so it always holds the last written state; --resume FILE continues from it with\n"
+    "the losses an uninterrupted run would have had. On --resume, flags you do not give\n"
+    "come from the checkpoint; model flags you give must match it. --decay-iters (default\n"
+    "--iters) is where the cosine schedule reaches --min-lr, so a run can stop early and be\n"
+    "resumed on the same schedule. stdout: `eval step=N train_loss=F val_loss=F` at each\n"
+    "eval and `done steps=N train_loss=F val_loss=F ms_per_step=F tokens_per_s=F`.\n"
+    "sample prints the prompt and the generated text; eval prints\n"
+    "`eval train_loss=F val_loss=F` (mean over --eval-iters batches per split).\n";
+
+// ---- errors ----
+
+// Bad input: one line naming the problem and the fix, exit 2.
+#if defined(__GNUC__)
+__attribute__((noreturn, format(printf, 1, 2)))
+#endif
+static void die_usage(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("char_gpt: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(2);
+}
+
+// A failure while running (I/O, a diverging loss): one line, exit 1.
+#if defined(__GNUC__)
+__attribute__((noreturn, format(printf, 1, 2)))
+#endif
+static void die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("char_gpt: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(1);
+}
+
+// ---- command-line flags ----
+
+enum { CMD_TRAIN = 1, CMD_SAMPLE = 2, CMD_EVAL = 4 };
+typedef enum flag_kind { F_INT, F_FLOAT, F_STR, F_BOOL, F_POS, F_NORM, F_ACT } flag_kind;
+
+typedef struct options {
+    // train, eval
+    const char *data, *out, *resume, *log;
+    int64_t layers, heads, kv_heads, embd, block, batch, iters, decay_iters, warmup;
+    int64_t eval_every, eval_iters, seed, threads;
+    double lr, min_lr, weight_decay, beta2, grad_clip, dropout;
+    tt_pos_kind pos;
+    tt_norm_kind norm;
+    tt_act act;
+    bool no_tie, qk_norm, bias;
+    // sample
+    const char *ckpt, *prompt;
+    int64_t tokens, top_k;
+    double temperature, top_p;
+    bool no_cache;
+} options;
+
+typedef struct flag {
+    const char *name;
+    flag_kind kind;
+    void *dst;
+    int cmds;
+    bool given;
+} flag;
+
+static options opt;
+static flag flags[] = {
+    {"--data", F_STR, &opt.data, CMD_TRAIN | CMD_EVAL, false},
+    {"--out", F_STR, &opt.out, CMD_TRAIN, false},
+    {"--resume", F_STR, &opt.resume, CMD_TRAIN, false},
+    {"--log", F_STR, &opt.log, CMD_TRAIN, false},
+    {"--layers", F_INT, &opt.layers, CMD_TRAIN, false},
+    {"--heads", F_INT, &opt.heads, CMD_TRAIN, false},
+    {"--kv-heads", F_INT, &opt.kv_heads, CMD_TRAIN, false},
+    {"--embd", F_INT, &opt.embd, CMD_TRAIN, false},
+    {"--block", F_INT, &opt.block, CMD_TRAIN | CMD_SAMPLE, false},
+    {"--dropout", F_FLOAT, &opt.dropout, CMD_TRAIN, false},
+    {"--pos", F_POS, &opt.pos, CMD_TRAIN, false},
+    {"--norm", F_NORM, &opt.norm, CMD_TRAIN, false},
+    {"--act", F_ACT, &opt.act, CMD_TRAIN, false},
+    {"--no-tie", F_BOOL, &opt.no_tie, CMD_TRAIN, false},
+    {"--qk-norm", F_BOOL, &opt.qk_norm, CMD_TRAIN, false},
+    {"--bias", F_BOOL, &opt.bias, CMD_TRAIN, false},
+    {"--batch", F_INT, &opt.batch, CMD_TRAIN | CMD_EVAL, false},
+    {"--iters", F_INT, &opt.iters, CMD_TRAIN, false},
+    {"--decay-iters", F_INT, &opt.decay_iters, CMD_TRAIN, false},
+    {"--lr", F_FLOAT, &opt.lr, CMD_TRAIN, false},
+    {"--min-lr", F_FLOAT, &opt.min_lr, CMD_TRAIN, false},
+    {"--warmup", F_INT, &opt.warmup, CMD_TRAIN, false},
+    {"--weight-decay", F_FLOAT, &opt.weight_decay, CMD_TRAIN, false},
+    {"--beta2", F_FLOAT, &opt.beta2, CMD_TRAIN, false},
+    {"--grad-clip", F_FLOAT, &opt.grad_clip, CMD_TRAIN, false},
+    {"--eval-every", F_INT, &opt.eval_every, CMD_TRAIN, false},
+    {"--eval-iters", F_INT, &opt.eval_iters, CMD_TRAIN | CMD_EVAL, false},
+    {"--seed", F_INT, &opt.seed, CMD_TRAIN | CMD_SAMPLE | CMD_EVAL, false},
+    {"--threads", F_INT, &opt.threads, CMD_TRAIN | CMD_SAMPLE | CMD_EVAL, false},
+    {"--ckpt", F_STR, &opt.ckpt, CMD_SAMPLE | CMD_EVAL, false},
+    {"--prompt", F_STR, &opt.prompt, CMD_SAMPLE, false},
+    {"--tokens", F_INT, &opt.tokens, CMD_SAMPLE, false},
+    {"--temperature", F_FLOAT, &opt.temperature, CMD_SAMPLE, false},
+    {"--top-k", F_INT, &opt.top_k, CMD_SAMPLE, false},
+    {"--top-p", F_FLOAT, &opt.top_p, CMD_SAMPLE, false},
+    {"--no-cache", F_BOOL, &opt.no_cache, CMD_SAMPLE, false},
+};
+#define NFLAGS ((int)(sizeof flags / sizeof flags[0]))
+
+static flag *find_flag(const char *name) {
+    for (int i = 0; i < NFLAGS; i++)
+        if (strcmp(flags[i].name, name) == 0) return &flags[i];
+    return NULL;
+}
+
+static bool given(const char *name) { return find_flag(name)->given; }
+
+static void set_defaults(void) {
+    memset(&opt, 0, sizeof opt);
+    opt.data = DEFAULT_DATA;
+    opt.out = DEFAULT_OUT;
+    opt.layers = 4;
+    opt.heads = 4;
+    opt.kv_heads = 4;
+    opt.embd = 128;
+    opt.block = 64;
+    opt.batch = 12;
+    opt.iters = 2000;
+    opt.decay_iters = 0;  // --iters
+    opt.lr = 1e-3;
+    opt.min_lr = 1e-4;
+    opt.warmup = 100;
+    opt.weight_decay = 0.1;
+    opt.beta2 = 0.99;
+    opt.grad_clip = 1.0;
+    opt.dropout = 0.0;
+    opt.eval_every = 250;
+    opt.eval_iters = 20;
+    opt.seed = 1337;
+    opt.threads = 0;  // OpenMP's default
+    opt.pos = TT_POS_LEARNED;
+    opt.norm = TT_NORM_LAYERNORM;
+    opt.act = TT_ACT_GELU;
+    opt.prompt = "\n";
+    opt.tokens = 500;
+    opt.top_k = 200;
+    opt.temperature = 0.8;
+    opt.top_p = 1.0;
+}
+
+static void parse_value(flag *f, const char *v) {
+    char *end = NULL;
+    errno = 0;
+    switch (f->kind) {
+        case F_INT: {
+            long long x = strtoll(v, &end, 10);
+            if (!*v || *end || errno == ERANGE)
+                die_usage("%s expects an integer, got '%s'; e.g. %s 4", f->name, v, f->name);
+            *(int64_t *)f->dst = x;
+            break;
+        }
+        case F_FLOAT: {
+            double x = strtod(v, &end);
+            if (!*v || *end || errno == ERANGE || !isfinite(x))
+                die_usage("%s expects a number, got '%s'; e.g. %s 0.5", f->name, v, f->name);
+            *(double *)f->dst = x;
+            break;
+        }
+        case F_STR:
+            *(const char **)f->dst = v;
+            break;
+        case F_POS:
+            if (strcmp(v, "learned") == 0) *(tt_pos_kind *)f->dst = TT_POS_LEARNED;
+            else if (strcmp(v, "rope") == 0) *(tt_pos_kind *)f->dst = TT_POS_ROPE;
+            else die_usage("--pos expects learned or rope, got '%s'", v);
+            break;
+        case F_NORM:
+            if (strcmp(v, "layernorm") == 0) *(tt_norm_kind *)f->dst = TT_NORM_LAYERNORM;
+            else if (strcmp(v, "rmsnorm") == 0) *(tt_norm_kind *)f->dst = TT_NORM_RMSNORM;
+            else die_usage("--norm expects layernorm or rmsnorm, got '%s'", v);
+            break;
+        case F_ACT: {
+            tt_act a;
+            if (!tt_act_parse(v, &a) || a == TT_ACT_SOFTMAX || a == TT_ACT_IDENTITY)
+                die_usage("--act expects gelu or relu2 (or relu, silu, gelu_tanh...), got '%s'",
+                          v);
+            *(tt_act *)f->dst = a;
+            break;
+        }
+        case F_BOOL:
+            break;
+    }
+}
+
+// A flag given twice takes its last value.
+static void parse_args(int argc, char **argv, int cmd, const char *cmd_name) {
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            fputs(usage_text, stdout);
+            exit(0);
+        }
+        flag *f = find_flag(a);
+        if (!f)
+            die_usage("unknown flag '%s' for '%s'; run char_gpt --help for the flags", a,
+                      cmd_name);
+        if (!(f->cmds & cmd))
+            die_usage("%s does not apply to '%s'; run char_gpt --help for its flags", a,
+                      cmd_name);
+        f->given = true;
+        if (f->kind == F_BOOL) {
+            *(bool *)f->dst = true;
+            continue;
+        }
+        if (i + 1 >= argc) die_usage("%s needs a value; e.g. char_gpt --help", a);
+        parse_value(f, argv[++i]);
+    }
+}
+
+static void require_range(const char *name, int64_t v, int64_t lo, int64_t hi) {
+    if (v < lo || v > hi)
+        die_usage("%s %lld is out of range; use a value in [%lld, %lld]", name, (long long)v,
+                  (long long)lo, (long long)hi);
+}
+
+static void require_real(const char *name, double v, double lo, double hi, bool hi_open) {
+    if (!(v >= lo && (hi_open ? v < hi : v <= hi)))
+        die_usage("%s %g is out of range; use a value in [%g, %g%s", name, v, lo, hi,
+                  hi_open ? ")" : "]");
+}
+
+static void set_threads(void) {
+    if (opt.threads < 0 || opt.threads > 1024)
+        die_usage("--threads %lld is out of range; use 1 .. 1024", (long long)opt.threads);
+    if (given("--threads") && opt.threads == 0)
+        die_usage("--threads 0 is out of range; use 1 .. 1024 (or leave it out)");
+#ifdef _OPENMP
+    if (opt.threads > 0) omp_set_num_threads((int)opt.threads);
+#endif
+}
+
+static int nthreads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+// ---- small helpers ----
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void rng_to_bytes(const tt_rng *r, unsigned char out[32]) {
+    for (int i = 0; i < 4; i++)
+        for (int b = 0; b < 8; b++) out[8 * i + b] = (unsigned char)(r->s[i] >> (8 * b));
+}
+
+static bool rng_from_bytes(tt_rng *r, const unsigned char *in, size_t n) {
+    if (n != 32) return false;
+    uint64_t any = 0;
+    for (int i = 0; i < 4; i++) {
+        r->s[i] = 0;
+        for (int b = 0; b < 8; b++) r->s[i] |= (uint64_t)in[8 * i + b] << (8 * b);
+        any |= r->s[i];
+    }
+    return any != 0;  // xoshiro's all-zero state is invalid
+}
+
+// mkdir -p of the directory part of path.
+static void make_parent_dirs(const char *path) {
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        die_usage("--out path is too long (%zu bytes)", strlen(path));
+    char *slash = strrchr(buf, '/');
+    if (!slash || slash == buf) return;
+    *slash = 0;
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            die("cannot create directory '%s' for --out: %s; pick another --out", buf,
+                strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        die("cannot create directory '%s' for --out: %s; pick another --out", buf,
+            strerror(errno));
+}
+
+// Fails early (before any training) when --out cannot be written.
+static void probe_writable(const char *path) {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        die_usage("--out '%s' is a directory; pass a file path such as %s/char_gpt.ckpt", path,
+                  path);
+    make_parent_dirs(path);
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0)
+        die("cannot write --out '%s': %s; pick a writable path", path, strerror(errno));
+    close(fd);
+    unlink(tmp);
+}
+
+// ---- checkpoint contents ----
+
+typedef struct train_state {
+    tt_gpt_config cfg;
+    tt_char_vocab vocab;
+    int64_t step;
+    tt_rng data_rng;
+    double best_val, train_loss, val_loss;
+} train_state;
+
+static void ckpt_fill(tt_checkpoint *ck, const train_state *s, const tt_gpt *gpt,
+                      const tt_optim *o, const char *data_path) {
+    const tt_gpt_config *c = &s->cfg;
+    tt_ckpt_set_bytes(ck, "format", "char_gpt", 8);
+    tt_ckpt_set_i64(ck, "cfg.vocab_size", c->vocab_size);
+    tt_ckpt_set_i64(ck, "cfg.block_size", c->block_size);
+    tt_ckpt_set_i64(ck, "cfg.n_layer", c->n_layer);
+    tt_ckpt_set_i64(ck, "cfg.n_head", c->n_head);
+    tt_ckpt_set_i64(ck, "cfg.n_kv_head", c->n_kv_head);
+    tt_ckpt_set_i64(ck, "cfg.n_embd", c->n_embd);
+    tt_ckpt_set_f64(ck, "cfg.dropout", c->dropout);
+    tt_ckpt_set_i64(ck, "cfg.bias", c->bias);
+    tt_ckpt_set_i64(ck, "cfg.positional", c->positional);
+    tt_ckpt_set_i64(ck, "cfg.norm", c->norm);
+    tt_ckpt_set_i64(ck, "cfg.activation", c->activation);
+    tt_ckpt_set_i64(ck, "cfg.tie_weights", c->tie_weights);
+    tt_ckpt_set_i64(ck, "cfg.qk_norm", c->qk_norm);
+    tt_ckpt_set_bytes(ck, "vocab", s->vocab.chars, (size_t)s->vocab.size);
+    tt_ckpt_set_i64(ck, "step", s->step);
+    tt_ckpt_set_bytes(ck, "train.data", data_path, strlen(data_path));
+    tt_ckpt_set_i64(ck, "train.iters", opt.iters);
+    tt_ckpt_set_i64(ck, "train.decay_iters", opt.decay_iters);
+    tt_ckpt_set_i64(ck, "train.warmup", opt.warmup);
+    tt_ckpt_set_f64(ck, "train.lr", opt.lr);
+    tt_ckpt_set_f64(ck, "train.min_lr", opt.min_lr);
+    tt_ckpt_set_f64(ck, "train.weight_decay", opt.weight_decay);
+    tt_ckpt_set_f64(ck, "train.beta2", opt.beta2);
+    tt_ckpt_set_f64(ck, "train.grad_clip", opt.grad_clip);
+    tt_ckpt_set_i64(ck, "train.batch", opt.batch);
+    tt_ckpt_set_i64(ck, "train.eval_every", opt.eval_every);
+    tt_ckpt_set_i64(ck, "train.eval_iters", opt.eval_iters);
+    tt_ckpt_set_i64(ck, "train.seed", opt.seed);
+    unsigned char r[32];
+    rng_to_bytes(&s->data_rng, r);
+    tt_ckpt_set_bytes(ck, "rng.data", r, 32);
+    rng_to_bytes(&gpt->dropout_rng, r);
+    tt_ckpt_set_bytes(ck, "rng.model", r, 32);
+    tt_ckpt_set_f64(ck, "best_val_loss", s->best_val);
+    tt_ckpt_set_f64(ck, "train_loss", s->train_loss);
+    tt_ckpt_set_f64(ck, "val_loss", s->val_loss);
+    tt_ckpt_add_params(ck, "model.", &gpt->params);
+    if (o) {
+        tt_params st;
+        tt_params_init(&st);
+        tt_optim_state(o, &st);
+        tt_ckpt_add_params(ck, "optim.", &st);
+        tt_params_free(&st);
+        tt_ckpt_set_i64(ck, "optim.step", o->step);
+    }
+}
+
+// Reads an i64 entry within [lo, hi] or exits naming the key.
+static int64_t ck_i64(const tt_checkpoint *ck, const char *path, const char *key, int64_t lo,
+                      int64_t hi) {
+    int64_t v;
+    if (!tt_ckpt_get_i64(ck, key, &v))
+        die("checkpoint '%s' has no integer '%s'; it was not written by char_gpt train", path,
+            key);
+    if (v < lo || v > hi)
+        die("checkpoint '%s': %s = %lld is outside [%lld, %lld]; the file is not a valid "
+            "char_gpt checkpoint", path, key, (long long)v, (long long)lo, (long long)hi);
+    return v;
+}
+
+static double ck_f64(const tt_checkpoint *ck, const char *path, const char *key) {
+    double v;
+    if (!tt_ckpt_get_f64(ck, key, &v))
+        die("checkpoint '%s' has no number '%s'; it was not written by char_gpt train", path,
+            key);
+    return v;
+}
+
+// Loads a checkpoint and reads its config and vocab, validating both; exits on any error.
+static void load_ckpt(tt_checkpoint *ck, const char *path, train_state *s) {
+    if (tt_ckpt_load(ck, path) != TT_OK)
+        die("%s; pass a checkpoint written by char_gpt train", tt_last_error());
+    const unsigned char *b;
+    size_t n;
+    if (!tt_ckpt_get_bytes(ck, "format", &b, &n) || n != 8 || memcmp(b, "char_gpt", 8) != 0)
+        die("checkpoint '%s' was not written by char_gpt train (no format 'char_gpt')", path);
+    memset(s, 0, sizeof *s);
+    tt_gpt_config *c = &s->cfg;
+    c->vocab_size = ck_i64(ck, path, "cfg.vocab_size", 1, 256);
+    c->block_size = ck_i64(ck, path, "cfg.block_size", 1, MAX_BLOCK);
+    c->n_layer = ck_i64(ck, path, "cfg.n_layer", 1, MAX_LAYERS);
+    c->n_head = ck_i64(ck, path, "cfg.n_head", 1, MAX_HEADS);
+    c->n_kv_head = ck_i64(ck, path, "cfg.n_kv_head", 1, MAX_HEADS);
+    c->n_embd = ck_i64(ck, path, "cfg.n_embd", 1, MAX_EMBD);
+    c->dropout = ck_f64(ck, path, "cfg.dropout");
+    c->bias = ck_i64(ck, path, "cfg.bias", 0, 1);
+    c->positional = (tt_pos_kind)ck_i64(ck, path, "cfg.positional", 0, 1);
+    c->norm = (tt_norm_kind)ck_i64(ck, path, "cfg.norm", 0, 1);
+    c->activation = (tt_act)ck_i64(ck, path, "cfg.activation", 0, TT_ACT_COUNT - 1);
+    c->tie_weights = ck_i64(ck, path, "cfg.tie_weights", 0, 1);
+    c->qk_norm = ck_i64(ck, path, "cfg.qk_norm", 0, 1);
+    if (tt_gpt_config_validate(c) != TT_OK)
+        die("checkpoint '%s' holds an invalid config: %s", path, tt_last_error());
+    if (!tt_ckpt_get_bytes(ck, "vocab", &b, &n) ||
+        tt_vocab_from_chars(&s->vocab, b, n > 256 ? 0 : (int)n) != TT_OK)
+        die("checkpoint '%s' has no valid 'vocab' (%s)", path, tt_last_error());
+    if (s->vocab.size != c->vocab_size)
+        die("checkpoint '%s': vocab has %d characters but cfg.vocab_size is %lld", path,
+            s->vocab.size, (long long)c->vocab_size);
+    // The token embedding binds the sizes to data actually in the file before we allocate.
+    tt_tensor *wte = tt_ckpt_get_tensor(ck, "model.wte.weight");
+    if (!wte || wte->ndim != 2 || wte->shape[0] != c->vocab_size || wte->shape[1] != c->n_embd)
+        die("checkpoint '%s': model.wte.weight is missing or not (vocab_size, n_embd)", path);
+    s->step = ck_i64(ck, path, "step", 0, INT64_MAX);
+    s->best_val = ck_f64(ck, path, "best_val_loss");
+    s->train_loss = ck_f64(ck, path, "train_loss");
+    s->val_loss = ck_f64(ck, path, "val_loss");
+}
+
+// Builds the model of s->cfg and copies the checkpoint's parameters into it.
+static void model_from_ckpt(tt_gpt *gpt, const tt_checkpoint *ck, const char *path,
+                            const train_state *s) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 0);
+    if (tt_gpt_init(gpt, &s->cfg, &rng) != TT_OK)
+        die("checkpoint '%s': %s", path, tt_last_error());
+    if (tt_ckpt_restore_params(ck, "model.", &gpt->params) != TT_OK)
+        die("checkpoint '%s' does not fit its config: %s", path, tt_last_error());
+}
+
+static tt_gpt_config config_from_flags(int64_t vocab_size) {
+    tt_gpt_config c = tt_gpt_config_default();
+    c.vocab_size = vocab_size;
+    c.block_size = opt.block;
+    c.n_layer = opt.layers;
+    c.n_head = opt.heads;
+    c.n_kv_head = opt.kv_heads;
+    c.n_embd = opt.embd;
+    c.dropout = opt.dropout;
+    c.bias = opt.bias;
+    c.positional = opt.pos;
+    c.norm = opt.norm;
+    c.activation = opt.act;
+    c.tie_weights = !opt.no_tie;
+    c.qk_norm = opt.qk_norm;
+    return c;
+}
+
+// ---- loss estimates ----
+
+// The eval batches of a split come from their own stream seeded by --seed, so evals never
+// disturb the training batches (resume stays exact) and every eval sees the same batches.
+static void eval_rng(tt_rng *r, int64_t seed, tt_split split) {
+    tt_rng_seed(r, (uint64_t)seed * 0x9E3779B97F4A7C15ull + 0x5EED0000ull + (uint64_t)split);
+}
+
+static double estimate_split(tt_gpt *gpt, const tt_text_dataset *ds, tt_split split,
+                             int64_t batch, int64_t block, int64_t iters, int64_t seed) {
+    bool grad = tt_set_grad_enabled(false), training = gpt->drop.training;
+    tt_gpt_train(gpt, false);
+    tt_rng r;
+    eval_rng(&r, seed, split);
+    double sum = 0;
+    for (int64_t i = 0; i < iters; i++) {
+        tt_scope_begin();
+        tt_tensor *x, *y;
+        tt_dataset_batch(ds, split, batch, block, &r, &x, &y);
+        sum += tt_item(tt_gpt_loss(gpt, x, y));
+        tt_scope_end();
+    }
+    tt_gpt_train(gpt, training);
+    tt_set_grad_enabled(grad);
+    return sum / (double)iters;
+}
+
+// Loads the dataset (with a fixed vocab when given) and checks both splits fit the block.
+static void load_data(tt_text_dataset *ds, const char *path, const tt_char_vocab *vocab,
+                      int64_t block, const char *fix) {
+    tt_status s = tt_dataset_load(ds, path, vocab, TRAIN_FRAC);
+    if (s == TT_ERR_MISMATCH)
+        die_usage("%s; %s", tt_last_error(), fix);
+    if (s != TT_OK) {
+        const char *e = tt_last_error();
+        if (strcmp(path, DEFAULT_DATA) == 0 && s == TT_ERR_IO)
+            die_usage("--data: %s; run `make data` to fetch it, or pass --data FILE", e);
+        if (strchr(e, ';')) die_usage("--data: %s", e);
+        die_usage("--data: %s; pass a readable text file", e);
+    }
+    if (tt_dataset_check(ds, block) != TT_OK)
+        die_usage("'%s': %s", path, tt_last_error());
+}
+
+// ---- progress ----
+
+static void fmt_eta(char *buf, size_t n, double s) {
+    if (!(s >= 0) || s > 359999) snprintf(buf, n, "--");
+    else if (s >= 3600) snprintf(buf, n, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+    else if (s >= 60) snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+    else snprintf(buf, n, "%.0fs", s);
+}
+
+typedef struct progress {
+    bool tty;
+    double last_draw;
+    bool drawn;  // a bar is on the line
+} progress;
+
+static void progress_clear(progress *p) {
+    if (p->drawn) fputs("\r\033[K", stderr);
+    p->drawn = false;
+}
+
+static void progress_step(progress *p, int64_t step, int64_t iters, double loss, double ms,
+                          double tok_s) {
+    char eta[32];
+    fmt_eta(eta, sizeof eta, (double)(iters - step) * ms / 1000.0);
+    if (p->tty) {
+        double t = now_s();
+        if (step != iters && t - p->last_draw < 0.1) return;
+        p->last_draw = t;
+        int width = 24, done = (int)((double)width * (double)step / (double)iters);
+        char bar[32];
+        for (int i = 0; i < width; i++) bar[i] = i < done ? '=' : (i == done ? '>' : ' ');
+        bar[width] = 0;
+        fprintf(stderr, "\r\033[K[%s] %lld/%lld loss %.4f | %.1f ms/step | %.0f tok/s | ETA %s",
+                bar, (long long)step, (long long)iters, loss, ms, tok_s, eta);
+        p->drawn = true;
+    } else if (step == 1 || step % 50 == 0 || step == iters) {
+        fprintf(stderr, "step %lld/%lld: loss %.4f, %.1f ms/step, %.0f tok/s, ETA %s\n",
+                (long long)step, (long long)iters, loss, ms, tok_s, eta);
+    }
+    fflush(stderr);
+}
+
+// ---- train ----
+
+static void save_or_die(const train_state *s, const tt_gpt *gpt, const tt_optim *o,
+                        const char *data_path, progress *pg) {
+    tt_checkpoint ck;
+    tt_ckpt_init(&ck);
+    ckpt_fill(&ck, s, gpt, o, data_path);
+    tt_status st = tt_ckpt_save(&ck, opt.out);
+    tt_ckpt_free(&ck);
+    progress_clear(pg);
+    if (st != TT_OK) die("%s; pick a writable --out (training stopped)", tt_last_error());
+    fprintf(stderr, "saved %s (step %lld, val loss %.4f, params fingerprint %016llx)\n",
+            opt.out, (long long)s->step, s->val_loss,
+            (unsigned long long)tt_params_fingerprint(&gpt->params));
+}
+
+// On --resume: each flag not given comes from the checkpoint; model flags given must match.
+static void resume_flags(const tt_checkpoint *ck, const char *path, const train_state *s) {
+    const tt_gpt_config *c = &s->cfg;
+    struct { const char *flag; int64_t *dst; int64_t ck; } ints[] = {
+        {"--layers", &opt.layers, c->n_layer}, {"--heads", &opt.heads, c->n_head},
+        {"--kv-heads", &opt.kv_heads, c->n_kv_head}, {"--embd", &opt.embd, c->n_embd},
+        {"--block", &opt.block, c->block_size},
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        if (given(ints[i].flag) && *ints[i].dst != ints[i].ck)
+            die_usage("--resume: '%s' was trained with %s %lld, not %lld; leave out %s (it "
+                      "comes from the checkpoint) or start a new run", path, ints[i].flag,
+                      (long long)ints[i].ck, (long long)*ints[i].dst, ints[i].flag);
+        *ints[i].dst = ints[i].ck;
+    }
+    struct { const char *flag; bool differs; } others[] = {
+        {"--dropout", opt.dropout != c->dropout}, {"--pos", opt.pos != c->positional},
+        {"--norm", opt.norm != c->norm}, {"--act", opt.act != c->activation},
+        {"--no-tie", opt.no_tie != !c->tie_weights}, {"--qk-norm", opt.qk_norm != c->qk_norm},
+        {"--bias", opt.bias != c->bias},
+    };
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
+        if (given(others[i].flag) && others[i].differs)
+            die_usage("--resume: '%s' was trained with another %s; leave it out (it comes "
+                      "from the checkpoint) or start a new run", path, others[i].flag);
+    opt.dropout = c->dropout;
+    opt.pos = c->positional;
+    opt.norm = c->norm;
+    opt.act = c->activation;
+    opt.no_tie = !c->tie_weights;
+    opt.qk_norm = c->qk_norm;
+    opt.bias = c->bias;
+
+    struct { const char *flag, *key; int64_t *dst; } ti[] = {
+        {"--iters", "train.iters", &opt.iters},
+        {"--decay-iters", "train.decay_iters", &opt.decay_iters},
+        {"--warmup", "train.warmup", &opt.warmup}, {"--batch", "train.batch", &opt.batch},
+        {"--eval-every", "train.eval_every", &opt.eval_every},
+        {"--eval-iters", "train.eval_iters", &opt.eval_iters},
+        {"--seed", "train.seed", &opt.seed},
+    };
+    for (size_t i = 0; i < sizeof ti / sizeof ti[0]; i++)
+        if (!given(ti[i].flag)) *ti[i].dst = ck_i64(ck, path, ti[i].key, INT64_MIN, INT64_MAX);
+    struct { const char *flag, *key; double *dst; } tf[] = {
+        {"--lr", "train.lr", &opt.lr}, {"--min-lr", "train.min_lr", &opt.min_lr},
+        {"--weight-decay", "train.weight_decay", &opt.weight_decay},
+        {"--beta2", "train.beta2", &opt.beta2}, {"--grad-clip", "train.grad_clip", &opt.grad_clip},
+    };
+    for (size_t i = 0; i < sizeof tf / sizeof tf[0]; i++)
+        if (!given(tf[i].flag)) *tf[i].dst = ck_f64(ck, path, tf[i].key);
+    // An --iters given without --decay-iters keeps the checkpoint's schedule.
+    const unsigned char *b;
+    size_t n;
+    static char data_path[4096];
+    if (!given("--data") && tt_ckpt_get_bytes(ck, "train.data", &b, &n) && n > 0 &&
+        n < sizeof data_path && !memchr(b, 0, n)) {
+        memcpy(data_path, b, n);
+        data_path[n] = 0;
+        opt.data = data_path;
+    }
+}
+
+static void validate_train_flags(void) {
+    require_range("--layers", opt.layers, 1, MAX_LAYERS);
+    require_range("--heads", opt.heads, 1, MAX_HEADS);
+    require_range("--kv-heads", opt.kv_heads, 1, MAX_HEADS);
+    require_range("--embd", opt.embd, 1, MAX_EMBD);
+    require_range("--block", opt.block, 1, MAX_BLOCK);
+    require_range("--batch", opt.batch, 1, 1 << 16);
+    require_range("--iters", opt.iters, 1, INT64_MAX / 2);
+    if (opt.decay_iters == 0 && !given("--decay-iters")) opt.decay_iters = opt.iters;
+    require_range("--decay-iters", opt.decay_iters, 1, INT64_MAX / 2);
+    require_range("--warmup", opt.warmup, 0, INT64_MAX / 2);
+    require_range("--eval-every", opt.eval_every, 1, INT64_MAX / 2);
+    require_range("--eval-iters", opt.eval_iters, 1, 1 << 20);
+    if (!(opt.lr > 0)) die_usage("--lr %g must be positive; e.g. --lr 1e-3", opt.lr);
+    require_real("--min-lr", opt.min_lr, 0, opt.lr, false);
+    require_real("--weight-decay", opt.weight_decay, 0, 1e6, false);
+    require_real("--beta2", opt.beta2, 0, 1, true);
+    require_real("--grad-clip", opt.grad_clip, 0, 1e9, false);
+    require_real("--dropout", opt.dropout, 0, 1, true);
+    if (opt.embd % opt.heads != 0)
+        die_usage("--embd %lld is not divisible by --heads %lld; pick --heads among the "
+                  "divisors of --embd", (long long)opt.embd, (long long)opt.heads);
+    if (opt.heads % opt.kv_heads != 0)
+        die_usage("--heads %lld is not divisible by --kv-heads %lld; pick --kv-heads among "
+                  "the divisors of --heads", (long long)opt.heads, (long long)opt.kv_heads);
+    if (opt.pos == TT_POS_ROPE && (opt.embd / opt.heads) % 2 != 0)
+        die_usage("--pos rope needs an even head size, but --embd / --heads = %lld; change "
+                  "--embd or --heads", (long long)(opt.embd / opt.heads));
+    if (opt.warmup >= opt.decay_iters)
+        die_usage("--warmup %lld must be below the decay length %lld (--decay-iters, default "
+                  "--iters); e.g. --warmup %lld", (long long)opt.warmup,
+                  (long long)opt.decay_iters, (long long)(opt.decay_iters / 10));
+}
+
+static int cmd_train(void) {
+    train_state s;
+    memset(&s, 0, sizeof s);
+    tt_checkpoint ck;
+    tt_ckpt_init(&ck);
+    if (opt.resume) {
+        load_ckpt(&ck, opt.resume, &s);
+        resume_flags(&ck, opt.resume, &s);
+    }
+    validate_train_flags();
+    set_threads();
+
+    // Data: the vocab of the file; on resume it must equal the checkpoint's.
+    tt_text_dataset ds;
+    load_data(&ds, opt.data, NULL, opt.block, "pass another --data");
+    if (opt.resume && (ds.vocab.size != s.vocab.size ||
+                       memcmp(ds.vocab.chars, s.vocab.chars, (size_t)s.vocab.size) != 0))
+        die_usage("--resume: the vocabulary of '%s' (%d characters) differs from the one "
+                  "'%s' was trained on (%d); resume with the same --data", opt.data,
+                  ds.vocab.size, opt.resume, s.vocab.size);
+    s.vocab = ds.vocab;
+    s.cfg = config_from_flags(ds.vocab.size);
+    if (tt_gpt_config_validate(&s.cfg) != TT_OK) die_usage("%s", tt_last_error());
+    if (opt.resume && s.step >= opt.iters)
+        die_usage("--resume: '%s' is already at step %lld of --iters %lld; pass a larger "
+                  "--iters to train further", opt.resume, (long long)s.step,
+                  (long long)opt.iters);
+
+    // Model and optimizer: fresh from --seed, or the checkpoint's state.
+    tt_rng init_rng;
+    tt_rng_seed(&init_rng, (uint64_t)opt.seed);
+    tt_gpt gpt;
+    if (tt_gpt_init(&gpt, &s.cfg, &init_rng) != TT_OK) die_usage("%s", tt_last_error());
+    tt_optim_config oc = tt_adamw_config(opt.lr);
+    oc.beta1 = 0.9;
+    oc.beta2 = opt.beta2;
+    tt_optim o;
+    tt_optim_init(&o, oc);
+    tt_optim_add_decay_groups(&o, &gpt.params, opt.weight_decay);
+    tt_rng_seed(&s.data_rng, (uint64_t)opt.seed ^ 0xDA7A5EEDull);
+    if (!opt.resume) {
+        s.best_val = INFINITY;
+        s.train_loss = s.val_loss = NAN;
+    } else {
+        tt_params st;
+        tt_params_init(&st);
+        tt_optim_state(&o, &st);
+        if (tt_ckpt_restore_params(&ck, "model.", &gpt.params) != TT_OK ||
+            tt_ckpt_restore_params(&ck, "optim.", &st) != TT_OK)
+            die("--resume: '%s' does not fit its config: %s", opt.resume, tt_last_error());
+        tt_params_free(&st);
+        o.step = ck_i64(&ck, opt.resume, "optim.step", 0, INT64_MAX);
+        const unsigned char *b;
+        size_t n;
+        if (!tt_ckpt_get_bytes(&ck, "rng.data", &b, &n) || !rng_from_bytes(&s.data_rng, b, n) ||
+            !tt_ckpt_get_bytes(&ck, "rng.model", &b, &n) ||
+            !rng_from_bytes(&gpt.dropout_rng, b, n))
+            die("--resume: '%s' lacks a valid rng.data / rng.model state", opt.resume);
+    }
+    tt_ckpt_free(&ck);
+
+    // Everything is valid: now touch files.
+    probe_writable(opt.out);
+    FILE *log = NULL;
+    if (opt.log) {
+        struct stat lst;
+        bool append = opt.resume && stat(opt.log, &lst) == 0 && lst.st_size > 0;
+        log = fopen(opt.log, append ? "a" : "w");
+        if (!log) die("cannot open --log '%s': %s; pick a writable path", opt.log,
+                      strerror(errno));
+        if (!append) fprintf(log, "step,train_loss,val_loss,lr\n");
+    }
+
+    int64_t B = opt.batch, T = opt.block;
+    fprintf(stderr, "char_gpt: %.2fM parameters, vocab %d, %lld train / %lld val tokens of '%s',"
+            " %d threads%s\n", (double)tt_gpt_num_params(&gpt, true) / 1e6, s.vocab.size,
+            (long long)ds.n_train, (long long)(ds.n - ds.n_train), opt.data, nthreads(),
+            opt.resume ? ", resumed" : "");
+    if (opt.resume)
+        fprintf(stderr, "resumed from %s at step %lld (params fingerprint %016llx)\n",
+                opt.resume, (long long)s.step,
+                (unsigned long long)tt_params_fingerprint(&gpt.params));
+
+    progress pg = {isatty(STDERR_FILENO) != 0, 0, false};
+    tt_lr_schedule sched = tt_lr_cosine(opt.lr, opt.warmup, opt.decay_iters, opt.min_lr);
+    tt_gpt_train(&gpt, true);
+    double train_time = 0;
+    int64_t steps_run = 0, live_after_first = -1;
+    while (s.step < opt.iters) {
+        double lr = tt_lr_at(&sched, s.step);
+        tt_optim_set_lr(&o, lr);
+        double t0 = now_s();
+        tt_scope_begin();
+        tt_tensor *x, *y;
+        tt_dataset_batch(&ds, TT_SPLIT_TRAIN, B, T, &s.data_rng, &x, &y);  // (B, T) each
+        tt_tensor *loss = tt_gpt_loss(&gpt, x, y);
+        double lossv = tt_item(loss);
+        tt_backward(loss);
+        double norm = opt.grad_clip > 0 ? tt_clip_grad_norm(&gpt.params, opt.grad_clip)
+                                        : tt_grad_norm(&gpt.params);
+        if (!isfinite(lossv) || !isfinite(norm)) {
+            progress_clear(&pg);
+            die("step %lld: the %s is %g, training diverged; lower --lr (now %g) or raise "
+                "--warmup (nothing was saved: %s keeps the last saved state)",
+                (long long)s.step + 1, isfinite(lossv) ? "gradient norm" : "loss",
+                isfinite(lossv) ? norm : lossv, opt.lr, opt.out);
+        }
+        tt_optim_step(&o);
+        tt_optim_zero_grad(&o);
+        tt_scope_end();
+        double dt = now_s() - t0;
+        s.step++;
+        steps_run++;
+        train_time += dt;
+        // The steady state holds a fixed number of tensors: a step leaks nothing.
+        if (live_after_first < 0) live_after_first = tt_live_tensors();
+        else if (tt_live_tensors() != live_after_first)
+            die("internal error: %lld live tensors after step %lld, %lld after the first",
+                (long long)tt_live_tensors(), (long long)s.step, (long long)live_after_first);
+
+        double ms = 1000.0 * train_time / (double)steps_run;
+        double tok_s = (double)(B * T) * (double)steps_run / train_time;
+        bool eval_now = s.step % opt.eval_every == 0 || s.step == opt.iters;
+        if (log && !eval_now) fprintf(log, "%lld,%.9g,,%.9g\n", (long long)s.step, lossv, lr);
+        progress_step(&pg, s.step, opt.iters, lossv, ms, tok_s);
+        if (eval_now) {
+            s.train_loss = estimate_split(&gpt, &ds, TT_SPLIT_TRAIN, B, T, opt.eval_iters,
+                                          opt.seed);
+            s.val_loss = estimate_split(&gpt, &ds, TT_SPLIT_VAL, B, T, opt.eval_iters,
+                                        opt.seed);
+            if (log) fprintf(log, "%lld,%.9g,%.9g,%.9g\n", (long long)s.step, lossv, s.val_loss,
+                             lr);
+            progress_clear(&pg);
+            printf("eval step=%lld train_loss=%.6f val_loss=%.6f\n", (long long)s.step,
+                   s.train_loss, s.val_loss);
+            fflush(stdout);
+            fprintf(stderr, "step %lld: train loss %.4f, val loss %.4f%s\n", (long long)s.step,
+                    s.train_loss, s.val_loss, s.val_loss < s.best_val ? " (best so far)" : "");
+            bool improved = s.val_loss < s.best_val;
+            if (improved) s.best_val = s.val_loss;
+            if (improved || s.step == opt.iters) save_or_die(&s, &gpt, &o, opt.data, &pg);
+        }
+        if (log) fflush(log);
+    }
+    progress_clear(&pg);
+    double ms = steps_run ? 1000.0 * train_time / (double)steps_run : 0;
+    double tok_s = train_time > 0 ? (double)(B * T) * (double)steps_run / train_time : 0;
+    printf("done steps=%lld train_loss=%.6f val_loss=%.6f ms_per_step=%.3f tokens_per_s=%.1f\n",
+           (long long)s.step, s.train_loss, s.val_loss, ms, tok_s);
+    if (log && fclose(log) != 0) die("cannot write --log '%s': %s", opt.log, strerror(errno));
+    tt_optim_free(&o);
+    tt_gpt_free(&gpt);
+    tt_dataset_free(&ds);
+    return 0;
+}
+
+// ---- sample ----
+
+static void print_token(int32_t tok, void *ctx) {
+    const tt_char_vocab *v = ctx;
+    char c;
+    tt_vocab_decode(v, &tok, 1, &c);
+    fputc(c, stdout);
+    fflush(stdout);
+}
+
+static int cmd_sample(void) {
+    if (!opt.ckpt) die_usage("sample needs --ckpt FILE (e.g. --ckpt " DEFAULT_OUT ")");
+    require_range("--tokens", opt.tokens, 0, 1 << 24);
+    require_range("--top-k", opt.top_k, 0, 1 << 20);
+    require_real("--temperature", opt.temperature, 0, 1e6, false);
+    require_real("--top-p", opt.top_p, 0, 1, false);
+    if (opt.top_p <= 0) die_usage("--top-p must be in (0, 1]; 1 turns nucleus sampling off");
+    if (given("--block")) require_range("--block", opt.block, 1, MAX_BLOCK);
+    set_threads();
+
+    tt_checkpoint ck;
+    train_state s;
+    load_ckpt(&ck, opt.ckpt, &s);
+    if (given("--block") && opt.block > s.cfg.block_size)
+        die_usage("--block %lld is above the block size %lld of '%s'; use --block <= %lld",
+                  (long long)opt.block, (long long)s.cfg.block_size, opt.ckpt,
+                  (long long)s.cfg.block_size);
+    size_t np = strlen(opt.prompt);
+    if (np == 0) die_usage("--prompt is empty; give at least one character (default: newline)");
+    int32_t *prompt = malloc(np * sizeof *prompt);
+    if (!prompt) die("out of memory");
+    if (tt_vocab_encode(&s.vocab, opt.prompt, np, prompt) != TT_OK)
+        die_usage("--prompt: %s of '%s'; use only characters of the training text",
+                  tt_last_error(), opt.ckpt);
+    tt_gpt gpt;
+    model_from_ckpt(&gpt, &ck, opt.ckpt, &s);
+    tt_ckpt_free(&ck);
+    // A smaller context window than the model's: generation slides over --block tokens.
+    if (given("--block")) gpt.cfg.block_size = opt.block;
+
+    tt_sample_opts so = tt_sample_opts_default();
+    so.temperature = opt.temperature;
+    so.top_k = (int)opt.top_k;
+    so.top_p = opt.top_p;
+    so.use_cache = !opt.no_cache;
+    tt_rng rng;
+    tt_rng_seed(&rng, (uint64_t)opt.seed);
+    int32_t *out = malloc(((size_t)opt.tokens + 1) * sizeof *out);
+    if (!out) die("out of memory");
+    fwrite(opt.prompt, 1, np, stdout);
+    double t0 = now_s();
+    tt_gpt_generate(&gpt, prompt, (int64_t)np, opt.tokens, &so, &rng, out, print_token,
+                    &s.vocab);
+    double dt = now_s() - t0;
+    fputc('\n', stdout);
+    fflush(stdout);
+    fprintf(stderr, "sampled %lld tokens in %.3f s (%.1f tokens/s, KV cache %s, %d threads)\n",
+            (long long)opt.tokens, dt, dt > 0 ? (double)opt.tokens / dt : 0.0,
+            so.use_cache ? "on" : "off", nthreads());
+    free(out);
+    free(prompt);
+    tt_gpt_free(&gpt);
+    return 0;
+}
+
+// ---- eval ----
+
+static int cmd_eval(void) {
+    if (!opt.ckpt) die_usage("eval needs --ckpt FILE (e.g. --ckpt " DEFAULT_OUT ")");
+    set_threads();
+    tt_checkpoint ck;
+    train_state s;
+    load_ckpt(&ck, opt.ckpt, &s);
+    // Defaults from the run that wrote the checkpoint: its data, batch, eval batches, seed.
+    static char data_path[4096];
+    const unsigned char *b;
+    size_t n;
+    if (!given("--data") && tt_ckpt_get_bytes(&ck, "train.data", &b, &n) && n > 0 &&
+        n < sizeof data_path && !memchr(b, 0, n)) {
+        memcpy(data_path, b, n);
+        data_path[n] = 0;
+        opt.data = data_path;
+    }
+    int64_t v;
+    if (!given("--batch") && tt_ckpt_get_i64(&ck, "train.batch", &v)) opt.batch = v;
+    if (!given("--eval-iters") && tt_ckpt_get_i64(&ck, "train.eval_iters", &v))
+        opt.eval_iters = v;
+    if (!given("--seed") && tt_ckpt_get_i64(&ck, "train.seed", &v)) opt.seed = v;
+    require_range("--batch", opt.batch, 1, 1 << 16);
+    require_range("--eval-iters", opt.eval_iters, 1, 1 << 20);
+
+    tt_text_dataset ds;
+    load_data(&ds, opt.data, &s.vocab, s.cfg.block_size,
+              "evaluate on a text whose characters the checkpoint knows");
+    tt_gpt gpt;
+    model_from_ckpt(&gpt, &ck, opt.ckpt, &s);
+    tt_ckpt_free(&ck);
+    double tr = estimate_split(&gpt, &ds, TT_SPLIT_TRAIN, opt.batch, s.cfg.block_size,
+                               opt.eval_iters, opt.seed);
+    double va = estimate_split(&gpt, &ds, TT_SPLIT_VAL, opt.batch, s.cfg.block_size,
+                               opt.eval_iters, opt.seed);
+    printf("eval train_loss=%.6f val_loss=%.6f\n", tr, va);
+    tt_gpt_free(&gpt);
+    tt_dataset_free(&ds);
+    return 0;
+}
+
+// ---- main ----
+
+int main(int argc, char **argv) {
+    if (argc < 2) die_usage("missing command; run char_gpt train, sample or eval (--help)");
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    set_defaults();
+    int code;
+    if (strcmp(cmd, "train") == 0) {
+        parse_args(argc, argv, CMD_TRAIN, cmd);
+        code = cmd_train();
+    } else if (strcmp(cmd, "sample") == 0) {
+        parse_args(argc, argv, CMD_SAMPLE, cmd);
+        code = cmd_sample();
+    } else if (strcmp(cmd, "eval") == 0) {
+        parse_args(argc, argv, CMD_EVAL, cmd);
+        code = cmd_eval();
+    } else {
+        die_usage("unknown command '%s'; use train, sample or eval (--help)", cmd);
+    }
+    // Everything was freed: a leftover tensor is a bug.
+    if (tt_live_tensors() != 0)
+        die("internal error: %lld tensors still alive at exit", (long long)tt_live_tensors());
+    return code;
+}

@@ -1,0 +1,182 @@
+#!/bin/sh
+# End-to-end test of build/char_gpt on a tiny corpus (no network): train prints its eval and
+# done lines and a --log; --resume after 20 steps reproduces the next 10 losses of an
+# uninterrupted 30-step run bit for bit (with dropout); sample gives the same text with and
+# without the KV cache; eval prints its line; bad input exits non-zero (not by a signal) with
+# one line on stderr and clobbers no file. Usage: sh tests/run_char_gpt.sh [builddir]
+build=${1:-build}
+bin=$build/char_gpt
+[ -x "$bin" ] || { echo "run_char_gpt: $bin is not built" >&2; exit 1; }
+bin=$(cd "$(dirname "$bin")" && pwd)/char_gpt
+d=$build/char_gpt_test
+rm -rf "$d" && mkdir -p "$d" || exit 1
+fails=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1" >&2; fails=$((fails + 1)); }
+
+# ---- a tiny corpus: the first 20 KB of the shared one, or generated text ----
+if [ -s ../shared/data/tinyshakespeare.txt ]; then
+    head -c 20000 ../shared/data/tinyshakespeare.txt > "$d/tiny.txt"
+else
+    awk 'BEGIN { srand(7); split("the king and queen of england shall speak to thee my lord " \
+         "what is this night ROMEO: JULIET: O, I pray you, sir!", w, " ");
+         for (i = 0; i < 3000; i++) { printf "%s%s", w[int(rand() * 24) + 1],
+                                      (i % 12 == 11) ? "\n" : " " } }' > "$d/tiny.txt"
+fi
+
+model="--layers 1 --embd 32 --heads 2 --kv-heads 2 --block 16 --batch 4 --eval-every 10"
+model="$model --warmup 5 --threads 2 --data $d/tiny.txt"
+num='[0-9][0-9.]*'
+
+# ---- train: output lines and the log ----
+"$bin" train $model --iters 30 --out "$d/a/plain.ckpt" --log "$d/plain.csv" \
+    > "$d/plain.out" 2> "$d/plain.err"
+rc=$?
+if [ $rc = 0 ] && [ "$(grep -c "^eval step=[123]0 train_loss=$num val_loss=$num\$" \
+        "$d/plain.out")" = 3 ] &&
+   grep -q "^done steps=30 train_loss=$num val_loss=$num ms_per_step=$num tokens_per_s=$num\$" \
+        "$d/plain.out" &&
+   [ "$(wc -l < "$d/plain.out")" = 4 ] && [ -s "$d/a/plain.ckpt" ]; then
+    ok "train: 3 eval lines, a done line, a checkpoint in a new directory"
+else
+    bad "train (exit $rc)"; cat "$d/plain.out" "$d/plain.err" >&2
+fi
+if [ "$(head -n 1 "$d/plain.csv")" = "step,train_loss,val_loss,lr" ] &&
+   [ "$(wc -l < "$d/plain.csv")" = 31 ] &&
+   [ "$(awk -F, 'NR > 1 && $3 != ""' "$d/plain.csv" | wc -l)" = 3 ]; then
+    ok "train --log: header, 30 rows, val at the 3 evals"
+else
+    bad "train --log"; cat "$d/plain.csv" >&2
+fi
+
+# ---- resume: 20 steps, then 10 more == 30 uninterrupted (bit for bit, dropout on) ----
+rmodel="$model --dropout 0.1"
+"$bin" train $rmodel --iters 30 --out "$d/full.ckpt" --log "$d/full.csv" \
+    > "$d/full.out" 2> "$d/full.err" || bad "uninterrupted 30-step run"
+"$bin" train $rmodel --iters 20 --decay-iters 30 --out "$d/part.ckpt" --log "$d/part.csv" \
+    > /dev/null 2> "$d/part.err" || bad "first 20 steps"
+"$bin" train --resume "$d/part.ckpt" --iters 30 --out "$d/part.ckpt" --log "$d/resumed.csv" \
+    > "$d/resumed.out" 2> "$d/resumed.err" || { bad "resume"; cat "$d/resumed.err" >&2; }
+awk -F, 'NR > 21 {print $1, $2}' "$d/full.csv" > "$d/full.last10"
+awk -F, 'NR > 1 {print $1, $2}' "$d/resumed.csv" > "$d/resumed.last10"
+if [ "$(wc -l < "$d/resumed.last10")" = 10 ] && cmp -s "$d/full.last10" "$d/resumed.last10"
+then
+    ok "resume: the losses of steps 21..30 equal the uninterrupted run's bit for bit"
+else
+    bad "resume: losses differ"; paste "$d/full.last10" "$d/resumed.last10" >&2
+fi
+fp_full=$(grep 'saved .*step 30,' "$d/full.err" | sed 's/.*fingerprint \([0-9a-f]*\).*/\1/')
+fp_res=$(grep 'saved .*step 30,' "$d/resumed.err" | sed 's/.*fingerprint \([0-9a-f]*\).*/\1/')
+if [ -n "$fp_full" ] && [ "$fp_full" = "$fp_res" ] &&
+   [ "$(grep '^done' "$d/full.out" | cut -d' ' -f2-4)" = \
+     "$(grep '^done' "$d/resumed.out" | cut -d' ' -f2-4)" ]; then
+    ok "resume: same final parameters (fingerprint $fp_full) and eval losses"
+else
+    bad "resume: fingerprints '$fp_full' vs '$fp_res' or final losses differ"
+fi
+
+# ---- sample: cache on and off, same seed, same text ----
+"$bin" sample --ckpt "$d/full.ckpt" --tokens 120 --seed 5 --prompt "ROMEO:" \
+    > "$d/s_cache.txt" 2> "$d/s_cache.err"
+rc1=$?
+"$bin" sample --ckpt "$d/full.ckpt" --tokens 120 --seed 5 --prompt "ROMEO:" --no-cache \
+    > "$d/s_nocache.txt" 2> "$d/s_nocache.err"
+rc2=$?
+if [ $rc1 = 0 ] && [ $rc2 = 0 ] && cmp -s "$d/s_cache.txt" "$d/s_nocache.txt" &&
+   [ "$(head -c 6 "$d/s_cache.txt")" = "ROMEO:" ] &&
+   [ "$(wc -c < "$d/s_cache.txt")" -ge 127 ]; then
+    ok "sample: KV cache and --no-cache print the same 120 characters"
+else
+    bad "sample (exit $rc1, $rc2)"; cat "$d/s_cache.txt" "$d/s_nocache.txt" "$d/s_cache.err" >&2
+fi
+"$bin" sample --ckpt "$d/full.ckpt" --tokens 50 --seed 6 --block 8 --temperature 0 \
+    > /dev/null 2>&1 && ok "sample --block 8 --temperature 0" || bad "sample --block 8 (greedy)"
+
+# ---- eval: same batches as the run's evals, so the same numbers ----
+"$bin" eval --ckpt "$d/full.ckpt" > "$d/eval.out" 2> "$d/eval.err"
+rc=$?
+want=$(grep '^done' "$d/full.out" | cut -d' ' -f3-4)
+if [ $rc = 0 ] && grep -q "^eval train_loss=$num val_loss=$num\$" "$d/eval.out" &&
+   [ "$(cat "$d/eval.out")" = "eval $want" ]; then
+    ok "eval: $(cat "$d/eval.out")"
+else
+    bad "eval (exit $rc): '$(cat "$d/eval.out")', want 'eval $want'"; cat "$d/eval.err" >&2
+fi
+
+# ---- bad input: exit 1..127, one line on stderr, no file clobbered ----
+cp "$d/full.ckpt" "$d/keep.ckpt"
+cp "$d/full.csv" "$d/keep.csv"
+: > "$d/empty.txt"
+printf 'abcdefghijklmnopqrst' > "$d/short.txt"
+printf '@# #@ @@#\n%.0s' $(seq 1 200) > "$d/other.txt"
+head -c 1000 "$d/full.ckpt" > "$d/trunc.ckpt"
+keep="--out $d/full.ckpt --log $d/full.csv"
+expect_fail() {  # expect_fail <label> <pattern the message must contain> <args...>
+    label=$1
+    pattern=$2
+    shift 2
+    "$bin" "$@" > "$d/bad.out" 2> "$d/bad.err"
+    rc=$?
+    lines=$(wc -l < "$d/bad.err")
+    if [ $rc -ne 0 ] && [ $rc -lt 128 ] && [ "$lines" = 1 ] &&
+       grep -q '^char_gpt: ' "$d/bad.err" && grep -q -- "$pattern" "$d/bad.err"; then
+        ok "bad input, $label: exit $rc: $(cat "$d/bad.err")"
+    else
+        bad "bad input, $label: exit $rc, $lines stderr lines, want '$pattern'"
+        cat "$d/bad.err" >&2
+    fi
+}
+expect_fail "unknown flag" "unknown flag '--bogus'" train --bogus 1 $keep
+expect_fail "non-numeric value" "--layers expects an integer, got 'four'" \
+    train $model --layers four $keep
+expect_fail "zero size" "--embd 0 is out of range" train $model --embd 0 $keep
+expect_fail "negative size" "--batch -3 is out of range" train $model --batch -3 $keep
+expect_fail "embd % heads" "--embd 30 is not divisible by --heads 4" \
+    train $model --embd 30 --heads 4 $keep
+expect_fail "heads % kv-heads" "--heads 4 is not divisible by --kv-heads 3" \
+    train $model --heads 4 --kv-heads 3 $keep
+expect_fail "missing data" "missing.txt': No such file" \
+    train $model --data "$d/missing.txt" $keep
+expect_fail "data is a directory" "is a directory" train $model --data "$d" $keep
+expect_fail "empty data" "empty.txt' is empty" train $model --data "$d/empty.txt" $keep
+expect_fail "data shorter than block+1" "block size 16 needs at least 17" \
+    train $model --data "$d/short.txt" $keep
+expect_fail "resume with another config" "trained with --layers 1, not 2" \
+    train --resume "$d/full.ckpt" --layers 2 --iters 40 $keep
+expect_fail "resume with another vocab" "differs from the one" \
+    train --resume "$d/full.ckpt" --data "$d/other.txt" --iters 40 $keep
+expect_fail "resume past --iters" "already at step 30 of --iters 30" \
+    train --resume "$d/full.ckpt" $keep
+expect_fail "unwritable --out" "cannot write --out" \
+    train $model --iters 2 --warmup 0 --out "$d/tiny.txt/x.ckpt"
+expect_fail "--out is a directory" "is a directory; pass a file path" \
+    train $model --iters 2 --warmup 0 --out "$d"
+expect_fail "sample --block above the model's" "--block 17 is above the block size 16" \
+    sample --ckpt "$d/full.ckpt" --block 17
+expect_fail "prompt char not in vocab" 'character \\x01 at position 1' \
+    sample --ckpt "$d/full.ckpt" --prompt "$(printf 'a\001')"
+expect_fail "truncated checkpoint" "truncated" sample --ckpt "$d/trunc.ckpt"
+expect_fail "not a checkpoint" "bad magic" eval --ckpt "$d/tiny.txt"
+expect_fail "missing checkpoint" "No such file" eval --ckpt "$d/nothing.ckpt"
+expect_fail "sample without --ckpt" "sample needs --ckpt" sample
+expect_fail "eval on text outside the vocab" "character '@' at position 0" \
+    eval --ckpt "$d/full.ckpt" --data "$d/other.txt"
+expect_fail "top-p out of range" "--top-p 1.5 is out of range" \
+    sample --ckpt "$d/full.ckpt" --top-p 1.5
+expect_fail "unknown command" "unknown command 'fly'" fly
+# Divergence is found once training runs, so stderr has the progress lines before the error.
+"$bin" train $model --iters 30 --warmup 0 --lr 1e6 --out "$d/nan.ckpt" > /dev/null 2> "$d/bad.err"
+rc=$?
+if [ $rc = 1 ] && tail -n 1 "$d/bad.err" | grep -q '^char_gpt: step [0-9]*: the .* is .*nan'; then
+    ok "diverging loss (--lr 1e6): exit 1: $(tail -n 1 "$d/bad.err")"
+else
+    bad "diverging loss: exit $rc"; cat "$d/bad.err" >&2
+fi
+if cmp -s "$d/full.ckpt" "$d/keep.ckpt" && cmp -s "$d/full.csv" "$d/keep.csv" &&
+   [ ! -e "$d/nan.ckpt" ]; then
+    ok "bad input clobbered no checkpoint or log"
+else
+    bad "a checkpoint or log changed after bad input"
+fi
+
+if [ $fails = 0 ]; then echo "char_gpt: ok"; else echo "char_gpt: $fails failed" >&2; exit 1; fi
