@@ -31,7 +31,7 @@
 static const char *usage_text =
     "usage:\n"
     "  char_gpt train [--data FILE] [--out FILE] [--resume FILE] [--log FILE.csv]\n"
-    "                 [--layers 4] [--heads 4] [--kv-heads 4] [--embd 128] [--block 64]\n"
+    "                 [--layers 4] [--heads 4] [--kv-heads HEADS] [--embd 128] [--block 64]\n"
     "                 [--dropout 0] [--pos learned|rope] [--norm layernorm|rmsnorm]\n"
     "                 [--act gelu|relu2] [--no-tie] [--qk-norm] [--bias]\n"
     "                 [--batch 12] [--iters 2000] [--decay-iters ITERS] [--lr 1e-3]\n"
@@ -676,6 +676,7 @@ static void resume_flags(const tt_checkpoint *ck, const char *path, const train_
 static void validate_train_flags(void) {
     require_range("--layers", opt.layers, 1, MAX_LAYERS);
     require_range("--heads", opt.heads, 1, MAX_HEADS);
+    if (!given("--kv-heads") && !opt.resume) opt.kv_heads = opt.heads;  // plain multi-head
     require_range("--kv-heads", opt.kv_heads, 1, MAX_HEADS);
     require_range("--embd", opt.embd, 1, MAX_EMBD);
     require_range("--block", opt.block, 1, MAX_BLOCK);
