@@ -154,6 +154,18 @@ tt_tensor *tt_contiguous(tt_tensor *x);  // x itself (a new reference) when alre
 tt_tensor *tt_clone(tt_tensor *x);       // always a copy
 tt_tensor *tt_to_dtype(tt_tensor *x, tt_dtype dtype);  // a copy; float <-> float keeps grad
 
+// ---- attention ----
+
+// y = softmax(q k^T scale [+ causal mask]) v without forming the (T, S) weights (an online
+// softmax over key tiles; the backward recomputes them). q (B, NH, T, HS); k and v
+// (B, NKV, S, HS) with NH % NKV == 0: query head h attends with kv head h / (NH / NKV)
+// (grouped-query attention, no copies of k and v). causal: query i sees keys 0 .. i (needs
+// T == S). The usual scale is 1 / sqrt(HS). Any layout is accepted; a unit-stride head dim is
+// read in place. y is (B, NH, T, HS), a view of (B, T, NH, HS) memory. No dropout on the
+// weights (compose softmax, dropout and matmul for that).
+tt_tensor *tt_scaled_dot_product_attention(tt_tensor *q, tt_tensor *k, tt_tensor *v,
+                                           bool causal, double scale);
+
 // ---- gradcheck ----
 
 typedef struct tt_gradcheck_opts {

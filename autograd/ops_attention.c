@@ -1,0 +1,143 @@
+// tt_scaled_dot_product_attention: fused (causal or full, grouped-query) attention, forward and
+// backward side by side. The tiled arithmetic is in tensor/kernels_attention.c; this file
+// checks shapes, picks layouts, records the node. Not here: dropout on the weights.
+//
+// Letters: B batch, NH query heads, NKV key/value heads, T queries, S keys, HS head size.
+// Layouts: q, k and v are read in place through their strides when their head dim is
+// unit-stride (the transposed (B, T, NH, HS) projections nn/transformer.c passes are); other
+// layouts get one contiguous copy. The output is a (B, NH, T, HS) view of (B, T, NH, HS)
+// memory, so transposing it back to (B, T, NH * HS) is free.
+#include "autograd_internal.h"
+
+#include <math.h>
+
+#include "../tensor/kernels_attention.h"
+
+typedef struct attention_ctx {
+    tt_kattn_dims dims;
+} attention_ctx;
+
+// ---- helpers ----
+
+// t when its head dim (the last) is unit-stride, else a contiguous copy. Unscoped: release it.
+static tt_tensor *unit_rows(tt_tensor *t) {
+    return t->shape[3] <= 1 || t->stride[3] == 1 ? tt_retain(t) : tt__contiguous_copy(t);
+}
+
+// The kernel's view of a (B, heads, rows, HS) tensor with a unit-stride head dim.
+static tt_kattn_strides strides_of(const tt_tensor *t) {
+    return (tt_kattn_strides){t->stride[0], t->stride[1], t->stride[2]};
+}
+
+static void *data_or_null(const tt_tensor *t) { return t ? tt_data(t) : NULL; }
+
+// A zeroed contiguous gradient buffer shaped like x when x needs one, else NULL. Unscoped.
+static tt_tensor *grad_buffer(const tt_tensor *x) {
+    return x->requires_grad ? tt__new_zeros(x->dtype, x->ndim, x->shape) : NULL;
+}
+
+// TT_CHECK on behalf of the public function (the helpers below run inside it).
+#define SDPA_CHECK(cond, ...)                                                                      \
+    do {                                                                                           \
+        if (!(cond)) tt_fatal(__FILE__, __LINE__, "tt_scaled_dot_product_attention", __VA_ARGS__); \
+    } while (0)
+
+static void check_operand(const tt_tensor *t, const char *what) {
+    SDPA_CHECK(t, "%s is NULL", what);
+    tt__check_float(t, "tt_scaled_dot_product_attention");
+    SDPA_CHECK(t->ndim == 4, "%s %s must be 4-d: q (B, NH, T, HS), k and v (B, NKV, S, HS); "
+               "split the heads with tt_reshape + tt_transpose first", what, tt__shape(t));
+}
+
+// ---- attention ----
+// y = softmax(q k^T scale [+ causal mask]) v (Vaswani et al. 2017, eq. 1), computed with an
+// online softmax over key tiles (FlashAttention, Dao et al. 2022). The node saves an alias of
+// y and lse = log sum_j exp(q_i . k_j scale) (B, NH, T): O(B NH T) memory, never the (T, S)
+// weights, which the backward recomputes tile by tile.
+
+tt_tensor *tt_scaled_dot_product_attention(tt_tensor *q, tt_tensor *k, tt_tensor *v,
+                                           bool causal, double scale) {
+    check_operand(q, "q");
+    check_operand(k, "k");
+    check_operand(v, "v");
+    tt__check_same_dtype(q, k, __func__);
+    tt__check_same_dtype(q, v, __func__);
+    int64_t B = q->shape[0], NH = q->shape[1], T = q->shape[2], HS = q->shape[3];
+    int64_t NKV = k->shape[1], S = k->shape[2];
+    TT_CHECK(tt_same_shape(k, v), "k %s and v %s must have the same shape (B, NKV, S, HS)",
+             tt__shape(k), tt__shape(v));
+    TT_CHECK(k->shape[0] == B && k->shape[3] == HS, "q %s and k %s disagree: both need the "
+             "same batch B (dim 0) and head size HS (dim 3)", tt__shape(q), tt__shape(k));
+    TT_CHECK(NKV >= 1 && NH % NKV == 0, "q has NH=%lld heads and k, v have NKV=%lld; NH must "
+             "be a multiple of NKV (query head h uses kv head h / (NH / NKV)) (q %s, k %s)",
+             (long long)NH, (long long)NKV, tt__shape(q), tt__shape(k));
+    TT_CHECK(!causal || T == S, "causal attention needs as many queries as keys, got T=%lld "
+             "(q %s) and S=%lld (k %s); for queries at the end of a longer context (a KV cache) "
+             "compose tt_matmul, tt_masked_fill and tt_softmax instead", (long long)T,
+             tt__shape(q), (long long)S, tt__shape(k));
+    TT_CHECK(S >= 1 || T == 0 || B * NH == 0, "k %s has no keys (S=0): the %lld queries have "
+             "nothing to attend to", tt__shape(k), (long long)T);
+    TT_CHECK(isfinite(scale), "scale must be finite, got %g (1 / sqrt(HS) is the usual one)",
+             scale);
+
+    tt_kattn_dims dims = {B, NH, NKV, T, S, HS, causal, scale};
+    tt_tensor *qc = unit_rows(q), *kc = unit_rows(k), *vc = unit_rows(v);
+    tt_tensor *mem = tt__new(q->dtype, 4, (int64_t[]){B, T, NH, HS});  // (B, T, NH, HS)
+    tt_tensor *out = tt__new_view(mem, 4, (int64_t[]){B, NH, T, HS},
+                                  (int64_t[]){T * NH * HS, HS, NH * HS, 1}, 0);  // (B,NH,T,HS)
+    tt_release(mem);
+    tt_tensor *lse = tt__new(q->dtype, 3, (int64_t[]){B, NH, T});  // (B, NH, T)
+    if (q->dtype == TT_F32)
+        tt_kattention_forward_f32(tt_data(out), strides_of(out), tt_data(lse), tt_data(qc),
+                                  strides_of(qc), tt_data(kc), strides_of(kc), tt_data(vc),
+                                  strides_of(vc), &dims);
+    else
+        tt_kattention_forward_f64(tt_data(out), strides_of(out), tt_data(lse), tt_data(qc),
+                                  strides_of(qc), tt_data(kc), strides_of(kc), tt_data(vc),
+                                  strides_of(vc), &dims);
+    tt_release(qc);
+    tt_release(kc);
+    tt_release(vc);
+    attention_ctx *c = tt__record(out, TT_OP_ATTENTION, 3, (tt_tensor *[]){q, k, v}, sizeof *c);
+    if (c) {
+        c->dims = dims;
+        tt_tensor *y = tt__alias(out);
+        tt__save(out->node, 0, y);
+        tt_release(y);
+        tt__save(out->node, 1, lse);
+    }
+    tt_release(lse);
+    return tt__autorelease(out);
+}
+
+// dq, dk, dv from the saved y and lse (the kernel recomputes P tile by tile); each is a fresh
+// contiguous buffer handed to its input.
+void tt__backward_attention(tt_node *n) {
+    tt_tensor *q = n->inputs[0], *k = n->inputs[1], *v = n->inputs[2];
+    const attention_ctx *c = n->ctx;
+    tt_tensor *dq = grad_buffer(q), *dk = grad_buffer(k), *dv = grad_buffer(v);
+    if (dq || dk || dv) {
+        tt_tensor *g = unit_rows(n->grad), *y = unit_rows(n->saved[0]);  // (B, NH, T, HS)
+        tt_tensor *qc = unit_rows(q), *kc = unit_rows(k), *vc = unit_rows(v);
+        if (n->dtype == TT_F32)
+            tt_kattention_backward_f32(data_or_null(dq), data_or_null(dk), data_or_null(dv),
+                                       tt_data(g), strides_of(g), tt_data(qc), strides_of(qc),
+                                       tt_data(kc), strides_of(kc), tt_data(vc), strides_of(vc),
+                                       tt_data(y), strides_of(y), tt_data(n->saved[1]),
+                                       &c->dims);
+        else
+            tt_kattention_backward_f64(data_or_null(dq), data_or_null(dk), data_or_null(dv),
+                                       tt_data(g), strides_of(g), tt_data(qc), strides_of(qc),
+                                       tt_data(kc), strides_of(kc), tt_data(vc), strides_of(vc),
+                                       tt_data(y), strides_of(y), tt_data(n->saved[1]),
+                                       &c->dims);
+        tt_release(g);
+        tt_release(y);
+        tt_release(qc);
+        tt_release(kc);
+        tt_release(vc);
+    }
+    if (dq) tt__accum_grad_owned(q, dq);
+    if (dk) tt__accum_grad_owned(k, dk);
+    if (dv) tt__accum_grad_owned(v, dv);
+}

@@ -1,0 +1,612 @@
+// Fused attention kernels, forward and backward, f32 and f64 (interface, letters and papers in
+// kernels_attention.h): tiles of BQ queries x BK keys with an online softmax, so the (T, S)
+// score matrix is never formed. Not here: dropout on the weights (nn/transformer.c composes it).
+//
+// The f32 inner products, exponentials and row reductions run in AVX-512 or AVX2+FMA code
+// picked at run time by cpuid, else in portable C; f64 always runs the portable C (it is for
+// gradcheck and debugging). A block product is C (M, N) = alpha A (M, K) B (K, N) [+ C] with
+// A read element by element through two strides (broadcast into a SIMD register) and the rows
+// of B and C unit-stride, so q k^T needs k^T packed (a (HS, keys) panel) while P v, dS k and
+// dS^T q read v, k and q in place.
+//
+// Threads: the forward splits (b, query head) pairs, the backward (b, kv head) groups (each
+// owns the dk/dv rows of its kv head and the dq rows of its query heads), statically. Each
+// output element is summed by one thread in a fixed order: results do not depend on the thread
+// count. Memory: per thread, a packed k^T of one head (forward) or of one key block (backward),
+// two (BQ, BK) tiles on the stack, and the backward's D = rowsum(dy y) of the group's rows.
+#include "kernels_attention.h"
+
+#include <math.h>
+#include <string.h>
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#define ATTN_X86 1
+#include <immintrin.h>
+#else
+#define ATTN_X86 0
+#endif
+
+#define BQ TT_KATTN_BLOCK  // queries per tile
+#define BK TT_KATTN_BLOCK  // keys per tile
+
+// Below this many multiply-adds of q k^T (B NH T S HS) a call stays on one thread.
+#define PAR_MIN ((int64_t)1 << 18)
+
+#ifdef _OPENMP
+#define PRAGMA_(x) _Pragma(#x)
+#define OMP(x) PRAGMA_(omp x)
+#else
+#define OMP(x)
+#endif
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
+
+// ---- the per-ISA block operations ----
+
+#define DEFINE_OPS_TYPE(F, SFX)                                                                    \
+    typedef struct ops_##SFX {                                                                     \
+        /* C (M, N) = alpha A B [+ C]; A[i, k] = a[i a_rs + k a_cs]; B, C rows b_rs, c_rs apart */ \
+        void (*gemm)(int64_t M, int64_t N, int64_t K, const F *a, int64_t a_rs, int64_t a_cs,     \
+                     const F *b, int64_t b_rs, F *c, int64_t c_rs, F alpha, bool acc);            \
+        F (*row_max)(const F *s, int64_t lim);  /* max of s[0 .. lim), lim >= 1 */                 \
+        /* s[c] = c < lim ? exp(s[c] - sub) : 0 for c < BK; returns the sum */                     \
+        F (*row_exp)(F *s, int64_t lim, F sub);                                                    \
+        void (*row_ds)(F *dp, const F *p, F D);         /* dp[c] = p[c] (dp[c] - D), c < BK */     \
+        void (*row_scale)(F *x, int64_t n, F alpha);    /* x[0 .. n) *= alpha */                   \
+    } ops_##SFX;
+
+DEFINE_OPS_TYPE(float, f32)
+DEFINE_OPS_TYPE(double, f64)
+
+// ---- portable C ----
+
+#define DEFINE_PORTABLE(F, SFX, EXP)                                                               \
+    static void gemm_portable_##SFX(int64_t M, int64_t N, int64_t K, const F *a, int64_t a_rs,     \
+                                    int64_t a_cs, const F *b, int64_t b_rs, F *c, int64_t c_rs,    \
+                                    F alpha, bool acc) {                                           \
+        for (int64_t i = 0; i < M; i++) {                                                          \
+            F *cr = c + i * c_rs;                                                                  \
+            const F *ar = a + i * a_rs;                                                            \
+            if (!acc)                                                                              \
+                for (int64_t n = 0; n < N; n++) cr[n] = 0;                                         \
+            for (int64_t k = 0; k < K; k++) {                                                      \
+                F t = alpha * ar[k * a_cs];                                                        \
+                const F *br = b + k * b_rs;                                                        \
+                for (int64_t n = 0; n < N; n++) cr[n] += t * br[n];                                \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+    static F row_max_portable_##SFX(const F *s, int64_t lim) {                                     \
+        F m = s[0];                                                                                \
+        for (int64_t c = 1; c < lim; c++) m = s[c] > m ? s[c] : m;                                 \
+        return m;                                                                                  \
+    }                                                                                              \
+    static F row_exp_portable_##SFX(F *s, int64_t lim, F sub) {                                    \
+        F sum = 0;                                                                                 \
+        for (int64_t c = 0; c < BK; c++) {                                                         \
+            s[c] = c < lim ? EXP(s[c] - sub) : 0;                                                  \
+            sum += s[c];                                                                           \
+        }                                                                                          \
+        return sum;                                                                                \
+    }                                                                                              \
+    static void row_ds_portable_##SFX(F *dp, const F *p, F D) {                                    \
+        for (int64_t c = 0; c < BK; c++) dp[c] = p[c] * (dp[c] - D);                              \
+    }                                                                                              \
+    static void row_scale_portable_##SFX(F *x, int64_t n, F alpha) {                               \
+        for (int64_t c = 0; c < n; c++) x[c] *= alpha;                                             \
+    }                                                                                              \
+    static const ops_##SFX ops_portable_##SFX = {                                                  \
+        gemm_portable_##SFX, row_max_portable_##SFX, row_exp_portable_##SFX,                       \
+        row_ds_portable_##SFX, row_scale_portable_##SFX,                                           \
+    };
+
+DEFINE_PORTABLE(float, f32, expf)
+DEFINE_PORTABLE(double, f64, exp)
+
+#if ATTN_X86
+
+// exp(x) = 2^n exp(r), n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2] (Cody-Waite: ln 2
+// split in a 9-bit head, exact times n, and a tail); exp(r) by its Taylor series to r^7, whose
+// truncation error is below 5.1e-9 there. NaN stays NaN (max/min return their second operand
+// on NaN); below -104 (AVX-512) or -87 (AVX2) the result is 0 or the smallest normal.
+#define EXP_LOG2E 1.44269504088896341f
+#define EXP_LN2_HI 0.693359375f
+#define EXP_LN2_LO -2.12194440054690583e-4f
+#define EXP_TAYLOR(fmadd, set1, p, r)                                                              \
+    do {                                                                                           \
+        p = fmadd(set1(1.0f / 5040), r, set1(1.0f / 720));                                         \
+        p = fmadd(p, r, set1(1.0f / 120));                                                         \
+        p = fmadd(p, r, set1(1.0f / 24));                                                          \
+        p = fmadd(p, r, set1(1.0f / 6));                                                           \
+        p = fmadd(p, r, set1(0.5f));                                                               \
+        p = fmadd(p, r, set1(1.0f));                                                               \
+        p = fmadd(p, r, set1(1.0f));                                                               \
+    } while (0)
+
+#define INLINE static inline __attribute__((always_inline))
+
+// ---- AVX-512 (f32, 16 lanes) ----
+
+#define TGT_AVX512 __attribute__((target("avx512f,avx2,fma")))
+
+TGT_AVX512 INLINE __mmask16 lanes16(int64_t n) {  // the first clamp(n, 0, 16) lanes
+    n = clamp64(n, 0, 16);
+    return (__mmask16)((1u << n) - 1u);
+}
+
+TGT_AVX512 INLINE __m512 exp512(__m512 x) {
+    x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
+    x = _mm512_min_ps(_mm512_set1_ps(88.5f), x);
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(EXP_LOG2E)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_LN2_HI), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_LN2_LO), r);
+    __m512 p;
+    EXP_TAYLOR(_mm512_fmadd_ps, _mm512_set1_ps, p, r);
+    return _mm512_scalef_ps(p, n);
+}
+
+// Rows r < R (R constant after inlining) of C, columns of two vectors (lanes m0, m1).
+TGT_AVX512 INLINE void tile512(const int R, int64_t K, const float *a, int64_t a_rs,
+                               int64_t a_cs, const float *b, int64_t b_rs, float *c,
+                               int64_t c_rs, __m512 va, __mmask16 m0, __mmask16 m1, bool acc) {
+    __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00;
+    __m512 c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+    const float *a0 = a, *a1 = R > 1 ? a + a_rs : a, *a2 = R > 2 ? a + 2 * a_rs : a;
+    const float *a3 = R > 3 ? a + 3 * a_rs : a;
+    for (int64_t k = 0; k < K; k++, b += b_rs) {
+        __m512 b0 = _mm512_maskz_loadu_ps(m0, b), b1 = _mm512_maskz_loadu_ps(m1, b + 16);
+        int64_t ak = k * a_cs;
+        __m512 x = _mm512_set1_ps(a0[ak]);
+        c00 = _mm512_fmadd_ps(x, b0, c00);
+        c01 = _mm512_fmadd_ps(x, b1, c01);
+        if (R > 1) {
+            x = _mm512_set1_ps(a1[ak]);
+            c10 = _mm512_fmadd_ps(x, b0, c10);
+            c11 = _mm512_fmadd_ps(x, b1, c11);
+        }
+        if (R > 2) {
+            x = _mm512_set1_ps(a2[ak]);
+            c20 = _mm512_fmadd_ps(x, b0, c20);
+            c21 = _mm512_fmadd_ps(x, b1, c21);
+        }
+        if (R > 3) {
+            x = _mm512_set1_ps(a3[ak]);
+            c30 = _mm512_fmadd_ps(x, b0, c30);
+            c31 = _mm512_fmadd_ps(x, b1, c31);
+        }
+    }
+#define STORE512(r, v0, v1)                                                                        \
+    do {                                                                                           \
+        float *cp = c + (r) * c_rs;                                                                \
+        __m512 o0 = _mm512_mul_ps(v0, va), o1 = _mm512_mul_ps(v1, va);                             \
+        if (acc) {                                                                                 \
+            o0 = _mm512_add_ps(o0, _mm512_maskz_loadu_ps(m0, cp));                                 \
+            o1 = _mm512_add_ps(o1, _mm512_maskz_loadu_ps(m1, cp + 16));                            \
+        }                                                                                          \
+        _mm512_mask_storeu_ps(cp, m0, o0);                                                         \
+        _mm512_mask_storeu_ps(cp + 16, m1, o1);                                                    \
+    } while (0)
+    STORE512(0, c00, c01);
+    if (R > 1) STORE512(1, c10, c11);
+    if (R > 2) STORE512(2, c20, c21);
+    if (R > 3) STORE512(3, c30, c31);
+#undef STORE512
+}
+
+TGT_AVX512 static void gemm_avx512(int64_t M, int64_t N, int64_t K, const float *a,
+                                   int64_t a_rs, int64_t a_cs, const float *b, int64_t b_rs,
+                                   float *c, int64_t c_rs, float alpha, bool acc) {
+    __m512 va = _mm512_set1_ps(alpha);
+    for (int64_t n = 0; n < N; n += 32) {
+        __mmask16 m0 = lanes16(N - n), m1 = lanes16(N - n - 16);
+        int64_t i = 0;
+        for (; i + 4 <= M; i += 4)
+            tile512(4, K, a + i * a_rs, a_rs, a_cs, b + n, b_rs, c + i * c_rs + n, c_rs, va, m0,
+                    m1, acc);
+        for (; i < M; i++)
+            tile512(1, K, a + i * a_rs, a_rs, a_cs, b + n, b_rs, c + i * c_rs + n, c_rs, va, m0,
+                    m1, acc);
+    }
+}
+
+TGT_AVX512 static float row_max_avx512(const float *s, int64_t lim) {
+    __m512 mx = _mm512_set1_ps(-INFINITY);
+    for (int64_t c = 0; c < lim; c += 16) {
+        __mmask16 mk = lanes16(lim - c);
+        mx = _mm512_mask_max_ps(mx, mk, mx, _mm512_maskz_loadu_ps(mk, s + c));
+    }
+    return _mm512_reduce_max_ps(mx);
+}
+
+TGT_AVX512 static float row_exp_avx512(float *s, int64_t lim, float sub) {
+    __m512 vs = _mm512_set1_ps(sub), sum = _mm512_setzero_ps();
+    for (int64_t c = 0; c < BK; c += 16) {
+        __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(s + c), vs));
+        e = _mm512_maskz_mov_ps(lanes16(lim - c), e);
+        _mm512_storeu_ps(s + c, e);
+        sum = _mm512_add_ps(sum, e);
+    }
+    return _mm512_reduce_add_ps(sum);
+}
+
+TGT_AVX512 static void row_ds_avx512(float *dp, const float *p, float D) {
+    __m512 vd = _mm512_set1_ps(D);
+    for (int64_t c = 0; c < BK; c += 16)
+        _mm512_storeu_ps(dp + c, _mm512_mul_ps(_mm512_loadu_ps(p + c),
+                                               _mm512_sub_ps(_mm512_loadu_ps(dp + c), vd)));
+}
+
+TGT_AVX512 static void row_scale_avx512(float *x, int64_t n, float alpha) {
+    __m512 va = _mm512_set1_ps(alpha);
+    for (int64_t c = 0; c < n; c += 16) {
+        __mmask16 mk = lanes16(n - c);
+        _mm512_mask_storeu_ps(x + c, mk, _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, x + c), va));
+    }
+}
+
+static const ops_f32 ops_avx512_f32 = {
+    gemm_avx512, row_max_avx512, row_exp_avx512, row_ds_avx512, row_scale_avx512,
+};
+
+// ---- AVX2 + FMA (f32, 8 lanes) ----
+
+#define TGT_AVX2 __attribute__((target("avx2,fma")))
+
+static const int32_t lane_table[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+
+TGT_AVX2 INLINE __m256i lanes8(int64_t n) {  // the first clamp(n, 0, 8) lanes
+    return _mm256_loadu_si256((const __m256i *)(lane_table + 8 - clamp64(n, 0, 8)));
+}
+
+TGT_AVX2 INLINE __m256 exp256(__m256 x) {
+    x = _mm256_max_ps(_mm256_set1_ps(-87.0f), x);
+    x = _mm256_min_ps(_mm256_set1_ps(88.0f), x);
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(EXP_LOG2E)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_LN2_HI), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_LN2_LO), r);
+    __m256 p;
+    EXP_TAYLOR(_mm256_fmadd_ps, _mm256_set1_ps, p, r);
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n),
+                                                   _mm256_set1_epi32(127)), 23);  // 2^n
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+TGT_AVX2 INLINE float hsum256(__m256 v) {  // fixed order: halves, then pairs
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+
+TGT_AVX2 INLINE float hmax256(__m256 v) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+
+TGT_AVX2 INLINE void tile256(const int R, int64_t K, const float *a, int64_t a_rs, int64_t a_cs,
+                             const float *b, int64_t b_rs, float *c, int64_t c_rs, __m256 va,
+                             __m256i m0, __m256i m1, bool acc) {
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00;
+    __m256 c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+    const float *a0 = a, *a1 = R > 1 ? a + a_rs : a, *a2 = R > 2 ? a + 2 * a_rs : a;
+    const float *a3 = R > 3 ? a + 3 * a_rs : a;
+    for (int64_t k = 0; k < K; k++, b += b_rs) {
+        __m256 b0 = _mm256_maskload_ps(b, m0), b1 = _mm256_maskload_ps(b + 8, m1);
+        int64_t ak = k * a_cs;
+        __m256 x = _mm256_set1_ps(a0[ak]);
+        c00 = _mm256_fmadd_ps(x, b0, c00);
+        c01 = _mm256_fmadd_ps(x, b1, c01);
+        if (R > 1) {
+            x = _mm256_set1_ps(a1[ak]);
+            c10 = _mm256_fmadd_ps(x, b0, c10);
+            c11 = _mm256_fmadd_ps(x, b1, c11);
+        }
+        if (R > 2) {
+            x = _mm256_set1_ps(a2[ak]);
+            c20 = _mm256_fmadd_ps(x, b0, c20);
+            c21 = _mm256_fmadd_ps(x, b1, c21);
+        }
+        if (R > 3) {
+            x = _mm256_set1_ps(a3[ak]);
+            c30 = _mm256_fmadd_ps(x, b0, c30);
+            c31 = _mm256_fmadd_ps(x, b1, c31);
+        }
+    }
+#define STORE256(r, v0, v1)                                                                        \
+    do {                                                                                           \
+        float *cp = c + (r) * c_rs;                                                                \
+        __m256 o0 = _mm256_mul_ps(v0, va), o1 = _mm256_mul_ps(v1, va);                             \
+        if (acc) {                                                                                 \
+            o0 = _mm256_add_ps(o0, _mm256_maskload_ps(cp, m0));                                    \
+            o1 = _mm256_add_ps(o1, _mm256_maskload_ps(cp + 8, m1));                                \
+        }                                                                                          \
+        _mm256_maskstore_ps(cp, m0, o0);                                                           \
+        _mm256_maskstore_ps(cp + 8, m1, o1);                                                       \
+    } while (0)
+    STORE256(0, c00, c01);
+    if (R > 1) STORE256(1, c10, c11);
+    if (R > 2) STORE256(2, c20, c21);
+    if (R > 3) STORE256(3, c30, c31);
+#undef STORE256
+}
+
+TGT_AVX2 static void gemm_avx2(int64_t M, int64_t N, int64_t K, const float *a, int64_t a_rs,
+                               int64_t a_cs, const float *b, int64_t b_rs, float *c,
+                               int64_t c_rs, float alpha, bool acc) {
+    __m256 va = _mm256_set1_ps(alpha);
+    for (int64_t n = 0; n < N; n += 16) {
+        __m256i m0 = lanes8(N - n), m1 = lanes8(N - n - 8);
+        int64_t i = 0;
+        for (; i + 4 <= M; i += 4)
+            tile256(4, K, a + i * a_rs, a_rs, a_cs, b + n, b_rs, c + i * c_rs + n, c_rs, va, m0,
+                    m1, acc);
+        for (; i < M; i++)
+            tile256(1, K, a + i * a_rs, a_rs, a_cs, b + n, b_rs, c + i * c_rs + n, c_rs, va, m0,
+                    m1, acc);
+    }
+}
+
+TGT_AVX2 static float row_max_avx2(const float *s, int64_t lim) {
+    __m256 mx = _mm256_set1_ps(-INFINITY);
+    for (int64_t c = 0; c < lim; c += 8) {
+        __m256 mk = _mm256_castsi256_ps(lanes8(lim - c));
+        __m256 x = _mm256_blendv_ps(mx, _mm256_loadu_ps(s + c), mk);
+        mx = _mm256_max_ps(mx, x);
+    }
+    return hmax256(mx);
+}
+
+TGT_AVX2 static float row_exp_avx2(float *s, int64_t lim, float sub) {
+    __m256 vs = _mm256_set1_ps(sub), sum = _mm256_setzero_ps();
+    for (int64_t c = 0; c < BK; c += 8) {
+        __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(s + c), vs));
+        e = _mm256_and_ps(e, _mm256_castsi256_ps(lanes8(lim - c)));
+        _mm256_storeu_ps(s + c, e);
+        sum = _mm256_add_ps(sum, e);
+    }
+    return hsum256(sum);
+}
+
+TGT_AVX2 static void row_ds_avx2(float *dp, const float *p, float D) {
+    __m256 vd = _mm256_set1_ps(D);
+    for (int64_t c = 0; c < BK; c += 8)
+        _mm256_storeu_ps(dp + c, _mm256_mul_ps(_mm256_loadu_ps(p + c),
+                                               _mm256_sub_ps(_mm256_loadu_ps(dp + c), vd)));
+}
+
+TGT_AVX2 static void row_scale_avx2(float *x, int64_t n, float alpha) {
+    __m256 va = _mm256_set1_ps(alpha);
+    for (int64_t c = 0; c < n; c += 8) {
+        __m256i mk = lanes8(n - c);
+        _mm256_maskstore_ps(x + c, mk, _mm256_mul_ps(_mm256_maskload_ps(x + c, mk), va));
+    }
+}
+
+static const ops_f32 ops_avx2_f32 = {
+    gemm_avx2, row_max_avx2, row_exp_avx2, row_ds_avx2, row_scale_avx2,
+};
+
+#endif  // ATTN_X86
+
+// ---- dispatch ----
+
+static tt_kattn_isa isa_cap = TT_KATTN_ISA_COUNT;  // no cap
+
+static tt_kattn_isa isa_supported(void) {
+#if ATTN_X86
+    if (__builtin_cpu_supports("avx512f")) return TT_KATTN_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return TT_KATTN_AVX2;
+#endif
+    return TT_KATTN_PORTABLE;
+}
+
+tt_kattn_isa tt_kattention_isa(void) {
+    tt_kattn_isa s = isa_supported();
+    return isa_cap < s ? isa_cap : s;
+}
+
+const char *tt_kattention_isa_name(tt_kattn_isa isa) {
+    static const char *const names[TT_KATTN_ISA_COUNT] = {"portable", "avx2", "avx512"};
+    return isa >= 0 && isa < TT_KATTN_ISA_COUNT ? names[isa] : "?";
+}
+
+tt_kattn_isa tt_kattention_set_isa(tt_kattn_isa isa) {
+    tt_kattn_isa prev = isa_cap;
+    isa_cap = isa;
+    return prev;
+}
+
+static const ops_f32 *ops_get_f32(void) {
+    switch (tt_kattention_isa()) {
+#if ATTN_X86
+        case TT_KATTN_AVX512: return &ops_avx512_f32;
+        case TT_KATTN_AVX2: return &ops_avx2_f32;
+#endif
+        default: return &ops_portable_f32;
+    }
+}
+
+static const ops_f64 *ops_get_f64(void) { return &ops_portable_f64; }
+
+// ---- forward and backward drivers ----
+// Causal rows: query i sees keys j <= i, so the keys a tile row sees are lim = i + 1 - j0
+// clamped to [0, nk]; a forward query tile stops at its last row's key, a backward key tile
+// starts at the query tile holding its first key.
+
+#define DEFINE_DRIVERS(F, SFX)                                                                     \
+    /* kt (HS, ncols) row-major with row stride ld: kt[d, j] = k[j, d] for j < n, else 0. */       \
+    /* In runs of 16 keys, so that reads and writes each stay within 16 cache lines (a plain */    \
+    /* column-by-column transpose with a power-of-two ld thrashes a few cache sets). */            \
+    static void pack_kt_##SFX(F *kt, int64_t ld, const F *k, int64_t k_st, int64_t n,              \
+                              int64_t ncols, int64_t HS) {                                         \
+        for (int64_t j0 = 0; j0 < n; j0 += 16) {                                                   \
+            int64_t j1 = min64(j0 + 16, n);                                                        \
+            for (int64_t d = 0; d < HS; d++)                                                       \
+                for (int64_t j = j0; j < j1; j++) kt[d * ld + j] = k[j * k_st + d];                \
+        }                                                                                          \
+        for (int64_t d = 0; d < HS; d++)                                                           \
+            for (int64_t j = n; j < ncols; j++) kt[d * ld + j] = 0;                                \
+    }                                                                                              \
+                                                                                                   \
+    /* One (b, h): y rows are accumulated unnormalized, rescaled by exp(m_old - m_new) when */     \
+    /* the running max m grows, and divided by l = sum exp(s - m) at the end. */                   \
+    static void forward_head_##SFX(const ops_##SFX *o, F *y, tt_kattn_strides sy, F *lse,          \
+                                   const F *q, tt_kattn_strides sq, const F *k,                    \
+                                   tt_kattn_strides sk, const F *v, tt_kattn_strides sv,           \
+                                   const tt_kattn_dims *d, int64_t b, int64_t h, F *kt) {          \
+        int64_t nT = d->T, nS = d->S, HS = d->HS, SP = (nS + BK - 1) / BK * BK;                    \
+        int64_t g = h / (d->NH / d->NKV);                                                          \
+        const F *qh = q + b * sq.b + h * sq.h;  /* (T, HS) */                                      \
+        const F *kh = k + b * sk.b + g * sk.h, *vh = v + b * sv.b + g * sv.h;  /* (S, HS) */       \
+        F *yh = y + b * sy.b + h * sy.h, *lh = lse + (b * d->NH + h) * nT;                         \
+        F scale = (F)d->scale;                                                                     \
+        F s[BQ * BK];  /* (BQ, BK) scores, then probabilities */                                   \
+        F m[BQ];                                                                                   \
+        double l[BQ];                                                                              \
+        pack_kt_##SFX(kt, SP, kh, sk.t, nS, SP, HS);  /* (HS, SP) */                               \
+        for (int64_t i0 = 0; i0 < nT; i0 += BQ) {                                                  \
+            int64_t nq = min64(BQ, nT - i0), jend = d->causal ? min64(i0 + nq, nS) : nS;           \
+            for (int64_t r = 0; r < nq; r++) {                                                     \
+                m[r] = -INFINITY;                                                                  \
+                l[r] = 0;                                                                          \
+            }                                                                                      \
+            for (int64_t j0 = 0; j0 < jend; j0 += BK) {                                            \
+                int64_t nk = min64(BK, nS - j0);                                                   \
+                o->gemm(nq, BK, HS, qh + i0 * sq.t, sq.t, 1, kt + j0, SP, s, BK, scale, false);    \
+                for (int64_t r = 0; r < nq; r++) {                                                 \
+                    F *sr = s + r * BK;                                                            \
+                    int64_t lim = d->causal ? clamp64(i0 + r + 1 - j0, 0, nk) : nk;               \
+                    if (lim == 0) {                                                                \
+                        o->row_exp(sr, 0, 0);                                                      \
+                        continue;                                                                  \
+                    }                                                                              \
+                    F mx = o->row_max(sr, lim), mnew = mx > m[r] ? mx : m[r];                      \
+                    F sum = o->row_exp(sr, lim, mnew);                                             \
+                    if (l[r] != 0) {                                                               \
+                        F alpha = (F)exp((double)m[r] - (double)mnew);                             \
+                        if (alpha != 1) o->row_scale(yh + (i0 + r) * sy.t, HS, alpha);             \
+                        l[r] *= alpha;                                                             \
+                    }                                                                              \
+                    l[r] += sum;                                                                   \
+                    m[r] = mnew;                                                                   \
+                }                                                                                  \
+                int64_t kv = d->causal ? min64(nk, i0 + nq - j0) : nk;                             \
+                /* the first key tile writes the y rows, later ones add to them */                 \
+                o->gemm(nq, HS, kv, s, BK, 1, vh + j0 * sv.t, sv.t, yh + i0 * sy.t, sy.t, 1,       \
+                        j0 > 0);                                                                   \
+            }                                                                                      \
+            for (int64_t r = 0; r < nq; r++) {                                                     \
+                o->row_scale(yh + (i0 + r) * sy.t, HS, (F)(1.0 / l[r]));                           \
+                lh[i0 + r] = (F)((double)m[r] + log(l[r]));                                        \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    void tt_kattention_forward_##SFX(F *y, tt_kattn_strides sy, F *lse, const F *q,                \
+                                     tt_kattn_strides sq, const F *k, tt_kattn_strides sk,         \
+                                     const F *v, tt_kattn_strides sv, const tt_kattn_dims *d) {    \
+        const ops_##SFX *o = ops_get_##SFX();                                                      \
+        int64_t ntask = d->B * d->NH, SP = (d->S + BK - 1) / BK * BK;                              \
+        if (ntask == 0 || d->T == 0) return;                                                       \
+        bool par = ntask > 1 && ntask * d->T * d->S * d->HS >= PAR_MIN;                            \
+        (void)par;                                                                                 \
+        OMP(parallel if (par))                                                                     \
+        {                                                                                          \
+            F *kt = TT_MALLOC((size_t)(d->HS * SP) * sizeof(F));                                   \
+            OMP(for schedule(static))                                                              \
+            for (int64_t t = 0; t < ntask; t++)                                                    \
+                forward_head_##SFX(o, y, sy, lse, q, sq, k, sk, v, sv, d, t / d->NH, t % d->NH,    \
+                                   kt);                                                            \
+            tt_free(kt);                                                                           \
+        }                                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    /* One (b, kv head g) with its query heads: for each key tile, dv and dk of the tile */        \
+    /* accumulate over the query heads and tiles in order, dq of each query tile over the */       \
+    /* key tiles in order. P = exp(s - lse), dv += P^T dy, dP = dy v^T, */                         \
+    /* dS = P (dP - D), dq += scale dS k, dk += scale dS^T q. */                                   \
+    static void backward_group_##SFX(const ops_##SFX *o, F *dq, F *dk, F *dv, const F *dy,         \
+                                     tt_kattn_strides sdy, const F *q, tt_kattn_strides sq,        \
+                                     const F *k, tt_kattn_strides sk, const F *v,                  \
+                                     tt_kattn_strides sv, const F *y, tt_kattn_strides sy,         \
+                                     const F *lse, const tt_kattn_dims *d, int64_t b, int64_t g,   \
+                                     F *kt, F *vt, F *D) {                                         \
+        int64_t nT = d->T, nS = d->S, HS = d->HS, rep = d->NH / d->NKV;                            \
+        const F *kg = k + b * sk.b + g * sk.h, *vg = v + b * sv.b + g * sv.h;  /* (S, HS) */       \
+        F *dkg = dk ? dk + (b * d->NKV + g) * nS * HS : NULL;  /* (S, HS) */                       \
+        F *dvg = dv ? dv + (b * d->NKV + g) * nS * HS : NULL;                                      \
+        F scale = (F)d->scale;                                                                     \
+        F s[BQ * BK], dp[BQ * BK];  /* (BQ, BK) */                                                 \
+        for (int64_t e = 0; e < rep; e++) {  /* D = rowsum(dy y), (rep, T) */                      \
+            int64_t h = g * rep + e;                                                               \
+            for (int64_t i = 0; i < nT; i++) {                                                     \
+                const F *dyr = dy + b * sdy.b + h * sdy.h + i * sdy.t;                             \
+                const F *yr = y + b * sy.b + h * sy.h + i * sy.t;                                  \
+                double acc = 0;                                                                    \
+                for (int64_t c = 0; c < HS; c++) acc += (double)dyr[c] * yr[c];                    \
+                D[e * nT + i] = (F)acc;                                                            \
+            }                                                                                      \
+        }                                                                                          \
+        for (int64_t j0 = 0; j0 < nS; j0 += BK) {                                                  \
+            int64_t nk = min64(BK, nS - j0);                                                       \
+            pack_kt_##SFX(kt, BK, kg + j0 * sk.t, sk.t, nk, BK, HS);  /* (HS, BK) */               \
+            if (dq || dk) pack_kt_##SFX(vt, BK, vg + j0 * sv.t, sv.t, nk, BK, HS);                 \
+            for (int64_t e = 0; e < rep; e++) {                                                    \
+                int64_t h = g * rep + e;                                                           \
+                const F *qh = q + b * sq.b + h * sq.h, *dyh = dy + b * sdy.b + h * sdy.h;          \
+                const F *lh = lse + (b * d->NH + h) * nT, *Dh = D + e * nT;                        \
+                F *dqh = dq ? dq + (b * d->NH + h) * nT * HS : NULL;  /* (T, HS) */                \
+                for (int64_t i0 = d->causal ? j0 / BQ * BQ : 0; i0 < nT; i0 += BQ) {               \
+                    int64_t nq = min64(BQ, nT - i0);                                               \
+                    o->gemm(nq, BK, HS, qh + i0 * sq.t, sq.t, 1, kt, BK, s, BK, scale, false);     \
+                    for (int64_t r = 0; r < nq; r++) {                                             \
+                        int64_t lim = d->causal ? clamp64(i0 + r + 1 - j0, 0, nk) : nk;           \
+                        o->row_exp(s + r * BK, lim, lh[i0 + r]);                                   \
+                    }                                                                              \
+                    if (dvg)                                                                       \
+                        o->gemm(nk, HS, nq, s, 1, BK, dyh + i0 * sdy.t, sdy.t, dvg + j0 * HS, HS,  \
+                                1, true);                                                          \
+                    if (!dqh && !dkg) continue;                                                    \
+                    o->gemm(nq, BK, HS, dyh + i0 * sdy.t, sdy.t, 1, vt, BK, dp, BK, 1, false);     \
+                    for (int64_t r = 0; r < nq; r++)                                               \
+                        o->row_ds(dp + r * BK, s + r * BK, Dh[i0 + r]);                            \
+                    if (dqh)                                                                       \
+                        o->gemm(nq, HS, nk, dp, BK, 1, kg + j0 * sk.t, sk.t, dqh + i0 * HS, HS,    \
+                                scale, true);                                                      \
+                    if (dkg)                                                                       \
+                        o->gemm(nk, HS, nq, dp, 1, BK, qh + i0 * sq.t, sq.t, dkg + j0 * HS, HS,    \
+                                scale, true);                                                      \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    void tt_kattention_backward_##SFX(F *dq, F *dk, F *dv, const F *dy, tt_kattn_strides sdy,      \
+                                      const F *q, tt_kattn_strides sq, const F *k,                 \
+                                      tt_kattn_strides sk, const F *v, tt_kattn_strides sv,        \
+                                      const F *y, tt_kattn_strides sy, const F *lse,               \
+                                      const tt_kattn_dims *d) {                                    \
+        const ops_##SFX *o = ops_get_##SFX();                                                      \
+        int64_t ntask = d->B * d->NKV, rep = d->NKV > 0 ? d->NH / d->NKV : 0;                      \
+        if ((!dq && !dk && !dv) || ntask == 0 || d->T == 0 || d->S == 0) return;                   \
+        bool par = ntask > 1 && d->B * d->NH * d->T * d->S * d->HS >= PAR_MIN;                     \
+        (void)par;                                                                                 \
+        OMP(parallel if (par))                                                                     \
+        {                                                                                          \
+            F *kt = TT_MALLOC((size_t)(2 * d->HS * BK + rep * d->T) * sizeof(F));                  \
+            F *vt = kt + d->HS * BK, *D = vt + d->HS * BK;                                         \
+            OMP(for schedule(static))                                                              \
+            for (int64_t t = 0; t < ntask; t++)                                                    \
+                backward_group_##SFX(o, dq, dk, dv, dy, sdy, q, sq, k, sk, v, sv, y, sy, lse, d,   \
+                                     t / d->NKV, t % d->NKV, kt, vt, D);                           \
+            tt_free(kt);                                                                           \
+        }                                                                                          \
+    }
+
+DEFINE_DRIVERS(float, f32)
+DEFINE_DRIVERS(double, f64)
