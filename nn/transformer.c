@@ -1,6 +1,7 @@
 // The transformer pieces: the MLP, multi-head attention (causal or not, grouped-query, optional
-// QK-norm and RoPE) and the pre-norm block. Attention is the plain matmul / softmax composition
-// that materializes (B, NH, T, T); a fused kernel would replace attention_core only.
+// QK-norm and RoPE) and the pre-norm block. The attention core is the fused op
+// (tt_scaled_dot_product_attention, no (B, NH, T, T) matrix) unless dropout on the weights is
+// active, which needs them: then the matmul / softmax / dropout composition.
 //
 // Letters: B batch, T time, C channels (n_embd), NH query heads, NKV key/value heads,
 // HS head size (C / NH), H MLP hidden size.
@@ -105,8 +106,13 @@ static tt_tensor *repeat_kv(tt_tensor *x, int64_t rep) {
 
 // The attention core: y = softmax(q k^T / sqrt(HS) [+ causal mask]) v, with dropout on the
 // weights (Vaswani et al. 2017, eq. 1). q (B, NH, T, HS), k and v (B, NKV, T, HS) ->
-// y (B, NH, T, HS). Runs inside the caller's scope.
+// y (B, NH, T, HS). Without active dropout the fused op computes it in tiles (FlashAttention,
+// Dao et al. 2022); dropout needs the weights themselves, so it composes the ops. Runs inside
+// the caller's scope.
 static tt_tensor *attention_core(tt_attention *m, tt_tensor *q, tt_tensor *k, tt_tensor *v) {
+    if (m->attn_drop.p == 0 || !m->attn_drop.training)
+        return tt_scaled_dot_product_attention(q, k, v, m->cfg.causal,
+                                               1.0 / sqrt((double)m->head_dim));
     int64_t T = q->shape[2], rep = m->cfg.n_head / m->cfg.n_kv_head;
     k = repeat_kv(k, rep);  // (B, NH, T, HS)
     v = repeat_kv(v, rep);  // (B, NH, T, HS)
