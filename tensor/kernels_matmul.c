@@ -1,178 +1,474 @@
-// Portable strided GEMM (f32, f64) and the batched driver over broadcast batch dims:
-// cache-blocked i-k-j loops over B's rows (packed when they are not contiguous), dot products
-// for N == 1. No SIMD intrinsics, no threads: the packed AVX2/AVX-512 GEMM replaces the core.
+// The GEMM driver (f32, f64): run-time choice of the SIMD path, packing of A and B into
+// zero-padded panels, cache blocking, the OpenMP partition of a product's blocks, matrix-vector
+// and tiny products without packing, split-K summation in double for long f32 reductions, and
+// the batched driver over broadcast batch dims. The micro-kernels are in tensor/gemm_*.c.
 #include "kernels_matmul.h"
 #include "tensor_internal.h"
 
+#include <stdatomic.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
-// Letters: M rows of A and C, N columns of B and C, K the reduction dim.
-// Blocks: MC rows of C, NC columns of C, KC (TT_K_GEMM_KC) steps of k at a time.
-#define MC 256
-#define NC 256
+// Letters: M rows of A and C, N columns of B and C, K the reduction dim; MR x NR the
+// micro-kernel's tile. Goto and van de Geijn (2008), "Anatomy of high-performance matrix
+// multiplication": for each NC-column block of C and each KC-step block of k, B's (KC, NC)
+// block is packed into NR-wide panels (the one in use stays in L1), A's (MC, KC) block into
+// MR-row panels (it stays in L2), and the micro-kernel runs over every (MR, NR) tile.
+// Blocking for 48 KiB L1d and 1-2 MiB L2 per core (f32: a (256, 32) B panel is 32 KiB, a
+// (240, 256) A block 240 KiB); KC counts steps of k for both dtypes (f64 panels are half as
+// wide, so the bytes match).
 #define KC TT_K_GEMM_KC
+#define MC 240     // a multiple of every MR (12, 6, 4)
+#define NC 4096
+#define KSPLIT TT_K_GEMM_KSPLIT
+
+// Products of at most this many multiply-adds, or with at most DOT_MAX_OUT outputs, are
+// computed as dot products, without packing.
+#define TINY_MACS 4096
+#define DOT_MAX_OUT 16
+// Products of fewer flops (2 M N K) stay on one thread; a stack of products with fewer flops
+// each runs one product per thread. Measured with bench/bench_gemm.c.
+#define PAR_MIN_FLOPS (1 << 21)
+#define BATCH_PAR_MAX_FLOPS (1 << 25)
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// ---- row updates ----
-// y[j] = y[j] + a0 x0[j] + a1 x1[j] + a2 x2[j] + a3 x3[j], evaluated left to right: the same
-// rounding as four single updates in k order, with a quarter of the loads and stores of y.
-// The fixed 8-wide inner loops let the compiler vectorize at -O2.
-#define DEFINE_AXPY(T, S)                                                                     \
-    static void axpy4_##S(int64_t n, T a0, T a1, T a2, T a3, const T *restrict x0,            \
-                          const T *restrict x1, const T *restrict x2, const T *restrict x3,    \
-                          T *restrict y) {                                                    \
-        int64_t j = 0;                                                                        \
-        for (; j + 8 <= n; j += 8)                                                            \
-            for (int l = 0; l < 8; l++)                                                       \
-                y[j + l] = y[j + l] + a0 * x0[j + l] + a1 * x1[j + l] + a2 * x2[j + l] +      \
-                           a3 * x3[j + l];                                                    \
-        for (; j < n; j++) y[j] = y[j] + a0 * x0[j] + a1 * x1[j] + a2 * x2[j] + a3 * x3[j];  \
-    }                                                                                         \
-    static void axpy1_##S(int64_t n, T a, const T *restrict x, T *restrict y) {               \
-        int64_t j = 0;                                                                        \
-        for (; j + 8 <= n; j += 8)                                                            \
-            for (int l = 0; l < 8; l++) y[j + l] += a * x[j + l];                             \
-        for (; j < n; j++) y[j] += a * x[j];                                                  \
+// ---- SIMD path ----
+
+static _Atomic int path_forced = TT_K_GEMM_AUTO;
+static _Atomic int path_detected = -1;
+
+static const char *const path_names[TT_K_GEMM_PATH_COUNT] = {"auto", "generic", "avx2",
+                                                             "avx512"};
+
+const char *tt_k_gemm_path_name(tt_k_gemm_path path) {
+    return path >= 0 && path < TT_K_GEMM_PATH_COUNT ? path_names[path] : "?";
+}
+
+bool tt_k_gemm_path_supported(tt_k_gemm_path path) {
+    switch (path) {
+        case TT_K_GEMM_AUTO:
+        case TT_K_GEMM_GENERIC: return true;
+#if defined(__x86_64__) && defined(__GNUC__)
+        // __builtin_cpu_supports also checks that the OS saves the vector registers (XCR0)
+        case TT_K_GEMM_AVX2:
+            __builtin_cpu_init();
+            return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        case TT_K_GEMM_AVX512:
+            __builtin_cpu_init();
+            return __builtin_cpu_supports("avx512f");
+#endif
+        default: return false;
     }
+}
 
-DEFINE_AXPY(float, f32)
-DEFINE_AXPY(double, f64)
+tt_k_gemm_path tt_k_gemm_active_path(void) {
+    int p = atomic_load(&path_forced);
+    if (p != TT_K_GEMM_AUTO) return (tt_k_gemm_path)p;
+    p = atomic_load(&path_detected);
+    if (p < 0) {
+        p = tt_k_gemm_path_supported(TT_K_GEMM_AVX512) ? TT_K_GEMM_AVX512
+            : tt_k_gemm_path_supported(TT_K_GEMM_AVX2) ? TT_K_GEMM_AVX2
+                                                       : TT_K_GEMM_GENERIC;
+        atomic_store(&path_detected, p);
+    }
+    return (tt_k_gemm_path)p;
+}
+
+tt_k_gemm_path tt_k_gemm_set_path(tt_k_gemm_path path) {
+    TT_CHECK(path >= 0 && path < TT_K_GEMM_PATH_COUNT, "GEMM path %d out of range", (int)path);
+    TT_CHECK(tt_k_gemm_path_supported(path), "GEMM path %s: this CPU does not support it; "
+             "check tt_k_gemm_path_supported first", tt_k_gemm_path_name(path));
+    return (tt_k_gemm_path)atomic_exchange(&path_forced, (int)path);
+}
+
+static const tt_k_gemm_kernel *kernel_for(tt_dtype dtype) {
+    bool f32 = dtype == TT_F32;
+    switch (tt_k_gemm_active_path()) {
+        case TT_K_GEMM_AVX512: return f32 ? &tt_k_gemm_avx512_f32 : &tt_k_gemm_avx512_f64;
+        case TT_K_GEMM_AVX2: return f32 ? &tt_k_gemm_avx2_f32 : &tt_k_gemm_avx2_f64;
+        default: return f32 ? &tt_k_gemm_generic_f32 : &tt_k_gemm_generic_f64;
+    }
+}
+
+// ---- threads ----
+
+static int max_threads(void) {
+#ifdef _OPENMP
+    return omp_in_parallel() ? 1 : omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+static void barrier(int nt) {
+#ifdef _OPENMP
+    if (nt > 1) {
+#pragma omp barrier
+    }
+#else
+    (void)nt;
+#endif
+}
+
+// The part [*lo, *hi) of n items that thread t of nt takes: contiguous, sizes differing by at
+// most one. A function of (n, t, nt) only: the partition never depends on timing.
+static void share(int64_t n, int t, int nt, int64_t *lo, int64_t *hi) {
+    *lo = n * t / nt;
+    *hi = n * (t + 1) / nt;
+}
+
+// ---- workspace ----
+// Packing buffers are kept per thread between products (a training step runs the same shapes
+// again and again): 64-byte aligned, grown on demand, never shrunk. Plain memory, not tensor
+// storage, so the live-byte counters do not see it.
+typedef struct workspace {
+    void *raw;
+    char *p;
+    size_t cap;
+} workspace;
+
+static _Thread_local workspace ws_a, ws_b;
+
+static char *ws_get(workspace *w, size_t nbytes) {
+    if (nbytes > w->cap) {
+        tt_free(w->raw);
+        w->raw = TT_MALLOC(nbytes + 64);
+        w->p = (char *)(((uintptr_t)w->raw + 63) & ~(uintptr_t)63);
+        w->cap = nbytes;
+    }
+    return w->p;
+}
 
 // ---- packing ----
-// dst (kc, nc) row-major = src (kc, nc) with strides (rs, cs), copied in 8 x 8 tiles so that
-// neither the reads nor the writes stride through more cache lines than a tile has rows
-// (a transposed B read column by column would thrash a few cache sets).
+// pack_a: rows [0, mc) x steps [0, kc) of A into ceil(mc / mr) panels, panel p holding
+// dst[k * mr + i] = A[p mr + i, k], rows past mc zero. pack_b: steps [0, kc) x columns [0, nc)
+// of B into ceil(nc / nr) panels, panel q holding dst[k * nr + j] = B[k, q nr + j], columns past
+// nc zero. Both read any strides; the loops follow whichever of A's (B's) dims is contiguous.
 #define DEFINE_PACK(T, S)                                                                     \
-    static void pack_##S(T *dst, const T *src, int64_t kc, int64_t nc, int64_t rs,            \
-                         int64_t cs) {                                                        \
-        for (int64_t k0 = 0; k0 < kc; k0 += 8)                                                \
-            for (int64_t j0 = 0; j0 < nc; j0 += 8) {                                          \
-                int64_t k1 = min64(k0 + 8, kc), j1 = min64(j0 + 8, nc);                       \
-                if (rs == 1) {                                                                \
-                    for (int64_t j = j0; j < j1; j++)                                         \
-                        for (int64_t k = k0; k < k1; k++) dst[k * nc + j] = src[j * cs + k];  \
-                } else {                                                                      \
-                    for (int64_t k = k0; k < k1; k++)                                         \
-                        for (int64_t j = j0; j < j1; j++)                                     \
-                            dst[k * nc + j] = src[k * rs + j * cs];                           \
+    static void pack_a_##S(void *dst_, const void *src_, int64_t rs, int64_t cs, int64_t mc,  \
+                           int64_t kc, int mr) {                                              \
+        T *dst = dst_;                                                                        \
+        const T *src = src_;                                                                  \
+        for (int64_t i0 = 0; i0 < mc; i0 += mr, dst += kc * mr) {                             \
+            int rows = (int)min64(mr, mc - i0);                                               \
+            const T *a = src + i0 * rs;                                                       \
+            if (rs == 1) {                                                                    \
+                for (int64_t k = 0; k < kc; k++) {                                            \
+                    const T *ak = a + k * cs;                                                 \
+                    T *d = dst + k * mr;                                                      \
+                    for (int i = 0; i < rows; i++) d[i] = ak[i];                              \
+                    for (int i = rows; i < mr; i++) d[i] = 0;                                 \
                 }                                                                             \
+            } else {                                                                          \
+                for (int i = 0; i < rows; i++) {                                              \
+                    const T *ai = a + i * rs;                                                 \
+                    for (int64_t k = 0; k < kc; k++) dst[k * mr + i] = ai[k * cs];            \
+                }                                                                             \
+                if (rows < mr)                                                                \
+                    for (int64_t k = 0; k < kc; k++)                                          \
+                        for (int i = rows; i < mr; i++) dst[k * mr + i] = 0;                  \
             }                                                                                 \
+        }                                                                                     \
+    }                                                                                         \
+    static void pack_b_##S(void *dst_, const void *src_, int64_t rs, int64_t cs, int64_t kc,  \
+                           int64_t nc, int nr) {                                              \
+        T *dst = dst_;                                                                        \
+        const T *src = src_;                                                                  \
+        for (int64_t j0 = 0; j0 < nc; j0 += nr, dst += kc * nr) {                             \
+            int cols = (int)min64(nr, nc - j0);                                               \
+            const T *b = src + j0 * cs;                                                       \
+            if (cs == 1) {                                                                    \
+                for (int64_t k = 0; k < kc; k++) {                                            \
+                    const T *bk = b + k * rs;                                                 \
+                    T *d = dst + k * nr;                                                      \
+                    for (int j = 0; j < cols; j++) d[j] = bk[j];                              \
+                    for (int j = cols; j < nr; j++) d[j] = 0;                                 \
+                }                                                                             \
+            } else {                                                                          \
+                for (int j = 0; j < cols; j++) {                                              \
+                    const T *bj = b + j * cs;                                                 \
+                    for (int64_t k = 0; k < kc; k++) dst[k * nr + j] = bj[k * rs];            \
+                }                                                                             \
+                if (cols < nr)                                                                \
+                    for (int64_t k = 0; k < kc; k++)                                          \
+                        for (int j = cols; j < nr; j++) dst[k * nr + j] = 0;                  \
+            }                                                                                 \
+        }                                                                                     \
     }
 
 DEFINE_PACK(float, f32)
 DEFINE_PACK(double, f64)
 
-// ---- matrix times vector ----
-// c[i] (+)= sum_k A[i, k] x[k], for N == 1 (a row update of length 1 would be all overhead):
-// each run of KC steps of k is summed in 8 lanes of T, the lanes added pairwise, the runs in
-// double.
-#define DEFINE_GEMV(T, S)                                                                     \
-    static void gemv_##S(int64_t M, int64_t K, const T *A, int64_t a_rs, int64_t a_cs,        \
-                         const T *x, int64_t xs, T *c, int64_t c_rs, bool accumulate) {       \
-        for (int64_t i = 0; i < M; i++) {                                                     \
-            const T *ai = A + i * a_rs; /* (K,) */                                            \
-            double acc = 0;                                                                   \
+// ---- packed GEMM ----
+
+typedef struct gemm_job {
+    const tt_k_gemm_kernel *kern;
+    size_t es;  // element size
+    void (*pack_a)(void *, const void *, int64_t, int64_t, int64_t, int64_t, int);
+    void (*pack_b)(void *, const void *, int64_t, int64_t, int64_t, int64_t, int);
+    int64_t M, N, K;
+    const char *A, *B;
+    int64_t a_rs, a_cs, b_rs, b_cs;
+    char *C;  // unit column stride
+    int64_t c_rs;
+    bool accumulate;
+    bool split_n;  // threads split the columns of C (else its rows)
+    char *bp;      // packed B block (KC, NC), shared
+    char *ap;      // packed A block (MC, KC), shared when split_n
+} gemm_job;
+
+// Every tile of C[0:mc, 0:ncols] (row stride c_rs) from the packed blocks ap (mc rows) and bp
+// (ncols columns): B's panel outside (it stays in L1), A's inside.
+static void macro_kernel(const gemm_job *g, const char *ap, const char *bp, int64_t mc,
+                         int64_t ncols, int64_t kc, char *c, bool add) {
+    const tt_k_gemm_kernel *kn = g->kern;
+    size_t es = g->es;
+    for (int64_t jr = 0; jr < ncols; jr += kn->nr) {
+        int nr = (int)min64(kn->nr, ncols - jr);
+        tt_k_ukernel uk = kn->narrow && nr <= kn->nr / 2 ? kn->narrow : kn->full;
+        const char *b = bp + (size_t)(jr * kc) * es;
+        for (int64_t ir = 0; ir < mc; ir += kn->mr) {
+            int mr = (int)min64(kn->mr, mc - ir);
+            uk(kc, ap + (size_t)(ir * kc) * es, b, c + (size_t)(ir * g->c_rs + jr) * es,
+               g->c_rs, mr, nr, add);
+        }
+    }
+}
+
+// Thread t of nt computes its part of C. Rows split: each thread packs a share of B's panels
+// (shared, then a barrier) and its own rows of A (private). Columns split: each thread packs
+// its own B panels (private) and a share of A's panels (shared, then a barrier). Either way an
+// element of C is computed by one thread, by the same chain of k blocks.
+static void gemm_thread(const gemm_job *g, int t, int nt) {
+    const tt_k_gemm_kernel *kn = g->kern;
+    size_t es = g->es;
+    int64_t MR = kn->mr, NR = kn->nr;
+    char *ap = g->split_n ? g->ap : ws_get(&ws_a, (size_t)(MC * KC) * es);
+    int64_t mlo, mhi;  // rows of this thread (rows split), as whole panels
+    share(cdiv(g->M, MR), t, nt, &mlo, &mhi);
+    mlo *= MR;
+    mhi = min64(g->M, mhi * MR);
+    for (int64_t jc = 0; jc < g->N; jc += NC) {
+        int64_t nc = min64(NC, g->N - jc), qlo, qhi;  // B panels this thread packs
+        share(cdiv(nc, NR), t, nt, &qlo, &qhi);
+        int64_t jlo = qlo * NR, jhi = min64(nc, qhi * NR);
+        for (int64_t pc = 0; pc < g->K; pc += KC) {
+            int64_t kc = min64(KC, g->K - pc);
+            bool add = g->accumulate || pc > 0;
+            const char *bk = g->B + (size_t)(pc * g->b_rs + (jc + jlo) * g->b_cs) * es;
+            const char *ak = g->A + (size_t)(pc * g->a_cs) * es;
+            char *bp = g->bp + (size_t)(jlo * kc) * es;
+            if (jhi > jlo) g->pack_b(bp, bk, g->b_rs, g->b_cs, kc, jhi - jlo, (int)NR);
+            if (!g->split_n) {
+                barrier(nt);  // B's panels are packed
+                for (int64_t ic = mlo; ic < mhi; ic += MC) {
+                    int64_t mc = min64(MC, mhi - ic);
+                    g->pack_a(ap, ak + (size_t)(ic * g->a_rs) * es, g->a_rs, g->a_cs, mc, kc,
+                              (int)MR);
+                    macro_kernel(g, ap, g->bp, mc, nc, kc,
+                                 g->C + (size_t)(ic * g->c_rs + jc) * es, add);
+                }
+                barrier(nt);  // nobody reads B's panels any more
+            } else {
+                for (int64_t ic = 0; ic < g->M; ic += MC) {
+                    int64_t mc = min64(MC, g->M - ic), plo, phi;
+                    share(cdiv(mc, MR), t, nt, &plo, &phi);
+                    int64_t ilo = plo * MR, ihi = min64(mc, phi * MR);
+                    if (ihi > ilo)
+                        g->pack_a(ap + (size_t)(ilo * kc) * es,
+                                  ak + (size_t)((ic + ilo) * g->a_rs) * es, g->a_rs, g->a_cs,
+                                  ihi - ilo, kc, (int)MR);
+                    barrier(nt);  // A's panels are packed
+                    if (jhi > jlo)
+                        macro_kernel(g, ap, bp, mc, jhi - jlo, kc,
+                                     g->C + (size_t)(ic * g->c_rs + jc + jlo) * es, add);
+                    barrier(nt);  // nobody reads A's panels any more
+                }
+            }
+        }
+    }
+}
+
+// C (M, N), unit column stride, (+)= A B through the packed kernels; M, N, K >= 1. The number
+// of threads and how they split C depend on the shape only; the values on neither.
+static void gemm_packed(tt_dtype dtype, int64_t M, int64_t N, int64_t K, const void *A,
+                        int64_t a_rs, int64_t a_cs, const void *B, int64_t b_rs, int64_t b_cs,
+                        void *C, int64_t c_rs, bool accumulate) {
+    const tt_k_gemm_kernel *kn = kernel_for(dtype);
+    size_t es = tt_dtype_size(dtype);
+    gemm_job g = {
+        .kern = kn, .es = es,
+        .pack_a = dtype == TT_F32 ? pack_a_f32 : pack_a_f64,
+        .pack_b = dtype == TT_F32 ? pack_b_f32 : pack_b_f64,
+        .M = M, .N = N, .K = K, .A = A, .B = B,
+        .a_rs = a_rs, .a_cs = a_cs, .b_rs = b_rs, .b_cs = b_cs,
+        .C = C, .c_rs = c_rs, .accumulate = accumulate,
+    };
+    // Threads: whichever split of C's panels balances better (rows on a tie).
+    int64_t mpan = cdiv(M, kn->mr), npan = cdiv(min64(N, NC), kn->nr);
+    int nt = 2.0 * (double)M * (double)N * (double)K < PAR_MIN_FLOPS ? 1 : max_threads();
+    nt = (int)min64(nt, max64(mpan, npan));
+    if (nt > 1) {
+        double em = (double)mpan / (double)(nt * cdiv(mpan, nt));
+        double en = (double)npan / (double)(nt * cdiv(npan, nt));
+        g.split_n = en > em;
+    }
+    g.bp = ws_get(&ws_b, (size_t)(KC * cdiv(min64(N, NC), kn->nr) * kn->nr) * es +
+                             (g.split_n ? (size_t)(MC * KC) * es : 0));
+    g.ap = g.split_n ? g.bp + (size_t)(KC * cdiv(min64(N, NC), kn->nr) * kn->nr) * es : NULL;
+    if (nt <= 1) {
+        gemm_thread(&g, 0, 1);
+        return;
+    }
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt)
+    gemm_thread(&g, omp_get_thread_num(), omp_get_num_threads());
+#endif
+}
+
+// ---- dot products and matrix-vector products (no packing) ----
+// dot: sum_k a[k as] b[k bs] with each run of up to KC products summed in 8 lanes of T (the
+// lanes added pairwise) and the runs in double. gemv_cols: y[i] (+)= sum_k A[i, k] x[k] for A
+// with contiguous columns (A[i, k] = a[i + k cs]), column updates of a run of KC steps in T,
+// the runs in double, 256 rows at a time.
+#define GEMV_ROWS 256
+#define DEFINE_DOT(T, S)                                                                      \
+    static double dot_##S(int64_t K, const T *a, int64_t as, const T *b, int64_t bs) {        \
+        double acc = 0;                                                                       \
+        for (int64_t k0 = 0; k0 < K; k0 += KC) {                                              \
+            int64_t kc = min64(KC, K - k0), k = 0;                                            \
+            T lane[8] = {0};                                                                  \
+            const T *ak = a + k0 * as, *bk = b + k0 * bs;                                     \
+            if (as == 1 && bs == 1)                                                           \
+                for (; k + 8 <= kc; k += 8)                                                   \
+                    for (int l = 0; l < 8; l++) lane[l] += ak[k + l] * bk[k + l];             \
+            for (; k < kc; k++) lane[k & 7] += ak[k * as] * bk[k * bs];                       \
+            acc += (double)(((lane[0] + lane[4]) + (lane[1] + lane[5])) +                     \
+                            ((lane[2] + lane[6]) + (lane[3] + lane[7])));                     \
+        }                                                                                     \
+        return acc;                                                                           \
+    }                                                                                         \
+    static void gemv_cols_##S(int64_t M, int64_t K, const T *a, int64_t cs, const T *x,       \
+                              int64_t xs, T *y, int64_t ys, bool accumulate) {                \
+        for (int64_t i0 = 0; i0 < M; i0 += GEMV_ROWS) {                                       \
+            int64_t m = min64(GEMV_ROWS, M - i0);                                             \
+            double acc[GEMV_ROWS];                                                            \
+            T run[GEMV_ROWS];                                                                 \
+            for (int64_t i = 0; i < m; i++) acc[i] = 0;                                       \
             for (int64_t k0 = 0; k0 < K; k0 += KC) {                                          \
-                int64_t kc = min64(KC, K - k0), k = 0;                                        \
-                T lane[8] = {0};                                                              \
-                if (a_cs == 1 && xs == 1) {                                                   \
-                    const T *ak = ai + k0, *xk = x + k0;                                      \
-                    for (; k + 8 <= kc; k += 8)                                               \
-                        for (int l = 0; l < 8; l++) lane[l] += ak[k + l] * xk[k + l];         \
+                int64_t kc = min64(KC, K - k0);                                               \
+                for (int64_t i = 0; i < m; i++) run[i] = 0;                                   \
+                for (int64_t k = k0; k < k0 + kc; k++) {                                      \
+                    const T *ak = a + i0 + k * cs;                                            \
+                    T xk = x[k * xs];                                                         \
+                    for (int64_t i = 0; i < m; i++) run[i] += ak[i] * xk;                     \
                 }                                                                             \
-                for (; k < kc; k++) lane[k & 7] += ai[(k0 + k) * a_cs] * x[(k0 + k) * xs];    \
-                acc += (double)(((lane[0] + lane[4]) + (lane[1] + lane[5])) +                 \
-                                ((lane[2] + lane[6]) + (lane[3] + lane[7])));                 \
+                for (int64_t i = 0; i < m; i++) acc[i] += run[i];                             \
             }                                                                                 \
-            T *ci = c + i * c_rs;                                                             \
-            *ci = accumulate ? (T)((double)*ci + acc) : (T)acc;                               \
+            for (int64_t i = 0; i < m; i++) {                                                 \
+                T *yi = y + (i0 + i) * ys;                                                    \
+                *yi = accumulate ? (T)((double)*yi + acc[i]) : (T)acc[i];                     \
+            }                                                                                 \
         }                                                                                     \
     }
 
-DEFINE_GEMV(float, f32)
-DEFINE_GEMV(double, f64)
-
-// ---- GEMM core ----
-// C[i, j] (+)= sum_k A[i, k] B[k, j]. For each block of C (MC x NC) and each run of KC steps
-// of k, one row of C is built in `run` (type T) by row updates over B's rows, then added to
-// the block's double accumulator `acc`; the block is written to C at the end. B's block is
-// read in place when its rows are contiguous (b_cs == 1), otherwise packed row-major first.
-#define DEFINE_GEMM_CORE(T, S)                                                                \
-    static void gemm_core_##S(int64_t M, int64_t N, int64_t K, const T *A, int64_t a_rs,      \
-                              int64_t a_cs, const T *B, int64_t b_rs, int64_t b_cs, T *C,      \
-                              int64_t c_rs, int64_t c_cs, bool accumulate) {                  \
-        if (N == 1) {                                                                         \
-            gemv_##S(M, K, A, a_rs, a_cs, B, b_rs, C, c_rs, accumulate);                      \
-            return;                                                                           \
-        }                                                                                     \
-        bool pack = b_cs != 1;                                                                \
-        int64_t mcap = min64(M, MC), ncap = min64(N, NC), kcap = min64(K, KC);                \
-        double *acc = TT_MALLOC((size_t)(mcap * ncap) * sizeof *acc); /* (MC, NC) */         \
-        T *run = TT_MALLOC((size_t)ncap * sizeof *run);               /* (NC,) */            \
-        T *bp = pack ? TT_MALLOC((size_t)(kcap * ncap) * sizeof *bp) : NULL; /* (KC, NC) */  \
-        for (int64_t j0 = 0; j0 < N; j0 += NC) {                                              \
-            int64_t nc = min64(NC, N - j0);                                                   \
-            for (int64_t i0 = 0; i0 < M; i0 += MC) {                                          \
-                int64_t mc = min64(MC, M - i0);                                               \
-                memset(acc, 0, (size_t)(mc * nc) * sizeof *acc);                              \
-                for (int64_t k0 = 0; k0 < K; k0 += KC) {                                      \
-                    int64_t kc = min64(KC, K - k0);                                           \
-                    const T *bk = B + k0 * b_rs + j0 * b_cs; /* (kc, nc) block of B */       \
-                    int64_t bk_rs = b_rs;                                                     \
-                    if (pack) {                                                               \
-                        pack_##S(bp, bk, kc, nc, b_rs, b_cs);                                 \
-                        bk = bp;                                                              \
-                        bk_rs = nc;                                                           \
-                    }                                                                         \
-                    for (int64_t i = 0; i < mc; i++) {                                        \
-                        const T *ai = A + (i0 + i) * a_rs + k0 * a_cs; /* (kc,) */           \
-                        memset(run, 0, (size_t)nc * sizeof *run);                             \
-                        int64_t k = 0;                                                        \
-                        for (; k + 4 <= kc; k += 4)                                           \
-                            axpy4_##S(nc, ai[k * a_cs], ai[(k + 1) * a_cs],                   \
-                                      ai[(k + 2) * a_cs], ai[(k + 3) * a_cs],                 \
-                                      bk + k * bk_rs, bk + (k + 1) * bk_rs,                   \
-                                      bk + (k + 2) * bk_rs, bk + (k + 3) * bk_rs, run);       \
-                        for (; k < kc; k++) axpy1_##S(nc, ai[k * a_cs], bk + k * bk_rs, run); \
-                        double *acc_i = acc + i * nc;                                         \
-                        for (int64_t j = 0; j < nc; j++) acc_i[j] += run[j];                  \
-                    }                                                                         \
-                }                                                                             \
-                for (int64_t i = 0; i < mc; i++) {                                            \
-                    T *ci = C + (i0 + i) * c_rs + j0 * c_cs;                                  \
-                    const double *acc_i = acc + i * nc;                                       \
-                    if (accumulate)                                                           \
-                        for (int64_t j = 0; j < nc; j++)                                      \
-                            ci[j * c_cs] = (T)((double)ci[j * c_cs] + acc_i[j]);              \
-                    else                                                                      \
-                        for (int64_t j = 0; j < nc; j++) ci[j * c_cs] = (T)acc_i[j];          \
-                }                                                                             \
-            }                                                                                 \
-        }                                                                                     \
-        tt_free(bp);                                                                          \
-        tt_free(run);                                                                         \
-        tt_free(acc);                                                                         \
-    }
-
-DEFINE_GEMM_CORE(float, f32)
-DEFINE_GEMM_CORE(double, f64)
+DEFINE_DOT(float, f32)
+DEFINE_DOT(double, f64)
 
 // ---- single GEMM ----
-// When A's columns are contiguous (A transposed) and B's rows are not, compute C^T = B^T A^T
-// instead: the right operand, A^T, then has contiguous rows and nothing is packed. Likewise
-// for a matrix-vector product with A transposed: b^T A^T is a row update over A^T's rows.
-#define DEFINE_GEMM(T, S)                                                                     \
+// Matrix-vector products (N == 1, or M == 1 read as C^T = B^T A^T) and tiny or few-output
+// products take the unpacked paths; everything else is packed. A C whose columns are not
+// contiguous is computed as C^T = B^T A^T when its rows are, else through a contiguous copy.
+#define DEFINE_GEMM(T, S)                                                                 \
+    static void gemm_unit_cs_##S(int64_t M, int64_t N, int64_t K, const T *A, int64_t a_rs,   \
+                                 int64_t a_cs, const T *B, int64_t b_rs, int64_t b_cs, T *C,  \
+                                 int64_t c_rs, bool accumulate);                              \
     void tt_k_gemm_##S(int64_t M, int64_t N, int64_t K, const T *A, int64_t a_rs,              \
                        int64_t a_cs, const T *B, int64_t b_rs, int64_t b_cs, T *C,             \
                        int64_t c_rs, int64_t c_cs, bool accumulate) {                         \
         if (M <= 0 || N <= 0) return;                                                         \
-        bool at_rows = a_rs == 1 && M > 1;                                                    \
-        if (N == 1 ? at_rows && a_cs != 1 : at_rows && b_cs != 1)                             \
-            gemm_core_##S(N, M, K, B, b_cs, b_rs, A, a_cs, a_rs, C, c_cs, c_rs, accumulate);  \
-        else                                                                                  \
-            gemm_core_##S(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, c_rs, c_cs, accumulate);  \
+        if (K <= 0) {                                                                         \
+            if (!accumulate)                                                                  \
+                for (int64_t i = 0; i < M; i++)                                               \
+                    for (int64_t j = 0; j < N; j++) C[i * c_rs + j * c_cs] = 0;               \
+            return;                                                                           \
+        }                                                                                     \
+        if (M == 1 && N > 1) { /* c^T (N, 1) = B^T (N, K) a^T (K, 1) */                      \
+            tt_k_gemm_##S(N, 1, K, B, b_cs, b_rs, A, a_cs, a_rs, C, c_cs, c_rs, accumulate);  \
+            return;                                                                           \
+        }                                                                                     \
+        if (N == 1) {                                                                         \
+            if (a_rs == 1 && a_cs != 1 && M > 1) {                                            \
+                gemv_cols_##S(M, K, A, a_cs, B, b_rs, C, c_rs, accumulate);                   \
+            } else {                                                                          \
+                for (int64_t i = 0; i < M; i++) {                                             \
+                    double s = dot_##S(K, A + i * a_rs, a_cs, B, b_rs);                       \
+                    T *ci = C + i * c_rs;                                                     \
+                    *ci = accumulate ? (T)((double)*ci + s) : (T)s;                           \
+                }                                                                             \
+            }                                                                                 \
+            return;                                                                           \
+        }                                                                                     \
+        if (M * N * K <= TINY_MACS || M * N <= DOT_MAX_OUT) {                                 \
+            for (int64_t i = 0; i < M; i++)                                                   \
+                for (int64_t j = 0; j < N; j++) {                                             \
+                    double s = dot_##S(K, A + i * a_rs, a_cs, B + j * b_cs, b_rs);            \
+                    T *cij = C + i * c_rs + j * c_cs;                                         \
+                    *cij = accumulate ? (T)((double)*cij + s) : (T)s;                         \
+                }                                                                             \
+            return;                                                                           \
+        }                                                                                     \
+        if (c_cs == 1) {                                                                      \
+            gemm_unit_cs_##S(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, c_rs, accumulate);     \
+        } else if (c_rs == 1) { /* C^T (N, M) = B^T A^T, rows of C^T contiguous */            \
+            gemm_unit_cs_##S(N, M, K, B, b_cs, b_rs, A, a_cs, a_rs, C, c_cs, accumulate);     \
+        } else { /* through a contiguous copy of C */                                        \
+            T *t = TT_MALLOC((size_t)(M * N) * sizeof *t);                                    \
+            if (accumulate)                                                                   \
+                for (int64_t i = 0; i < M; i++)                                               \
+                    for (int64_t j = 0; j < N; j++) t[i * N + j] = C[i * c_rs + j * c_cs];    \
+            gemm_unit_cs_##S(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, t, N, accumulate);        \
+            for (int64_t i = 0; i < M; i++)                                                   \
+                for (int64_t j = 0; j < N; j++) C[i * c_rs + j * c_cs] = t[i * N + j];        \
+            tt_free(t);                                                                       \
+        }                                                                                     \
     }
+
+// f64 sums in double already: no split.
+static void gemm_unit_cs_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t a_rs,
+                             int64_t a_cs, const double *B, int64_t b_rs, int64_t b_cs,
+                             double *C, int64_t c_rs, bool accumulate) {
+    gemm_packed(TT_F64, M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, c_rs, accumulate);
+}
+
+// f32: K <= KSPLIT directly; longer reductions in chunks of KSPLIT steps, each into a float
+// scratch C, added in double.
+static void gemm_unit_cs_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t a_rs,
+                             int64_t a_cs, const float *B, int64_t b_rs, int64_t b_cs, float *C,
+                             int64_t c_rs, bool accumulate) {
+    if (K <= KSPLIT) {
+        gemm_packed(TT_F32, M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, c_rs, accumulate);
+        return;
+    }
+    float *part = TT_MALLOC((size_t)(M * N) * sizeof *part);  // (M, N)
+    double *acc = TT_MALLOC((size_t)(M * N) * sizeof *acc);   // (M, N)
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) acc[i * N + j] = accumulate ? C[i * c_rs + j] : 0;
+    for (int64_t k0 = 0; k0 < K; k0 += KSPLIT) {
+        gemm_packed(TT_F32, M, N, min64(KSPLIT, K - k0), A + k0 * a_cs, a_rs, a_cs,
+                    B + k0 * b_rs, b_rs, b_cs, part, N, false);
+        for (int64_t i = 0; i < M * N; i++) acc[i] += part[i];
+    }
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) C[i * c_rs + j] = (float)acc[i * N + j];
+    tt_free(acc);
+    tt_free(part);
+}
 
 DEFINE_GEMM(float, f32)
 DEFINE_GEMM(double, f64)
@@ -194,6 +490,34 @@ static bool fold(int64_t *n, int64_t *s0, int64_t bs0, int64_t *s1, int64_t bs1,
     return true;
 }
 
+typedef struct batch_plan {
+    tt_dtype dtype;
+    int nb;
+    int64_t shape[TT_MAX_DIMS];
+    int64_t bs[3][TT_MAX_DIMS];  // A, B, C
+    int64_t M, N, K;
+    tt_k_matrix A, B, C;
+    bool accumulate;
+} batch_plan;
+
+// The product at row-major batch index q.
+static void batch_item(const batch_plan *p, int64_t q) {
+    int64_t off[3] = {0, 0, 0};
+    for (int d = p->nb - 1; d >= 0; d--) {
+        int64_t i = q % p->shape[d];
+        q /= p->shape[d];
+        for (int o = 0; o < 3; o++) off[o] += i * p->bs[o][d];
+    }
+    if (p->dtype == TT_F32)
+        tt_k_gemm_f32(p->M, p->N, p->K, (const float *)p->A.data + off[0], p->A.rs, p->A.cs,
+                      (const float *)p->B.data + off[1], p->B.rs, p->B.cs,
+                      (float *)p->C.data + off[2], p->C.rs, p->C.cs, p->accumulate);
+    else
+        tt_k_gemm_f64(p->M, p->N, p->K, (const double *)p->A.data + off[0], p->A.rs, p->A.cs,
+                      (const double *)p->B.data + off[1], p->B.rs, p->B.cs,
+                      (double *)p->C.data + off[2], p->C.rs, p->C.cs, p->accumulate);
+}
+
 void tt_k_gemm_batched(tt_dtype dtype, int nbatch, const int64_t *batch, int64_t M, int64_t N,
                        int64_t K, const tt_k_matrix *a, const tt_k_matrix *b,
                        const tt_k_matrix *c, bool accumulate) {
@@ -205,43 +529,44 @@ void tt_k_gemm_batched(tt_dtype dtype, int nbatch, const int64_t *batch, int64_t
         TT_CHECK(accumulate || batch[d] == 1 || c->bs[d] != 0,
                  "C is broadcast along batch dim %d (size %lld): the products would be summed "
                  "into it, which needs accumulate", d, (long long)batch[d]);
-    tt_k_matrix A = *a, B = *b, C = *c;
+    batch_plan p = {.dtype = dtype, .M = M, .N = N, .K = K, .A = *a, .B = *b, .C = *c,
+                    .accumulate = accumulate};
     // Fold what can be folded (innermost first); keep the other dims of size > 1. A dim along
     // which C is broadcast can only fold into K: folding it into M or N would make C's rows
     // (or columns) overlap.
-    int nb = 0;
-    int64_t shape[TT_MAX_DIMS], a_bs[TT_MAX_DIMS], b_bs[TT_MAX_DIMS], c_bs[TT_MAX_DIMS];
     bool keep[TT_MAX_DIMS];
     for (int d = nbatch - 1; d >= 0; d--) {
         int64_t s = batch[d];
         keep[d] = !(s == 1 ||
-                    (c->bs[d] != 0 && fold(&M, &A.rs, a->bs[d], &C.rs, c->bs[d], b->bs[d], s)) ||
-                    (c->bs[d] != 0 && fold(&N, &B.cs, b->bs[d], &C.cs, c->bs[d], a->bs[d], s)) ||
-                    fold(&K, &A.cs, a->bs[d], &B.rs, b->bs[d], c->bs[d], s));
+                    (c->bs[d] != 0 &&
+                     fold(&p.M, &p.A.rs, a->bs[d], &p.C.rs, c->bs[d], b->bs[d], s)) ||
+                    (c->bs[d] != 0 &&
+                     fold(&p.N, &p.B.cs, b->bs[d], &p.C.cs, c->bs[d], a->bs[d], s)) ||
+                    fold(&p.K, &p.A.cs, a->bs[d], &p.B.rs, b->bs[d], c->bs[d], s));
     }
+    bool reduce = false;  // some products sum into the same C
+    int64_t items = 1;
     for (int d = 0; d < nbatch; d++) {
         if (!keep[d]) continue;
-        shape[nb] = batch[d];
-        a_bs[nb] = a->bs[d];
-        b_bs[nb] = b->bs[d];
-        c_bs[nb] = c->bs[d];
-        nb++;
+        p.shape[p.nb] = batch[d];
+        p.bs[0][p.nb] = a->bs[d];
+        p.bs[1][p.nb] = b->bs[d];
+        p.bs[2][p.nb] = c->bs[d];
+        reduce |= c->bs[d] == 0;
+        items *= batch[d];
+        p.nb++;
     }
-    const int64_t *strides[3] = {a_bs, b_bs, c_bs};
-    tt__iter it;
-    if (!tt__iter_init(&it, nb, shape, 3, strides, NULL)) return;
-    do {
-        for (int64_t i = 0; i < it.inner; i++) {
-            int64_t oa = it.off[0] + i * it.istride[0], ob = it.off[1] + i * it.istride[1];
-            int64_t oc = it.off[2] + i * it.istride[2];
-            if (dtype == TT_F32)
-                tt_k_gemm_f32(M, N, K, (const float *)A.data + oa, A.rs, A.cs,
-                              (const float *)B.data + ob, B.rs, B.cs, (float *)C.data + oc,
-                              C.rs, C.cs, accumulate);
-            else
-                tt_k_gemm_f64(M, N, K, (const double *)A.data + oa, A.rs, A.cs,
-                              (const double *)B.data + ob, B.rs, B.cs, (double *)C.data + oc,
-                              C.rs, C.cs, accumulate);
-        }
-    } while (tt__iter_next(&it));
+    // A stack of small products: one product per thread, a fixed contiguous share each (the
+    // products write disjoint C, and each is computed as it would be alone).
+    double flops = 2.0 * (double)p.M * (double)p.N * (double)p.K;
+    int nt = max_threads();
+    if (!reduce && nt > 1 && items >= nt && flops < BATCH_PAR_MAX_FLOPS &&
+        flops * (double)items >= PAR_MIN_FLOPS) {
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t q = 0; q < items; q++) batch_item(&p, q);
+        return;
+#endif
+    }
+    for (int64_t q = 0; q < items; q++) batch_item(&p, q);  // in order: reductions too
 }

@@ -1,6 +1,7 @@
-// Internal interface of the matrix-product kernels: a strided GEMM per dtype and a batched
-// driver over broadcast batch dims. Raw pointers and sizes only, no autograd. Not installed;
-// the portable kernels behind it are meant to be swapped for packed SIMD ones.
+// Internal interface of the matrix-product kernels: a strided GEMM per dtype, a batched driver
+// over broadcast batch dims, the micro-kernel table of the packed GEMM (tensor/gemm_*.c) and a
+// selector that forces one SIMD path (for tests and benchmarks). Raw pointers and sizes only,
+// no autograd. Not installed.
 #ifndef TT_KERNELS_MATMUL_H
 #define TT_KERNELS_MATMUL_H
 
@@ -13,10 +14,20 @@
 // C = A B (accumulate false) or C += A B (accumulate true), with A (M, K), B (K, N), C (M, N)
 // each addressed through its own row and column strides in elements (any sign, so transposed
 // and sliced views are read in place; a stride along a dim of size 1 is ignored). C must not
-// overlap A or B. Deterministic: the summation order over k depends only on M, N, K and the
-// layout, never on threads. f32 sums each run of up to TT_K_GEMM_KC products in float and the
-// runs in double; f64 sums in double.
-#define TT_K_GEMM_KC 128
+// overlap A or B. M, N, K >= 0.
+//
+// Deterministic: the summation order over k depends only on M, N, K, the layout and the SIMD
+// path (tt_k_gemm_path), never on the number of threads or on timing, so results are bitwise
+// identical for any OMP_NUM_THREADS and run to run.
+//
+// Accuracy. f64 sums in double. f32, packed path (the fast one): each C element is a chain of
+// float FMAs over a block of up to TT_K_GEMM_KC steps of k, the blocks added to C in float, as
+// BLAS does; when K > TT_K_GEMM_KSPLIT, K is cut into chunks of TT_K_GEMM_KSPLIT steps whose
+// float results are summed in double, so the error of a long reduction (a weight gradient
+// whose K is B*T) stays bounded. f32 matrix-vector products (M == 1 or N == 1) and tiny ones
+// sum each run of up to TT_K_GEMM_KC products in float and the runs in double.
+#define TT_K_GEMM_KC 256
+#define TT_K_GEMM_KSPLIT 4096
 
 void tt_k_gemm_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t a_rs, int64_t a_cs,
                    const float *B, int64_t b_rs, int64_t b_cs, float *C, int64_t c_rs,
@@ -37,12 +48,55 @@ typedef struct tt_k_matrix {
 
 // For every index of `batch` (nbatch dims): C[idx] (+)= A[idx] B[idx], with A (M, K), B (K, N),
 // C (M, N) in `dtype` (TT_F32 or TT_F64). When C has a batch stride of 0 on a dim of size > 1,
-// the products of that dim are summed into the same C (a reduction over a broadcast dim, as a
-// gradient needs); that requires accumulate (zero C first for a plain sum). Batch dims laid
-// out as a continuation of a matrix dim are folded into M, N or K, so (B, T, C) @ (C, D) is one
-// GEMM with M = B*T, and its weight gradient one GEMM with K = B*T.
+// the products of that dim are summed into the same C in batch order (a reduction over a
+// broadcast dim, as a gradient needs); that requires accumulate (zero C first for a plain sum).
+// Batch dims laid out as a continuation of a matrix dim are folded into M, N or K, so
+// (B, T, C) @ (C, D) is one GEMM with M = B*T, and its weight gradient one GEMM with K = B*T.
+// Threads: a stack of small products (attention's B*NH matrices) runs its matrices in
+// parallel, one thread each; otherwise each product splits its blocks between threads. Either
+// way every element is computed by the same code, so results do not depend on the threads.
 void tt_k_gemm_batched(tt_dtype dtype, int nbatch, const int64_t *batch, int64_t M, int64_t N,
                        int64_t K, const tt_k_matrix *a, const tt_k_matrix *b,
                        const tt_k_matrix *c, bool accumulate);
+
+// ---- SIMD path ----
+// AUTO picks the widest the CPU supports (cpuid, at the first GEMM): AVX-512F, else AVX2 +
+// FMA, else the portable C kernels. The others force one path; tests use them to check every
+// kernel. Results differ between paths in the last bits (FMA or not, vector width), never
+// between thread counts.
+typedef enum tt_k_gemm_path {
+    TT_K_GEMM_AUTO,
+    TT_K_GEMM_GENERIC,
+    TT_K_GEMM_AVX2,
+    TT_K_GEMM_AVX512,
+    TT_K_GEMM_PATH_COUNT
+} tt_k_gemm_path;
+
+bool tt_k_gemm_path_supported(tt_k_gemm_path path);  // by this CPU (AUTO and GENERIC: always)
+const char *tt_k_gemm_path_name(tt_k_gemm_path path);
+// Forces `path` for every following GEMM (aborts if the CPU lacks it); returns the previous
+// setting. Not thread-safe: call it between products, not during one.
+tt_k_gemm_path tt_k_gemm_set_path(tt_k_gemm_path path);
+tt_k_gemm_path tt_k_gemm_active_path(void);  // the path AUTO resolves to, or the forced one
+
+// ---- micro-kernels of the packed GEMM (tensor/gemm_generic.c, gemm_avx2.c, gemm_avx512.c) ----
+// c[i * ldc + j] (+)= sum_k a[k * mr_max + i] * b[k * nr_max + j] for i < mr, j < nr: one tile
+// of C (unit column stride) from a packed panel of A (kc, MR) and one of B (kc, NR), both
+// zero-padded to the full tile. add false overwrites the tile. Each element is one chain over
+// k in order (an FMA chain on the SIMD paths), so a tile computes the same bits whatever its
+// position, edge or not.
+typedef void (*tt_k_ukernel)(int64_t kc, const void *a, const void *b, void *c, int64_t ldc,
+                             int mr, int nr, bool add);
+
+typedef struct tt_k_gemm_kernel {
+    const char *name;
+    int mr, nr;            // tile rows (broadcast from A) and columns (vector loads of B)
+    tt_k_ukernel full;     // any mr <= MR, nr <= NR
+    tt_k_ukernel narrow;   // nr <= NR / 2 (a cheaper last panel), or NULL
+} tt_k_gemm_kernel;
+
+extern const tt_k_gemm_kernel tt_k_gemm_generic_f32, tt_k_gemm_generic_f64;
+extern const tt_k_gemm_kernel tt_k_gemm_avx2_f32, tt_k_gemm_avx2_f64;
+extern const tt_k_gemm_kernel tt_k_gemm_avx512_f32, tt_k_gemm_avx512_f64;
 
 #endif  // TT_KERNELS_MATMUL_H

@@ -1,0 +1,126 @@
+// SGEMM throughput of the matrix-product kernel (tensor/kernels_matmul.c): 1024^3 at 1 and 2
+// threads, and the products of a baby and a mid GPT training step in the layouts the model runs
+// them (forward NT, input gradient NN, weight gradient TN). Prints `bench gemm ...` lines; never
+// part of `make test`, never an assertion.
+//
+//   bench_gemm              every figure
+//   bench_gemm M N K LAYOUT THREADS [REPS]   one figure (LAYOUT nn, nt or tn)
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "tinytorch.h"
+#include "tensor/kernels_matmul.h"
+
+// Letters: C (M, N) = A (M, K) @ B (K, N). Layouts name how A and B sit in memory: nn both
+// row-major; nt B stored as (N, K) (x @ W^T, a Linear's forward); tn A stored as (K, M)
+// (x^T @ g, a Linear's weight gradient).
+
+#define TIMED_RUNS 7
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void set_threads(int t) {
+#ifdef _OPENMP
+    omp_set_num_threads(t);
+#else
+    (void)t;
+#endif
+}
+
+static float *rand_buf(int64_t n, uint64_t *state) {
+    float *p = malloc((size_t)n * sizeof *p);
+    if (!p) {
+        fprintf(stderr, "bench_gemm: out of memory\n");
+        exit(1);
+    }
+    for (int64_t i = 0; i < n; i++) {  // xorshift64*, uniform in [-1, 1)
+        *state ^= *state >> 12;
+        *state ^= *state << 25;
+        *state ^= *state >> 27;
+        uint64_t r = *state * 2685821657736338717ull;
+        p[i] = (float)((double)(r >> 40) / (double)(1ull << 24) * 2 - 1);
+    }
+    return p;
+}
+
+// One figure: a warm-up, then TIMED_RUNS runs of `reps` products each (reps chosen so a run
+// takes about 20 ms unless given), and the median run's GFLOPS.
+static void bench_one(int64_t M, int64_t N, int64_t K, const char *layout, int threads,
+                      int reps) {
+    uint64_t state = 0x9e3779b97f4a7c15ull ^ (uint64_t)(M * 31 + N * 17 + K);
+    float *A = rand_buf(M * K, &state), *B = rand_buf(K * N, &state);
+    float *C = rand_buf(M * N, &state);
+    bool ta = strcmp(layout, "tn") == 0, tb = strcmp(layout, "nt") == 0;
+    int64_t a_rs = ta ? 1 : K, a_cs = ta ? M : 1;  // A (M, K), stored (K, M) when ta
+    int64_t b_rs = tb ? 1 : N, b_cs = tb ? K : 1;  // B (K, N), stored (N, K) when tb
+    set_threads(threads);
+    double flops = 2.0 * (double)M * (double)N * (double)K;
+    tt_k_gemm_f32(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, N, 1, false);  // warm-up
+    if (reps <= 0) {
+        double t0 = now_s();
+        tt_k_gemm_f32(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, N, 1, false);
+        double dt = now_s() - t0;
+        reps = dt > 0 ? (int)(0.02 / dt) : 1000;
+        reps = reps < 1 ? 1 : reps > 10000 ? 10000 : reps;
+    }
+    double gflops[TIMED_RUNS];
+    for (int r = 0; r < TIMED_RUNS; r++) {
+        double t0 = now_s();
+        for (int i = 0; i < reps; i++)
+            tt_k_gemm_f32(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, N, 1, false);
+        gflops[r] = flops * reps / (now_s() - t0) * 1e-9;
+    }
+    qsort(gflops, TIMED_RUNS, sizeof gflops[0], cmp_double);
+    printf("bench gemm m=%lld n=%lld k=%lld layout=%s threads=%d gflops=%.1f\n", (long long)M,
+           (long long)N, (long long)K, layout, threads, gflops[TIMED_RUNS / 2]);
+    fflush(stdout);
+    free(A);
+    free(B);
+    free(C);
+}
+
+// A Linear of `in` -> `out` features over R = B*T rows: forward R x out x in (NT), input
+// gradient R x in x out (NN), weight gradient in x out x R (TN).
+static void bench_linear(int64_t R, int64_t in, int64_t out, int threads) {
+    bench_one(R, out, in, "nt", threads, 0);
+    bench_one(R, in, out, "nn", threads, 0);
+    bench_one(in, out, R, "tn", threads, 0);
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 6) {
+        bench_one(atoll(argv[1]), atoll(argv[2]), atoll(argv[3]), argv[4], atoi(argv[5]),
+                  argc >= 7 ? atoi(argv[6]) : 0);
+        return 0;
+    }
+    if (argc != 1) {
+        fprintf(stderr, "usage: %s [M N K nn|nt|tn THREADS [REPS]]\n", argv[0]);
+        return 2;
+    }
+    bench_one(1024, 1024, 1024, "nn", 1, 0);
+    bench_one(1024, 1024, 1024, "nn", 2, 0);
+    bench_one(1024, 1024, 1024, "nt", 2, 0);
+    bench_one(1024, 1024, 1024, "tn", 2, 0);
+    // baby GPT step: B*T = 12 * 64 rows, C = 128 (qkv 128 -> 384, MLP 128 -> 512 -> 128,
+    // lm head 128 -> 65)
+    const int64_t baby[4][2] = {{128, 384}, {128, 512}, {512, 128}, {128, 65}};
+    for (int i = 0; i < 4; i++) bench_linear(768, baby[i][0], baby[i][1], 2);
+    // mid GPT step: B*T = 8 * 256 rows, C = 384
+    const int64_t mid[4][2] = {{384, 1152}, {384, 1536}, {1536, 384}, {384, 65}};
+    for (int i = 0; i < 4; i++) bench_linear(2048, mid[i][0], mid[i][1], 2);
+    return 0;
+}

@@ -1,0 +1,378 @@
+// Check suite of the GEMM kernel layer (tensor/kernels_matmul.c, tensor/gemm_*.c): every SIMD
+// path the CPU has (generic, AVX2, AVX-512) against a naive double-precision reference over
+// many shapes (1, primes, tile and block edges +-1, split-K), layouts (NN, NT, TN, TT, strided
+// and transposed C) and modes (overwrite, accumulate); bitwise-identical results for 1 and 2
+// threads; the batched driver; the path selector. tt_matmul's own tests: test_ops_matmul.c.
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "test_util.h"
+#include "tensor/kernels_matmul.h"
+
+// Letters: C (M, N) (+)= A (M, K) @ B (K, N).
+
+// ---- helpers ----
+
+static uint64_t rng_state;
+
+static double urand(void) {  // uniform in [-1, 1), xorshift64*
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return (double)((rng_state * 2685821657736338717ull) >> 11) / (double)(1ull << 53) * 2 - 1;
+}
+
+static void *rand_buf(tt_dtype dt, int64_t n) {
+    size_t es = dt == TT_F32 ? sizeof(float) : sizeof(double);
+    void *p = malloc((size_t)(n > 0 ? n : 1) * es);
+    ck_assert_ptr_nonnull(p);
+    for (int64_t i = 0; i < n; i++) {
+        if (dt == TT_F32) ((float *)p)[i] = (float)urand();
+        else ((double *)p)[i] = urand();
+    }
+    return p;
+}
+
+static double get(tt_dtype dt, const void *p, int64_t i) {
+    return dt == TT_F32 ? ((const float *)p)[i] : ((const double *)p)[i];
+}
+
+static void gemm(tt_dtype dt, int64_t M, int64_t N, int64_t K, const void *A, int64_t a_rs,
+                 int64_t a_cs, const void *B, int64_t b_rs, int64_t b_cs, void *C, int64_t c_rs,
+                 int64_t c_cs, bool accumulate) {
+    if (dt == TT_F32)
+        tt_k_gemm_f32(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, c_rs, c_cs, accumulate);
+    else
+        tt_k_gemm_f64(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, c_rs, c_cs, accumulate);
+}
+
+static void set_threads(int n) {
+#ifdef _OPENMP
+    omp_set_num_threads(n);
+#else
+    (void)n;
+#endif
+}
+
+// How the operands sit in memory. A: row-major (M, K), or stored (K, M) and read transposed.
+// B likewise. C: row-major, column-major (stored (N, M)), or every other column of a (M, 2N)
+// buffer (neither stride 1).
+typedef enum { C_ROWS, C_COLS, C_STRIDED } c_layout;
+
+typedef struct gemm_case {
+    int64_t M, N, K;
+    bool ta, tb;
+    c_layout cl;
+    bool accumulate;
+} gemm_case;
+
+static const char *case_str(const gemm_case *c, tt_dtype dt) {
+    static char buf[160];
+    snprintf(buf, sizeof buf, "%s %s M=%lld N=%lld K=%lld %c%c C=%s %s",
+             tt_k_gemm_path_name(tt_k_gemm_active_path()), dt == TT_F32 ? "f32" : "f64",
+             (long long)c->M, (long long)c->N, (long long)c->K, c->ta ? 't' : 'n',
+             c->tb ? 't' : 'n', c->cl == C_ROWS ? "rows" : c->cl == C_COLS ? "cols" : "strided",
+             c->accumulate ? "accumulate" : "overwrite");
+    return buf;
+}
+
+// Runs one case and compares every element of C with the reference in double:
+// |C - ref| <= tol (1 + sum_k |a_ik b_kj| + |c0_ij|).
+static void check_case(tt_dtype dt, const gemm_case *c, double tol) {
+    int64_t M = c->M, N = c->N, K = c->K;
+    void *A = rand_buf(dt, M * K), *B = rand_buf(dt, K * N), *C = rand_buf(dt, 2 * M * N);
+    int64_t a_rs = c->ta ? 1 : K, a_cs = c->ta ? M : 1;
+    int64_t b_rs = c->tb ? 1 : N, b_cs = c->tb ? K : 1;
+    int64_t c_rs = c->cl == C_ROWS ? N : c->cl == C_COLS ? 1 : 2 * N;
+    int64_t c_cs = c->cl == C_ROWS ? 1 : c->cl == C_COLS ? M : 2;
+    double *c0 = malloc((size_t)(M * N + 1) * sizeof *c0);
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) c0[i * N + j] = get(dt, C, i * c_rs + j * c_cs);
+    // the odd columns of a strided C must stay untouched
+    double guard = c->cl == C_STRIDED && M * N > 0 ? get(dt, C, 1) : 0;
+    gemm(dt, M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, c_rs, c_cs, c->accumulate);
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double s = c->accumulate ? c0[i * N + j] : 0, sabs = fabs(s);
+            for (int64_t k = 0; k < K; k++) {
+                double p = get(dt, A, i * a_rs + k * a_cs) * get(dt, B, k * b_rs + j * b_cs);
+                s += p;
+                sabs += fabs(p);
+            }
+            double got = get(dt, C, i * c_rs + j * c_cs);
+            ck_assert_msg(fabs(got - s) <= tol * (1 + sabs), "%s: C[%lld, %lld] = %.10g, "
+                          "expected %.10g", case_str(c, dt), (long long)i, (long long)j, got, s);
+        }
+    if (c->cl == C_STRIDED && M * N > 0)
+        ck_assert_msg(get(dt, C, 1) == guard, "%s: wrote outside C", case_str(c, dt));
+    free(c0);
+    free(A);
+    free(B);
+    free(C);
+}
+
+// The paths to test: every one the CPU supports (a path it lacks is skipped).
+static const tt_k_gemm_path paths[3] = {TT_K_GEMM_GENERIC, TT_K_GEMM_AVX2, TT_K_GEMM_AVX512};
+
+// ---- shapes against the reference ----
+
+// (M, N, K): sizes of 1, primes, the tile edges of every path (MR 4, 6, 12; NR 8, 16, 32 and
+// the half-width last panel), KC = 256 and MC = 240 +-1, a second NC block (N > 4096), split-K
+// (K > 4096), matrix-vector products in both orientations, tiny products.
+static const int64_t shapes[][3] = {
+    {1, 1, 1},     {1, 1, 7},      {2, 3, 1},      {1, 17, 5},     {17, 1, 5},
+    {1, 40, 300},  {300, 1, 300},  {5, 7, 11},     {3, 5, 2000},   {12, 32, 8},
+    {11, 31, 13},  {13, 33, 13},   {24, 64, 9},    {25, 65, 10},   {6, 16, 3},
+    {7, 17, 4},    {5, 9, 6},      {4, 8, 2},      {37, 47, 53},   {23, 15, 255},
+    {29, 17, 256}, {31, 48, 257},  {239, 40, 29},  {240, 19, 30},  {241, 33, 31},
+    {29, 67, 513}, {100, 65, 128}, {13, 4100, 3},  {9, 20, 4100},  {3, 40, 4500},
+};
+#define N_SHAPES (int)(sizeof shapes / sizeof shapes[0])
+
+// Every shape, in all four operand layouts, both modes, and (in NN) a column-major and a
+// strided C; f32 and f64; on the path selected by _i.
+START_TEST(test_path_vs_reference) {
+    tt_k_gemm_path path = paths[_i];
+    if (!tt_k_gemm_path_supported(path)) {
+        fprintf(stderr, "test_gemm: skipping the %s path (not supported by this CPU)\n",
+                tt_k_gemm_path_name(path));
+        return;
+    }
+    tt_k_gemm_path prev = tt_k_gemm_set_path(path);
+    ck_assert_int_eq(tt_k_gemm_active_path(), path);
+    rng_state = 0x1234567 + (uint64_t)_i;
+    for (int t = 0; t < 2; t++) {
+        tt_dtype dt = t == 0 ? TT_F32 : TT_F64;
+        double tol = dt == TT_F32 ? 2e-6 : 1e-14;
+        for (int s = 0; s < N_SHAPES; s++) {
+            for (int lay = 0; lay < 6; lay++) {
+                gemm_case c = {shapes[s][0], shapes[s][1], shapes[s][2], lay & 1, (lay >> 1) & 1,
+                               lay < 4 ? C_ROWS : lay == 4 ? C_COLS : C_STRIDED, false};
+                for (int acc = 0; acc < 2; acc++) {
+                    c.accumulate = acc;
+                    check_case(dt, &c, tol);
+                }
+            }
+        }
+    }
+    tt_k_gemm_set_path(prev);
+}
+END_TEST
+
+// Empty products: M or N of 0 touch nothing; K of 0 zeroes C, or leaves it when accumulating.
+START_TEST(test_empty_dims) {
+    float A[4] = {1, 2, 3, 4}, B[4] = {1, 2, 3, 4}, C[4] = {5, 6, 7, 8};
+    tt_k_gemm_f32(0, 2, 2, A, 2, 1, B, 2, 1, C, 2, 1, false);
+    tt_k_gemm_f32(2, 0, 2, A, 2, 1, B, 2, 1, C, 2, 1, false);
+    ck_assert(C[0] == 5 && C[3] == 8);
+    tt_k_gemm_f32(2, 2, 0, A, 2, 1, B, 2, 1, C, 2, 1, true);
+    ck_assert(C[0] == 5 && C[3] == 8);
+    tt_k_gemm_f32(2, 2, 0, A, 2, 1, B, 2, 1, C, 2, 1, false);
+    ck_assert(C[0] == 0 && C[1] == 0 && C[2] == 0 && C[3] == 0);
+}
+END_TEST
+
+// ---- determinism across thread counts ----
+
+// C from `threads` threads (overwrite, then accumulate once more), into out.
+static void run_threads(tt_dtype dt, const gemm_case *c, const void *A, const void *B,
+                        void *out, int threads) {
+    size_t es = dt == TT_F32 ? sizeof(float) : sizeof(double);
+    int64_t a_rs = c->ta ? 1 : c->K, a_cs = c->ta ? c->M : 1;
+    int64_t b_rs = c->tb ? 1 : c->N, b_cs = c->tb ? c->K : 1;
+    memset(out, 0, (size_t)(c->M * c->N) * es);
+    set_threads(threads);
+    gemm(dt, c->M, c->N, c->K, A, a_rs, a_cs, B, b_rs, b_cs, out, c->N, 1, false);
+    gemm(dt, c->M, c->N, c->K, A, a_rs, a_cs, B, b_rs, b_cs, out, c->N, 1, true);
+}
+
+// Products large enough to be split between threads, split by rows (M large) and by columns
+// (M of a few panels, N large), a split-K product and a second NC block: 1 and 2 threads
+// give the same bits, on every path.
+START_TEST(test_threads_bitwise) {
+    tt_k_gemm_path path = paths[_i];
+    if (!tt_k_gemm_path_supported(path)) return;
+    tt_k_gemm_path prev = tt_k_gemm_set_path(path);
+#ifdef _OPENMP
+    int saved = omp_get_max_threads();
+#endif
+    static const int64_t big[][3] = {
+        {300, 200, 100}, {13, 520, 200}, {18, 520, 200}, {36, 520, 200}, {12, 520, 201},
+        {257, 96, 260},  {40, 64, 4200}, {30, 4200, 20},
+    };
+    rng_state = 99;
+    for (int t = 0; t < 2; t++) {
+        tt_dtype dt = t == 0 ? TT_F32 : TT_F64;
+        size_t es = dt == TT_F32 ? sizeof(float) : sizeof(double);
+        for (int s = 0; s < (int)(sizeof big / sizeof big[0]); s++) {
+            for (int lay = 0; lay < 4; lay++) {
+                gemm_case c = {big[s][0], big[s][1], big[s][2], lay & 1, lay >> 1, C_ROWS, 0};
+                void *A = rand_buf(dt, c.M * c.K), *B = rand_buf(dt, c.K * c.N);
+                void *c1 = malloc((size_t)(c.M * c.N) * es), *c2 = malloc((size_t)(c.M * c.N) * es);
+                run_threads(dt, &c, A, B, c1, 1);
+                run_threads(dt, &c, A, B, c2, 2);
+                ck_assert_msg(memcmp(c1, c2, (size_t)(c.M * c.N) * es) == 0,
+                              "%s: 1 and 2 threads differ", case_str(&c, dt));
+                free(A);
+                free(B);
+                free(c1);
+                free(c2);
+            }
+        }
+    }
+#ifdef _OPENMP
+    omp_set_num_threads(saved);
+#endif
+    tt_k_gemm_set_path(prev);
+}
+END_TEST
+
+// ---- batched driver ----
+
+// Attention's shape: 2 x 3 heads of (40, 24) @ (24, 40)^T-read, then (40, 40) @ (40, 24):
+// a stack of small products run one per thread. Against the reference per matrix, and the
+// same bits for 1 and 2 threads.
+START_TEST(test_batched_stack) {
+    int64_t Bt = 2, NH = 3, T = 40, HS = 24;
+    rng_state = 7;
+    float *q = rand_buf(TT_F32, Bt * NH * T * HS), *k = rand_buf(TT_F32, Bt * NH * T * HS);
+    float *att1 = malloc((size_t)(Bt * NH * T * T) * sizeof(float));
+    float *att2 = malloc((size_t)(Bt * NH * T * T) * sizeof(float));
+    // q (B, NH, T, HS) @ k^T: k (B, NH, T, HS) read as (B, NH, HS, T)
+    tt_k_matrix mq = {.data = q, .rs = HS, .cs = 1, .bs = {NH * T * HS, T * HS}};
+    tt_k_matrix mk = {.data = k, .rs = 1, .cs = HS, .bs = {NH * T * HS, T * HS}};
+    tt_k_matrix m1 = {.data = att1, .rs = T, .cs = 1, .bs = {NH * T * T, T * T}};
+    tt_k_matrix m2 = {.data = att2, .rs = T, .cs = 1, .bs = {NH * T * T, T * T}};
+#ifdef _OPENMP
+    int saved = omp_get_max_threads();
+#endif
+    set_threads(1);
+    tt_k_gemm_batched(TT_F32, 2, (int64_t[]){Bt, NH}, T, T, HS, &mq, &mk, &m1, false);
+    set_threads(2);
+    tt_k_gemm_batched(TT_F32, 2, (int64_t[]){Bt, NH}, T, T, HS, &mq, &mk, &m2, false);
+#ifdef _OPENMP
+    omp_set_num_threads(saved);
+#endif
+    ck_assert(memcmp(att1, att2, (size_t)(Bt * NH * T * T) * sizeof(float)) == 0);
+    for (int64_t b = 0; b < Bt * NH; b++)
+        for (int64_t i = 0; i < T; i++)
+            for (int64_t j = 0; j < T; j++) {
+                double s = 0, sabs = 0;
+                for (int64_t h = 0; h < HS; h++) {
+                    double p = (double)q[(b * T + i) * HS + h] * k[(b * T + j) * HS + h];
+                    s += p;
+                    sabs += fabs(p);
+                }
+                ck_assert_close(att1[(b * T + i) * T + j], s, 2e-6 * (1 + sabs), 0);
+            }
+    free(q);
+    free(k);
+    free(att1);
+    free(att2);
+}
+END_TEST
+
+// A reduction over a broadcast batch dim (C's batch stride 0), with products big enough to be
+// threaded inside: summed into C in batch order, the same bits for 1 and 2 threads.
+START_TEST(test_batched_reduce) {
+    int64_t nb = 3, M = 70, N = 90, K = 200;
+    rng_state = 11;
+    float *a = rand_buf(TT_F32, nb * M * K), *b = rand_buf(TT_F32, nb * K * N);
+    float *c1 = calloc((size_t)(M * N), sizeof(float)), *c2 = calloc((size_t)(M * N), sizeof(float));
+    // a (nb, M, K) stored (nb, K, M): its batch dim cannot fold into K
+    tt_k_matrix ma = {.data = a, .rs = 1, .cs = M, .bs = {M * K}};
+    tt_k_matrix mb = {.data = b, .rs = N, .cs = 1, .bs = {K * N}};
+    tt_k_matrix mc1 = {.data = c1, .rs = N, .cs = 1, .bs = {0}};
+    tt_k_matrix mc2 = {.data = c2, .rs = N, .cs = 1, .bs = {0}};
+#ifdef _OPENMP
+    int saved = omp_get_max_threads();
+#endif
+    set_threads(1);
+    tt_k_gemm_batched(TT_F32, 1, (int64_t[]){nb}, M, N, K, &ma, &mb, &mc1, true);
+    set_threads(2);
+    tt_k_gemm_batched(TT_F32, 1, (int64_t[]){nb}, M, N, K, &ma, &mb, &mc2, true);
+#ifdef _OPENMP
+    omp_set_num_threads(saved);
+#endif
+    ck_assert(memcmp(c1, c2, (size_t)(M * N) * sizeof(float)) == 0);
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double s = 0, sabs = 0;
+            for (int64_t q = 0; q < nb; q++)
+                for (int64_t h = 0; h < K; h++) {
+                    double p = (double)a[q * M * K + h * M + i] * b[q * K * N + h * N + j];
+                    s += p;
+                    sabs += fabs(p);
+                }
+            ck_assert_close(c1[i * N + j], s, 2e-6 * (1 + sabs), 0);
+        }
+    free(a);
+    free(b);
+    free(c1);
+    free(c2);
+}
+END_TEST
+
+// ---- the path selector ----
+
+START_TEST(test_path_selector) {
+    ck_assert(tt_k_gemm_path_supported(TT_K_GEMM_AUTO));
+    ck_assert(tt_k_gemm_path_supported(TT_K_GEMM_GENERIC));
+    ck_assert_str_eq(tt_k_gemm_path_name(TT_K_GEMM_AVX512), "avx512");
+    tt_k_gemm_path autop = tt_k_gemm_active_path();
+    ck_assert(autop != TT_K_GEMM_AUTO && tt_k_gemm_path_supported(autop));
+    // AUTO resolves to the widest supported path
+    tt_k_gemm_path widest = tt_k_gemm_path_supported(TT_K_GEMM_AVX512) ? TT_K_GEMM_AVX512
+                            : tt_k_gemm_path_supported(TT_K_GEMM_AVX2) ? TT_K_GEMM_AVX2
+                                                                       : TT_K_GEMM_GENERIC;
+    ck_assert_int_eq(autop, widest);
+    ck_assert_int_eq(tt_k_gemm_set_path(TT_K_GEMM_GENERIC), TT_K_GEMM_AUTO);
+    ck_assert_int_eq(tt_k_gemm_active_path(), TT_K_GEMM_GENERIC);
+    ck_assert_int_eq(tt_k_gemm_set_path(TT_K_GEMM_AUTO), TT_K_GEMM_GENERIC);
+    ck_assert_int_eq(tt_k_gemm_active_path(), widest);
+    fprintf(stderr, "test_gemm: auto path on this CPU: %s\n", tt_k_gemm_path_name(widest));
+}
+END_TEST
+
+START_TEST(test_abort_bad_path) {
+    tt_k_gemm_set_path(TT_K_GEMM_PATH_COUNT);
+}
+END_TEST
+
+// Forcing a path the CPU lacks aborts (nothing to test where every path is supported).
+START_TEST(test_abort_unsupported_path) {
+    for (int i = 0; i < 3; i++)
+        if (!tt_k_gemm_path_supported(paths[i])) tt_k_gemm_set_path(paths[i]);
+    raise(SIGABRT);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("gemm");
+    TCase *tc = tt_tcase("paths");
+    tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, test_path_vs_reference, 0, 3);
+    tcase_add_test(tc, test_empty_dims);
+    suite_add_tcase(s, tc);
+
+    TCase *th = tt_tcase("threads");
+    tcase_set_timeout(th, 600);
+    tcase_add_loop_test(th, test_threads_bitwise, 0, 3);
+    tcase_add_test(th, test_batched_stack);
+    tcase_add_test(th, test_batched_reduce);
+    suite_add_tcase(s, th);
+
+    TCase *sel = tt_tcase("selector");
+    tcase_add_test(sel, test_path_selector);
+    suite_add_tcase(s, sel);
+
+    TCase *ab = tcase_create("aborts");
+    tcase_add_test_raise_signal(ab, test_abort_bad_path, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_unsupported_path, SIGABRT);
+    suite_add_tcase(s, ab);
+    return tt_test_run(s);
+}
