@@ -17,7 +17,6 @@
 #include "kernels_attention.h"
 
 #include <math.h>
-#include <string.h>
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #define ATTN_X86 1
@@ -101,15 +100,20 @@ DEFINE_OPS_TYPE(double, f64)
         row_ds_portable_##SFX, row_scale_portable_##SFX,                                           \
     };
 
-DEFINE_PORTABLE(float, f32, expf)
+// f32 exponentials below EXP_MIN flush to 0 in every ISA (no subnormal weights reach the
+// products); f64 keeps exp's full range.
+#define EXP_MIN -87.0f
+static float exp_flush(float x) { return x < EXP_MIN ? 0.0f : expf(x); }
+
+DEFINE_PORTABLE(float, f32, exp_flush)
 DEFINE_PORTABLE(double, f64, exp)
 
 #if ATTN_X86
 
 // exp(x) = 2^n exp(r), n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2] (Cody-Waite: ln 2
 // split in a 9-bit head, exact times n, and a tail); exp(r) by its Taylor series to r^7, whose
-// truncation error is below 5.1e-9 there. NaN stays NaN (max/min return their second operand
-// on NaN); below -104 (AVX-512) or -87 (AVX2) the result is 0 or the smallest normal.
+// truncation error is below 5.1e-9 there. Below EXP_MIN the result is 0; NaN stays NaN (max and
+// min return their second operand on NaN, and the unordered compare keeps it).
 #define EXP_LOG2E 1.44269504088896341f
 #define EXP_LN2_HI 0.693359375f
 #define EXP_LN2_LO -2.12194440054690583e-4f
@@ -136,7 +140,8 @@ TGT_AVX512 INLINE __mmask16 lanes16(int64_t n) {  // the first clamp(n, 0, 16) l
 }
 
 TGT_AVX512 INLINE __m512 exp512(__m512 x) {
-    x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
+    __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(EXP_MIN), _CMP_NLT_UQ);
+    x = _mm512_max_ps(_mm512_set1_ps(EXP_MIN), x);
     x = _mm512_min_ps(_mm512_set1_ps(88.5f), x);
     __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(EXP_LOG2E)),
                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -144,7 +149,7 @@ TGT_AVX512 INLINE __m512 exp512(__m512 x) {
     r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_LN2_LO), r);
     __m512 p;
     EXP_TAYLOR(_mm512_fmadd_ps, _mm512_set1_ps, p, r);
-    return _mm512_scalef_ps(p, n);
+    return _mm512_maskz_mov_ps(keep, _mm512_scalef_ps(p, n));
 }
 
 // Rows r < R (R constant after inlining) of C, columns of two vectors (lanes m0, m1).
@@ -261,7 +266,8 @@ TGT_AVX2 INLINE __m256i lanes8(int64_t n) {  // the first clamp(n, 0, 8) lanes
 }
 
 TGT_AVX2 INLINE __m256 exp256(__m256 x) {
-    x = _mm256_max_ps(_mm256_set1_ps(-87.0f), x);
+    __m256 keep = _mm256_cmp_ps(x, _mm256_set1_ps(EXP_MIN), _CMP_NLT_UQ);
+    x = _mm256_max_ps(_mm256_set1_ps(EXP_MIN), x);
     x = _mm256_min_ps(_mm256_set1_ps(88.0f), x);
     __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(EXP_LOG2E)),
                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -271,7 +277,7 @@ TGT_AVX2 INLINE __m256 exp256(__m256 x) {
     EXP_TAYLOR(_mm256_fmadd_ps, _mm256_set1_ps, p, r);
     __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n),
                                                    _mm256_set1_epi32(127)), 23);  // 2^n
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+    return _mm256_and_ps(keep, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
 }
 
 TGT_AVX2 INLINE float hsum256(__m256 v) {  // fixed order: halves, then pairs

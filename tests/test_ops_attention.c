@@ -319,6 +319,49 @@ START_TEST(test_causal_no_future) {
 }
 END_TEST
 
+// A NaN key poisons exactly the rows that see it: rows >= its position (causal), in every ISA.
+START_TEST(test_nan_propagates) {
+    tt_dtype dt = _i == 0 ? TT_F32 : TT_F64;
+    int64_t T = 40, HS = 16, j = 27;
+    tt_kattn_isa best = tt_kattention_isa();
+    tt_scope_begin();
+    tt_tensor *q = leaf(dt, 1, 1, T, HS), *k = leaf(dt, 1, 1, T, HS), *v = leaf(dt, 1, 1, T, HS);
+    tt_set(k, (int64_t[]){0, 0, j, 3}, NAN);
+    for (int isa = dt == TT_F32 ? 0 : (int)best; isa <= (int)best; isa++) {
+        tt_kattention_set_isa((tt_kattn_isa)isa);
+        tt_tensor *y = tt_scaled_dot_product_attention(q, k, v, true, 0.25);
+        for (int64_t i = 0; i < T; i++)
+            for (int64_t d = 0; d < HS; d++) {
+                double x = tt_get(y, (int64_t[]){0, 0, i, d});
+                ck_assert_msg(i >= j ? isnan(x) : isfinite(x), "%s row %lld: %g",
+                              tt_kattention_isa_name((tt_kattn_isa)isa), (long long)i, x);
+            }
+    }
+    tt_kattention_set_isa(TT_KATTN_ISA_COUNT);
+    tt_scope_end();
+}
+END_TEST
+
+// Scores far apart: the small weights underflow to exactly 0 (f32 flushes below exp(-87)), and
+// the result is the composition's.
+START_TEST(test_peaked_weights) {
+    tt_kattn_isa best = tt_kattention_isa();
+    tt_scope_begin();
+    tt_tensor *q = tt_set_requires_grad(tt_uniform(&rng, TT_F32, TT_SHAPE(1, 2, 50, 8), -1, 1),
+                                        true);
+    tt_tensor *k = leaf(TT_F32, 1, 2, 50, 8), *v = leaf(TT_F32, 1, 2, 50, 8);
+    tt_tensor *g = tt_uniform(&rng, TT_F32, TT_SHAPE(1, 2, 50, 8), -1, 1);
+    attn_run want = run(composition, q, k, v, true, 60.0, g);
+    for (int isa = 0; isa <= (int)best; isa++) {
+        tt_kattention_set_isa((tt_kattn_isa)isa);
+        attn_run got = run(tt_scaled_dot_product_attention, q, k, v, true, 60.0, g);
+        assert_runs_close(got, want, 1e-4, tt_kattention_isa_name((tt_kattn_isa)isa));
+    }
+    tt_kattention_set_isa(TT_KATTN_ISA_COUNT);
+    tt_scope_end();
+}
+END_TEST
+
 // ---- values ----
 
 // q = (1, 2), k = (1, -1), v = (3, 5) with HS = 1, scale 1. Causal: row 0 sees key 0 only
@@ -494,6 +537,8 @@ int main(void) {
 #endif
     tcase_add_loop_test(det, test_strided_inputs_bitwise, 0, 2);
     tcase_add_loop_test(det, test_causal_no_future, 0, 2);
+    tcase_add_loop_test(det, test_nan_propagates, 0, 2);
+    tcase_add_test(det, test_peaked_weights);
     suite_add_tcase(s, det);
     TCase *val = tt_tcase("values");
     tcase_add_loop_test(val, test_values, 0, 2);
