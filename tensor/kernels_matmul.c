@@ -24,14 +24,12 @@
 #define NC 4096
 #define KSPLIT TT_K_GEMM_KSPLIT
 
-// Products of at most this many multiply-adds, or with at most DOT_MAX_OUT outputs, are
-// computed as dot products, without packing.
-#define TINY_MACS 4096
+// Products with at most this many outputs (M N) are computed as dot products, without packing
+// (a tile would be mostly padding). Even a 6 x 6 x 6 product is faster packed than as dots.
 #define DOT_MAX_OUT 16
-// Products of fewer flops (2 M N K) stay on one thread; a stack of products with fewer flops
-// each runs one product per thread. Measured with bench/bench_gemm.c.
-#define PAR_MIN_FLOPS (1 << 21)
-#define BATCH_PAR_MAX_FLOPS (1 << 25)
+// Products of fewer flops (2 M N K) stay on one thread: measured with bench/bench_gemm.c on
+// 2 cores, 128^3 (4.2 MFLOP) gains 1.6x from a second thread, 96^3 and below gain nothing.
+#define PAR_MIN_FLOPS (3 << 20)
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -414,7 +412,7 @@ DEFINE_DOT(double, f64)
             }                                                                                 \
             return;                                                                           \
         }                                                                                     \
-        if (M * N * K <= TINY_MACS || M * N <= DOT_MAX_OUT) {                                 \
+        if (M * N <= DOT_MAX_OUT) {                                                           \
             for (int64_t i = 0; i < M; i++)                                                   \
                 for (int64_t j = 0; j < N; j++) {                                             \
                     double s = dot_##S(K, A + i * a_rs, a_cs, B + j * b_cs, b_rs);            \
@@ -556,12 +554,13 @@ void tt_k_gemm_batched(tt_dtype dtype, int nbatch, const int64_t *batch, int64_t
         items *= batch[d];
         p.nb++;
     }
-    // A stack of small products: one product per thread, a fixed contiguous share each (the
-    // products write disjoint C, and each is computed as it would be alone).
+    // One product per thread, a fixed contiguous share each, when the products write disjoint
+    // C and share out evenly (or are each too small to split); otherwise in order, each split
+    // between the threads. Either way each product is computed as it would be alone.
     double flops = 2.0 * (double)p.M * (double)p.N * (double)p.K;
     int nt = max_threads();
-    if (!reduce && nt > 1 && items >= nt && flops < BATCH_PAR_MAX_FLOPS &&
-        flops * (double)items >= PAR_MIN_FLOPS) {
+    if (!reduce && nt > 1 && items >= nt && flops * (double)items >= PAR_MIN_FLOPS &&
+        (items % nt == 0 || items >= 4 * nt || flops < PAR_MIN_FLOPS)) {
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(nt)
         for (int64_t q = 0; q < items; q++) batch_item(&p, q);

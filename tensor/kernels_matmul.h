@@ -24,8 +24,9 @@
 // float FMAs over a block of up to TT_K_GEMM_KC steps of k, the blocks added to C in float, as
 // BLAS does; when K > TT_K_GEMM_KSPLIT, K is cut into chunks of TT_K_GEMM_KSPLIT steps whose
 // float results are summed in double, so the error of a long reduction (a weight gradient
-// whose K is B*T) stays bounded. f32 matrix-vector products (M == 1 or N == 1) and tiny ones
-// sum each run of up to TT_K_GEMM_KC products in float and the runs in double.
+// whose K is B*T) stays bounded. f32 matrix-vector products (M == 1 or N == 1) and products
+// with at most 16 outputs sum each run of up to TT_K_GEMM_KC products in float and the runs in
+// double.
 #define TT_K_GEMM_KC 256
 #define TT_K_GEMM_KSPLIT 4096
 

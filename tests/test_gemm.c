@@ -122,7 +122,8 @@ static const tt_k_gemm_path paths[3] = {TT_K_GEMM_GENERIC, TT_K_GEMM_AVX2, TT_K_
 
 // (M, N, K): sizes of 1, primes, the tile edges of every path (MR 4, 6, 12; NR 8, 16, 32 and
 // the half-width last panel), KC = 256 and MC = 240 +-1, a second NC block (N > 4096), split-K
-// (K > 4096), matrix-vector products in both orientations, tiny products.
+// (K > 4096), matrix-vector products in both orientations, products of at most 16 outputs
+// (dot products) and just above.
 static const int64_t shapes[][3] = {
     {1, 1, 1},     {1, 1, 7},      {2, 3, 1},      {1, 17, 5},     {17, 1, 5},
     {1, 40, 300},  {300, 1, 300},  {5, 7, 11},     {3, 5, 2000},   {12, 32, 8},
@@ -130,6 +131,7 @@ static const int64_t shapes[][3] = {
     {7, 17, 4},    {5, 9, 6},      {4, 8, 2},      {37, 47, 53},   {23, 15, 255},
     {29, 17, 256}, {31, 48, 257},  {239, 40, 29},  {240, 19, 30},  {241, 33, 31},
     {29, 67, 513}, {100, 65, 128}, {13, 4100, 3},  {9, 20, 4100},  {3, 40, 4500},
+    {4, 4, 300},   {3, 6, 40},     {1, 1, 300},    {2, 8, 700},    {16, 1, 3},
 };
 #define N_SHAPES (int)(sizeof shapes / sizeof shapes[0])
 
@@ -233,11 +235,11 @@ END_TEST
 
 // ---- batched driver ----
 
-// Attention's shape: 2 x 3 heads of (40, 24) @ (24, 40)^T-read, then (40, 40) @ (40, 24):
+// Attention's scores: 4 x 4 heads of (T, HS) @ (HS, T), the right operand a transposed view:
 // a stack of small products run one per thread. Against the reference per matrix, and the
 // same bits for 1 and 2 threads.
 START_TEST(test_batched_stack) {
-    int64_t Bt = 2, NH = 3, T = 40, HS = 24;
+    int64_t Bt = 4, NH = 4, T = 64, HS = 33;
     rng_state = 7;
     float *q = rand_buf(TT_F32, Bt * NH * T * HS), *k = rand_buf(TT_F32, Bt * NH * T * HS);
     float *att1 = malloc((size_t)(Bt * NH * T * T) * sizeof(float));
@@ -279,7 +281,7 @@ END_TEST
 // A reduction over a broadcast batch dim (C's batch stride 0), with products big enough to be
 // threaded inside: summed into C in batch order, the same bits for 1 and 2 threads.
 START_TEST(test_batched_reduce) {
-    int64_t nb = 3, M = 70, N = 90, K = 200;
+    int64_t nb = 3, M = 70, N = 90, K = 300;
     rng_state = 11;
     float *a = rand_buf(TT_F32, nb * M * K), *b = rand_buf(TT_F32, nb * K * N);
     float *c1 = calloc((size_t)(M * N), sizeof(float)), *c2 = calloc((size_t)(M * N), sizeof(float));
