@@ -10,6 +10,8 @@
 #   make deps            install what is missing (check, libxxhash-dev, pkg-config, OpenMP,
 #                        gnuplot)
 #   make install         PREFIX=/usr/local DESTDIR= : headers, static and shared lib, .pc
+#   make fuzz            libFuzzer + ASan/UBSan over the checkpoint loader (clang) for
+#                        FUZZ_SECONDS=60, in build-fuzz/
 # Options: OMP=0 (no OpenMP), SAN=1 (sanitizers), WERROR=1 (warnings are errors; CI),
 #          ARCH=-march=native (the default binary runs on any x86-64; SIMD is picked at run time).
 
@@ -89,17 +91,23 @@ $(BUILD)/tests/gradcheck: $(GC_OBJS) $(TEST_UTIL) $(BUILD)/libtinytorch.a
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 
+# The fuzz target without libFuzzer: make test replays the seed corpus through its checks.
+$(BUILD)/tests/fuzz_replay: tests/fuzz_checkpoint.c $(BUILD)/libtinytorch.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I. -DTT_FUZZ_REPLAY $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
+
 # Dependencies first (they decide the Check flags), then every suite runs to the end; the
 # target fails if any failed.
 test:
 	@$(MAKE) --no-print-directory check-deps
 	@$(MAKE) --no-print-directory test-run
 
-test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck
+test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuzz_replay
 	@fail=0; \
 	for t in $(SUITE_BINS) $(BUILD)/tests/gradcheck; do \
 	    echo "== $$t"; $$t || fail=1; \
 	done; \
+	echo "== fuzz corpus replay"; $(BUILD)/tests/fuzz_replay tests/fuzz_corpus/* || fail=1; \
 	echo "== README tour"; sh tests/run_tour.sh $(BUILD) || fail=1; \
 	echo "== mlp_moons"; sh tests/run_mlp_moons.sh $(BUILD) || fail=1; \
 	echo "== char_gpt"; sh tests/run_char_gpt.sh $(BUILD) || fail=1; \
@@ -162,6 +170,40 @@ deps:
 check-deps:
 	@sh scripts/deps.sh --quiet
 
+# ---- fuzzing: libFuzzer + ASan + UBSan over the checkpoint parser (tests/fuzz_checkpoint.c) ----
+# The library is rebuilt with clang into build-fuzz/ (no OpenMP); new inputs go to
+# build-fuzz/corpus, crashes to build-fuzz/crash-*; tests/fuzz_corpus/ holds the seeds.
+# Replay one input: build-fuzz/fuzz_checkpoint build-fuzz/crash-<sha1>
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD   := build-fuzz
+FUZZ_FLAGS   := -std=c11 -D_POSIX_C_SOURCE=200809L -O1 -g -fno-math-errno \
+	-fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all \
+	-Wall -Wno-unknown-pragmas
+FUZZ_OBJS    := $(LIB_SRCS:%.c=$(FUZZ_BUILD)/obj/%.o)
+
+.PHONY: fuzz
+fuzz:
+	@if ! command -v $(FUZZ_CC) >/dev/null 2>&1; then \
+	    if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	        echo "fuzz: installing clang"; \
+	        { DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	          DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang; } >/dev/null || \
+	        { echo "fuzz: 'apt-get install -y clang' failed; run it by hand" >&2; exit 1; }; \
+	    else echo "fuzz: $(FUZZ_CC) is missing. Run: sudo apt-get update &&" \
+	              "sudo apt-get install -y clang" >&2; exit 1; fi; fi
+	@$(MAKE) --no-print-directory $(FUZZ_BUILD)/fuzz_checkpoint
+	@mkdir -p $(FUZZ_BUILD)/corpus
+	$(FUZZ_BUILD)/fuzz_checkpoint -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    -artifact_prefix=$(FUZZ_BUILD)/ $(FUZZ_BUILD)/corpus tests/fuzz_corpus
+
+$(FUZZ_BUILD)/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_BUILD)/fuzz_checkpoint: tests/fuzz_checkpoint.c $(FUZZ_OBJS)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -I. $^ -o $@ -lxxhash -lm
+
 # ---- install ----
 INC_DIR := $(DESTDIR)$(PREFIX)/include/tinytorch
 LIB_DIR := $(DESTDIR)$(PREFIX)/lib
@@ -178,4 +220,4 @@ uninstall:
 	    $(LIB_DIR)/pkgconfig/tinytorch.pc
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-fuzz

@@ -4,14 +4,21 @@
 #include "checkpoint.h"
 #include "nn_internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
+
+// Loads a checkpoint from memory (name stands for the path in messages); verify = false skips
+// the checksums. For the fuzz target tests/fuzz_checkpoint.c, which declares it too.
+tt_status tt__ckpt_load_mem(tt_checkpoint *c, const void *data, size_t size, const char *name,
+                            bool verify);
 
 // ---- format constants (docs/checkpoint.md) ----
 
@@ -316,6 +323,30 @@ static void dir_of(const char *path, char *buf, size_t cap) {
     else snprintf(buf, cap, "%.*s", (int)(slash - path), path);
 }
 
+// Removes the temp files "<name>.tmp.<pid>" next to path that savers killed mid-write left
+// behind: those whose process no longer exists (so never a live saver's on this machine).
+static void remove_stale_temps(const char *path, const char *dir) {
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    size_t nb = strlen(base);
+    DIR *d = opendir(dir);
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d));) {
+        const char *n = e->d_name;
+        if (strncmp(n, base, nb) != 0 || strncmp(n + nb, ".tmp.", 5) != 0) continue;
+        const char *digits = n + nb + 5;
+        char *end;
+        errno = 0;
+        long pid = strtol(digits, &end, 10);
+        if (!*digits || *end || errno || pid <= 0 || pid == (long)getpid() || pid > 1L << 30)
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to know
+        char full[4400];
+        if (snprintf(full, sizeof full, "%s/%s", dir, n) < (int)sizeof full) unlink(full);
+    }
+    closedir(d);
+}
+
 tt_status tt_ckpt_save(const tt_checkpoint *c, const char *path) {
     TT_CHECK(c && path && path[0], "checkpoint and path must be given");
     int nt = c->tensors.n;
@@ -421,6 +452,7 @@ tt_status tt_ckpt_save(const tt_checkpoint *c, const char *path) {
                              "directory '%s': %s", path, dir, strerror(errno));
         }
         if (dfd >= 0) close(dfd);
+        remove_stale_temps(path, dir);
     }
     for (int i = 0; i < nt; i++) tt_free(owned[i]);
     tt_free(owned);
@@ -534,8 +566,10 @@ static int cmp_span(const void *a, const void *b) {
     return 0;
 }
 
-// Parses and validates buf[0 .. size); on success fills c (empty before).
-static tt_status parse(tt_checkpoint *c, const unsigned char *buf, size_t size, const char *path) {
+// Parses and validates buf[0 .. size); on success fills c (empty before). verify = false skips
+// the header checksum and the blob hashes (only for fuzzing: a hostile file has valid ones).
+static tt_status parse(tt_checkpoint *c, const unsigned char *buf, size_t size, const char *path,
+                       bool verify) {
     cursor cur = {buf, 0, size, path, TT_OK};
     cursor *k = &cur;
     if (size == 0) return fail(k, "the file is empty"), k->err;
@@ -559,7 +593,7 @@ static tt_status parse(tt_checkpoint *c, const unsigned char *buf, size_t size, 
         return fail(k, "header_size %llu is outside [%d, %zu]", (unsigned long long)header_size,
                     CKPT_FIXED + 8, size), k->err;
     uint64_t want = get_le(buf + header_size - 8, 8);
-    if (XXH3_64bits(buf, (size_t)header_size - 8) != want)
+    if (verify && XXH3_64bits(buf, (size_t)header_size - 8) != want)
         return fail(k, "header checksum mismatch (the header is corrupt)"), k->err;
     uint64_t n_meta = get_le(buf + 32, 4), n_tensors = get_le(buf + 36, 4);
     size_t hend = (size_t)header_size - 8;  // entries live in [CKPT_FIXED, hend)
@@ -637,7 +671,9 @@ static tt_status parse(tt_checkpoint *c, const unsigned char *buf, size_t size, 
         }
         e->dtype = (tt_dtype)dtype;
         e->ndim = (int)ndim;
-        uint64_t numel = 1;
+        // numel and the contiguous strides' extent (the product with 0 dims taken as 1) both
+        // stay <= INT64_MAX / 8, so numel * element size and every stride fit in an int64.
+        uint64_t numel = 1, extent = 1;
         bool bad = false;
         for (int d = 0; d < e->ndim && !bad; d++) {
             uint64_t dim;
@@ -649,14 +685,14 @@ static tt_status parse(tt_checkpoint *c, const unsigned char *buf, size_t size, 
                 break;
             }
             e->shape[d] = (int64_t)dim;
-            // numel stays <= INT64_MAX / 8 so that numel * element size cannot overflow.
-            if (dim != 0 && numel > ((uint64_t)INT64_MAX / 8) / dim) {
+            if (dim != 0 && extent > ((uint64_t)INT64_MAX / 8) / dim) {
                 fail(k, "tensor '%s' has too many elements (dim %d of size %llu overflows)",
                      e->name, d, (unsigned long long)dim);
                 bad = true;
                 break;
             }
             numel *= dim;
+            if (dim != 0) extent *= dim;
         }
         if (bad || !read_le(k, 8, "tensor offset", &e->offset) ||
             !read_le(k, 8, "tensor nbytes", &e->nbytes) || !read_le(k, 8, "tensor hash", &e->hash))
@@ -691,7 +727,8 @@ static tt_status parse(tt_checkpoint *c, const unsigned char *buf, size_t size, 
     }
 
     // The data region: blobs in offset order, no overlap, only zero padding between them,
-    // nothing after the last one.
+    // nothing after the last one. An empty blob sits at its offset like any other (the writer
+    // pads up to it), so a file may end with padding before an empty tensor's offset.
     if (k->err == TT_OK) {
         span *order = TT_MALLOC((ntd + 1) * sizeof *order);
         for (size_t i = 0; i < ntd; i++) order[i] = (span){te[i].offset, te[i].nbytes, (int)i};
@@ -700,7 +737,6 @@ static tt_status parse(tt_checkpoint *c, const unsigned char *buf, size_t size, 
         const char *last = NULL;
         for (size_t j = 0; j < ntd && k->err == TT_OK; j++) {
             const tensor_entry *e = &te[order[j].index];
-            if (e->nbytes == 0) continue;
             if (e->offset < covered) {
                 fail(k, "tensor '%s' at offset %llu overlaps tensor '%s'", e->name,
                      (unsigned long long)e->offset, last ? last : "(header)");
@@ -718,7 +754,7 @@ static tt_status parse(tt_checkpoint *c, const unsigned char *buf, size_t size, 
         if (k->err == TT_OK && covered != size)
             fail(k, "%zu trailing bytes after the last tensor", size - covered);
         tt_free(order);
-        for (size_t i = 0; i < ntd && k->err == TT_OK; i++) {
+        for (size_t i = 0; verify && i < ntd && k->err == TT_OK; i++) {
             const tensor_entry *e = &te[i];
             if (XXH3_64bits(buf + e->offset, (size_t)e->nbytes) != e->hash)
                 fail(k, "tensor '%s': checksum mismatch (its data is corrupt)", e->name);
@@ -759,6 +795,15 @@ static tt_status parse(tt_checkpoint *c, const unsigned char *buf, size_t size, 
     return k->err;
 }
 
+tt_status tt__ckpt_load_mem(tt_checkpoint *c, const void *data, size_t size, const char *name,
+                            bool verify) {
+    TT_CHECK(c && (data || size == 0) && name, "checkpoint, data and name must be given");
+    tt_ckpt_init(c);
+    tt_status s = parse(c, data, size, name, verify);
+    if (s != TT_OK) tt_ckpt_free(c);
+    return s;
+}
+
 tt_status tt_ckpt_load(tt_checkpoint *c, const char *path) {
     TT_CHECK(c && path, "checkpoint and path must be given");
     tt_ckpt_init(c);
@@ -797,7 +842,7 @@ tt_status tt_ckpt_load(tt_checkpoint *c, const char *path) {
         return tt_set_error(TT_ERR_IO, "cannot read checkpoint '%s': %s", path,
                             got < size ? (e ? strerror(e) : "it shrank while reading") : "?");
     }
-    tt_status s = parse(c, buf, size, path);
+    tt_status s = parse(c, buf, size, path, true);
     free(buf);
     if (s != TT_OK) tt_ckpt_free(c);
     return s;

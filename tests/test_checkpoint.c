@@ -1,14 +1,20 @@
 // Check suite of nn/checkpoint.h: round trips of metadata and tensors (every dtype, 0-dim,
 // empty, strided views), restore_params and its mismatch errors, the strict loader (every
-// truncation, every header bit flip, blob corruption, hand-built malformed files), atomic save
-// failures that leave the old file intact, and the tensor hash / parameter fingerprint.
+// truncation, every header bit flip, 12,000 random payload bit flips, hand-built malformed
+// files), atomic saves (failures and a full disk leave the old file intact; SIGKILL at 64
+// random points during a save never leaves a torn file), and the tensor hash / fingerprint.
+#define _GNU_SOURCE  // unshare(CLONE_NEWNS) for a private tmpfs mount in the disk-full test
 #include <dirent.h>
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -199,6 +205,19 @@ START_TEST(test_empty_checkpoint) {
     free(read_all(path, &n));
     ck_assert_uint_eq(n, 48);  // fixed header + checksum
     tt_ckpt_free(&d);
+
+    // Ending with empty tensors: the file ends with the padding up to their offset.
+    tt_tensor *one = tt_ones(TT_F32, TT_SHAPE(3)), *none = tt_zeros(TT_I64, TT_SHAPE(2, 0));
+    tt_ckpt_add_tensor(&c, "one", one);
+    tt_ckpt_add_tensor(&c, "none", none);
+    tt_ckpt_add_tensor(&c, "none2", none);
+    ck_assert_int_eq(tt_ckpt_save(&c, path), TT_OK);
+    ck_assert_msg(tt_ckpt_load(&d, path) == TT_OK, "%s", tt_last_error());
+    ck_assert_int_eq(d.tensors.n, 3);
+    assert_same_tensor(tt_ckpt_get_tensor(&d, "none2"), none);
+    tt_ckpt_free(&d);
+    tt_release(one);
+    tt_release(none);
     tt_ckpt_free(&c);
     remove_tmpdir();
 }
@@ -428,6 +447,81 @@ START_TEST(test_blob_flip_names_tensor) {
 }
 END_TEST
 
+// Random bit flips in the tensor data: 10,000 single-bit flips and 2,000 flips of 2 to 8 bits
+// (seeded), each caught by its tensor's XXH3-64 and reported under the tensor's name.
+START_TEST(test_random_payload_flips_caught) {
+    make_tmpdir();
+    char path[128], bad[128];
+    tmp_path(path, sizeof path, "payload.ckpt");
+    tmp_path(bad, sizeof bad, "bad.ckpt");
+    tt_rng rng;
+    tt_rng_seed(&rng, 20240611);
+    tt_checkpoint c;
+    tt_ckpt_init(&c);
+    tt_ckpt_set_i64(&c, "step", 3);
+    tt_scope_begin();
+    const char *names[] = {"w", "b", "idx", "pos"};
+    tt_tensor *ts[] = {tt_randn(&rng, TT_F32, TT_SHAPE(64, 16)),
+                       tt_randn(&rng, TT_F64, TT_SHAPE(33)),
+                       tt_arange(TT_I32, 0, 10, 1), tt_arange(TT_I64, -3, 4, 1)};
+    for (int i = 0; i < 4; i++) tt_ckpt_add_tensor(&c, names[i], ts[i]);
+    ck_assert_int_eq(tt_ckpt_save(&c, path), TT_OK);
+    tt_ckpt_free(&c);
+    tt_scope_end();
+    size_t n;
+    unsigned char *b = read_all(path, &n);
+
+    // The blobs' byte ranges, from the tensor table.
+    uint64_t off[4], len[4], total = 0;
+    size_t at = 40 + 2 + 4 + 1 + 8;  // the fixed header, then the i64 entry "step"
+    for (int i = 0; i < 4; i++) {
+        size_t name_len = b[at] | (size_t)b[at + 1] << 8;
+        ck_assert_mem_eq(b + at + 2, names[i], strlen(names[i]));
+        at += 2 + name_len + 2 + 8 * (size_t)b[at + 2 + name_len + 1];  // name, dtype, shape
+        off[i] = le64(b + at);
+        len[i] = le64(b + at + 8);
+        at += 24;
+        total += len[i];
+    }
+    ck_assert_uint_eq(total, 64 * 16 * 4 + 33 * 8 + 10 * 4 + 7 * 8);
+
+    int caught = 0, flips = 0;
+    for (int trial = 0; trial < 12000; trial++) {
+        int nbits = trial < 10000 ? 1 : 2 + (int)tt_rng_below(&rng, 7);
+        // All bits in one tensor's blob, distinct bits (an even count of equal flips cancels).
+        uint64_t pick = (uint64_t)tt_rng_below(&rng, (int64_t)total);
+        int t = 0;
+        while (pick >= len[t]) pick -= len[t++];
+        uint64_t bits[8];
+        for (int k = 0; k < nbits; k++) {
+            bool fresh;
+            do {
+                bits[k] = 8 * off[t] + (uint64_t)tt_rng_below(&rng, (int64_t)(8 * len[t]));
+                fresh = true;
+                for (int j = 0; j < k; j++) fresh = fresh && bits[j] != bits[k];
+            } while (!fresh);
+        }
+        for (int k = 0; k < nbits; k++) b[bits[k] / 8] ^= (unsigned char)(1u << (bits[k] % 8));
+        char want[64];
+        snprintf(want, sizeof want, "tensor '%s': checksum mismatch", names[t]);
+        char what[64];
+        snprintf(what, sizeof what, "trial %d (%d bits in '%s')", trial, nbits, names[t]);
+        expect_load_error(bad, b, n, TT_ERR_FORMAT, want, what);
+        caught++;
+        flips += nbits;
+        for (int k = 0; k < nbits; k++) b[bits[k] / 8] ^= (unsigned char)(1u << (bits[k] % 8));
+    }
+    // Undone, the file loads again.
+    write_all(bad, b, n);
+    ck_assert_int_eq(tt_ckpt_load(&c, bad), TT_OK);
+    tt_ckpt_free(&c);
+    printf("payload bit flips: %d corrupted files (%d bits flipped), %d caught by the "
+           "checksums\n", 12000, flips, caught);
+    free(b);
+    remove_tmpdir();
+}
+END_TEST
+
 // Hand-built malformed files, each with a valid header checksum so that the specific check
 // (not the checksum) must catch it.
 START_TEST(test_malformed_files) {
@@ -485,8 +579,33 @@ START_TEST(test_malformed_files) {
 #undef CASE
 #undef CASE_RAW
 
-    // Not a file, nothing there, empty.
+    // An empty tensor whose other dims multiply past int64 (its strides would overflow).
     tt_checkpoint c;
+    tt_ckpt_init(&c);
+    tt_tensor *e = tt_zeros(TT_F32, TT_SHAPE(0, 4, 4));
+    tt_ckpt_add_tensor(&c, "e", e);
+    tt_release(e);
+    ck_assert_int_eq(tt_ckpt_save(&c, path), TT_OK);
+    tt_ckpt_free(&c);
+    size_t ne;
+    unsigned char *eb = read_all(path, &ne);
+    enum { E_DIMS = 40 + 2 + 1 + 2 };  // fixed header, name_len, "e", dtype, ndim
+    ck_assert_uint_eq(le64(eb + E_DIMS + 8), 4);
+    put64(eb + E_DIMS + 8, (uint64_t)1 << 40);
+    put64(eb + E_DIMS + 16, (uint64_t)1 << 40);
+    rehash(eb);
+    expect_load_error(bad, eb, ne, TT_ERR_FORMAT, "tensor 'e' has too many elements (dim 2",
+                      "empty tensor with huge dims");
+    put64(eb + E_DIMS + 16, (uint64_t)1 << 19);  // an extent of 2^59: in range
+    rehash(eb);
+    write_all(bad, eb, ne);
+    ck_assert_msg(tt_ckpt_load(&c, bad) == TT_OK, "%s", tt_last_error());
+    ck_assert_int_eq(tt_ckpt_get_tensor(&c, "e")->shape[1], (int64_t)1 << 40);
+    ck_assert_int_eq(tt_numel(tt_ckpt_get_tensor(&c, "e")), 0);
+    tt_ckpt_free(&c);
+    free(eb);
+
+    // Not a file, nothing there, empty.
     ck_assert_int_eq(tt_ckpt_load(&c, tmpdir), TT_ERR_IO);
     ck_assert_msg(strstr(tt_last_error(), "a directory"), "%s", tt_last_error());
     tmp_path(bad, sizeof bad, "missing.ckpt");
@@ -564,6 +683,183 @@ START_TEST(test_save_failures_keep_old_file) {
 }
 END_TEST
 
+// A real full disk: a 64 KiB tmpfs mounted in a private mount namespace (this test runs in
+// its own forked process, so the mount vanishes with it). Needs root (CAP_SYS_ADMIN); without
+// it the test says so and passes, and the RLIMIT_FSIZE case above covers the error path.
+START_TEST(test_disk_full_tmpfs) {
+    if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+        printf("disk full on a tmpfs: skipped, cannot mount here (%s)\n", strerror(errno));
+        return;
+    }
+    make_tmpdir();
+    ck_assert_msg(mount("tmpfs", tmpdir, "tmpfs", 0, "size=64k") == 0, "mount: %s",
+                  strerror(errno));
+    char path[128];
+    tmp_path(path, sizeof path, "full.ckpt");
+    tt_checkpoint small, big;
+    tt_ckpt_init(&small);
+    tt_ckpt_init(&big);
+    tt_tensor *a = tt_ones(TT_F32, TT_SHAPE(10 * 1024));  // 40 KiB: fits once, not twice
+    tt_tensor *z = tt_zeros(TT_F32, TT_SHAPE(10 * 1024));
+    tt_tensor *h = tt_zeros(TT_F32, TT_SHAPE(25 * 1024));  // 100 KiB: never fits
+    tt_ckpt_add_tensor(&small, "w", a);
+    tt_ckpt_add_tensor(&big, "w", h);
+    ck_assert_msg(tt_ckpt_save(&small, path) == TT_OK, "%s", tt_last_error());
+    size_t n;
+    unsigned char *orig = read_all(path, &n);
+
+    // Bigger than the disk, then a new file that would fit alone but not next to the old one
+    // (a save needs room for both until the rename).
+    for (int k = 0; k < 2; k++) {
+        if (k == 1) {
+            tt_ckpt_free(&big);
+            tt_ckpt_init(&big);
+            tt_ckpt_add_tensor(&big, "w", z);
+        }
+        ck_assert_int_eq(tt_ckpt_save(&big, path), TT_ERR_IO);
+        ck_assert_msg(strstr(tt_last_error(), "No space left on device") &&
+                      strstr(tt_last_error(), "the previous file is unchanged") &&
+                      strstr(tt_last_error(), path), "%s", tt_last_error());
+        size_t n2;
+        unsigned char *now = read_all(path, &n2);
+        ck_assert_uint_eq(n2, n);
+        ck_assert_mem_eq(now, orig, n);
+        free(now);
+        tt_checkpoint d;
+        ck_assert_int_eq(tt_ckpt_load(&d, path), TT_OK);
+        ck_assert_uint_eq(tt_tensor_hash(tt_ckpt_get_tensor(&d, "w")), tt_tensor_hash(a));
+        tt_ckpt_free(&d);
+        ck_assert_int_eq(count_dir_entries(tmpdir), 1);  // the partial temp file is gone
+    }
+    printf("disk full on a 64 KiB tmpfs: %s\n", tt_last_error());
+    // A save that fits next to the old file succeeds and replaces it.
+    tt_ckpt_free(&big);
+    tt_ckpt_init(&big);
+    tt_ckpt_set_i64(&big, "fits", 1);
+    ck_assert_msg(tt_ckpt_save(&big, path) == TT_OK, "%s", tt_last_error());
+    ck_assert_int_eq(count_dir_entries(tmpdir), 1);
+    tt_ckpt_free(&small);
+    tt_ckpt_free(&big);
+    tt_release(a);
+    tt_release(z);
+    tt_release(h);
+    free(orig);
+    ck_assert_int_eq(umount(tmpdir), 0);
+    remove_tmpdir();
+}
+END_TEST
+
+// ---- crash safety: SIGKILL during a save ----
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static bool exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+// A child saves two versions of a 1 MiB checkpoint over one path in an endless loop; the test
+// kills it with SIGKILL after a random delay (spread over about three saves), 64 times. After
+// every kill the file must load, pass every checksum and be one of the two versions whole.
+// The temp files killed savers leave behind do not stop later saves, which remove them.
+START_TEST(test_sigkill_during_save) {
+    make_tmpdir();
+    char path[128];
+    tmp_path(path, sizeof path, "k.ckpt");
+    tt_rng rng;
+    tt_rng_seed(&rng, 99);
+    tt_checkpoint ver[2];
+    tt_tensor *w[2];
+    uint64_t hash[2];
+    for (int g = 0; g < 2; g++) {
+        w[g] = tt_randn(&rng, TT_F32, TT_SHAPE(256, 1024));
+        hash[g] = tt_tensor_hash(w[g]);
+        tt_ckpt_init(&ver[g]);
+        tt_ckpt_set_i64(&ver[g], "gen", g);
+        tt_ckpt_set_bytes(&ver[g], "note", g ? "new" : "old", 3);
+        tt_ckpt_add_tensor(&ver[g], "w", w[g]);
+    }
+    ck_assert_int_eq(tt_ckpt_save(&ver[0], path), TT_OK);
+    double t0 = now_s();
+    for (int k = 0; k < 4; k++) ck_assert_int_eq(tt_ckpt_save(&ver[k % 2], path), TT_OK);
+    double t_save = (now_s() - t0) / 4;
+
+    enum { KILLS = 64 };
+    int seen[2] = {0, 0}, with_temp = 0;
+    pid_t dead = 0;
+    for (int i = 0; i < KILLS; i++) {
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+            for (int g = i % 2;; g ^= 1)
+                if (tt_ckpt_save(&ver[g], path) != TT_OK) _exit(3);
+        }
+        int64_t max_ns = (int64_t)(3 * t_save * 1e9) + 1;
+        int64_t ns = tt_rng_below(&rng, max_ns);
+        struct timespec d = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+        nanosleep(&d, NULL);
+        ck_assert_int_eq(kill(pid, SIGKILL), 0);
+        int st;
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "kill %d: the saver ended "
+                      "on its own (status 0x%x): a save failed", i, st);
+
+        tt_checkpoint d2;
+        tt_status s = tt_ckpt_load(&d2, path);
+        ck_assert_msg(s == TT_OK, "kill %d after %.3f ms: %s", i, (double)ns / 1e6,
+                      tt_last_error());
+        int64_t gen = -1;
+        const unsigned char *note;
+        size_t nn;
+        ck_assert(tt_ckpt_get_i64(&d2, "gen", &gen) && (gen == 0 || gen == 1));
+        ck_assert(tt_ckpt_get_bytes(&d2, "note", &note, &nn) && nn == 3);
+        ck_assert_mem_eq(note, gen ? "new" : "old", 3);
+        ck_assert_uint_eq(tt_tensor_hash(tt_ckpt_get_tensor(&d2, "w")), hash[gen]);
+        tt_ckpt_free(&d2);
+        seen[gen]++;
+        // Killed between creating its temp file and the rename?
+        char tmp[160];
+        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)pid);
+        if (exists(tmp)) with_temp++;  // the next saver removes it
+        dead = pid;
+    }
+    // Both versions were caught on disk, and some kills landed mid-write (a temp file left).
+    ck_assert_int_gt(seen[0], 0);
+    ck_assert_int_gt(seen[1], 0);
+    ck_assert_int_gt(with_temp, 0);
+    // A later save works next to stray temp files, replaces the target and removes the temp
+    // files of dead processes only: not a live process's, nor other names.
+    char live[160], other[160], odd[160], stale[160];
+    snprintf(live, sizeof live, "%s.tmp.%ld", path, (long)getppid());
+    snprintf(other, sizeof other, "%s/x.ckpt.tmp.%ld", tmpdir, (long)dead);
+    snprintf(odd, sizeof odd, "%s.tmp.12x", path);
+    snprintf(stale, sizeof stale, "%s.tmp.%ld", path, (long)dead);
+    const char *keep[] = {live, other, odd};
+    for (int i = 0; i < 3; i++) write_all(keep[i], (const unsigned char *)"x", 1);
+    write_all(stale, (const unsigned char *)"x", 1);  // as if the last saver died mid-write
+    ck_assert_int_eq(tt_ckpt_save(&ver[1], path), TT_OK);
+    tt_checkpoint d3;
+    ck_assert_int_eq(tt_ckpt_load(&d3, path), TT_OK);
+    ck_assert_uint_eq(tt_tensor_hash(tt_ckpt_get_tensor(&d3, "w")), hash[1]);
+    tt_ckpt_free(&d3);
+    ck_assert(!exists(stale));
+    for (int i = 0; i < 3; i++) ck_assert_msg(exists(keep[i]), "%s was removed", keep[i]);
+    ck_assert_int_eq(count_dir_entries(tmpdir), 4);
+    printf("SIGKILL during save: %d kills (one save takes %.2f ms), the file loaded every time "
+           "(%d old, %d new version), %d kills left a partial temp file\n", KILLS,
+           1e3 * t_save, seen[0], seen[1], with_temp);
+    for (int g = 0; g < 2; g++) {
+        tt_ckpt_free(&ver[g]);
+        tt_release(w[g]);
+    }
+    remove_tmpdir();
+}
+END_TEST
+
 // ---- programmer errors ----
 
 START_TEST(test_abort_long_key) {
@@ -596,11 +892,14 @@ int main(void) {
     tcase_add_test(ld, test_every_truncation_rejected);
     tcase_add_test(ld, test_every_header_bit_flip_rejected);
     tcase_add_test(ld, test_blob_flip_names_tensor);
+    tcase_add_test(ld, test_random_payload_flips_caught);
     tcase_add_test(ld, test_malformed_files);
     suite_add_tcase(s, ld);
 
     TCase *sv = tt_tcase("save");
     tcase_add_test(sv, test_save_failures_keep_old_file);
+    tcase_add_test(sv, test_disk_full_tmpfs);
+    tcase_add_test(sv, test_sigkill_during_save);
     suite_add_tcase(s, sv);
 
     TCase *ab = tcase_create("aborts");
