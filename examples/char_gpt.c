@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -348,9 +349,10 @@ static void probe_writable(const char *path) {
         die_usage("--out '%s' is a directory; pass a file path such as %s/char_gpt.ckpt", path,
                   path);
     make_parent_dirs(path);
+    // The name tt_ckpt_save will use; a stale one of a killed run with our pid is reused.
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0)
         die("cannot write --out '%s': %s; pick a writable path", path, strerror(errno));
     close(fd);
@@ -365,6 +367,7 @@ typedef struct train_state {
     int64_t step;
     tt_rng data_rng;
     double best_val, train_loss, val_loss;
+    int64_t saved_step;  // step of the last file this run wrote to --out; -1 before
 } train_state;
 
 static void ckpt_fill(tt_checkpoint *ck, const train_state *s, const tt_gpt *gpt,
@@ -597,7 +600,7 @@ static void progress_step(progress *p, int64_t step, int64_t iters, double loss,
 
 // ---- train ----
 
-static void save_or_die(const train_state *s, const tt_gpt *gpt, const tt_optim *o,
+static void save_or_die(train_state *s, const tt_gpt *gpt, const tt_optim *o,
                         const char *data_path, progress *pg) {
     tt_checkpoint ck;
     tt_ckpt_init(&ck);
@@ -605,10 +608,33 @@ static void save_or_die(const train_state *s, const tt_gpt *gpt, const tt_optim 
     tt_status st = tt_ckpt_save(&ck, opt.out);
     tt_ckpt_free(&ck);
     progress_clear(pg);
-    if (st != TT_OK) die("%s; pick a writable --out (training stopped)", tt_last_error());
+    if (st != TT_OK)
+        die("%s; free disk space or pick another --out, then --resume (training stopped at "
+            "step %lld)", tt_last_error(), (long long)s->step);
+    s->saved_step = s->step;
     fprintf(stderr, "saved %s (step %lld, val loss %.4f, params fingerprint %016llx)\n",
             opt.out, (long long)s->step, s->val_loss,
             (unsigned long long)tt_params_fingerprint(&gpt->params));
+}
+
+// Buffered writes fail late: checks the --log after each flush (a full disk, /dev/full).
+static void check_log(FILE *log, const train_state *s) {
+    if (fflush(log) == 0 && !ferror(log)) return;
+    int e = errno;
+    char kept[160];
+    if (s->saved_step >= 0)
+        snprintf(kept, sizeof kept, "%s holds step %lld", opt.out, (long long)s->saved_step);
+    else
+        snprintf(kept, sizeof kept, "nothing was saved in this run");
+    die("cannot write --log '%s': %s; free disk space or pick another --log (training stopped "
+        "at step %lld; %s)", opt.log, strerror(e ? e : EIO), (long long)s->step, kept);
+}
+
+// stdout may be a full disk or a closed pipe too: a silent truncation would look like success.
+static void check_stdout(void) {
+    if (fflush(stdout) == 0 && !ferror(stdout)) return;
+    int e = errno;
+    die("cannot write to stdout: %s", strerror(e ? e : EIO));
 }
 
 // On --resume: each flag not given comes from the checkpoint; model flags given must match.
@@ -748,6 +774,7 @@ static int cmd_train(void) {
     tt_optim_init(&o, oc);
     tt_optim_add_decay_groups(&o, &gpt.params, opt.weight_decay);
     tt_rng_seed(&s.data_rng, (uint64_t)opt.seed ^ 0xDA7A5EEDull);
+    s.saved_step = -1;
     if (!opt.resume) {
         s.best_val = INFINITY;
         s.train_loss = s.val_loss = NAN;
@@ -809,11 +836,19 @@ static int cmd_train(void) {
         double norm = opt.grad_clip > 0 ? tt_clip_grad_norm(&gpt.params, opt.grad_clip)
                                         : tt_grad_norm(&gpt.params);
         if (!isfinite(lossv) || !isfinite(norm)) {
+            // Before the update: the parameters in memory are still those of the last step.
             progress_clear(&pg);
+            char kept[160];
+            if (s.saved_step >= 0)
+                snprintf(kept, sizeof kept, "%s holds the best state so far, step %lld",
+                         opt.out, (long long)s.saved_step);
+            else
+                snprintf(kept, sizeof kept, "nothing was saved in this run, %s is untouched",
+                         opt.out);
             die("step %lld: the %s is %g, training diverged; lower --lr (now %g) or raise "
-                "--warmup (nothing was saved: %s keeps the last saved state)",
-                (long long)s.step + 1, isfinite(lossv) ? "gradient norm" : "loss",
-                isfinite(lossv) ? norm : lossv, opt.lr, opt.out);
+                "--warmup (%s)", (long long)s.step + 1,
+                isfinite(lossv) ? "gradient norm" : "loss", isfinite(lossv) ? norm : lossv,
+                opt.lr, kept);
         }
         tt_optim_step(&o);
         tt_optim_zero_grad(&o);
@@ -843,20 +878,21 @@ static int cmd_train(void) {
             progress_clear(&pg);
             printf("eval step=%lld train_loss=%.6f val_loss=%.6f\n", (long long)s.step,
                    s.train_loss, s.val_loss);
-            fflush(stdout);
+            check_stdout();
             fprintf(stderr, "step %lld: train loss %.4f, val loss %.4f%s\n", (long long)s.step,
                     s.train_loss, s.val_loss, s.val_loss < s.best_val ? " (best so far)" : "");
             bool improved = s.val_loss < s.best_val;
             if (improved) s.best_val = s.val_loss;
             if (improved || s.step == opt.iters) save_or_die(&s, &gpt, &o, opt.data, &pg);
         }
-        if (log) fflush(log);
+        if (log) check_log(log, &s);
     }
     progress_clear(&pg);
     double ms = steps_run ? 1000.0 * train_time / (double)steps_run : 0;
     double tok_s = train_time > 0 ? (double)(B * T) * (double)steps_run / train_time : 0;
     printf("done steps=%lld train_loss=%.6f val_loss=%.6f ms_per_step=%.3f tokens_per_s=%.1f\n",
            (long long)s.step, s.train_loss, s.val_loss, ms, tok_s);
+    check_stdout();
     if (log && fclose(log) != 0) die("cannot write --log '%s': %s", opt.log, strerror(errno));
     tt_optim_free(&o);
     tt_gpt_free(&gpt);
@@ -871,7 +907,7 @@ static void print_token(int32_t tok, void *ctx) {
     char c;
     tt_vocab_decode(v, &tok, 1, &c);
     fputc(c, stdout);
-    fflush(stdout);
+    check_stdout();  // a full disk or a closed stdout stops generation at once
 }
 
 static int cmd_sample(void) {
@@ -919,7 +955,7 @@ static int cmd_sample(void) {
                     &s.vocab);
     double dt = now_s() - t0;
     fputc('\n', stdout);
-    fflush(stdout);
+    check_stdout();
     fprintf(stderr, "sampled %lld tokens in %.3f s (%.1f tokens/s, KV cache %s, %d threads)\n",
             (long long)opt.tokens, dt, dt > 0 ? (double)opt.tokens / dt : 0.0,
             so.use_cache ? "on" : "off", nthreads());
@@ -966,6 +1002,7 @@ static int cmd_eval(void) {
     double va = estimate_split(&gpt, &ds, TT_SPLIT_VAL, opt.batch, s.cfg.block_size,
                                opt.eval_iters, opt.seed);
     printf("eval train_loss=%.6f val_loss=%.6f\n", tr, va);
+    check_stdout();
     tt_gpt_free(&gpt);
     tt_dataset_free(&ds);
     return 0;
@@ -980,6 +1017,9 @@ int main(int argc, char **argv) {
         fputs(usage_text, stdout);
         return 0;
     }
+    // A file-size limit (ulimit -f) must fail a write with EFBIG, reported like a full disk,
+    // not kill the process halfway through a save.
+    signal(SIGXFSZ, SIG_IGN);
     set_defaults();
     int code;
     if (strcmp(cmd, "train") == 0) {

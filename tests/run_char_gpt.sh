@@ -1,9 +1,12 @@
 #!/bin/sh
 # End-to-end test of build/char_gpt on a tiny corpus (no network): train prints its eval and
-# done lines and a --log; --resume after 20 steps reproduces the next 10 losses of an
+# done lines and a --log; two runs of one seed give the same losses and fingerprints bit for
+# bit, and so do 1 and 2 threads; --resume after 20 steps reproduces the next 10 losses of an
 # uninterrupted 30-step run bit for bit (with dropout); sample gives the same text with and
 # without the KV cache; eval prints its line; bad input exits non-zero (not by a signal) with
-# one line on stderr and clobbers no file. Usage: sh tests/run_char_gpt.sh [builddir]
+# one line on stderr and clobbers no file; a full disk during a save and a diverging loss stop
+# training with the previous checkpoint intact. Under ASan (make test SAN=1) LeakSanitizer
+# checks every run: a leak fails it. Usage: sh tests/run_char_gpt.sh [builddir]
 build=${1:-build}
 bin=$build/char_gpt
 [ -x "$bin" ] || { echo "run_char_gpt: $bin is not built" >&2; exit 1; }
@@ -11,8 +14,11 @@ bin=$(cd "$(dirname "$bin")" && pwd)/char_gpt
 d=$build/char_gpt_test
 rm -rf "$d" && mkdir -p "$d" || exit 1
 fails=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1" >&2; fails=$((fails + 1)); }
+# LeakSanitizer is on by default with ASan on x86-64 Linux; make sure nobody turned it off.
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1"
+export ASAN_OPTIONS
+ok() { echo "ok   $*"; }
+bad() { echo "FAIL $*" >&2; fails=$((fails + 1)); }
 
 # ---- a tiny corpus: the first 20 KB of the shared one, or generated text ----
 if [ -s ../shared/data/tinyshakespeare.txt ]; then
@@ -49,6 +55,33 @@ else
     bad "train --log"; cat "$d/plain.csv" >&2
 fi
 
+# ---- determinism: the same seed twice, and 1 vs 2 threads, give the same bits ----
+fingerprint() { grep 'saved .*step 30,' "$1" | sed 's/.*fingerprint \([0-9a-f]*\).*/\1/'; }
+"$bin" train $model --iters 30 --out "$d/plain2.ckpt" --log "$d/plain2.csv" \
+    > /dev/null 2> "$d/plain2.err" || bad "second 30-step run"
+"$bin" train $model --iters 30 --out "$d/a/plain.ckpt" > /dev/null 2> "$d/plain.err2"
+fp1=$(fingerprint "$d/plain.err2")
+fp2=$(fingerprint "$d/plain2.err")
+if cmp -s "$d/plain.csv" "$d/plain2.csv" && [ -n "$fp1" ] && [ "$fp1" = "$fp2" ]; then
+    ok "same seed, same threads: 30 losses and the fingerprint ($fp1) equal bit for bit"
+else
+    bad "same seed: logs or fingerprints '$fp1' vs '$fp2' differ"
+fi
+wide="--layers 2 --embd 64 --heads 4 --block 32 --batch 8 --iters 8 --eval-every 4"
+wide="$wide --eval-iters 2 --warmup 2 --data $d/tiny.txt"
+for t in 1 2; do
+    "$bin" train $wide --threads $t --out "$d/t$t.ckpt" --log "$d/t$t.csv" \
+        > "$d/t$t.out" 2> "$d/t$t.err" || bad "--threads $t run"
+done
+fpt1=$(grep 'saved .*step 8,' "$d/t1.err" | sed 's/.*fingerprint \([0-9a-f]*\).*/\1/')
+fpt2=$(grep 'saved .*step 8,' "$d/t2.err" | sed 's/.*fingerprint \([0-9a-f]*\).*/\1/')
+if cmp -s "$d/t1.csv" "$d/t2.csv" && [ -n "$fpt1" ] && [ "$fpt1" = "$fpt2" ]; then
+    ok "--threads 1 and 2: the same losses and fingerprint ($fpt1)"
+else
+    bad "--threads 1 vs 2 differ: fingerprints '$fpt1' vs '$fpt2'"
+    paste "$d/t1.csv" "$d/t2.csv" >&2
+fi
+
 # ---- resume: 20 steps, then 10 more == 30 uninterrupted (bit for bit, dropout on) ----
 rmodel="$model --dropout 0.1"
 "$bin" train $rmodel --iters 30 --out "$d/full.ckpt" --log "$d/full.csv" \
@@ -65,8 +98,8 @@ then
 else
     bad "resume: losses differ"; paste "$d/full.last10" "$d/resumed.last10" >&2
 fi
-fp_full=$(grep 'saved .*step 30,' "$d/full.err" | sed 's/.*fingerprint \([0-9a-f]*\).*/\1/')
-fp_res=$(grep 'saved .*step 30,' "$d/resumed.err" | sed 's/.*fingerprint \([0-9a-f]*\).*/\1/')
+fp_full=$(fingerprint "$d/full.err")
+fp_res=$(fingerprint "$d/resumed.err")
 if [ -n "$fp_full" ] && [ "$fp_full" = "$fp_res" ] &&
    [ "$(grep '^done' "$d/full.out" | cut -d' ' -f2-4)" = \
      "$(grep '^done' "$d/resumed.out" | cut -d' ' -f2-4)" ]; then
@@ -110,12 +143,17 @@ cp "$d/full.csv" "$d/keep.csv"
 printf 'abcdefghijklmnopqrst' > "$d/short.txt"
 printf '@# #@ @@#\n%.0s' $(seq 1 200) > "$d/other.txt"
 head -c 1000 "$d/full.ckpt" > "$d/trunc.ckpt"
+# One byte of the last tensor's data changed: only its checksum can tell.
+size=$(wc -c < "$d/full.ckpt")
+head -c $((size - 100)) "$d/full.ckpt" > "$d/corrupt.ckpt"
+printf 'X' >> "$d/corrupt.ckpt"
+tail -c 99 "$d/full.ckpt" >> "$d/corrupt.ckpt"
 keep="--out $d/full.ckpt --log $d/full.csv"
 expect_fail() {  # expect_fail <label> <pattern the message must contain> <args...>
     label=$1
     pattern=$2
     shift 2
-    "$bin" "$@" > "$d/bad.out" 2> "$d/bad.err"
+    "$bin" "$@" > "${stdout_to:-$d/bad.out}" 2> "$d/bad.err"
     rc=$?
     lines=$(wc -l < "$d/bad.err")
     if [ $rc -ne 0 ] && [ $rc -lt 128 ] && [ "$lines" = 1 ] &&
@@ -129,6 +167,8 @@ expect_fail() {  # expect_fail <label> <pattern the message must contain> <args.
 expect_fail "unknown flag" "unknown flag '--bogus'" train --bogus 1 $keep
 expect_fail "non-numeric value" "--layers expects an integer, got 'four'" \
     train $model --layers four $keep
+expect_fail "non-numeric real" "--lr expects a number, got '1e-3x'" \
+    train $model --lr 1e-3x $keep
 expect_fail "zero size" "--embd 0 is out of range" train $model --embd 0 $keep
 expect_fail "negative size" "--batch -3 is out of range" train $model --batch -3 $keep
 expect_fail "embd % heads" "--embd 30 is not divisible by --heads 4" \
@@ -145,6 +185,10 @@ expect_fail "resume with another config" "trained with --layers 1, not 2" \
     train --resume "$d/full.ckpt" --layers 2 --iters 40 $keep
 expect_fail "resume with another vocab" "differs from the one" \
     train --resume "$d/full.ckpt" --data "$d/other.txt" --iters 40 $keep
+expect_fail "resume with a larger --block" "trained with --block 16, not 32" \
+    train --resume "$d/full.ckpt" --block 32 --iters 40 $keep
+expect_fail "resume from a corrupt checkpoint" "checksum mismatch" \
+    train --resume "$d/corrupt.ckpt" --iters 40 $keep
 expect_fail "resume past --iters" "already at step 30 of --iters 30" \
     train --resume "$d/full.ckpt" $keep
 expect_fail "unwritable --out" "cannot write --out" \
@@ -156,6 +200,7 @@ expect_fail "sample --block above the model's" "--block 17 is above the block si
 expect_fail "prompt char not in vocab" 'character \\x01 at position 1' \
     sample --ckpt "$d/full.ckpt" --prompt "$(printf 'a\001')"
 expect_fail "truncated checkpoint" "truncated" sample --ckpt "$d/trunc.ckpt"
+expect_fail "corrupt checkpoint" "(its data is corrupt)" sample --ckpt "$d/corrupt.ckpt"
 expect_fail "not a checkpoint" "bad magic" eval --ckpt "$d/tiny.txt"
 expect_fail "missing checkpoint" "No such file" eval --ckpt "$d/nothing.ckpt"
 expect_fail "sample without --ckpt" "sample needs --ckpt" sample
@@ -164,13 +209,79 @@ expect_fail "eval on text outside the vocab" "character '@' at position 0" \
 expect_fail "top-p out of range" "--top-p 1.5 is out of range" \
     sample --ckpt "$d/full.ckpt" --top-p 1.5
 expect_fail "unknown command" "unknown command 'fly'" fly
-# Divergence is found once training runs, so stderr has the progress lines before the error.
+if [ -w /dev/full ]; then
+    stdout_to=/dev/full expect_fail "stdout on a full disk (/dev/full)" \
+        "cannot write to stdout: No space left on device" sample --ckpt "$d/full.ckpt"
+fi
+
+# Runtime failures come once training runs, so stderr has progress lines before the error.
+last_line_is() {  # last_line_is <label> <rc> <pattern>: the last stderr line of the run
+    if [ "$2" = 1 ] && tail -n 1 "$d/bad.err" | grep -q -- "$3"; then
+        ok "$1: exit 1: $(tail -n 1 "$d/bad.err")"
+    else
+        bad "$1: exit $2, want '$3'"; cat "$d/bad.err" >&2
+    fi
+}
 "$bin" train $model --iters 30 --warmup 0 --lr 1e6 --out "$d/nan.ckpt" > /dev/null 2> "$d/bad.err"
-rc=$?
-if [ $rc = 1 ] && tail -n 1 "$d/bad.err" | grep -q '^char_gpt: step [0-9]*: the .* is .*nan'; then
-    ok "diverging loss (--lr 1e6): exit 1: $(tail -n 1 "$d/bad.err")"
+last_line_is "diverging loss (--lr 1e6)" $? \
+    '^char_gpt: step [0-9]*: the .* is .*nan.*nothing was saved in this run'
+[ ! -e "$d/nan.ckpt" ] || bad "a diverged run without a save left $d/nan.ckpt"
+if [ -w /dev/full ]; then
+    "$bin" train $model --iters 30 --out "$d/log_full.ckpt" --log /dev/full \
+        > /dev/null 2> "$d/bad.err"
+    last_line_is "--log on a full disk (/dev/full)" $? \
+        "cannot write --log '/dev/full': No space left on device"
+fi
+
+# Divergence after a good checkpoint: resumed at step 30 with a huge learning rate, the loss
+# turns NaN/Inf; it is caught the step it appears (every logged loss before it is finite) and
+# the checkpoint stays the one saved before, byte for byte, and still loads.
+cp "$d/full.ckpt" "$d/best.ckpt"
+"$bin" train --resume "$d/best.ckpt" --iters 60 --decay-iters 60 --lr 1e6 --min-lr 1e5 \
+    --out "$d/best.ckpt" --log "$d/diverge.csv" > /dev/null 2> "$d/bad.err"
+last_line_is "diverging after a saved checkpoint" $? \
+    '^char_gpt: step [0-9]*: the .* is .*\(nan\|inf\).*is untouched'
+div_step=$(tail -n 1 "$d/bad.err" | sed -n 's/^char_gpt: step \([0-9]*\):.*/\1/p')
+last_logged=$(tail -n 1 "$d/diverge.csv" | cut -d, -f1)
+if [ -n "$div_step" ] && [ "$div_step" = $((last_logged + 1)) ] &&
+   ! awk -F, 'NR > 1 && $2 !~ /^-?[0-9]/' "$d/diverge.csv" | grep -q . &&
+   cmp -s "$d/best.ckpt" "$d/full.ckpt" &&
+   [ "$("$bin" eval --ckpt "$d/best.ckpt" 2>/dev/null)" = "$(cat "$d/eval.out")" ]; then
+    ok "divergence caught at step $div_step (steps 31..$last_logged finite); the checkpoint" \
+       "is intact and evaluates as before"
 else
-    bad "diverging loss: exit $rc"; cat "$d/bad.err" >&2
+    bad "divergence: step '$div_step' after logged step '$last_logged', or the checkpoint changed"
+    cat "$d/diverge.csv" >&2
+fi
+
+# ---- a full disk during a save: a 256 KiB tmpfs (root, in a private mount namespace), else
+# a file-size limit; training stops with one line and the previous checkpoint is intact ----
+rm -rf "$d/fs" && mkdir "$d/fs"
+if [ "$(id -u)" = 0 ] && command -v unshare > /dev/null 2>&1 && unshare -m true 2> /dev/null
+then
+    how="a full 256 KiB tmpfs"
+    want="No space left on device; the previous file is unchanged"
+    unshare -m sh -c 'mount -t tmpfs -o size=256k tmpfs "$1" || exit 99
+        cp "$2" "$1/out.ckpt" || exit 98
+        "$3" train --resume "$1/out.ckpt" --iters 40 --out "$1/out.ckpt" > /dev/null 2> "$4"
+        rc=$?; cp "$1/out.ckpt" "$5"; ls -A "$1" > "$6"; exit $rc' \
+        sh "$d/fs" "$d/full.ckpt" "$bin" "$d/bad.err" "$d/df_after.ckpt" "$d/df.ls"
+    rc=$?
+else
+    how="ulimit -f: cannot mount a tmpfs here"
+    want="File too large; the previous file is unchanged"
+    cp "$d/full.ckpt" "$d/fs/out.ckpt"
+    (ulimit -f 100; exec "$bin" train --resume "$d/fs/out.ckpt" --iters 40 \
+         --out "$d/fs/out.ckpt" > /dev/null 2> "$d/bad.err")
+    rc=$?
+    cp "$d/fs/out.ckpt" "$d/df_after.ckpt"
+    ls -A "$d/fs" > "$d/df.ls"
+fi
+last_line_is "disk full during a save ($how)" $rc "$want"
+if cmp -s "$d/df_after.ckpt" "$d/full.ckpt" && [ "$(cat "$d/df.ls")" = "out.ckpt" ]; then
+    ok "disk full: the previous checkpoint is intact and no temp file is left"
+else
+    bad "disk full: the checkpoint changed or files were left: $(cat "$d/df.ls")"
 fi
 if cmp -s "$d/full.ckpt" "$d/keep.ckpt" && cmp -s "$d/full.csv" "$d/keep.csv" &&
    [ ! -e "$d/nan.ckpt" ]; then
