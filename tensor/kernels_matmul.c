@@ -330,13 +330,26 @@ static void gemm_packed(tt_dtype dtype, int64_t M, int64_t N, int64_t K, const v
 }
 
 // ---- dot products and matrix-vector products (no packing) ----
-// dot: sum_k a[k as] b[k bs] with each run of up to KC products summed in 8 lanes of T (the
-// lanes added pairwise) and the runs in double. gemv_cols: y[i] (+)= sum_k A[i, k] x[k] for A
-// with contiguous columns (A[i, k] = a[i + k cs]), column updates of a run of KC steps in T,
-// the runs in double, 256 rows at a time.
+// dot: sum_k a[k as] b[k bs], each run of up to KC products summed in 8 lanes of T (lane l
+// takes k = l mod 8; the lanes are then added pairwise) and the runs in double. gemv_cols:
+// y[i] (+)= sum_k A[i, k] x[k] for A with contiguous columns (A[i, k] = a[i + k cs]): each run
+// of KC steps of k is summed in T by column updates, four steps per pass over y (evaluated left
+// to right, so the same rounding as four single updates), and the runs in double, 256 rows at a
+// time. Plain C, compiled for AVX-512, AVX2 and baseline x86-64 and picked by the loader
+// (target_clones); the vector width changes the speed, not the result (no FMA contraction in
+// ISO C mode, fixed lanes).
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+#endif
+#ifndef CLONES
+#define CLONES
+#endif
+
 #define GEMV_ROWS 256
 #define DEFINE_DOT(T, S)                                                                      \
-    static double dot_##S(int64_t K, const T *a, int64_t as, const T *b, int64_t bs) {        \
+    CLONES static double dot_##S(int64_t K, const T *a, int64_t as, const T *b, int64_t bs) { \
         double acc = 0;                                                                       \
         for (int64_t k0 = 0; k0 < K; k0 += KC) {                                              \
             int64_t kc = min64(KC, K - k0), k = 0;                                            \
@@ -351,17 +364,25 @@ static void gemm_packed(tt_dtype dtype, int64_t M, int64_t N, int64_t K, const v
         }                                                                                     \
         return acc;                                                                           \
     }                                                                                         \
-    static void gemv_cols_##S(int64_t M, int64_t K, const T *a, int64_t cs, const T *x,       \
-                              int64_t xs, T *y, int64_t ys, bool accumulate) {                \
+    CLONES static void gemv_cols_##S(int64_t M, int64_t K, const T *a, int64_t cs,            \
+                                     const T *x, int64_t xs, T *y, int64_t ys,                \
+                                     bool accumulate) {                                       \
         for (int64_t i0 = 0; i0 < M; i0 += GEMV_ROWS) {                                       \
             int64_t m = min64(GEMV_ROWS, M - i0);                                             \
             double acc[GEMV_ROWS];                                                            \
             T run[GEMV_ROWS];                                                                 \
             for (int64_t i = 0; i < m; i++) acc[i] = 0;                                       \
             for (int64_t k0 = 0; k0 < K; k0 += KC) {                                          \
-                int64_t kc = min64(KC, K - k0);                                               \
+                int64_t k1 = k0 + min64(KC, K - k0), k = k0;                                  \
                 for (int64_t i = 0; i < m; i++) run[i] = 0;                                   \
-                for (int64_t k = k0; k < k0 + kc; k++) {                                      \
+                for (; k + 4 <= k1; k += 4) {                                                 \
+                    const T *a0 = a + i0 + k * cs, *a1 = a0 + cs, *a2 = a1 + cs, *a3 = a2 + cs; \
+                    T x0 = x[k * xs], x1 = x[(k + 1) * xs], x2 = x[(k + 2) * xs];             \
+                    T x3 = x[(k + 3) * xs];                                                   \
+                    for (int64_t i = 0; i < m; i++)                                           \
+                        run[i] = run[i] + a0[i] * x0 + a1[i] * x1 + a2[i] * x2 + a3[i] * x3;  \
+                }                                                                             \
+                for (; k < k1; k++) {                                                         \
                     const T *ak = a + i0 + k * cs;                                            \
                     T xk = x[k * xs];                                                         \
                     for (int64_t i = 0; i < m; i++) run[i] += ak[i] * xk;                     \
