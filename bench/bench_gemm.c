@@ -5,6 +5,7 @@
 //
 //   bench_gemm              every figure
 //   bench_gemm M N K LAYOUT THREADS [REPS]   one figure (LAYOUT nn, nt or tn)
+//   TT_BENCH_GEMM_PATH=avx2 bench_gemm ...   force a SIMD path (generic, avx2, avx512)
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,7 +102,24 @@ static void bench_linear(int64_t R, int64_t in, int64_t out, int threads) {
     bench_one(in, out, R, "tn", threads, 0);
 }
 
+// Forces the SIMD path named by TT_BENCH_GEMM_PATH, if set; false if the name is unknown or
+// the CPU lacks that path.
+static bool force_path(void) {
+    const char *want = getenv("TT_BENCH_GEMM_PATH");
+    if (!want) return true;
+    for (int p = 0; p < TT_K_GEMM_PATH_COUNT; p++)
+        if (strcmp(want, tt_k_gemm_path_name((tt_k_gemm_path)p)) == 0) {
+            if (!tt_k_gemm_path_supported((tt_k_gemm_path)p)) break;
+            tt_k_gemm_set_path((tt_k_gemm_path)p);
+            return true;
+        }
+    fprintf(stderr, "bench_gemm: TT_BENCH_GEMM_PATH=%s is not a path this CPU supports "
+            "(generic, avx2, avx512)\n", want);
+    return false;
+}
+
 int main(int argc, char **argv) {
+    if (!force_path()) return 2;
     if (argc >= 6) {
         bench_one(atoll(argv[1]), atoll(argv[2]), atoll(argv[3]), argv[4], atoi(argv[5]),
                   argc >= 7 ? atoi(argv[6]) : 0);

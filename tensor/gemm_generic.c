@@ -15,8 +15,9 @@
         T *c = c_;                                                                           \
         T acc[MR][NR] = {{0}};                                                               \
         for (int64_t k = 0; k < kc; k++, a += MR, b += NR)                                   \
-            for (int i = 0; i < MR; i++)                                                     \
-                for (int j = 0; j < NR; j++) acc[i][j] = acc[i][j] + a[i] * b[j];            \
+            _Pragma("GCC unroll 4") for (int i = 0; i < MR; i++)                             \
+                _Pragma("GCC unroll 8") for (int j = 0; j < NR; j++)                         \
+                    acc[i][j] = acc[i][j] + a[i] * b[j];                                     \
         for (int i = 0; i < mr; i++) {                                                       \
             T *ci = c + i * ldc;                                                             \
             if (add)                                                                         \
