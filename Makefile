@@ -112,7 +112,7 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuz
 	echo "== mlp_moons"; sh tests/run_mlp_moons.sh $(BUILD) || fail=1; \
 	echo "== char_gpt"; sh tests/run_char_gpt.sh $(BUILD) || fail=1; \
 	if [ "$(SAN)" != 1 ]; then echo "== make install + pkg-config"; \
-	    sh tests/install_test.sh "$(CC)" || fail=1; fi; \
+	    sh tests/install_test.sh "$(CC)" "$(BUILD)" || fail=1; fi; \
 	if [ $$fail = 0 ]; then echo "make test: all suites passed"; \
 	else echo "make test: FAILED"; exit 1; fi
 

@@ -15,11 +15,6 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-// Loads a checkpoint from memory (name stands for the path in messages); verify = false skips
-// the checksums. For the fuzz target tests/fuzz_checkpoint.c, which declares it too.
-tt_status tt__ckpt_load_mem(tt_checkpoint *c, const void *data, size_t size, const char *name,
-                            bool verify);
-
 // ---- format constants (docs/checkpoint.md) ----
 
 static const unsigned char ckpt_magic[8] = {0x89, 'T', 'T', 'C', 'K', 'P', 'T', '\n'};

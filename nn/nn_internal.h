@@ -3,11 +3,17 @@
 #define TT_NN_INTERNAL_H
 
 #include "nn.h"
+#include "checkpoint.h"
 #include "../tensor/tensor_internal.h"
 
 // A new parameter: an unscoped leaf of tt_default_dtype() that requires grad (zeros).
 tt_tensor *tt__param_new(int ndim, const int64_t *shape);
 // A new unscoped buffer (no grad) of tt_default_dtype() (zeros).
 tt_tensor *tt__buffer_new(int ndim, const int64_t *shape);
+
+// Loads a checkpoint from memory (name stands for the path in messages); verify = false skips
+// the checksums (the fuzz target parses each input both ways). nn/checkpoint.c.
+tt_status tt__ckpt_load_mem(tt_checkpoint *c, const void *data, size_t size, const char *name,
+                            bool verify);
 
 #endif  // TT_NN_INTERNAL_H

@@ -257,8 +257,13 @@ static tt_tensor *tensor_struct(tt_dtype dtype, int ndim, const int64_t *shape) 
     t->refcount = 1;
     t->dtype = dtype;
     t->ndim = ndim;
+    int64_t numel = 1;
     for (int i = 0; i < ndim; i++) {
         TT_CHECK(shape[i] >= 0, "negative size %lld in dim %d", (long long)shape[i], i);
+        // The product of the non-zero sizes bounds every stride: it must fit in int64.
+        TT_CHECK(shape[i] <= 1 || numel <= INT64_MAX / shape[i],
+                 "shape %s has more elements than int64 can count", tt__shape_of(ndim, shape));
+        if (shape[i] > 1) numel *= shape[i];
         t->shape[i] = shape[i];
     }
     atomic_fetch_add(&live_tensors, 1);

@@ -17,10 +17,7 @@
 #include <unistd.h>
 
 #include "tinytorch.h"
-
-// The loader's in-memory entry point (nn/checkpoint.c).
-tt_status tt__ckpt_load_mem(tt_checkpoint *c, const void *data, size_t size, const char *name,
-                            bool verify);
+#include "nn/nn_internal.h"  // tt__ckpt_load_mem, the loader's in-memory entry point
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -3,11 +3,12 @@
 # with `cc prog.c $(pkg-config --cflags --libs tinytorch)` against the shared and the static
 # library, and run it.
 cc=${1:-cc}
+build=${2:-build}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "install test: $*" >&2; exit 1; }
 
-make -s install PREFIX="$tmp/usr" >/dev/null || fail "make install failed"
+make -s install BUILD="$build" PREFIX="$tmp/usr" >/dev/null || fail "make install failed"
 for f in include/tinytorch/tinytorch.h include/tinytorch/tensor/tensor.h \
          include/tinytorch/autograd/autograd.h include/tinytorch/autograd/ops.def \
          lib/libtinytorch.a lib/libtinytorch.so lib/pkgconfig/tinytorch.pc; do
@@ -29,7 +30,7 @@ mkdir "$tmp/user" && cp examples/tour.c "$tmp/user/my_model.c"
     fail "building against the static library failed"
 "$tmp/user/my_model_static" | grep -q 'shape=(4, 1)' || fail "the static build did not run"
 
-make -s install DESTDIR="$tmp/stage" PREFIX=/opt/tt >/dev/null || fail "DESTDIR install failed"
+make -s install BUILD="$build" DESTDIR="$tmp/stage" PREFIX=/opt/tt >/dev/null || fail "DESTDIR install failed"
 [ -f "$tmp/stage/opt/tt/lib/libtinytorch.so" ] || fail "DESTDIR was not honoured"
 grep -q '^prefix=/opt/tt$' "$tmp/stage/opt/tt/lib/pkgconfig/tinytorch.pc" ||
     fail "the staged .pc does not name the final prefix"

@@ -312,6 +312,12 @@ END_TEST
 START_TEST(test_negative_size_aborts) { tt_release(tt_zeros(TT_F32, TT_SHAPE(2, -1))); }
 END_TEST
 
+// An empty shape whose other sizes multiply past int64 would overflow the strides.
+START_TEST(test_shape_overflow_aborts) {
+    tt_release(tt_zeros(TT_F32, TT_SHAPE(0, 1LL << 40, 1LL << 40)));
+}
+END_TEST
+
 START_TEST(test_too_many_dims_aborts) {
     int64_t shape[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
     tt_release(tt_zeros(TT_F32, 9, shape));
@@ -345,6 +351,7 @@ int main(void) {
     tcase_add_test_raise_signal(ab, test_copy_bad_broadcast_aborts, SIGABRT);
     tcase_add_test_raise_signal(ab, test_negative_size_aborts, SIGABRT);
     tcase_add_test_raise_signal(ab, test_too_many_dims_aborts, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_shape_overflow_aborts, SIGABRT);
     suite_add_tcase(s, ab);
     return tt_test_run(s);
 }
