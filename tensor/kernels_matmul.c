@@ -7,6 +7,9 @@
 
 #include <stdatomic.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -146,57 +149,91 @@ static char *ws_get(workspace *w, size_t nbytes) {
 // pack_a: rows [0, mc) x steps [0, kc) of A into ceil(mc / mr) panels, panel p holding
 // dst[k * mr + i] = A[p mr + i, k], rows past mc zero. pack_b: steps [0, kc) x columns [0, nc)
 // of B into ceil(nc / nr) panels, panel q holding dst[k * nr + j] = B[k, q nr + j], columns past
-// nc zero. Both read any strides; the loops follow whichever of A's (B's) dims is contiguous.
+// nc zero. Both read any strides. When the packed dim is contiguous in memory (A^T's rows, B's
+// rows), a whole row is copied across every panel at once, so memory is read in order; when the
+// other dim is (A's rows, B^T's rows), 4 x 4 blocks are transposed in SSE registers.
+
+// dst[k * w + l] = src[l * ls + k] for l < nl, k < kc: nl lines contiguous along k, transposed
+// into a panel of width w.
+static void tpack_f32(float *dst, int w, const float *src, int64_t ls, int nl, int64_t kc) {
+    int l = 0;
+#ifdef __SSE2__
+    for (; l + 4 <= nl; l += 4) {
+        const float *s0 = src + l * ls, *s1 = s0 + ls, *s2 = s1 + ls, *s3 = s2 + ls;
+        int64_t k = 0;
+        for (; k + 4 <= kc; k += 4) {
+            __m128 r0 = _mm_loadu_ps(s0 + k), r1 = _mm_loadu_ps(s1 + k);
+            __m128 r2 = _mm_loadu_ps(s2 + k), r3 = _mm_loadu_ps(s3 + k);
+            _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+            _mm_storeu_ps(dst + k * w + l, r0);
+            _mm_storeu_ps(dst + (k + 1) * w + l, r1);
+            _mm_storeu_ps(dst + (k + 2) * w + l, r2);
+            _mm_storeu_ps(dst + (k + 3) * w + l, r3);
+        }
+        for (; k < kc; k++) {
+            float *d = dst + k * w + l;
+            d[0] = s0[k], d[1] = s1[k], d[2] = s2[k], d[3] = s3[k];
+        }
+    }
+#endif
+    for (; l < nl; l++)
+        for (int64_t k = 0; k < kc; k++) dst[k * w + l] = src[l * ls + k];
+}
+
+static void tpack_f64(double *dst, int w, const double *src, int64_t ls, int nl, int64_t kc) {
+    int l = 0;
+#ifdef __SSE2__
+    for (; l + 2 <= nl; l += 2) {
+        const double *s0 = src + l * ls, *s1 = s0 + ls;
+        int64_t k = 0;
+        for (; k + 2 <= kc; k += 2) {
+            __m128d r0 = _mm_loadu_pd(s0 + k), r1 = _mm_loadu_pd(s1 + k);
+            _mm_storeu_pd(dst + k * w + l, _mm_unpacklo_pd(r0, r1));
+            _mm_storeu_pd(dst + (k + 1) * w + l, _mm_unpackhi_pd(r0, r1));
+        }
+        for (; k < kc; k++) dst[k * w + l] = s0[k], dst[k * w + l + 1] = s1[k];
+    }
+#endif
+    for (; l < nl; l++)
+        for (int64_t k = 0; k < kc; k++) dst[k * w + l] = src[l * ls + k];
+}
+
+// Packs the (kc, n) matrix X[k, j] = src[k * ks + j * js] into ceil(n / w) panels of width w
+// (dst[q][k * w + j] = X[k, q w + j], zero past n): A^T for pack_a, B for pack_b.
 #define DEFINE_PACK(T, S)                                                                     \
-    static void pack_a_##S(void *dst_, const void *src_, int64_t rs, int64_t cs, int64_t mc,  \
-                           int64_t kc, int mr) {                                              \
-        T *dst = dst_;                                                                        \
-        const T *src = src_;                                                                  \
-        for (int64_t i0 = 0; i0 < mc; i0 += mr, dst += kc * mr) {                             \
-            int rows = (int)min64(mr, mc - i0);                                               \
-            const T *a = src + i0 * rs;                                                       \
-            if (rs == 1) {                                                                    \
-                for (int64_t k = 0; k < kc; k++) {                                            \
-                    const T *ak = a + k * cs;                                                 \
-                    T *d = dst + k * mr;                                                      \
-                    for (int i = 0; i < rows; i++) d[i] = ak[i];                              \
-                    for (int i = rows; i < mr; i++) d[i] = 0;                                 \
+    static void pack_##S(T *dst, const T *src, int64_t ks, int64_t js, int64_t kc,            \
+                         int64_t n, int w) {                                                  \
+        if (js == 1 && ks != 1) { /* rows of X contiguous: copy each across every panel */   \
+            for (int64_t k = 0; k < kc; k++) {                                                \
+                const T *xk = src + k * ks;                                                   \
+                for (int64_t j0 = 0; j0 < n; j0 += w) {                                       \
+                    T *d = dst + j0 * kc + k * w;                                             \
+                    int cols = (int)min64(w, n - j0);                                         \
+                    for (int j = 0; j < cols; j++) d[j] = xk[j0 + j];                         \
+                    for (int j = cols; j < w; j++) d[j] = 0;                                  \
                 }                                                                             \
-            } else {                                                                          \
-                for (int i = 0; i < rows; i++) {                                              \
-                    const T *ai = a + i * rs;                                                 \
-                    for (int64_t k = 0; k < kc; k++) dst[k * mr + i] = ai[k * cs];            \
-                }                                                                             \
-                if (rows < mr)                                                                \
-                    for (int64_t k = 0; k < kc; k++)                                          \
-                        for (int i = rows; i < mr; i++) dst[k * mr + i] = 0;                  \
             }                                                                                 \
+            return;                                                                           \
+        }                                                                                     \
+        for (int64_t j0 = 0; j0 < n; j0 += w, dst += kc * w) {                                \
+            int cols = (int)min64(w, n - j0);                                                 \
+            if (ks == 1) /* columns of X contiguous: transpose */                             \
+                tpack_##S(dst, w, src + j0 * js, js, cols, kc);                               \
+            else                                                                              \
+                for (int64_t k = 0; k < kc; k++)                                              \
+                    for (int j = 0; j < cols; j++) dst[k * w + j] = src[k * ks + (j0 + j) * js]; \
+            if (cols < w)                                                                     \
+                for (int64_t k = 0; k < kc; k++)                                              \
+                    for (int j = cols; j < w; j++) dst[k * w + j] = 0;                        \
         }                                                                                     \
     }                                                                                         \
-    static void pack_b_##S(void *dst_, const void *src_, int64_t rs, int64_t cs, int64_t kc,  \
+    static void pack_a_##S(void *dst, const void *src, int64_t rs, int64_t cs, int64_t mc,    \
+                           int64_t kc, int mr) {                                              \
+        pack_##S(dst, src, cs, rs, kc, mc, mr);                                               \
+    }                                                                                         \
+    static void pack_b_##S(void *dst, const void *src, int64_t rs, int64_t cs, int64_t kc,    \
                            int64_t nc, int nr) {                                              \
-        T *dst = dst_;                                                                        \
-        const T *src = src_;                                                                  \
-        for (int64_t j0 = 0; j0 < nc; j0 += nr, dst += kc * nr) {                             \
-            int cols = (int)min64(nr, nc - j0);                                               \
-            const T *b = src + j0 * cs;                                                       \
-            if (cs == 1) {                                                                    \
-                for (int64_t k = 0; k < kc; k++) {                                            \
-                    const T *bk = b + k * rs;                                                 \
-                    T *d = dst + k * nr;                                                      \
-                    for (int j = 0; j < cols; j++) d[j] = bk[j];                              \
-                    for (int j = cols; j < nr; j++) d[j] = 0;                                 \
-                }                                                                             \
-            } else {                                                                          \
-                for (int j = 0; j < cols; j++) {                                              \
-                    const T *bj = b + j * cs;                                                 \
-                    for (int64_t k = 0; k < kc; k++) dst[k * nr + j] = bj[k * rs];            \
-                }                                                                             \
-                if (cols < nr)                                                                \
-                    for (int64_t k = 0; k < kc; k++)                                          \
-                        for (int j = cols; j < nr; j++) dst[k * nr + j] = 0;                  \
-            }                                                                                 \
-        }                                                                                     \
+        pack_##S(dst, src, rs, cs, kc, nc, nr);                                               \
     }
 
 DEFINE_PACK(float, f32)
