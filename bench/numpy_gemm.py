@@ -5,6 +5,7 @@
 # medians of 7 runs after a warm-up, each run about 20 ms of products.
 #
 #   OPENBLAS_CORETYPE=SkylakeX /usr/bin/python3 bench/numpy_gemm.py [threads ...]
+#   ... bench/numpy_gemm.py M N K nn|nt|tn THREADS     one figure
 import sys
 import time
 
@@ -59,6 +60,11 @@ def bench_one(m, n, k, layout, threads):
 
 
 def main():
+    if len(sys.argv) == 6:
+        m, n, k, layout, t = sys.argv[1:]
+        set_threads(int(t))
+        bench_one(int(m), int(n), int(k), layout, int(t))
+        return
     threads = [int(t) for t in sys.argv[1:]] or [1, 2]
     for t in threads:
         set_threads(t)

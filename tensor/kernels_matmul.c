@@ -1,6 +1,6 @@
 // The GEMM driver (f32, f64): run-time choice of the SIMD path, packing of A and B into
 // zero-padded panels, cache blocking, the OpenMP partition of a product's blocks, matrix-vector
-// and tiny products without packing, split-K summation in double for long f32 reductions, and
+// and few-output products without packing, split-K summation in double for long f32 reductions,
 // the batched driver over broadcast batch dims. The micro-kernels are in tensor/gemm_*.c.
 #include "kernels_matmul.h"
 #include "tensor_internal.h"
@@ -437,7 +437,7 @@ DEFINE_DOT(float, f32)
 DEFINE_DOT(double, f64)
 
 // ---- single GEMM ----
-// Matrix-vector products (N == 1, or M == 1 read as C^T = B^T A^T) and tiny or few-output
+// Matrix-vector products (N == 1, or M == 1 read as C^T = B^T A^T) and few-output
 // products take the unpacked paths; everything else is packed. A C whose columns are not
 // contiguous is computed as C^T = B^T A^T when its rows are, else through a contiguous copy.
 #define DEFINE_GEMM(T, S)                                                                 \
