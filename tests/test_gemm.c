@@ -284,7 +284,8 @@ START_TEST(test_batched_reduce) {
     int64_t nb = 3, M = 70, N = 90, K = 300;
     rng_state = 11;
     float *a = rand_buf(TT_F32, nb * M * K), *b = rand_buf(TT_F32, nb * K * N);
-    float *c1 = calloc((size_t)(M * N), sizeof(float)), *c2 = calloc((size_t)(M * N), sizeof(float));
+    float *c1 = calloc((size_t)(M * N), sizeof(float));
+    float *c2 = calloc((size_t)(M * N), sizeof(float));
     // a (nb, M, K) stored (nb, K, M): its batch dim cannot fold into K
     tt_k_matrix ma = {.data = a, .rs = 1, .cs = M, .bs = {M * K}};
     tt_k_matrix mb = {.data = b, .rs = N, .cs = 1, .bs = {K * N}};
