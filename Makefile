@@ -22,9 +22,10 @@ OMP     ?= 1
 SAN     ?= 0
 WERROR  ?= 0
 ARCH    ?=
+OPT     ?= -O3
 
 WARN    := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes
-CFLAGS  := -std=c11 -D_POSIX_C_SOURCE=200809L -O2 -g -fno-math-errno -fPIC $(ARCH) $(WARN)
+CFLAGS  := -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) -g -fno-math-errno -fPIC $(ARCH) $(WARN)
 LDLIBS  := -lxxhash -lm
 BUILD   := build
 

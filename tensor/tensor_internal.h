@@ -61,6 +61,17 @@ bool tt__iter_init(tt__iter *it, int ndim, const int64_t *shape, int nops,
                    const int64_t *const *strides, const int64_t *offsets);
 bool tt__iter_next(tt__iter *it);
 
+// ---- hot loops compiled for several ISAs ----
+// The default build targets baseline x86-64 (SSE2). A loop marked TT_CLONES is also compiled
+// for x86-64-v3 (AVX2, FMA) and x86-64-v4 (AVX-512), and the loader picks the best the CPU
+// has. The build is ISO C (-std=c11: no FP contraction), so every clone computes the same
+// bits as the baseline; only the vector width differs. TT_NO_CLONES=1 at build time: off.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(TT_NO_CLONES)
+#define TT_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define TT_CLONES
+#endif
+
 // ---- typed element access on raw storage (strided fallbacks) ----
 static inline double tt__load(const void *base, tt_dtype dt, int64_t i) {
     switch (dt) {

@@ -1,0 +1,103 @@
+#!/usr/bin/python3
+"""The PyTorch side of `make bench`: the same baby and mid GPT training steps (nanoGPT's model:
+learned positions, pre-norm LayerNorm without bias, exact GELU, tied head; AdamW with
+beta2 0.99 and weight decay 0.1 on matrices; clip 1.0) on random tokens, printing the fields of
+bench_train. Optional: needs Debian's python3-torch, never needed by `make test`.
+
+    OPENBLAS_CORETYPE=SkylakeX /usr/bin/python3 bench/torch_ref.py [baby|mid] [threads]
+"""
+import math
+import resource
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+CONFIGS = {  # name: (n_layer, n_head, n_embd, block, batch, vocab, timed steps)
+    "baby": (4, 4, 128, 64, 12, 65, 30),
+    "mid": (6, 6, 384, 256, 8, 65, 6),
+}
+
+
+class Block(nn.Module):
+    def __init__(self, c, nh, block):
+        super().__init__()
+        self.nh = nh
+        self.ln1 = nn.LayerNorm(c)  # torch 1.13 has no bias=False; the bias costs nothing
+        self.qkv = nn.Linear(c, 3 * c, bias=False)
+        self.proj = nn.Linear(c, c, bias=False)
+        self.ln2 = nn.LayerNorm(c)
+        self.fc = nn.Linear(c, 4 * c, bias=False)
+        self.fc_proj = nn.Linear(4 * c, c, bias=False)
+        self.register_buffer("mask", torch.tril(torch.ones(block, block)).view(1, 1, block, block))
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
+        q = q.view(b, t, self.nh, c // self.nh).transpose(1, 2)
+        k = k.view(b, t, self.nh, c // self.nh).transpose(1, 2)
+        v = v.view(b, t, self.nh, c // self.nh).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.mask[:, :, :t, :t] == 0, float("-inf"))
+        y = F.softmax(att, dim=-1) @ v
+        x = x + self.proj(y.transpose(1, 2).contiguous().view(b, t, c))
+        return x + self.fc_proj(F.gelu(self.fc(self.ln2(x))))
+
+
+class GPT(nn.Module):
+    def __init__(self, n_layer, nh, c, block, vocab):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, c)
+        self.wpe = nn.Embedding(block, c)
+        self.blocks = nn.ModuleList([Block(c, nh, block) for _ in range(n_layer)])
+        self.ln_f = nn.LayerNorm(c)
+        self.head = nn.Linear(c, vocab, bias=False)
+        self.head.weight = self.wte.weight
+
+    def forward(self, idx, targets):
+        t = idx.size(1)
+        x = self.wte(idx) + self.wpe(torch.arange(t))
+        for blk in self.blocks:
+            x = blk(x)
+        logits = self.head(self.ln_f(x))
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
+def main():
+    name = sys.argv[1] if len(sys.argv) > 1 else "baby"
+    threads = int(sys.argv[2]) if len(sys.argv) > 2 else 2
+    n_layer, nh, c, block, batch, vocab, steps = CONFIGS[name]
+    torch.manual_seed(1337)
+    torch.set_num_threads(threads)
+    model = GPT(n_layer, nh, c, block, vocab)
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
+                             {"params": no_decay, "weight_decay": 0.0}],
+                            lr=1e-3, betas=(0.9, 0.99))
+    times = []
+    loss = None
+    for s in range(3 + steps):
+        x = torch.randint(vocab, (batch, block))
+        y = torch.randint(vocab, (batch, block))
+        t0 = time.perf_counter()
+        loss = model(x, y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if s >= 3:
+            times.append((time.perf_counter() - t0) * 1e3)
+    times.sort()
+    h = len(times) // 2
+    med = times[h] if len(times) % 2 else 0.5 * (times[h - 1] + times[h])
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    print(f"bench torch config={name} threads={threads} ms_per_step={med:.2f} "
+          f"tokens_per_s={batch * block / (med / 1e3):.0f} peak_rss_mb={rss:.1f} "
+          f"loss={loss.item():.4f} steps={steps} torch={torch.__version__}")
+
+
+if __name__ == "__main__":
+    main()
