@@ -124,7 +124,9 @@ gradcheck:
 
 # The main command: fetch the corpus, train the baby GPT with the defaults (out/char_gpt.ckpt),
 # then sample 300 characters from it.
-run: data examples
+run:
+	@$(MAKE) --no-print-directory check-deps
+	@$(MAKE) --no-print-directory data examples
 	$(BUILD)/char_gpt train
 	$(BUILD)/char_gpt sample --tokens 300
 

@@ -69,15 +69,15 @@ static inline float exp_neg_f32(float x) {
     const float shifter = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
     float t = x * 1.44269504f + shifter;
     float n = t - shifter;              // round(x / ln 2)
-    int32_t ni, bits;
+    uint32_t ni, bits;                  // unsigned: a NaN input wraps instead of overflowing
     memcpy(&ni, &t, sizeof ni);
-    ni -= 0x4B400000;                   // the bits of the shifter: leaves n as an integer
+    ni -= 0x4B400000u;                  // the bits of the shifter: leaves n as an integer
     float r = x - n * 0.693145752f;     // ln 2, high part
     r = r - n * 1.42860677e-6f;         //       low part
     float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 +
               r * (1.0f / 720 + r * (1.0f / 5040)))))));
     memcpy(&bits, &p, sizeof bits);
-    bits += ni * (1 << 23);             // times 2^n
+    bits += ni << 23;                   // times 2^n
     memcpy(&p, &bits, sizeof p);
     return p;
 }
