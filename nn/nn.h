@@ -276,6 +276,12 @@ typedef struct tt_attention {
 void tt_attention_init(tt_attention *m, const tt_attention_config *cfg, tt_rng *rng);
 // x (B, T, C) -> (B, T, C), positions 0 .. T-1.
 tt_tensor *tt_attention_forward(tt_attention *m, tt_tensor *x);
+// Incremental decoding with a key/value cache: x (B, T, C) holds positions pos .. pos + T - 1;
+// their keys and values (after QK-norm and RoPE, before the grouped-query repeat) are written
+// into k_cache and v_cache, (B, NKV, L, HS) with L >= pos + T, and the queries attend over
+// positions 0 .. pos + T - 1 (causally when cfg.causal). Meant for grad mode off.
+tt_tensor *tt_attention_forward_cached(tt_attention *m, tt_tensor *x, tt_tensor *k_cache,
+                                       tt_tensor *v_cache, int64_t pos);
 void tt_attention_params(const tt_attention *m, tt_params *out, const char *prefix);
 void tt_attention_train(tt_attention *m, bool training);
 void tt_attention_free(tt_attention *m);
@@ -298,6 +304,9 @@ typedef struct tt_block {
 
 void tt_block_init(tt_block *m, const tt_block_config *cfg, tt_rng *rng);
 tt_tensor *tt_block_forward(tt_block *m, tt_tensor *x);
+// The same through tt_attention_forward_cached (see there).
+tt_tensor *tt_block_forward_cached(tt_block *m, tt_tensor *x, tt_tensor *k_cache,
+                                   tt_tensor *v_cache, int64_t pos);
 void tt_block_params(const tt_block *m, tt_params *out, const char *prefix);  // norm1, attn, ...
 void tt_block_train(tt_block *m, bool training);
 void tt_block_free(tt_block *m);

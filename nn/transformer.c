@@ -126,29 +126,80 @@ static tt_tensor *attention_core(tt_attention *m, tt_tensor *q, tt_tensor *k, tt
     return tt_matmul(att, v);  // (B, NH, T, HS)
 }
 
-tt_tensor *tt_attention_forward(tt_attention *m, tt_tensor *x) {
+// q, k, v of x (B, T, C) at positions pos .. pos + T - 1: projected, split into heads,
+// QK-normed and rotated. Runs in the caller's scope.
+static void project_qkv(tt_attention *m, tt_tensor *x, int64_t pos, tt_tensor **q,
+                        tt_tensor **k, tt_tensor **v) {
     const tt_attention_config *c = &m->cfg;
     TT_CHECK(x && x->ndim == 3 && x->shape[2] == c->n_embd, "input %s must be (B, T, %lld)",
              x ? tt__shape(x) : "NULL", (long long)c->n_embd);
-    int64_t B = x->shape[0], T = x->shape[1], hs = m->head_dim;
-    TT_CHECK(T <= c->max_seq, "sequence length T=%lld exceeds max_seq=%lld; crop the input or "
-             "build the attention with a larger max_seq", (long long)T, (long long)c->max_seq);
-    tt_scope_begin();
-    tt_tensor *q = split_heads(tt_linear_forward(&m->q_proj, x), c->n_head, hs);     // (B,NH,T,HS)
-    tt_tensor *k = split_heads(tt_linear_forward(&m->k_proj, x), c->n_kv_head, hs);  // (B,NKV,T,HS)
-    tt_tensor *v = split_heads(tt_linear_forward(&m->v_proj, x), c->n_kv_head, hs);  // (B,NKV,T,HS)
+    int64_t T = x->shape[1], hs = m->head_dim;
+    TT_CHECK(pos >= 0 && pos + T <= c->max_seq, "positions %lld .. %lld exceed max_seq=%lld; "
+             "crop the input or build the attention with a larger max_seq", (long long)pos,
+             (long long)(pos + T - 1), (long long)c->max_seq);
+    *q = split_heads(tt_linear_forward(&m->q_proj, x), c->n_head, hs);     // (B, NH, T, HS)
+    *k = split_heads(tt_linear_forward(&m->k_proj, x), c->n_kv_head, hs);  // (B, NKV, T, HS)
+    *v = split_heads(tt_linear_forward(&m->v_proj, x), c->n_kv_head, hs);  // (B, NKV, T, HS)
     if (c->qk_norm) {
-        q = tt_rmsnorm_forward(&m->q_norm, q);
-        k = tt_rmsnorm_forward(&m->k_norm, k);
+        *q = tt_rmsnorm_forward(&m->q_norm, *q);
+        *k = tt_rmsnorm_forward(&m->k_norm, *k);
     }
     if (c->rope) {
-        q = tt_rope_forward(&m->rope, q, 0);
-        k = tt_rope_forward(&m->rope, k, 0);
+        *q = tt_rope_forward(&m->rope, *q, pos);
+        *k = tt_rope_forward(&m->rope, *k, pos);
     }
-    tt_tensor *y = attention_core(m, q, k, v);                            // (B, NH, T, HS)
-    y = tt_reshape(tt_transpose(y, 1, 2), TT_SHAPE(B, T, c->n_head * hs));  // (B, T, C)
-    y = tt_dropout_forward(&m->resid_drop, tt_linear_forward(&m->o_proj, y));
-    tt_keep(y);
+}
+
+// y (B, NH, T, HS) -> o_proj and dropout, (B, T, C). Runs in the caller's scope.
+static tt_tensor *merge_heads(tt_attention *m, tt_tensor *y) {
+    int64_t B = y->shape[0], T = y->shape[2];
+    y = tt_reshape(tt_transpose(y, 1, 2), TT_SHAPE(B, T, m->cfg.n_head * m->head_dim));
+    return tt_dropout_forward(&m->resid_drop, tt_linear_forward(&m->o_proj, y));
+}
+
+tt_tensor *tt_attention_forward(tt_attention *m, tt_tensor *x) {
+    tt_scope_begin();
+    tt_tensor *q, *k, *v;
+    project_qkv(m, x, 0, &q, &k, &v);
+    tt_tensor *y = tt_keep(merge_heads(m, attention_core(m, q, k, v)));  // (B, T, C)
+    tt_scope_end();
+    return y;
+}
+
+tt_tensor *tt_attention_forward_cached(tt_attention *m, tt_tensor *x, tt_tensor *k_cache,
+                                       tt_tensor *v_cache, int64_t pos) {
+    const tt_attention_config *c = &m->cfg;
+    int64_t T = x->shape[1], S = pos + T;
+    TT_CHECK(k_cache && v_cache && k_cache->ndim == 4 && tt_same_shape(k_cache, v_cache) &&
+             k_cache->shape[0] == x->shape[0] && k_cache->shape[1] == c->n_kv_head &&
+             k_cache->shape[3] == m->head_dim && S <= k_cache->shape[2],
+             "caches %s must be (B, NKV=%lld, >= %lld positions, HS=%lld) for input %s",
+             k_cache ? tt__shape(k_cache) : "NULL", (long long)c->n_kv_head, (long long)S,
+             (long long)m->head_dim, tt__shape(x));
+    tt_scope_begin();
+    tt_tensor *q, *k, *v;
+    project_qkv(m, x, pos, &q, &k, &v);
+    tt_copy_(tt_slice(k_cache, 2, pos, S, 1), k);
+    tt_copy_(tt_slice(v_cache, 2, pos, S, 1), v);
+    tt_tensor *K = tt_slice(k_cache, 2, 0, S, 1), *V = tt_slice(v_cache, 2, 0, S, 1);
+    tt_tensor *y;
+    bool drop = m->attn_drop.p > 0 && m->attn_drop.training;
+    if (!drop && pos == 0) {  // a prefill: the plain (causal) attention over T == S positions
+        y = tt_scaled_dot_product_attention(q, K, V, c->causal, 1.0 / sqrt((double)m->head_dim));
+    } else {
+        // New queries after pos cached ones: rows pos .. S - 1 of the causal mask (nothing to
+        // mask for a single query, which sees every key). For one query this composition is
+        // cheaper than the fused kernel's tiles.
+        int64_t rep = c->n_head / c->n_kv_head;
+        tt_tensor *att = tt_matmul(q, tt_transpose(repeat_kv(K, rep), -2, -1));  // (B,NH,T,S)
+        att = tt_mul_scalar(att, 1.0 / sqrt((double)m->head_dim));
+        if (c->causal && T > 1)
+            att = tt_masked_fill(att, tt_slice(tt_slice(m->mask, 0, pos, S, 1), 1, 0, S, 1),
+                                 -INFINITY);
+        att = tt_dropout_forward(&m->attn_drop, tt_softmax(att, -1));
+        y = tt_matmul(att, repeat_kv(V, rep));  // (B, NH, T, HS)
+    }
+    y = tt_keep(merge_heads(m, y));
     tt_scope_end();
     return y;
 }
@@ -199,6 +250,18 @@ void tt_block_init(tt_block *m, const tt_block_config *cfg, tt_rng *rng) {
 tt_tensor *tt_block_forward(tt_block *m, tt_tensor *x) {
     tt_scope_begin();
     tt_tensor *h = tt_add(x, tt_attention_forward(&m->attn, tt_norm_forward(&m->norm1, x)));
+    h = tt_add(h, tt_mlp_forward(&m->mlp, tt_norm_forward(&m->norm2, h)));  // (B, T, C)
+    tt_keep(h);
+    tt_scope_end();
+    return h;
+}
+
+tt_tensor *tt_block_forward_cached(tt_block *m, tt_tensor *x, tt_tensor *k_cache,
+                                   tt_tensor *v_cache, int64_t pos) {
+    tt_scope_begin();
+    tt_tensor *a = tt_attention_forward_cached(&m->attn, tt_norm_forward(&m->norm1, x), k_cache,
+                                               v_cache, pos);
+    tt_tensor *h = tt_add(x, a);
     h = tt_add(h, tt_mlp_forward(&m->mlp, tt_norm_forward(&m->norm2, h)));  // (B, T, C)
     tt_keep(h);
     tt_scope_end();

@@ -41,59 +41,6 @@ void tt__kv_cache_free(tt__kv_cache *c) {
 
 // ---- incremental forward ----
 
-// (1, T, n * HS) -> (1, n, T, HS)
-static tt_tensor *split_heads(tt_tensor *x, int64_t n, int64_t hs) {
-    return tt_transpose(tt_reshape(x, TT_SHAPE(x->shape[0], x->shape[1], n, hs)), 1, 2);
-}
-
-// (1, NKV, S, HS) -> (1, NKV * rep, S, HS): kv head g serves query heads g*rep .. g*rep+rep-1.
-static tt_tensor *repeat_kv(tt_tensor *x, int64_t rep) {
-    if (rep == 1) return x;
-    int64_t B = x->shape[0], NKV = x->shape[1], S = x->shape[2], HS = x->shape[3];
-    tt_tensor *e = tt_expand(tt_unsqueeze(x, 2), TT_SHAPE(B, NKV, rep, S, HS));
-    return tt_reshape(e, TT_SHAPE(B, NKV * rep, S, HS));
-}
-
-// One pre-norm block over x (1, T, C) at positions pos .. pos + T - 1, using the block's own
-// modules and formulas (nn/transformer.c): the new keys and values go into the layer's cache
-// and the queries attend over positions 0 .. pos + T - 1 with the causal mask
-// softmax(q K^T / sqrt(HS)) V. Runs in the caller's scope.
-static tt_tensor *block_cached(tt_block *b, tt_tensor *kc, tt_tensor *vc, tt_tensor *x,
-                               int64_t pos) {
-    tt_attention *a = &b->attn;
-    const tt_attention_config *ac = &a->cfg;
-    int64_t T = x->shape[1], S = pos + T, hs = a->head_dim;
-    tt_tensor *h = tt_norm_forward(&b->norm1, x);                               // (1, T, C)
-    tt_tensor *q = split_heads(tt_linear_forward(&a->q_proj, h), ac->n_head, hs);    // (1,NH,T,HS)
-    tt_tensor *k = split_heads(tt_linear_forward(&a->k_proj, h), ac->n_kv_head, hs); // (1,NKV,T,HS)
-    tt_tensor *v = split_heads(tt_linear_forward(&a->v_proj, h), ac->n_kv_head, hs); // (1,NKV,T,HS)
-    if (ac->qk_norm) {
-        q = tt_rmsnorm_forward(&a->q_norm, q);
-        k = tt_rmsnorm_forward(&a->k_norm, k);
-    }
-    if (ac->rope) {
-        q = tt_rope_forward(&a->rope, q, pos);
-        k = tt_rope_forward(&a->rope, k, pos);
-    }
-    tt_copy_(tt_slice(kc, 2, pos, S, 1), k);
-    tt_copy_(tt_slice(vc, 2, pos, S, 1), v);
-    int64_t rep = ac->n_head / ac->n_kv_head;
-    tt_tensor *K = repeat_kv(tt_slice(kc, 2, 0, S, 1), rep);  // (1, NH, S, HS)
-    tt_tensor *V = repeat_kv(tt_slice(vc, 2, 0, S, 1), rep);  // (1, NH, S, HS)
-    tt_tensor *att = tt_matmul(q, tt_transpose(K, -2, -1));  // (1, NH, T, S)
-    att = tt_mul_scalar(att, 1.0 / sqrt((double)hs));
-    if (T > 1) {  // query pos + i sees keys 0 .. pos + i: rows pos .. S - 1 of the mask
-        tt_tensor *mask = tt_slice(tt_slice(a->mask, 0, pos, S, 1), 1, 0, S, 1);  // (T, S)
-        att = tt_masked_fill(att, mask, -INFINITY);
-    }
-    att = tt_dropout_forward(&a->attn_drop, tt_softmax(att, -1));
-    tt_tensor *y = tt_matmul(att, V);                                       // (1, NH, T, HS)
-    y = tt_reshape(tt_transpose(y, 1, 2), TT_SHAPE(1, T, ac->n_head * hs));  // (1, T, C)
-    y = tt_dropout_forward(&a->resid_drop, tt_linear_forward(&a->o_proj, y));
-    x = tt_add(x, y);
-    return tt_add(x, tt_mlp_forward(&b->mlp, tt_norm_forward(&b->norm2, x)));  // (1, T, C)
-}
-
 tt_tensor *tt__gpt_forward_cached(tt_gpt *m, tt__kv_cache *c, const int32_t *tokens,
                                   int64_t n) {
     TT_CHECK(c->k && c->n_layer == m->cfg.n_layer, "the cache was not built for this model; "
@@ -108,7 +55,7 @@ tt_tensor *tt__gpt_forward_cached(tt_gpt *m, tt__kv_cache *c, const int32_t *tok
     if (m->wpe.weight) x = tt_pos_embedding_forward(&m->wpe, x, pos);
     x = tt_dropout_forward(&m->drop, x);
     for (int64_t l = 0; l < m->cfg.n_layer; l++)
-        x = block_cached(&m->blocks[l], c->k[l], c->v[l], x, pos);
+        x = tt_block_forward_cached(&m->blocks[l], x, c->k[l], c->v[l], pos);
     x = tt_norm_forward(&m->ln_f, tt_slice(x, 1, n - 1, n, 1));      // (1, 1, C)
     tt_tensor *logits = tt_reshape(tt__gpt_head(m, x), TT_SHAPE(V));  // (V,)
     c->len += n;
