@@ -385,6 +385,12 @@ static void gemm_packed(tt_dtype dtype, int64_t M, int64_t N, int64_t K, const v
 #endif
 
 #define GEMV_ROWS 256
+#define GEMV_PAR_MIN (1 << 14)  // elements of A: 64 KiB of f32
+#ifdef _OPENMP
+#define GEMV_PARALLEL _Pragma("omp parallel for schedule(static) num_threads(nt_) if (nt_ > 1)")
+#else
+#define GEMV_PARALLEL
+#endif
 #define DEFINE_DOT(T, S)                                                                      \
     CLONES static double dot_##S(int64_t K, const T *a, int64_t as, const T *b, int64_t bs) { \
         double acc = 0;                                                                       \
@@ -462,6 +468,13 @@ DEFINE_DOT(double, f64)
             if (a_rs == 1 && a_cs != 1 && M > 1) {                                            \
                 gemv_cols_##S(M, K, A, a_cs, B, b_rs, C, c_rs, accumulate);                   \
             } else {                                                                          \
+                /* A matrix-vector product reads all of A once and is bound by memory: from   \
+                   GEMV_PAR_MIN elements the rows are shared between threads, statically, so  \
+                   a weight decoded token after token stays in the L2 of the core that owns   \
+                   its rows. Each row is one dot product whatever the thread count. */        \
+                int nt_ = M * K >= GEMV_PAR_MIN ? max_threads() : 1;                          \
+                (void)nt_;                                                                    \
+                GEMV_PARALLEL                                                                 \
                 for (int64_t i = 0; i < M; i++) {                                             \
                     double s = dot_##S(K, A + i * a_rs, a_cs, B, b_rs);                       \
                     T *ci = C + i * c_rs;                                                     \
