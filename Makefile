@@ -3,7 +3,7 @@
 #   make test            every Check suite, the README tour and the install test
 #   make test SAN=1      the same under ASan + UBSan, in build-san/
 #   make gradcheck       only the finite-difference gradient checks
-#   make bench           build and run bench/bench_*.c (`bench ...` lines; not part of make test)
+#   make bench           bench/bench_*.c and, with python3-torch, bench/torch_ref.py (never in make test)
 #   make run             make data, then train char_gpt with the defaults and sample from it
 #   make data            data/tinyshakespeare.txt (copied from ../shared/data or downloaded)
 #   make plot LOG=F.csv  a PNG loss curve of a char_gpt --log file (gnuplot)
@@ -165,6 +165,12 @@ bench: $(BENCH_BINS)
 	@fail=0; \
 	$(foreach b,$(BENCH_BINS),printf '%s\n' "$(BENCH_ARGS_$(notdir $(b)))" | tr ';' '\n' | \
 	    while read -r args; do $(b) $$args || exit 1; done || fail=1;) \
+	if /usr/bin/python3 -c 'import torch' 2>/dev/null; then \
+	    sky=$$(grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo OPENBLAS_CORETYPE=SkylakeX); \
+	    for c in baby mid; do for t in 1 2; do \
+	        env $$sky /usr/bin/python3 bench/torch_ref.py $$c $$t || fail=1; \
+	    done; done; \
+	else echo "bench torch: skipped (no python3-torch; apt-get install python3-torch)"; fi; \
 	test $$fail = 0
 
 deps:
