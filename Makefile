@@ -3,7 +3,7 @@
 #   make test            every Check suite, the README tour and the install test
 #   make test SAN=1      the same under ASan + UBSan, in build-san/
 #   make gradcheck       only the finite-difference gradient checks
-#   make bench           bench/bench_*.c and, with python3-torch, bench/torch_ref.py (never in make test)
+#   make bench           bench/bench_*.c, and bench/torch_ref.py with python3-torch (not in test)
 #   make run             make data, then train char_gpt with the defaults and sample from it
 #   make data            data/tinyshakespeare.txt (copied from ../shared/data or downloaded)
 #   make plot LOG=F.csv  a PNG loss curve of a char_gpt --log file (gnuplot)

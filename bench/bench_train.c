@@ -73,7 +73,8 @@ static void build(tt_gpt *gpt, const bench_config *bc, tt_rng *rng) {
 static tt_tensor *random_tokens(tt_rng *rng, const bench_config *bc) {
     tt_tensor *t = tt_empty(TT_I32, TT_SHAPE(bc->batch, bc->block));
     int32_t *p = tt_data(t);
-    for (int64_t i = 0; i < bc->batch * bc->block; i++) p[i] = (int32_t)tt_rng_below(rng, bc->vocab);
+    for (int64_t i = 0; i < bc->batch * bc->block; i++)
+        p[i] = (int32_t)tt_rng_below(rng, bc->vocab);
     return t;
 }
 

@@ -30,8 +30,10 @@ mkdir "$tmp/user" && cp examples/tour.c "$tmp/user/my_model.c"
     fail "building against the static library failed"
 "$tmp/user/my_model_static" | grep -q 'shape=(4, 1)' || fail "the static build did not run"
 
-make -s install BUILD="$build" DESTDIR="$tmp/stage" PREFIX=/opt/tt >/dev/null || fail "DESTDIR install failed"
+make -s install BUILD="$build" DESTDIR="$tmp/stage" PREFIX=/opt/tt >/dev/null ||
+    fail "DESTDIR install failed"
 [ -f "$tmp/stage/opt/tt/lib/libtinytorch.so" ] || fail "DESTDIR was not honoured"
 grep -q '^prefix=/opt/tt$' "$tmp/stage/opt/tt/lib/pkgconfig/tinytorch.pc" ||
     fail "the staged .pc does not name the final prefix"
-echo "install test: ok (headers, libtinytorch.a, libtinytorch.so, tinytorch.pc; shared and static builds ran)"
+echo "install test: ok (headers, libtinytorch.a, libtinytorch.so, tinytorch.pc;" \
+     "shared and static builds ran)"
