@@ -112,6 +112,14 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuz
 	echo "== README tour"; sh tests/run_tour.sh $(BUILD) || fail=1; \
 	echo "== mlp_moons"; sh tests/run_mlp_moons.sh $(BUILD) || fail=1; \
 	echo "== char_gpt"; sh tests/run_char_gpt.sh $(BUILD) || fail=1; \
+	if [ "$(SAN)" != 1 ] && [ -s ../shared/data/tinyshakespeare.txt -o -s $(CORPUS) ]; \
+	then echo "== make run (short)"; \
+	    $(MAKE) --no-print-directory run BUILD=$(BUILD) RUN_CKPT=$(BUILD)/run_test.ckpt \
+	        RUN_ARGS="--iters 20 --warmup 2 --eval-every 10 --eval-iters 2 --layers 1 \
+	                  --embd 32 --heads 2" \
+	        > $(BUILD)/run_test.log 2>&1 && grep -q '^done steps=20 ' $(BUILD)/run_test.log && \
+	    echo "make run: ok" || \
+	    { tail -5 $(BUILD)/run_test.log; echo "make run: FAILED"; fail=1; }; fi; \
 	if [ "$(SAN)" != 1 ]; then echo "== make install + pkg-config"; \
 	    sh tests/install_test.sh "$(CC)" "$(BUILD)" || fail=1; fi; \
 	if [ $$fail = 0 ]; then echo "make test: all suites passed"; \
@@ -123,12 +131,15 @@ gradcheck:
 	$(BUILD)/tests/gradcheck
 
 # The main command: fetch the corpus, train the baby GPT with the defaults (out/char_gpt.ckpt),
-# then sample 300 characters from it.
+# then sample 300 characters from it. RUN_ARGS adds train flags, RUN_CKPT moves the checkpoint
+# (make test runs a short version).
+RUN_CKPT ?= out/char_gpt.ckpt
+CORPUS   := data/tinyshakespeare.txt
 run:
 	@$(MAKE) --no-print-directory check-deps
 	@$(MAKE) --no-print-directory data examples
-	$(BUILD)/char_gpt train
-	$(BUILD)/char_gpt sample --tokens 300
+	$(BUILD)/char_gpt train --out $(RUN_CKPT) $(RUN_ARGS)
+	$(BUILD)/char_gpt sample --ckpt $(RUN_CKPT) --tokens 300
 
 # The corpus: a copy of ../shared/data/tinyshakespeare.txt when present, else char-rnn's.
 CHAR_RNN := https://raw.githubusercontent.com/karpathy/char-rnn/master
