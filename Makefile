@@ -1,10 +1,11 @@
 # tinytorch.c: a flat, hand-written Makefile.
 #   make                 build/libtinytorch.a, build/libtinytorch.so and the examples
-#   make test            every Check suite, the README tour and the install test
-#   make test SAN=1      the same under ASan + UBSan, in build-san/
+#   make test            deps, then every suite: Check suites, gradcheck, the fuzz corpus, the
+#                        examples, char_gpt end to end, a short make run, the install test
+#   make test SAN=1      the same under ASan + UBSan + LeakSanitizer, in build-san/
 #   make gradcheck       only the finite-difference gradient checks
 #   make bench           bench/bench_*.c, and bench/torch_ref.py with python3-torch (not in test)
-#   make run             make data, then train char_gpt with the defaults and sample from it
+#   make run             make data, train char_gpt with the defaults (RUN_ARGS=...), sample
 #   make data            data/tinyshakespeare.txt (copied from ../shared/data or downloaded)
 #   make plot LOG=F.csv  a PNG loss curve of a char_gpt --log file (gnuplot)
 #   make deps            install what is missing (check, libxxhash-dev, pkg-config, OpenMP,
@@ -13,7 +14,7 @@
 #   make fuzz            libFuzzer + ASan/UBSan over the checkpoint loader (clang) for
 #                        FUZZ_SECONDS=60, in build-fuzz/
 # Options: OMP=0 (no OpenMP), SAN=1 (sanitizers), WERROR=1 (warnings are errors; CI),
-#          ARCH=-march=native (the default binary runs on any x86-64; SIMD is picked at run time).
+#          OPT=... (replaces -O3), ARCH=-march=native (the default binary runs on any x86-64; SIMD is picked at run time).
 
 CC      ?= cc
 PREFIX  ?= /usr/local

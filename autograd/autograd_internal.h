@@ -46,10 +46,8 @@ struct tt_node {
 #undef TT_OP
 #undef TT_OP_ND
 
-// True when grad mode is on and some non-NULL input requires grad.
-bool tt__needs_grad(int n, tt_tensor *const *inputs);
-
-// Records a node producing `out` (if tt__needs_grad) and marks out->requires_grad. Returns
+// Records a node producing `out` (when grad mode is on and some non-NULL input requires grad)
+// and marks out->requires_grad. Returns
 // the zeroed ctx of ctx_size bytes (a non-NULL dummy when ctx_size is 0), or NULL when
 // nothing was recorded.
 void *tt__record(tt_tensor *out, tt_op op, int n_inputs, tt_tensor *const *inputs,

@@ -110,7 +110,7 @@ static void node_free(tt_node *n) {
     tt_free(n);
 }
 
-bool tt__needs_grad(int n, tt_tensor *const *inputs) {
+static bool needs_grad(int n, tt_tensor *const *inputs) {
     if (grad_disabled) return false;
     for (int i = 0; i < n; i++)
         if (inputs[i] && inputs[i]->requires_grad) return true;
@@ -119,7 +119,7 @@ bool tt__needs_grad(int n, tt_tensor *const *inputs) {
 
 void *tt__record(tt_tensor *out, tt_op op, int n_inputs, tt_tensor *const *inputs,
                  size_t ctx_size) {
-    if (!tt__needs_grad(n_inputs, inputs)) return NULL;
+    if (!needs_grad(n_inputs, inputs)) return NULL;
     TT_CHECK(!out->node, "output already has a node");
     size_t head = (sizeof(node_box) + 15) & ~(size_t)15;
     size_t ctx = (ctx_size + 15) & ~(size_t)15;
