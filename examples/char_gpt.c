@@ -58,6 +58,17 @@ static const char *usage_text =
 
 // ---- errors ----
 
+// One line on stderr, then exit(code).
+#if defined(__GNUC__)
+__attribute__((noreturn))
+#endif
+static void vdie(int code, const char *fmt, va_list ap) {
+    fputs("char_gpt: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    exit(code);
+}
+
 // Bad input: one line naming the problem and the fix, exit 2.
 #if defined(__GNUC__)
 __attribute__((noreturn, format(printf, 1, 2)))
@@ -65,11 +76,7 @@ __attribute__((noreturn, format(printf, 1, 2)))
 static void die_usage(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fputs("char_gpt: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(2);
+    vdie(2, fmt, ap);
 }
 
 // A failure while running (I/O, a diverging loss): one line, exit 1.
@@ -79,11 +86,7 @@ __attribute__((noreturn, format(printf, 1, 2)))
 static void die(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fputs("char_gpt: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(1);
+    vdie(1, fmt, ap);
 }
 
 // ---- command-line flags ----
@@ -637,6 +640,19 @@ static void check_stdout(void) {
     die("cannot write to stdout: %s", strerror(e ? e : EIO));
 }
 
+// Without --data: the data file of the run that wrote the checkpoint, when it recorded one.
+static void data_from_ckpt(const tt_checkpoint *ck) {
+    static char data_path[4096];
+    const unsigned char *b;
+    size_t n;
+    if (!given("--data") && tt_ckpt_get_bytes(ck, "train.data", &b, &n) && n > 0 &&
+        n < sizeof data_path && !memchr(b, 0, n)) {
+        memcpy(data_path, b, n);
+        data_path[n] = 0;
+        opt.data = data_path;
+    }
+}
+
 // On --resume: each flag not given comes from the checkpoint; model flags given must match.
 static void resume_flags(const tt_checkpoint *ck, const char *path, const train_state *s) {
     const tt_gpt_config *c = &s->cfg;
@@ -678,6 +694,7 @@ static void resume_flags(const tt_checkpoint *ck, const char *path, const train_
         {"--eval-iters", "train.eval_iters", &opt.eval_iters},
         {"--seed", "train.seed", &opt.seed},
     };
+    // An --iters given without --decay-iters keeps the checkpoint's schedule.
     for (size_t i = 0; i < sizeof ti / sizeof ti[0]; i++)
         if (!given(ti[i].flag)) *ti[i].dst = ck_i64(ck, path, ti[i].key, INT64_MIN, INT64_MAX);
     struct { const char *flag, *key; double *dst; } tf[] = {
@@ -687,16 +704,7 @@ static void resume_flags(const tt_checkpoint *ck, const char *path, const train_
     };
     for (size_t i = 0; i < sizeof tf / sizeof tf[0]; i++)
         if (!given(tf[i].flag)) *tf[i].dst = ck_f64(ck, path, tf[i].key);
-    // An --iters given without --decay-iters keeps the checkpoint's schedule.
-    const unsigned char *b;
-    size_t n;
-    static char data_path[4096];
-    if (!given("--data") && tt_ckpt_get_bytes(ck, "train.data", &b, &n) && n > 0 &&
-        n < sizeof data_path && !memchr(b, 0, n)) {
-        memcpy(data_path, b, n);
-        data_path[n] = 0;
-        opt.data = data_path;
-    }
+    data_from_ckpt(ck);
 }
 
 static void validate_train_flags(void) {
@@ -974,15 +982,7 @@ static int cmd_eval(void) {
     train_state s;
     load_ckpt(&ck, opt.ckpt, &s);
     // Defaults from the run that wrote the checkpoint: its data, batch, eval batches, seed.
-    static char data_path[4096];
-    const unsigned char *b;
-    size_t n;
-    if (!given("--data") && tt_ckpt_get_bytes(&ck, "train.data", &b, &n) && n > 0 &&
-        n < sizeof data_path && !memchr(b, 0, n)) {
-        memcpy(data_path, b, n);
-        data_path[n] = 0;
-        opt.data = data_path;
-    }
+    data_from_ckpt(&ck);
     int64_t v;
     if (!given("--batch") && tt_ckpt_get_i64(&ck, "train.batch", &v)) opt.batch = v;
     if (!given("--eval-iters") && tt_ckpt_get_i64(&ck, "train.eval_iters", &v))

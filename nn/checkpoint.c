@@ -212,6 +212,17 @@ static uint64_t get_le(const unsigned char *p, int n) {
     return v;
 }
 
+// Reverses the bytes of each es-byte element of buf[0 .. nbytes): little- <-> big-endian.
+static void swap_elements(unsigned char *buf, size_t nbytes, size_t es) {
+    for (size_t i = 0; i < nbytes; i += es) {
+        for (size_t a = 0, b = es - 1; a < b; a++, b--) {
+            unsigned char x = buf[i + a];
+            buf[i + a] = buf[i + b];
+            buf[i + b] = x;
+        }
+    }
+}
+
 // A tensor's elements, row-major, as little-endian bytes: a pointer into its storage when it
 // is contiguous on a little-endian host (*owned = NULL), else a new buffer (*owned = it).
 static const unsigned char *tensor_le_bytes(const tt_tensor *t, size_t *nbytes, void **owned) {
@@ -224,15 +235,7 @@ static const unsigned char *tensor_le_bytes(const tt_tensor *t, size_t *nbytes, 
     unsigned char *buf = TT_MALLOC(*nbytes);
     memcpy(buf, tt_data(c), *nbytes);
     tt_release(c);
-    if (!host_is_little_endian()) {
-        for (size_t i = 0; i < *nbytes; i += es) {
-            for (size_t a = 0, b = es - 1; a < b; a++, b--) {
-                unsigned char x = buf[i + a];
-                buf[i + a] = buf[i + b];
-                buf[i + b] = x;
-            }
-        }
-    }
+    if (!host_is_little_endian()) swap_elements(buf, *nbytes, es);
     *owned = buf;
     return buf;
 }
@@ -769,13 +772,7 @@ static tt_status parse(tt_checkpoint *c, const unsigned char *buf, size_t size, 
             tt_tensor *t = tt__new(e->dtype, e->ndim, e->shape);
             unsigned char *d = tt_data(t);
             if (e->nbytes) memcpy(d, buf + e->offset, (size_t)e->nbytes);
-            size_t es = tt_dtype_size(e->dtype);
-            for (size_t b = 0; swap && b < e->nbytes; b += es)
-                for (size_t x = 0, y = es - 1; x < y; x++, y--) {
-                    unsigned char tmp = d[b + x];
-                    d[b + x] = d[b + y];
-                    d[b + y] = tmp;
-                }
+            if (swap) swap_elements(d, (size_t)e->nbytes, tt_dtype_size(e->dtype));
             tt_set_name(t, e->name);
             c->tensors.items[i].name = e->name;  // ownership moves to the list
             c->tensors.items[i].tensor = t;

@@ -1,7 +1,8 @@
 // The transformer pieces: the MLP, multi-head attention (causal or not, grouped-query, optional
 // QK-norm and RoPE) and the pre-norm block. The attention core is the fused op
 // (tt_scaled_dot_product_attention, no (B, NH, T, T) matrix) unless dropout on the weights is
-// active, which needs them: then the matmul / softmax / dropout composition.
+// active (it needs them) or new queries follow cached ones: then the matmul / softmax / dropout
+// composition.
 //
 // Letters: B batch, T time, C channels (n_embd), NH query heads, NKV key/value heads,
 // HS head size (C / NH), H MLP hidden size.
@@ -105,25 +106,27 @@ static tt_tensor *repeat_kv(tt_tensor *x, int64_t rep) {
 }
 
 // The attention core: y = softmax(q k^T / sqrt(HS) [+ causal mask]) v, with dropout on the
-// weights (Vaswani et al. 2017, eq. 1). q (B, NH, T, HS), k and v (B, NKV, T, HS) ->
-// y (B, NH, T, HS). Without active dropout the fused op computes it in tiles (FlashAttention,
-// Dao et al. 2022); dropout needs the weights themselves, so it composes the ops. Runs inside
+// weights (Vaswani et al. 2017, eq. 1). q (B, NH, T, HS) at positions pos .. S - 1, k and v
+// (B, NKV, S, HS) at positions 0 .. S - 1 -> y (B, NH, T, HS). Without active dropout, a
+// full-sequence call (pos == 0) runs the fused op in tiles (FlashAttention, Dao et al. 2022).
+// Otherwise it composes the ops: dropout needs the weights themselves, and for new queries
+// after cached ones (rows pos .. S - 1 of the causal mask; nothing to mask for a single query,
+// which sees every key) the composition is cheaper than the fused kernel's tiles. Runs inside
 // the caller's scope.
-static tt_tensor *attention_core(tt_attention *m, tt_tensor *q, tt_tensor *k, tt_tensor *v) {
-    if (m->attn_drop.p == 0 || !m->attn_drop.training)
-        return tt_scaled_dot_product_attention(q, k, v, m->cfg.causal,
-                                               1.0 / sqrt((double)m->head_dim));
-    int64_t T = q->shape[2], rep = m->cfg.n_head / m->cfg.n_kv_head;
-    k = repeat_kv(k, rep);  // (B, NH, T, HS)
-    v = repeat_kv(v, rep);  // (B, NH, T, HS)
-    tt_tensor *att = tt_matmul(q, tt_transpose(k, -2, -1));      // (B, NH, T, T)
-    att = tt_mul_scalar(att, 1.0 / sqrt((double)m->head_dim));
-    if (m->cfg.causal) {
-        tt_tensor *mask = tt_slice(tt_slice(m->mask, 0, 0, T, 1), 1, 0, T, 1);  // (T, T)
-        att = tt_masked_fill(att, mask, -INFINITY);
-    }
+static tt_tensor *attention_core(tt_attention *m, tt_tensor *q, tt_tensor *k, tt_tensor *v,
+                                 int64_t pos) {
+    const tt_attention_config *c = &m->cfg;
+    double scale = 1.0 / sqrt((double)m->head_dim);
+    bool drop = m->attn_drop.p > 0 && m->attn_drop.training;
+    if (!drop && pos == 0) return tt_scaled_dot_product_attention(q, k, v, c->causal, scale);
+    int64_t T = q->shape[2], S = k->shape[2], rep = c->n_head / c->n_kv_head;
+    tt_tensor *att = tt_matmul(q, tt_transpose(repeat_kv(k, rep), -2, -1));  // (B, NH, T, S)
+    att = tt_mul_scalar(att, scale);
+    if (c->causal && T > 1)
+        att = tt_masked_fill(att, tt_slice(tt_slice(m->mask, 0, pos, S, 1), 1, 0, S, 1),
+                             -INFINITY);
     att = tt_dropout_forward(&m->attn_drop, tt_softmax(att, -1));
-    return tt_matmul(att, v);  // (B, NH, T, HS)
+    return tt_matmul(att, repeat_kv(v, rep));  // (B, NH, T, HS)
 }
 
 // q, k, v of x (B, T, C) at positions pos .. pos + T - 1: projected, split into heads,
@@ -161,7 +164,7 @@ tt_tensor *tt_attention_forward(tt_attention *m, tt_tensor *x) {
     tt_scope_begin();
     tt_tensor *q, *k, *v;
     project_qkv(m, x, 0, &q, &k, &v);
-    tt_tensor *y = tt_keep(merge_heads(m, attention_core(m, q, k, v)));  // (B, T, C)
+    tt_tensor *y = tt_keep(merge_heads(m, attention_core(m, q, k, v, 0)));  // (B, T, C)
     tt_scope_end();
     return y;
 }
@@ -182,24 +185,7 @@ tt_tensor *tt_attention_forward_cached(tt_attention *m, tt_tensor *x, tt_tensor 
     tt_copy_(tt_slice(k_cache, 2, pos, S, 1), k);
     tt_copy_(tt_slice(v_cache, 2, pos, S, 1), v);
     tt_tensor *K = tt_slice(k_cache, 2, 0, S, 1), *V = tt_slice(v_cache, 2, 0, S, 1);
-    tt_tensor *y;
-    bool drop = m->attn_drop.p > 0 && m->attn_drop.training;
-    if (!drop && pos == 0) {  // a prefill: the plain (causal) attention over T == S positions
-        y = tt_scaled_dot_product_attention(q, K, V, c->causal, 1.0 / sqrt((double)m->head_dim));
-    } else {
-        // New queries after pos cached ones: rows pos .. S - 1 of the causal mask (nothing to
-        // mask for a single query, which sees every key). For one query this composition is
-        // cheaper than the fused kernel's tiles.
-        int64_t rep = c->n_head / c->n_kv_head;
-        tt_tensor *att = tt_matmul(q, tt_transpose(repeat_kv(K, rep), -2, -1));  // (B,NH,T,S)
-        att = tt_mul_scalar(att, 1.0 / sqrt((double)m->head_dim));
-        if (c->causal && T > 1)
-            att = tt_masked_fill(att, tt_slice(tt_slice(m->mask, 0, pos, S, 1), 1, 0, S, 1),
-                                 -INFINITY);
-        att = tt_dropout_forward(&m->attn_drop, tt_softmax(att, -1));
-        y = tt_matmul(att, repeat_kv(V, rep));  // (B, NH, T, HS)
-    }
-    y = tt_keep(merge_heads(m, y));
+    tt_tensor *y = tt_keep(merge_heads(m, attention_core(m, q, K, V, pos)));  // (B, T, C)
     tt_scope_end();
     return y;
 }

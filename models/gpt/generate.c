@@ -51,9 +51,7 @@ tt_tensor *tt__gpt_forward_cached(tt_gpt *m, tt__kv_cache *c, const int32_t *tok
     int64_t pos = c->len, V = m->cfg.vocab_size;
     tt_scope_begin();
     tt_tensor *idx = tt_from_data(TT_I32, TT_SHAPE(1, n), tokens);    // (1, T)
-    tt_tensor *x = tt_embedding_forward(&m->wte, idx);                 // (1, T, C)
-    if (m->wpe.weight) x = tt_pos_embedding_forward(&m->wpe, x, pos);
-    x = tt_dropout_forward(&m->drop, x);
+    tt_tensor *x = tt__gpt_embed(m, idx, pos);                         // (1, T, C)
     for (int64_t l = 0; l < m->cfg.n_layer; l++)
         x = tt_block_forward_cached(&m->blocks[l], x, c->k[l], c->v[l], pos);
     x = tt_norm_forward(&m->ln_f, tt_slice(x, 1, n - 1, n, 1));      // (1, 1, C)

@@ -205,28 +205,32 @@ static void check_tokens(const tt_gpt *m, const tt_tensor *tokens, const char *w
              (long long)m->cfg.block_size, (long long)m->cfg.block_size);
 }
 
-// The shared trunk: tokens (B, T) -> x (B, T, C) after ln_f, positions pos .. pos + T - 1.
-// Runs in the caller's scope.
-static tt_tensor *trunk(tt_gpt *m, tt_tensor *tokens) {
+// tokens (B, T) at positions pos .. pos + T - 1 -> x (B, T, C): token embedding, learned
+// positions (with RoPE the blocks rotate q and k instead) and dropout. Runs in the caller's
+// scope.
+tt_tensor *tt__gpt_embed(tt_gpt *m, tt_tensor *tokens, int64_t pos) {
     tt_tensor *x = tt_embedding_forward(&m->wte, tokens);        // (B, T, C)
-    if (m->wpe.weight) x = tt_pos_embedding_forward(&m->wpe, x, 0);
-    x = tt_dropout_forward(&m->drop, x);
-    for (int64_t l = 0; l < m->cfg.n_layer; l++) x = tt_block_forward(&m->blocks[l], x);
-    return tt_norm_forward(&m->ln_f, x);                         // (B, T, C)
+    if (m->wpe.weight) x = tt_pos_embedding_forward(&m->wpe, x, pos);
+    return tt_dropout_forward(&m->drop, x);
 }
 
 // x (..., C) -> logits (..., V): x wte^T when tied, lm_head otherwise (no bias either way).
-static tt_tensor *head(tt_gpt *m, tt_tensor *x) {
+tt_tensor *tt__gpt_head(tt_gpt *m, tt_tensor *x) {
     if (m->cfg.tie_weights) return tt_matmul(x, tt_transpose(m->wte.weight, 0, 1));
     return tt_linear_forward(&m->lm_head, x);
 }
 
-tt_tensor *tt__gpt_head(tt_gpt *m, tt_tensor *x) { return head(m, x); }
+// The full-sequence trunk: tokens (B, T) -> x (B, T, C) after ln_f. Runs in the caller's scope.
+static tt_tensor *trunk(tt_gpt *m, tt_tensor *tokens) {
+    tt_tensor *x = tt__gpt_embed(m, tokens, 0);                  // (B, T, C)
+    for (int64_t l = 0; l < m->cfg.n_layer; l++) x = tt_block_forward(&m->blocks[l], x);
+    return tt_norm_forward(&m->ln_f, x);                         // (B, T, C)
+}
 
 tt_tensor *tt_gpt_forward(tt_gpt *m, tt_tensor *tokens) {
     check_tokens(m, tokens, "tokens");
     tt_scope_begin();
-    tt_tensor *logits = head(m, trunk(m, tokens));  // (B, T, V)
+    tt_tensor *logits = tt__gpt_head(m, trunk(m, tokens));  // (B, T, V)
     tt_keep(logits);
     tt_scope_end();
     return logits;

@@ -6,6 +6,8 @@
 #include "gpt.h"
 #include "../../nn/nn_internal.h"
 
+// tokens (B, T) at positions pos .. pos + T - 1 -> x (B, T, C): embeddings and dropout.
+tt_tensor *tt__gpt_embed(tt_gpt *m, tt_tensor *tokens, int64_t pos);
 // x (..., C) after ln_f -> logits (..., V) with the tied or untied head.
 tt_tensor *tt__gpt_head(tt_gpt *m, tt_tensor *x);
 
