@@ -90,28 +90,30 @@ static tt_tensor *dense_grad(const tt_node *n) {
     return tt_is_contiguous(n->grad) ? tt_retain(n->grad) : tt__contiguous_copy(n->grad);
 }
 
-// out (M,) = v (M,), converted to out's dtype.
-static void store(tt_tensor *out, const double *v) {
+// The (M,) double buffer a reduction into out accumulates in: out's own data when out is f64,
+// else a scratch buffer that acc_finish converts into out and frees.
+static double *acc_for(tt_tensor *out) {
+    if (out->dtype == TT_F64) return tt_data(out);
     int64_t m = tt_numel(out);
-    if (out->dtype == TT_F32) {
-        float *o = tt_data(out);
-        for (int64_t i = 0; i < m; i++) o[i] = (float)v[i];
-    } else if (m > 0) {
-        memcpy(tt_data(out), v, (size_t)m * sizeof *v);
-    }
+    return TT_MALLOC((size_t)(m > 0 ? m : 1) * sizeof(double));
 }
 
-// A new (M,) double buffer of sum_j x[m, j], or with `mean` of sum_j x[m, j] / N (NaN when
-// N == 0, as a mean of nothing is in PyTorch).
-static double *sums(const tt_tensor *x, const reduce_dims *rd, bool mean) {
-    const tt_k_reduce *p = &rd->plan;
-    double *acc = TT_MALLOC((size_t)(p->nout > 0 ? p->nout : 1) * sizeof *acc);  // (M,)
+static void acc_finish(tt_tensor *out, double *acc) {
+    if (out->dtype == TT_F64) return;
+    int64_t m = tt_numel(out);
+    float *o = tt_data(out);
+    for (int64_t i = 0; i < m; i++) o[i] = (float)acc[i];
+    tt_free(acc);
+}
+
+// acc (M,) = sum_j x[m, j], or with `mean` sum_j x[m, j] / N (NaN when N == 0, as a mean of
+// nothing is in PyTorch).
+static void sums(double *acc, const tt_tensor *x, const tt_k_reduce *p, bool mean) {
     tt_k_reduce_sum(acc, tt_data(x), x->dtype, NULL, p);
     if (mean) {
         for (int64_t m = 0; m < p->nout; m++)
             acc[m] = p->nred > 0 ? acc[m] / (double)p->nred : NAN;
     }
-    return acc;
 }
 
 // ---- sum ----
@@ -121,9 +123,9 @@ tt_tensor *tt_sum(tt_tensor *x, int ndims, const int *dims, bool keepdim) {
     reduce_dims rd;
     resolve_dims(&rd, x, ndims, dims, keepdim, __func__);
     tt_tensor *out = tt__new(x->dtype, rd.out_ndim, rd.out_shape);
-    double *acc = sums(x, &rd, false);
-    store(out, acc);
-    tt_free(acc);
+    double *acc = acc_for(out);
+    sums(acc, x, &rd.plan, false);
+    acc_finish(out, acc);
     record(out, TT_OP_SUM, x, &rd);
     return tt__autorelease(out);
 }
@@ -148,9 +150,9 @@ tt_tensor *tt_mean(tt_tensor *x, int ndims, const int *dims, bool keepdim) {
     reduce_dims rd;
     resolve_dims(&rd, x, ndims, dims, keepdim, __func__);
     tt_tensor *out = tt__new(x->dtype, rd.out_ndim, rd.out_shape);
-    double *acc = sums(x, &rd, true);
-    store(out, acc);
-    tt_free(acc);
+    double *acc = acc_for(out);
+    sums(acc, x, &rd.plan, true);
+    acc_finish(out, acc);
     record(out, TT_OP_MEAN, x, &rd);
     return tt__autorelease(out);
 }
@@ -220,14 +222,13 @@ tt_tensor *tt_var(tt_tensor *x, int ndims, const int *dims, int correction, bool
     tt_tensor *out = tt__new(x->dtype, rd.out_ndim, rd.out_shape);
     tt_tensor *mean = tt__new(TT_F64, 1, (int64_t[]){p->nout});  // (M,), saved for backward
     double *mu = tt_data(mean);
-    double *s = sums(x, &rd, true);
-    if (p->nout > 0) memcpy(mu, s, (size_t)p->nout * sizeof *mu);
+    sums(mu, x, p, true);
+    double *s = acc_for(out);
     tt_k_reduce_sum(s, tt_data(x), x->dtype, mu, p);  // s[m] = sum_j (x - mu[m])^2
     double div = var_divisor(p->nred, correction);
     for (int64_t m = 0; m < p->nout; m++)
         s[m] = div > 0 ? s[m] / div : s[m] > 0 ? INFINITY : NAN;
-    store(out, s);
-    tt_free(s);
+    acc_finish(out, s);
     reduce_ctx *c = record(out, TT_OP_VAR, x, &rd);
     if (c) {
         c->correction = correction;

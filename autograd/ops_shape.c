@@ -1,8 +1,8 @@
 // Shape ops, forward and backward side by side: the views that share storage (reshape/view/
 // flatten, transpose, permute, slice/narrow, expand/broadcast_to, squeeze/unsqueeze) and the
-// copying ops (cat, stack, contiguous, clone, to_dtype). Raw copy kernels: tensor/kernels_shape.c.
+// copying ops (cat, stack, contiguous, clone, to_dtype). Every copy is tt_copy_ (tensor/iter.c,
+// on the raw kernels of tensor/kernels_shape.c).
 #include "autograd_internal.h"
-#include "../tensor/kernels_shape.h"
 
 // Like TT_CHECK, but the message names the public op `func` rather than the helper it runs in.
 #define SHAPE_CHECK(cond, func, ...) \
@@ -30,41 +30,13 @@ static int norm_insert_dim(int dim, int ndim, const char *func) {
     return d;
 }
 
-// dst = src (same shape; dst is a fresh tensor or a view into one, its elements distinct).
-// Same dtype: bit copies; f32 <-> f64: typed conversions; anything else: tt_copy_.
-static void copy_strided(tt_tensor *dst, const tt_tensor *src) {
-    bool same = dst->dtype == src->dtype;
-    bool cvt = tt_dtype_is_float(dst->dtype) && tt_dtype_is_float(src->dtype);
-    if (!same && !cvt) {
-        tt_copy_(dst, src);
-        return;
-    }
-    const int64_t *strides[2] = {dst->stride, src->stride};
-    int64_t offs[2] = {dst->offset, src->offset};
-    tt__iter it;
-    if (!tt__iter_init(&it, dst->ndim, dst->shape, 2, strides, offs)) return;
-    size_t des = tt_dtype_size(dst->dtype), ses = tt_dtype_size(src->dtype);
-    char *d = tt__base(dst);
-    const char *s = tt__base(src);
-    do {
-        void *dp = d + it.off[0] * (int64_t)des;
-        const void *sp = s + it.off[1] * (int64_t)ses;
-        if (same)
-            tt_kcopy_run(dp, it.istride[0], sp, it.istride[1], it.inner, des);
-        else if (dst->dtype == TT_F64)
-            tt_kcvt_f32_f64(dp, it.istride[0], sp, it.istride[1], it.inner);
-        else
-            tt_kcvt_f64_f32(dp, it.istride[0], sp, it.istride[1], it.inner);
-    } while (tt__iter_next(&it));
-}
-
 // A new contiguous tensor with x's values, shape (ndim, shape) (same numel), in `dtype`.
 static tt_tensor *copy_as(const tt_tensor *x, tt_dtype dtype, int ndim, const int64_t *shape) {
     tt_tensor *out = tt__new(dtype, ndim, shape);
     int64_t cst[TT_MAX_DIMS];  // out's buffer read with x's shape, row-major
     tt__contiguous_strides(x->ndim, x->shape, cst);
     tt_tensor *dst = tt__new_view(out, x->ndim, x->shape, cst, 0);
-    copy_strided(dst, x);
+    tt_copy_(dst, x);
     tt_release(dst);
     return out;
 }
@@ -304,10 +276,9 @@ void tt__backward_slice(tt_node *n) {
     const slice_ctx *c = n->ctx;
     tt_tensor *dx = tt__new_zeros(x->dtype, x->ndim, x->shape);
     tt_tensor *dst = slice_view(dx, c->dim, c->start, n->shape[c->dim], c->step);
-    copy_strided(dst, n->grad);
-    tt__accum_grad(x, dx);
-    tt_release(dst);
-    tt_release(dx);
+    tt_copy_(dst, n->grad);
+    tt_release(dst);  // dx is unshared again, so it can become x's gradient without a copy
+    tt__accum_grad_owned(x, dx);
 }
 
 // ---- expand / broadcast_to ----
@@ -368,12 +339,7 @@ tt_tensor *tt_squeeze(tt_tensor *x, int dim) {
     SHAPE_CHECK(x->shape[d] == 1, __func__, "dim %d of %s has size %lld; only a size-1 dim can "
                 "be squeezed (use tt_reshape or tt_slice to change other dims)", d,
                 tt__shape(x), (long long)x->shape[d]);
-    int64_t shape[TT_MAX_DIMS], stride[TT_MAX_DIMS];
-    for (int i = 0, j = 0; i < x->ndim; i++) {
-        if (i == d) continue;
-        shape[j] = x->shape[i], stride[j] = x->stride[i], j++;
-    }
-    tt_tensor *out = tt__new_view(x, x->ndim - 1, shape, stride, x->offset);
+    tt_tensor *out = select_view(x, d, 0);
     dim_ctx *c = tt__record(out, TT_OP_SQUEEZE, 1, &x, sizeof *c);
     if (c) c->dim = d;
     return tt__autorelease(out);
@@ -447,7 +413,7 @@ tt_tensor *tt_cat(int n, tt_tensor *const *xs, int dim) {
     int64_t off = 0;
     for (int i = 0; i < n; i++) {
         tt_tensor *dst = slice_view(out, d, off, xs[i]->shape[d], 1);
-        copy_strided(dst, xs[i]);
+        tt_copy_(dst, xs[i]);
         tt_release(dst);
         off += xs[i]->shape[d];
     }
@@ -486,7 +452,7 @@ tt_tensor *tt_stack(int n, tt_tensor *const *xs, int dim) {
     tt_tensor *out = tt__new(x0->dtype, x0->ndim + 1, shape);
     for (int i = 0; i < n; i++) {
         tt_tensor *dst = select_view(out, d, i);
-        copy_strided(dst, xs[i]);
+        tt_copy_(dst, xs[i]);
         tt_release(dst);
     }
     dim_ctx *c = tt__record(out, TT_OP_STACK, n, xs, sizeof *c);
@@ -509,7 +475,7 @@ void tt__backward_stack(tt_node *n) {
 tt_tensor *tt_contiguous(tt_tensor *x) {
     check_tensor(x, __func__);
     if (tt_is_contiguous(x)) return tt__autorelease(tt_retain(x));
-    tt_tensor *out = copy_as(x, x->dtype, x->ndim, x->shape);
+    tt_tensor *out = tt__contiguous_copy(x);
     tt__record(out, TT_OP_CONTIGUOUS, 1, &x, 0);
     return tt__autorelease(out);
 }
@@ -519,7 +485,7 @@ void tt__backward_contiguous(tt_node *n) { tt__accum_grad(n->inputs[0], n->grad)
 
 tt_tensor *tt_clone(tt_tensor *x) {
     check_tensor(x, __func__);
-    tt_tensor *out = copy_as(x, x->dtype, x->ndim, x->shape);
+    tt_tensor *out = tt__contiguous_copy(x);
     tt__record(out, TT_OP_CLONE, 1, &x, 0);
     return tt__autorelease(out);
 }

@@ -1,8 +1,7 @@
 // Broadcasting rules and the N-d strided iterator every strided fallback is built on,
 // plus tt_copy_ (strided, broadcasting, converting copy).
 #include "tensor_internal.h"
-
-#include <string.h>
+#include "kernels_shape.h"
 
 // ---- broadcasting ----
 
@@ -93,6 +92,8 @@ bool tt__iter_next(tt__iter *it) {
 
 // ---- copy ----
 
+// One inner run at a time: same dtype, bit copies (tt_kcopy_run); f32 <-> f64, the typed
+// conversions; any other pair goes through double (tt__load / tt__store).
 void tt_copy_(tt_tensor *dst, const tt_tensor *src) {
     int64_t sst[TT_MAX_DIMS];
     tt__broadcast_strides(src, dst->ndim, dst->shape, sst);
@@ -100,20 +101,23 @@ void tt_copy_(tt_tensor *dst, const tt_tensor *src) {
     int64_t offs[2] = {dst->offset, src->offset};
     tt__iter it;
     if (!tt__iter_init(&it, dst->ndim, dst->shape, 2, strides, offs)) return;
-    void *d = tt__base(dst);
-    const void *s = tt__base(src);
-    if (dst->dtype == src->dtype && it.istride[0] == 1 && it.istride[1] == 1) {
-        size_t es = tt_dtype_size(dst->dtype);
-        do {
-            memmove((char *)d + it.off[0] * (int64_t)es, (const char *)s + it.off[1] * (int64_t)es,
-                    (size_t)it.inner * es);
-        } while (tt__iter_next(&it));
-        return;
-    }
+    tt_dtype dt = dst->dtype, st = src->dtype;
+    size_t des = tt_dtype_size(dt), ses = tt_dtype_size(st);
+    char *d = tt__base(dst);
+    const char *s = tt__base(src);
     do {
-        for (int64_t i = 0; i < it.inner; i++)
-            tt__store(d, dst->dtype, it.off[0] + i * it.istride[0],
-                      tt__load(s, src->dtype, it.off[1] + i * it.istride[1]));
+        void *dp = d + it.off[0] * (int64_t)des;
+        const void *sp = s + it.off[1] * (int64_t)ses;
+        if (dt == st) {
+            tt_kcopy_run(dp, it.istride[0], sp, it.istride[1], it.inner, des);
+        } else if (dt == TT_F64 && st == TT_F32) {
+            tt_kcvt_f32_f64(dp, it.istride[0], sp, it.istride[1], it.inner);
+        } else if (dt == TT_F32 && st == TT_F64) {
+            tt_kcvt_f64_f32(dp, it.istride[0], sp, it.istride[1], it.inner);
+        } else {
+            for (int64_t i = 0; i < it.inner; i++)
+                tt__store(dp, dt, i * it.istride[0], tt__load(sp, st, i * it.istride[1]));
+        }
     } while (tt__iter_next(&it));
 }
 

@@ -45,11 +45,6 @@ void tt_k_reduce_plan(tt_k_reduce *r, int ndim, const int64_t *shape, const int6
     }
 }
 
-// Strides of a contiguous tensor of shape X (where the backward kernels write dx).
-static void dense_strides(const tt_k_reduce *r, int64_t *stride) {
-    tt__contiguous_strides(r->ndim, r->shape, stride);
-}
-
 // ---- runs: the n elements x[0], x[s], ..., x[(n-1) s] of one output ----
 // Pairwise summation (Higham, "The accuracy of floating point summation", SISC 1993): halve
 // until at most RUN_BLOCK elements, which LANES accumulators sum interleaved (lane l takes
@@ -285,7 +280,7 @@ void tt_k_reduce_argmax(int64_t *out, const void *x, tt_dtype dt, const tt_k_red
     /* dx = scale * g[m] */                                                                 \
     static void spread_##SFX(T *dx, const T *g, double scale, const tt_k_reduce *r) {       \
         int64_t dst[TT_MAX_DIMS];                                                           \
-        dense_strides(r, dst);                                                              \
+        tt__contiguous_strides(r->ndim, r->shape, dst); /* dx is dense in X */              \
         const int64_t *st[2] = {r->ostride, dst};                                           \
         T sc = (T)scale;                                                                    \
         tt__iter it;                                                                        \
@@ -301,7 +296,7 @@ void tt_k_reduce_argmax(int64_t *out, const void *x, tt_dtype dt, const tt_k_red
     static void max_backward_##SFX(T *dx, const T *x, const T *mx, const T *g,              \
                                    const tt_k_reduce *r) {                                  \
         int64_t dst[TT_MAX_DIMS];                                                           \
-        dense_strides(r, dst);                                                              \
+        tt__contiguous_strides(r->ndim, r->shape, dst); /* dx is dense in X */              \
         const int64_t *st[3] = {r->ostride, r->xstride, dst};                               \
         int64_t *k = TT_CALLOC((size_t)(r->nout > 0 ? r->nout : 1), sizeof *k); /* (M,) */  \
         tt__iter it;                                                                        \
@@ -327,7 +322,7 @@ void tt_k_reduce_argmax(int64_t *out, const void *x, tt_dtype dt, const tt_k_red
     static void var_backward_##SFX(T *dx, const T *x, const double *mean, const T *g,       \
                                    double factor, const tt_k_reduce *r) {                   \
         int64_t dst[TT_MAX_DIMS];                                                           \
-        dense_strides(r, dst);                                                              \
+        tt__contiguous_strides(r->ndim, r->shape, dst); /* dx is dense in X */              \
         const int64_t *st[3] = {r->ostride, r->xstride, dst};                               \
         tt__iter it;                                                                        \
         if (!tt__iter_init(&it, r->ndim, r->shape, 3, st, NULL)) return;                    \

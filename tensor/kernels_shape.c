@@ -1,19 +1,21 @@
-// Raw copy kernels of the shape ops: strided runs of bit copies (any dtype) and f32 <-> f64
-// conversions, each with a contiguous fast path. Iteration over dims is the caller's.
+// Raw copy kernels of tt_copy_ (and so of the shape ops): strided runs of bit copies (any dtype)
+// and f32 <-> f64 conversions, each with a contiguous fast path. Iteration over dims is the
+// caller's.
 #include "kernels_shape.h"
 
 #include <string.h>
 
 // ---- bit copy ----
 
-// dst[i * ds] = src[i * ss]; one memcpy when both runs are contiguous. A fixed-size memcpy per
-// element keeps the copy dtype-agnostic without breaking strict aliasing (it compiles to a move).
+// dst[i * ds] = src[i * ss]; one memmove when both runs are contiguous (tt_copy_ has always let
+// a contiguous run overlap its source). A fixed-size memcpy per element keeps the copy
+// dtype-agnostic without breaking strict aliasing (it compiles to a move).
 void tt_kcopy_run(void *dst, int64_t ds, const void *src, int64_t ss, int64_t n, size_t es) {
     if (n <= 0) return;
     char *d = dst;
     const char *s = src;
     if (ds == 1 && ss == 1) {
-        memcpy(d, s, (size_t)n * es);
+        memmove(d, s, (size_t)n * es);
         return;
     }
     int64_t dstep = ds * (int64_t)es, sstep = ss * (int64_t)es;
