@@ -137,7 +137,7 @@ void tt__backward_attention(tt_node *n) {
         tt_release(kc);
         tt_release(vc);
     }
-    if (dq) tt__accum_grad_owned(q, dq);
-    if (dk) tt__accum_grad_owned(k, dk);
-    if (dv) tt__accum_grad_owned(v, dv);
+    tt__accum_grad_owned(q, dq);  // skips an input that needs no gradient (its buffer is NULL)
+    tt__accum_grad_owned(k, dk);
+    tt__accum_grad_owned(v, dv);
 }

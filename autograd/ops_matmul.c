@@ -123,25 +123,38 @@ tt_tensor *tt_matmul(tt_tensor *a, tt_tensor *b) {
     return tt__autorelease(out);
 }
 
-// da = g @ b^T (M, K), db = a^T @ g (K, N), per batch index. Each gradient is built in a
-// zeroed tensor of its input's shape whose batch strides are 0 where the input was broadcast,
-// so the GEMM driver sums those batch products into it (in a fixed order) as it goes.
+// True when t (a, vec: a_vec; or b, vec: b_vec) is broadcast along a batch dim of size != 1:
+// batch_strides gives a tensor of its shape a 0 stride there, so the GEMM sums that dim's
+// products into it (accumulate into a zeroed buffer), or, for a dim of size 0, writes
+// nothing (the gradient is 0).
+static bool broadcast_batch(const tt_tensor *t, bool vec, const mm_plan *p) {
+    int nt = vec ? 0 : t->ndim - 2;
+    for (int d = 0; d < p->nb; d++) {
+        int dt = nt - p->nb + d;
+        if (p->batch[d] != 1 && (dt < 0 || t->shape[dt] == 1)) return true;
+    }
+    return false;
+}
+
+// da = g @ b^T (M, K), db = a^T @ g (K, N), per batch index, each into a fresh contiguous
+// tensor of its input's shape that the input then takes over (tt__accum_grad_owned). The
+// buffer is zeroed and accumulated into only where the input was broadcast.
 void tt__backward_matmul(tt_node *n) {
     tt_tensor *a = n->inputs[0], *b = n->inputs[1], *g = n->grad;
     mm_plan p = plan_matmul(a, b);
     tt_k_matrix mg = out_operand(g, &p);
     if (a->requires_grad) {
-        tt_tensor *da = tt__new_zeros(a->dtype, a->ndim, a->shape);
+        bool acc = broadcast_batch(a, p.a_vec, &p);
+        tt_tensor *da = (acc ? tt__new_zeros : tt__new)(a->dtype, a->ndim, a->shape);
         tt_k_matrix mda = left_operand(da, &p), mbt = transposed(right_operand(b, &p));
-        tt_k_gemm_batched(a->dtype, p.nb, p.batch, p.M, p.K, p.N, &mg, &mbt, &mda, true);
-        tt__accum_grad(a, da);
-        tt_release(da);
+        tt_k_gemm_batched(a->dtype, p.nb, p.batch, p.M, p.K, p.N, &mg, &mbt, &mda, acc);
+        tt__accum_grad_owned(a, da);
     }
     if (b->requires_grad) {
-        tt_tensor *db = tt__new_zeros(b->dtype, b->ndim, b->shape);
+        bool acc = broadcast_batch(b, p.b_vec, &p);
+        tt_tensor *db = (acc ? tt__new_zeros : tt__new)(b->dtype, b->ndim, b->shape);
         tt_k_matrix mdb = right_operand(db, &p), mat = transposed(left_operand(a, &p));
-        tt_k_gemm_batched(b->dtype, p.nb, p.batch, p.K, p.N, p.M, &mat, &mg, &mdb, true);
-        tt__accum_grad(b, db);
-        tt_release(db);
+        tt_k_gemm_batched(b->dtype, p.nb, p.batch, p.K, p.N, p.M, &mat, &mg, &mdb, acc);
+        tt__accum_grad_owned(b, db);
     }
 }

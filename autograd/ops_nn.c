@@ -31,21 +31,15 @@ static void save_owned(tt_node *n, int slot, tt_tensor *t) {
     tt_release(t);
 }
 
-// A zeroed gradient buffer shaped like x when x needs one, else NULL. Unscoped.
+// A zeroed gradient buffer shaped like x when x needs one, else NULL. Unscoped: hand it to x
+// with tt__accum_grad_owned (which skips an x that needs no gradient and releases NULL).
 static tt_tensor *grad_buffer(const tt_tensor *x) {
     return x && x->requires_grad ? tt__new_zeros(x->dtype, x->ndim, x->shape) : NULL;
 }
 
-// Hands a gradient buffer to x (tt__accum_grad copies it) and frees it; NULL is skipped.
-static void accum_owned(tt_tensor *x, tt_tensor *g) {
-    if (!g) return;
-    tt__accum_grad_owned(x, g);
-}
-
+// The product of shape[from .. to).
 static int64_t prod(const int64_t *shape, int from, int to) {
-    int64_t p = 1;
-    for (int i = from; i < to; i++) p *= shape[i];
-    return p;
+    return tt__shape_numel(to - from, shape + from);
 }
 
 // Copies an index tensor (TT_I32 or TT_I64, any layout) into a new contiguous TT_I64 tensor.
@@ -126,7 +120,7 @@ static void softmax_backward(tt_node *n, bool log_out) {
     else
         KERNEL(n->dtype, softmax_backward, tt_data(dx), tt_data(g), tt_data(y), outer, C, inner);
     tt_release(g);
-    accum_owned(x, dx);
+    tt__accum_grad_owned(x, dx);
 }
 
 void tt__backward_softmax(tt_node *n) { softmax_backward(n, false); }
@@ -194,7 +188,7 @@ void tt__backward_masked_fill(tt_node *n) {
     KERNEL(n->dtype, masked_fill_backward, tt_data(dx), tt_data(g), m.fill, m.outer, m.M);
     tt_free(m.fill);
     tt_release(g);
-    accum_owned(x, dx);
+    tt__accum_grad_owned(x, dx);
 }
 
 // ---- layernorm ----
@@ -264,9 +258,9 @@ void tt__backward_layernorm(tt_node *n) {
         tt_release(xc);
         tt_release(wc);
     }
-    accum_owned(x, dx);
-    accum_owned(w, dw);
-    accum_owned(b, db);
+    tt__accum_grad_owned(x, dx);
+    tt__accum_grad_owned(w, dw);
+    tt__accum_grad_owned(b, db);
 }
 
 // ---- rmsnorm ----
@@ -311,8 +305,8 @@ void tt__backward_rmsnorm(tt_node *n) {
         tt_release(xc);
         tt_release(wc);
     }
-    accum_owned(x, dx);
-    accum_owned(w, dw);
+    tt__accum_grad_owned(x, dx);
+    tt__accum_grad_owned(w, dw);
 }
 
 // ---- embedding ----
@@ -355,7 +349,7 @@ void tt__backward_embedding(tt_node *n) {
     KERNEL(n->dtype, embedding_backward, tt_data(dw), tt_data(g), tt_data(idx),
            tt_numel(idx), w->shape[1]);
     tt_release(g);
-    accum_owned(w, dw);
+    tt__accum_grad_owned(w, dw);
 }
 
 // ---- cross_entropy ----
@@ -435,7 +429,7 @@ void tt__backward_cross_entropy(tt_node *n) {
                c->smoothing, scale);
         tt_release(xc);
     }
-    accum_owned(x, dx);
+    tt__accum_grad_owned(x, dx);
 }
 
 // ---- dropout ----
@@ -467,5 +461,5 @@ void tt__backward_dropout(tt_node *n) {
     KERNEL(n->dtype, dropout_backward, tt_data(dx), tt_data(g), tt_data(n->saved[0]),
            tt_numel(dx));
     tt_release(g);
-    accum_owned(x, dx);
+    tt__accum_grad_owned(x, dx);
 }

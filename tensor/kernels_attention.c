@@ -445,18 +445,18 @@ static const ops_f64 *ops_get_f64(void) { return &ops_portable_f64; }
 // starts at the query tile holding its first key.
 
 #define DEFINE_DRIVERS(F, SFX)                                                                     \
-    /* kt (HS, ncols) row-major with row stride ld: kt[d, j] = k[j, d] for j < n, else 0. */       \
-    /* In runs of 16 keys, so that reads and writes each stay within 16 cache lines (a plain */    \
-    /* column-by-column transpose with a power-of-two ld thrashes a few cache sets). */            \
+    /* kt (HS, ld) row-major: kt[d, j] = k[j, d] for j < n, else 0 (j < ld). In runs of 16 */      \
+    /* keys, so that reads and writes each stay within 16 cache lines (a plain column-by- */       \
+    /* column transpose with a power-of-two ld thrashes a few cache sets). */                      \
     static void pack_kt_##SFX(F *kt, int64_t ld, const F *k, int64_t k_st, int64_t n,              \
-                              int64_t ncols, int64_t HS) {                                         \
+                              int64_t HS) {                                                        \
         for (int64_t j0 = 0; j0 < n; j0 += 16) {                                                   \
             int64_t j1 = min64(j0 + 16, n);                                                        \
             for (int64_t d = 0; d < HS; d++)                                                       \
                 for (int64_t j = j0; j < j1; j++) kt[d * ld + j] = k[j * k_st + d];                \
         }                                                                                          \
         for (int64_t d = 0; d < HS; d++)                                                           \
-            for (int64_t j = n; j < ncols; j++) kt[d * ld + j] = 0;                                \
+            for (int64_t j = n; j < ld; j++) kt[d * ld + j] = 0;                                   \
     }                                                                                              \
                                                                                                    \
     /* One (b, h): y rows are accumulated unnormalized, rescaled by exp(m_old - m_new) when */     \
@@ -474,7 +474,7 @@ static const ops_f64 *ops_get_f64(void) { return &ops_portable_f64; }
         F s[BQ * BK];  /* (BQ, BK) scores, then probabilities */                                   \
         F m[BQ];                                                                                   \
         double l[BQ];                                                                              \
-        pack_kt_##SFX(kt, SP, kh, sk.t, nS, SP, HS);  /* (HS, SP) */                               \
+        pack_kt_##SFX(kt, SP, kh, sk.t, nS, HS);  /* (HS, SP) */                                   \
         for (int64_t i0 = 0; i0 < nT; i0 += BQ) {                                                  \
             int64_t nq = min64(BQ, nT - i0), jend = d->causal ? min64(i0 + nq, nS) : nS;           \
             for (int64_t r = 0; r < nq; r++) {                                                     \
@@ -560,8 +560,8 @@ static const ops_f64 *ops_get_f64(void) { return &ops_portable_f64; }
         }                                                                                          \
         for (int64_t j0 = 0; j0 < nS; j0 += BK) {                                                  \
             int64_t nk = min64(BK, nS - j0);                                                       \
-            pack_kt_##SFX(kt, BK, kg + j0 * sk.t, sk.t, nk, BK, HS);  /* (HS, BK) */               \
-            if (dq || dk) pack_kt_##SFX(vt, BK, vg + j0 * sv.t, sv.t, nk, BK, HS);                 \
+            pack_kt_##SFX(kt, BK, kg + j0 * sk.t, sk.t, nk, HS);  /* (HS, BK) */                   \
+            if (dq || dk) pack_kt_##SFX(vt, BK, vg + j0 * sv.t, sv.t, nk, HS);                     \
             for (int64_t e = 0; e < rep; e++) {                                                    \
                 int64_t h = g * rep + e;                                                           \
                 const F *qh = q + b * sq.b + h * sq.h, *dyh = dy + b * sdy.b + h * sdy.h;          \

@@ -27,11 +27,6 @@ typedef struct tt_kattn_strides {
     int64_t b, h, t;
 } tt_kattn_strides;
 
-// Strides of a contiguous (B, heads, rows, HS) buffer.
-static inline tt_kattn_strides tt_kattn_contiguous(int64_t heads, int64_t rows, int64_t HS) {
-    return (tt_kattn_strides){heads * rows * HS, rows * HS, HS};
-}
-
 #define TT_KATTN_DECLARE(T, S)                                                                     \
     /* Online softmax (Milakov & Gimelshein 2018; Dao et al. 2022, FlashAttention): */             \
     /* y (B, NH, T, HS) = softmax(q k^T scale) v, writing y and lse (B, NH, T) contiguous, */      \

@@ -373,16 +373,8 @@ static void gemm_packed(tt_dtype dtype, int64_t M, int64_t N, int64_t K, const v
 // of KC steps of k is summed in T by column updates, four steps per pass over y (evaluated left
 // to right, so the same rounding as four single updates), and the runs in double, 256 rows at a
 // time. Plain C, compiled for AVX-512, AVX2 and baseline x86-64 and picked by the loader
-// (target_clones); the vector width changes the speed, not the result (no FMA contraction in
+// (TT_CLONES); the vector width changes the speed, not the result (no FMA contraction in
 // ISO C mode, fixed lanes).
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-#endif
-#ifndef CLONES
-#define CLONES
-#endif
 
 #define GEMV_ROWS 256
 #define GEMV_PAR_MIN (1 << 14)  // elements of A: 64 KiB of f32
@@ -392,7 +384,7 @@ static void gemm_packed(tt_dtype dtype, int64_t M, int64_t N, int64_t K, const v
 #define GEMV_PARALLEL
 #endif
 #define DEFINE_DOT(T, S)                                                                      \
-    CLONES static double dot_##S(int64_t K, const T *a, int64_t as, const T *b, int64_t bs) { \
+    TT_CLONES static double dot_##S(int64_t K, const T *a, int64_t as, const T *b, int64_t bs) { \
         double acc = 0;                                                                       \
         for (int64_t k0 = 0; k0 < K; k0 += KC) {                                              \
             int64_t kc = min64(KC, K - k0), k = 0;                                            \
@@ -407,7 +399,7 @@ static void gemm_packed(tt_dtype dtype, int64_t M, int64_t N, int64_t K, const v
         }                                                                                     \
         return acc;                                                                           \
     }                                                                                         \
-    CLONES static void gemv_cols_##S(int64_t M, int64_t K, const T *a, int64_t cs,            \
+    TT_CLONES static void gemv_cols_##S(int64_t M, int64_t K, const T *a, int64_t cs,         \
                                      const T *x, int64_t xs, T *y, int64_t ys,                \
                                      bool accumulate) {                                       \
         for (int64_t i0 = 0; i0 < M; i0 += GEMV_ROWS) {                                       \
