@@ -64,6 +64,9 @@ void tt__accum_grad(tt_tensor *x, tt_tensor *g);
 // The same, taking ownership of g (an unscoped reference from tt__new): when x has no gradient
 // yet and g is a contiguous, unshared tensor of x's shape, g itself becomes the gradient.
 void tt__accum_grad_owned(tt_tensor *x, tt_tensor *g);
+// A zeroed gradient buffer shaped like x when x (may be NULL) needs one, else NULL. Unscoped:
+// hand it over with tt__accum_grad_owned (which skips an x without grad and releases NULL).
+tt_tensor *tt__grad_buffer(const tt_tensor *x);
 // Sums g over its broadcast dims down to `shape` (new, unscoped, contiguous).
 tt_tensor *tt__sum_to(tt_tensor *g, int ndim, const int64_t *shape);
 

@@ -29,18 +29,9 @@ static tt_kattn_strides strides_of(const tt_tensor *t) {
     return (tt_kattn_strides){t->stride[0], t->stride[1], t->stride[2]};
 }
 
-static void *data_or_null(const tt_tensor *t) { return t ? tt_data(t) : NULL; }
-
-// A zeroed contiguous gradient buffer shaped like x when x needs one, else NULL. Unscoped.
-static tt_tensor *grad_buffer(const tt_tensor *x) {
-    return x->requires_grad ? tt__new_zeros(x->dtype, x->ndim, x->shape) : NULL;
-}
 
 // TT_CHECK on behalf of the public function (the helpers below run inside it).
-#define SDPA_CHECK(cond, ...)                                                                      \
-    do {                                                                                           \
-        if (!(cond)) tt_fatal(__FILE__, __LINE__, "tt_scaled_dot_product_attention", __VA_ARGS__); \
-    } while (0)
+#define SDPA_CHECK(...) TT_CHECK_IN("tt_scaled_dot_product_attention", __VA_ARGS__)
 
 static void check_operand(const tt_tensor *t, const char *what) {
     SDPA_CHECK(t, "%s is NULL", what);
@@ -115,18 +106,20 @@ tt_tensor *tt_scaled_dot_product_attention(tt_tensor *q, tt_tensor *k, tt_tensor
 void tt__backward_attention(tt_node *n) {
     tt_tensor *q = n->inputs[0], *k = n->inputs[1], *v = n->inputs[2];
     const attention_ctx *c = n->ctx;
-    tt_tensor *dq = grad_buffer(q), *dk = grad_buffer(k), *dv = grad_buffer(v);
+    tt_tensor *dq = tt__grad_buffer(q), *dk = tt__grad_buffer(k), *dv = tt__grad_buffer(v);
     if (dq || dk || dv) {
         tt_tensor *g = unit_rows(n->grad), *y = unit_rows(n->saved[0]);  // (B, NH, T, HS)
         tt_tensor *qc = unit_rows(q), *kc = unit_rows(k), *vc = unit_rows(v);
+        void *pdq = tt__data_or_null(dq), *pdk = tt__data_or_null(dk);
+        void *pdv = tt__data_or_null(dv);
         if (n->dtype == TT_F32)
-            tt_kattention_backward_f32(data_or_null(dq), data_or_null(dk), data_or_null(dv),
+            tt_kattention_backward_f32(pdq, pdk, pdv,
                                        tt_data(g), strides_of(g), tt_data(qc), strides_of(qc),
                                        tt_data(kc), strides_of(kc), tt_data(vc), strides_of(vc),
                                        tt_data(y), strides_of(y), tt_data(n->saved[1]),
                                        &c->dims);
         else
-            tt_kattention_backward_f64(data_or_null(dq), data_or_null(dk), data_or_null(dv),
+            tt_kattention_backward_f64(pdq, pdk, pdv,
                                        tt_data(g), strides_of(g), tt_data(qc), strides_of(qc),
                                        tt_data(kc), strides_of(kc), tt_data(vc), strides_of(vc),
                                        tt_data(y), strides_of(y), tt_data(n->saved[1]),

@@ -74,7 +74,7 @@ static void emap_run_par(const emap *m, int nops, char *const *p, const int64_t 
 #endif
     for (int64_t c = 0; c < nchunks; c++) {
         int64_t i0 = c * CHUNK, len = n - i0 < CHUNK ? n - i0 : CHUNK;
-        char *q[TT_ITER_MAX];
+        char *q[TT_ITER_MAX] = {0};
         for (int k = 0; k < nops; k++) q[k] = p[k] + i0 * st[k] * es;
         emap_run(m, q, st, len);
     }

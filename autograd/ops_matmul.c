@@ -8,10 +8,7 @@
 // (1, K), a 1-D b is (K,) read as (K, 1), and those dims of 1 are not in out.
 
 // Like TT_CHECK, but the message names tt_matmul rather than the helper it runs in.
-#define MM_CHECK(cond, ...) \
-    do { \
-        if (!(cond)) tt_fatal(__FILE__, __LINE__, "tt_matmul", __VA_ARGS__); \
-    } while (0)
+#define MM_CHECK(...) TT_CHECK_IN("tt_matmul", __VA_ARGS__)
 
 // ---- shapes ----
 

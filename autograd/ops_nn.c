@@ -12,18 +12,6 @@
 
 // ---- helpers ----
 
-// TT_CHECK on behalf of the public function `func` (for ops shared by two entry points).
-#define CHECK_IN(func, cond, ...)                                                                  \
-    do {                                                                                           \
-        if (!(cond)) tt_fatal(__FILE__, __LINE__, (func), __VA_ARGS__);                            \
-    } while (0)
-
-// A contiguous version of t: t itself (a new reference) or a copy. Unscoped: release it.
-static tt_tensor *contig(tt_tensor *t) {
-    return tt_is_contiguous(t) ? tt_retain(t) : tt__contiguous_copy(t);
-}
-
-static void *data_or_null(const tt_tensor *t) { return t ? tt_data(t) : NULL; }
 
 // Saves t into the node's slot and drops the caller's reference.
 static void save_owned(tt_node *n, int slot, tt_tensor *t) {
@@ -31,11 +19,6 @@ static void save_owned(tt_node *n, int slot, tt_tensor *t) {
     tt_release(t);
 }
 
-// A zeroed gradient buffer shaped like x when x needs one, else NULL. Unscoped: hand it to x
-// with tt__accum_grad_owned (which skips an x that needs no gradient and releases NULL).
-static tt_tensor *grad_buffer(const tt_tensor *x) {
-    return x && x->requires_grad ? tt__new_zeros(x->dtype, x->ndim, x->shape) : NULL;
-}
 
 // The product of shape[from .. to).
 static int64_t prod(const int64_t *shape, int from, int to) {
@@ -86,7 +69,7 @@ static tt_tensor *softmax_op(tt_tensor *x, int dim, bool log_out, const char *fu
     int d = tt__norm_dim(dim, x->ndim > 0 ? x->ndim : 1, func);
     int64_t outer, C, inner;
     split_at(x->ndim, x->shape, d, &outer, &C, &inner);
-    tt_tensor *xc = contig(x);
+    tt_tensor *xc = tt__contiguous_ref(x);
     tt_tensor *out = tt__new(x->dtype, x->ndim, x->shape);  // (outer, C, inner)
     if (log_out)
         KERNEL(x->dtype, log_softmax_forward, tt_data(out), tt_data(xc), outer, C, inner);
@@ -111,9 +94,9 @@ static void softmax_backward(tt_node *n, bool log_out) {
     const softmax_ctx *c = n->ctx;
     int64_t outer, C, inner;
     split_at(n->ndim, n->shape, c->dim, &outer, &C, &inner);
-    tt_tensor *dx = grad_buffer(x);  // (outer, C, inner)
+    tt_tensor *dx = tt__grad_buffer(x);  // (outer, C, inner)
     if (!dx) return;
-    tt_tensor *g = contig(n->grad);  // (outer, C, inner)
+    tt_tensor *g = tt__contiguous_ref(n->grad);  // (outer, C, inner)
     if (log_out)
         KERNEL(n->dtype, log_softmax_backward, tt_data(dx), tt_data(g), tt_data(y), outer, C,
                inner);
@@ -169,7 +152,7 @@ tt_tensor *tt_masked_fill(tt_tensor *x, tt_tensor *mask, double value) {
     TT_CHECK(fits, "mask %s does not broadcast to x %s; each of the mask's dims must equal "
              "x's matching trailing dim or be 1", tt__shape(mask), tt__shape(x));
     masked_fill_map m = masked_fill_map_new(mask, x->ndim, x->shape);
-    tt_tensor *xc = contig(x);
+    tt_tensor *xc = tt__contiguous_ref(x);
     tt_tensor *out = tt__new(x->dtype, x->ndim, x->shape);  // (outer, M)
     KERNEL(x->dtype, masked_fill_forward, tt_data(out), tt_data(xc), m.fill, m.outer, m.M,
            value);
@@ -181,10 +164,10 @@ tt_tensor *tt_masked_fill(tt_tensor *x, tt_tensor *mask, double value) {
 
 void tt__backward_masked_fill(tt_node *n) {
     tt_tensor *x = n->inputs[0];
-    tt_tensor *dx = grad_buffer(x);  // (outer, M)
+    tt_tensor *dx = tt__grad_buffer(x);  // (outer, M)
     if (!dx) return;
     masked_fill_map m = masked_fill_map_new(n->saved[0], n->ndim, n->shape);
-    tt_tensor *g = contig(n->grad);
+    tt_tensor *g = tt__contiguous_ref(n->grad);
     KERNEL(n->dtype, masked_fill_backward, tt_data(dx), tt_data(g), m.fill, m.outer, m.M);
     tt_free(m.fill);
     tt_release(g);
@@ -223,12 +206,12 @@ tt_tensor *tt_layernorm(tt_tensor *x, int norm_ndim, tt_tensor *weight, tt_tenso
     check_affine(x, bias, norm_ndim, "bias", __func__);
     int64_t R = prod(x->shape, 0, x->ndim - norm_ndim);
     int64_t N = prod(x->shape, x->ndim - norm_ndim, x->ndim);
-    tt_tensor *xc = contig(x), *wc = weight ? contig(weight) : NULL;
-    tt_tensor *bc = bias ? contig(bias) : NULL;
+    tt_tensor *xc = tt__contiguous_ref(x), *wc = weight ? tt__contiguous_ref(weight) : NULL;
+    tt_tensor *bc = bias ? tt__contiguous_ref(bias) : NULL;
     tt_tensor *out = tt__new(x->dtype, x->ndim, x->shape);  // (R, N)
     tt_tensor *mean = tt__new(x->dtype, 1, &R), *rstd = tt__new(x->dtype, 1, &R);  // (R)
     KERNEL(x->dtype, layernorm_forward, tt_data(out), tt_data(mean), tt_data(rstd),
-           tt_data(xc), data_or_null(wc), data_or_null(bc), R, N, eps);
+           tt_data(xc), tt__data_or_null(wc), tt__data_or_null(bc), R, N, eps);
     tt_release(xc);
     tt_release(wc);
     tt_release(bc);
@@ -248,11 +231,12 @@ tt_tensor *tt_layernorm(tt_tensor *x, int norm_ndim, tt_tensor *weight, tt_tenso
 void tt__backward_layernorm(tt_node *n) {
     tt_tensor *x = n->inputs[0], *w = n->inputs[1], *b = n->inputs[2];
     const norm_ctx *c = n->ctx;
-    tt_tensor *dx = grad_buffer(x), *dw = grad_buffer(w), *db = grad_buffer(b);
+    tt_tensor *dx = tt__grad_buffer(x), *dw = tt__grad_buffer(w), *db = tt__grad_buffer(b);
     if (dx || dw || db) {
-        tt_tensor *g = contig(n->grad), *xc = contig(x), *wc = w ? contig(w) : NULL;
-        KERNEL(n->dtype, layernorm_backward, data_or_null(dx), data_or_null(dw),
-               data_or_null(db), tt_data(g), tt_data(xc), data_or_null(wc),
+        tt_tensor *g = tt__contiguous_ref(n->grad), *xc = tt__contiguous_ref(x);
+        tt_tensor *wc = w ? tt__contiguous_ref(w) : NULL;
+        KERNEL(n->dtype, layernorm_backward, tt__data_or_null(dx), tt__data_or_null(dw),
+               tt__data_or_null(db), tt_data(g), tt_data(xc), tt__data_or_null(wc),
                tt_data(n->saved[0]), tt_data(n->saved[1]), c->R, c->N);
         tt_release(g);
         tt_release(xc);
@@ -275,11 +259,11 @@ tt_tensor *tt_rmsnorm(tt_tensor *x, tt_tensor *weight, double eps) {
     TT_CHECK(eps >= 0, "eps must be >= 0, got %g", eps);
     check_affine(x, weight, 1, "weight", __func__);
     int64_t R = prod(x->shape, 0, x->ndim - 1), N = x->shape[x->ndim - 1];
-    tt_tensor *xc = contig(x), *wc = weight ? contig(weight) : NULL;
+    tt_tensor *xc = tt__contiguous_ref(x), *wc = weight ? tt__contiguous_ref(weight) : NULL;
     tt_tensor *out = tt__new(x->dtype, x->ndim, x->shape);  // (R, N)
     tt_tensor *rstd = tt__new(x->dtype, 1, &R);             // (R)
     KERNEL(x->dtype, rmsnorm_forward, tt_data(out), tt_data(rstd), tt_data(xc),
-           data_or_null(wc), R, N, eps);
+           tt__data_or_null(wc), R, N, eps);
     tt_release(xc);
     tt_release(wc);
     tt_tensor *inputs[2] = {x, weight};
@@ -296,11 +280,12 @@ tt_tensor *tt_rmsnorm(tt_tensor *x, tt_tensor *weight, double eps) {
 void tt__backward_rmsnorm(tt_node *n) {
     tt_tensor *x = n->inputs[0], *w = n->inputs[1];
     const norm_ctx *c = n->ctx;
-    tt_tensor *dx = grad_buffer(x), *dw = grad_buffer(w);
+    tt_tensor *dx = tt__grad_buffer(x), *dw = tt__grad_buffer(w);
     if (dx || dw) {
-        tt_tensor *g = contig(n->grad), *xc = contig(x), *wc = w ? contig(w) : NULL;
-        KERNEL(n->dtype, rmsnorm_backward, data_or_null(dx), data_or_null(dw), tt_data(g),
-               tt_data(xc), data_or_null(wc), tt_data(n->saved[0]), c->R, c->N);
+        tt_tensor *g = tt__contiguous_ref(n->grad), *xc = tt__contiguous_ref(x);
+        tt_tensor *wc = w ? tt__contiguous_ref(w) : NULL;
+        KERNEL(n->dtype, rmsnorm_backward, tt__data_or_null(dx), tt__data_or_null(dw), tt_data(g),
+               tt_data(xc), tt__data_or_null(wc), tt_data(n->saved[0]), c->R, c->N);
         tt_release(g);
         tt_release(xc);
         tt_release(wc);
@@ -332,7 +317,7 @@ tt_tensor *tt_embedding(tt_tensor *weight, tt_tensor *indices) {
     int64_t shape[TT_MAX_DIMS];
     for (int i = 0; i < indices->ndim; i++) shape[i] = indices->shape[i];
     shape[indices->ndim] = C;
-    tt_tensor *wc = contig(weight);
+    tt_tensor *wc = tt__contiguous_ref(weight);
     tt_tensor *out = tt__new(weight->dtype, indices->ndim + 1, shape);  // (n, C)
     KERNEL(weight->dtype, embedding_forward, tt_data(out), tt_data(wc), ix, n, C);
     tt_release(wc);
@@ -343,9 +328,9 @@ tt_tensor *tt_embedding(tt_tensor *weight, tt_tensor *indices) {
 
 void tt__backward_embedding(tt_node *n) {
     tt_tensor *w = n->inputs[0], *idx = n->saved[0];
-    tt_tensor *dw = grad_buffer(w);  // (V, C)
+    tt_tensor *dw = tt__grad_buffer(w);  // (V, C)
     if (!dw) return;
-    tt_tensor *g = contig(n->grad);  // (n, C)
+    tt_tensor *g = tt__contiguous_ref(n->grad);  // (n, C)
     KERNEL(n->dtype, embedding_backward, tt_data(dw), tt_data(g), tt_data(idx),
            tt_numel(idx), w->shape[1]);
     tt_release(g);
@@ -368,13 +353,13 @@ static tt_tensor *cross_entropy_op(tt_tensor *logits, tt_tensor *targets,
                                    const char *func) {
     if (!logits || !targets) tt_fatal(__FILE__, __LINE__, func, "logits or targets is NULL");
     tt__check_float(logits, func);
-    CHECK_IN(func, logits->ndim >= 1, "logits are 0-d; they must be (..., V) with V classes");
+    TT_CHECK_IN(func, logits->ndim >= 1, "logits are 0-d; they must be (..., V) with V classes");
     bool same = targets->ndim == logits->ndim - 1;
     for (int i = 0; same && i < targets->ndim; i++) same = targets->shape[i] == logits->shape[i];
-    CHECK_IN(func, same, "targets %s must have the shape of logits %s without the last dim, %s",
+    TT_CHECK_IN(func, same, "targets %s must have the shape of logits %s without the last dim, %s",
              tt__shape(targets), tt__shape(logits),
              tt__shape_of(logits->ndim - 1, logits->shape));
-    CHECK_IN(func, label_smoothing >= 0 && label_smoothing < 1,
+    TT_CHECK_IN(func, label_smoothing >= 0 && label_smoothing < 1,
              "label_smoothing must be in [0, 1), got %g", label_smoothing);
     int64_t V = logits->shape[logits->ndim - 1], R = prod(logits->shape, 0, logits->ndim - 1);
     tt_tensor *tgt = indices_i64(targets, func, "targets");  // (R)
@@ -382,14 +367,14 @@ static tt_tensor *cross_entropy_op(tt_tensor *logits, tt_tensor *targets,
     int64_t count = 0;
     for (int64_t r = 0; r < R; r++) {
         if (t[r] == ignore_index) continue;
-        CHECK_IN(func, t[r] >= 0 && t[r] < V,
+        TT_CHECK_IN(func, t[r] >= 0 && t[r] < V,
                  "target %lld (at flat position %lld of targets %s) is out of range for "
                  "logits %s with V = %lld classes; targets must be in [0, %lld) or equal "
                  "ignore_index (%lld)", (long long)t[r], (long long)r, tt__shape(targets),
                  tt__shape(logits), (long long)V, (long long)V, (long long)ignore_index);
         count++;
     }
-    tt_tensor *xc = contig(logits);
+    tt_tensor *xc = tt__contiguous_ref(logits);
     tt_tensor *lse = tt__new(TT_F64, 1, &R);  // (R)
     double total = KERNEL(logits->dtype, cross_entropy_forward, tt_data(lse), tt_data(xc), t,
                           R, V, ignore_index, label_smoothing);
@@ -419,11 +404,11 @@ tt_tensor *tt_cross_entropy_smooth(tt_tensor *logits, tt_tensor *targets,
 void tt__backward_cross_entropy(tt_node *n) {
     tt_tensor *x = n->inputs[0];
     const cross_entropy_ctx *c = n->ctx;
-    tt_tensor *dx = grad_buffer(x);  // (R, V)
+    tt_tensor *dx = tt__grad_buffer(x);  // (R, V)
     if (!dx) return;
     if (c->count > 0) {  // else every row is ignored: the loss is the constant 0
         double scale = tt_item(n->grad) / (double)c->count;
-        tt_tensor *xc = contig(x);
+        tt_tensor *xc = tt__contiguous_ref(x);
         KERNEL(n->dtype, cross_entropy_backward, tt_data(dx), tt_data(xc),
                tt_data(n->saved[1]), tt_data(n->saved[0]), c->R, c->V, c->ignore_index,
                c->smoothing, scale);
@@ -442,7 +427,7 @@ tt_tensor *tt_dropout(tt_tensor *x, double p, bool training, tt_rng *rng) {
     TT_CHECK(p >= 0 && p <= 1, "p must be in [0, 1], got %g", p);
     if (!training || p == 0) return tt__autorelease(tt_retain(x));
     TT_CHECK(rng, "rng is NULL; training dropout draws its mask from an explicit tt_rng");
-    tt_tensor *xc = contig(x);
+    tt_tensor *xc = tt__contiguous_ref(x);
     tt_tensor *out = tt__new(x->dtype, x->ndim, x->shape);   // (n)
     tt_tensor *mask = tt__new(x->dtype, x->ndim, x->shape);  // (n)
     KERNEL(x->dtype, dropout_forward, tt_data(out), tt_data(mask), tt_data(xc), tt_numel(x),
@@ -455,9 +440,9 @@ tt_tensor *tt_dropout(tt_tensor *x, double p, bool training, tt_rng *rng) {
 
 void tt__backward_dropout(tt_node *n) {
     tt_tensor *x = n->inputs[0];
-    tt_tensor *dx = grad_buffer(x);  // (n)
+    tt_tensor *dx = tt__grad_buffer(x);  // (n)
     if (!dx) return;
-    tt_tensor *g = contig(n->grad);
+    tt_tensor *g = tt__contiguous_ref(n->grad);
     KERNEL(n->dtype, dropout_backward, tt_data(dx), tt_data(g), tt_data(n->saved[0]),
            tt_numel(dx));
     tt_release(g);

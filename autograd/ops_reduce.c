@@ -85,11 +85,6 @@ static reduce_ctx *record(tt_tensor *out, tt_op op, tt_tensor *x, const reduce_d
     return c;
 }
 
-// The output's gradient as a dense (M,) buffer: a new reference (a copy if it was strided).
-static tt_tensor *dense_grad(const tt_node *n) {
-    return tt_is_contiguous(n->grad) ? tt_retain(n->grad) : tt__contiguous_copy(n->grad);
-}
-
 // The (M,) double buffer a reduction into out accumulates in: out's own data when out is f64,
 // else a scratch buffer that acc_finish converts into out and frees.
 static double *acc_for(tt_tensor *out) {
@@ -134,7 +129,7 @@ void tt__backward_sum(tt_node *n) {
     tt_tensor *x = n->inputs[0];
     tt_k_reduce plan;
     node_plan(&plan, n);
-    tt_tensor *g = dense_grad(n);  // (M,)
+    tt_tensor *g = tt__contiguous_ref(n->grad);  // (M,)
     // g keepdim-shaped and expanded to X: stride 0 along the reduced dims.
     tt_tensor *dx = tt__new_view(g, x->ndim, x->shape, plan.ostride, g->offset);
     tt__accum_grad_owned(x, dx);
@@ -161,7 +156,7 @@ void tt__backward_mean(tt_node *n) {
     tt_tensor *x = n->inputs[0];
     tt_k_reduce plan;
     node_plan(&plan, n);
-    tt_tensor *g = dense_grad(n);                           // (M,)
+    tt_tensor *g = tt__contiguous_ref(n->grad);                           // (M,)
     tt_tensor *dx = tt__new(x->dtype, x->ndim, x->shape);  // X
     double scale = plan.nred > 0 ? 1.0 / (double)plan.nred : 0.0;
     tt_k_reduce_spread(tt_data(dx), tt_data(g), scale, x->dtype, &plan);
@@ -198,7 +193,7 @@ void tt__backward_max(tt_node *n) {
     tt_tensor *x = n->inputs[0], *y = n->saved[0];
     tt_k_reduce plan;
     node_plan(&plan, n);
-    tt_tensor *g = dense_grad(n);                           // (M,)
+    tt_tensor *g = tt__contiguous_ref(n->grad);                           // (M,)
     tt_tensor *dx = tt__new(x->dtype, x->ndim, x->shape);  // X
     tt_k_reduce_max_backward(tt_data(dx), tt_data(x), tt_data(y), tt_data(g), x->dtype, &plan);
     tt__accum_grad_owned(x, dx);
@@ -245,7 +240,7 @@ void tt__backward_var(tt_node *n) {
     node_plan(&plan, n);
     double div = var_divisor(plan.nred, c->correction);
     double factor = div > 0 ? 2.0 / div : INFINITY;
-    tt_tensor *g = dense_grad(n);                           // (M,)
+    tt_tensor *g = tt__contiguous_ref(n->grad);                           // (M,)
     tt_tensor *dx = tt__new(x->dtype, x->ndim, x->shape);  // X
     tt_k_reduce_var_backward(tt_data(dx), tt_data(x), tt_data(mean), tt_data(g), factor,
                              x->dtype, &plan);

@@ -5,10 +5,7 @@
 #include "autograd_internal.h"
 
 // Like TT_CHECK, but the message names the public op `func` rather than the helper it runs in.
-#define SHAPE_CHECK(cond, func, ...) \
-    do { \
-        if (!(cond)) tt_fatal(__FILE__, __LINE__, (func), __VA_ARGS__); \
-    } while (0)
+#define SHAPE_CHECK(cond, func, ...) TT_CHECK_IN(func, cond, __VA_ARGS__)
 
 // ---- helpers ----
 

@@ -178,6 +178,10 @@ static void accum_into(tt_tensor *out, tt_tensor *g) {
     } while (tt__iter_next(&it));
 }
 
+tt_tensor *tt__grad_buffer(const tt_tensor *x) {
+    return x && x->requires_grad ? tt__new_zeros(x->dtype, x->ndim, x->shape) : NULL;
+}
+
 tt_tensor *tt__sum_to(tt_tensor *g, int ndim, const int64_t *shape) {
     tt_tensor *out = tt__new_zeros(g->dtype, ndim, shape);
     accum_into(out, g);

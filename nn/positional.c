@@ -11,10 +11,7 @@
 // ---- helpers ----
 
 // Like TT_CHECK, but the message names the public function `func` the helper runs for.
-#define POS_CHECK(cond, func, ...) \
-    do { \
-        if (!(cond)) tt_fatal(__FILE__, __LINE__, (func), __VA_ARGS__); \
-    } while (0)
+#define POS_CHECK(cond, func, ...) TT_CHECK_IN(func, cond, __VA_ARGS__)
 
 // The rows pos .. pos + T - 1 of a (L, C) table, checked against its length.
 static tt_tensor *table_rows(tt_tensor *table, int64_t pos, int64_t T, const char *func) {

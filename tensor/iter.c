@@ -126,3 +126,7 @@ tt_tensor *tt__contiguous_copy(const tt_tensor *t) {
     tt_copy_(c, t);
     return c;
 }
+
+tt_tensor *tt__contiguous_ref(tt_tensor *t) {
+    return tt_is_contiguous(t) ? tt_retain(t) : tt__contiguous_copy(t);
+}

@@ -205,6 +205,12 @@ void tt_free(void *p);
         if (!(cond)) tt_fatal(__FILE__, __LINE__, __func__, __VA_ARGS__); \
     } while (0)
 
+// The same on behalf of a named (public) function, for checks in the helpers it calls.
+#define TT_CHECK_IN(func, cond, ...) \
+    do { \
+        if (!(cond)) tt_fatal(__FILE__, __LINE__, (func), __VA_ARGS__); \
+    } while (0)
+
 #if defined(__GNUC__)
 __attribute__((noreturn, format(printf, 4, 5)))
 #endif

@@ -14,6 +14,8 @@ tt_tensor *tt__new_view(const tt_tensor *t, int ndim, const int64_t *shape,
                         const int64_t *stride, int64_t offset);  // shares storage
 tt_tensor *tt__autorelease(tt_tensor *t);
 tt_tensor *tt__contiguous_copy(const tt_tensor *t);  // always copies; unscoped
+// t itself (retained) when contiguous, else a contiguous copy; unscoped: release it.
+tt_tensor *tt__contiguous_ref(tt_tensor *t);
 
 // autograd/ registers how a tensor's node is freed when the tensor dies.
 void tt__set_node_free(void (*fn)(tt_node *));
@@ -90,5 +92,6 @@ static inline void tt__store(void *base, tt_dtype dt, int64_t i, double v) {
     }
 }
 static inline void *tt__base(const tt_tensor *t) { return t->storage->data; }
+static inline void *tt__data_or_null(const tt_tensor *t) { return t ? tt_data(t) : NULL; }
 
 #endif  // TT_TENSOR_INTERNAL_H
