@@ -67,8 +67,6 @@ void tt__accum_grad_owned(tt_tensor *x, tt_tensor *g);
 // A zeroed gradient buffer shaped like x when x (may be NULL) needs one, else NULL. Unscoped:
 // hand it over with tt__accum_grad_owned (which skips an x without grad and releases NULL).
 tt_tensor *tt__grad_buffer(const tt_tensor *x);
-// Sums g over its broadcast dims down to `shape` (new, unscoped, contiguous).
-tt_tensor *tt__sum_to(tt_tensor *g, int ndim, const int64_t *shape);
 
 // Aborts unless x is a float tensor; aborts unless a and b share a dtype.
 // The messages name the caller's file and line.

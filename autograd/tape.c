@@ -182,12 +182,6 @@ tt_tensor *tt__grad_buffer(const tt_tensor *x) {
     return x && x->requires_grad ? tt__new_zeros(x->dtype, x->ndim, x->shape) : NULL;
 }
 
-tt_tensor *tt__sum_to(tt_tensor *g, int ndim, const int64_t *shape) {
-    tt_tensor *out = tt__new_zeros(g->dtype, ndim, shape);
-    accum_into(out, g);
-    return out;
-}
-
 static tt_tensor **grad_slot(tt_tensor *x, tt_tensor *g) {
     TT_CHECK(g->dtype == x->dtype, "gradient dtype %s does not match tensor dtype %s",
              tt_dtype_name(g->dtype), tt_dtype_name(x->dtype));
