@@ -106,6 +106,11 @@ tt_tensor *tt_mean_all(tt_tensor *x);  // 0-dim
 // stacks of matrices whose batch dims broadcast; a 1-D operand gets a dim of 1 prepended
 // (left) or appended (right), removed from the result. Transposed views are read in place.
 tt_tensor *tt_matmul(tt_tensor *a, tt_tensor *b);
+// x @ weight^T + bias, PyTorch's F.linear: x (..., in), weight (out, in), bias (out) or NULL
+// -> (..., out). One GEMM over all leading dims of x with the bias added as the product is
+// stored; the backward computes dx = g @ weight, dweight = g^T @ x, dbias = g summed over rows.
+// The same values as tt_add(tt_matmul(x, tt_transpose(weight, 0, 1)), bias), in one node.
+tt_tensor *tt_affine(tt_tensor *x, tt_tensor *weight, tt_tensor *bias);
 
 // ---- neural-network ops ----
 

@@ -1,8 +1,11 @@
 // tt_matmul with NumPy semantics (dot, matrix, batched with broadcast batch dims, 1-D operands)
-// and its backward, forward and backward side by side. Operands are read in place through
+// and tt_affine (x @ W^T + b, the bias in the GEMM's epilogue), each forward and backward side
+// by side. Operands are read in place through
 // their strides; the GEMM kernels (tensor/kernels_matmul.c) do the arithmetic.
 #include "autograd_internal.h"
 #include "../tensor/kernels_matmul.h"
+
+#include <string.h>
 
 // Letters: a (..., M, K) @ b (..., K, N) -> out (batch..., M, N); a 1-D a is (K,) read as
 // (1, K), a 1-D b is (K,) read as (K, 1), and those dims of 1 are not in out.
@@ -154,4 +157,107 @@ void tt__backward_matmul(tt_node *n) {
         tt_k_gemm_batched(b->dtype, p.nb, p.batch, p.K, p.N, p.M, &mat, &mg, &mdb, acc);
         tt__accum_grad_owned(b, db);
     }
+}
+
+// ---- affine ----
+
+#define LIN_CHECK(...) TT_CHECK_IN("tt_affine", __VA_ARGS__)
+
+// t (..., n) as a stack of rows: true, with the row stride, when its leading dims fold into one
+// (each steps over whole runs of the next; dims of size 1 are free). Any column stride.
+static bool rows_fold(const tt_tensor *t, int64_t *rs) {
+    int64_t stride = 0, span = 0;  // stride of the folded rows; rows folded so far
+    for (int d = t->ndim - 2; d >= 0; d--) {
+        if (t->shape[d] == 1) continue;
+        if (span == 0) stride = t->stride[d], span = 1;
+        else if (t->stride[d] != stride * span) return false;
+        span *= t->shape[d];
+    }
+    *rs = stride;
+    return true;
+}
+
+// t itself (retained) when its rows fold, else a contiguous copy; *rs is the row stride.
+static tt_tensor *as_rows(tt_tensor *t, int64_t *rs) {
+    if (rows_fold(t, rs)) return tt_retain(t);
+    tt_tensor *c = tt__contiguous_copy(t);
+    *rs = c->ndim >= 2 ? c->shape[c->ndim - 1] : 0;
+    return c;
+}
+
+tt_tensor *tt_affine(tt_tensor *x, tt_tensor *weight, tt_tensor *bias) {
+    LIN_CHECK(x && weight, "%s is NULL", x ? "weight" : "x");
+    tt__check_float(x, "tt_affine");
+    tt__check_same_dtype(x, weight, "tt_affine");
+    LIN_CHECK(x->ndim >= 1 && weight->ndim == 2 && x->shape[x->ndim - 1] == weight->shape[1],
+              "x %s, weight %s: weight must be 2-D (out_features, in_features) and x's last "
+              "dim must equal in_features", tt__shape(x), tt__shape(weight));
+    int64_t N = weight->shape[0], K = weight->shape[1];
+    if (bias) {
+        tt__check_same_dtype(x, bias, "tt_affine");
+        LIN_CHECK(bias->ndim == 1 && bias->shape[0] == N,
+                  "bias %s must be (%lld,), one value per output of weight %s", tt__shape(bias),
+                  (long long)N, tt__shape(weight));
+    }
+    int64_t shape[TT_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof shape);
+    shape[x->ndim - 1] = N;
+    tt_tensor *out = tt__new(x->dtype, x->ndim, shape);
+    int64_t M = tt__shape_numel(x->ndim - 1, x->shape), x_rs;
+    tt_tensor *xr = as_rows(x, &x_rs), *bc = bias ? tt__contiguous_ref(bias) : NULL;
+    const void *xp = first_elem(xr), *wp = first_elem(weight);
+    int64_t x_cs = xr->stride[xr->ndim - 1], w_rs = weight->stride[0], w_cs = weight->stride[1];
+    if (x->dtype == TT_F32) {
+        if (bc)
+            tt_k_gemm_bias_f32(M, N, K, xp, x_rs, x_cs, wp, w_cs, w_rs, tt_data(bc),
+                               tt_data(out), N);
+        else
+            tt_k_gemm_f32(M, N, K, xp, x_rs, x_cs, wp, w_cs, w_rs, tt_data(out), N, 1, false);
+    } else {
+        if (bc)
+            tt_k_gemm_bias_f64(M, N, K, xp, x_rs, x_cs, wp, w_cs, w_rs, tt_data(bc),
+                               tt_data(out), N);
+        else
+            tt_k_gemm_f64(M, N, K, xp, x_rs, x_cs, wp, w_cs, w_rs, tt_data(out), N, 1, false);
+    }
+    tt_release(xr);
+    tt_release(bc);
+    tt__record(out, TT_OP_AFFINE, 3, (tt_tensor *[]){x, weight, bias}, 0);
+    return tt__autorelease(out);
+}
+
+// dx (M, K) = g (M, N) @ W (N, K); dW (N, K) = g^T @ x (M, K) summed over the M rows; db = the
+// column sums of g. dx and dW are fresh buffers the inputs take over.
+void tt__backward_affine(tt_node *n) {
+    tt_tensor *x = n->inputs[0], *w = n->inputs[1], *b = n->inputs[2];
+    int64_t N = w->shape[0], K = w->shape[1], M = tt__shape_numel(x->ndim - 1, x->shape);
+    int64_t g_rs, w_rs = w->stride[0], w_cs = w->stride[1];
+    tt_tensor *g = as_rows(n->grad, &g_rs);
+    int64_t g_cs = g->stride[g->ndim - 1];
+    const char *gp = first_elem(g), *wp = first_elem(w);
+    if (x->requires_grad) {
+        tt_tensor *dx = tt__new(x->dtype, x->ndim, x->shape);
+        if (x->dtype == TT_F32)
+            tt_k_gemm_f32(M, K, N, (const float *)gp, g_rs, g_cs, (const float *)wp, w_rs, w_cs,
+                          tt_data(dx), K, 1, false);
+        else
+            tt_k_gemm_f64(M, K, N, (const double *)gp, g_rs, g_cs, (const double *)wp, w_rs,
+                          w_cs, tt_data(dx), K, 1, false);
+        tt__accum_grad_owned(x, dx);
+    }
+    if (w->requires_grad) {
+        int64_t x_rs;
+        tt_tensor *xr = as_rows(x, &x_rs), *dw = tt__new(w->dtype, 2, w->shape);
+        int64_t x_cs = xr->stride[xr->ndim - 1];
+        if (x->dtype == TT_F32)
+            tt_k_gemm_f32(N, K, M, (const float *)gp, g_cs, g_rs, first_elem(xr), x_rs, x_cs,
+                          tt_data(dw), K, 1, false);
+        else
+            tt_k_gemm_f64(N, K, M, (const double *)gp, g_cs, g_rs, first_elem(xr), x_rs, x_cs,
+                          tt_data(dw), K, 1, false);
+        tt_release(xr);
+        tt__accum_grad_owned(w, dw);
+    }
+    if (b && b->requires_grad) tt__accum_grad(b, g);  // sums g's leading dims
+    tt_release(g);
 }

@@ -32,12 +32,7 @@ void tt_linear_init(tt_linear *m, int64_t in_features, int64_t out_features, boo
 tt_tensor *tt_linear_forward(tt_linear *m, tt_tensor *x) {
     TT_CHECK(x->ndim >= 1 && x->shape[x->ndim - 1] == m->in_features,
              "input %s must end in in_features=%lld", tt__shape(x), (long long)m->in_features);
-    tt_scope_begin();
-    tt_tensor *y = tt_matmul(x, tt_transpose(m->weight, 0, 1));  // (..., out)
-    if (m->bias) y = tt_add(y, m->bias);
-    tt_keep(y);
-    tt_scope_end();
-    return y;
+    return tt_affine(x, m->weight, m->bias);  // (..., out)
 }
 
 void tt_linear_params(const tt_linear *m, tt_params *out, const char *prefix) {

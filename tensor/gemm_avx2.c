@@ -24,8 +24,8 @@ TARGET_AVX2 static inline __m256i lanes_pd(int w) {
 // S: ps or pd; V: __m256 or __m256d; VL: lanes per vector.
 #define DEFINE_UKERNEL(NAME, T, S, V, VL, MR, NV)                                             \
     TARGET_AVX2 static void NAME(int64_t kc, const void *a_, const void *b_, void *c_,        \
-                                 int64_t ldc, int mr, int nr, bool add) {                     \
-        const T *a = a_, *b = b_;                                                            \
+                                 int64_t ldc, int mr, int nr, bool add, const void *bias_) {  \
+        const T *a = a_, *b = b_, *bias = bias_;                                                            \
         T *c = c_;                                                                           \
         V acc[MR][NV];                                                                       \
         _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                \
@@ -46,11 +46,16 @@ TARGET_AVX2 static inline __m256i lanes_pd(int w) {
         bool full = nr >= VL * NV;                                                           \
         __m256i mask[NV];                                                                    \
         _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) mask[v] = lanes_##S(nr - v * VL); \
+        V bias_v[NV]; /* the bias of the tile's columns (first k block only) */              \
+        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                 \
+            bias_v[v] = !add && bias ? _mm256_maskload_##S(bias + v * VL, mask[v])          \
+                                     : _mm256_setzero_##S();                                 \
         _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                              \
             if (i >= mr) break;                                                              \
             T *ci = c + i * ldc;                                                             \
             _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                           \
                 V r = acc[i][v];                                                             \
+                if (!add && bias) r = _mm256_add_##S(bias_v[v], r);                          \
                 if (full) {                                                                  \
                     if (add) r = _mm256_add_##S(_mm256_loadu_##S(ci + v * VL), r);           \
                     _mm256_storeu_##S(ci + v * VL, r);                                       \

@@ -16,8 +16,8 @@
 // S: ps or pd; V: __m512 or __m512d; M: the mask type; VL: lanes per vector.
 #define DEFINE_UKERNEL(NAME, T, S, V, M, VL, MR, NV)                                          \
     TARGET_AVX512 static void NAME(int64_t kc, const void *a_, const void *b_, void *c_,      \
-                                   int64_t ldc, int mr, int nr, bool add) {                   \
-        const T *a = a_, *b = b_;                                                            \
+                                   int64_t ldc, int mr, int nr, bool add, const void *bias_) { \
+        const T *a = a_, *b = b_, *bias = bias_;                                                            \
         T *c = c_;                                                                           \
         V acc[MR][NV];                                                                       \
         _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                \
@@ -40,12 +40,17 @@
             int w = nr - v * VL;                                                             \
             mask[v] = (M)(w >= VL ? (M)~(M)0 : w <= 0 ? 0 : (M)((1u << w) - 1));             \
         }                                                                                    \
+        V bias_v[NV]; /* the bias of the tile's columns (first k block only) */              \
+        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                 \
+            bias_v[v] = !add && bias ? _mm512_maskz_loadu_##S(mask[v], bias + v * VL)       \
+                                     : _mm512_setzero_##S();                                 \
         _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                              \
             if (i >= mr) break;                                                              \
             T *ci = c + i * ldc;                                                             \
             _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                           \
                 V r = acc[i][v];                                                             \
                 if (add) r = _mm512_add_##S(_mm512_maskz_loadu_##S(mask[v], ci + v * VL), r); \
+                else if (bias) r = _mm512_add_##S(bias_v[v], r);                             \
                 _mm512_mask_storeu_##S(ci + v * VL, mask[v], r);                             \
             }                                                                                \
         }                                                                                    \

@@ -10,8 +10,8 @@
 // library builds with -std=c11, where the compiler does not contract them into an FMA).
 #define DEFINE_UKERNEL(NAME, T)                                                               \
     static void NAME(int64_t kc, const void *a_, const void *b_, void *c_, int64_t ldc,      \
-                     int mr, int nr, bool add) {                                             \
-        const T *a = a_, *b = b_;                                                            \
+                     int mr, int nr, bool add, const void *bias_) {                          \
+        const T *a = a_, *b = b_, *bias = bias_;                                             \
         T *c = c_;                                                                           \
         T acc[MR][NR] = {{0}};                                                               \
         for (int64_t k = 0; k < kc; k++, a += MR, b += NR)                                   \
@@ -22,6 +22,8 @@
             T *ci = c + i * ldc;                                                             \
             if (add)                                                                         \
                 for (int j = 0; j < nr; j++) ci[j] = ci[j] + acc[i][j];                      \
+            else if (bias)                                                                   \
+                for (int j = 0; j < nr; j++) ci[j] = bias[j] + acc[i][j];                    \
             else                                                                             \
                 for (int j = 0; j < nr; j++) ci[j] = acc[i][j];                              \
         }                                                                                    \

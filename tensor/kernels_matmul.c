@@ -252,6 +252,7 @@ typedef struct gemm_job {
     char *C;  // unit column stride
     int64_t c_rs;
     bool accumulate;
+    const char *bias;  // (N), added to every row with the first k block; or NULL
     bool split_n;  // threads split the columns of C (else its rows)
     char *bp;      // packed B block (KC, NC), shared
     char *ap;      // packed A block (MC, KC), shared when split_n
@@ -260,17 +261,18 @@ typedef struct gemm_job {
 // Every tile of C[0:mc, 0:ncols] (row stride c_rs) from the packed blocks ap (mc rows) and bp
 // (ncols columns): B's panel outside (it stays in L1), A's inside.
 static void macro_kernel(const gemm_job *g, const char *ap, const char *bp, int64_t mc,
-                         int64_t ncols, int64_t kc, char *c, bool add) {
+                         int64_t ncols, int64_t kc, char *c, bool add, const char *bias) {
     const tt_k_gemm_kernel *kn = g->kern;
     size_t es = g->es;
     for (int64_t jr = 0; jr < ncols; jr += kn->nr) {
         int nr = (int)min64(kn->nr, ncols - jr);
         tt_k_ukernel uk = kn->narrow && nr <= kn->nr / 2 ? kn->narrow : kn->full;
         const char *b = bp + (size_t)(jr * kc) * es;
+        const char *bias_j = bias ? bias + (size_t)jr * es : NULL;
         for (int64_t ir = 0; ir < mc; ir += kn->mr) {
             int mr = (int)min64(kn->mr, mc - ir);
             uk(kc, ap + (size_t)(ir * kc) * es, b, c + (size_t)(ir * g->c_rs + jr) * es,
-               g->c_rs, mr, nr, add);
+               g->c_rs, mr, nr, add, bias_j);
         }
     }
 }
@@ -295,6 +297,7 @@ static void gemm_thread(const gemm_job *g, int t, int nt) {
         for (int64_t pc = 0; pc < g->K; pc += KC) {
             int64_t kc = min64(KC, g->K - pc);
             bool add = g->accumulate || pc > 0;
+            const char *bias = g->bias && !add ? g->bias + (size_t)jc * es : NULL;
             const char *bk = g->B + (size_t)(pc * g->b_rs + (jc + jlo) * g->b_cs) * es;
             const char *ak = g->A + (size_t)(pc * g->a_cs) * es;
             char *bp = g->bp + (size_t)(jlo * kc) * es;
@@ -306,7 +309,7 @@ static void gemm_thread(const gemm_job *g, int t, int nt) {
                     g->pack_a(ap, ak + (size_t)(ic * g->a_rs) * es, g->a_rs, g->a_cs, mc, kc,
                               (int)MR);
                     macro_kernel(g, ap, g->bp, mc, nc, kc,
-                                 g->C + (size_t)(ic * g->c_rs + jc) * es, add);
+                                 g->C + (size_t)(ic * g->c_rs + jc) * es, add, bias);
                 }
                 barrier(nt);  // nobody reads B's panels any more
             } else {
@@ -321,7 +324,8 @@ static void gemm_thread(const gemm_job *g, int t, int nt) {
                     barrier(nt);  // A's panels are packed
                     if (jhi > jlo)
                         macro_kernel(g, ap, bp, mc, jhi - jlo, kc,
-                                     g->C + (size_t)(ic * g->c_rs + jc + jlo) * es, add);
+                                     g->C + (size_t)(ic * g->c_rs + jc + jlo) * es, add,
+                                     bias ? bias + (size_t)jlo * es : NULL);
                     barrier(nt);  // nobody reads A's panels any more
                 }
             }
@@ -329,11 +333,12 @@ static void gemm_thread(const gemm_job *g, int t, int nt) {
     }
 }
 
-// C (M, N), unit column stride, (+)= A B through the packed kernels; M, N, K >= 1. The number
-// of threads and how they split C depend on the shape only; the values on neither.
+// C (M, N), unit column stride, (+)= A B (+ bias, when not accumulating) through the packed
+// kernels; M, N, K >= 1. The number of threads and how they split C depend on the shape only;
+// the values on neither.
 static void gemm_packed(tt_dtype dtype, int64_t M, int64_t N, int64_t K, const void *A,
                         int64_t a_rs, int64_t a_cs, const void *B, int64_t b_rs, int64_t b_cs,
-                        void *C, int64_t c_rs, bool accumulate) {
+                        void *C, int64_t c_rs, bool accumulate, const void *bias) {
     const tt_k_gemm_kernel *kn = kernel_for(dtype);
     size_t es = tt_dtype_size(dtype);
     gemm_job g = {
@@ -342,7 +347,7 @@ static void gemm_packed(tt_dtype dtype, int64_t M, int64_t N, int64_t K, const v
         .pack_b = dtype == TT_F32 ? pack_b_f32 : pack_b_f64,
         .M = M, .N = N, .K = K, .A = A, .B = B,
         .a_rs = a_rs, .a_cs = a_cs, .b_rs = b_rs, .b_cs = b_cs,
-        .C = C, .c_rs = c_rs, .accumulate = accumulate,
+        .C = C, .c_rs = c_rs, .accumulate = accumulate, .bias = bias,
     };
     // Threads: whichever split of C's panels balances better (rows on a tie).
     int64_t mpan = cdiv(M, kn->mr), npan = cdiv(min64(N, NC), kn->nr);
@@ -504,7 +509,7 @@ DEFINE_DOT(double, f64)
 static void gemm_unit_cs_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t a_rs,
                              int64_t a_cs, const double *B, int64_t b_rs, int64_t b_cs,
                              double *C, int64_t c_rs, bool accumulate) {
-    gemm_packed(TT_F64, M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, c_rs, accumulate);
+    gemm_packed(TT_F64, M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, c_rs, accumulate, NULL);
 }
 
 // f32: K <= KSPLIT directly; longer reductions in chunks of KSPLIT steps, each into a float
@@ -513,7 +518,7 @@ static void gemm_unit_cs_f32(int64_t M, int64_t N, int64_t K, const float *A, in
                              int64_t a_cs, const float *B, int64_t b_rs, int64_t b_cs, float *C,
                              int64_t c_rs, bool accumulate) {
     if (K <= KSPLIT) {
-        gemm_packed(TT_F32, M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, c_rs, accumulate);
+        gemm_packed(TT_F32, M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, c_rs, accumulate, NULL);
         return;
     }
     float *part = TT_MALLOC((size_t)(M * N) * sizeof *part);  // (M, N)
@@ -522,7 +527,7 @@ static void gemm_unit_cs_f32(int64_t M, int64_t N, int64_t K, const float *A, in
         for (int64_t j = 0; j < N; j++) acc[i * N + j] = accumulate ? C[i * c_rs + j] : 0;
     for (int64_t k0 = 0; k0 < K; k0 += KSPLIT) {
         gemm_packed(TT_F32, M, N, min64(KSPLIT, K - k0), A + k0 * a_cs, a_rs, a_cs,
-                    B + k0 * b_rs, b_rs, b_cs, part, N, false);
+                    B + k0 * b_rs, b_rs, b_cs, part, N, false, NULL);
         for (int64_t i = 0; i < M * N; i++) acc[i] += part[i];
     }
     for (int64_t i = 0; i < M; i++)
@@ -533,6 +538,24 @@ static void gemm_unit_cs_f32(int64_t M, int64_t N, int64_t K, const float *A, in
 
 DEFINE_GEMM(float, f32)
 DEFINE_GEMM(double, f64)
+
+// With a bias: through the packed path's epilogue when tt_k_gemm would take that path
+// unsplit, else by filling C's rows with the bias and accumulating (the same bits).
+#define DEFINE_GEMM_BIAS(T, S, DT, KMAX)                                                      \
+    void tt_k_gemm_bias_##S(int64_t M, int64_t N, int64_t K, const T *A, int64_t a_rs,         \
+                            int64_t a_cs, const T *B, int64_t b_rs, int64_t b_cs,             \
+                            const T *bias, T *C, int64_t c_rs) {                              \
+        if (M <= 0 || N <= 0) return;                                                         \
+        if (M > 1 && N > 1 && M * N > DOT_MAX_OUT && K >= 1 && K <= KMAX) {                   \
+            gemm_packed(DT, M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, c_rs, false, bias);     \
+            return;                                                                           \
+        }                                                                                     \
+        for (int64_t i = 0; i < M; i++) memcpy(C + i * c_rs, bias, (size_t)N * sizeof *C);    \
+        tt_k_gemm_##S(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, c_rs, 1, true);               \
+    }
+
+DEFINE_GEMM_BIAS(float, f32, TT_F32, KSPLIT)
+DEFINE_GEMM_BIAS(double, f64, TT_F64, INT64_MAX)
 
 // ---- batched driver ----
 

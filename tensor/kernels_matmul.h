@@ -37,6 +37,17 @@ void tt_k_gemm_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t a_r
                    int64_t a_cs, const double *B, int64_t b_rs, int64_t b_cs, double *C,
                    int64_t c_rs, int64_t c_cs, bool accumulate);
 
+// C = A B + bias, bias (N) added to every row of C (unit column stride), as a Linear layer's
+// forward needs: the same bits as filling each row of C with bias and accumulating (BLAS's
+// beta = 1). On the packed path the bias enters in the micro-kernel's store of the first k
+// block, so no extra pass over C.
+void tt_k_gemm_bias_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t a_rs,
+                        int64_t a_cs, const float *B, int64_t b_rs, int64_t b_cs,
+                        const float *bias, float *C, int64_t c_rs);
+void tt_k_gemm_bias_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t a_rs,
+                        int64_t a_cs, const double *B, int64_t b_rs, int64_t b_cs,
+                        const double *bias, double *C, int64_t c_rs);
+
 // ---- batched GEMM over broadcast batch dims ----
 
 // A stack of strided matrices: element (i, j) of the matrix at batch index (b0, b1, ...) is
@@ -83,11 +94,13 @@ tt_k_gemm_path tt_k_gemm_active_path(void);  // the path AUTO resolves to, or th
 // ---- micro-kernels of the packed GEMM (tensor/gemm_generic.c, gemm_avx2.c, gemm_avx512.c) ----
 // c[i * ldc + j] (+)= sum_k a[k * mr_max + i] * b[k * nr_max + j] for i < mr, j < nr: one tile
 // of C (unit column stride) from a packed panel of A (kc, MR) and one of B (kc, NR), both
-// zero-padded to the full tile. add false overwrites the tile. Each element is one chain over
-// k in order (an FMA chain on the SIMD paths), so a tile computes the same bits whatever its
+// zero-padded to the full tile. add false overwrites the tile, with bias[j] added to every
+// row when bias is not NULL (the first k block of C = bias + A B; the same bits as adding the
+// block to a C that holds the bias); add true ignores bias. Each element is one chain over k in
+// order (an FMA chain on the SIMD paths), so a tile computes the same bits whatever its
 // position, edge or not.
 typedef void (*tt_k_ukernel)(int64_t kc, const void *a, const void *b, void *c, int64_t ldc,
-                             int mr, int nr, bool add);
+                             int mr, int nr, bool add, const void *bias);
 
 typedef struct tt_k_gemm_kernel {
     const char *name;

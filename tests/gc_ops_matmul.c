@@ -1,5 +1,6 @@
 // Gradcheck cases of tt_matmul: 2-D, batched, broadcast batch dims, every 1-D combination,
-// transposed and strided operands read in place, and dims of size 1.
+// transposed and strided operands read in place, and dims of size 1. Then tt_affine: with and
+// without bias, N-d and 1-D x, a transposed weight, an x whose leading dims do not fold.
 // Value and abort tests are in tests/test_ops_matmul.c.
 #include "gc_util.h"
 
@@ -105,6 +106,61 @@ static void mm_one_grad(gc_report *r) {
     check2(r, a, b);
 }
 
+// ---- affine: x @ w^T + b ----
+
+static tt_tensor *f_affine(tt_tensor *const *in, int n, void *ctx) {
+    (void)ctx;
+    return tt_affine(in[0], in[1], n > 2 ? in[2] : NULL);
+}
+
+// x (..., in) through w (out, in) and, when bias, b (out).
+static void check_affine(gc_report *r, tt_tensor *x, tt_tensor *w, bool bias) {
+    tt_tensor *in[3] = {x, w, bias ? gc_input(TT_SHAPE(w->shape[0]), -1, 1) : NULL};
+    gc_check(r, f_affine, NULL, bias ? 3 : 2, in, NULL);
+}
+
+// 6 x 5 outputs: the packed GEMM, the bias added in its epilogue.
+static void affine_2d(gc_report *r) {
+    check_affine(r, gc_input(TT_SHAPE(6, 4), -1, 1), gc_input(TT_SHAPE(5, 4), -1, 1), true);
+}
+
+static void affine_no_bias(gc_report *r) {
+    check_affine(r, gc_input(TT_SHAPE(5, 4), -1, 1), gc_input(TT_SHAPE(3, 4), -1, 1), false);
+}
+
+// (2, 3, 4): the leading dims fold into the rows of one product; b's gradient sums over both.
+static void affine_3d(gc_report *r) {
+    check_affine(r, gc_input(TT_SHAPE(2, 3, 4), -1, 1), gc_input(TT_SHAPE(3, 4), -1, 1), true);
+}
+
+// A 1-D x (4,) -> (3,).
+static void affine_vec(gc_report *r) {
+    check_affine(r, gc_input(TT_SHAPE(4), -1, 1), gc_input(TT_SHAPE(3, 4), -1, 1), true);
+}
+
+// w (3, 4) is the transpose of a (4, 3) tensor; x (4, 2, 4) transposes its leading dims, so
+// they do not fold into rows (copied), and x (2, 3, 4) with every other column of (2, 3, 8).
+static void affine_views(gc_report *r) {
+    check_affine(r, gc_input(TT_SHAPE(5, 4), -1, 1),
+                 gc_input_transposed(TT_SHAPE(4, 3), 0, 1, -1, 1), true);
+    check_affine(r, gc_input_transposed(TT_SHAPE(2, 4, 4), 0, 1, -1, 1),
+                 gc_input(TT_SHAPE(3, 4), -1, 1), true);
+    check_affine(r, gc_input_strided(TT_SHAPE(2, 3, 8), 2, 2, -1, 1),
+                 gc_input(TT_SHAPE(3, 4), -1, 1), true);
+}
+
+// Only some inputs require grad.
+static void affine_one_grad(gc_report *r) {
+    tt_tensor *x = gc_input(TT_SHAPE(2, 4), -1, 1), *w = gc_input(TT_SHAPE(3, 4), -1, 1);
+    tt_tensor *b = gc_input(TT_SHAPE(3), -1, 1);
+    tt_set_requires_grad(x, false);
+    tt_set_requires_grad(w, false);
+    gc_check(r, f_affine, NULL, 3, (tt_tensor *[]){x, w, b}, NULL);
+    tt_set_requires_grad(x, true);
+    tt_set_requires_grad(b, false);
+    gc_check(r, f_affine, NULL, 3, (tt_tensor *[]){x, w, b}, NULL);
+}
+
 const gc_case gc_cases_matmul[] = {
     {TT_OP_MATMUL, "2d", mm_2d},
     {TT_OP_MATMUL, "batched_3d", mm_batched_3d},
@@ -121,5 +177,11 @@ const gc_case gc_cases_matmul[] = {
     {TT_OP_MATMUL, "strided", mm_strided},
     {TT_OP_MATMUL, "size1", mm_size1},
     {TT_OP_MATMUL, "one_grad", mm_one_grad},
+    {TT_OP_AFFINE, "2d", affine_2d},
+    {TT_OP_AFFINE, "no_bias", affine_no_bias},
+    {TT_OP_AFFINE, "3d", affine_3d},
+    {TT_OP_AFFINE, "vec", affine_vec},
+    {TT_OP_AFFINE, "views", affine_views},
+    {TT_OP_AFFINE, "one_grad", affine_one_grad},
     {0, NULL, NULL},
 };

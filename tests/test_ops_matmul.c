@@ -2,8 +2,10 @@
 // result shape of every 1-D / N-d combination (values against a naive reference), transposed
 // and strided views read in place, large products across the kernel's blocks, the backward in
 // f32, and the aborts on misuse. Gradients against finite differences: tests/gc_ops_matmul.c.
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "test_util.h"
 #include "tensor/kernels_matmul.h"
@@ -501,6 +503,135 @@ START_TEST(test_kernel_broadcast_c_needs_accumulate) {
 }
 END_TEST
 
+// ---- affine ----
+
+typedef struct affine_case {
+    int64_t M, K, N;
+} affine_case;
+
+// Packed with the bias in the epilogue (one and several k blocks, rows or columns split between
+// threads), past the f32 split-K length, a matrix-vector product, few outputs.
+static const affine_case affine_cases[] = {
+    {768, 128, 384}, {37, 300, 45}, {5, 64, 1000}, {3, 5000, 40}, {1, 64, 50}, {3, 4, 5},
+};
+#define N_AFFINE_CASES (int)(sizeof affine_cases / sizeof affine_cases[0])
+
+static bool same_bits(const tt_tensor *a, const tt_tensor *b) {
+    return tt_same_shape(a, b) && a->dtype == b->dtype &&
+           memcmp(tt_data((tt_tensor *)a), tt_data((tt_tensor *)b),
+                  (size_t)tt_numel(a) * tt_dtype_size(a->dtype)) == 0;
+}
+
+// On every SIMD path and dtype: tt_affine(x, w, b) has the bits of C = b on every row, then
+// C += x w^T (tt_k_gemm accumulating), and agrees with a double reference; its gradients have
+// the bits of the composition tt_add(tt_matmul(x, w^T), b).
+START_TEST(test_affine_values) {
+    const affine_case *c = &affine_cases[_i];
+    for (int p = TT_K_GEMM_GENERIC; p < TT_K_GEMM_PATH_COUNT; p++) {
+        if (!tt_k_gemm_path_supported((tt_k_gemm_path)p)) continue;
+        tt_k_gemm_path prev = tt_k_gemm_set_path((tt_k_gemm_path)p);
+        for (int t = 0; t < 2; t++) {
+            tt_dtype dt = dtypes[t];
+            tt_tensor *x = tt_set_requires_grad(rand_t(dt, TT_SHAPE(c->M, c->K)), true);
+            tt_tensor *w = tt_set_requires_grad(rand_t(dt, TT_SHAPE(c->N, c->K)), true);
+            tt_tensor *b = tt_set_requires_grad(rand_t(dt, TT_SHAPE(c->N)), true);
+            tt_scope_begin();
+            tt_tensor *y = tt_affine(x, w, b);
+            tt_tensor *want = tt_empty(dt, TT_SHAPE(c->M, c->N));
+            for (int64_t i = 0; i < c->M; i++)
+                for (int64_t j = 0; j < c->N; j++) tt_set_at(want, i * c->N + j, tt_at(b, j));
+            if (dt == TT_F32)
+                tt_k_gemm_f32(c->M, c->N, c->K, tt_data(x), c->K, 1, tt_data(w), 1, c->K,
+                              tt_data(want), c->N, 1, true);
+            else
+                tt_k_gemm_f64(c->M, c->N, c->K, tt_data(x), c->K, 1, tt_data(w), 1, c->K,
+                              tt_data(want), c->N, 1, true);
+            ck_assert_msg(same_bits(y, want), "path %s %s M=%lld K=%lld N=%lld: affine != "
+                          "bias-filled accumulate", tt_k_gemm_path_name((tt_k_gemm_path)p),
+                          tt_dtype_name(dt), (long long)c->M, (long long)c->K, (long long)c->N);
+            double tol = dt == TT_F32 ? 2e-6 * (double)c->K : 1e-12;
+            for (int64_t i = 0; i < c->M; i += 1 + c->M / 7)
+                for (int64_t j = 0; j < c->N; j += 1 + c->N / 7) {
+                    double s = tt_at(b, j);
+                    for (int64_t k = 0; k < c->K; k++)
+                        s += tt_at(x, i * c->K + k) * tt_at(w, j * c->K + k);
+                    ck_assert_close(tt_at(y, i * c->N + j), s, tol, tol);
+                }
+            // gradients: the fused node against the composition, same upstream gradient
+            tt_tensor *g = rand_t(dt, TT_SHAPE(c->M, c->N));
+            tt_backward_with(y, g);
+            tt_tensor *dx = tt_clone(tt_grad(x)), *dw = tt_clone(tt_grad(w));
+            tt_tensor *db = tt_clone(tt_grad(b));
+            tt_zero_grad(x);
+            tt_zero_grad(w);
+            tt_zero_grad(b);
+            tt_backward_with(tt_add(tt_matmul(x, tt_transpose(w, 0, 1)), b), g);
+            ck_assert_msg(same_bits(dx, tt_grad(x)) && same_bits(dw, tt_grad(w)) &&
+                              same_bits(db, tt_grad(b)),
+                          "path %s %s M=%lld K=%lld N=%lld: gradients differ from the "
+                          "composition", tt_k_gemm_path_name((tt_k_gemm_path)p),
+                          tt_dtype_name(dt), (long long)c->M, (long long)c->K, (long long)c->N);
+            tt_scope_end();
+            tt_release(x);
+            tt_release(w);
+            tt_release(b);
+        }
+        tt_k_gemm_set_path(prev);
+    }
+}
+END_TEST
+
+static bool all_close(const tt_tensor *a, const tt_tensor *b, double atol, double rtol) {
+    if (!tt_same_shape(a, b)) return false;
+    for (int64_t i = 0; i < tt_numel(a); i++) {
+        double u = tt_at(a, i), v = tt_at(b, i);
+        if (!(fabs(u - v) <= atol + rtol * fabs(v))) return false;
+    }
+    return true;
+}
+
+// Leading dims fold into rows: (2, 3, 4) -> (2, 3, 5), a bias-free 1-D x, and a strided x
+// whose leading dims do not fold (computed from a copy), all against tt_matmul.
+START_TEST(test_affine_shapes) {
+    tt_scope_begin();
+    tt_tensor *w = rand_t(TT_F64, TT_SHAPE(5, 4)), *wt = tview(w, 0, 1);
+    tt_tensor *x3 = rand_t(TT_F64, TT_SHAPE(2, 3, 4));
+    tt_tensor *y = tt_affine(x3, w, NULL);
+    ck_assert_int_eq(y->ndim, 3);
+    ck_assert(y->shape[0] == 2 && y->shape[1] == 3 && y->shape[2] == 5);
+    ck_assert(all_close(y, tt_matmul(x3, wt), 1e-14, 1e-14));
+    tt_tensor *v = rand_t(TT_F64, TT_SHAPE(4));
+    tt_tensor *yv = tt_affine(v, w, NULL);
+    ck_assert(yv->ndim == 1 && yv->shape[0] == 5);
+    ck_assert(all_close(yv, tt_matmul(v, wt), 1e-14, 1e-14));
+    tt_tensor *xs = tview(rand_t(TT_F64, TT_SHAPE(3, 2, 4)), 0, 1);  // (2, 3, 4), no fold
+    ck_assert(all_close(tt_affine(xs, w, NULL), tt_matmul(xs, wt), 1e-14, 1e-14));
+    tt_scope_end();
+}
+END_TEST
+
+START_TEST(test_abort_affine_in) {
+    tt_affine(tt_ones(TT_F32, TT_SHAPE(2, 3)), tt_ones(TT_F32, TT_SHAPE(4, 5)), NULL);
+}
+END_TEST
+
+START_TEST(test_abort_affine_weight_1d) {
+    tt_affine(tt_ones(TT_F32, TT_SHAPE(2, 3)), tt_ones(TT_F32, TT_SHAPE(3)), NULL);
+}
+END_TEST
+
+START_TEST(test_abort_affine_bias) {
+    tt_affine(tt_ones(TT_F32, TT_SHAPE(2, 3)), tt_ones(TT_F32, TT_SHAPE(4, 3)),
+              tt_ones(TT_F32, TT_SHAPE(3)));
+}
+END_TEST
+
+START_TEST(test_abort_affine_dtype) {
+    tt_affine(tt_ones(TT_F32, TT_SHAPE(2, 3)), tt_ones(TT_F32, TT_SHAPE(4, 3)),
+              tt_ones(TT_F64, TT_SHAPE(4)));
+}
+END_TEST
+
 // ---- misuse aborts ----
 
 START_TEST(test_abort_inner_2d) {
@@ -575,6 +706,8 @@ int main(void) {
     tcase_add_loop_test(bw, test_backward_values, 0, 2);
     tcase_add_test(bw, test_backward_vectors);
     tcase_add_test(bw, test_no_record);
+    tcase_add_loop_test(bw, test_affine_values, 0, N_AFFINE_CASES);
+    tcase_add_test(bw, test_affine_shapes);
     suite_add_tcase(s, bw);
 
     TCase *kn = tt_tcase("kernels");
@@ -584,6 +717,10 @@ int main(void) {
 
     TCase *ab = tt_tcase("aborts");
     tcase_add_test_raise_signal(ab, test_abort_inner_2d, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_affine_in, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_affine_weight_1d, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_affine_bias, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_affine_dtype, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_inner_vec, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_inner_dot, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_inner_vec_batched, SIGABRT);

@@ -216,7 +216,7 @@ tt_tensor *tt__gpt_embed(tt_gpt *m, tt_tensor *tokens, int64_t pos) {
 
 // x (..., C) -> logits (..., V): x wte^T when tied, lm_head otherwise (no bias either way).
 tt_tensor *tt__gpt_head(tt_gpt *m, tt_tensor *x) {
-    if (m->cfg.tie_weights) return tt_matmul(x, tt_transpose(m->wte.weight, 0, 1));
+    if (m->cfg.tie_weights) return tt_affine(x, m->wte.weight, NULL);
     return tt_linear_forward(&m->lm_head, x);
 }
 
