@@ -55,6 +55,12 @@ class GPT(nn.Module):
         self.ln_f = nn.LayerNorm(c)
         self.head = nn.Linear(c, vocab, bias=False)
         self.head.weight = self.wte.weight
+        # tinytorch's GPT init (models/gpt/gpt.h): N(0, 0.02), residual projections
+        # N(0, 0.02 / sqrt(2 n_layer)), so both sides start from the same loss (about ln 65)
+        for name, p in self.named_parameters():
+            if p.dim() >= 2:
+                std = 0.02 / math.sqrt(2 * n_layer) if name.endswith("proj.weight") else 0.02
+                nn.init.normal_(p, 0.0, std)
 
     def forward(self, idx, targets):
         t = idx.size(1)
