@@ -149,9 +149,12 @@ static char *ws_get(workspace *w, size_t nbytes) {
 // pack_a: rows [0, mc) x steps [0, kc) of A into ceil(mc / mr) panels, panel p holding
 // dst[k * mr + i] = A[p mr + i, k], rows past mc zero. pack_b: steps [0, kc) x columns [0, nc)
 // of B into ceil(nc / nr) panels, panel q holding dst[k * nr + j] = B[k, q nr + j], columns past
-// nc zero. Both read any strides. When the packed dim is contiguous in memory (A^T's rows, B's
-// rows), a whole row is copied across every panel at once, so memory is read in order; when the
-// other dim is (A's rows, B^T's rows), 4 x 4 blocks are transposed in SSE registers.
+// nc zero. Both read any strides. The AVX2 and AVX-512 paths pack the two contiguous cases with
+// their own packers (tt_k_gemm_kernel.pack, in tensor/gemm_avx2.c and gemm_avx512.c: full-width
+// copies and 8 x 8 or 16 x 16 transposes). The code here packs for the generic path and any
+// other strides: when the packed dim is contiguous in memory (A^T's rows, B's rows), a whole row
+// is copied across every panel at once, so memory is read in order; when the other dim is (A's
+// rows, B^T's rows), 4 x 4 blocks are transposed in SSE registers.
 
 // dst[k * w + l] = src[l * ls + k] for l < nl, k < kc: nl lines contiguous along k, transposed
 // into a panel of width w.
@@ -200,9 +203,15 @@ static void tpack_f64(double *dst, int w, const double *src, int64_t ls, int nl,
 
 // Packs the (kc, n) matrix X[k, j] = src[k * ks + j * js] into ceil(n / w) panels of width w
 // (dst[q][k * w + j] = X[k, q w + j], zero past n): A^T for pack_a, B for pack_b.
-#define DEFINE_PACK(T, S)                                                                     \
+// The active path's SIMD packer takes the two contiguous cases when it has one.
+#define DEFINE_PACK(T, S, DT)                                                                 \
     static void pack_##S(T *dst, const T *src, int64_t ks, int64_t js, int64_t kc,            \
                          int64_t n, int w) {                                                  \
+        tt_k_packer simd = kernel_for(DT)->pack;                                              \
+        if (simd && (js == 1 || ks == 1)) {                                                   \
+            simd(dst, src, ks, js, kc, n, w);                                                 \
+            return;                                                                           \
+        }                                                                                     \
         if (js == 1 && ks != 1) { /* rows of X contiguous: copy each across every panel */   \
             for (int64_t k = 0; k < kc; k++) {                                                \
                 const T *xk = src + k * ks;                                                   \
@@ -236,8 +245,8 @@ static void tpack_f64(double *dst, int w, const double *src, int64_t ls, int nl,
         pack_##S(dst, src, rs, cs, kc, nc, nr);                                               \
     }
 
-DEFINE_PACK(float, f32)
-DEFINE_PACK(double, f64)
+DEFINE_PACK(float, f32, TT_F32)
+DEFINE_PACK(double, f64, TT_F64)
 
 // ---- packed GEMM ----
 

@@ -102,11 +102,19 @@ tt_k_gemm_path tt_k_gemm_active_path(void);  // the path AUTO resolves to, or th
 typedef void (*tt_k_ukernel)(int64_t kc, const void *a, const void *b, void *c, int64_t ldc,
                              int mr, int nr, bool add, const void *bias);
 
+// Packing into that layout: X (kc, n), X[k, j] = src[k * ks + j * js], into ceil(n / w)
+// panels of width w, dst[q][k * w + j] = X[k, q w + j], zero for q w + j >= n (the driver packs
+// A^T with w = MR and B with w = NR). Called only when js == 1 (rows of X contiguous) or
+// ks == 1 (columns contiguous); pure data movement, so every packer writes the same bytes.
+typedef void (*tt_k_packer)(void *dst, const void *src, int64_t ks, int64_t js, int64_t kc,
+                            int64_t n, int w);
+
 typedef struct tt_k_gemm_kernel {
     const char *name;
     int mr, nr;            // tile rows (broadcast from A) and columns (vector loads of B)
     tt_k_ukernel full;     // any mr <= MR, nr <= NR
     tt_k_ukernel narrow;   // nr <= NR / 2 (a cheaper last panel), or NULL
+    tt_k_packer pack;      // SIMD packing for this path, or NULL (the driver's SSE2 / C one)
 } tt_k_gemm_kernel;
 
 extern const tt_k_gemm_kernel tt_k_gemm_generic_f32, tt_k_gemm_generic_f64;

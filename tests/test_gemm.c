@@ -2,7 +2,8 @@
 // path the CPU has (generic, AVX2, AVX-512) against a naive double-precision reference over
 // many shapes (1, primes, tile and block edges +-1, split-K), layouts (NN, NT, TN, TT, strided
 // and transposed C) and modes (overwrite, accumulate); bitwise-identical results for 1 and 2
-// threads; the batched driver; the path selector. tt_matmul's own tests: test_ops_matmul.c.
+// threads; the SIMD packers byte for byte, and the same bits from every operand layout; the
+// batched driver; the path selector. tt_matmul's own tests: test_ops_matmul.c.
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,6 +234,147 @@ START_TEST(test_threads_bitwise) {
 }
 END_TEST
 
+// ---- packing ----
+
+// The SIMD packers of each path the CPU has (tt_k_gemm_kernel.pack) against the layout written
+// out in C: X (kc, n) with X[k, j] = src[k ks + j js] into ceil(n / w) panels of width w,
+// dst[q][k w + j] = X[k, q w + j], zero past n. Both contiguous cases (rows: js == 1, columns:
+// ks == 1), positive and negative strides, lines longer than the panel needs, the kernel's
+// own widths and others, sizes off every vector and panel edge. Compared byte for byte
+// (padding included), and nothing written past the last panel.
+static void check_packer(const tt_k_gemm_kernel *kn, tt_dtype dt, int64_t kc, int64_t n, int w,
+                         bool rows, bool neg) {
+    size_t es = dt == TT_F32 ? sizeof(float) : sizeof(double);
+    int64_t pad = 3;                       // the other dim's lines are longer than needed
+    int64_t ld = (rows ? n : kc) + pad;    // stride between lines
+    int64_t lines = rows ? kc : n;
+    char *buf = rand_buf(dt, lines * ld);
+    int64_t line = neg ? -ld : ld;         // negative: the last line first
+    const char *src = buf + (size_t)(neg ? (lines - 1) * ld : 0) * es;
+    int64_t ks = rows ? line : 1, js = rows ? 1 : line;
+    int64_t panels = (n + w - 1) / w, size = panels * w * kc;
+    char *got = malloc((size_t)(size + 16) * es), *want = malloc((size_t)(size + 16) * es);
+    memset(got, 0x5a, (size_t)(size + 16) * es);
+    memset(want, 0x5a, (size_t)(size + 16) * es);
+    for (int64_t q = 0; q < panels; q++)
+        for (int64_t k = 0; k < kc; k++)
+            for (int64_t j = 0; j < w; j++) {
+                int64_t jj = q * w + j, o = q * w * kc + k * w + j;
+                const char *x = src + (size_t)(k * ks + jj * js) * es;  // read only if jj < n
+                if (dt == TT_F32) ((float *)want)[o] = jj < n ? *(const float *)x : 0;
+                else ((double *)want)[o] = jj < n ? *(const double *)x : 0;
+            }
+    kn->pack(got, src, ks, js, kc, n, w);
+    ck_assert_msg(memcmp(got, want, (size_t)(size + 16) * es) == 0,
+                  "%s: pack of X (%lld, %lld) into %d-wide panels, %s contiguous%s: wrong bytes",
+                  kn->name, (long long)kc, (long long)n, w, rows ? "rows" : "columns",
+                  neg ? ", negative stride" : "");
+    free(buf);
+    free(got);
+    free(want);
+}
+
+START_TEST(test_packers) {
+    tt_k_gemm_path path = paths[_i];
+    if (!tt_k_gemm_path_supported(path)) return;
+    rng_state = 0x9ac + (uint64_t)_i;
+    static const int64_t sizes[] = {1, 2, 5, 7, 8, 11, 12, 13, 15, 16, 17, 31, 32, 33, 47, 65};
+    int nsizes = (int)(sizeof sizes / sizeof sizes[0]);
+    for (int t = 0; t < 2; t++) {
+        tt_dtype dt = t == 0 ? TT_F32 : TT_F64;
+        const tt_k_gemm_kernel *kn = path == TT_K_GEMM_GENERIC ? (t ? &tt_k_gemm_generic_f64
+                                                                    : &tt_k_gemm_generic_f32)
+                                     : path == TT_K_GEMM_AVX2 ? (t ? &tt_k_gemm_avx2_f64
+                                                                   : &tt_k_gemm_avx2_f32)
+                                     : (t ? &tt_k_gemm_avx512_f64 : &tt_k_gemm_avx512_f32);
+        if (!kn->pack) continue;  // this path packs with the driver's code
+        int widths[] = {kn->mr, kn->nr, kn->nr / 2, 1, 5, 20};
+        for (int wi = 0; wi < 6; wi++)
+            for (int a = 0; a < nsizes; a++)
+                for (int b = 0; b < nsizes; b++)
+                    for (int m = 0; m < 4; m++)
+                        check_packer(kn, dt, sizes[a], sizes[b], widths[wi], m & 1, m >> 1);
+        check_packer(kn, dt, 256, 240, kn->mr, false, false);  // a full A block
+        check_packer(kn, dt, 256, 100, kn->nr, true, true);
+    }
+}
+END_TEST
+
+// The same products with operands stored in every way the packers distinguish: rows or columns
+// contiguous (the SIMD packers' two cases), each also read backwards (negative stride), and
+// neither contiguous (the driver's C packing, the reference). The packed panels, hence every
+// bit of C, must be the same, on every path.
+enum { ST_ROWS, ST_COLS, ST_ROWS_REV, ST_COLS_REV, ST_STRIDED, ST_COUNT };
+
+// Stores X (r, c), given row-major in x, as `how` into *buf; returns the pointer and strides
+// that read it back as X.
+static const void *store_as(tt_dtype dt, const void *x, int64_t r, int64_t c, int how,
+                            void **buf, int64_t *rs, int64_t *cs) {
+    size_t es = dt == TT_F32 ? sizeof(float) : sizeof(double);
+    int64_t n = 4 * r * c;
+    char *p = malloc((size_t)n * es);
+    *buf = p;
+    int64_t base = 0;
+    switch (how) {
+        case ST_ROWS: *rs = c, *cs = 1; break;
+        case ST_COLS: *rs = 1, *cs = r; break;
+        case ST_ROWS_REV: *rs = -c, *cs = 1, base = (r - 1) * c; break;
+        case ST_COLS_REV: *rs = 1, *cs = -r, base = (c - 1) * r; break;
+        default: *rs = 2, *cs = 2 * r + 1; break;  // neither stride 1
+    }
+    for (int64_t i = 0; i < r; i++)
+        for (int64_t j = 0; j < c; j++)
+            memcpy(p + (size_t)(base + i * *rs + j * *cs) * es,
+                   (const char *)x + (size_t)(i * c + j) * es, es);
+    return p + (size_t)base * es;
+}
+
+START_TEST(test_pack_layouts_bitwise) {
+    tt_k_gemm_path path = paths[_i];
+    if (!tt_k_gemm_path_supported(path)) return;
+    tt_k_gemm_path prev = tt_k_gemm_set_path(path);
+    static const int64_t shp[][3] = {
+        {13, 17, 7},  {25, 33, 16},  {37, 47, 29},  {12, 32, 17}, {11, 65, 2},
+        {241, 40, 31}, {50, 100, 257}, {6, 20, 1},   {130, 70, 300},
+    };
+    rng_state = 0x51ab + (uint64_t)_i;
+    for (int t = 0; t < 2; t++) {
+        tt_dtype dt = t == 0 ? TT_F32 : TT_F64;
+        size_t es = dt == TT_F32 ? sizeof(float) : sizeof(double);
+        for (int s = 0; s < (int)(sizeof shp / sizeof shp[0]); s++) {
+            int64_t M = shp[s][0], N = shp[s][1], K = shp[s][2];
+            void *a = rand_buf(dt, M * K), *b = rand_buf(dt, K * N);
+            void *ref = malloc((size_t)(M * N) * es), *c = malloc((size_t)(M * N) * es);
+            void *ab, *bb;
+            int64_t ars, acs, brs, bcs;
+            const void *A = store_as(dt, a, M, K, ST_STRIDED, &ab, &ars, &acs);
+            const void *B = store_as(dt, b, K, N, ST_STRIDED, &bb, &brs, &bcs);
+            gemm(dt, M, N, K, A, ars, acs, B, brs, bcs, ref, N, 1, false);
+            free(ab);
+            free(bb);
+            for (int ha = 0; ha < ST_COUNT; ha++)
+                for (int hb = 0; hb < ST_COUNT; hb++) {
+                    A = store_as(dt, a, M, K, ha, &ab, &ars, &acs);
+                    B = store_as(dt, b, K, N, hb, &bb, &brs, &bcs);
+                    gemm(dt, M, N, K, A, ars, acs, B, brs, bcs, c, N, 1, false);
+                    ck_assert_msg(memcmp(c, ref, (size_t)(M * N) * es) == 0,
+                                  "%s %s M=%lld N=%lld K=%lld: A stored %d, B stored %d: C "
+                                  "differs from the strided operands' C",
+                                  tt_k_gemm_path_name(path), t ? "f64" : "f32", (long long)M,
+                                  (long long)N, (long long)K, ha, hb);
+                    free(ab);
+                    free(bb);
+                }
+            free(a);
+            free(b);
+            free(ref);
+            free(c);
+        }
+    }
+    tt_k_gemm_set_path(prev);
+}
+END_TEST
+
 // ---- batched driver ----
 
 // Attention's scores: 4 x 4 heads of (T, HS) @ (HS, T), the right operand a transposed view:
@@ -360,6 +502,8 @@ int main(void) {
     tcase_set_timeout(tc, 600);
     tcase_add_loop_test(tc, test_path_vs_reference, 0, 3);
     tcase_add_test(tc, test_empty_dims);
+    tcase_add_loop_test(tc, test_packers, 0, 3);
+    tcase_add_loop_test(tc, test_pack_layouts_bitwise, 0, 3);
     suite_add_tcase(s, tc);
 
     TCase *th = tt_tcase("threads");
