@@ -185,6 +185,20 @@ static tt_tensor *as_rows(tt_tensor *t, int64_t *rs) {
     return c;
 }
 
+// C (M, N), rows of N contiguous, = A B (+ bias on every row), in dtype dt.
+static void gemm(tt_dtype dt, int64_t M, int64_t N, int64_t K, const void *A, int64_t a_rs,
+                 int64_t a_cs, const void *B, int64_t b_rs, int64_t b_cs, const void *bias,
+                 void *C) {
+    if (dt == TT_F32 && bias)
+        tt_k_gemm_bias_f32(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, bias, C, N);
+    else if (dt == TT_F32)
+        tt_k_gemm_f32(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, N, 1, false);
+    else if (bias)
+        tt_k_gemm_bias_f64(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, bias, C, N);
+    else
+        tt_k_gemm_f64(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, N, 1, false);
+}
+
 tt_tensor *tt_affine(tt_tensor *x, tt_tensor *weight, tt_tensor *bias) {
     LIN_CHECK(x && weight, "%s is NULL", x ? "weight" : "x");
     tt__check_float(x, "tt_affine");
@@ -205,24 +219,13 @@ tt_tensor *tt_affine(tt_tensor *x, tt_tensor *weight, tt_tensor *bias) {
     tt_tensor *out = tt__new(x->dtype, x->ndim, shape);
     int64_t M = tt__shape_numel(x->ndim - 1, x->shape), x_rs;
     tt_tensor *xr = as_rows(x, &x_rs), *bc = bias ? tt__contiguous_ref(bias) : NULL;
-    const void *xp = first_elem(xr), *wp = first_elem(weight);
-    int64_t x_cs = xr->stride[xr->ndim - 1], w_rs = weight->stride[0], w_cs = weight->stride[1];
-    if (x->dtype == TT_F32) {
-        if (bc)
-            tt_k_gemm_bias_f32(M, N, K, xp, x_rs, x_cs, wp, w_cs, w_rs, tt_data(bc),
-                               tt_data(out), N);
-        else
-            tt_k_gemm_f32(M, N, K, xp, x_rs, x_cs, wp, w_cs, w_rs, tt_data(out), N, 1, false);
-    } else {
-        if (bc)
-            tt_k_gemm_bias_f64(M, N, K, xp, x_rs, x_cs, wp, w_cs, w_rs, tt_data(bc),
-                               tt_data(out), N);
-        else
-            tt_k_gemm_f64(M, N, K, xp, x_rs, x_cs, wp, w_cs, w_rs, tt_data(out), N, 1, false);
-    }
+    gemm(x->dtype, M, N, K, first_elem(xr), x_rs, xr->stride[xr->ndim - 1], first_elem(weight),
+         weight->stride[1], weight->stride[0], bc ? tt_data(bc) : NULL, tt_data(out));
+    tt__record(out, TT_OP_AFFINE, 3, (tt_tensor *[]){x, weight, bias}, 0);
+    if (out->node && xr != x && weight->requires_grad)
+        tt__save(out->node, 0, xr);  // the copy of x, for dW: not made twice
     tt_release(xr);
     tt_release(bc);
-    tt__record(out, TT_OP_AFFINE, 3, (tt_tensor *[]){x, weight, bias}, 0);
     return tt__autorelease(out);
 }
 
@@ -230,31 +233,21 @@ tt_tensor *tt_affine(tt_tensor *x, tt_tensor *weight, tt_tensor *bias) {
 // column sums of g. dx and dW are fresh buffers the inputs take over.
 void tt__backward_affine(tt_node *n) {
     tt_tensor *x = n->inputs[0], *w = n->inputs[1], *b = n->inputs[2];
-    int64_t N = w->shape[0], K = w->shape[1], M = tt__shape_numel(x->ndim - 1, x->shape);
-    int64_t g_rs, w_rs = w->stride[0], w_cs = w->stride[1];
+    int64_t N = w->shape[0], K = w->shape[1], M = tt__shape_numel(x->ndim - 1, x->shape), g_rs;
     tt_tensor *g = as_rows(n->grad, &g_rs);
     int64_t g_cs = g->stride[g->ndim - 1];
-    const char *gp = first_elem(g), *wp = first_elem(w);
     if (x->requires_grad) {
         tt_tensor *dx = tt__new(x->dtype, x->ndim, x->shape);
-        if (x->dtype == TT_F32)
-            tt_k_gemm_f32(M, K, N, (const float *)gp, g_rs, g_cs, (const float *)wp, w_rs, w_cs,
-                          tt_data(dx), K, 1, false);
-        else
-            tt_k_gemm_f64(M, K, N, (const double *)gp, g_rs, g_cs, (const double *)wp, w_rs,
-                          w_cs, tt_data(dx), K, 1, false);
+        gemm(x->dtype, M, K, N, first_elem(g), g_rs, g_cs, first_elem(w), w->stride[0],
+             w->stride[1], NULL, tt_data(dx));
         tt__accum_grad_owned(x, dx);
     }
     if (w->requires_grad) {
         int64_t x_rs;
-        tt_tensor *xr = as_rows(x, &x_rs), *dw = tt__new(w->dtype, 2, w->shape);
-        int64_t x_cs = xr->stride[xr->ndim - 1];
-        if (x->dtype == TT_F32)
-            tt_k_gemm_f32(N, K, M, (const float *)gp, g_cs, g_rs, first_elem(xr), x_rs, x_cs,
-                          tt_data(dw), K, 1, false);
-        else
-            tt_k_gemm_f64(N, K, M, (const double *)gp, g_cs, g_rs, first_elem(xr), x_rs, x_cs,
-                          tt_data(dw), K, 1, false);
+        tt_tensor *xr = as_rows(n->saved[0] ? n->saved[0] : x, &x_rs);
+        tt_tensor *dw = tt__new(w->dtype, 2, w->shape);
+        gemm(x->dtype, N, K, M, first_elem(g), g_cs, g_rs, first_elem(xr), x_rs,
+             xr->stride[xr->ndim - 1], NULL, tt_data(dw));
         tt_release(xr);
         tt__accum_grad_owned(w, dw);
     }

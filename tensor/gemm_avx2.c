@@ -26,7 +26,7 @@ TARGET_AVX2 static inline __m256i lanes_pd(int w) {
 #define DEFINE_UKERNEL(NAME, T, S, V, VL, MR, NV)                                             \
     TARGET_AVX2 static void NAME(int64_t kc, const void *a_, const void *b_, void *c_,        \
                                  int64_t ldc, int mr, int nr, bool add, const void *bias_) {  \
-        const T *a = a_, *b = b_, *bias = bias_;                                                            \
+        const T *a = a_, *b = b_, *bias = bias_;                                             \
         T *c = c_;                                                                           \
         V acc[MR][NV];                                                                       \
         _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                \
@@ -224,9 +224,7 @@ const tt_k_gemm_kernel tt_k_gemm_avx2_f64 = {"avx2 f64 6x8", 6, 8, uk_f64_6x8, u
 
 #else  // not x86-64 with GCC or Clang: never selected (tt_k_gemm_path_supported says no)
 
-const tt_k_gemm_kernel tt_k_gemm_avx2_f32 = {"avx2 (unavailable)", 0, 0, NULL, NULL,
-                                               NULL};
-const tt_k_gemm_kernel tt_k_gemm_avx2_f64 = {"avx2 (unavailable)", 0, 0, NULL, NULL,
-                                               NULL};
+const tt_k_gemm_kernel tt_k_gemm_avx2_f32 = {"avx2 (unavailable)", 0, 0, NULL, NULL, NULL};
+const tt_k_gemm_kernel tt_k_gemm_avx2_f64 = {"avx2 (unavailable)", 0, 0, NULL, NULL, NULL};
 
 #endif

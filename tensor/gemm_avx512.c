@@ -17,8 +17,9 @@
 // S: ps or pd; V: __m512 or __m512d; M: the mask type; VL: lanes per vector.
 #define DEFINE_UKERNEL(NAME, T, S, V, M, VL, MR, NV)                                          \
     TARGET_AVX512 static void NAME(int64_t kc, const void *a_, const void *b_, void *c_,      \
-                                   int64_t ldc, int mr, int nr, bool add, const void *bias_) { \
-        const T *a = a_, *b = b_, *bias = bias_;                                                            \
+                                   int64_t ldc, int mr, int nr, bool add,                    \
+                                   const void *bias_) {                                      \
+        const T *a = a_, *b = b_, *bias = bias_;                                             \
         T *c = c_;                                                                           \
         V acc[MR][NV];                                                                       \
         _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                \

@@ -146,9 +146,9 @@ static char *ws_get(workspace *w, size_t nbytes) {
 }
 
 // ---- packing ----
-// pack_a: rows [0, mc) x steps [0, kc) of A into ceil(mc / mr) panels, panel p holding
-// dst[k * mr + i] = A[p mr + i, k], rows past mc zero. pack_b: steps [0, kc) x columns [0, nc)
-// of B into ceil(nc / nr) panels, panel q holding dst[k * nr + j] = B[k, q nr + j], columns past
+// A's block, rows [0, mc) x steps [0, kc), goes into ceil(mc / mr) panels, panel p holding
+// dst[k * mr + i] = A[p mr + i, k], rows past mc zero; B's, steps [0, kc) x columns [0, nc),
+// into ceil(nc / nr) panels, panel q holding dst[k * nr + j] = B[k, q nr + j], columns past
 // nc zero. Both read any strides. The AVX2 and AVX-512 paths pack the two contiguous cases with
 // their own packers (tt_k_gemm_kernel.pack, in tensor/gemm_avx2.c and gemm_avx512.c: full-width
 // copies and 8 x 8 or 16 x 16 transposes). The code here packs for the generic path and any
@@ -202,16 +202,13 @@ static void tpack_f64(double *dst, int w, const double *src, int64_t ls, int nl,
 }
 
 // Packs the (kc, n) matrix X[k, j] = src[k * ks + j * js] into ceil(n / w) panels of width w
-// (dst[q][k * w + j] = X[k, q w + j], zero past n): A^T for pack_a, B for pack_b.
-// The active path's SIMD packer takes the two contiguous cases when it has one.
-#define DEFINE_PACK(T, S, DT)                                                                 \
-    static void pack_##S(T *dst, const T *src, int64_t ks, int64_t js, int64_t kc,            \
+// (dst[q][k * w + j] = X[k, q w + j], zero past n): A^T or B (see pack below).
+// Portable: for the generic path, and for any path when neither dim is contiguous.
+#define DEFINE_PACK(T, S)                                                                     \
+    static void pack_##S(void *dst_, const void *src_, int64_t ks, int64_t js, int64_t kc,    \
                          int64_t n, int w) {                                                  \
-        tt_k_packer simd = kernel_for(DT)->pack;                                              \
-        if (simd && (js == 1 || ks == 1)) {                                                   \
-            simd(dst, src, ks, js, kc, n, w);                                                 \
-            return;                                                                           \
-        }                                                                                     \
+        T *dst = dst_;                                                                        \
+        const T *src = src_;                                                                  \
         if (js == 1 && ks != 1) { /* rows of X contiguous: copy each across every panel */   \
             for (int64_t k = 0; k < kc; k++) {                                                \
                 const T *xk = src + k * ks;                                                   \
@@ -235,26 +232,17 @@ static void tpack_f64(double *dst, int w, const double *src, int64_t ls, int nl,
                 for (int64_t k = 0; k < kc; k++)                                              \
                     for (int j = cols; j < w; j++) dst[k * w + j] = 0;                        \
         }                                                                                     \
-    }                                                                                         \
-    static void pack_a_##S(void *dst, const void *src, int64_t rs, int64_t cs, int64_t mc,    \
-                           int64_t kc, int mr) {                                              \
-        pack_##S(dst, src, cs, rs, kc, mc, mr);                                               \
-    }                                                                                         \
-    static void pack_b_##S(void *dst, const void *src, int64_t rs, int64_t cs, int64_t kc,    \
-                           int64_t nc, int nr) {                                              \
-        pack_##S(dst, src, rs, cs, kc, nc, nr);                                               \
     }
 
-DEFINE_PACK(float, f32, TT_F32)
-DEFINE_PACK(double, f64, TT_F64)
+DEFINE_PACK(float, f32)
+DEFINE_PACK(double, f64)
 
 // ---- packed GEMM ----
 
 typedef struct gemm_job {
     const tt_k_gemm_kernel *kern;
     size_t es;  // element size
-    void (*pack_a)(void *, const void *, int64_t, int64_t, int64_t, int64_t, int);
-    void (*pack_b)(void *, const void *, int64_t, int64_t, int64_t, int64_t, int);
+    tt_k_packer pack;  // the portable packer of the dtype
     int64_t M, N, K;
     const char *A, *B;
     int64_t a_rs, a_cs, b_rs, b_cs;
@@ -266,6 +254,14 @@ typedef struct gemm_job {
     char *bp;      // packed B block (KC, NC), shared
     char *ap;      // packed A block (MC, KC), shared when split_n
 } gemm_job;
+
+// X (kc, n), X[k, j] = src[k ks + j js], into w-wide panels (A^T with w = MR, B with w = NR):
+// the path's SIMD packer when a dim of X is contiguous, else the portable one.
+static void pack(const gemm_job *g, char *dst, const char *src, int64_t ks, int64_t js,
+                 int64_t kc, int64_t n, int64_t w) {
+    tt_k_packer p = g->kern->pack && (js == 1 || ks == 1) ? g->kern->pack : g->pack;
+    p(dst, src, ks, js, kc, n, (int)w);
+}
 
 // Every tile of C[0:mc, 0:ncols] (row stride c_rs) from the packed blocks ap (mc rows) and bp
 // (ncols columns): B's panel outside (it stays in L1), A's inside.
@@ -310,13 +306,12 @@ static void gemm_thread(const gemm_job *g, int t, int nt) {
             const char *bk = g->B + (size_t)(pc * g->b_rs + (jc + jlo) * g->b_cs) * es;
             const char *ak = g->A + (size_t)(pc * g->a_cs) * es;
             char *bp = g->bp + (size_t)(jlo * kc) * es;
-            if (jhi > jlo) g->pack_b(bp, bk, g->b_rs, g->b_cs, kc, jhi - jlo, (int)NR);
+            if (jhi > jlo) pack(g, bp, bk, g->b_rs, g->b_cs, kc, jhi - jlo, NR);
             if (!g->split_n) {
                 barrier(nt);  // B's panels are packed
                 for (int64_t ic = mlo; ic < mhi; ic += MC) {
                     int64_t mc = min64(MC, mhi - ic);
-                    g->pack_a(ap, ak + (size_t)(ic * g->a_rs) * es, g->a_rs, g->a_cs, mc, kc,
-                              (int)MR);
+                    pack(g, ap, ak + (size_t)(ic * g->a_rs) * es, g->a_cs, g->a_rs, kc, mc, MR);
                     macro_kernel(g, ap, g->bp, mc, nc, kc,
                                  g->C + (size_t)(ic * g->c_rs + jc) * es, add, bias);
                 }
@@ -327,9 +322,9 @@ static void gemm_thread(const gemm_job *g, int t, int nt) {
                     share(cdiv(mc, MR), t, nt, &plo, &phi);
                     int64_t ilo = plo * MR, ihi = min64(mc, phi * MR);
                     if (ihi > ilo)
-                        g->pack_a(ap + (size_t)(ilo * kc) * es,
-                                  ak + (size_t)((ic + ilo) * g->a_rs) * es, g->a_rs, g->a_cs,
-                                  ihi - ilo, kc, (int)MR);
+                        pack(g, ap + (size_t)(ilo * kc) * es,
+                             ak + (size_t)((ic + ilo) * g->a_rs) * es, g->a_cs, g->a_rs, kc,
+                             ihi - ilo, MR);
                     barrier(nt);  // A's panels are packed
                     if (jhi > jlo)
                         macro_kernel(g, ap, bp, mc, jhi - jlo, kc,
@@ -352,8 +347,7 @@ static void gemm_packed(tt_dtype dtype, int64_t M, int64_t N, int64_t K, const v
     size_t es = tt_dtype_size(dtype);
     gemm_job g = {
         .kern = kn, .es = es,
-        .pack_a = dtype == TT_F32 ? pack_a_f32 : pack_a_f64,
-        .pack_b = dtype == TT_F32 ? pack_b_f32 : pack_b_f64,
+        .pack = dtype == TT_F32 ? pack_f32 : pack_f64,
         .M = M, .N = N, .K = K, .A = A, .B = B,
         .a_rs = a_rs, .a_cs = a_cs, .b_rs = b_rs, .b_cs = b_cs,
         .C = C, .c_rs = c_rs, .accumulate = accumulate, .bias = bias,
