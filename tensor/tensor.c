@@ -10,15 +10,27 @@
 
 // ---- errors ----
 
+static tt_fatal_hook fatal_hook;
+static void *fatal_hook_ctx;
+
+tt_fatal_hook tt_set_fatal_hook(tt_fatal_hook hook, void *ctx) {
+    tt_fatal_hook prev = fatal_hook;
+    fatal_hook = hook;
+    fatal_hook_ctx = ctx;
+    return prev;
+}
+
 void tt_fatal(const char *file, int line, const char *func, const char *fmt, ...) {
-    fflush(stdout);
-    fprintf(stderr, "%s:%d: %s: ", file, line, func);
+    char msg[2048];
+    int k = snprintf(msg, sizeof msg, "%s:%d: %s: ", file, line, func);
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    if (k >= 0 && (size_t)k < sizeof msg) vsnprintf(msg + k, sizeof msg - (size_t)k, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    fflush(stdout);
+    fprintf(stderr, "%s\n", msg);
     fflush(stderr);
+    if (fatal_hook) fatal_hook(msg, fatal_hook_ctx);
     abort();
 }
 

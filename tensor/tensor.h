@@ -216,6 +216,13 @@ __attribute__((noreturn, format(printf, 4, 5)))
 #endif
 void tt_fatal(const char *file, int line, const char *func, const char *fmt, ...);
 
+// Called by tt_fatal with the one-line message ("file:line: func: text", no newline) after it
+// is printed and before abort(). A hook may log it, exit or longjmp out; if it returns, the
+// process aborts. NULL (the default) removes it. Returns the previous hook. Tests use it to
+// check that an abort carries the expected message.
+typedef void (*tt_fatal_hook)(const char *message, void *ctx);
+tt_fatal_hook tt_set_fatal_hook(tt_fatal_hook hook, void *ctx);
+
 // Recoverable errors (files, checkpoints, datasets, bad values): a status plus a message.
 typedef enum tt_status {
     TT_OK = 0,

@@ -72,6 +72,7 @@ END_TEST
 // A count already at zero aborts. (A real double release frees the tensor first, so reading
 // its count again is a use after free that ASan reports; a zeroed struct tests the guard.)
 START_TEST(test_release_underflow_aborts) {
+    tt_expect_abort("refcount underflow");
     tt_tensor dead = {0};
     tt_release(&dead);
 }
@@ -341,7 +342,7 @@ int main(void) {
     tcase_add_test(tc, test_status_messages);
     suite_add_tcase(s, tc);
     // Abort paths: no leak fixture (the process dies mid-test).
-    TCase *ab = tcase_create("aborts");
+    TCase *ab = tt_tcase_aborts("aborts");
     tcase_add_test_raise_signal(ab, test_release_underflow_aborts, SIGABRT);
     tcase_add_test_raise_signal(ab, test_scope_end_without_begin_aborts, SIGABRT);
     tcase_add_test_raise_signal(ab, test_as_strided_out_of_bounds_aborts, SIGABRT);

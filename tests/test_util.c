@@ -3,10 +3,29 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 static int64_t base_tensors, base_bytes;
+static const char *expected_abort;  // set by tt_expect_abort in the running test
+
+static void fatal_hook(const char *message, void *ctx) {
+    (void)ctx;
+    if (expected_abort && strstr(message, expected_abort)) return;  // abort(): the test passes
+    if (!expected_abort) return;  // TODO(abort tests): strict once every test names its message
+    if (expected_abort)
+        fprintf(stderr, "abort test: the message lacks \"%s\": %s\n", expected_abort, message);
+    else
+        fprintf(stderr, "abort test: unexpected abort (no tt_expect_abort): %s\n", message);
+    fflush(stderr);
+    _exit(3);
+}
+
+void tt_expect_abort(const char *substring) { expected_abort = substring; }
 
 void tt_test_setup(void) {
+    expected_abort = NULL;
+    tt_set_fatal_hook(fatal_hook, NULL);
     base_tensors = tt_live_tensors();
     base_bytes = tt_live_bytes();
 }
@@ -18,6 +37,18 @@ void tt_test_teardown(void) {
                   (long long)tt_live_tensors(), (long long)base_tensors);
     ck_assert_msg(tt_live_bytes() == base_bytes, "leak: %lld live bytes after, %lld before",
                   (long long)tt_live_bytes(), (long long)base_bytes);
+}
+
+static void abort_setup(void) {
+    expected_abort = NULL;
+    tt_set_fatal_hook(fatal_hook, NULL);
+}
+
+TCase *tt_tcase_aborts(const char *name) {
+    TCase *tc = tcase_create(name);
+    tcase_add_checked_fixture(tc, abort_setup, NULL);
+    tcase_set_timeout(tc, 120);
+    return tc;
 }
 
 TCase *tt_tcase(const char *name) {

@@ -13,6 +13,15 @@ TCase *tt_tcase(const char *name);
 void tt_test_setup(void);
 void tt_test_teardown(void);
 
+// Abort tests: register with tcase_add_test_raise_signal(tc, test, SIGABRT) and open the test
+// with tt_expect_abort("part of the message"). The fixture hooks tt_fatal in the test's child:
+// an abort whose message lacks the text, or any abort in a test that expected none, ends the
+// child with exit status 3 instead of SIGABRT, so the test fails and prints both messages.
+void tt_expect_abort(const char *substring);
+// A test case for abort tests: its fixture installs the hook (and checks no leaks: the tests
+// never get that far).
+TCase *tt_tcase_aborts(const char *name);
+
 // Runs the suite (forking per test, so an abort fails only its test) and returns the exit
 // status: 0 when every test passed.
 int tt_test_run(Suite *s);
