@@ -47,11 +47,12 @@ endif
 CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   = $(shell pkg-config --libs check 2>/dev/null)
 
-LIB_DIRS := tensor autograd nn optim data models/gpt
+# Every folder of the library: the layers, tensor/kernels and one folder per model.
+LIB_DIRS := tensor tensor/kernels autograd nn optim data $(wildcard models/*)
 LIB_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 HEADERS  := tinytorch.h $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.h) $(wildcard $(d)/*.def))
-PUBLIC_HEADERS := $(filter-out %_internal.h tensor/kernels%.h,$(HEADERS))
+PUBLIC_HEADERS := $(filter-out %_internal.h tensor/kernels%,$(HEADERS))
 
 TEST_UTIL   := $(BUILD)/obj/tests/test_util.o
 SUITE_SRCS  := $(filter-out tests/test_gradcheck.c tests/test_util.c,$(wildcard tests/test_*.c))
@@ -67,13 +68,17 @@ all: lib examples
 lib: $(BUILD)/libtinytorch.a $(BUILD)/libtinytorch.so
 examples: $(EXAMPLES:%=$(BUILD)/%)
 
-$(BUILD)/obj/%.o: %.c $(HEADERS)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+# -MMD -MP: each object records the headers (and .def/.inc files) it includes, so a header
+# change recompiles only its users.
+DEPFLAGS := -MMD -MP
 
-$(BUILD)/obj/tests/%.o: tests/%.c $(HEADERS) $(wildcard tests/*.h)
+$(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -I. -c $< -o $@
+	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+$(BUILD)/obj/tests/%.o: tests/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(DEPFLAGS) $(CHECK_CFLAGS) -I. -c $< -o $@
 
 $(BUILD)/libtinytorch.a: $(LIB_OBJS)
 	@rm -f $@
@@ -83,7 +88,7 @@ $(BUILD)/libtinytorch.so: $(LIB_OBJS)
 	$(CC) -shared -o $@ $^ $(LDLIBS)
 
 $(BUILD)/%: examples/%.c $(BUILD)/libtinytorch.a
-	$(CC) $(CFLAGS) -I. $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
+	$(CC) $(CFLAGS) $(DEPFLAGS) -I. $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
 
 $(BUILD)/tests/test_%: $(BUILD)/obj/tests/test_%.o $(TEST_UTIL) $(BUILD)/libtinytorch.a
 	@mkdir -p $(dir $@)
@@ -96,7 +101,7 @@ $(BUILD)/tests/gradcheck: $(GC_OBJS) $(TEST_UTIL) $(BUILD)/libtinytorch.a
 # The fuzz target without libFuzzer: make test replays the seed corpus through its checks.
 $(BUILD)/tests/fuzz_replay: tests/fuzz_checkpoint.c $(BUILD)/libtinytorch.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -I. -DTT_FUZZ_REPLAY $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
+	$(CC) $(CFLAGS) $(DEPFLAGS) -I. -DTT_FUZZ_REPLAY $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
 
 # Dependencies first (they decide the Check flags), then every suite runs to the end; the
 # target fails if any failed.
@@ -171,7 +176,7 @@ BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/%)
 BENCH_ARGS_bench_train := train baby; train mid; sample baby
 
 $(BUILD)/bench_%: bench/bench_%.c $(BUILD)/libtinytorch.a
-	$(CC) $(CFLAGS) -I. $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
+	$(CC) $(CFLAGS) $(DEPFLAGS) -I. $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
 
 bench: $(BENCH_BINS)
 	@fail=0; \
@@ -218,9 +223,9 @@ fuzz:
 	$(FUZZ_BUILD)/fuzz_checkpoint -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	    -artifact_prefix=$(FUZZ_BUILD)/ $(FUZZ_BUILD)/corpus tests/fuzz_corpus
 
-$(FUZZ_BUILD)/obj/%.o: %.c $(HEADERS)
+$(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(DEPFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
 $(FUZZ_BUILD)/fuzz_checkpoint: tests/fuzz_checkpoint.c $(FUZZ_OBJS)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -I. $^ -o $@ -lxxhash -lm
@@ -239,6 +244,8 @@ install: lib
 uninstall:
 	rm -rf $(INC_DIR) $(LIB_DIR)/libtinytorch.a $(LIB_DIR)/libtinytorch.so \
 	    $(LIB_DIR)/pkgconfig/tinytorch.pc
+
+-include $(shell find $(BUILD) $(FUZZ_BUILD) -name '*.d' 2>/dev/null)
 
 clean:
 	rm -rf build build-san build-fuzz

@@ -8,7 +8,9 @@
 // nn/nn.h              modules, parameter lists, init schemes, losses
 // nn/checkpoint.h      checkpoint files: named tensors + metadata, checksummed, atomic writes
 // data/data.h          char tokenizer, text dataset, batch sampler
-// models/gpt/gpt.h     the GPT model: config, forward, loss, generation with a KV cache
+//
+// Models are not part of the framework's umbrella: a program that uses one includes its header,
+// e.g. #include "models/gpt/gpt.h" (the GPT: config, forward, loss, generation, KV cache).
 #ifndef TINYTORCH_H
 #define TINYTORCH_H
 
@@ -18,6 +20,5 @@
 #include "optim/optim.h"
 #include "nn/checkpoint.h"
 #include "data/data.h"
-#include "models/gpt/gpt.h"
 
 #endif  // TINYTORCH_H

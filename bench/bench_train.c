@@ -15,6 +15,7 @@
 #endif
 
 #include "tinytorch.h"
+#include "models/gpt/gpt.h"
 
 typedef struct bench_config {
     const char *name;

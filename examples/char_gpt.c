@@ -3,6 +3,7 @@
 // An example program, not library code: bad input prints one line and exits 2, a failure at run
 // time exits 1. See `char_gpt --help` and docs/checkpoint.md for what a checkpoint holds.
 #include "tinytorch.h"
+#include "models/gpt/gpt.h"
 
 #include <errno.h>
 #include <fcntl.h>

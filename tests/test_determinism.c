@@ -11,6 +11,7 @@
 #endif
 
 #include "test_util.h"
+#include "models/gpt/gpt.h"
 
 // ---- a small training run: B batch, T time ----
 

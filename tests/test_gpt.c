@@ -10,6 +10,7 @@
 
 #include "test_util.h"
 #include "models/gpt/gpt.h"
+#include "models/gpt/gpt.h"
 #include "models/gpt/gpt_internal.h"
 #include "optim/optim.h"
 

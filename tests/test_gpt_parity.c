@@ -8,6 +8,7 @@
 
 #include "test_util.h"
 #include "models/gpt/gpt.h"
+#include "models/gpt/gpt.h"
 #include "optim/optim.h"
 
 // Tolerances of the issue: logits abs, loss abs, gradient abs + rel, AdamW losses abs.
