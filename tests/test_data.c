@@ -96,6 +96,7 @@ START_TEST(test_vocab_errors) {
 END_TEST
 
 START_TEST(test_abort_decode_range) {
+    tt_expect_abort("token id 3 at position 0 is out of range [0, 3)");
     tt_char_vocab v;
     tt_vocab_build(&v, (const unsigned char *)"abc", 3);
     char out[1];
@@ -263,6 +264,7 @@ START_TEST(test_dataset_errors) {
 END_TEST
 
 START_TEST(test_abort_batch_too_short) {
+    tt_expect_abort("the val split has 10 tokens, fewer than T + 1 = 11");
     make_tmpdir();
     char path[128];
     pattern_file(path, sizeof path, 100);
@@ -291,7 +293,7 @@ int main(void) {
     tcase_add_test(ds, test_dataset_errors);
     suite_add_tcase(s, ds);
 
-    TCase *ab = tcase_create("aborts");
+    TCase *ab = tt_tcase_aborts("aborts");
     tcase_add_test_raise_signal(ab, test_abort_decode_range, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_batch_too_short, SIGABRT);
     suite_add_tcase(s, ab);
