@@ -818,24 +818,28 @@ static void abort_setup(void) {
 static void abort_teardown(void) { tt_gpt_free(&abort_model); }
 
 START_TEST(test_abort_too_long) {
+    tt_expect_abort("sequence length T=9 of tokens (1, 9) exceeds block_size=8");
     tt_scope_begin();
     tt_gpt_forward(&abort_model, tt_zeros(TT_I32, TT_SHAPE(1, 9)));  // block_size is 8
 }
 END_TEST
 
 START_TEST(test_abort_float_tokens) {
+    tt_expect_abort("tokens must be token ids of dtype i32 or i64, got f32");
     tt_scope_begin();
     tt_gpt_forward(&abort_model, tt_zeros(TT_F32, TT_SHAPE(1, 4)));
 }
 END_TEST
 
 START_TEST(test_abort_targets_shape) {
+    tt_expect_abort("targets (2, 3) must have the shape of tokens (2, 4)");
     tt_scope_begin();
     tt_gpt_loss(&abort_model, tt_zeros(TT_I32, TT_SHAPE(2, 4)), tt_zeros(TT_I32, TT_SHAPE(2, 3)));
 }
 END_TEST
 
 START_TEST(test_abort_prompt_token) {
+    tt_expect_abort("prompt token 1 is 11, outside the vocab [0, 11)");
     tt_rng rng;
     tt_rng_seed(&rng, 1);
     int32_t out[4];
@@ -844,6 +848,7 @@ START_TEST(test_abort_prompt_token) {
 END_TEST
 
 START_TEST(test_abort_empty_prompt) {
+    tt_expect_abort("the prompt needs at least one token (got n_prompt=0)");
     tt_rng rng;
     tt_rng_seed(&rng, 1);
     int32_t out[4];
@@ -852,6 +857,7 @@ START_TEST(test_abort_empty_prompt) {
 END_TEST
 
 START_TEST(test_abort_cache_overflow) {
+    tt_expect_abort("cannot feed 9 tokens at position 0: the cache holds block_size=8");
     tt__kv_cache c;
     tt__kv_cache_init(&c, &abort_model);
     const int32_t ids[9] = {0};
@@ -860,6 +866,7 @@ START_TEST(test_abort_cache_overflow) {
 END_TEST
 
 START_TEST(test_abort_bad_top_p) {
+    tt_expect_abort("top_p must be in (0, 1] (1 turns it off), got 0");
     tt_tensor *l = tt_zeros(TT_F32, TT_SHAPE(4));
     tt_sample_opts o = {.temperature = 1, .top_k = 0, .top_p = 0, .use_cache = true};
     tt_rng rng;
@@ -869,6 +876,7 @@ START_TEST(test_abort_bad_top_p) {
 END_TEST
 
 START_TEST(test_abort_negative_temperature) {
+    tt_expect_abort("temperature must be >= 0 (0 is greedy), got -1");
     tt_tensor *l = tt_zeros(TT_F32, TT_SHAPE(4));
     tt_sample_opts o = {.temperature = -1, .top_k = 0, .top_p = 1, .use_cache = true};
     tt_rng rng;
@@ -878,6 +886,7 @@ START_TEST(test_abort_negative_temperature) {
 END_TEST
 
 START_TEST(test_abort_nan_logits) {
+    tt_expect_abort("logit 0 is NaN");
     tt_tensor *l = tt_full(TT_F32, TT_SHAPE(4), NAN);
     tt_rng rng;
     tt_rng_seed(&rng, 1);
@@ -915,7 +924,7 @@ int main(void) {
     tcase_add_loop_test(gen, test_generate_cache_equivalence, 0, NCFG);
     suite_add_tcase(s, gen);
 
-    TCase *ab = tcase_create("aborts");
+    TCase *ab = tt_tcase_aborts("aborts");
     tcase_add_checked_fixture(ab, abort_setup, abort_teardown);
     tcase_add_test_raise_signal(ab, test_abort_too_long, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_float_tokens, SIGABRT);
