@@ -933,6 +933,7 @@ END_TEST
 // ---- misuse aborts ----
 
 START_TEST(test_abort_duplicate_param) {
+    tt_expect_abort("duplicate parameter name 'fc.weight'");
     tt_tensor *w = tt_zeros(TT_F32, TT_SHAPE(2));
     tt_params p;
     tt_params_init(&p);
@@ -942,6 +943,7 @@ START_TEST(test_abort_duplicate_param) {
 END_TEST
 
 START_TEST(test_abort_null_param) {
+    tt_expect_abort("parameter 'fc.bias' is NULL");
     tt_params p;
     tt_params_init(&p);
     tt_params_add(&p, "fc", "bias", NULL);
@@ -949,6 +951,7 @@ START_TEST(test_abort_null_param) {
 END_TEST
 
 START_TEST(test_abort_long_name) {
+    tt_expect_abort(".weight' is longer than 255 characters");
     char prefix[TT_NAME_MAX];
     memset(prefix, 'a', sizeof prefix - 1);
     prefix[sizeof prefix - 1] = 0;
@@ -957,16 +960,21 @@ START_TEST(test_abort_long_name) {
 }
 END_TEST
 
-START_TEST(test_abort_default_dtype_int) { tt_set_default_dtype(TT_I32); }
+START_TEST(test_abort_default_dtype_int) {
+    tt_expect_abort("the default dtype must be f32 or f64, got i32");
+    tt_set_default_dtype(TT_I32);
+}
 END_TEST
 
 START_TEST(test_abort_fan_scalar) {
+    tt_expect_abort("fan_in needs a tensor with at least 1 dim, got ()");
     tt_tensor *s = tt_scalar(TT_F32, 1);
     tt_fan_in(s);
 }
 END_TEST
 
 START_TEST(test_abort_linear_in_features) {
+    tt_expect_abort("input (2, 4) must end in in_features=3");
     tt_rng rng;
     tt_rng_seed(&rng, 1);
     tt_linear m;
@@ -976,6 +984,7 @@ START_TEST(test_abort_linear_in_features) {
 END_TEST
 
 START_TEST(test_abort_linear_zero_features) {
+    tt_expect_abort("features must be positive, got in=0 out=2");
     tt_rng rng;
     tt_rng_seed(&rng, 1);
     tt_linear m;
@@ -984,6 +993,7 @@ START_TEST(test_abort_linear_zero_features) {
 END_TEST
 
 START_TEST(test_abort_layernorm_dim) {
+    tt_expect_abort("input (2, 5) must end in dim=4");
     tt_layernorm_layer m;
     tt_layernorm_init(&m, 4, 1e-5, true, true);
     tt_layernorm_forward(&m, tt_zeros(TT_F32, TT_SHAPE(2, 5)));
@@ -991,6 +1001,7 @@ START_TEST(test_abort_layernorm_dim) {
 END_TEST
 
 START_TEST(test_abort_rmsnorm_dim) {
+    tt_expect_abort("input (4, 3) must end in dim=4");
     tt_rmsnorm_layer m;
     tt_rmsnorm_init(&m, 4, 1e-5, true);
     tt_rmsnorm_forward(&m, tt_zeros(TT_F32, TT_SHAPE(4, 3)));
@@ -998,6 +1009,7 @@ START_TEST(test_abort_rmsnorm_dim) {
 END_TEST
 
 START_TEST(test_abort_embedding_index) {
+    tt_expect_abort("index 3 (at flat position 0 of indices (1,)) is out of range");
     tt_rng rng;
     tt_rng_seed(&rng, 1);
     tt_embedding_layer e;
@@ -1007,14 +1019,19 @@ START_TEST(test_abort_embedding_index) {
 END_TEST
 
 START_TEST(test_abort_activation) {
+    tt_expect_abort("tt_activate: invalid activation 9");
     tt_activate((tt_act)TT_ACT_COUNT, tt_zeros(TT_F32, TT_SHAPE(2)));
 }
 END_TEST
 
-START_TEST(test_abort_act_module) { tt_act_module((tt_act)-1); }
+START_TEST(test_abort_act_module) {
+    tt_expect_abort("tt_act_module: invalid activation -1");
+    tt_act_module((tt_act)-1);
+}
 END_TEST
 
 START_TEST(test_abort_dropout_p) {
+    tt_expect_abort("dropout probability 1.5 is outside [0, 1]");
     tt_rng rng;
     tt_dropout_layer d;
     tt_dropout_init(&d, 1.5, &rng);
@@ -1022,12 +1039,14 @@ START_TEST(test_abort_dropout_p) {
 END_TEST
 
 START_TEST(test_abort_dropout_no_rng) {
+    tt_expect_abort("dropout with p=0.1 needs an rng");
     tt_dropout_layer d;
     tt_dropout_init(&d, 0.1, NULL);
 }
 END_TEST
 
 START_TEST(test_abort_sequential_empty) {
+    tt_expect_abort("empty sequential: add modules with tt_sequential_add");
     tt_sequential s;
     tt_sequential_init(&s);
     tt_sequential_forward(&s, tt_zeros(TT_F32, TT_SHAPE(2)));
@@ -1035,21 +1054,25 @@ START_TEST(test_abort_sequential_empty) {
 END_TEST
 
 START_TEST(test_abort_mse_shape) {
+    tt_expect_abort("pred (4,) and target (4, 1) must have the same shape");
     tt_mse_loss(tt_zeros(TT_F32, TT_SHAPE(4)), tt_zeros(TT_F32, TT_SHAPE(4, 1)));
 }
 END_TEST
 
 START_TEST(test_abort_mse_dtype) {
+    tt_expect_abort("pred is f32 and target is f64; both must be the same float dtype");
     tt_mse_loss(tt_zeros(TT_F32, TT_SHAPE(4)), tt_zeros(TT_F64, TT_SHAPE(4)));
 }
 END_TEST
 
 START_TEST(test_abort_bce_shape) {
+    tt_expect_abort("logits (2, 3) and targets (3,) must have the same shape");
     tt_bce_with_logits(tt_zeros(TT_F32, TT_SHAPE(2, 3)), tt_zeros(TT_F32, TT_SHAPE(3)));
 }
 END_TEST
 
 START_TEST(test_abort_bce_int_targets) {
+    tt_expect_abort("logits is f32 and targets is i64; both must be the same float dtype");
     tt_bce_with_logits(tt_zeros(TT_F32, TT_SHAPE(3)), tt_zeros(TT_I64, TT_SHAPE(3)));
 }
 END_TEST
@@ -1096,7 +1119,7 @@ int main(void) {
     tcase_add_test(lo, test_grad_accumulation);
     suite_add_tcase(s, lo);
 
-    TCase *ab = tcase_create("aborts");
+    TCase *ab = tt_tcase_aborts("aborts");
     tcase_add_test_raise_signal(ab, test_abort_duplicate_param, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_null_param, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_long_name, SIGABRT);
