@@ -649,6 +649,7 @@ END_TEST
 static tt_rng abort_rng;
 
 START_TEST(test_abort_embd_not_divisible) {
+    tt_expect_abort("n_embd=10 is not divisible by n_head=4");
     tt_attention a;
     tt_attention_init(&a, &(tt_attention_config){.n_embd = 10, .n_head = 4, .max_seq = 4},
                       &abort_rng);
@@ -656,6 +657,7 @@ START_TEST(test_abort_embd_not_divisible) {
 END_TEST
 
 START_TEST(test_abort_heads_not_divisible) {
+    tt_expect_abort("n_head=4 is not divisible by n_kv_head=3");
     tt_attention a;
     tt_attention_init(&a, &(tt_attention_config){.n_embd = 12, .n_head = 4, .n_kv_head = 3,
                       .max_seq = 4}, &abort_rng);
@@ -663,6 +665,7 @@ START_TEST(test_abort_heads_not_divisible) {
 END_TEST
 
 START_TEST(test_abort_block_heads_not_divisible) {
+    tt_expect_abort("n_embd=12 is not divisible by n_head=5");
     tt_block b;
     tt_block_init(&b, &(tt_block_config){.attn = {.n_embd = 12, .n_head = 5, .max_seq = 4}},
                   &abort_rng);
@@ -670,6 +673,7 @@ START_TEST(test_abort_block_heads_not_divisible) {
 END_TEST
 
 START_TEST(test_abort_seq_too_long) {
+    tt_expect_abort("positions 0 .. 4 exceed max_seq=4");
     tt_attention a;
     tt_attention_init(&a, &(tt_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4,
                       .causal = true}, &abort_rng);
@@ -678,6 +682,7 @@ START_TEST(test_abort_seq_too_long) {
 END_TEST
 
 START_TEST(test_abort_attention_input_shape) {
+    tt_expect_abort("input (1, 4, 6) must be (B, T, 8)");
     tt_attention a;
     tt_attention_init(&a, &(tt_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4},
                       &abort_rng);
@@ -686,12 +691,14 @@ START_TEST(test_abort_attention_input_shape) {
 END_TEST
 
 START_TEST(test_abort_rope_odd_head_dim) {
+    tt_expect_abort("head_dim must be even and positive, got 5");
     tt_rope r;
     tt_rope_init(&r, 5, 8, 10000);
 }
 END_TEST
 
 START_TEST(test_abort_attention_rope_odd_head_dim) {
+    tt_expect_abort("RoPE needs an even head size, got n_embd / n_head = 12 / 4 = 3");
     tt_attention a;  // HS = 12 / 4 = 3
     tt_attention_init(&a, &(tt_attention_config){.n_embd = 12, .n_head = 4, .max_seq = 4,
                       .rope = true}, &abort_rng);
@@ -699,6 +706,7 @@ START_TEST(test_abort_attention_rope_odd_head_dim) {
 END_TEST
 
 START_TEST(test_abort_pos_embedding_too_long) {
+    tt_expect_abort("tt_pos_embedding_forward: pos + T = 2 + 3 = 5 exceeds max_len = 4");
     tt_pos_embedding pe;
     tt_pos_embedding_init(&pe, 4, 8, &abort_rng);
     tt_pos_embedding_forward(&pe, tt_zeros(TT_F32, TT_SHAPE(1, 3, 8)), 2);  // 2 + 3 > 4
@@ -706,6 +714,7 @@ START_TEST(test_abort_pos_embedding_too_long) {
 END_TEST
 
 START_TEST(test_abort_sinusoidal_too_long) {
+    tt_expect_abort("tt_sinusoidal_forward: pos + T = 0 + 5 = 5 exceeds max_len = 4");
     tt_sinusoidal s;
     tt_sinusoidal_init(&s, 4, 8);
     tt_sinusoidal_forward(&s, tt_zeros(TT_F32, TT_SHAPE(1, 5, 8)), 0);
@@ -713,6 +722,7 @@ START_TEST(test_abort_sinusoidal_too_long) {
 END_TEST
 
 START_TEST(test_abort_rope_too_long) {
+    tt_expect_abort("tt_rope_forward: pos + T = 4 + 3 = 7 exceeds max_len = 6");
     tt_rope r;
     tt_rope_init(&r, 4, 6, 10000);
     tt_rope_forward(&r, tt_zeros(TT_F32, TT_SHAPE(1, 2, 3, 4)), 4);  // 4 + 3 > 6
@@ -720,6 +730,7 @@ START_TEST(test_abort_rope_too_long) {
 END_TEST
 
 START_TEST(test_abort_sinusoidal_dtype) {
+    tt_expect_abort("tt_sinusoidal_forward: x is f64 but the table is f32");
     tt_sinusoidal s;
     tt_sinusoidal_init(&s, 4, 8);  // f32 table
     tt_sinusoidal_forward(&s, tt_zeros(TT_F64, TT_SHAPE(1, 2, 8)), 0);
@@ -727,6 +738,7 @@ START_TEST(test_abort_sinusoidal_dtype) {
 END_TEST
 
 START_TEST(test_abort_rope_dtype) {
+    tt_expect_abort("tt_rope_forward: x is f64 but the table is f32");
     tt_rope r;
     tt_rope_init(&r, 4, 6, 10000);  // f32 tables
     tt_rope_forward(&r, tt_zeros(TT_F64, TT_SHAPE(1, 1, 2, 4)), 0);
@@ -734,6 +746,7 @@ START_TEST(test_abort_rope_dtype) {
 END_TEST
 
 START_TEST(test_abort_negative_pos) {
+    tt_expect_abort("position offset -1 is negative");
     tt_pos_embedding pe;
     tt_pos_embedding_init(&pe, 4, 8, &abort_rng);
     tt_pos_embedding_forward(&pe, tt_zeros(TT_F32, TT_SHAPE(1, 2, 8)), -1);
@@ -766,7 +779,7 @@ int main(void) {
     tcase_add_test(mod, test_block_f32_f64);
     suite_add_tcase(s, mod);
 
-    TCase *ab = tcase_create("aborts");
+    TCase *ab = tt_tcase_aborts("aborts");
     tcase_add_unchecked_fixture(ab, seed_abort_rng, NULL);
     tcase_add_test_raise_signal(ab, test_abort_embd_not_divisible, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_heads_not_divisible, SIGABRT);
