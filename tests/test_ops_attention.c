@@ -458,66 +458,77 @@ static tt_tensor *zeros4(tt_dtype dt, int64_t a, int64_t b, int64_t c, int64_t d
 }
 
 START_TEST(test_abort_null) {
+    tt_expect_abort("q is NULL");
     tt_scaled_dot_product_attention(NULL, zeros4(TT_F32, 1, 1, 2, 2), zeros4(TT_F32, 1, 1, 2, 2),
                                     false, 1);
 }
 END_TEST
 
 START_TEST(test_abort_ndim) {
+    tt_expect_abort("q (2, 4, 8) must be 4-d");
     tt_tensor *x = tt_zeros(TT_F32, TT_SHAPE(2, 4, 8));
     tt_scaled_dot_product_attention(x, x, x, false, 1);
 }
 END_TEST
 
 START_TEST(test_abort_int_dtype) {
+    tt_expect_abort("tensor (1, 1, 2, 2) is i32; this op needs f32 or f64");
     tt_tensor *x = zeros4(TT_I32, 1, 1, 2, 2);
     tt_scaled_dot_product_attention(x, x, x, false, 1);
 }
 END_TEST
 
 START_TEST(test_abort_mixed_dtype) {
+    tt_expect_abort("dtypes differ: (1, 1, 2, 2) f32 vs (1, 1, 2, 2) f64");
     tt_scaled_dot_product_attention(zeros4(TT_F32, 1, 1, 2, 2), zeros4(TT_F64, 1, 1, 2, 2),
                                     zeros4(TT_F64, 1, 1, 2, 2), false, 1);
 }
 END_TEST
 
 START_TEST(test_abort_kv_shapes) {
+    tt_expect_abort("k (1, 2, 4, 8) and v (1, 2, 5, 8) must have the same shape");
     tt_scaled_dot_product_attention(zeros4(TT_F32, 1, 2, 4, 8), zeros4(TT_F32, 1, 2, 4, 8),
                                     zeros4(TT_F32, 1, 2, 5, 8), false, 1);
 }
 END_TEST
 
 START_TEST(test_abort_batch) {
+    tt_expect_abort("q (2, 2, 4, 8) and k (1, 2, 4, 8) disagree: both need the same batch B");
     tt_scaled_dot_product_attention(zeros4(TT_F32, 2, 2, 4, 8), zeros4(TT_F32, 1, 2, 4, 8),
                                     zeros4(TT_F32, 1, 2, 4, 8), false, 1);
 }
 END_TEST
 
 START_TEST(test_abort_head_size) {
+    tt_expect_abort("q (1, 2, 4, 8) and k (1, 2, 4, 4) disagree: both need the same batch");
     tt_scaled_dot_product_attention(zeros4(TT_F32, 1, 2, 4, 8), zeros4(TT_F32, 1, 2, 4, 4),
                                     zeros4(TT_F32, 1, 2, 4, 4), false, 1);
 }
 END_TEST
 
 START_TEST(test_abort_gqa_ratio) {
+    tt_expect_abort("q has NH=4 heads and k, v have NKV=3; NH must be a multiple of NKV");
     tt_scaled_dot_product_attention(zeros4(TT_F32, 1, 4, 4, 8), zeros4(TT_F32, 1, 3, 4, 8),
                                     zeros4(TT_F32, 1, 3, 4, 8), false, 1);
 }
 END_TEST
 
 START_TEST(test_abort_causal_lengths) {
+    tt_expect_abort("causal attention needs as many queries as keys, got T=3");
     tt_scaled_dot_product_attention(zeros4(TT_F32, 1, 2, 3, 8), zeros4(TT_F32, 1, 2, 4, 8),
                                     zeros4(TT_F32, 1, 2, 4, 8), true, 1);
 }
 END_TEST
 
 START_TEST(test_abort_no_keys) {
+    tt_expect_abort("k (1, 2, 0, 8) has no keys (S=0)");
     tt_scaled_dot_product_attention(zeros4(TT_F32, 1, 2, 3, 8), zeros4(TT_F32, 1, 2, 0, 8),
                                     zeros4(TT_F32, 1, 2, 0, 8), false, 1);
 }
 END_TEST
 
 START_TEST(test_abort_scale) {
+    tt_expect_abort("scale must be finite, got nan");
     tt_tensor *x = zeros4(TT_F32, 1, 1, 2, 2);
     tt_scaled_dot_product_attention(x, x, x, false, NAN);
 }
@@ -546,7 +557,7 @@ int main(void) {
     tcase_add_test(val, test_partial_grads);
     tcase_add_test(val, test_memory_kept);
     suite_add_tcase(s, val);
-    TCase *ab = tcase_create("aborts");
+    TCase *ab = tt_tcase_aborts("aborts");
     tcase_add_test_raise_signal(ab, test_abort_null, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_ndim, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_int_dtype, SIGABRT);
