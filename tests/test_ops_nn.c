@@ -340,6 +340,7 @@ END_TEST
 // ---- misuse aborts ----
 
 START_TEST(test_abort_embedding_index) {
+    tt_expect_abort("index 5 (at flat position 1 of indices (3,)) is out of range");
     tt_tensor *w = tt_zeros(TT_F32, TT_SHAPE(5, 3));
     tt_tensor *idx = tt_from_data(TT_I64, TT_SHAPE(3), (const int64_t[]){0, 5, 1});
     tt_embedding(w, idx);
@@ -347,6 +348,7 @@ START_TEST(test_abort_embedding_index) {
 END_TEST
 
 START_TEST(test_abort_embedding_negative_index) {
+    tt_expect_abort("index -1 (at flat position 0 of indices (1,)) is out of range");
     tt_tensor *w = tt_zeros(TT_F32, TT_SHAPE(5, 3));
     tt_tensor *idx = tt_from_data(TT_I32, TT_SHAPE(1), (const int32_t[]){-1});
     tt_embedding(w, idx);
@@ -354,11 +356,13 @@ START_TEST(test_abort_embedding_negative_index) {
 END_TEST
 
 START_TEST(test_abort_embedding_float_indices) {
+    tt_expect_abort("indices (2,) is f32; it must be i32 or i64");
     tt_embedding(tt_zeros(TT_F32, TT_SHAPE(5, 3)), tt_zeros(TT_F32, TT_SHAPE(2)));
 }
 END_TEST
 
 START_TEST(test_abort_target_range) {
+    tt_expect_abort("target 3 (at flat position 1 of targets (2,)) is out of range");
     tt_tensor *x = tt_zeros(TT_F32, TT_SHAPE(2, 3));
     tt_tensor *t = tt_from_data(TT_I64, TT_SHAPE(2), (const int64_t[]){0, 3});
     tt_cross_entropy(x, t, -100);
@@ -366,60 +370,76 @@ START_TEST(test_abort_target_range) {
 END_TEST
 
 START_TEST(test_abort_target_shape) {
+    tt_expect_abort("targets (3,) must have the shape of logits (2, 3) without the last dim");
     tt_tensor *x = tt_zeros(TT_F32, TT_SHAPE(2, 3));
     tt_cross_entropy(x, tt_zeros(TT_I64, TT_SHAPE(3)), -100);
 }
 END_TEST
 
 START_TEST(test_abort_label_smoothing) {
+    tt_expect_abort("label_smoothing must be in [0, 1), got 1");
     tt_cross_entropy_smooth(tt_zeros(TT_F32, TT_SHAPE(2, 3)), tt_zeros(TT_I64, TT_SHAPE(2)),
                             -100, 1.0);
 }
 END_TEST
 
-START_TEST(test_abort_softmax_dim) { tt_softmax(tt_zeros(TT_F32, TT_SHAPE(2, 3)), 2); }
+START_TEST(test_abort_softmax_dim) {
+    tt_expect_abort("tt_softmax: dim 2 is out of range for a 2-d tensor");
+    tt_softmax(tt_zeros(TT_F32, TT_SHAPE(2, 3)), 2);
+}
 END_TEST
 
 START_TEST(test_abort_log_softmax_dim) {
+    tt_expect_abort("tt_log_softmax: dim -3 is out of range for a 2-d tensor");
     tt_log_softmax(tt_zeros(TT_F64, TT_SHAPE(2, 3)), -3);
 }
 END_TEST
 
-START_TEST(test_abort_softmax_int) { tt_softmax(tt_zeros(TT_I32, TT_SHAPE(2, 3)), 0); }
+START_TEST(test_abort_softmax_int) {
+    tt_expect_abort("tt_softmax: tensor (2, 3) is i32; this op needs f32 or f64");
+    tt_softmax(tt_zeros(TT_I32, TT_SHAPE(2, 3)), 0);
+}
 END_TEST
 
 START_TEST(test_abort_layernorm_weight_shape) {
+    tt_expect_abort("weight (3,) must have the shape of x's last 1 dim(s) (4,)");
     tt_layernorm(tt_zeros(TT_F32, TT_SHAPE(2, 4)), 1, tt_ones(TT_F32, TT_SHAPE(3)), NULL, 1e-5);
 }
 END_TEST
 
 START_TEST(test_abort_layernorm_bias_shape) {
+    tt_expect_abort("bias (4,) must have the shape of x's last 2 dim(s) (3, 4)");
     tt_layernorm(tt_zeros(TT_F32, TT_SHAPE(2, 3, 4)), 2, NULL, tt_ones(TT_F32, TT_SHAPE(4)),
                  1e-5);
 }
 END_TEST
 
 START_TEST(test_abort_layernorm_dtype) {
+    tt_expect_abort("tt_layernorm: dtypes differ: (2, 4) f32 vs (4,) f64");
     tt_layernorm(tt_zeros(TT_F32, TT_SHAPE(2, 4)), 1, tt_ones(TT_F64, TT_SHAPE(4)), NULL, 1e-5);
 }
 END_TEST
 
 START_TEST(test_abort_layernorm_norm_ndim) {
+    tt_expect_abort("norm_ndim 3 is out of range for x (2, 4)");
     tt_layernorm(tt_zeros(TT_F32, TT_SHAPE(2, 4)), 3, NULL, NULL, 1e-5);
 }
 END_TEST
 
 START_TEST(test_abort_rmsnorm_weight_shape) {
+    tt_expect_abort("tt_rmsnorm: weight (2,) must have the shape of x's last 1 dim(s) (4,)");
     tt_rmsnorm(tt_zeros(TT_F32, TT_SHAPE(2, 4)), tt_ones(TT_F32, TT_SHAPE(2)), 1e-5);
 }
 END_TEST
 
 START_TEST(test_abort_masked_fill_shape) {
+    tt_expect_abort("mask (2,) does not broadcast to x (2, 3)");
     tt_masked_fill(tt_zeros(TT_F32, TT_SHAPE(2, 3)), tt_zeros(TT_I32, TT_SHAPE(2)), 0);
 }
 END_TEST
 
 START_TEST(test_abort_dropout_p) {
+    tt_expect_abort("tt_dropout: p must be in [0, 1], got 1.5");
     tt_rng rng;
     tt_rng_seed(&rng, 1);
     tt_dropout(tt_zeros(TT_F32, TT_SHAPE(4)), 1.5, true, &rng);
@@ -448,7 +468,7 @@ int main(void) {
     tcase_add_test(dr, test_dropout_identity_and_extremes);
     suite_add_tcase(s, dr);
 
-    TCase *ab = tt_tcase("aborts");
+    TCase *ab = tt_tcase_aborts("aborts");
     tcase_add_test_raise_signal(ab, test_abort_embedding_index, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_embedding_negative_index, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_embedding_float_indices, SIGABRT);
