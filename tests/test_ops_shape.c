@@ -84,12 +84,14 @@ START_TEST(test_reshape_copies_transposed) {
 END_TEST
 
 START_TEST(test_view_of_transposed_aborts) {
+    tt_expect_abort("cannot view (3, 2) with strides (1, 3) as (6,) without copying");
     tt_tensor *x = iota(TT_F32, TT_SHAPE(2, 3));
     tt_view(tt_transpose(x, 0, 1), TT_SHAPE(6));
 }
 END_TEST
 
 START_TEST(test_view_of_expanded_aborts) {
+    tt_expect_abort("cannot view (3, 4) with strides (1, 0) as (12,) without copying");
     tt_tensor *x = iota(TT_F32, TT_SHAPE(3, 1));
     tt_view(tt_expand(x, TT_SHAPE(3, 4)), TT_SHAPE(12));
 }
@@ -113,11 +115,13 @@ START_TEST(test_transpose_permute_layout) {
 END_TEST
 
 START_TEST(test_permute_repeated_aborts) {
+    tt_expect_abort("entry 2 is 1 (repeated)");
     tt_permute(iota(TT_F32, TT_SHAPE(2, 3, 4)), (const int[]){0, 1, 1});
 }
 END_TEST
 
 START_TEST(test_permute_out_of_range_aborts) {
+    tt_expect_abort("entry 1 is 2 (out of range)");
     tt_permute(iota(TT_F32, TT_SHAPE(2, 3)), (const int[]){0, 2});
 }
 END_TEST
@@ -166,10 +170,16 @@ START_TEST(test_slice_clamping_and_empty) {
 }
 END_TEST
 
-START_TEST(test_slice_step0_aborts) { tt_slice(iota(TT_F32, TT_SHAPE(4)), 0, 0, 4, 0); }
+START_TEST(test_slice_step0_aborts) {
+    tt_expect_abort("step must be >= 1, got 0");
+    tt_slice(iota(TT_F32, TT_SHAPE(4)), 0, 0, 4, 0);
+}
 END_TEST
 
-START_TEST(test_narrow_out_of_range_aborts) { tt_narrow(iota(TT_F32, TT_SHAPE(4)), 0, 2, 3); }
+START_TEST(test_narrow_out_of_range_aborts) {
+    tt_expect_abort("start 2, length 3 is out of range for dim 0 of (4,)");
+    tt_narrow(iota(TT_F32, TT_SHAPE(4)), 0, 2, 3);
+}
 END_TEST
 
 START_TEST(test_expand_layout) {
@@ -188,10 +198,14 @@ START_TEST(test_expand_layout) {
 }
 END_TEST
 
-START_TEST(test_expand_non1_aborts) { tt_expand(iota(TT_F32, TT_SHAPE(3, 2)), TT_SHAPE(3, 4)); }
+START_TEST(test_expand_non1_aborts) {
+    tt_expect_abort("cannot expand (3, 2) to (3, 4): dim 1 has size 2, target 4");
+    tt_expand(iota(TT_F32, TT_SHAPE(3, 2)), TT_SHAPE(3, 4));
+}
 END_TEST
 
 START_TEST(test_expand_fewer_dims_aborts) {
+    tt_expect_abort("cannot expand (1, 3) to (3,): the target has fewer dims");
     tt_broadcast_to(iota(TT_F32, TT_SHAPE(1, 3)), TT_SHAPE(3));
 }
 END_TEST
@@ -214,10 +228,16 @@ START_TEST(test_squeeze_unsqueeze_layout) {
 }
 END_TEST
 
-START_TEST(test_squeeze_non1_aborts) { tt_squeeze(iota(TT_F32, TT_SHAPE(3, 2)), 1); }
+START_TEST(test_squeeze_non1_aborts) {
+    tt_expect_abort("dim 1 of (3, 2) has size 2; only a size-1 dim can be squeezed");
+    tt_squeeze(iota(TT_F32, TT_SHAPE(3, 2)), 1);
+}
 END_TEST
 
-START_TEST(test_unsqueeze_bad_dim_aborts) { tt_unsqueeze(iota(TT_F32, TT_SHAPE(3, 2)), 3); }
+START_TEST(test_unsqueeze_bad_dim_aborts) {
+    tt_expect_abort("dim 3 is out of range for inserting a dim into a 2-d tensor");
+    tt_unsqueeze(iota(TT_F32, TT_SHAPE(3, 2)), 3);
+}
 END_TEST
 
 // ---- storage sharing ----
@@ -345,27 +365,34 @@ START_TEST(test_stack_values) {
 END_TEST
 
 START_TEST(test_cat_shape_mismatch_aborts) {
+    tt_expect_abort("tensor 1 is (2, 4) but tensor 0 is (2, 3): sizes must match");
     tt_tensor *xs[] = {iota(TT_F32, TT_SHAPE(2, 3)), iota(TT_F32, TT_SHAPE(2, 4))};
     tt_cat(2, xs, 0);
 }
 END_TEST
 
 START_TEST(test_cat_ndim_mismatch_aborts) {
+    tt_expect_abort("tensor 1 is (3,) but tensor 0 is (2, 3); all need the same number of dims");
     tt_tensor *xs[] = {iota(TT_F32, TT_SHAPE(2, 3)), iota(TT_F32, TT_SHAPE(3))};
     tt_cat(2, xs, 0);
 }
 END_TEST
 
 START_TEST(test_cat_dtype_mismatch_aborts) {
+    tt_expect_abort("tt_cat: dtypes differ: (2, 3) f32 vs (2, 3) f64");
     tt_tensor *xs[] = {iota(TT_F32, TT_SHAPE(2, 3)), iota(TT_F64, TT_SHAPE(2, 3))};
     tt_cat(2, xs, 0);
 }
 END_TEST
 
-START_TEST(test_cat_empty_list_aborts) { tt_cat(0, NULL, 0); }
+START_TEST(test_cat_empty_list_aborts) {
+    tt_expect_abort("needs at least one tensor, got n = 0");
+    tt_cat(0, NULL, 0);
+}
 END_TEST
 
 START_TEST(test_stack_shape_mismatch_aborts) {
+    tt_expect_abort("tensor 1 is (3, 2) but tensor 0 is (2, 3); stacked tensors");
     tt_tensor *xs[] = {iota(TT_F32, TT_SHAPE(2, 3)), iota(TT_F32, TT_SHAPE(3, 2))};
     tt_stack(2, xs, 0);
 }
@@ -374,16 +401,19 @@ END_TEST
 // ---- reshape misuse ----
 
 START_TEST(test_reshape_bad_numel_aborts) {
+    tt_expect_abort("cannot reshape (2, 3) (6 elements) to (4, 2) (8 elements)");
     tt_reshape(iota(TT_F32, TT_SHAPE(2, 3)), TT_SHAPE(4, 2));
 }
 END_TEST
 
 START_TEST(test_reshape_two_minus1_aborts) {
+    tt_expect_abort("only one dim may be -1");
     tt_reshape(iota(TT_F32, TT_SHAPE(2, 3)), TT_SHAPE(-1, -1));
 }
 END_TEST
 
 START_TEST(test_reshape_minus1_not_dividing_aborts) {
+    tt_expect_abort("the other dims' product 4 does not divide the element count");
     tt_reshape(iota(TT_F32, TT_SHAPE(2, 3)), TT_SHAPE(4, -1));
 }
 END_TEST
@@ -545,7 +575,7 @@ int main(void) {
     tcase_add_test(grad, test_backward_two_views_accumulate);
     suite_add_tcase(s, grad);
 
-    TCase *aborts = tcase_create("aborts");  // no leak fixture: the process dies mid-test
+    TCase *aborts = tt_tcase_aborts("aborts");
     tcase_add_test_raise_signal(aborts, test_view_of_transposed_aborts, SIGABRT);
     tcase_add_test_raise_signal(aborts, test_view_of_expanded_aborts, SIGABRT);
     tcase_add_test_raise_signal(aborts, test_permute_repeated_aborts, SIGABRT);
