@@ -734,6 +734,7 @@ END_TEST
 // ---- aborts ----
 
 START_TEST(test_abort_nesterov_without_momentum) {
+    tt_expect_abort("nesterov needs momentum > 0 and dampening 0, got momentum=0");
     tt_optim_config c = tt_sgd_config(0.1);
     c.nesterov = true;
     tt_optim o;
@@ -742,12 +743,14 @@ START_TEST(test_abort_nesterov_without_momentum) {
 END_TEST
 
 START_TEST(test_abort_bad_betas) {
+    tt_expect_abort("adam betas must be in [0, 1), got (1, 0)");
     tt_optim o;
     tt_optim_init(&o, (tt_optim_config){.kind = TT_OPTIM_ADAM, .lr = 1e-3, .beta1 = 1.0});
 }
 END_TEST
 
 START_TEST(test_abort_negative_lr) {
+    tt_expect_abort("learning rate must be finite and >= 0, got -1");
     tt_optim o;
     tt_optim_init(&o, tt_adamw_config(1e-3));
     tt_optim_set_lr(&o, -1);
@@ -755,6 +758,7 @@ START_TEST(test_abort_negative_lr) {
 END_TEST
 
 START_TEST(test_abort_param_in_two_groups) {
+    tt_expect_abort("parameter 'w' clashes with 'w' of group 0");
     tt_tensor *w = param(TT_SHAPE(2), 1, 2);
     tt_params ps;
     tt_params_init(&ps);
@@ -767,6 +771,7 @@ START_TEST(test_abort_param_in_two_groups) {
 END_TEST
 
 START_TEST(test_abort_strided_param) {
+    tt_expect_abort("parameter 'wt' (3, 2) f64 must be a contiguous f32/f64 leaf");
     tt_tensor *w = tt_zeros(TT_F64, TT_SHAPE(2, 3));
     tt_params ps;
     tt_params_init(&ps);
@@ -778,6 +783,7 @@ START_TEST(test_abort_strided_param) {
 END_TEST
 
 START_TEST(test_abort_grad_shape) {
+    tt_expect_abort("gradient of 'w' is (3,) f64; it must be a contiguous (2,) f64");
     tt_tensor *w = param(TT_SHAPE(2), 1, 2);
     tt_optim o;
     optim_one(&o, tt_sgd_config(0.1), w, 0);
@@ -787,6 +793,7 @@ START_TEST(test_abort_grad_shape) {
 END_TEST
 
 START_TEST(test_abort_cosine_iters) {
+    tt_expect_abort("got warmup_iters=100 decay_iters=100");
     tt_lr_schedule s = tt_lr_cosine(1e-3, 100, 100, 1e-4);
     tt_lr_at(&s, 5);
 }
@@ -824,7 +831,7 @@ int main(void) {
     tcase_add_test(st, test_linear_overfits_adamw);
     suite_add_tcase(s, st);
 
-    TCase *ab = tcase_create("aborts");
+    TCase *ab = tt_tcase_aborts("aborts");
     tcase_add_test_raise_signal(ab, test_abort_nesterov_without_momentum, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_bad_betas, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_negative_lr, SIGABRT);
