@@ -110,7 +110,10 @@ START_TEST(test_nested_scope_keep_goes_to_parent) {
 }
 END_TEST
 
-START_TEST(test_scope_end_without_begin_aborts) { tt_scope_end(); }
+START_TEST(test_scope_end_without_begin_aborts) {
+    tt_expect_abort("tt_scope_end without a matching tt_scope_begin");
+    tt_scope_end();
+}
 END_TEST
 
 // ---- RNG ----
@@ -190,6 +193,7 @@ START_TEST(test_as_strided_and_access) {
 END_TEST
 
 START_TEST(test_as_strided_out_of_bounds_aborts) {
+    tt_expect_abort("view (2, 3) with offset 1 reaches elements [1, 6] outside a storage of 6");
     tt_scope_begin();
     tt_tensor *t = tt_zeros(TT_F32, TT_SHAPE(6));
     tt_as_strided(t, TT_SHAPE(2, 3), (int64_t[]){3, 1}, 1);  // reaches element 6
@@ -197,18 +201,21 @@ START_TEST(test_as_strided_out_of_bounds_aborts) {
 END_TEST
 
 START_TEST(test_item_needs_one_element_aborts) {
+    tt_expect_abort("tensor (2,) has 2 elements; tt_item needs exactly one");
     tt_scope_begin();
     tt_item(tt_zeros(TT_F32, TT_SHAPE(2)));
 }
 END_TEST
 
 START_TEST(test_get_out_of_range_aborts) {
+    tt_expect_abort("index 2 is out of range for dim 1 of (2, 2)");
     tt_scope_begin();
     tt_get(tt_zeros(TT_F32, TT_SHAPE(2, 2)), (int64_t[]){0, 2});
 }
 END_TEST
 
 START_TEST(test_data_wrong_dtype_aborts) {
+    tt_expect_abort("tensor (2,) is f64, not f32");
     tt_scope_begin();
     tt_data_f32(tt_zeros(TT_F64, TT_SHAPE(2)));
 }
@@ -234,6 +241,7 @@ START_TEST(test_copy_broadcast_convert) {
 END_TEST
 
 START_TEST(test_copy_bad_broadcast_aborts) {
+    tt_expect_abort("cannot broadcast (2,) to (2, 3)");
     tt_scope_begin();
     tt_copy_(tt_zeros(TT_F32, TT_SHAPE(2, 3)), tt_zeros(TT_F32, TT_SHAPE(2)));
 }
@@ -310,16 +318,21 @@ START_TEST(test_status_messages) {
 }
 END_TEST
 
-START_TEST(test_negative_size_aborts) { tt_release(tt_zeros(TT_F32, TT_SHAPE(2, -1))); }
+START_TEST(test_negative_size_aborts) {
+    tt_expect_abort("negative size -1 in dim 1");
+    tt_release(tt_zeros(TT_F32, TT_SHAPE(2, -1)));
+}
 END_TEST
 
 // An empty shape whose other sizes multiply past int64 would overflow the strides.
 START_TEST(test_shape_overflow_aborts) {
+    tt_expect_abort("has more elements than int64 can count");
     tt_release(tt_zeros(TT_F32, TT_SHAPE(0, 1LL << 40, 1LL << 40)));
 }
 END_TEST
 
 START_TEST(test_too_many_dims_aborts) {
+    tt_expect_abort("ndim 9 is out of range [0, 8]");
     int64_t shape[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
     tt_release(tt_zeros(TT_F32, 9, shape));
 }
