@@ -1,6 +1,7 @@
 // The shared test harness: leak-checking fixture, value assertions and the suite runner.
 #include "test_util.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,11 +9,16 @@
 
 static int64_t base_tensors, base_bytes;
 static const char *expected_abort;  // set by tt_expect_abort in the running test
+static volatile sig_atomic_t abort_matched;  // tt_fatal's message held the expected text
 
+// Every abort in a test goes through tt_fatal, which calls this before abort(). It lets the
+// abort through only when the test named a part of the message and the message holds it.
 static void fatal_hook(const char *message, void *ctx) {
     (void)ctx;
-    if (expected_abort && strstr(message, expected_abort)) return;  // abort(): the test passes
-    if (!expected_abort) return;  // TODO(abort tests): strict once every test names its message
+    if (expected_abort && strstr(message, expected_abort)) {
+        abort_matched = 1;
+        return;  // abort(): the test passes
+    }
     if (expected_abort)
         fprintf(stderr, "abort test: the message lacks \"%s\": %s\n", expected_abort, message);
     else
@@ -21,11 +27,32 @@ static void fatal_hook(const char *message, void *ctx) {
     _exit(3);
 }
 
+// A SIGABRT that did not come through the hook with the expected text (assert, the C library's
+// heap checks, a raw abort()) fails the test too: the signal alone proves nothing.
+static void sigabrt_handler(int sig) {
+    if (abort_matched) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    static const char msg[] = "abort test: SIGABRT without a tt_fatal message\n";
+    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)w;
+    _exit(3);
+}
+
+// Runs in each test's forked child before the test.
+static void hook_aborts(void) {
+    expected_abort = NULL;
+    abort_matched = 0;
+    tt_set_fatal_hook(fatal_hook, NULL);
+    signal(SIGABRT, sigabrt_handler);
+}
+
 void tt_expect_abort(const char *substring) { expected_abort = substring; }
 
 void tt_test_setup(void) {
-    expected_abort = NULL;
-    tt_set_fatal_hook(fatal_hook, NULL);
+    hook_aborts();
     base_tensors = tt_live_tensors();
     base_bytes = tt_live_bytes();
 }
@@ -39,14 +66,9 @@ void tt_test_teardown(void) {
                   (long long)tt_live_bytes(), (long long)base_bytes);
 }
 
-static void abort_setup(void) {
-    expected_abort = NULL;
-    tt_set_fatal_hook(fatal_hook, NULL);
-}
-
 TCase *tt_tcase_aborts(const char *name) {
     TCase *tc = tcase_create(name);
-    tcase_add_checked_fixture(tc, abort_setup, NULL);
+    tcase_add_checked_fixture(tc, hook_aborts, NULL);
     tcase_set_timeout(tc, 120);
     return tc;
 }

@@ -8,18 +8,24 @@
 #include "tinytorch.h"
 
 // A test case whose checked fixture asserts that the live-tensor and live-byte counts are
-// back where they started when each test ends.
+// back where they started when each test ends. An abort in its tests fails them, with the
+// message printed.
 TCase *tt_tcase(const char *name);
 void tt_test_setup(void);
 void tt_test_teardown(void);
 
-// Abort tests: register with tcase_add_test_raise_signal(tc, test, SIGABRT) and open the test
-// with tt_expect_abort("part of the message"). The fixture hooks tt_fatal in the test's child:
-// an abort whose message lacks the text, or any abort in a test that expected none, ends the
-// child with exit status 3 instead of SIGABRT, so the test fails and prints both messages.
+// Abort tests check the message, not only the signal. Put them in a tt_tcase_aborts case,
+// register each with tcase_add_test_raise_signal(tc, test, SIGABRT), and open the test with
+// tt_expect_abort("a distinctive part of the message"), one that shows the right reason
+// ("dim 3 is out of range", "do not broadcast"), not only the function name. Both fixtures
+// hook tt_fatal in the test's child: the abort goes through only when the test named a text
+// and the message holds it. Any other abort ends the child with exit status 3 and prints why,
+// so the test fails: a message that lacks the text, an abort in a test that called no
+// tt_expect_abort, and a SIGABRT that did not come from tt_fatal (assert, a raw abort()).
+// To see the messages a case produces: CK_RUN_CASE=<case> CK_VERBOSITY=verbose ./test_x
 void tt_expect_abort(const char *substring);
-// A test case for abort tests: its fixture installs the hook (and checks no leaks: the tests
-// never get that far).
+// A test case for abort tests: its fixture installs the hook and skips the leak check (the
+// tests never get that far).
 TCase *tt_tcase_aborts(const char *name);
 
 // Runs the suite (forking per test, so an abort fails only its test) and returns the exit
