@@ -49,7 +49,11 @@ static void hook_aborts(void) {
     signal(SIGABRT, sigabrt_handler);
 }
 
-void tt_expect_abort(const char *substring) { expected_abort = substring; }
+// Installs the hook itself too, so the check holds even in a case made without the fixtures.
+void tt_expect_abort(const char *substring) {
+    hook_aborts();
+    expected_abort = substring;
+}
 
 void tt_test_setup(void) {
     hook_aborts();

@@ -17,12 +17,14 @@ void tt_test_teardown(void);
 // Abort tests check the message, not only the signal. Put them in a tt_tcase_aborts case,
 // register each with tcase_add_test_raise_signal(tc, test, SIGABRT), and open the test with
 // tt_expect_abort("a distinctive part of the message"), one that shows the right reason
-// ("dim 3 is out of range", "do not broadcast"), not only the function name. Both fixtures
-// hook tt_fatal in the test's child: the abort goes through only when the test named a text
-// and the message holds it. Any other abort ends the child with exit status 3 and prints why,
-// so the test fails: a message that lacks the text, an abort in a test that called no
-// tt_expect_abort, and a SIGABRT that did not come from tt_fatal (assert, a raw abort()).
-// To see the messages a case produces: CK_RUN_CASE=<case> CK_VERBOSITY=verbose ./test_x
+// ("dim 3 is out of range", "do not broadcast"), not only the function name. Both fixtures,
+// and tt_expect_abort itself, hook tt_fatal in the test's child: the abort goes through only
+// when the test named a text and the message holds it. Any other abort ends the child with
+// exit status 3 and prints why, so the test fails: a message that lacks the text, an abort in
+// a test that called no tt_expect_abort, and a SIGABRT that did not come from tt_fatal
+// (assert, a raw abort()). tests/check_abort_tests.sh (in make test) checks the source: every
+// SIGABRT test opens with tt_expect_abort. To see the messages a case produces:
+// CK_RUN_CASE=<case> CK_VERBOSITY=verbose ./build/tests/test_x
 void tt_expect_abort(const char *substring);
 // A test case for abort tests: its fixture installs the hook and skips the leak check (the
 // tests never get that far).
