@@ -1,7 +1,7 @@
 // Portable C micro-kernels of the packed GEMM: a 4 x 8 tile in f32 and in f64, for CPUs
 // without AVX2 (and as the reference path the tests compare the SIMD ones with). No
 // intrinsics; the compiler may vectorize the column loops. Not the driver or packing.
-#include "kernels_matmul.h"
+#include "matmul.h"
 
 #define MR 4
 #define NR 8

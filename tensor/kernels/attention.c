@@ -1,5 +1,5 @@
 // Fused attention kernels, forward and backward, f32 and f64 (interface, letters and papers in
-// kernels_attention.h): tiles of BQ queries x BK keys with an online softmax, so the (T, S)
+// attention.h): tiles of BQ queries x BK keys with an online softmax, so the (T, S)
 // score matrix is never formed. Not here: dropout on the weights (nn/transformer.c composes it).
 //
 // The f32 inner products, exponentials and row reductions run in AVX-512 or AVX2+FMA code
@@ -14,7 +14,7 @@
 // output element is summed by one thread in a fixed order: results do not depend on the thread
 // count. Memory: per thread, a packed k^T of one head (forward) or of one key block (backward),
 // two (BQ, BK) tiles on the stack, and the backward's D = rowsum(dy y) of the group's rows.
-#include "kernels_attention.h"
+#include "attention.h"
 
 #include <math.h>
 

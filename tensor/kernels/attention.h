@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "tensor.h"
+#include "../tensor.h"
 
 // Queries and keys are processed in blocks of this many rows (a multiple of every SIMD width).
 #define TT_KATTN_BLOCK 32

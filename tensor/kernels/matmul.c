@@ -1,9 +1,9 @@
 // The GEMM driver (f32, f64): run-time choice of the SIMD path, packing of A and B into
 // zero-padded panels, cache blocking, the OpenMP partition of a product's blocks, matrix-vector
 // and few-output products without packing, split-K summation in double for long f32 reductions,
-// the batched driver over broadcast batch dims. The micro-kernels are in tensor/gemm_*.c.
-#include "kernels_matmul.h"
-#include "tensor_internal.h"
+// the batched driver over broadcast batch dims. The micro-kernels are in gemm_*.c.
+#include "matmul.h"
+#include "../tensor_internal.h"
 
 #include <stdatomic.h>
 #include <string.h>
@@ -150,7 +150,7 @@ static char *ws_get(workspace *w, size_t nbytes) {
 // dst[k * mr + i] = A[p mr + i, k], rows past mc zero; B's, steps [0, kc) x columns [0, nc),
 // into ceil(nc / nr) panels, panel q holding dst[k * nr + j] = B[k, q nr + j], columns past
 // nc zero. Both read any strides. The AVX2 and AVX-512 paths pack the two contiguous cases with
-// their own packers (tt_k_gemm_kernel.pack, in tensor/gemm_avx2.c and gemm_avx512.c: full-width
+// their own packers (tt_k_gemm_kernel.pack, in gemm_avx2.c and gemm_avx512.c: full-width
 // copies and 8 x 8 or 16 x 16 transposes). The code here packs for the generic path and any
 // other strides: when the packed dim is contiguous in memory (A^T's rows, B's rows), a whole row
 // is copied across every panel at once, so memory is read in order; when the other dim is (A's

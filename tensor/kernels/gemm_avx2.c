@@ -1,9 +1,9 @@
 // AVX2 + FMA micro-kernels of the packed GEMM: a 6 x 16 f32 tile and a 6 x 8 f64 tile (two ymm
 // vectors per row, 12 accumulators), and half-width variants for a narrow last panel. Compiled
 // with function-level target attributes, so the library still runs on any x86-64;
-// kernels_matmul.c calls them only when cpuid reports AVX2 and FMA. Also the packing into
+// matmul.c calls them only when cpuid reports AVX2 and FMA. Also the packing into
 // their panels (the driver's SSE2 packing is the fallback). Not the driver.
-#include "kernels_matmul.h"
+#include "matmul.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -75,7 +75,7 @@ DEFINE_UKERNEL(uk_f64_6x8, double, pd, __m256d, 4, 6, 2)
 DEFINE_UKERNEL(uk_f64_6x4, double, pd, __m256d, 4, 6, 1)
 
 // ---- packing ----
-// X (kc, n) into w-wide panels, the layout above (kernels_matmul.h, tt_k_packer). Rows of X
+// X (kc, n) into w-wide panels, the layout above (matmul.h, tt_k_packer). Rows of X
 // contiguous (B of an NN product, A^T of a TN one): panel by panel, row by row, a plain copy
 // whose width is a constant for this file's panels (the compiler emits whole-vector moves),
 // zeros past n in the same pass. Columns contiguous (A of an NN product, B = W^T in a Linear's

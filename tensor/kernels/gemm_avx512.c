@@ -1,9 +1,9 @@
 // AVX-512F micro-kernels of the packed GEMM: a 12 x 32 f32 tile and a 12 x 16 f64 tile (two
 // zmm vectors per row, 24 accumulators), and half-width variants for a narrow last panel.
 // Compiled with function-level target attributes, so the library still runs on any x86-64;
-// kernels_matmul.c calls them only when cpuid reports AVX-512F. Also the packing into their
+// matmul.c calls them only when cpuid reports AVX-512F. Also the packing into their
 // panels (the driver's SSE2 packing is the fallback). Not the driver.
-#include "kernels_matmul.h"
+#include "matmul.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -64,7 +64,7 @@ DEFINE_UKERNEL(uk_f64_12x16, double, pd, __m512d, __mmask8, 8, 12, 2)
 DEFINE_UKERNEL(uk_f64_12x8, double, pd, __m512d, __mmask8, 8, 12, 1)
 
 // ---- packing ----
-// X (kc, n) into w-wide panels, the layout above (kernels_matmul.h, tt_k_packer). Rows of X
+// X (kc, n) into w-wide panels, the layout above (matmul.h, tt_k_packer). Rows of X
 // contiguous (B of an NN product, A^T of a TN one): panel by panel, each panel row is one
 // masked load of its columns and one masked store of all w lanes, so the zero padding of the
 // last panel comes with the copy. Columns contiguous (A of an NN product, B = W^T in a
