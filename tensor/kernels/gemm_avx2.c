@@ -1,8 +1,9 @@
 // AVX2 + FMA micro-kernels of the packed GEMM: a 6 x 16 f32 tile and a 6 x 8 f64 tile (two ymm
 // vectors per row, 12 accumulators), and half-width variants for a narrow last panel. Compiled
-// with function-level target attributes, so the library still runs on any x86-64;
-// matmul.c calls them only when cpuid reports AVX2 and FMA. Also the packing into
-// their panels (the driver's SSE2 packing is the fallback). Not the driver.
+// with function-level target attributes, so the library still runs on any x86-64; matmul.c
+// calls them only when cpuid reports AVX2 and FMA. Also the packing into their panels (the
+// driver's SSE2 packing is the fallback). Not the driver. The functions' bodies are templates
+// (gemm_avx2_ukernel.inc per tile shape, gemm_avx2_pack.inc per dtype) included below.
 #include "matmul.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -18,61 +19,90 @@ TARGET_AVX2 static inline __m256i lanes_pd(int w) {
     return _mm256_cmpgt_epi64(_mm256_set1_epi64x(w), _mm256_setr_epi64x(0, 1, 2, 3));
 }
 
-// Register tile: MR rows, each NV vectors of VL elements; per k step, NV vector loads of the B
-// panel (width 2 VL) and MR broadcasts of the A panel feed MR * NV FMAs (Goto and van de Geijn
-// 2008). Edges: the panels are zero-padded, every row is computed, rows >= mr are not stored,
-// columns >= nr are masked off (vmaskmov, only on a partial panel).
-// S: ps or pd; V: __m256 or __m256d; VL: lanes per vector.
-#define DEFINE_UKERNEL(NAME, T, S, V, VL, MR, NV)                                             \
-    TARGET_AVX2 static void NAME(int64_t kc, const void *a_, const void *b_, void *c_,        \
-                                 int64_t ldc, int mr, int nr, bool add, const void *bias_) {  \
-        const T *a = a_, *b = b_, *bias = bias_;                                             \
-        T *c = c_;                                                                           \
-        V acc[MR][NV];                                                                       \
-        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                \
-            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                             \
-                acc[i][v] = _mm256_setzero_##S();                                            \
-        for (int64_t k = 0; k < kc; k++) {                                                   \
-            V bv[NV];                                                                        \
-            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                             \
-                bv[v] = _mm256_load_##S(b + v * VL);                                         \
-            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                          \
-                V ai = _mm256_set1_##S(a[i]);                                                \
-                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                         \
-                    acc[i][v] = _mm256_fmadd_##S(ai, bv[v], acc[i][v]);                     \
-            }                                                                                \
-            a += MR;                                                                         \
-            b += (int64_t)VL * 2; /* the panel is 2 VL wide, also for the narrow variant */  \
-        }                                                                                    \
-        bool full = nr >= VL * NV;                                                           \
-        __m256i mask[NV];                                                                    \
-        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) mask[v] = lanes_##S(nr - v * VL); \
-        V bias_v[NV]; /* the bias of the tile's columns (first k block only) */              \
-        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                 \
-            bias_v[v] = !add && bias ? _mm256_maskload_##S(bias + v * VL, mask[v])          \
-                                     : _mm256_setzero_##S();                                 \
-        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                              \
-            if (i >= mr) break;                                                              \
-            T *ci = c + i * ldc;                                                             \
-            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                           \
-                V r = acc[i][v];                                                             \
-                if (!add && bias) r = _mm256_add_##S(bias_v[v], r);                          \
-                if (full) {                                                                  \
-                    if (add) r = _mm256_add_##S(_mm256_loadu_##S(ci + v * VL), r);           \
-                    _mm256_storeu_##S(ci + v * VL, r);                                       \
-                } else {                                                                     \
-                    if (add)                                                                 \
-                        r = _mm256_add_##S(_mm256_maskload_##S(ci + v * VL, mask[v]), r);    \
-                    _mm256_maskstore_##S(ci + v * VL, mask[v], r);                           \
-                }                                                                            \
-            }                                                                                \
-        }                                                                                    \
-    }
+// ---- micro-kernels (gemm_avx2_ukernel.inc) ----
+// uk_f32_6x16, uk_f32_6x8 (8-lane ps vectors), uk_f64_6x8, uk_f64_6x4 (4-lane pd vectors).
 
-DEFINE_UKERNEL(uk_f32_6x16, float, ps, __m256, 8, 6, 2)
-DEFINE_UKERNEL(uk_f32_6x8, float, ps, __m256, 8, 6, 1)
-DEFINE_UKERNEL(uk_f64_6x8, double, pd, __m256d, 4, 6, 2)
-DEFINE_UKERNEL(uk_f64_6x4, double, pd, __m256d, 4, 6, 1)
+#define T float
+#define V __m256
+#define VL 8
+#define LANES lanes_ps
+#define V_SETZERO _mm256_setzero_ps
+#define V_SET1 _mm256_set1_ps
+#define V_LOAD _mm256_load_ps
+#define V_LOADU _mm256_loadu_ps
+#define V_STOREU _mm256_storeu_ps
+#define V_MASKLOAD _mm256_maskload_ps
+#define V_MASKSTORE _mm256_maskstore_ps
+#define V_ADD _mm256_add_ps
+#define V_FMADD _mm256_fmadd_ps
+#define MR 6
+
+#define UKERNEL uk_f32_6x16
+#define NV 2
+#include "gemm_avx2_ukernel.inc"
+#undef UKERNEL
+#undef NV
+
+#define UKERNEL uk_f32_6x8
+#define NV 1
+#include "gemm_avx2_ukernel.inc"
+#undef UKERNEL
+#undef NV
+
+#undef T
+#undef V
+#undef VL
+#undef LANES
+#undef V_SETZERO
+#undef V_SET1
+#undef V_LOAD
+#undef V_LOADU
+#undef V_STOREU
+#undef V_MASKLOAD
+#undef V_MASKSTORE
+#undef V_ADD
+#undef V_FMADD
+
+#define T double
+#define V __m256d
+#define VL 4
+#define LANES lanes_pd
+#define V_SETZERO _mm256_setzero_pd
+#define V_SET1 _mm256_set1_pd
+#define V_LOAD _mm256_load_pd
+#define V_LOADU _mm256_loadu_pd
+#define V_STOREU _mm256_storeu_pd
+#define V_MASKLOAD _mm256_maskload_pd
+#define V_MASKSTORE _mm256_maskstore_pd
+#define V_ADD _mm256_add_pd
+#define V_FMADD _mm256_fmadd_pd
+
+#define UKERNEL uk_f64_6x8
+#define NV 2
+#include "gemm_avx2_ukernel.inc"
+#undef UKERNEL
+#undef NV
+
+#define UKERNEL uk_f64_6x4
+#define NV 1
+#include "gemm_avx2_ukernel.inc"
+#undef UKERNEL
+#undef NV
+
+#undef T
+#undef V
+#undef VL
+#undef LANES
+#undef V_SETZERO
+#undef V_SET1
+#undef V_LOAD
+#undef V_LOADU
+#undef V_STOREU
+#undef V_MASKLOAD
+#undef V_MASKSTORE
+#undef V_ADD
+#undef V_FMADD
+#undef MR
 
 // ---- packing ----
 // X (kc, n) into w-wide panels, the layout above (matmul.h, tt_k_packer). Rows of X
@@ -158,64 +188,50 @@ INLINE_AVX2 void store_first_pd(double *p, __m256d v, int n) {
 // 1 GiB of sources, one A or B block at a time).
 #define PF(T) (128 / (int)sizeof(T))
 
-// T: element type; S: ps or pd; V: vector; VL: lanes.
-#define DEFINE_PACK(S, T, V, VL)                                                              \
-    /* rows of X contiguous (js == 1) */                                                     \
-    INLINE_AVX2 void copy_##S(T *restrict dst, const T *restrict src, int64_t ks, int64_t kc, \
-                              int64_t n, int w) {                                            \
-        for (int64_t j0 = 0; j0 < n; j0 += w, dst += kc * w) {                               \
-            int cols = (int)(n - j0 < w ? n - j0 : w);                                       \
-            const T *s = src + j0;                                                           \
-            T *d = dst;                                                                      \
-            if (cols == w)                                                                   \
-                for (int64_t k = 0; k < kc; k++, s += ks, d += w)                            \
-                    for (int j = 0; j < w; j++) d[j] = s[j];                                 \
-            else                                                                             \
-                for (int64_t k = 0; k < kc; k++, s += ks, d += w)                            \
-                    for (int j = 0; j < w; j++) d[j] = j < cols ? s[j] : 0;                  \
-        }                                                                                    \
-    }                                                                                        \
-    /* columns of X contiguous (ks == 1): line j of the panel is src + j ls, along k */      \
-    INLINE_AVX2 void tpack_##S(T *dst, const T *src, int64_t ls, int64_t kc, int64_t n,       \
-                               int w) {                                                      \
-        for (int64_t j0 = 0; j0 < n; j0 += w, dst += kc * w) {                               \
-            for (int c = 0; c < w; c += VL) { /* lines j0 + c ... of the panel */            \
-                int64_t lines = n - j0 - c;                                                  \
-                lines = lines < 0 ? 0 : lines > VL ? VL : lines;                             \
-                if (lines > w - c) lines = w - c;                                            \
-                const T *s = lines ? src + (j0 + c) * ls : src;                              \
-                for (int64_t k0 = 0; k0 < kc; k0 += VL) {                                    \
-                    int64_t steps = kc - k0 < VL ? kc - k0 : VL;                             \
-                    V r[VL];                                                                 \
-                    if (k0 + PF(T) < kc) /* the lines' next cache lines, ahead of the loads */ \
-                        for (int l = 0; l < lines; l++)                                      \
-                            _mm_prefetch((const char *)(s + l * ls + k0 + PF(T)), _MM_HINT_T0); \
-                    for (int l = 0; l < VL; l++)                                             \
-                        r[l] = l < lines ? load_first_##S(s + l * ls + k0, steps)            \
-                                         : _mm256_setzero_##S();                             \
-                    transpose_##S(r);                                                        \
-                    for (int i = 0; i < steps; i++)                                          \
-                        store_first_##S(dst + (k0 + i) * w + c, r[i], w - c);               \
-                }                                                                            \
-            }                                                                                \
-        }                                                                                    \
-    }                                                                                        \
-    /* the panel widths of this file's kernels (MR 6, NR 2 VL) as constants */               \
-    TARGET_AVX2 static void pack_##S(void *dst, const void *src, int64_t ks, int64_t js,     \
-                                     int64_t kc, int64_t n, int w) {                         \
-        if (js == 1 && ks != 1) {                                                            \
-            if (w == 6) copy_##S(dst, src, ks, kc, n, 6);                                    \
-            else if (w == 2 * VL) copy_##S(dst, src, ks, kc, n, 2 * VL);                     \
-            else copy_##S(dst, src, ks, kc, n, w);                                           \
-        } else {                                                                             \
-            if (w == 6) tpack_##S(dst, src, js, kc, n, 6);                                   \
-            else if (w == 2 * VL) tpack_##S(dst, src, js, kc, n, 2 * VL);                    \
-            else tpack_##S(dst, src, js, kc, n, w);                                          \
-        }                                                                                    \
-    }
+// The packers (gemm_avx2_pack.inc): copy_ps, tpack_ps, pack_ps and the same in pd.
+#define T float
+#define V __m256
+#define VL 8
+#define V_SETZERO _mm256_setzero_ps
+#define TRANSPOSE transpose_ps
+#define LOAD_FIRST load_first_ps
+#define STORE_FIRST store_first_ps
+#define COPY copy_ps
+#define TPACK tpack_ps
+#define PACK pack_ps
+#include "gemm_avx2_pack.inc"
+#undef T
+#undef V
+#undef VL
+#undef V_SETZERO
+#undef TRANSPOSE
+#undef LOAD_FIRST
+#undef STORE_FIRST
+#undef COPY
+#undef TPACK
+#undef PACK
 
-DEFINE_PACK(ps, float, __m256, 8)
-DEFINE_PACK(pd, double, __m256d, 4)
+#define T double
+#define V __m256d
+#define VL 4
+#define V_SETZERO _mm256_setzero_pd
+#define TRANSPOSE transpose_pd
+#define LOAD_FIRST load_first_pd
+#define STORE_FIRST store_first_pd
+#define COPY copy_pd
+#define TPACK tpack_pd
+#define PACK pack_pd
+#include "gemm_avx2_pack.inc"
+#undef T
+#undef V
+#undef VL
+#undef V_SETZERO
+#undef TRANSPOSE
+#undef LOAD_FIRST
+#undef STORE_FIRST
+#undef COPY
+#undef TPACK
+#undef PACK
 
 const tt_k_gemm_kernel tt_k_gemm_avx2_f32 = {"avx2 f32 6x16", 6, 16, uk_f32_6x16, uk_f32_6x8,
                                              pack_ps};
