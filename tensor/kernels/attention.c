@@ -1,6 +1,6 @@
 // Fused attention kernels, forward and backward, f32 and f64 (interface, letters and papers in
-// attention.h): tiles of BQ queries x BK keys with an online softmax, so the (T, S)
-// score matrix is never formed. Not here: dropout on the weights (nn/transformer.c composes it).
+// attention.h): tiles of BQ queries x BK keys with an online softmax, so the (T, S) score
+// matrix is never formed. Not here: dropout on the weights (nn/transformer.c composes it).
 //
 // The f32 inner products, exponentials and row reductions run in AVX-512 or AVX2+FMA code
 // picked at run time by cpuid, else in portable C; f64 always runs the portable C (it is for
@@ -14,6 +14,9 @@
 // output element is summed by one thread in a fixed order: results do not depend on the thread
 // count. Memory: per thread, a packed k^T of one head (forward) or of one key block (backward),
 // two (BQ, BK) tiles on the stack, and the backward's D = rowsum(dy y) of the group's rows.
+//
+// Code written once for both dtypes: attention_portable.inc (the portable block operations)
+// and attention_driver.inc (the tiled forward and backward), each included per dtype below.
 #include "attention.h"
 
 #include <math.h>
@@ -43,70 +46,76 @@ static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo :
 
 // ---- the per-ISA block operations ----
 
-#define DEFINE_OPS_TYPE(F, SFX)                                                                    \
-    typedef struct ops_##SFX {                                                                     \
-        /* C (M, N) = alpha A B [+ C]; A[i, k] = a[i a_rs + k a_cs]; B, C rows b_rs, c_rs apart */ \
-        void (*gemm)(int64_t M, int64_t N, int64_t K, const F *a, int64_t a_rs, int64_t a_cs,     \
-                     const F *b, int64_t b_rs, F *c, int64_t c_rs, F alpha, bool acc);            \
-        F (*row_max)(const F *s, int64_t lim);  /* max of s[0 .. lim), lim >= 1 */                 \
-        /* s[c] = c < lim ? exp(s[c] - sub) : 0 for c < BK; returns the sum */                     \
-        F (*row_exp)(F *s, int64_t lim, F sub);                                                    \
-        void (*row_ds)(F *dp, const F *p, F D);         /* dp[c] = p[c] (dp[c] - D), c < BK */     \
-        void (*row_scale)(F *x, int64_t n, F alpha);    /* x[0 .. n) *= alpha */                   \
-    } ops_##SFX;
+// C (M, N) = alpha A B [+ C]: gemm, with A[i, k] = a[i a_rs + k a_cs] and the rows of B and C
+// b_rs and c_rs apart. row_max: the max of s[0 .. lim), lim >= 1. row_exp: s[c] = c < lim ?
+// exp(s[c] - sub) : 0 for c < BK, returning the sum. row_ds: dp[c] = p[c] (dp[c] - D) for c < BK.
+// row_scale: x[0 .. n) *= alpha.
+typedef struct ops_f32 {
+    void (*gemm)(int64_t M, int64_t N, int64_t K, const float *a, int64_t a_rs, int64_t a_cs,
+                 const float *b, int64_t b_rs, float *c, int64_t c_rs, float alpha, bool acc);
+    float (*row_max)(const float *s, int64_t lim);
+    float (*row_exp)(float *s, int64_t lim, float sub);
+    void (*row_ds)(float *dp, const float *p, float D);
+    void (*row_scale)(float *x, int64_t n, float alpha);
+} ops_f32;
 
-DEFINE_OPS_TYPE(float, f32)
-DEFINE_OPS_TYPE(double, f64)
+typedef struct ops_f64 {
+    void (*gemm)(int64_t M, int64_t N, int64_t K, const double *a, int64_t a_rs, int64_t a_cs,
+                 const double *b, int64_t b_rs, double *c, int64_t c_rs, double alpha, bool acc);
+    double (*row_max)(const double *s, int64_t lim);
+    double (*row_exp)(double *s, int64_t lim, double sub);
+    void (*row_ds)(double *dp, const double *p, double D);
+    void (*row_scale)(double *x, int64_t n, double alpha);
+} ops_f64;
 
 // ---- portable C ----
-
-#define DEFINE_PORTABLE(F, SFX, EXP)                                                               \
-    static void gemm_portable_##SFX(int64_t M, int64_t N, int64_t K, const F *a, int64_t a_rs,     \
-                                    int64_t a_cs, const F *b, int64_t b_rs, F *c, int64_t c_rs,    \
-                                    F alpha, bool acc) {                                           \
-        for (int64_t i = 0; i < M; i++) {                                                          \
-            F *cr = c + i * c_rs;                                                                  \
-            const F *ar = a + i * a_rs;                                                            \
-            if (!acc)                                                                              \
-                for (int64_t n = 0; n < N; n++) cr[n] = 0;                                         \
-            for (int64_t k = 0; k < K; k++) {                                                      \
-                F t = alpha * ar[k * a_cs];                                                        \
-                const F *br = b + k * b_rs;                                                        \
-                for (int64_t n = 0; n < N; n++) cr[n] += t * br[n];                                \
-            }                                                                                      \
-        }                                                                                          \
-    }                                                                                              \
-    static F row_max_portable_##SFX(const F *s, int64_t lim) {                                     \
-        F m = s[0];                                                                                \
-        for (int64_t c = 1; c < lim; c++) m = s[c] > m ? s[c] : m;                                 \
-        return m;                                                                                  \
-    }                                                                                              \
-    static F row_exp_portable_##SFX(F *s, int64_t lim, F sub) {                                    \
-        F sum = 0;                                                                                 \
-        for (int64_t c = 0; c < BK; c++) {                                                         \
-            s[c] = c < lim ? EXP(s[c] - sub) : 0;                                                  \
-            sum += s[c];                                                                           \
-        }                                                                                          \
-        return sum;                                                                                \
-    }                                                                                              \
-    static void row_ds_portable_##SFX(F *dp, const F *p, F D) {                                    \
-        for (int64_t c = 0; c < BK; c++) dp[c] = p[c] * (dp[c] - D);                              \
-    }                                                                                              \
-    static void row_scale_portable_##SFX(F *x, int64_t n, F alpha) {                               \
-        for (int64_t c = 0; c < n; c++) x[c] *= alpha;                                             \
-    }                                                                                              \
-    static const ops_##SFX ops_portable_##SFX = {                                                  \
-        gemm_portable_##SFX, row_max_portable_##SFX, row_exp_portable_##SFX,                       \
-        row_ds_portable_##SFX, row_scale_portable_##SFX,                                           \
-    };
 
 // f32 exponentials below EXP_MIN flush to 0 in every ISA (no subnormal weights reach the
 // products); f64 keeps exp's full range.
 #define EXP_MIN -87.0f
 static float exp_flush(float x) { return x < EXP_MIN ? 0.0f : expf(x); }
 
-DEFINE_PORTABLE(float, f32, exp_flush)
-DEFINE_PORTABLE(double, f64, exp)
+// gemm_portable_f32, row_max_portable_f32, ..., ops_portable_f32 and the same in f64
+// (attention_portable.inc).
+#define F float
+#define EXP exp_flush
+#define OPS ops_f32
+#define GEMM_PORTABLE gemm_portable_f32
+#define ROW_MAX_PORTABLE row_max_portable_f32
+#define ROW_EXP_PORTABLE row_exp_portable_f32
+#define ROW_DS_PORTABLE row_ds_portable_f32
+#define ROW_SCALE_PORTABLE row_scale_portable_f32
+#define OPS_PORTABLE ops_portable_f32
+#include "attention_portable.inc"
+#undef F
+#undef EXP
+#undef OPS
+#undef GEMM_PORTABLE
+#undef ROW_MAX_PORTABLE
+#undef ROW_EXP_PORTABLE
+#undef ROW_DS_PORTABLE
+#undef ROW_SCALE_PORTABLE
+#undef OPS_PORTABLE
+
+#define F double
+#define EXP exp
+#define OPS ops_f64
+#define GEMM_PORTABLE gemm_portable_f64
+#define ROW_MAX_PORTABLE row_max_portable_f64
+#define ROW_EXP_PORTABLE row_exp_portable_f64
+#define ROW_DS_PORTABLE row_ds_portable_f64
+#define ROW_SCALE_PORTABLE row_scale_portable_f64
+#define OPS_PORTABLE ops_portable_f64
+#include "attention_portable.inc"
+#undef F
+#undef EXP
+#undef OPS
+#undef GEMM_PORTABLE
+#undef ROW_MAX_PORTABLE
+#undef ROW_EXP_PORTABLE
+#undef ROW_DS_PORTABLE
+#undef ROW_SCALE_PORTABLE
+#undef OPS_PORTABLE
 
 #if ATTN_X86
 
@@ -117,16 +126,6 @@ DEFINE_PORTABLE(double, f64, exp)
 #define EXP_LOG2E 1.44269504088896341f
 #define EXP_LN2_HI 0.693359375f
 #define EXP_LN2_LO -2.12194440054690583e-4f
-#define EXP_TAYLOR(fmadd, set1, p, r)                                                              \
-    do {                                                                                           \
-        p = fmadd(set1(1.0f / 5040), r, set1(1.0f / 720));                                         \
-        p = fmadd(p, r, set1(1.0f / 120));                                                         \
-        p = fmadd(p, r, set1(1.0f / 24));                                                          \
-        p = fmadd(p, r, set1(1.0f / 6));                                                           \
-        p = fmadd(p, r, set1(0.5f));                                                               \
-        p = fmadd(p, r, set1(1.0f));                                                               \
-        p = fmadd(p, r, set1(1.0f));                                                               \
-    } while (0)
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -147,9 +146,26 @@ TGT_AVX512 INLINE __m512 exp512(__m512 x) {
                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_LN2_HI), x);
     r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_LN2_LO), r);
-    __m512 p;
-    EXP_TAYLOR(_mm512_fmadd_ps, _mm512_set1_ps, p, r);
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(1.0f / 5040), r, _mm512_set1_ps(1.0f / 720));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));  // exp(r), Horner
     return _mm512_maskz_mov_ps(keep, _mm512_scalef_ps(p, n));
+}
+
+// One row of C, two vectors (lanes m0, m1): cp = alpha (v0, v1) [+ cp].
+TGT_AVX512 INLINE void store512(float *cp, __m512 v0, __m512 v1, __m512 va, __mmask16 m0,
+                                __mmask16 m1, bool acc) {
+    __m512 o0 = _mm512_mul_ps(v0, va), o1 = _mm512_mul_ps(v1, va);
+    if (acc) {
+        o0 = _mm512_add_ps(o0, _mm512_maskz_loadu_ps(m0, cp));
+        o1 = _mm512_add_ps(o1, _mm512_maskz_loadu_ps(m1, cp + 16));
+    }
+    _mm512_mask_storeu_ps(cp, m0, o0);
+    _mm512_mask_storeu_ps(cp + 16, m1, o1);
 }
 
 // Rows r < R (R constant after inlining) of C, columns of two vectors (lanes m0, m1).
@@ -182,22 +198,10 @@ TGT_AVX512 INLINE void tile512(const int R, int64_t K, const float *a, int64_t a
             c31 = _mm512_fmadd_ps(x, b1, c31);
         }
     }
-#define STORE512(r, v0, v1)                                                                        \
-    do {                                                                                           \
-        float *cp = c + (r) * c_rs;                                                                \
-        __m512 o0 = _mm512_mul_ps(v0, va), o1 = _mm512_mul_ps(v1, va);                             \
-        if (acc) {                                                                                 \
-            o0 = _mm512_add_ps(o0, _mm512_maskz_loadu_ps(m0, cp));                                 \
-            o1 = _mm512_add_ps(o1, _mm512_maskz_loadu_ps(m1, cp + 16));                            \
-        }                                                                                          \
-        _mm512_mask_storeu_ps(cp, m0, o0);                                                         \
-        _mm512_mask_storeu_ps(cp + 16, m1, o1);                                                    \
-    } while (0)
-    STORE512(0, c00, c01);
-    if (R > 1) STORE512(1, c10, c11);
-    if (R > 2) STORE512(2, c20, c21);
-    if (R > 3) STORE512(3, c30, c31);
-#undef STORE512
+    store512(c, c00, c01, va, m0, m1, acc);
+    if (R > 1) store512(c + c_rs, c10, c11, va, m0, m1, acc);
+    if (R > 2) store512(c + 2 * c_rs, c20, c21, va, m0, m1, acc);
+    if (R > 3) store512(c + 3 * c_rs, c30, c31, va, m0, m1, acc);
 }
 
 TGT_AVX512 static void gemm_avx512(int64_t M, int64_t N, int64_t K, const float *a,
@@ -273,8 +277,13 @@ TGT_AVX2 INLINE __m256 exp256(__m256 x) {
                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_LN2_HI), x);
     r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_LN2_LO), r);
-    __m256 p;
-    EXP_TAYLOR(_mm256_fmadd_ps, _mm256_set1_ps, p, r);
+    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(1.0f / 5040), r, _mm256_set1_ps(1.0f / 720));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));  // exp(r), Horner
     __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n),
                                                    _mm256_set1_epi32(127)), 23);  // 2^n
     return _mm256_and_ps(keep, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
@@ -294,6 +303,19 @@ TGT_AVX2 INLINE float hmax256(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
+// One row of C, two vectors (lanes m0, m1): cp = alpha (v0, v1) [+ cp].
+TGT_AVX2 INLINE void store256(float *cp, __m256 v0, __m256 v1, __m256 va, __m256i m0, __m256i m1,
+                              bool acc) {
+    __m256 o0 = _mm256_mul_ps(v0, va), o1 = _mm256_mul_ps(v1, va);
+    if (acc) {
+        o0 = _mm256_add_ps(o0, _mm256_maskload_ps(cp, m0));
+        o1 = _mm256_add_ps(o1, _mm256_maskload_ps(cp + 8, m1));
+    }
+    _mm256_maskstore_ps(cp, m0, o0);
+    _mm256_maskstore_ps(cp + 8, m1, o1);
+}
+
+// Rows r < R (R constant after inlining) of C, columns of two vectors (lanes m0, m1).
 TGT_AVX2 INLINE void tile256(const int R, int64_t K, const float *a, int64_t a_rs, int64_t a_cs,
                              const float *b, int64_t b_rs, float *c, int64_t c_rs, __m256 va,
                              __m256i m0, __m256i m1, bool acc) {
@@ -323,22 +345,10 @@ TGT_AVX2 INLINE void tile256(const int R, int64_t K, const float *a, int64_t a_r
             c31 = _mm256_fmadd_ps(x, b1, c31);
         }
     }
-#define STORE256(r, v0, v1)                                                                        \
-    do {                                                                                           \
-        float *cp = c + (r) * c_rs;                                                                \
-        __m256 o0 = _mm256_mul_ps(v0, va), o1 = _mm256_mul_ps(v1, va);                             \
-        if (acc) {                                                                                 \
-            o0 = _mm256_add_ps(o0, _mm256_maskload_ps(cp, m0));                                    \
-            o1 = _mm256_add_ps(o1, _mm256_maskload_ps(cp + 8, m1));                                \
-        }                                                                                          \
-        _mm256_maskstore_ps(cp, m0, o0);                                                           \
-        _mm256_maskstore_ps(cp + 8, m1, o1);                                                       \
-    } while (0)
-    STORE256(0, c00, c01);
-    if (R > 1) STORE256(1, c10, c11);
-    if (R > 2) STORE256(2, c20, c21);
-    if (R > 3) STORE256(3, c30, c31);
-#undef STORE256
+    store256(c, c00, c01, va, m0, m1, acc);
+    if (R > 1) store256(c + c_rs, c10, c11, va, m0, m1, acc);
+    if (R > 2) store256(c + 2 * c_rs, c20, c21, va, m0, m1, acc);
+    if (R > 3) store256(c + 3 * c_rs, c30, c31, va, m0, m1, acc);
 }
 
 TGT_AVX2 static void gemm_avx2(int64_t M, int64_t N, int64_t K, const float *a, int64_t a_rs,
@@ -444,175 +454,40 @@ static const ops_f64 *ops_get_f64(void) { return &ops_portable_f64; }
 // clamped to [0, nk]; a forward query tile stops at its last row's key, a backward key tile
 // starts at the query tile holding its first key.
 
-#define DEFINE_DRIVERS(F, SFX)                                                                     \
-    /* kt (HS, ld) row-major: kt[d, j] = k[j, d] for j < n, else 0 (j < ld). In runs of 16 */      \
-    /* keys, so that reads and writes each stay within 16 cache lines (a plain column-by- */       \
-    /* column transpose with a power-of-two ld thrashes a few cache sets). */                      \
-    static void pack_kt_##SFX(F *kt, int64_t ld, const F *k, int64_t k_st, int64_t n,              \
-                              int64_t HS) {                                                        \
-        for (int64_t j0 = 0; j0 < n; j0 += 16) {                                                   \
-            int64_t j1 = min64(j0 + 16, n);                                                        \
-            for (int64_t d = 0; d < HS; d++)                                                       \
-                for (int64_t j = j0; j < j1; j++) kt[d * ld + j] = k[j * k_st + d];                \
-        }                                                                                          \
-        for (int64_t d = 0; d < HS; d++)                                                           \
-            for (int64_t j = n; j < ld; j++) kt[d * ld + j] = 0;                                   \
-    }                                                                                              \
-                                                                                                   \
-    /* One (b, h): y rows are accumulated unnormalized, rescaled by exp(m_old - m_new) when */     \
-    /* the running max m grows, and divided by l = sum exp(s - m) at the end. */                   \
-    static void forward_head_##SFX(const ops_##SFX *o, F *y, tt_kattn_strides sy, F *lse,          \
-                                   const F *q, tt_kattn_strides sq, const F *k,                    \
-                                   tt_kattn_strides sk, const F *v, tt_kattn_strides sv,           \
-                                   const tt_kattn_dims *d, int64_t b, int64_t h, F *kt) {          \
-        int64_t nT = d->T, nS = d->S, HS = d->HS, SP = (nS + BK - 1) / BK * BK;                    \
-        int64_t g = h / (d->NH / d->NKV);                                                          \
-        const F *qh = q + b * sq.b + h * sq.h;  /* (T, HS) */                                      \
-        const F *kh = k + b * sk.b + g * sk.h, *vh = v + b * sv.b + g * sv.h;  /* (S, HS) */       \
-        F *yh = y + b * sy.b + h * sy.h, *lh = lse + (b * d->NH + h) * nT;                         \
-        F scale = (F)d->scale;                                                                     \
-        F s[BQ * BK];  /* (BQ, BK) scores, then probabilities */                                   \
-        F m[BQ];                                                                                   \
-        double l[BQ];                                                                              \
-        pack_kt_##SFX(kt, SP, kh, sk.t, nS, HS);  /* (HS, SP) */                                   \
-        for (int64_t i0 = 0; i0 < nT; i0 += BQ) {                                                  \
-            int64_t nq = min64(BQ, nT - i0), jend = d->causal ? min64(i0 + nq, nS) : nS;           \
-            for (int64_t r = 0; r < nq; r++) {                                                     \
-                m[r] = -INFINITY;                                                                  \
-                l[r] = 0;                                                                          \
-            }                                                                                      \
-            for (int64_t j0 = 0; j0 < jend; j0 += BK) {                                            \
-                int64_t nk = min64(BK, nS - j0);                                                   \
-                o->gemm(nq, BK, HS, qh + i0 * sq.t, sq.t, 1, kt + j0, SP, s, BK, scale, false);    \
-                for (int64_t r = 0; r < nq; r++) {                                                 \
-                    F *sr = s + r * BK;                                                            \
-                    int64_t lim = d->causal ? clamp64(i0 + r + 1 - j0, 0, nk) : nk;               \
-                    if (lim == 0) {                                                                \
-                        o->row_exp(sr, 0, 0);                                                      \
-                        continue;                                                                  \
-                    }                                                                              \
-                    F mx = o->row_max(sr, lim), mnew = mx > m[r] ? mx : m[r];                      \
-                    F sum = o->row_exp(sr, lim, mnew);                                             \
-                    if (l[r] != 0) {                                                               \
-                        F alpha = (F)exp((double)m[r] - (double)mnew);                             \
-                        if (alpha != 1) o->row_scale(yh + (i0 + r) * sy.t, HS, alpha);             \
-                        l[r] *= alpha;                                                             \
-                    }                                                                              \
-                    l[r] += sum;                                                                   \
-                    m[r] = mnew;                                                                   \
-                }                                                                                  \
-                int64_t kv = d->causal ? min64(nk, i0 + nq - j0) : nk;                             \
-                /* the first key tile writes the y rows, later ones add to them */                 \
-                o->gemm(nq, HS, kv, s, BK, 1, vh + j0 * sv.t, sv.t, yh + i0 * sy.t, sy.t, 1,       \
-                        j0 > 0);                                                                   \
-            }                                                                                      \
-            for (int64_t r = 0; r < nq; r++) {                                                     \
-                o->row_scale(yh + (i0 + r) * sy.t, HS, (F)(1.0 / l[r]));                           \
-                lh[i0 + r] = (F)((double)m[r] + log(l[r]));                                        \
-            }                                                                                      \
-        }                                                                                          \
-    }                                                                                              \
-                                                                                                   \
-    void tt_kattention_forward_##SFX(F *y, tt_kattn_strides sy, F *lse, const F *q,                \
-                                     tt_kattn_strides sq, const F *k, tt_kattn_strides sk,         \
-                                     const F *v, tt_kattn_strides sv, const tt_kattn_dims *d) {    \
-        const ops_##SFX *o = ops_get_##SFX();                                                      \
-        int64_t ntask = d->B * d->NH, SP = (d->S + BK - 1) / BK * BK;                              \
-        if (ntask == 0 || d->T == 0) return;                                                       \
-        bool par = ntask > 1 && ntask * d->T * d->S * d->HS >= PAR_MIN;                            \
-        (void)par;                                                                                 \
-        OMP(parallel if (par))                                                                     \
-        {                                                                                          \
-            F *kt = TT_MALLOC((size_t)(d->HS * SP) * sizeof(F));                                   \
-            OMP(for schedule(static))                                                              \
-            for (int64_t t = 0; t < ntask; t++)                                                    \
-                forward_head_##SFX(o, y, sy, lse, q, sq, k, sk, v, sv, d, t / d->NH, t % d->NH,    \
-                                   kt);                                                            \
-            tt_free(kt);                                                                           \
-        }                                                                                          \
-    }                                                                                              \
-                                                                                                   \
-    /* One (b, kv head g) with its query heads: for each key tile, dv and dk of the tile */        \
-    /* accumulate over the query heads and tiles in order, dq of each query tile over the */       \
-    /* key tiles in order. P = exp(s - lse), dv += P^T dy, dP = dy v^T, */                         \
-    /* dS = P (dP - D), dq += scale dS k, dk += scale dS^T q. */                                   \
-    static void backward_group_##SFX(const ops_##SFX *o, F *dq, F *dk, F *dv, const F *dy,         \
-                                     tt_kattn_strides sdy, const F *q, tt_kattn_strides sq,        \
-                                     const F *k, tt_kattn_strides sk, const F *v,                  \
-                                     tt_kattn_strides sv, const F *y, tt_kattn_strides sy,         \
-                                     const F *lse, const tt_kattn_dims *d, int64_t b, int64_t g,   \
-                                     F *kt, F *vt, F *D) {                                         \
-        int64_t nT = d->T, nS = d->S, HS = d->HS, rep = d->NH / d->NKV;                            \
-        const F *kg = k + b * sk.b + g * sk.h, *vg = v + b * sv.b + g * sv.h;  /* (S, HS) */       \
-        F *dkg = dk ? dk + (b * d->NKV + g) * nS * HS : NULL;  /* (S, HS) */                       \
-        F *dvg = dv ? dv + (b * d->NKV + g) * nS * HS : NULL;                                      \
-        F scale = (F)d->scale;                                                                     \
-        F s[BQ * BK], dp[BQ * BK];  /* (BQ, BK) */                                                 \
-        for (int64_t e = 0; e < rep; e++) {  /* D = rowsum(dy y), (rep, T) */                      \
-            int64_t h = g * rep + e;                                                               \
-            for (int64_t i = 0; i < nT; i++) {                                                     \
-                const F *dyr = dy + b * sdy.b + h * sdy.h + i * sdy.t;                             \
-                const F *yr = y + b * sy.b + h * sy.h + i * sy.t;                                  \
-                double acc = 0;                                                                    \
-                for (int64_t c = 0; c < HS; c++) acc += (double)dyr[c] * yr[c];                    \
-                D[e * nT + i] = (F)acc;                                                            \
-            }                                                                                      \
-        }                                                                                          \
-        for (int64_t j0 = 0; j0 < nS; j0 += BK) {                                                  \
-            int64_t nk = min64(BK, nS - j0);                                                       \
-            pack_kt_##SFX(kt, BK, kg + j0 * sk.t, sk.t, nk, HS);  /* (HS, BK) */                   \
-            if (dq || dk) pack_kt_##SFX(vt, BK, vg + j0 * sv.t, sv.t, nk, HS);                     \
-            for (int64_t e = 0; e < rep; e++) {                                                    \
-                int64_t h = g * rep + e;                                                           \
-                const F *qh = q + b * sq.b + h * sq.h, *dyh = dy + b * sdy.b + h * sdy.h;          \
-                const F *lh = lse + (b * d->NH + h) * nT, *Dh = D + e * nT;                        \
-                F *dqh = dq ? dq + (b * d->NH + h) * nT * HS : NULL;  /* (T, HS) */                \
-                for (int64_t i0 = d->causal ? j0 / BQ * BQ : 0; i0 < nT; i0 += BQ) {               \
-                    int64_t nq = min64(BQ, nT - i0);                                               \
-                    o->gemm(nq, BK, HS, qh + i0 * sq.t, sq.t, 1, kt, BK, s, BK, scale, false);     \
-                    for (int64_t r = 0; r < nq; r++) {                                             \
-                        int64_t lim = d->causal ? clamp64(i0 + r + 1 - j0, 0, nk) : nk;           \
-                        o->row_exp(s + r * BK, lim, lh[i0 + r]);                                   \
-                    }                                                                              \
-                    if (dvg)                                                                       \
-                        o->gemm(nk, HS, nq, s, 1, BK, dyh + i0 * sdy.t, sdy.t, dvg + j0 * HS, HS,  \
-                                1, true);                                                          \
-                    if (!dqh && !dkg) continue;                                                    \
-                    o->gemm(nq, BK, HS, dyh + i0 * sdy.t, sdy.t, 1, vt, BK, dp, BK, 1, false);     \
-                    for (int64_t r = 0; r < nq; r++)                                               \
-                        o->row_ds(dp + r * BK, s + r * BK, Dh[i0 + r]);                            \
-                    if (dqh)                                                                       \
-                        o->gemm(nq, HS, nk, dp, BK, 1, kg + j0 * sk.t, sk.t, dqh + i0 * HS, HS,    \
-                                scale, true);                                                      \
-                    if (dkg)                                                                       \
-                        o->gemm(nk, HS, nq, dp, 1, BK, qh + i0 * sq.t, sq.t, dkg + j0 * HS, HS,    \
-                                scale, true);                                                      \
-                }                                                                                  \
-            }                                                                                      \
-        }                                                                                          \
-    }                                                                                              \
-                                                                                                   \
-    void tt_kattention_backward_##SFX(F *dq, F *dk, F *dv, const F *dy, tt_kattn_strides sdy,      \
-                                      const F *q, tt_kattn_strides sq, const F *k,                 \
-                                      tt_kattn_strides sk, const F *v, tt_kattn_strides sv,        \
-                                      const F *y, tt_kattn_strides sy, const F *lse,               \
-                                      const tt_kattn_dims *d) {                                    \
-        const ops_##SFX *o = ops_get_##SFX();                                                      \
-        int64_t ntask = d->B * d->NKV, rep = d->NKV > 0 ? d->NH / d->NKV : 0;                      \
-        if ((!dq && !dk && !dv) || ntask == 0 || d->T == 0 || d->S == 0) return;                   \
-        bool par = ntask > 1 && d->B * d->NH * d->T * d->S * d->HS >= PAR_MIN;                     \
-        (void)par;                                                                                 \
-        OMP(parallel if (par))                                                                     \
-        {                                                                                          \
-            F *kt = TT_MALLOC((size_t)(2 * d->HS * BK + rep * d->T) * sizeof(F));                  \
-            F *vt = kt + d->HS * BK, *D = vt + d->HS * BK;                                         \
-            OMP(for schedule(static))                                                              \
-            for (int64_t t = 0; t < ntask; t++)                                                    \
-                backward_group_##SFX(o, dq, dk, dv, dy, sdy, q, sq, k, sk, v, sv, y, sy, lse, d,   \
-                                     t / d->NKV, t % d->NKV, kt, vt, D);                           \
-            tt_free(kt);                                                                           \
-        }                                                                                          \
-    }
+// pack_kt_f32, forward_head_f32, tt_kattention_forward_f32, backward_group_f32,
+// tt_kattention_backward_f32 and the same in f64 (attention_driver.inc).
+#define F float
+#define OPS ops_f32
+#define OPS_GET ops_get_f32
+#define PACK_KT pack_kt_f32
+#define FORWARD_HEAD forward_head_f32
+#define FORWARD tt_kattention_forward_f32
+#define BACKWARD_GROUP backward_group_f32
+#define BACKWARD tt_kattention_backward_f32
+#include "attention_driver.inc"
+#undef F
+#undef OPS
+#undef OPS_GET
+#undef PACK_KT
+#undef FORWARD_HEAD
+#undef FORWARD
+#undef BACKWARD_GROUP
+#undef BACKWARD
 
-DEFINE_DRIVERS(float, f32)
-DEFINE_DRIVERS(double, f64)
+#define F double
+#define OPS ops_f64
+#define OPS_GET ops_get_f64
+#define PACK_KT pack_kt_f64
+#define FORWARD_HEAD forward_head_f64
+#define FORWARD tt_kattention_forward_f64
+#define BACKWARD_GROUP backward_group_f64
+#define BACKWARD tt_kattention_backward_f64
+#include "attention_driver.inc"
+#undef F
+#undef OPS
+#undef OPS_GET
+#undef PACK_KT
+#undef FORWARD_HEAD
+#undef FORWARD
+#undef BACKWARD_GROUP
+#undef BACKWARD

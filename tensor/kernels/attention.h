@@ -27,27 +27,30 @@ typedef struct tt_kattn_strides {
     int64_t b, h, t;
 } tt_kattn_strides;
 
-#define TT_KATTN_DECLARE(T, S)                                                                     \
-    /* Online softmax (Milakov & Gimelshein 2018; Dao et al. 2022, FlashAttention): */             \
-    /* y (B, NH, T, HS) = softmax(q k^T scale) v, writing y and lse (B, NH, T) contiguous, */      \
-    /* lse = log sum_j exp(q_i . k_j scale): all the backward needs besides q, k, v, y. */         \
-    /* q (B, NH, T, HS); k, v (B, NKV, S, HS). Needs S >= 1 when T >= 1. */                        \
-    void tt_kattention_forward_##S(T *y, tt_kattn_strides sy, T *lse, const T *q,                  \
-                                   tt_kattn_strides sq, const T *k, tt_kattn_strides sk,           \
-                                   const T *v, tt_kattn_strides sv, const tt_kattn_dims *d);       \
-    /* FlashAttention's backward (Dao et al. 2022, Algorithm 2 / FlashAttention-2): P is */        \
-    /* recomputed block by block from lse. dq (B, NH, T, HS), dk and dv (B, NKV, S, HS) are */     \
-    /* contiguous and ADDED to (+=); a NULL one is skipped. dy, y (B, NH, T, HS). */               \
-    void tt_kattention_backward_##S(T *dq, T *dk, T *dv, const T *dy, tt_kattn_strides sdy,        \
-                                    const T *q, tt_kattn_strides sq, const T *k,                   \
-                                    tt_kattn_strides sk, const T *v, tt_kattn_strides sv,          \
-                                    const T *y, tt_kattn_strides sy, const T *lse,                 \
-                                    const tt_kattn_dims *d);
+// Online softmax (Milakov & Gimelshein 2018; Dao et al. 2022, FlashAttention):
+// y (B, NH, T, HS) = softmax(q k^T scale) v, writing y and lse (B, NH, T) contiguous,
+// lse = log sum_j exp(q_i . k_j scale): all the backward needs besides q, k, v, y.
+// q (B, NH, T, HS); k, v (B, NKV, S, HS). Needs S >= 1 when T >= 1.
+void tt_kattention_forward_f32(float *y, tt_kattn_strides sy, float *lse, const float *q,
+                               tt_kattn_strides sq, const float *k, tt_kattn_strides sk,
+                               const float *v, tt_kattn_strides sv, const tt_kattn_dims *d);
+void tt_kattention_forward_f64(double *y, tt_kattn_strides sy, double *lse, const double *q,
+                               tt_kattn_strides sq, const double *k, tt_kattn_strides sk,
+                               const double *v, tt_kattn_strides sv, const tt_kattn_dims *d);
 
-TT_KATTN_DECLARE(float, f32)
-TT_KATTN_DECLARE(double, f64)
-
-#undef TT_KATTN_DECLARE
+// FlashAttention's backward (Dao et al. 2022, Algorithm 2 / FlashAttention-2): P is
+// recomputed block by block from lse. dq (B, NH, T, HS), dk and dv (B, NKV, S, HS) are
+// contiguous and ADDED to (+=); a NULL one is skipped. dy, y (B, NH, T, HS).
+void tt_kattention_backward_f32(float *dq, float *dk, float *dv, const float *dy,
+                                tt_kattn_strides sdy, const float *q, tt_kattn_strides sq,
+                                const float *k, tt_kattn_strides sk, const float *v,
+                                tt_kattn_strides sv, const float *y, tt_kattn_strides sy,
+                                const float *lse, const tt_kattn_dims *d);
+void tt_kattention_backward_f64(double *dq, double *dk, double *dv, const double *dy,
+                                tt_kattn_strides sdy, const double *q, tt_kattn_strides sq,
+                                const double *k, tt_kattn_strides sk, const double *v,
+                                tt_kattn_strides sv, const double *y, tt_kattn_strides sy,
+                                const double *lse, const tt_kattn_dims *d);
 
 // ---- instruction set of the f32 kernels (f64 always runs the portable code) ----
 
