@@ -1,5 +1,5 @@
 // tt_scaled_dot_product_attention: fused (causal or full, grouped-query) attention, forward and
-// backward side by side. The tiled arithmetic is in tensor/kernels_attention.c; this file
+// backward side by side. The tiled arithmetic is in tensor/kernels/attention.c; this file
 // checks shapes, picks layouts, records the node. Not here: dropout on the weights.
 //
 // Letters: B batch, NH query heads, NKV key/value heads, T queries, S keys, HS head size.
@@ -11,7 +11,7 @@
 
 #include <math.h>
 
-#include "../tensor/kernels_attention.h"
+#include "../tensor/kernels/attention.h"
 
 typedef struct attention_ctx {
     tt_kattn_dims dims;

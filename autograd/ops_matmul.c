@@ -1,9 +1,9 @@
 // tt_matmul with NumPy semantics (dot, matrix, batched with broadcast batch dims, 1-D operands)
 // and tt_affine (x @ W^T + b, the bias in the GEMM's epilogue), each forward and backward side
 // by side. Operands are read in place through
-// their strides; the GEMM kernels (tensor/kernels_matmul.c) do the arithmetic.
+// their strides; the GEMM kernels (tensor/kernels/matmul.c) do the arithmetic.
 #include "autograd_internal.h"
-#include "../tensor/kernels_matmul.h"
+#include "../tensor/kernels/matmul.h"
 
 #include <string.h>
 

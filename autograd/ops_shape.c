@@ -1,7 +1,7 @@
 // Shape ops, forward and backward side by side: the views that share storage (reshape/view/
 // flatten, transpose, permute, slice/narrow, expand/broadcast_to, squeeze/unsqueeze) and the
 // copying ops (cat, stack, contiguous, clone, to_dtype). Every copy is tt_copy_ (tensor/iter.c,
-// on the raw kernels of tensor/kernels_shape.c).
+// on the raw kernels of tensor/kernels/shape.c).
 #include "autograd_internal.h"
 
 // Like TT_CHECK, but the message names the public op `func` rather than the helper it runs in.

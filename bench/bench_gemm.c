@@ -1,4 +1,4 @@
-// SGEMM throughput of the matrix-product kernel (tensor/kernels_matmul.c): 1024^3 at 1 and 2
+// SGEMM throughput of the matrix-product kernel (tensor/kernels/matmul.c): 1024^3 at 1 and 2
 // threads, and the products of a baby and a mid GPT training step in the layouts the model runs
 // them (forward NT, input gradient NN, weight gradient TN). Prints `bench gemm ...` lines; never
 // part of `make test`, never an assertion.
@@ -15,7 +15,7 @@
 #endif
 
 #include "tinytorch.h"
-#include "tensor/kernels_matmul.h"
+#include "tensor/kernels/matmul.h"
 
 // Letters: C (M, N) = A (M, K) @ B (K, N). Layouts name how A and B sit in memory: nn both
 // row-major; nt B stored as (N, K) (x @ W^T, a Linear's forward); tn A stored as (K, M)

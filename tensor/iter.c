@@ -1,7 +1,7 @@
 // Broadcasting rules and the N-d strided iterator every strided fallback is built on,
 // plus tt_copy_ (strided, broadcasting, converting copy).
 #include "tensor_internal.h"
-#include "kernels_shape.h"
+#include "kernels/shape.h"
 
 // ---- broadcasting ----
 

@@ -1,4 +1,4 @@
-// Check suite of the GEMM kernel layer (tensor/kernels_matmul.c, tensor/gemm_*.c): every SIMD
+// Check suite of the GEMM kernel layer (tensor/kernels/matmul.c, gemm_*.c): every SIMD
 // path the CPU has (generic, AVX2, AVX-512) against a naive double-precision reference over
 // many shapes (1, primes, tile and block edges +-1, split-K), layouts (NN, NT, TN, TT, strided
 // and transposed C) and modes (overwrite, accumulate); bitwise-identical results for 1 and 2
@@ -12,7 +12,7 @@
 #endif
 
 #include "test_util.h"
-#include "tensor/kernels_matmul.h"
+#include "tensor/kernels/matmul.h"
 
 // Letters: C (M, N) (+)= A (M, K) @ B (K, N).
 

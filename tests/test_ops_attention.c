@@ -13,7 +13,7 @@
 #endif
 
 #include "test_util.h"
-#include "tensor/kernels_attention.h"
+#include "tensor/kernels/attention.h"
 
 // ---- helpers ----
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "test_util.h"
-#include "tensor/kernels_matmul.h"
+#include "tensor/kernels/matmul.h"
 
 // ---- helpers ----
 

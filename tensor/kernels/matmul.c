@@ -1,9 +1,10 @@
 // The GEMM driver (f32, f64): run-time choice of the SIMD path, packing of A and B into
 // zero-padded panels, cache blocking, the OpenMP partition of a product's blocks, matrix-vector
 // and few-output products without packing, split-K summation in double for long f32 reductions,
-// the batched driver over broadcast batch dims. The micro-kernels are in tensor/gemm_*.c.
-#include "kernels_matmul.h"
-#include "tensor_internal.h"
+// the batched driver over broadcast batch dims. The micro-kernels are in gemm_*.c. The code
+// written once for both dtypes is in matmul_pack.inc and matmul_gemm.inc, included per dtype.
+#include "matmul.h"
+#include "../tensor_internal.h"
 
 #include <stdatomic.h>
 #include <string.h>
@@ -150,7 +151,7 @@ static char *ws_get(workspace *w, size_t nbytes) {
 // dst[k * mr + i] = A[p mr + i, k], rows past mc zero; B's, steps [0, kc) x columns [0, nc),
 // into ceil(nc / nr) panels, panel q holding dst[k * nr + j] = B[k, q nr + j], columns past
 // nc zero. Both read any strides. The AVX2 and AVX-512 paths pack the two contiguous cases with
-// their own packers (tt_k_gemm_kernel.pack, in tensor/gemm_avx2.c and gemm_avx512.c: full-width
+// their own packers (tt_k_gemm_kernel.pack, in gemm_avx2.c and gemm_avx512.c: full-width
 // copies and 8 x 8 or 16 x 16 transposes). The code here packs for the generic path and any
 // other strides: when the packed dim is contiguous in memory (A^T's rows, B's rows), a whole row
 // is copied across every panel at once, so memory is read in order; when the other dim is (A's
@@ -201,41 +202,22 @@ static void tpack_f64(double *dst, int w, const double *src, int64_t ls, int nl,
         for (int64_t k = 0; k < kc; k++) dst[k * w + l] = src[l * ls + k];
 }
 
-// Packs the (kc, n) matrix X[k, j] = src[k * ks + j * js] into ceil(n / w) panels of width w
-// (dst[q][k * w + j] = X[k, q w + j], zero past n): A^T or B (see pack below).
-// Portable: for the generic path, and for any path when neither dim is contiguous.
-#define DEFINE_PACK(T, S)                                                                     \
-    static void pack_##S(void *dst_, const void *src_, int64_t ks, int64_t js, int64_t kc,    \
-                         int64_t n, int w) {                                                  \
-        T *dst = dst_;                                                                        \
-        const T *src = src_;                                                                  \
-        if (js == 1 && ks != 1) { /* rows of X contiguous: copy each across every panel */   \
-            for (int64_t k = 0; k < kc; k++) {                                                \
-                const T *xk = src + k * ks;                                                   \
-                for (int64_t j0 = 0; j0 < n; j0 += w) {                                       \
-                    T *d = dst + j0 * kc + k * w;                                             \
-                    int cols = (int)min64(w, n - j0);                                         \
-                    for (int j = 0; j < cols; j++) d[j] = xk[j0 + j];                         \
-                    for (int j = cols; j < w; j++) d[j] = 0;                                  \
-                }                                                                             \
-            }                                                                                 \
-            return;                                                                           \
-        }                                                                                     \
-        for (int64_t j0 = 0; j0 < n; j0 += w, dst += kc * w) {                                \
-            int cols = (int)min64(w, n - j0);                                                 \
-            if (ks == 1) /* columns of X contiguous: transpose */                             \
-                tpack_##S(dst, w, src + j0 * js, js, cols, kc);                               \
-            else                                                                              \
-                for (int64_t k = 0; k < kc; k++)                                              \
-                    for (int j = 0; j < cols; j++) dst[k * w + j] = src[k * ks + (j0 + j) * js]; \
-            if (cols < w)                                                                     \
-                for (int64_t k = 0; k < kc; k++)                                              \
-                    for (int j = cols; j < w; j++) dst[k * w + j] = 0;                        \
-        }                                                                                     \
-    }
+// pack_f32, pack_f64 (matmul_pack.inc): the portable packers.
+#define T float
+#define PACK pack_f32
+#define TPACK tpack_f32
+#include "matmul_pack.inc"
+#undef T
+#undef PACK
+#undef TPACK
 
-DEFINE_PACK(float, f32)
-DEFINE_PACK(double, f64)
+#define T double
+#define PACK pack_f64
+#define TPACK tpack_f64
+#include "matmul_pack.inc"
+#undef T
+#undef PACK
+#undef TPACK
 
 // ---- packed GEMM ----
 
@@ -374,139 +356,8 @@ static void gemm_packed(tt_dtype dtype, int64_t M, int64_t N, int64_t K, const v
 #endif
 }
 
-// ---- dot products and matrix-vector products (no packing) ----
-// dot: sum_k a[k as] b[k bs], each run of up to KC products summed in 8 lanes of T (lane l
-// takes k = l mod 8; the lanes are then added pairwise) and the runs in double. gemv_cols:
-// y[i] (+)= sum_k A[i, k] x[k] for A with contiguous columns (A[i, k] = a[i + k cs]): each run
-// of KC steps of k is summed in T by column updates, four steps per pass over y (evaluated left
-// to right, so the same rounding as four single updates), and the runs in double, 256 rows at a
-// time. Plain C, compiled for AVX-512, AVX2 and baseline x86-64 and picked by the loader
-// (TT_CLONES); the vector width changes the speed, not the result (no FMA contraction in
-// ISO C mode, fixed lanes).
 
-#define GEMV_ROWS 256
-#define GEMV_PAR_MIN (1 << 14)  // elements of A: 64 KiB of f32
-#ifdef _OPENMP
-#define GEMV_PARALLEL _Pragma("omp parallel for schedule(static) num_threads(nt_) if (nt_ > 1)")
-#else
-#define GEMV_PARALLEL
-#endif
-#define DEFINE_DOT(T, S)                                                                      \
-    TT_CLONES static double dot_##S(int64_t K, const T *a, int64_t as, const T *b, int64_t bs) { \
-        double acc = 0;                                                                       \
-        for (int64_t k0 = 0; k0 < K; k0 += KC) {                                              \
-            int64_t kc = min64(KC, K - k0), k = 0;                                            \
-            T lane[8] = {0};                                                                  \
-            const T *ak = a + k0 * as, *bk = b + k0 * bs;                                     \
-            if (as == 1 && bs == 1)                                                           \
-                for (; k + 8 <= kc; k += 8)                                                   \
-                    for (int l = 0; l < 8; l++) lane[l] += ak[k + l] * bk[k + l];             \
-            for (; k < kc; k++) lane[k & 7] += ak[k * as] * bk[k * bs];                       \
-            acc += (double)(((lane[0] + lane[4]) + (lane[1] + lane[5])) +                     \
-                            ((lane[2] + lane[6]) + (lane[3] + lane[7])));                     \
-        }                                                                                     \
-        return acc;                                                                           \
-    }                                                                                         \
-    TT_CLONES static void gemv_cols_##S(int64_t M, int64_t K, const T *a, int64_t cs,         \
-                                     const T *x, int64_t xs, T *y, int64_t ys,                \
-                                     bool accumulate) {                                       \
-        for (int64_t i0 = 0; i0 < M; i0 += GEMV_ROWS) {                                       \
-            int64_t m = min64(GEMV_ROWS, M - i0);                                             \
-            double acc[GEMV_ROWS];                                                            \
-            T run[GEMV_ROWS];                                                                 \
-            for (int64_t i = 0; i < m; i++) acc[i] = 0;                                       \
-            for (int64_t k0 = 0; k0 < K; k0 += KC) {                                          \
-                int64_t k1 = k0 + min64(KC, K - k0), k = k0;                                  \
-                for (int64_t i = 0; i < m; i++) run[i] = 0;                                   \
-                for (; k + 4 <= k1; k += 4) {                                                 \
-                    const T *a0 = a + i0 + k * cs, *a1 = a0 + cs, *a2 = a1 + cs, *a3 = a2 + cs; \
-                    T x0 = x[k * xs], x1 = x[(k + 1) * xs], x2 = x[(k + 2) * xs];             \
-                    T x3 = x[(k + 3) * xs];                                                   \
-                    for (int64_t i = 0; i < m; i++)                                           \
-                        run[i] = run[i] + a0[i] * x0 + a1[i] * x1 + a2[i] * x2 + a3[i] * x3;  \
-                }                                                                             \
-                for (; k < k1; k++) {                                                         \
-                    const T *ak = a + i0 + k * cs;                                            \
-                    T xk = x[k * xs];                                                         \
-                    for (int64_t i = 0; i < m; i++) run[i] += ak[i] * xk;                     \
-                }                                                                             \
-                for (int64_t i = 0; i < m; i++) acc[i] += run[i];                             \
-            }                                                                                 \
-            for (int64_t i = 0; i < m; i++) {                                                 \
-                T *yi = y + (i0 + i) * ys;                                                    \
-                *yi = accumulate ? (T)((double)*yi + acc[i]) : (T)acc[i];                     \
-            }                                                                                 \
-        }                                                                                     \
-    }
-
-DEFINE_DOT(float, f32)
-DEFINE_DOT(double, f64)
-
-// ---- single GEMM ----
-// Matrix-vector products (N == 1, or M == 1 read as C^T = B^T A^T) and few-output
-// products take the unpacked paths; everything else is packed. A C whose columns are not
-// contiguous is computed as C^T = B^T A^T when its rows are, else through a contiguous copy.
-#define DEFINE_GEMM(T, S)                                                                 \
-    static void gemm_unit_cs_##S(int64_t M, int64_t N, int64_t K, const T *A, int64_t a_rs,   \
-                                 int64_t a_cs, const T *B, int64_t b_rs, int64_t b_cs, T *C,  \
-                                 int64_t c_rs, bool accumulate);                              \
-    void tt_k_gemm_##S(int64_t M, int64_t N, int64_t K, const T *A, int64_t a_rs,              \
-                       int64_t a_cs, const T *B, int64_t b_rs, int64_t b_cs, T *C,             \
-                       int64_t c_rs, int64_t c_cs, bool accumulate) {                         \
-        if (M <= 0 || N <= 0) return;                                                         \
-        if (K <= 0) {                                                                         \
-            if (!accumulate)                                                                  \
-                for (int64_t i = 0; i < M; i++)                                               \
-                    for (int64_t j = 0; j < N; j++) C[i * c_rs + j * c_cs] = 0;               \
-            return;                                                                           \
-        }                                                                                     \
-        if (M == 1 && N > 1) { /* c^T (N, 1) = B^T (N, K) a^T (K, 1) */                      \
-            tt_k_gemm_##S(N, 1, K, B, b_cs, b_rs, A, a_cs, a_rs, C, c_cs, c_rs, accumulate);  \
-            return;                                                                           \
-        }                                                                                     \
-        if (N == 1) {                                                                         \
-            if (a_rs == 1 && a_cs != 1 && M > 1) {                                            \
-                gemv_cols_##S(M, K, A, a_cs, B, b_rs, C, c_rs, accumulate);                   \
-            } else {                                                                          \
-                /* A matrix-vector product reads all of A once and is bound by memory: from   \
-                   GEMV_PAR_MIN elements the rows are shared between threads, statically, so  \
-                   a weight decoded token after token stays in the L2 of the core that owns   \
-                   its rows. Each row is one dot product whatever the thread count. */        \
-                int nt_ = M * K >= GEMV_PAR_MIN ? max_threads() : 1;                          \
-                (void)nt_;                                                                    \
-                GEMV_PARALLEL                                                                 \
-                for (int64_t i = 0; i < M; i++) {                                             \
-                    double s = dot_##S(K, A + i * a_rs, a_cs, B, b_rs);                       \
-                    T *ci = C + i * c_rs;                                                     \
-                    *ci = accumulate ? (T)((double)*ci + s) : (T)s;                           \
-                }                                                                             \
-            }                                                                                 \
-            return;                                                                           \
-        }                                                                                     \
-        if (M * N <= DOT_MAX_OUT) {                                                           \
-            for (int64_t i = 0; i < M; i++)                                                   \
-                for (int64_t j = 0; j < N; j++) {                                             \
-                    double s = dot_##S(K, A + i * a_rs, a_cs, B + j * b_cs, b_rs);            \
-                    T *cij = C + i * c_rs + j * c_cs;                                         \
-                    *cij = accumulate ? (T)((double)*cij + s) : (T)s;                         \
-                }                                                                             \
-            return;                                                                           \
-        }                                                                                     \
-        if (c_cs == 1) {                                                                      \
-            gemm_unit_cs_##S(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, c_rs, accumulate);     \
-        } else if (c_rs == 1) { /* C^T (N, M) = B^T A^T, rows of C^T contiguous */            \
-            gemm_unit_cs_##S(N, M, K, B, b_cs, b_rs, A, a_cs, a_rs, C, c_cs, accumulate);     \
-        } else { /* through a contiguous copy of C */                                        \
-            T *t = TT_MALLOC((size_t)(M * N) * sizeof *t);                                    \
-            if (accumulate)                                                                   \
-                for (int64_t i = 0; i < M; i++)                                               \
-                    for (int64_t j = 0; j < N; j++) t[i * N + j] = C[i * c_rs + j * c_cs];    \
-            gemm_unit_cs_##S(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, t, N, accumulate);        \
-            for (int64_t i = 0; i < M; i++)                                                   \
-                for (int64_t j = 0; j < N; j++) C[i * c_rs + j * c_cs] = t[i * N + j];        \
-            tt_free(t);                                                                       \
-        }                                                                                     \
-    }
+// ---- the packed product of a C with unit column stride ----
 
 // f64 sums in double already: no split.
 static void gemm_unit_cs_f64(int64_t M, int64_t N, int64_t K, const double *A, int64_t a_rs,
@@ -539,26 +390,60 @@ static void gemm_unit_cs_f32(int64_t M, int64_t N, int64_t K, const float *A, in
     tt_free(part);
 }
 
-DEFINE_GEMM(float, f32)
-DEFINE_GEMM(double, f64)
+// ---- unpacked products and the single GEMM (matmul_gemm.inc) ----
+// dot: sum_k a[k as] b[k bs], each run of up to KC products summed in 8 lanes of T (lane l
+// takes k = l mod 8; the lanes are then added pairwise) and the runs in double. gemv_cols:
+// y[i] (+)= sum_k A[i, k] x[k] for A with contiguous columns (A[i, k] = a[i + k cs]): each run
+// of KC steps of k is summed in T by column updates, four steps per pass over y (evaluated left
+// to right, so the same rounding as four single updates), and the runs in double, 256 rows at a
+// time. Plain C, compiled for AVX-512, AVX2 and baseline x86-64 and picked by the loader
+// (TT_CLONES); the vector width changes the speed, not the result (no FMA contraction in
+// ISO C mode, fixed lanes).
 
-// With a bias: through the packed path's epilogue when tt_k_gemm would take that path
-// unsplit, else by filling C's rows with the bias and accumulating (the same bits).
-#define DEFINE_GEMM_BIAS(T, S, DT, KMAX)                                                      \
-    void tt_k_gemm_bias_##S(int64_t M, int64_t N, int64_t K, const T *A, int64_t a_rs,         \
-                            int64_t a_cs, const T *B, int64_t b_rs, int64_t b_cs,             \
-                            const T *bias, T *C, int64_t c_rs) {                              \
-        if (M <= 0 || N <= 0) return;                                                         \
-        if (M > 1 && N > 1 && M * N > DOT_MAX_OUT && K >= 1 && K <= KMAX) {                   \
-            gemm_packed(DT, M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, c_rs, false, bias);     \
-            return;                                                                           \
-        }                                                                                     \
-        for (int64_t i = 0; i < M; i++) memcpy(C + i * c_rs, bias, (size_t)N * sizeof *C);    \
-        tt_k_gemm_##S(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, c_rs, 1, true);               \
-    }
+#define GEMV_ROWS 256
+#define GEMV_PAR_MIN (1 << 14)  // elements of A: 64 KiB of f32
+#ifdef _OPENMP
+#define GEMV_PARALLEL _Pragma("omp parallel for schedule(static) num_threads(nt_) if (nt_ > 1)")
+#else
+#define GEMV_PARALLEL
+#endif
 
-DEFINE_GEMM_BIAS(float, f32, TT_F32, KSPLIT)
-DEFINE_GEMM_BIAS(double, f64, TT_F64, INT64_MAX)
+// dot_f32, gemv_cols_f32, tt_k_gemm_f32, tt_k_gemm_bias_f32 and the same in f64.
+#define T float
+#define DT TT_F32
+#define BIAS_KMAX KSPLIT
+#define DOT dot_f32
+#define GEMV_COLS gemv_cols_f32
+#define GEMM_UNIT_CS gemm_unit_cs_f32
+#define GEMM tt_k_gemm_f32
+#define GEMM_BIAS tt_k_gemm_bias_f32
+#include "matmul_gemm.inc"
+#undef T
+#undef DT
+#undef BIAS_KMAX
+#undef DOT
+#undef GEMV_COLS
+#undef GEMM_UNIT_CS
+#undef GEMM
+#undef GEMM_BIAS
+
+#define T double
+#define DT TT_F64
+#define BIAS_KMAX INT64_MAX
+#define DOT dot_f64
+#define GEMV_COLS gemv_cols_f64
+#define GEMM_UNIT_CS gemm_unit_cs_f64
+#define GEMM tt_k_gemm_f64
+#define GEMM_BIAS tt_k_gemm_bias_f64
+#include "matmul_gemm.inc"
+#undef T
+#undef DT
+#undef BIAS_KMAX
+#undef DOT
+#undef GEMV_COLS
+#undef GEMM_UNIT_CS
+#undef GEMM
+#undef GEMM_BIAS
 
 // ---- batched driver ----
 

@@ -1,14 +1,14 @@
 // Internal interface of the matrix-product kernels: a strided GEMM per dtype, a batched driver
-// over broadcast batch dims, the micro-kernel table of the packed GEMM (tensor/gemm_*.c) and a
-// selector that forces one SIMD path (for tests and benchmarks). Raw pointers and sizes only,
-// no autograd. Not installed.
+// over broadcast batch dims, the micro-kernel table of the packed GEMM (gemm_*.c in this folder)
+// and a selector that forces one SIMD path (for tests and benchmarks). Raw pointers and sizes
+// only, no autograd. Not installed.
 #ifndef TT_KERNELS_MATMUL_H
 #define TT_KERNELS_MATMUL_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "tensor.h"
+#include "../tensor.h"
 
 // ---- single GEMM ----
 // C = A B (accumulate false) or C += A B (accumulate true), with A (M, K), B (K, N), C (M, N)
@@ -91,7 +91,7 @@ const char *tt_k_gemm_path_name(tt_k_gemm_path path);
 tt_k_gemm_path tt_k_gemm_set_path(tt_k_gemm_path path);
 tt_k_gemm_path tt_k_gemm_active_path(void);  // the path AUTO resolves to, or the forced one
 
-// ---- micro-kernels of the packed GEMM (tensor/gemm_generic.c, gemm_avx2.c, gemm_avx512.c) ----
+// ---- micro-kernels of the packed GEMM (kernels/gemm_generic.c, gemm_avx2.c, gemm_avx512.c) ----
 // c[i * ldc + j] (+)= sum_k a[k * mr_max + i] * b[k * nr_max + j] for i < mr, j < nr: one tile
 // of C (unit column stride) from a packed panel of A (kc, MR) and one of B (kc, NR), both
 // zero-padded to the full tile. add false overwrites the tile, with bias[j] added to every

@@ -1,7 +1,7 @@
 // Raw copy kernels of tt_copy_ (and so of the shape ops): strided runs of bit copies (any dtype)
 // and f32 <-> f64 conversions, each with a contiguous fast path. Iteration over dims is the
 // caller's.
-#include "kernels_shape.h"
+#include "shape.h"
 
 #include <string.h>
 

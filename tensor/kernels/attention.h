@@ -1,0 +1,72 @@
+// Raw kernels of the fused attention op (autograd/ops_attention.c): y = softmax(q k^T scale
+// [+ causal mask]) v, forward and backward, f32 and f64, tiled so that no (T, S) score matrix
+// is ever formed. Strided raw buffers only; no tensors, no autograd. Internal, not installed.
+//
+// Letters: B batch, NH query heads, NKV key/value heads (NH % NKV == 0: query head h reads
+// kv head h / (NH / NKV)), T queries, S keys, HS head size. A (B, heads, rows, HS) operand is
+// addressed through its own element strides of b, heads and rows; HS is always unit-stride.
+#ifndef TT_KERNELS_ATTENTION_H
+#define TT_KERNELS_ATTENTION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../tensor.h"
+
+// Queries and keys are processed in blocks of this many rows (a multiple of every SIMD width).
+#define TT_KATTN_BLOCK 32
+
+typedef struct tt_kattn_dims {
+    int64_t B, NH, NKV, T, S, HS;
+    bool causal;   // query i sees keys 0 .. i (needs T == S)
+    double scale;  // multiplies q k^T before the softmax
+} tt_kattn_dims;
+
+// Element strides of a (B, heads, rows, HS) buffer; the HS dim has stride 1.
+typedef struct tt_kattn_strides {
+    int64_t b, h, t;
+} tt_kattn_strides;
+
+// Online softmax (Milakov & Gimelshein 2018; Dao et al. 2022, FlashAttention):
+// y (B, NH, T, HS) = softmax(q k^T scale) v, writing y and lse (B, NH, T) contiguous,
+// lse = log sum_j exp(q_i . k_j scale): all the backward needs besides q, k, v, y.
+// q (B, NH, T, HS); k, v (B, NKV, S, HS). Needs S >= 1 when T >= 1.
+void tt_kattention_forward_f32(float *y, tt_kattn_strides sy, float *lse, const float *q,
+                               tt_kattn_strides sq, const float *k, tt_kattn_strides sk,
+                               const float *v, tt_kattn_strides sv, const tt_kattn_dims *d);
+void tt_kattention_forward_f64(double *y, tt_kattn_strides sy, double *lse, const double *q,
+                               tt_kattn_strides sq, const double *k, tt_kattn_strides sk,
+                               const double *v, tt_kattn_strides sv, const tt_kattn_dims *d);
+
+// FlashAttention's backward (Dao et al. 2022, Algorithm 2 / FlashAttention-2): P is
+// recomputed block by block from lse. dq (B, NH, T, HS), dk and dv (B, NKV, S, HS) are
+// contiguous and ADDED to (+=); a NULL one is skipped. dy, y (B, NH, T, HS).
+void tt_kattention_backward_f32(float *dq, float *dk, float *dv, const float *dy,
+                                tt_kattn_strides sdy, const float *q, tt_kattn_strides sq,
+                                const float *k, tt_kattn_strides sk, const float *v,
+                                tt_kattn_strides sv, const float *y, tt_kattn_strides sy,
+                                const float *lse, const tt_kattn_dims *d);
+void tt_kattention_backward_f64(double *dq, double *dk, double *dv, const double *dy,
+                                tt_kattn_strides sdy, const double *q, tt_kattn_strides sq,
+                                const double *k, tt_kattn_strides sk, const double *v,
+                                tt_kattn_strides sv, const double *y, tt_kattn_strides sy,
+                                const double *lse, const tt_kattn_dims *d);
+
+// ---- instruction set of the f32 kernels (f64 always runs the portable code) ----
+
+typedef enum tt_kattn_isa {
+    TT_KATTN_PORTABLE,  // plain C
+    TT_KATTN_AVX2,      // AVX2 + FMA
+    TT_KATTN_AVX512,    // AVX-512F
+    TT_KATTN_ISA_COUNT
+} tt_kattn_isa;
+
+// The best the CPU supports, unless lowered by tt_kattention_set_isa. Deterministic for a
+// given ISA and thread count; results of different ISAs differ in the last bits.
+tt_kattn_isa tt_kattention_isa(void);
+const char *tt_kattention_isa_name(tt_kattn_isa isa);  // "portable", "avx2", "avx512"
+// Caps the ISA (for tests and benchmarks; not thread-safe against running kernels). A request
+// above what the CPU supports gives the best supported one. Returns the previous cap.
+tt_kattn_isa tt_kattention_set_isa(tt_kattn_isa isa);
+
+#endif  // TT_KERNELS_ATTENTION_H
