@@ -126,7 +126,9 @@ static inline float gelu_f32(float x) { return x * phi_cdf_f32(x); }
 
 static inline float gelu_grad_f32(float x) {
     const float d = phi_cdf_f32(x) + x * (float)INV_SQRT_2PI * exp_neg_f32(-0.5f * x * x);
-    return fabsf(x) == INFINITY ? NAN : d;  // exp_neg_f32 stops at e^-87: inf * 0 by hand
+    // exp_neg_f32 stops at e^-87, so inf * 0 is made by hand: x - x is NaN at +-inf and +0
+    // elsewhere, and d is never -0.0 (Phi(x) >= +0 is added last), so finite x keeps its bits.
+    return d + (x - x);
 }
 
 // The f32 or f64 helper, by the argument's type.
