@@ -1,6 +1,8 @@
 // Internals shared by the files of autograd/: the tape node, recording, gradient accumulation.
 //
-// How an op is written (forward and backward side by side, in its family file):
+// How a hand-written op (a TT_OP row of ops.def) is written, forward and backward side by side
+// in its family file (the elementwise ops are generated from their rows instead; pow_scalar,
+// one of them now, serves as the example):
 //
 //     typedef struct { double p; } pow_scalar_ctx;            // typed saved state
 //     tt_tensor *tt_pow_scalar(tt_tensor *a, double p) {

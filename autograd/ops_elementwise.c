@@ -249,4 +249,7 @@ void tt__backward_binary(tt_node *n) {
 tt_tensor *tt_sub_scalar(tt_tensor *a, double s) { return tt_add_scalar(a, -s); }
 
 // s - a is (-a) + s, bit for bit (IEEE subtraction is the addition of the negation).
-tt_tensor *tt_rsub_scalar(double s, tt_tensor *a) { return tt_add_scalar(tt_neg(a), s); }
+tt_tensor *tt_rsub_scalar(double s, tt_tensor *a) {
+    check_input(a, __func__);  // so that a misuse names this function, not tt_neg
+    return tt_add_scalar(tt_neg(a), s);
+}
