@@ -28,17 +28,24 @@ extern "C" {
 // ---- the op table ----
 
 typedef enum tt_op {
-#define TT_OP(id, name, arity) TT_OP_##id,
-#define TT_OP_ND(id, name, arity) TT_OP_##id,
+#define TT_OP(ID, name, arity, saves) TT_OP_##ID,
 #include "ops.def"
-#undef TT_OP
-#undef TT_OP_ND
     TT_OP_COUNT
 } tt_op;
 
 const char *tt_op_name(tt_op op);
 int tt_op_arity(tt_op op);                // -1: variadic
 bool tt_op_differentiable(tt_op op);
+// Bit i is set when op's backward reads the values of input i (the `saves` column of ops.def):
+// writing such an input in place between the op and backward would change the gradient.
+unsigned tt_op_saved_inputs(tt_op op);
+
+// Flags of the elementwise rows of ops.def (see its header).
+#define TT_EW_OUT 0x1u     // the backward reads the output
+#define TT_EW_PASS_A 0x2u  // the gradient of the first input is g itself
+#define TT_EW_PASS_B 0x4u  // the gradient of the second input is g itself
+#define TT_EW_KINK0 0x8u   // gradcheck: inputs stay 0.1 away from 0
+#define TT_EW_APART 0x10u  // gradcheck: a and b stay 0.1 apart
 
 // ---- grad mode, leaves, backward ----
 
@@ -56,36 +63,19 @@ void tt_backward_with(tt_tensor *out, tt_tensor *grad);
 // The general form; retain_graph keeps the graph for another backward through it.
 void tt_backward_ex(tt_tensor *out, tt_tensor *grad, bool retain_graph);
 
-// ---- elementwise (NumPy broadcasting between the two operands) ----
+// ---- elementwise ----
+// The rows of ops.def (each with its documentation) declare these: tt_<name>(a, b) for a
+// TT_BINARY row (NumPy broadcasting between the operands), tt_<name>(x, double s) for a
+// TT_UNARY_S row, tt_<name>(x) for a TT_UNARY row. For example tt_add, tt_mul, tt_maximum,
+// tt_add_scalar, tt_pow_scalar, tt_exp, tt_relu, tt_gelu, tt_silu, tt_square.
+#define TT_BINARY(ID, name, ...) tt_tensor *tt_##name(tt_tensor *a, tt_tensor *b);
+#define TT_UNARY_S(ID, name, ...) tt_tensor *tt_##name(tt_tensor *x, double s);
+#define TT_UNARY(ID, name, ...) tt_tensor *tt_##name(tt_tensor *x);
+#include "ops.def"
 
-tt_tensor *tt_add(tt_tensor *a, tt_tensor *b);
-tt_tensor *tt_sub(tt_tensor *a, tt_tensor *b);
-tt_tensor *tt_mul(tt_tensor *a, tt_tensor *b);
-tt_tensor *tt_div(tt_tensor *a, tt_tensor *b);
-tt_tensor *tt_pow(tt_tensor *a, tt_tensor *b);      // a > 0 where b's gradient matters
-tt_tensor *tt_maximum(tt_tensor *a, tt_tensor *b);  // ties split the gradient evenly
-tt_tensor *tt_minimum(tt_tensor *a, tt_tensor *b);
-
-tt_tensor *tt_add_scalar(tt_tensor *a, double s);   // a + s
-tt_tensor *tt_sub_scalar(tt_tensor *a, double s);   // a - s (an add_scalar of -s)
-tt_tensor *tt_mul_scalar(tt_tensor *a, double s);   // a * s
-tt_tensor *tt_div_scalar(tt_tensor *a, double s);   // a / s
-tt_tensor *tt_rsub_scalar(double s, tt_tensor *a);  // s - a
-tt_tensor *tt_pow_scalar(tt_tensor *a, double p);   // a ^ p
-
-tt_tensor *tt_neg(tt_tensor *x);
-tt_tensor *tt_exp(tt_tensor *x);
-tt_tensor *tt_log(tt_tensor *x);
-tt_tensor *tt_sqrt(tt_tensor *x);
-tt_tensor *tt_rsqrt(tt_tensor *x);
-tt_tensor *tt_abs(tt_tensor *x);  // gradient 0 at 0
-tt_tensor *tt_tanh(tt_tensor *x);
-tt_tensor *tt_sigmoid(tt_tensor *x);
-tt_tensor *tt_relu(tt_tensor *x);  // gradient 0 at 0
-tt_tensor *tt_gelu(tt_tensor *x);       // exact: x * Phi(x), with erf
-tt_tensor *tt_gelu_tanh(tt_tensor *x);  // the tanh approximation (GPT-2)
-tt_tensor *tt_silu(tt_tensor *x);       // x * sigmoid(x)
-tt_tensor *tt_square(tt_tensor *x);
+// Compositions of the above (no row of their own).
+tt_tensor *tt_sub_scalar(tt_tensor *a, double s);   // a - s: add_scalar(a, -s), exact
+tt_tensor *tt_rsub_scalar(double s, tt_tensor *a);  // s - a: add_scalar(neg(a), s), exact
 
 // ---- reductions over a set of dims (ndims == 0: all dims) ----
 

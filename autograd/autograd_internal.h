@@ -1,6 +1,8 @@
 // Internals shared by the files of autograd/: the tape node, recording, gradient accumulation.
 //
-// How an op is written (forward and backward side by side, in its family file):
+// How a hand-written op (a TT_OP row of ops.def) is written, forward and backward side by side
+// in its family file (the elementwise ops are generated from their rows instead; pow_scalar,
+// one of them now, serves as the example):
 //
 //     typedef struct { double p; } pow_scalar_ctx;            // typed saved state
 //     tt_tensor *tt_pow_scalar(tt_tensor *a, double p) {
@@ -40,11 +42,15 @@ struct tt_node {
     void *ctx;          // typed per-op state (zeroed), stored in the same allocation
 };
 
-#define TT_OP(id, name, arity) void tt__backward_##name(tt_node *n);
-#define TT_OP_ND(id, name, arity)
+// The backward of each hand-written op; the generated elementwise rows share two.
+#define TT_OP(ID, name, arity, saves) void tt__backward_##name(tt_node *n);
+#define TT_OP_ND(ID, name, arity)
+#define TT_UNARY(ID, name, saves, flags, lo, hi)
+#define TT_UNARY_S(ID, name, saves, flags, lo, hi, s)
+#define TT_BINARY(ID, name, saves, flags, alo, ahi, blo, bhi)
 #include "ops.def"
-#undef TT_OP
-#undef TT_OP_ND
+void tt__backward_unary(tt_node *n);   // every TT_UNARY and TT_UNARY_S row
+void tt__backward_binary(tt_node *n);  // every TT_BINARY row
 
 // Records a node producing `out` (when grad mode is on and some non-NULL input requires grad)
 // and marks out->requires_grad. Returns

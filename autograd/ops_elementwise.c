@@ -1,9 +1,10 @@
-// The elementwise ops, each forward beside its backward: binary ops with NumPy broadcasting,
-// the scalar forms and the unary maps. The math is in tensor/kernels_elementwise.c; this file
-// does shapes, broadcasting, strides, dtype dispatch and the tape. Reductions are elsewhere.
+// The elementwise ops, generated from the TT_UNARY, TT_UNARY_S and TT_BINARY rows of ops.def:
+// each op's public function, its node, and the two shared backward functions. The math is in
+// tensor/kernels/elementwise.inc; this file does shapes, NumPy broadcasting, strides, dtype
+// dispatch and the tape. Compositions (sub_scalar, rsub_scalar) are at the end.
 #include "autograd_internal.h"
 
-#include "../tensor/kernels_elementwise.h"
+#include "../tensor/kernels/elementwise.h"
 
 // ---- maps over tensors ----
 // A map writes a fresh contiguous output of shape S from inputs that broadcast to S. When
@@ -121,57 +122,73 @@ static void emap_apply(const emap *m, tt_tensor *out, int nin, tt_tensor *const 
     } while (tt__iter_next(&it));
 }
 
-// ---- shared forward and backward of the unary ops ----
+// ---- what the rows say ----
+
+typedef struct ew_row {
+    int kernel;      // its tt_kunary_op or tt_kbinary_op
+    unsigned flags;  // TT_EW_*
+} ew_row;
+
+static const ew_row ew_rows[TT_OP_COUNT] = {
+#define TT_UNARY(ID, name, saves, flags, ...) [TT_OP_##ID] = {TT_KU_##ID, flags},
+#define TT_UNARY_S(ID, name, saves, flags, ...) [TT_OP_##ID] = {TT_KU_##ID, flags},
+#define TT_BINARY(ID, name, saves, flags, ...) [TT_OP_##ID] = {TT_KB_##ID, flags},
+#include "ops.def"
+};
+
+// ---- unary ops: forward and backward ----
 
 static void check_input(const tt_tensor *x, const char *func) {
     if (!x) tt_fatal(__FILE__, __LINE__, func, "input tensor is NULL");
     tt__check_float(x, func);
 }
 
-// y = f(x; s), unscoped and not yet recorded.
-static tt_tensor *unary_forward(tt_kunary_op k, tt_tensor *x, double s, const char *func) {
+typedef struct scalar_ctx {
+    double s;
+} scalar_ctx;
+
+// y = f(x; s) for a TT_UNARY or TT_UNARY_S row; records the node (with s, and an alias of y
+// when the backward reads it) and hands y to the scope.
+static tt_tensor *unary_op(tt_op op, tt_tensor *x, double s, const char *func) {
     check_input(x, func);
+    const ew_row *r = &ew_rows[op];
     tt_tensor *out = tt__new(x->dtype, x->ndim, x->shape);
-    emap m = {MAP_UNARY, (int)k, 0, s, x->dtype};
+    emap m = {MAP_UNARY, r->kernel, 0, s, x->dtype};
     emap_apply(&m, out, 1, &x);
-    return out;
-}
-
-// Records out = f(x) and saves an alias of out when f's backward reads the output. Returns
-// the zeroed ctx (NULL when nothing was recorded).
-static void *unary_record(tt_tensor *out, tt_op op, tt_kunary_op k, tt_tensor *x,
-                          size_t ctx_size) {
-    void *ctx = tt__record(out, op, 1, &x, ctx_size);
-    if (ctx && tt_kunary_backward_uses_output(k)) {
-        tt_tensor *alias = tt__alias(out);
-        tt__save(out->node, 0, alias);
-        tt_release(alias);
+    scalar_ctx *c = tt__record(out, op, 1, &x, sizeof *c);
+    if (c) {
+        c->s = s;
+        if (r->flags & TT_EW_OUT) {
+            tt_tensor *alias = tt__alias(out);
+            tt__save(out->node, 0, alias);
+            tt_release(alias);
+        }
     }
-    return ctx;
-}
-
-// A unary op without scalar state: forward, record, hand to the scope.
-static tt_tensor *unary_op(tt_kunary_op k, tt_op op, tt_tensor *x, const char *func) {
-    tt_tensor *out = unary_forward(k, x, 0, func);
-    unary_record(out, op, k, x, 0);
     return tt__autorelease(out);
 }
 
-// dx = g * f'(v), v the saved output or the input.
-static void unary_backward(tt_node *n, tt_kunary_op k, double s) {
+// dx = g * f'(v), v the saved output, the input, or (when f' reads neither) g again, which
+// the kernel does not load.
+void tt__backward_unary(tt_node *n) {
     tt_tensor *x = n->inputs[0];
     if (!x->requires_grad) return;
-    tt_tensor *v = n->saved[0] ? n->saved[0] : x;
+    const ew_row *r = &ew_rows[n->op];
+    const scalar_ctx *c = n->ctx;
+    if (r->flags & TT_EW_PASS_A) {  // the gradient is g itself
+        tt__accum_grad(x, n->grad);
+        return;
+    }
+    tt_tensor *v = (r->flags & TT_EW_OUT) ? n->saved[0]
+                   : (tt_op_saved_inputs(n->op) & 1) ? x : n->grad;
     tt_tensor *dx = tt__new(n->dtype, n->ndim, n->shape);  // (S)
-    emap m = {MAP_UNARY_BACKWARD, (int)k, 0, s, n->dtype};
+    emap m = {MAP_UNARY_BACKWARD, r->kernel, 0, c->s, n->dtype};
     emap_apply(&m, dx, 2, (tt_tensor *[]){n->grad, v});
     tt__accum_grad_owned(x, dx);
 }
 
-// ---- shared forward and backward of the binary ops ----
+// ---- binary ops: forward and backward ----
 
-static tt_tensor *binary_op(tt_kbinary_op k, tt_op op, tt_tensor *a, tt_tensor *b,
-                            const char *func) {
+static tt_tensor *binary_op(tt_op op, tt_tensor *a, tt_tensor *b, const char *func) {
     check_input(a, func);
     check_input(b, func);
     tt__check_same_dtype(a, b, func);
@@ -190,7 +207,7 @@ static tt_tensor *binary_op(tt_kbinary_op k, tt_op op, tt_tensor *a, tt_tensor *
                  (long long)a->shape[a->ndim - bad], (long long)b->shape[b->ndim - bad]);
     }
     tt_tensor *out = tt__new(a->dtype, ndim, shape);
-    emap m = {MAP_BINARY, (int)k, 0, 0, a->dtype};
+    emap m = {MAP_BINARY, ew_rows[op].kernel, 0, 0, a->dtype};
     emap_apply(&m, out, 2, (tt_tensor *[]){a, b});
     tt__record(out, op, 2, (tt_tensor *[]){a, b}, 0);
     return tt__autorelease(out);
@@ -198,170 +215,41 @@ static tt_tensor *binary_op(tt_kbinary_op k, tt_op op, tt_tensor *a, tt_tensor *
 
 // Full-shape gradient of each input that requires grad; tt__accum_grad sums the broadcast
 // dims away.
-static void binary_backward(tt_node *n, tt_kbinary_op k) {
+void tt__backward_binary(tt_node *n) {
     tt_tensor *a = n->inputs[0], *b = n->inputs[1], *g = n->grad;
+    const ew_row *r = &ew_rows[n->op];
     for (int wrt = 0; wrt < 2; wrt++) {
         tt_tensor *x = n->inputs[wrt];
         if (!x->requires_grad) continue;
-        if (k == TT_KB_ADD || (k == TT_KB_SUB && wrt == 0)) {  // the gradient is g itself
+        if (r->flags & (wrt == 0 ? TT_EW_PASS_A : TT_EW_PASS_B)) {  // the gradient is g
             tt__accum_grad(x, g);
             continue;
         }
         tt_tensor *d = tt__new(n->dtype, n->ndim, n->shape);  // (S)
-        emap m = {MAP_BINARY_BACKWARD, (int)k, wrt, 0, n->dtype};
+        emap m = {MAP_BINARY_BACKWARD, r->kernel, wrt, 0, n->dtype};
         emap_apply(&m, d, 3, (tt_tensor *[]){g, a, b});
         tt__accum_grad_owned(x, d);
     }
 }
 
-// ---- add, sub, mul, div ----
+// ---- the public functions, one per row: tt_add, tt_add_scalar, tt_exp, ... ----
 
-tt_tensor *tt_add(tt_tensor *a, tt_tensor *b) {
-    return binary_op(TT_KB_ADD, TT_OP_ADD, a, b, __func__);
-}
-void tt__backward_add(tt_node *n) { binary_backward(n, TT_KB_ADD); }
+#define TT_BINARY(ID, name, ...) \
+    tt_tensor *tt_##name(tt_tensor *a, tt_tensor *b) { return binary_op(TT_OP_##ID, a, b, \
+                                                                         __func__); }
+#define TT_UNARY_S(ID, name, ...) \
+    tt_tensor *tt_##name(tt_tensor *x, double s) { return unary_op(TT_OP_##ID, x, s, __func__); }
+#define TT_UNARY(ID, name, ...) \
+    tt_tensor *tt_##name(tt_tensor *x) { return unary_op(TT_OP_##ID, x, 0, __func__); }
+#include "ops.def"
 
-tt_tensor *tt_sub(tt_tensor *a, tt_tensor *b) {
-    return binary_op(TT_KB_SUB, TT_OP_SUB, a, b, __func__);
-}
-void tt__backward_sub(tt_node *n) { binary_backward(n, TT_KB_SUB); }
-
-tt_tensor *tt_mul(tt_tensor *a, tt_tensor *b) {
-    return binary_op(TT_KB_MUL, TT_OP_MUL, a, b, __func__);
-}
-void tt__backward_mul(tt_node *n) { binary_backward(n, TT_KB_MUL); }
-
-tt_tensor *tt_div(tt_tensor *a, tt_tensor *b) {
-    return binary_op(TT_KB_DIV, TT_OP_DIV, a, b, __func__);
-}
-void tt__backward_div(tt_node *n) { binary_backward(n, TT_KB_DIV); }
-
-// ---- pow, maximum, minimum ----
-
-tt_tensor *tt_pow(tt_tensor *a, tt_tensor *b) {
-    return binary_op(TT_KB_POW, TT_OP_POW, a, b, __func__);
-}
-void tt__backward_pow(tt_node *n) { binary_backward(n, TT_KB_POW); }
-
-tt_tensor *tt_maximum(tt_tensor *a, tt_tensor *b) {
-    return binary_op(TT_KB_MAXIMUM, TT_OP_MAXIMUM, a, b, __func__);
-}
-void tt__backward_maximum(tt_node *n) { binary_backward(n, TT_KB_MAXIMUM); }
-
-tt_tensor *tt_minimum(tt_tensor *a, tt_tensor *b) {
-    return binary_op(TT_KB_MINIMUM, TT_OP_MINIMUM, a, b, __func__);
-}
-void tt__backward_minimum(tt_node *n) { binary_backward(n, TT_KB_MINIMUM); }
-
-// ---- scalar forms ----
-
-tt_tensor *tt_add_scalar(tt_tensor *a, double s) {
-    tt_tensor *out = unary_forward(TT_KU_ADD_S, a, s, __func__);
-    tt__record(out, TT_OP_ADD_SCALAR, 1, &a, 0);
-    return tt__autorelease(out);
-}
-void tt__backward_add_scalar(tt_node *n) { tt__accum_grad(n->inputs[0], n->grad); }
+// ---- compositions ----
 
 // a - s is a + (-s): exact in IEEE arithmetic, so it needs no op of its own.
 tt_tensor *tt_sub_scalar(tt_tensor *a, double s) { return tt_add_scalar(a, -s); }
 
-typedef struct mul_scalar_ctx {
-    double s;
-} mul_scalar_ctx;
-
-tt_tensor *tt_mul_scalar(tt_tensor *a, double s) {
-    tt_tensor *out = unary_forward(TT_KU_MUL_S, a, s, __func__);
-    mul_scalar_ctx *c = tt__record(out, TT_OP_MUL_SCALAR, 1, &a, sizeof *c);
-    if (c) c->s = s;
-    return tt__autorelease(out);
-}
-void tt__backward_mul_scalar(tt_node *n) {
-    const mul_scalar_ctx *c = n->ctx;
-    unary_backward(n, TT_KU_MUL_S, c->s);
-}
-
-typedef struct div_scalar_ctx {
-    double s;
-} div_scalar_ctx;
-
-tt_tensor *tt_div_scalar(tt_tensor *a, double s) {
-    tt_tensor *out = unary_forward(TT_KU_DIV_S, a, s, __func__);
-    div_scalar_ctx *c = tt__record(out, TT_OP_DIV_SCALAR, 1, &a, sizeof *c);
-    if (c) c->s = s;
-    return tt__autorelease(out);
-}
-void tt__backward_div_scalar(tt_node *n) {
-    const div_scalar_ctx *c = n->ctx;
-    unary_backward(n, TT_KU_DIV_S, c->s);
-}
-
+// s - a is (-a) + s, bit for bit (IEEE subtraction is the addition of the negation).
 tt_tensor *tt_rsub_scalar(double s, tt_tensor *a) {
-    tt_tensor *out = unary_forward(TT_KU_RSUB_S, a, s, __func__);
-    tt__record(out, TT_OP_RSUB_SCALAR, 1, &a, 0);
-    return tt__autorelease(out);
+    check_input(a, __func__);  // so that a misuse names this function, not tt_neg
+    return tt_add_scalar(tt_neg(a), s);
 }
-void tt__backward_rsub_scalar(tt_node *n) { unary_backward(n, TT_KU_RSUB_S, 0); }
-
-typedef struct pow_scalar_ctx {
-    double p;
-} pow_scalar_ctx;
-
-tt_tensor *tt_pow_scalar(tt_tensor *a, double p) {
-    tt_tensor *out = unary_forward(TT_KU_POW_S, a, p, __func__);
-    pow_scalar_ctx *c = tt__record(out, TT_OP_POW_SCALAR, 1, &a, sizeof *c);
-    if (c) c->p = p;
-    return tt__autorelease(out);
-}
-void tt__backward_pow_scalar(tt_node *n) {
-    const pow_scalar_ctx *c = n->ctx;
-    unary_backward(n, TT_KU_POW_S, c->p);
-}
-
-// ---- unary maps ----
-// exp, sqrt, rsqrt, tanh and sigmoid save an alias of their output (their derivative is
-// cheaper from it); the others read their input, which the node retains.
-
-tt_tensor *tt_neg(tt_tensor *x) { return unary_op(TT_KU_NEG, TT_OP_NEG, x, __func__); }
-void tt__backward_neg(tt_node *n) { unary_backward(n, TT_KU_NEG, 0); }
-
-tt_tensor *tt_exp(tt_tensor *x) { return unary_op(TT_KU_EXP, TT_OP_EXP, x, __func__); }
-void tt__backward_exp(tt_node *n) { unary_backward(n, TT_KU_EXP, 0); }
-
-tt_tensor *tt_log(tt_tensor *x) { return unary_op(TT_KU_LOG, TT_OP_LOG, x, __func__); }
-void tt__backward_log(tt_node *n) { unary_backward(n, TT_KU_LOG, 0); }
-
-tt_tensor *tt_sqrt(tt_tensor *x) { return unary_op(TT_KU_SQRT, TT_OP_SQRT, x, __func__); }
-void tt__backward_sqrt(tt_node *n) { unary_backward(n, TT_KU_SQRT, 0); }
-
-tt_tensor *tt_rsqrt(tt_tensor *x) { return unary_op(TT_KU_RSQRT, TT_OP_RSQRT, x, __func__); }
-void tt__backward_rsqrt(tt_node *n) { unary_backward(n, TT_KU_RSQRT, 0); }
-
-tt_tensor *tt_abs(tt_tensor *x) { return unary_op(TT_KU_ABS, TT_OP_ABS, x, __func__); }
-void tt__backward_abs(tt_node *n) { unary_backward(n, TT_KU_ABS, 0); }
-
-tt_tensor *tt_tanh(tt_tensor *x) { return unary_op(TT_KU_TANH, TT_OP_TANH, x, __func__); }
-void tt__backward_tanh(tt_node *n) { unary_backward(n, TT_KU_TANH, 0); }
-
-tt_tensor *tt_sigmoid(tt_tensor *x) {
-    return unary_op(TT_KU_SIGMOID, TT_OP_SIGMOID, x, __func__);
-}
-void tt__backward_sigmoid(tt_node *n) { unary_backward(n, TT_KU_SIGMOID, 0); }
-
-tt_tensor *tt_relu(tt_tensor *x) { return unary_op(TT_KU_RELU, TT_OP_RELU, x, __func__); }
-void tt__backward_relu(tt_node *n) { unary_backward(n, TT_KU_RELU, 0); }
-
-tt_tensor *tt_gelu(tt_tensor *x) { return unary_op(TT_KU_GELU, TT_OP_GELU, x, __func__); }
-void tt__backward_gelu(tt_node *n) { unary_backward(n, TT_KU_GELU, 0); }
-
-tt_tensor *tt_gelu_tanh(tt_tensor *x) {
-    return unary_op(TT_KU_GELU_TANH, TT_OP_GELU_TANH, x, __func__);
-}
-void tt__backward_gelu_tanh(tt_node *n) { unary_backward(n, TT_KU_GELU_TANH, 0); }
-
-tt_tensor *tt_silu(tt_tensor *x) { return unary_op(TT_KU_SILU, TT_OP_SILU, x, __func__); }
-void tt__backward_silu(tt_node *n) { unary_backward(n, TT_KU_SILU, 0); }
-
-tt_tensor *tt_square(tt_tensor *x) {
-    return unary_op(TT_KU_SQUARE, TT_OP_SQUARE, x, __func__);
-}
-void tt__backward_square(tt_node *n) { unary_backward(n, TT_KU_SQUARE, 0); }

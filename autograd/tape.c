@@ -11,15 +11,20 @@
 typedef struct op_info {
     const char *name;
     int arity;
+    unsigned saves;  // bit i: the backward reads input i's values
     void (*backward)(tt_node *n);
 } op_info;
 
 static const op_info op_table[] = {
-#define TT_OP(id, name, arity) [TT_OP_##id] = {#name, arity, tt__backward_##name},
-#define TT_OP_ND(id, name, arity) [TT_OP_##id] = {#name, arity, NULL},
+#define TT_OP(ID, name, arity, saves) [TT_OP_##ID] = {#name, arity, saves, tt__backward_##name},
+#define TT_OP_ND(ID, name, arity) [TT_OP_##ID] = {#name, arity, 0, NULL},
+#define TT_UNARY(ID, name, saves, flags, lo, hi) \
+    [TT_OP_##ID] = {#name, 1, saves, tt__backward_unary},
+#define TT_UNARY_S(ID, name, saves, flags, lo, hi, s) \
+    [TT_OP_##ID] = {#name, 1, saves, tt__backward_unary},
+#define TT_BINARY(ID, name, saves, flags, alo, ahi, blo, bhi) \
+    [TT_OP_##ID] = {#name, 2, saves, tt__backward_binary},
 #include "ops.def"
-#undef TT_OP
-#undef TT_OP_ND
 };
 _Static_assert(sizeof op_table / sizeof op_table[0] == TT_OP_COUNT,
                "op_table must have one entry per op in ops.def");
@@ -32,6 +37,7 @@ static const op_info *info(tt_op op) {
 const char *tt_op_name(tt_op op) { return info(op)->name; }
 int tt_op_arity(tt_op op) { return info(op)->arity; }
 bool tt_op_differentiable(tt_op op) { return info(op)->backward != NULL; }
+unsigned tt_op_saved_inputs(tt_op op) { return info(op)->saves; }
 
 // ---- grad mode ----
 

@@ -4,6 +4,7 @@
 #include "test_util.h"
 
 #include <signal.h>
+#include <stdio.h>
 
 // Loop tests run once per float dtype: _i == 0 is f32, _i == 1 is f64.
 static tt_dtype dtype_of(int i) { return i == 0 ? TT_F32 : TT_F64; }
@@ -323,72 +324,268 @@ START_TEST(test_grad_kinks) {
 }
 END_TEST
 
-// Every op's f32 backward against its f64 backward (gradcheck covers f64 only).
-typedef tt_tensor *(*op2_fn)(tt_tensor *, tt_tensor *);
-static tt_tensor *op_add_s(tt_tensor *a, tt_tensor *b) { (void)b; return tt_add_scalar(a, 0.3); }
-static tt_tensor *op_sub_s(tt_tensor *a, tt_tensor *b) { (void)b; return tt_sub_scalar(a, 0.3); }
-static tt_tensor *op_mul_s(tt_tensor *a, tt_tensor *b) { (void)b; return tt_mul_scalar(a, -1.7); }
-static tt_tensor *op_div_s(tt_tensor *a, tt_tensor *b) { (void)b; return tt_div_scalar(a, 3); }
-static tt_tensor *op_rsub_s(tt_tensor *a, tt_tensor *b) { (void)b; return tt_rsub_scalar(2, a); }
-static tt_tensor *op_pow_s(tt_tensor *a, tt_tensor *b) { (void)b; return tt_pow_scalar(a, 1.5); }
-#define UNARY_AS_OP2(name) \
-    static tt_tensor *op_##name(tt_tensor *a, tt_tensor *b) { (void)b; return tt_##name(a); }
-UNARY_AS_OP2(neg)
-UNARY_AS_OP2(exp)
-UNARY_AS_OP2(log)
-UNARY_AS_OP2(sqrt)
-UNARY_AS_OP2(rsqrt)
-UNARY_AS_OP2(abs)
-UNARY_AS_OP2(tanh)
-UNARY_AS_OP2(sigmoid)
-UNARY_AS_OP2(relu)
-UNARY_AS_OP2(gelu)
-UNARY_AS_OP2(gelu_tanh)
-UNARY_AS_OP2(silu)
-UNARY_AS_OP2(square)
+// ---- every elementwise row of ops.def (and the compositions): generic checks ----
 
-static const struct {
+typedef struct ew_case {
     const char *name;
-    op2_fn f;
-} grad_ops[] = {
-    {"add", tt_add}, {"sub", tt_sub}, {"mul", tt_mul}, {"div", tt_div}, {"pow", tt_pow},
-    {"maximum", tt_maximum}, {"minimum", tt_minimum}, {"add_scalar", op_add_s},
-    {"sub_scalar", op_sub_s}, {"mul_scalar", op_mul_s}, {"div_scalar", op_div_s},
-    {"rsub_scalar", op_rsub_s}, {"pow_scalar", op_pow_s}, {"neg", op_neg}, {"exp", op_exp},
-    {"log", op_log}, {"sqrt", op_sqrt}, {"rsqrt", op_rsqrt}, {"abs", op_abs},
-    {"tanh", op_tanh}, {"sigmoid", op_sigmoid}, {"relu", op_relu}, {"gelu", op_gelu},
-    {"gelu_tanh", op_gelu_tanh}, {"silu", op_silu}, {"square", op_square},
+    tt_tensor *(*f1)(tt_tensor *);              // TT_UNARY
+    tt_tensor *(*fs)(tt_tensor *, double);      // TT_UNARY_S and compositions
+    tt_tensor *(*f2)(tt_tensor *, tt_tensor *);  // TT_BINARY
+    unsigned saves;                             // tt_op_saved_inputs (compositions: theirs)
+    double s, alo, ahi, blo, bhi;               // the scalar and the input domains
+} ew_case;
+
+static tt_tensor *rsub(tt_tensor *x, double s) { return tt_rsub_scalar(s, x); }
+
+static const ew_case grad_ops[] = {
+#define TT_BINARY(ID, nm, sv, fl, a0, a1, b0, b1) \
+    {.name = #nm, .f2 = tt_##nm, .saves = sv, .alo = a0, .ahi = a1, .blo = b0, .bhi = b1},
+#define TT_UNARY_S(ID, nm, sv, fl, a0, a1, sc) \
+    {.name = #nm, .fs = tt_##nm, .saves = sv, .s = sc, .alo = a0, .ahi = a1},
+#define TT_UNARY(ID, nm, sv, fl, a0, a1) \
+    {.name = #nm, .f1 = tt_##nm, .saves = sv, .alo = a0, .ahi = a1},
+#include "../autograd/ops.def"
+    {.name = "sub_scalar", .fs = tt_sub_scalar, .saves = 0x0, .s = 0.3, .alo = -1, .ahi = 1},
+    {.name = "rsub_scalar", .fs = rsub, .saves = 0x0, .s = 2, .alo = -1, .ahi = 1},
+    {.name = "pow_scalar(0.5)", .fs = tt_pow_scalar, .saves = 0x1, .s = 0.5, .alo = 0.5,
+     .ahi = 2},
+    {.name = "pow_scalar(-0.5)", .fs = tt_pow_scalar, .saves = 0x1, .s = -0.5, .alo = 0.5,
+     .ahi = 2},
+    {.name = "pow_scalar(2)", .fs = tt_pow_scalar, .saves = 0x1, .s = 2, .alo = -1, .ahi = 1},
 };
 #define NGRAD_OPS (int)(sizeof grad_ops / sizeof grad_ops[0])
 
+static tt_tensor *ew_apply(const ew_case *c, tt_tensor *a, tt_tensor *b) {
+    if (c->f2) return c->f2(a, b);
+    if (c->fs) return c->fs(a, c->s);
+    return c->f1(a);
+}
+
+// Every op's f32 forward and backward against its f64 ones (gradcheck covers f64 only), on
+// the row's domain; b (binary ops) is broadcast as (3) against a (4, 3).
 START_TEST(test_grad_f32_matches_f64) {
+    const ew_case *c = &grad_ops[_i];
     tt_scope_begin();
     tt_rng rng;
     tt_rng_seed(&rng, 42 + (uint64_t)_i);
-    // a in [0.5, 2] (the domain of log, sqrt, pow), b broadcast as (3) against (4, 3).
     // The f64 tensors hold exactly the f32 values.
-    tt_tensor *a32 = leaf(tt_uniform(&rng, TT_F32, TT_SHAPE(4, 3), 0.5, 2));
-    tt_tensor *b32 = leaf(tt_uniform(&rng, TT_F32, TT_SHAPE(3), 0.5, 2));
+    tt_tensor *a32 = leaf(tt_uniform(&rng, TT_F32, TT_SHAPE(4, 3), c->alo, c->ahi));
+    tt_tensor *b32 = leaf(tt_uniform(&rng, TT_F32, TT_SHAPE(3), c->blo, c->bhi));
     tt_tensor *g32 = tt_uniform(&rng, TT_F32, TT_SHAPE(4, 3), -1, 1);
     tt_tensor *a64 = tt_empty(TT_F64, TT_SHAPE(4, 3)), *b64 = tt_empty(TT_F64, TT_SHAPE(3));
     tt_tensor *g64 = tt_empty(TT_F64, TT_SHAPE(4, 3));
     tt_copy_(a64, a32), tt_copy_(b64, b32), tt_copy_(g64, g32);
     leaf(a64), leaf(b64);
-    op2_fn f = grad_ops[_i].f;
-    tt_backward_with(f(a64, b64), g64);
-    tt_backward_with(f(a32, b32), g32);
+    tt_tensor *y64 = ew_apply(c, a64, b64), *y32 = ew_apply(c, a32, b32);
+    ck_assert_int_eq(y32->dtype, TT_F32);
+    for (int64_t j = 0; j < tt_numel(y64); j++) {
+        double u = tt_at(y64, j), v = tt_at(y32, j);
+        ck_assert_msg(fabs(u - v) <= 1e-5 * (1 + fabs(u)), "%s: y[%lld]: f32 %.9g vs f64 %.9g",
+                      c->name, (long long)j, v, u);
+    }
+    tt_backward_with(y64, g64);
+    tt_backward_with(y32, g32);
     tt_tensor *pairs[2][2] = {{a64, a32}, {b64, b32}};
     for (int k = 0; k < 2; k++) {
         tt_tensor *x64 = tt_grad(pairs[k][0]), *x32 = tt_grad(pairs[k][1]);
         ck_assert_msg((x64 == NULL) == (x32 == NULL), "%s: gradient presence differs",
-                      grad_ops[_i].name);
+                      c->name);
+        ck_assert_msg((x64 != NULL) == (k == 0 || c->f2 != NULL), "%s: input %d %s a gradient",
+                      c->name, k, x64 ? "has" : "lacks");
         if (!x64) continue;
         ck_assert_int_eq(x32->dtype, TT_F32);
         for (int64_t j = 0; j < tt_numel(x64); j++) {
             double u = tt_at(x64, j), v = tt_at(x32, j);
             ck_assert_msg(fabs(u - v) <= 1e-5 * (1 + fabs(u)), "%s: d input %d [%lld]: f32 "
-                          "%.9g vs f64 %.9g", grad_ops[_i].name, k, (long long)j, v, u);
+                          "%.9g vs f64 %.9g", c->name, k, (long long)j, v, u);
         }
+    }
+    tt_scope_end();
+}
+END_TEST
+
+// u and v hold the same values bit for bit (any NaN matches any NaN; zeros keep their sign).
+static void assert_same_bits(const ew_case *c, const char *what, tt_tensor *u, tt_tensor *v) {
+    ck_assert_msg(tt_same_shape(u, v), "%s: %s: shapes differ", c->name, what);
+    for (int64_t j = 0; j < tt_numel(u); j++) {
+        double p = tt_at(u, j), q = tt_at(v, j);
+        ck_assert_msg((isnan(p) && isnan(q)) || (p == q && signbit(p) == signbit(q)),
+                      "%s: %s [%lld]: %.17g vs %.17g", c->name, what, (long long)j, p, q);
+    }
+}
+
+// A leaf (4, 3) view with unit stride nowhere: every 2nd column of a (4, 6), or the transpose
+// of a (3, 4) (layout 1).
+static tt_tensor *odd_view(tt_rng *rng, tt_dtype dt, int layout, int64_t rows, double lo,
+                           double hi) {
+    tt_tensor *base = layout == 0 ? tt_uniform(rng, dt, TT_SHAPE(rows, 6), lo, hi)
+                                  : tt_uniform(rng, dt, TT_SHAPE(3, rows), lo, hi);
+    tt_tensor *v = layout == 0 ? tt_slice(base, 1, 0, 6, 2) : tt_transpose(base, 0, 1);
+    return leaf(tt_detach(v));
+}
+
+// Strided and transposed inputs give the same bits as their contiguous copies, forward and
+// backward, in f32 and f64 (the kernels' strided loops against their unit-stride loops).
+START_TEST(test_rows_strided_match_contiguous) {
+    const ew_case *c = &grad_ops[_i / 4];
+    tt_dtype dt = dtype_of(_i % 2);
+    int layout = (_i / 2) % 2;
+    tt_scope_begin();
+    tt_rng rng;
+    tt_rng_seed(&rng, 7 + (uint64_t)_i);
+    tt_tensor *a = odd_view(&rng, dt, layout, 4, c->alo, c->ahi);
+    tt_tensor *b = odd_view(&rng, dt, layout, 4, c->blo, c->bhi);
+    tt_tensor *ac = leaf(tt_detach(tt_clone(a))), *bc = leaf(tt_detach(tt_clone(b)));
+    ck_assert(!tt_is_contiguous(a) && tt_is_contiguous(ac));
+    tt_tensor *g = tt_uniform(&rng, dt, TT_SHAPE(4, 3), -1, 1);
+    tt_tensor *y = ew_apply(c, a, b), *yc = ew_apply(c, ac, bc);
+    assert_same_bits(c, "forward", y, yc);
+    tt_backward_with(y, g);
+    tt_backward_with(yc, g);
+    assert_same_bits(c, "d a", tt_grad(a), tt_grad(ac));
+    if (c->f2) assert_same_bits(c, "d b", tt_grad(b), tt_grad(bc));
+    tt_scope_end();
+}
+END_TEST
+
+// The saves column is right: overwriting (without the version counter seeing it) an input
+// whose bit is clear, after the op and before backward, leaves the gradients bit for bit.
+START_TEST(test_rows_saves_mask) {
+    const ew_case *c = &grad_ops[_i];
+    tt_scope_begin();
+    tt_rng rng;
+    tt_rng_seed(&rng, 11 + (uint64_t)_i);
+    tt_tensor *in[2][2], *grads[2][2] = {{NULL, NULL}, {NULL, NULL}};
+    for (int run = 0; run < 2; run++) {
+        tt_rng_seed(&rng, 11 + (uint64_t)_i);
+        in[run][0] = leaf(tt_uniform(&rng, TT_F64, TT_SHAPE(2, 3), c->alo, c->ahi));
+        in[run][1] = leaf(tt_uniform(&rng, TT_F64, TT_SHAPE(2, 3), c->blo, c->bhi));
+        tt_tensor *y = ew_apply(c, in[run][0], in[run][1]);
+        if (run == 1)  // clobber the inputs the backward must not read
+            for (int k = 0; k < 2; k++)
+                if (!(c->saves >> k & 1))
+                    for (int64_t j = 0; j < 6; j++) tt_data_f64(in[run][k])[j] = 7.25 + j;
+        tt_backward_with(y, tt_full(TT_F64, TT_SHAPE(2, 3), 0.5));
+        for (int k = 0; k < 2; k++) grads[run][k] = tt_grad(in[run][k]);
+    }
+    assert_same_bits(c, "d a", grads[0][0], grads[1][0]);
+    if (c->f2) assert_same_bits(c, "d b", grads[0][1], grads[1][1]);
+    tt_scope_end();
+}
+END_TEST
+
+// The mask is the one of the op's row.
+START_TEST(test_saved_inputs_of_rows) {
+    ck_assert_uint_eq(tt_op_saved_inputs(TT_OP_ADD), 0);
+    ck_assert_uint_eq(tt_op_saved_inputs(TT_OP_MUL), 0x3);
+    ck_assert_uint_eq(tt_op_saved_inputs(TT_OP_EXP), 0);
+    ck_assert_uint_eq(tt_op_saved_inputs(TT_OP_LOG), 0x1);
+    ck_assert_uint_eq(tt_op_saved_inputs(TT_OP_MATMUL), 0x3);
+    ck_assert_uint_eq(tt_op_saved_inputs(TT_OP_RESHAPE), 0);
+    ck_assert_uint_eq(tt_op_saved_inputs(TT_OP_ATTENTION), 0x7);
+    ck_assert_uint_eq(tt_op_saved_inputs(TT_OP_ARGMAX), 0);
+}
+END_TEST
+
+// ---- edges, against PyTorch 1.13 (tests/reference/edge_elementwise.py printed the values) --
+
+// Like ck_assert_values, but a NaN must be NaN, an infinity that infinity, and a zero of the
+// expected sign; other values within atol.
+static void assert_edge(tt_tensor *t, const double *e, int n, double atol, const char *what) {
+    ck_assert_int_eq(tt_numel(t), n);
+    for (int i = 0; i < n; i++) {
+        double v = tt_at(t, i);
+        bool ok = isnan(e[i]) ? isnan(v)
+                  : e[i] == 0 && atol == 0 ? v == 0 && signbit(v) == signbit(e[i])
+                  : isinf(e[i]) ? v == e[i] : fabs(v - e[i]) <= atol;
+        ck_assert_msg(ok, "%s %s [%d]: %.9g, PyTorch %.9g", what,
+                      tt_dtype_name(t->dtype), i, v, e[i]);
+    }
+}
+#define EDGE(t, atol, what, ...) \
+    assert_edge((t), (const double[]){__VA_ARGS__}, \
+                (int)(sizeof((double[]){__VA_ARGS__}) / sizeof(double)), (atol), (what))
+
+// maximum / minimum at NaN: the result is NaN and both sides get g (PyTorch's where(a == b,
+// g / 2, g) masked where the other side wins); ties still split.
+START_TEST(test_edge_maximum_minimum_nan) {
+    tt_dtype dt = dtype_of(_i);
+    tt_scope_begin();
+    for (int k = 0; k < 2; k++) {
+        tt_tensor *a = leaf(tt_test_tensor(dt, TT_SHAPE(5), NAN, 1, NAN, 2, 1));
+        tt_tensor *b = leaf(tt_test_tensor(dt, TT_SHAPE(5), 0, NAN, NAN, 1, 1));
+        tt_tensor *y = k == 0 ? tt_maximum(a, b) : tt_minimum(a, b);
+        backward_ones(y);
+        if (k == 0) {
+            EDGE(y, 0, "maximum", NAN, NAN, NAN, 2, 1);
+            EDGE(tt_grad(a), 0, "maximum d a", 1, 1, 1, 1, 0.5);
+            EDGE(tt_grad(b), 0, "maximum d b", 1, 1, 1, 0, 0.5);
+        } else {
+            EDGE(y, 0, "minimum", NAN, NAN, NAN, 1, 1);
+            EDGE(tt_grad(a), 0, "minimum d a", 1, 1, 1, 0, 0.5);
+            EDGE(tt_grad(b), 0, "minimum d b", 1, 1, 1, 1, 0.5);
+        }
+    }
+    tt_scope_end();
+}
+END_TEST
+
+// relu passes g at NaN (PyTorch's threshold_backward: 0 where x <= 0, else g).
+START_TEST(test_edge_relu_nan) {
+    tt_dtype dt = dtype_of(_i);
+    tt_scope_begin();
+    tt_tensor *x = leaf(tt_test_tensor(dt, TT_SHAPE(4), NAN, -1, 0, 2));
+    tt_tensor *y = tt_relu(x);
+    backward_ones(y);
+    EDGE(y, 0, "relu", NAN, 0, 0, 2);
+    EDGE(tt_grad(x), 0, "relu d x", 1, 0, 0, 1);
+    tt_scope_end();
+}
+END_TEST
+
+// pow_scalar at +0.0, -0.0 and a negative base: sqrt and 1 / sqrt at exponents +-0.5 (so
+// -0.0 gives -0.0 and -inf), x * x at 2, libm's pow elsewhere.
+START_TEST(test_edge_pow_scalar_zeros) {
+    tt_dtype dt = dtype_of(_i);
+    tt_scope_begin();
+    const double p[4] = {0.5, -0.5, 2, 3};
+    const double fwd[4][4] = {{0, -0.0, NAN, 2}, {INFINITY, -INFINITY, NAN, 0.5},
+                              {0, 0, 4, 16}, {0, -0.0, -8, 64}};
+    const double grad[4][4] = {{INFINITY, -INFINITY, NAN, 0.25},
+                               {-INFINITY, -INFINITY, NAN, -0.0625},
+                               {0, -0.0, -4, 8}, {0, 0, 12, 48}};
+    for (int k = 0; k < 4; k++) {
+        tt_tensor *x = leaf(tt_test_tensor(dt, TT_SHAPE(4), 0.0, -0.0, -2, 4));
+        tt_tensor *y = tt_pow_scalar(x, p[k]);
+        backward_ones(y);
+        char what[32];
+        snprintf(what, sizeof what, "pow_scalar(%g)", p[k]);
+        assert_edge(y, fwd[k], 4, 0, what);
+        assert_edge(tt_grad(x), grad[k], 4, 0, what);
+    }
+    // At exponent 0.5 the forward is sqrt, bit for bit.
+    tt_rng rng;
+    tt_rng_seed(&rng, 3);
+    tt_tensor *u = tt_uniform(&rng, dt, TT_SHAPE(257), 0, 100);
+    tt_tensor *s = tt_sqrt(u), *q = tt_pow_scalar(u, 0.5);
+    for (int64_t j = 0; j < 257; j++) ck_assert(tt_at(s, j) == tt_at(q, j));
+    tt_scope_end();
+}
+END_TEST
+
+// gelu and gelu_tanh at +-inf: forward inf and NaN (x * Phi(x) at -inf is -inf * 0), and the
+// gradient NaN at both, as in PyTorch 1.13 (f32 gave +-inf). Large finite inputs saturate.
+START_TEST(test_edge_gelu_inf) {
+    tt_dtype dt = dtype_of(_i);
+    tt_scope_begin();
+    for (int k = 0; k < 2; k++) {
+        tt_tensor *x = leaf(tt_test_tensor(dt, TT_SHAPE(5), INFINITY, -INFINITY, 1e4, -1e4,
+                                           NAN));
+        tt_tensor *y = k == 0 ? tt_gelu(x) : tt_gelu_tanh(x);
+        backward_ones(y);
+        const char *what = k == 0 ? "gelu" : "gelu_tanh";
+        EDGE(y, 1e-30, what, INFINITY, NAN, 1e4, 0, NAN);
+        EDGE(tt_grad(x), 1e-30, what, NAN, NAN, 1, 0, NAN);
     }
     tt_scope_end();
 }
@@ -497,6 +694,19 @@ int main(void) {
     tcase_add_loop_test(bc, test_noncontiguous_inputs, 0, 2);
     tcase_add_test(bc, test_large_tensors);
     suite_add_tcase(s, bc);
+
+    TCase *rows = tt_tcase("rows");  // every elementwise row of ops.def
+    tcase_add_loop_test(rows, test_rows_strided_match_contiguous, 0, 4 * NGRAD_OPS);
+    tcase_add_loop_test(rows, test_rows_saves_mask, 0, NGRAD_OPS);
+    tcase_add_test(rows, test_saved_inputs_of_rows);
+    suite_add_tcase(s, rows);
+
+    TCase *edge = tt_tcase("edges_pytorch");
+    tcase_add_loop_test(edge, test_edge_maximum_minimum_nan, 0, 2);
+    tcase_add_loop_test(edge, test_edge_relu_nan, 0, 2);
+    tcase_add_loop_test(edge, test_edge_pow_scalar_zeros, 0, 2);
+    tcase_add_loop_test(edge, test_edge_gelu_inf, 0, 2);
+    suite_add_tcase(s, edge);
 
     TCase *grad = tt_tcase("gradients");
     tcase_add_loop_test(grad, test_grad_accumulates_reuse, 0, 2);

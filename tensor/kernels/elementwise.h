@@ -4,43 +4,22 @@
 #ifndef TT_KERNELS_ELEMENTWISE_H
 #define TT_KERNELS_ELEMENTWISE_H
 
-#include <stdbool.h>
 #include <stdint.h>
 
-// ---- ops ----
+// ---- ops: the elementwise rows of autograd/ops.def ----
 
-// y = f(x) or y = f(x; s) with the scalar s (the *_S ops).
+// y = f(x) (TT_UNARY rows) or y = f(x; s) (TT_UNARY_S rows): TT_KU_EXP, TT_KU_POW_SCALAR, ...
 typedef enum tt_kunary_op {
-    TT_KU_NEG,        // -x
-    TT_KU_EXP,        // e^x
-    TT_KU_LOG,        // ln x
-    TT_KU_SQRT,       // sqrt x
-    TT_KU_RSQRT,      // 1 / sqrt x
-    TT_KU_ABS,        // |x|
-    TT_KU_TANH,       // tanh x
-    TT_KU_SIGMOID,    // 1 / (1 + e^-x), never overflowing
-    TT_KU_RELU,       // max(x, 0)
-    TT_KU_GELU,       // x Phi(x) = 0.5 x (1 + erf(x / sqrt 2))
-    TT_KU_GELU_TANH,  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-    TT_KU_SILU,       // x sigmoid(x)
-    TT_KU_SQUARE,     // x^2
-    TT_KU_ADD_S,      // x + s
-    TT_KU_MUL_S,      // x * s
-    TT_KU_DIV_S,      // x / s (a true division)
-    TT_KU_RSUB_S,     // s - x
-    TT_KU_POW_S,      // x ^ s
+#define TT_UNARY(ID, name, saves, flags, lo, hi) TT_KU_##ID,
+#define TT_UNARY_S(ID, name, saves, flags, lo, hi, s) TT_KU_##ID,
+#include "../../autograd/ops.def"
     TT_KU_COUNT
 } tt_kunary_op;
 
-// y = f(a, b).
+// y = f(a, b) (TT_BINARY rows): TT_KB_ADD, TT_KB_MAXIMUM, ...
 typedef enum tt_kbinary_op {
-    TT_KB_ADD,
-    TT_KB_SUB,
-    TT_KB_MUL,
-    TT_KB_DIV,
-    TT_KB_POW,
-    TT_KB_MAXIMUM,  // NaN if either is NaN
-    TT_KB_MINIMUM,
+#define TT_BINARY(ID, name, saves, flags, alo, ahi, blo, bhi) TT_KB_##ID,
+#include "../../autograd/ops.def"
     TT_KB_COUNT
 } tt_kbinary_op;
 
@@ -52,11 +31,9 @@ void tt_kunary_f32(tt_kunary_op op, float *y, const float *x, double s, int64_t 
 void tt_kunary_f64(tt_kunary_op op, double *y, const double *x, double s, int64_t n,
                    int64_t sy, int64_t sx);
 
-// True when the backward of op reads the forward's output y (else it reads the input x).
-bool tt_kunary_backward_uses_output(tt_kunary_op op);
-
 // dx[i*sdx] = g[i*sg] * f'(v[i*sv]) for i < n, where v is the op's input x, or its output y
-// when tt_kunary_backward_uses_output(op) (exp, sqrt, rsqrt, tanh, sigmoid). Produces (=).
+// for the rows flagged TT_EW_OUT (exp, sqrt, rsqrt, tanh, sigmoid). An op whose derivative
+// reads neither never loads v (pass g again). Produces (=).
 void tt_kunary_backward_f32(tt_kunary_op op, float *dx, const float *g, const float *v,
                             double s, int64_t n, int64_t sdx, int64_t sg, int64_t sv);
 void tt_kunary_backward_f64(tt_kunary_op op, double *dx, const double *g, const double *v,
