@@ -149,19 +149,28 @@ void tt__save(tt_node *n, int slot, tt_tensor *t) {
 
 // ---- gradient accumulation ----
 
-#define ACCUM_RUN(T)                                                                    \
-    do {                                                                                \
-        T *dst = tt__base(out);                                                         \
-        const T *src = tt__base(g);                                                     \
-        if (it.istride[0] == 0) {                                                       \
-            double s = 0;                                                               \
-            for (int64_t i = 0; i < it.inner; i++) s += src[it.off[1] + i * it.istride[1]]; \
-            dst[it.off[0]] += (T)s;                                                     \
-        } else {                                                                        \
-            for (int64_t i = 0; i < it.inner; i++)                                      \
-                dst[it.off[0] + i * it.istride[0]] += src[it.off[1] + i * it.istride[1]]; \
-        }                                                                               \
-    } while (0)
+// One inner run of accum_into: dst[i * ds] += src[i * ss] for i < n; with ds == 0 (a
+// broadcast dim of dst) the run is summed in double and added once. dst: (n,) at stride ds.
+static void accum_run_f32(float *dst, int64_t ds, const float *src, int64_t ss, int64_t n) {
+    if (ds == 0) {
+        double s = 0;
+        for (int64_t i = 0; i < n; i++) s += src[i * ss];
+        dst[0] += (float)s;
+    } else {
+        for (int64_t i = 0; i < n; i++) dst[i * ds] += src[i * ss];
+    }
+}
+
+// The f64 twin of accum_run_f32.
+static void accum_run_f64(double *dst, int64_t ds, const double *src, int64_t ss, int64_t n) {
+    if (ds == 0) {
+        double s = 0;
+        for (int64_t i = 0; i < n; i++) s += src[i * ss];
+        dst[0] += (double)s;
+    } else {
+        for (int64_t i = 0; i < n; i++) dst[i * ds] += src[i * ss];
+    }
+}
 
 // out (shape broadcastable to g's) += g, summing over the broadcast dims.
 static void accum_into(tt_tensor *out, tt_tensor *g) {
@@ -173,8 +182,12 @@ static void accum_into(tt_tensor *out, tt_tensor *g) {
     tt__iter it;
     if (!tt__iter_init(&it, g->ndim, g->shape, 2, strides, offs)) return;
     do {
-        if (out->dtype == TT_F32) ACCUM_RUN(float);
-        else ACCUM_RUN(double);
+        if (out->dtype == TT_F32)
+            accum_run_f32((float *)tt__base(out) + it.off[0], it.istride[0],
+                          (const float *)tt__base(g) + it.off[1], it.istride[1], it.inner);
+        else
+            accum_run_f64((double *)tt__base(out) + it.off[0], it.istride[0],
+                          (const double *)tt__base(g) + it.off[1], it.istride[1], it.inner);
     } while (tt__iter_next(&it));
 }
 
