@@ -38,7 +38,17 @@ struct tt_node {
     int64_t shape[TT_MAX_DIMS];
     bool freed;         // inputs and saved released after a backward without retain_graph
     void *ctx;          // typed per-op state (zeroed), stored in the same allocation
+    // The version counter (tensor.h): each input's and each saved tensor's storage version
+    // when the node was recorded / the tensor saved; backward checks the ones it reads.
+    uint64_t *input_version;  // n_inputs entries, in the same allocation
+    uint64_t saved_version[TT_NODE_MAX_SAVED];
+    tt_tensor *out;     // the output that owns this node (not retained: it outlives the node)
 };
+
+// Which inputs the op's backward reads (bit i = input i; inputs past 31 use bit 31): backward
+// aborts when one of them was modified in place after the node was recorded. An op the table
+// does not list reads all of them.
+unsigned tt_op_saved_inputs(tt_op op);
 
 #define TT_OP(id, name, arity) void tt__backward_##name(tt_node *n);
 #define TT_OP_ND(id, name, arity)

@@ -348,6 +348,10 @@ void tt_optim_step(tt_optim *o) {
                 };
                 adam_update(p, st[TT_OPTIM_SLOT_EXP_AVG], st[TT_OPTIM_SLOT_EXP_AVG_SQ], g, &a);
             }
+            // In-place writes (tensor.h's version counter): the parameter and its state.
+            tt_bump_version(p, "tt_optim_step");
+            for (int s = 0; s < TT_OPTIM_SLOT_COUNT; s++)
+                if (st[s]) tt_bump_version(st[s], "tt_optim_step");
             if (step) (*step)++;
         }
     }
@@ -416,6 +420,7 @@ double tt_grad_norm(const tt_params *p) {
 }
 
 static void scale_(tt_tensor *g, double s) {
+    tt_bump_version(g, "tt_clip_grad_norm");
     int64_t n = tt_numel(g);
     if (g->dtype == TT_F32) {
         float *x = tt_data(g);
