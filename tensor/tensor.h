@@ -157,7 +157,9 @@ void tt_release(tt_tensor *t);       // NULL is a no-op
 // Not caught: a stale pointer used after 4096 more tensors were freed on the thread (its
 // struct may belong to a new tensor by then), a tensor freed on another thread, and reads or
 // writes of a freed tensor's fields that go around tt_retain / tt_release. Under ASan the
-// quarantined memory is still allocated, so these messages come before ASan's report.
+// quarantined memory is still allocated, so these messages come before ASan's report. Each
+// thread that frees tensors holds its quarantine (up to 4096 structs, about 1 MiB) until the
+// process exits; the live-tensor counters do not count it.
 
 // ---- ownership scopes (autorelease pools) ----
 
