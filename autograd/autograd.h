@@ -187,6 +187,48 @@ typedef tt_tensor *(*tt_gradcheck_fn)(tt_tensor *const *inputs, int n, void *ctx
 tt_gradcheck_result tt_gradcheck(tt_gradcheck_fn f, void *ctx, int n, tt_tensor *const *inputs,
                                  const tt_gradcheck_opts *opts);  // opts NULL: defaults
 
+// ---- no-grad scopes: THE idiom for updates written by hand ----
+// Like torch.no_grad(): begin turns grad mode off and remembers the mode it replaced; end
+// restores it (ending without a begin aborts). Nothing inside is recorded on the tape.
+//
+//     tt_no_grad_begin();
+//     tt_add_(w, tt_mul_scalar(tt_grad(w), -lr));  // w -= lr * dw
+//     tt_no_grad_end();
+void tt_no_grad_begin(void);
+void tt_no_grad_end(void);
+
+// ---- in-place ops (autograd/ops_inplace.c) ----
+// PyTorch's names and semantics: the first argument is overwritten and returned, b is
+// broadcast to a's shape (a is never broadcast), the storage's version is bumped (tensor.h).
+// In-place ops are NOT differentiable here: they are not recorded on the tape. With grad mode
+// on, one aborts on a leaf that requires grad ("wrap the update in tt_no_grad_begin()/
+// tt_no_grad_end()"), on a non-leaf that requires grad, and when b requires grad. A graph that
+// saved `a` before the write refuses to run backward through it (the version counter).
+tt_tensor *tt_add_(tt_tensor *a, tt_tensor *b);  // a += b
+tt_tensor *tt_sub_(tt_tensor *a, tt_tensor *b);  // a -= b
+tt_tensor *tt_mul_(tt_tensor *a, tt_tensor *b);  // a *= b
+tt_tensor *tt_div_(tt_tensor *a, tt_tensor *b);  // a /= b
+tt_tensor *tt_add_scalar_(tt_tensor *a, double s);  // a += s
+tt_tensor *tt_mul_scalar_(tt_tensor *a, double s);  // a *= s
+// a = min(max(a, lo), hi); NaN stays NaN; lo = -INFINITY or hi = INFINITY for one side.
+tt_tensor *tt_clamp_(tt_tensor *a, double lo, double hi);
+tt_tensor *tt_zero_(tt_tensor *a);  // a = 0
+tt_tensor *tt_neg_(tt_tensor *a);   // a = -a
+
+// ---- gradient hooks and retained gradients ----
+// tt_retain_grad(t): backward also fills t->grad for a non-leaf t (accumulating, like a
+// leaf's); a no-op on a leaf. Returns t.
+// tt_register_hook(t, fn, ctx): backward calls fn(grad, ctx) with the gradient w.r.t. t once
+// it is complete (for a leaf: this backward's total, before it is added to .grad). grad is
+// borrowed and must not be modified; fn may return a replacement of t's shape and dtype (made
+// with ops: backward opens a scope around the call and keeps its own reference) or NULL to
+// keep grad. Hooks run in registration order with grad mode off, retained gradients after
+// them. Hooks cannot be removed; they die with the tensor. Like PyTorch's Tensor.retain_grad
+// and Tensor.register_hook.
+typedef tt_tensor *(*tt_grad_hook)(tt_tensor *grad, void *ctx);
+tt_tensor *tt_retain_grad(tt_tensor *t);
+void tt_register_hook(tt_tensor *t, tt_grad_hook fn, void *ctx);
+
 #ifdef __cplusplus
 }
 #endif

@@ -40,6 +40,11 @@ struct tt_node {
     int64_t shape[TT_MAX_DIMS];
     bool freed;         // inputs and saved released after a backward without retain_graph
     void *ctx;          // typed per-op state (zeroed), stored in the same allocation
+    // The version counter (tensor.h): each input's and each saved tensor's storage version
+    // when the node was recorded / the tensor saved; backward checks the ones it reads.
+    uint64_t *input_version;  // n_inputs entries, in the same allocation
+    uint64_t saved_version[TT_NODE_MAX_SAVED];
+    tt_tensor *out;     // the output that owns this node (not retained: it outlives the node)
 };
 
 // The backward of each hand-written op; the generated elementwise rows share two.

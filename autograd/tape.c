@@ -51,6 +51,23 @@ bool tt_set_grad_enabled(bool enabled) {
 
 bool tt_is_grad_enabled(void) { return !grad_disabled; }
 
+// The no-grad stack: each begin saves the mode it replaces, each end restores it.
+#define NO_GRAD_MAX 64
+static _Thread_local bool no_grad_saved[NO_GRAD_MAX];
+static _Thread_local int no_grad_depth;
+
+void tt_no_grad_begin(void) {
+    TT_CHECK(no_grad_depth < NO_GRAD_MAX, "tt_no_grad_begin nested deeper than %d: a "
+             "tt_no_grad_end is missing", NO_GRAD_MAX);
+    no_grad_saved[no_grad_depth++] = !grad_disabled;
+    grad_disabled = true;
+}
+
+void tt_no_grad_end(void) {
+    TT_CHECK(no_grad_depth > 0, "tt_no_grad_end without a matching tt_no_grad_begin");
+    grad_disabled = !no_grad_saved[--no_grad_depth];
+}
+
 void tt__check_float_at(const tt_tensor *x, const char *file, int line, const char *func) {
     if (!tt_dtype_is_float(x->dtype))
         tt_fatal(file, line, func, "tensor %s is %s; this op needs f32 or f64 "
@@ -129,15 +146,21 @@ void *tt__record(tt_tensor *out, tt_op op, int n_inputs, tt_tensor *const *input
     TT_CHECK(!out->node, "output already has a node");
     size_t head = (sizeof(node_box) + 15) & ~(size_t)15;
     size_t ctx = (ctx_size + 15) & ~(size_t)15;
-    char *mem = TT_CALLOC(1, head + ctx + (size_t)n_inputs * sizeof(tt_tensor *));
+    char *mem = TT_CALLOC(1, head + ctx + (size_t)n_inputs * (sizeof(tt_tensor *) +
+                                                              sizeof(uint64_t)));
     tt_node *n = &((node_box *)mem)->node;
     tt__set_node_free(node_free);
     n->op = op;
     n->seq = next_seq++;
     n->ctx = mem + head;
     n->inputs = (tt_tensor **)(mem + head + ctx);
+    n->input_version = (uint64_t *)(mem + head + ctx + (size_t)n_inputs * sizeof(tt_tensor *));
     n->n_inputs = n_inputs;
-    for (int i = 0; i < n_inputs; i++) n->inputs[i] = tt_retain(inputs[i]);
+    for (int i = 0; i < n_inputs; i++) {
+        n->inputs[i] = tt_retain(inputs[i]);
+        if (inputs[i]) n->input_version[i] = inputs[i]->storage->version;
+    }
+    n->out = out;
     n->dtype = out->dtype;
     n->ndim = out->ndim;
     memcpy(n->shape, out->shape, sizeof n->shape);
@@ -151,23 +174,67 @@ void tt__save(tt_node *n, int slot, tt_tensor *t) {
     tt_retain(t);
     tt_release(n->saved[slot]);
     n->saved[slot] = t;
+    n->saved_version[slot] = t ? t->storage->version : 0;
+}
+
+// Aborts unless every tensor n's backward reads still has the version it had when saved.
+static void check_versions(const tt_node *n) {
+    unsigned reads = tt_op_saved_inputs(n->op);
+    const tt_tensor *bad = NULL;
+    uint64_t then = 0;
+    char what[48] = "";
+    for (int i = 0; i < n->n_inputs && !bad; i++) {
+        const tt_tensor *x = n->inputs[i];
+        if (x && ((reads >> (i < 31 ? i : 31)) & 1u) &&
+            x->storage->version != n->input_version[i]) {
+            bad = x;
+            then = n->input_version[i];
+            snprintf(what, sizeof what, "input %d", i);
+        }
+    }
+    for (int j = 0; j < TT_NODE_MAX_SAVED && !bad; j++) {
+        const tt_tensor *x = n->saved[j];
+        if (x && x->storage->version != n->saved_version[j]) {
+            bad = x;
+            then = n->saved_version[j];
+            snprintf(what, sizeof what, "saved tensor %d", j);
+        }
+    }
+    if (!bad) return;
+    const char *writer = bad->storage->writer;
+    tt_fatal(__FILE__, __LINE__, "tt_backward", "a tensor saved by '%s' was modified in place "
+             "by '%s' after it was saved; clone it before writing, or write after backward "
+             "(the tensor: %s of '%s', %s %s%s%s%s, version %llu when saved, %llu now)",
+             tt_op_name(n->op), writer ? writer : "an untracked write", what, tt_op_name(n->op),
+             tt__shape(bad), tt_dtype_name(bad->dtype), bad->name ? " named '" : "",
+             bad->name ? bad->name : "", bad->name ? "'" : "", (unsigned long long)then,
+             (unsigned long long)bad->storage->version);
 }
 
 // ---- gradient accumulation ----
 
-#define ACCUM_RUN(T)                                                                    \
-    do {                                                                                \
-        T *dst = tt__base(out);                                                         \
-        const T *src = tt__base(g);                                                     \
-        if (it.istride[0] == 0) {                                                       \
-            double s = 0;                                                               \
-            for (int64_t i = 0; i < it.inner; i++) s += src[it.off[1] + i * it.istride[1]]; \
-            dst[it.off[0]] += (T)s;                                                     \
-        } else {                                                                        \
-            for (int64_t i = 0; i < it.inner; i++)                                      \
-                dst[it.off[0] + i * it.istride[0]] += src[it.off[1] + i * it.istride[1]]; \
-        }                                                                               \
-    } while (0)
+// One inner run of accum_into: dst[i * ds] += src[i * ss] for i < n; with ds == 0 (a
+// broadcast dim of dst) the run is summed in double and added once. dst: (n,) at stride ds.
+static void accum_run_f32(float *dst, int64_t ds, const float *src, int64_t ss, int64_t n) {
+    if (ds == 0) {
+        double s = 0;
+        for (int64_t i = 0; i < n; i++) s += src[i * ss];
+        dst[0] += (float)s;
+    } else {
+        for (int64_t i = 0; i < n; i++) dst[i * ds] += src[i * ss];
+    }
+}
+
+// The f64 twin of accum_run_f32.
+static void accum_run_f64(double *dst, int64_t ds, const double *src, int64_t ss, int64_t n) {
+    if (ds == 0) {
+        double s = 0;
+        for (int64_t i = 0; i < n; i++) s += src[i * ss];
+        dst[0] += (double)s;
+    } else {
+        for (int64_t i = 0; i < n; i++) dst[i * ds] += src[i * ss];
+    }
+}
 
 // out (shape broadcastable to g's) += g, summing over the broadcast dims.
 static void accum_into(tt_tensor *out, tt_tensor *g) {
@@ -179,8 +246,12 @@ static void accum_into(tt_tensor *out, tt_tensor *g) {
     tt__iter it;
     if (!tt__iter_init(&it, g->ndim, g->shape, 2, strides, offs)) return;
     do {
-        if (out->dtype == TT_F32) ACCUM_RUN(float);
-        else ACCUM_RUN(double);
+        if (out->dtype == TT_F32)
+            accum_run_f32((float *)tt__base(out) + it.off[0], it.istride[0],
+                          (const float *)tt__base(g) + it.off[1], it.istride[1], it.inner);
+        else
+            accum_run_f64((double *)tt__base(out) + it.off[0], it.istride[0],
+                          (const double *)tt__base(g) + it.off[1], it.istride[1], it.inner);
     } while (tt__iter_next(&it));
 }
 
@@ -188,22 +259,129 @@ tt_tensor *tt__grad_buffer(const tt_tensor *x) {
     return x && x->requires_grad ? tt__new_zeros(x->dtype, x->ndim, x->shape) : NULL;
 }
 
-static tt_tensor **grad_slot(tt_tensor *x, tt_tensor *g) {
-    TT_CHECK(g->dtype == x->dtype, "gradient dtype %s does not match tensor dtype %s",
-             tt_dtype_name(g->dtype), tt_dtype_name(x->dtype));
-    return x->node ? &x->node->grad : &x->grad;
-}
-
-void tt__accum_grad(tt_tensor *x, tt_tensor *g) {
-    if (!x || !x->requires_grad) return;
-    tt_tensor **slot = grad_slot(x, g);
+// *slot (NULL or a gradient shaped like x) += g, g broadcastable to x's shape.
+static void accum_to(tt_tensor **slot, const tt_tensor *x, tt_tensor *g) {
     if (!*slot && tt_same_shape(x, g)) {  // first gradient: one copying pass
         *slot = tt__new(x->dtype, x->ndim, x->shape);
         tt_copy_(*slot, g);
         return;
     }
-    if (!*slot) *slot = tt__new_zeros(x->dtype, x->ndim, x->shape);
+    if (*slot) tt_bump_version(*slot, "accumulate_grad");
+    else *slot = tt__new_zeros(x->dtype, x->ndim, x->shape);
     accum_into(*slot, g);
+}
+
+// ---- gradient hooks and retained gradients ----
+// A non-leaf's hooks run on its node's gradient when backward reaches the node (every
+// contribution is in by then), before the node's backward. A leaf with hooks collects this
+// backward's gradient in hooks->pending; once the graph is done, its hooks run on the total and
+// the result is added to .grad (as PyTorch runs a leaf's hooks before AccumulateGrad).
+
+typedef struct hook {
+    tt_grad_hook fn;
+    void *ctx;
+} hook;
+
+struct tt_hooks {
+    hook *v;
+    int n, cap;
+    tt_tensor *pending;  // a leaf's gradient from the running backward, before its hooks
+};
+
+static void hooks_free(tt_hooks *h) {
+    tt_release(h->pending);
+    tt_free(h->v);
+    tt_free(h);
+}
+
+static _Thread_local tt_tensor **pending;  // leaves (retained) with a pending gradient
+static _Thread_local size_t npending, cappending;
+
+static tt_tensor **grad_slot(tt_tensor *x, tt_tensor *g) {
+    TT_CHECK(g->dtype == x->dtype, "gradient dtype %s does not match tensor dtype %s",
+             tt_dtype_name(g->dtype), tt_dtype_name(x->dtype));
+    if (x->node) return &x->node->grad;
+    if (!x->hooks) return &x->grad;
+    if (!x->hooks->pending) {
+        if (npending == cappending) {
+            cappending = cappending ? 2 * cappending : 16;
+            pending = TT_REALLOC(pending, cappending * sizeof *pending);
+        }
+        pending[npending++] = tt_retain(x);
+    }
+    return &x->hooks->pending;
+}
+
+// Runs x's hooks on g (a reference, consumed); returns the final gradient (a reference).
+static tt_tensor *run_hooks(tt_tensor *x, tt_tensor *g) {
+    const tt_hooks *h = x->hooks;
+    for (int i = 0; i < h->n; i++) {
+        tt_scope_begin();  // owns what the hook makes with ops
+        tt_tensor *r = h->v[i].fn(g, h->v[i].ctx);
+        if (r && r != g) {
+            TT_CHECK(r->dtype == x->dtype && tt_same_shape(r, x), "a gradient hook of tensor "
+                     "%s %s returned %s %s; a replacement gradient must match the tensor (or "
+                     "return NULL to keep the gradient)", tt__shape(x), tt_dtype_name(x->dtype),
+                     tt__shape(r), tt_dtype_name(r->dtype));
+            tt_retain(r);
+            tt_release(g);
+            g = r;
+        }
+        tt_scope_end();
+    }
+    return g;
+}
+
+// The hooks of the leaves that received a gradient, then the accumulation into their .grad.
+static void finish_pending(void) {
+    for (size_t i = 0; i < npending; i++) {
+        tt_tensor *x = pending[i], *g = x->hooks->pending;
+        x->hooks->pending = NULL;
+        g = run_hooks(x, g);
+        accum_to(&x->grad, x, g);
+        tt_release(g);
+        tt_release(x);
+    }
+    npending = 0;
+    tt_free(pending);
+    pending = NULL;
+    cappending = 0;
+}
+
+// Before node n's backward: the hooks of its output, then its retained gradient.
+static void output_hooks(tt_node *n) {
+    tt_tensor *out = n->out;
+    if (out->hooks) n->grad = run_hooks(out, n->grad);
+    if (out->retains_grad) accum_to(&out->grad, out, n->grad);
+}
+
+tt_tensor *tt_retain_grad(tt_tensor *t) {
+    TT_CHECK(t, "tensor is NULL");
+    TT_CHECK(t->requires_grad, "tensor %s does not require grad, so backward computes no "
+             "gradient for it to retain", tt__shape(t));
+    if (t->node) t->retains_grad = true;  // a leaf keeps its .grad anyway
+    return t;
+}
+
+void tt_register_hook(tt_tensor *t, tt_grad_hook fn, void *ctx) {
+    TT_CHECK(t && fn, "tensor or hook is NULL");
+    TT_CHECK(t->requires_grad, "cannot register a hook on tensor %s: it does not require grad "
+             "(call tt_set_requires_grad on the leaves it comes from)", tt__shape(t));
+    if (!t->hooks) {
+        t->hooks = TT_CALLOC(1, sizeof *t->hooks);
+        tt__set_hooks_free(hooks_free);
+    }
+    tt_hooks *h = t->hooks;
+    if (h->n == h->cap) {
+        h->cap = h->cap ? 2 * h->cap : 2;
+        h->v = TT_REALLOC(h->v, (size_t)h->cap * sizeof *h->v);
+    }
+    h->v[h->n++] = (hook){fn, ctx};
+}
+
+void tt__accum_grad(tt_tensor *x, tt_tensor *g) {
+    if (!x || !x->requires_grad) return;
+    accum_to(grad_slot(x, g), x, g);
 }
 
 void tt__accum_grad_owned(tt_tensor *x, tt_tensor *g) {
@@ -214,7 +392,7 @@ void tt__accum_grad_owned(tt_tensor *x, tt_tensor *g) {
             *slot = g;  // nobody else sees g: it becomes the gradient, no copy
             return;
         }
-        tt__accum_grad(x, g);
+        accum_to(slot, x, g);
     }
     tt_release(g);
 }
@@ -283,6 +461,7 @@ void tt_backward_ex(tt_tensor *out, tt_tensor *grad, bool retain_graph) {
     tt__accum_grad(out, seed);
     tt_scope_end();
     if (!out->node) {
+        finish_pending();
         tt_set_grad_enabled(prev);
         return;
     }
@@ -291,12 +470,15 @@ void tt_backward_ex(tt_tensor *out, tt_tensor *grad, bool retain_graph) {
     for (size_t i = 0; i < nodes.n; i++) {
         tt_node *n = nodes.v[i];
         if (!n->grad) continue;  // no gradient reached it
+        check_versions(n);
+        output_hooks(n);
         tt_scope_begin();
         op_table[n->op].backward(n);
         tt_scope_end();
         tt_release(n->grad);
         n->grad = NULL;
     }
+    finish_pending();
     if (!retain_graph) {
         // Move every reference out first: releasing may free nodes of this very list.
         size_t nrefs = 0;

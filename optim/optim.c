@@ -212,20 +212,33 @@ typedef struct sgd_args {
 } sgd_args;
 
 // torch.optim.SGD: d = g + wd p; buf = first ? d : momentum buf + (1 - dampening) d;
-// d = nesterov ? d + momentum buf : buf; p -= lr d.
-#define SGD_KERNEL(T, p, buf, g, n, a)                                                  \
-    for (int64_t i = 0; i < (n); i++) {                                                 \
-        double d = (double)(g)[i];                                                      \
-        if ((a)->weight_decay != 0) d += (a)->weight_decay * (double)(p)[i];            \
-        if ((a)->momentum != 0) {                                                       \
-            double b = (a)->first ? d                                                   \
-                                  : (a)->momentum * (double)(buf)[i] +                  \
-                                        (1 - (a)->dampening) * d;                       \
-            (buf)[i] = (T)b;                                                            \
-            d = (a)->nesterov ? d + (a)->momentum * (double)(buf)[i] : (double)(buf)[i]; \
-        }                                                                               \
-        (p)[i] = (T)((double)(p)[i] - (a)->lr * d);                                     \
+// d = nesterov ? d + momentum buf : buf; p -= lr d. p, buf (NULL without momentum), g: (n,).
+static void sgd_f32(float *p, float *buf, const float *g, int64_t n, const sgd_args *a) {
+    for (int64_t i = 0; i < n; i++) {
+        double d = (double)g[i];
+        if (a->weight_decay != 0) d += a->weight_decay * (double)p[i];
+        if (a->momentum != 0) {
+            double b = a->first ? d : a->momentum * (double)buf[i] + (1 - a->dampening) * d;
+            buf[i] = (float)b;
+            d = a->nesterov ? d + a->momentum * (double)buf[i] : (double)buf[i];
+        }
+        p[i] = (float)((double)p[i] - a->lr * d);
     }
+}
+
+// The f64 twin of sgd_f32.
+static void sgd_f64(double *p, double *buf, const double *g, int64_t n, const sgd_args *a) {
+    for (int64_t i = 0; i < n; i++) {
+        double d = (double)g[i];
+        if (a->weight_decay != 0) d += a->weight_decay * (double)p[i];
+        if (a->momentum != 0) {
+            double b = a->first ? d : a->momentum * (double)buf[i] + (1 - a->dampening) * d;
+            buf[i] = (double)b;
+            d = a->nesterov ? d + a->momentum * (double)buf[i] : (double)buf[i];
+        }
+        p[i] = (double)((double)p[i] - a->lr * d);
+    }
+}
 
 typedef struct adam_args {
     double beta1, beta2, eps;
@@ -238,36 +251,38 @@ typedef struct adam_args {
 // Kingma & Ba 2015 with PyTorch's arrangement of the bias corrections:
 // m = m + (1 - b1) (g - m); v = b2 v + (1 - b2) g^2; p -= step_size m / (sqrt(v) / bc2_sqrt + eps)
 // Branch-free so the compiler vectorizes it (a decay of 1 and an l2 of 0 change nothing).
-#define ADAM_KERNEL(T, p, m, v, g, n, a)                                                \
-    do {                                                                                \
-        const double b1_ = (a)->beta1, b2_ = (a)->beta2, eps_ = (a)->eps;               \
-        const double l2_ = (a)->l2, decay_ = (a)->decay, ss_ = (a)->step_size;          \
-        const double bc2_ = (a)->bc2_sqrt;                                              \
-        for (int64_t i = 0; i < (n); i++) {                                             \
-            double pi = (double)(p)[i] * decay_;                                        \
-            double gi = (double)(g)[i] + l2_ * pi;                                      \
-            T mi = (T)((double)(m)[i] + (1 - b1_) * (gi - (double)(m)[i]));             \
-            T vi = (T)(b2_ * (double)(v)[i] + (1 - b2_) * gi * gi);                     \
-            (m)[i] = mi;                                                                \
-            (v)[i] = vi;                                                                \
-            double denom = sqrt((double)vi) / bc2_ + eps_;                              \
-            (p)[i] = (T)(pi - ss_ * ((double)mi / denom));                              \
-        }                                                                               \
-    } while (0)
-
-static void sgd_f32(float *p, float *buf, const float *g, int64_t n, const sgd_args *a) {
-    SGD_KERNEL(float, p, buf, g, n, a)
-}
-static void sgd_f64(double *p, double *buf, const double *g, int64_t n, const sgd_args *a) {
-    SGD_KERNEL(double, p, buf, g, n, a)
-}
+// p, m, v, g: (n,).
 static void adam_f32(float *restrict p, float *restrict m, float *restrict v,
                      const float *restrict g, int64_t n, const adam_args *a) {
-    ADAM_KERNEL(float, p, m, v, g, n, a);
+    const double b1 = a->beta1, b2 = a->beta2, eps = a->eps;
+    const double l2 = a->l2, decay = a->decay, ss = a->step_size, bc2 = a->bc2_sqrt;
+    for (int64_t i = 0; i < n; i++) {
+        double pi = (double)p[i] * decay;
+        double gi = (double)g[i] + l2 * pi;
+        float mi = (float)((double)m[i] + (1 - b1) * (gi - (double)m[i]));
+        float vi = (float)(b2 * (double)v[i] + (1 - b2) * gi * gi);
+        m[i] = mi;
+        v[i] = vi;
+        double denom = sqrt((double)vi) / bc2 + eps;
+        p[i] = (float)(pi - ss * ((double)mi / denom));
+    }
 }
+
+// The f64 twin of adam_f32.
 static void adam_f64(double *restrict p, double *restrict m, double *restrict v,
                      const double *restrict g, int64_t n, const adam_args *a) {
-    ADAM_KERNEL(double, p, m, v, g, n, a);
+    const double b1 = a->beta1, b2 = a->beta2, eps = a->eps;
+    const double l2 = a->l2, decay = a->decay, ss = a->step_size, bc2 = a->bc2_sqrt;
+    for (int64_t i = 0; i < n; i++) {
+        double pi = (double)p[i] * decay;
+        double gi = (double)g[i] + l2 * pi;
+        double mi = (double)((double)m[i] + (1 - b1) * (gi - (double)m[i]));
+        double vi = (double)(b2 * (double)v[i] + (1 - b2) * gi * gi);
+        m[i] = mi;
+        v[i] = vi;
+        double denom = sqrt((double)vi) / bc2 + eps;
+        p[i] = (double)(pi - ss * ((double)mi / denom));
+    }
 }
 
 // Element pointer i of a contiguous tensor (NULL stays NULL: plain SGD has no buffer).
@@ -333,6 +348,10 @@ void tt_optim_step(tt_optim *o) {
                 };
                 adam_update(p, st[TT_OPTIM_SLOT_EXP_AVG], st[TT_OPTIM_SLOT_EXP_AVG_SQ], g, &a);
             }
+            // In-place writes (tensor.h's version counter): the parameter and its state.
+            tt_bump_version(p, "tt_optim_step");
+            for (int s = 0; s < TT_OPTIM_SLOT_COUNT; s++)
+                if (st[s]) tt_bump_version(st[s], "tt_optim_step");
             if (step) (*step)++;
         }
     }
@@ -345,16 +364,26 @@ void tt_optim_step(tt_optim *o) {
 // compiler can vectorize) added in a fixed order. Chunks of CHUNK elements run in parallel and
 // their sums are added in chunk order, so the result is the same for any thread count.
 #define LANES 8
-#define SUMSQ_KERNEL(x, n)                                                              \
-    double acc[LANES] = {0};                                                            \
-    int64_t i = 0;                                                                      \
-    for (; i + LANES <= (n); i += LANES)                                                \
-        for (int k = 0; k < LANES; k++) acc[k] += (double)(x)[i + k] * (double)(x)[i + k]; \
-    for (int k = 0; i < (n); i++, k++) acc[k] += (double)(x)[i] * (double)(x)[i];       \
-    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 
-static double sumsq_f32(const float *x, int64_t n) { SUMSQ_KERNEL(x, n) }
-static double sumsq_f64(const double *x, int64_t n) { SUMSQ_KERNEL(x, n) }
+// x: (n,).
+static double sumsq_f32(const float *x, int64_t n) {
+    double acc[LANES] = {0};
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int k = 0; k < LANES; k++) acc[k] += (double)x[i + k] * (double)x[i + k];
+    for (int k = 0; i < n; i++, k++) acc[k] += (double)x[i] * (double)x[i];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+// The f64 twin of sumsq_f32.
+static double sumsq_f64(const double *x, int64_t n) {
+    double acc[LANES] = {0};
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int k = 0; k < LANES; k++) acc[k] += (double)x[i + k] * (double)x[i + k];
+    for (int k = 0; i < n; i++, k++) acc[k] += (double)x[i] * (double)x[i];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
 
 static double sumsq(const tt_tensor *g) {
     int64_t n = tt_numel(g), nchunks = (n + CHUNK - 1) / CHUNK;
@@ -391,6 +420,7 @@ double tt_grad_norm(const tt_params *p) {
 }
 
 static void scale_(tt_tensor *g, double s) {
+    tt_bump_version(g, "tt_clip_grad_norm");
     int64_t n = tt_numel(g);
     if (g->dtype == TT_F32) {
         float *x = tt_data(g);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 tt_tensor *tt_fill_(tt_tensor *t, double value) {
+    tt_bump_version(t, "fill_");
     if (tt_is_contiguous(t) && t->dtype == TT_F32) {
         float *p = tt_data(t), v = (float)value;
         for (int64_t i = 0, n = tt_numel(t); i < n; i++) p[i] = v;

@@ -95,6 +95,7 @@ bool tt__iter_next(tt__iter *it) {
 // One inner run at a time: same dtype, bit copies (tt_kcopy_run); f32 <-> f64, the typed
 // conversions; any other pair goes through double (tt__load / tt__store).
 void tt_copy_(tt_tensor *dst, const tt_tensor *src) {
+    tt_bump_version(dst, "copy_");
     int64_t sst[TT_MAX_DIMS];
     tt__broadcast_strides(src, dst->ndim, dst->shape, sst);
     const int64_t *strides[2] = {dst->stride, sst};

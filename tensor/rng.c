@@ -55,12 +55,14 @@ int64_t tt_rng_below(tt_rng *rng, int64_t n) {
 tt_tensor *tt_uniform_(tt_tensor *t, tt_rng *rng, double lo, double hi) {
     int64_t n = tt_numel(t);
     for (int64_t i = 0; i < n; i++) tt_set_at(t, i, lo + (hi - lo) * tt_rng_uniform(rng));
+    tt_bump_version(t, "uniform_");
     return t;
 }
 
 tt_tensor *tt_normal_(tt_tensor *t, tt_rng *rng, double mean, double std) {
     int64_t n = tt_numel(t);
     for (int64_t i = 0; i < n; i++) tt_set_at(t, i, mean + std * tt_rng_normal(rng));
+    tt_bump_version(t, "normal_");
     return t;
 }
 

@@ -230,6 +230,8 @@ static tt_storage *storage_new(size_t nbytes) {
     s->data = buffer_get(padded ? padded : 64);
     s->nbytes = nbytes;
     s->refcount = 1;
+    s->version = 0;
+    s->writer = NULL;
     atomic_fetch_add(&live_bytes, (long long)nbytes);
     return s;
 }
@@ -243,6 +245,72 @@ static void storage_release(tt_storage *s) {
     buffer_put(s->data, padded ? padded : 64);
     tt_free(s);
 }
+
+// ---- the version counter ----
+
+uint64_t tt_version(const tt_tensor *t) { return t->storage->version; }
+
+void tt_bump_version(tt_tensor *t, const char *op) {
+    t->storage->version++;
+    t->storage->writer = op;
+}
+
+// ---- tensor structs: poisoned on free, reused from a quarantine ----
+// A freed struct gets the refcount FREED (its shape and dtype stay, for the message) and waits
+// in a thread-local FIFO ring of QUARANTINE structs; a new tensor reuses the oldest one only
+// when the ring is full. So a release or retain of a tensor freed fewer than QUARANTINE frees
+// ago finds the poison and aborts (tensor.h says what is caught).
+
+#define FREED ((int64_t)-0x5eadbeef)
+#define QUARANTINE 4096  // a power of two
+
+static _Thread_local tt_tensor **quarantine;  // ring; the oldest entry is at qhead
+static _Thread_local size_t qhead, qlen;
+
+static tt_tensor *struct_get(void) {
+    if (qlen < QUARANTINE) return TT_CALLOC(1, sizeof(tt_tensor));
+    tt_tensor *t = quarantine[qhead];
+    qhead = (qhead + 1) & (QUARANTINE - 1);
+    qlen--;
+    memset(t, 0, sizeof *t);
+    return t;
+}
+
+static void struct_put(tt_tensor *t) {
+    t->refcount = FREED;
+    t->storage = NULL;
+    t->grad = NULL;
+    t->node = NULL;
+    t->name = NULL;
+    t->hooks = NULL;
+    if (!quarantine) quarantine = TT_MALLOC(QUARANTINE * sizeof *quarantine);
+    if (qlen == QUARANTINE) {  // more frees than allocations: the oldest goes back for good
+        tt_free(quarantine[qhead]);
+        qhead = (qhead + 1) & (QUARANTINE - 1);
+        qlen--;
+    }
+    quarantine[(qhead + qlen) & (QUARANTINE - 1)] = t;
+    qlen++;
+}
+
+// ---- the leak report (TT_LEAK_REPORT=1) ----
+
+int64_t tt_leak_report(FILE *f) {
+    int64_t n = tt_live_tensors();
+    if (n != 0)
+        fprintf(f, "tinytorch: %lld tensors (%lld bytes of storage) still live at exit: a tensor "
+                "made outside any scope was never released (call tt_release on it, or make it "
+                "inside tt_scope_begin()/tt_scope_end())\n", (long long)n,
+                (long long)tt_live_bytes());
+    return n;
+}
+
+static void leak_report_at_exit(void) {
+    const char *env = getenv("TT_LEAK_REPORT");
+    if (env && env[0] && strcmp(env, "0") != 0) tt_leak_report(stderr);
+}
+
+static atomic_int leak_report_armed;
 
 // ---- tensors ----
 
@@ -265,7 +333,10 @@ static tt_tensor *tensor_struct(tt_dtype dtype, int ndim, const int64_t *shape) 
     TT_CHECK(ndim >= 0 && ndim <= TT_MAX_DIMS, "ndim %d is out of range [0, %d]", ndim,
              TT_MAX_DIMS);
     TT_CHECK(ndim == 0 || shape, "shape is NULL for ndim %d", ndim);
-    tt_tensor *t = TT_CALLOC(1, sizeof *t);
+    if (!atomic_load_explicit(&leak_report_armed, memory_order_relaxed) &&
+        !atomic_exchange(&leak_report_armed, 1))
+        atexit(leak_report_at_exit);
+    tt_tensor *t = struct_get();
     t->refcount = 1;
     t->dtype = dtype;
     t->ndim = ndim;
@@ -332,15 +403,33 @@ tt_tensor *tt_as_strided(const tt_tensor *t, int ndim, const int64_t *shape,
 // Releasing can cascade (a tensor owns its node, which owns its inputs, ...). A long graph
 // would recurse deeply, so tensors whose count reached zero go on a list freed in a loop.
 static void (*node_free_fn)(tt_node *);
+static void (*hooks_free_fn)(tt_hooks *);
 static _Thread_local tt_tensor **dead;
 static _Thread_local size_t ndead, capdead;
 static _Thread_local bool freeing;
 
 void tt__set_node_free(void (*fn)(tt_node *)) { node_free_fn = fn; }
+void tt__set_hooks_free(void (*fn)(tt_hooks *)) { hooks_free_fn = fn; }
+
+// Aborts for a tt_retain / tt_release (`func`, at `line`) of t whose refcount is not positive.
+#if defined(__GNUC__)
+__attribute__((noreturn))
+#endif
+static void bad_refcount(const tt_tensor *t, int line, const char *func, bool retain) {
+    if (t->refcount == FREED)
+        tt_fatal(__FILE__, line, func, "tensor %s %s was already freed: %s (inside a scope, "
+                 "the scope owns what ops return: do not release it, or tt_keep it first)",
+                 tt__shape(t), tt_dtype_name(t->dtype),
+                 retain ? "retain after free"
+                        : "released more often than retained (a double release)");
+    tt_fatal(__FILE__, line, func, "refcount underflow (%lld) on tensor %s %s: released more "
+             "often than retained, or not a tensor", (long long)t->refcount, tt__shape(t),
+             tt_dtype_name(t->dtype));
+}
 
 tt_tensor *tt_retain(tt_tensor *t) {
     if (t) {
-        TT_CHECK(t->refcount > 0, "retain of a released tensor %s", tt__shape(t));
+        if (t->refcount <= 0) bad_refcount(t, __LINE__, "tt_retain", true);
         t->refcount++;
     }
     return t;
@@ -348,10 +437,7 @@ tt_tensor *tt_retain(tt_tensor *t) {
 
 void tt_release(tt_tensor *t) {
     if (!t) return;
-    TT_CHECK(t->refcount > 0,
-             "refcount underflow on tensor %s %s: released more often than retained "
-             "(inside a scope, the scope owns what ops return: do not release it)",
-             tt__shape(t), tt_dtype_name(t->dtype));
+    if (t->refcount <= 0) bad_refcount(t, __LINE__, "tt_release", false);
     if (--t->refcount > 0) return;
     if (ndead == capdead) {
         capdead = capdead ? 2 * capdead : 64;
@@ -364,11 +450,13 @@ void tt_release(tt_tensor *t) {
         tt_tensor *d = dead[--ndead];
         tt_node *node = d->node;
         tt_tensor *grad = d->grad;
+        tt_hooks *hooks = d->hooks;
         storage_release(d->storage);
         tt_free(d->name);
-        tt_free(d);
+        struct_put(d);
         atomic_fetch_sub(&live_tensors, 1);
         tt_release(grad);  // queues, does not recurse
+        if (hooks && hooks_free_fn) hooks_free_fn(hooks);
         if (node && node_free_fn) node_free_fn(node);
     }
     freeing = false;
@@ -409,7 +497,15 @@ void tt_scope_begin(void) {
 void tt_scope_end(void) {
     TT_CHECK(nscopes > 0, "tt_scope_end without a matching tt_scope_begin");
     scope *s = &scopes[nscopes - 1];
-    for (size_t i = 0; i < s->n; i++) tt_release(s->owned[i]);
+    for (size_t i = 0; i < s->n; i++) {
+        tt_tensor *t = s->owned[i];
+        if (t->refcount == FREED)
+            tt_fatal(__FILE__, __LINE__, __func__, "a tensor %s %s owned by this scope was "
+                     "released by hand before tt_scope_end; the scope owns what ops return: do "
+                     "not release it, or tt_keep it first", tt__shape(t),
+                     tt_dtype_name(t->dtype));
+        tt_release(t);
+    }
     s->n = 0;
     nscopes--;
     if (nscopes > 0) {
@@ -552,6 +648,7 @@ double tt_get(const tt_tensor *t, const int64_t *idx) {
 
 void tt_set(tt_tensor *t, const int64_t *idx, double value) {
     tt__store(tt__base(t), t->dtype, idx_offset(t, idx, __func__), value);
+    tt_bump_version(t, "set");
 }
 
 double tt_at(const tt_tensor *t, int64_t i) {
@@ -564,6 +661,7 @@ void tt_set_at(tt_tensor *t, int64_t i, double value) {
     TT_CHECK(i >= 0 && i < tt_numel(t), "flat index %lld is out of range for %s",
              (long long)i, tt__shape(t));
     tt__store(tt__base(t), t->dtype, flat_offset(t, i), value);
+    tt_bump_version(t, "set_at");
 }
 
 void tt_to_f64_array(const tt_tensor *t, double *out) {

@@ -18,7 +18,7 @@
 //   tt_scope_end(). Do not release it yourself. To take a tensor out of the scope, call
 //   tt_keep(t): it then belongs to the enclosing scope, or to you if there is none.
 // - tt_retain() adds a reference you own; tt_release() drops one. Releasing NULL is a no-op;
-//   releasing more often than retained aborts.
+//   releasing more often than retained aborts (see "over-release" below for what is caught).
 // Tensors that the library keeps for itself (gradients, saved activations, parameters
 // created outside a scope) hold their own references, so scopes never free them early.
 #ifndef TT_TENSOR_H
@@ -54,10 +54,13 @@ bool tt_dtype_is_float(tt_dtype dtype);
 typedef struct tt_storage {
     int64_t refcount;
     size_t nbytes;
-    void *data;  // 64-byte aligned
+    void *data;          // 64-byte aligned
+    uint64_t version;    // bumped by every in-place write; views share it (tt_version)
+    const char *writer;  // name of the last in-place op that wrote here ("fill_"), or NULL
 } tt_storage;
 
-typedef struct tt_node tt_node;  // autograd tape node (autograd/)
+typedef struct tt_node tt_node;    // autograd tape node (autograd/)
+typedef struct tt_hooks tt_hooks;  // gradient hooks of a tensor (autograd/)
 typedef struct tt_tensor tt_tensor;
 
 struct tt_tensor {
@@ -72,6 +75,8 @@ struct tt_tensor {
     tt_tensor *grad;               // accumulated gradient of a leaf (owned), or NULL
     tt_node *node;                 // the op that produced this tensor (owned), NULL for leaves
     char *name;                    // optional (owned), used in messages and checkpoints
+    bool retains_grad;             // a non-leaf whose .grad backward fills (tt_retain_grad)
+    tt_hooks *hooks;               // gradient hooks (owned), NULL if none (tt_register_hook)
 };
 
 // Shape and dims literals: tt_zeros(TT_F32, TT_SHAPE(2, 3)), tt_sum(x, TT_DIMS(0, 2), false).
@@ -121,10 +126,40 @@ tt_tensor *tt_normal_(tt_tensor *t, tt_rng *rng, double mean, double std);
 // dst[...] = src[...] with src broadcast to dst's shape and converted to dst's dtype.
 void tt_copy_(tt_tensor *dst, const tt_tensor *src);
 
+// ---- in-place writes and the version counter (PyTorch's rule) ----
+// Every in-place write through the library bumps the version of the tensor's storage (views
+// share it): tt_fill_, tt_uniform_, tt_normal_, tt_copy_, tt_set, tt_set_at, the in-place
+// arithmetic of autograd.h (tt_add_, tt_mul_, ...) and the optimizers' parameter updates.
+// A tape node remembers the version of each tensor its backward reads; tt_backward aborts,
+// naming the op and the writer, when one was modified in place after it was saved ("clone it
+// before writing, or write after backward"). Writes through tt_data() or other raw pointers
+// are NOT tracked: call tt_bump_version() after them if a graph may have saved the tensor.
+
+uint64_t tt_version(const tt_tensor *t);  // PyTorch's t._version
+// Records an in-place write to t's storage by `op` (a string literal, kept as a pointer).
+void tt_bump_version(tt_tensor *t, const char *op);
+
 // ---- references ----
 
 tt_tensor *tt_retain(tt_tensor *t);  // returns t
 void tt_release(tt_tensor *t);       // NULL is a no-op
+
+// ---- over-release: what is caught ----
+// A freed tensor struct is poisoned (its refcount set to a sentinel, its storage, gradient,
+// node and name pointers cleared; shape and dtype kept for the message) and held in a
+// first-in first-out quarantine of the last 4096 structs freed on this thread before it is
+// reused for a new tensor. Within that window, in every build (plain, -O3, SAN=1):
+// - a double release (tt_release of a tensor already freed) aborts: "tensor ... was already
+//   freed";
+// - releasing a tensor a scope owns and then ending the scope aborts in tt_scope_end: "a
+//   tensor owned by this scope was released by hand before tt_scope_end";
+// - tt_retain of a freed tensor aborts.
+// Not caught: a stale pointer used after 4096 more tensors were freed on the thread (its
+// struct may belong to a new tensor by then), a tensor freed on another thread, and reads or
+// writes of a freed tensor's fields that go around tt_retain / tt_release. Under ASan the
+// quarantined memory is still allocated, so these messages come before ASan's report. Each
+// thread that frees tensors holds its quarantine (up to 4096 structs, about 1 MiB) until the
+// process exits; the live-tensor counters do not count it.
 
 // ---- ownership scopes (autorelease pools) ----
 
@@ -172,6 +207,12 @@ void tt_print(const tt_tensor *t);
 
 int64_t tt_live_tensors(void);
 int64_t tt_live_bytes(void);  // bytes of live tensor storage
+// Leak report: with TT_LEAK_REPORT=1 in the environment, a program that created tensors
+// prints "tinytorch: N tensors (M bytes) still live at exit ..." to stderr at exit when N is
+// not zero (a tensor returned outside any scope and never released, e.g. the result of
+// tt_mul_scalar(w, 0.1) dropped on the floor). tt_leak_report writes the same line to f now
+// and returns the number of live tensors (nothing is written when it is 0).
+int64_t tt_leak_report(FILE *f);
 
 // ---- the buffer cache: freed tensor buffers are reused by size, so a steady-state training
 // step calls no malloc. Off under sanitizers and with TT_NO_CACHE=1 in the environment. ----

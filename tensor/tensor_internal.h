@@ -19,6 +19,8 @@ tt_tensor *tt__contiguous_ref(tt_tensor *t);
 
 // autograd/ registers how a tensor's node is freed when the tensor dies.
 void tt__set_node_free(void (*fn)(tt_node *));
+// ... and how its gradient hooks are freed.
+void tt__set_hooks_free(void (*fn)(tt_hooks *));
 
 // "(2, 3)" in one of 8 rotating thread-local buffers, for error messages.
 const char *tt__shape(const tt_tensor *t);

@@ -241,6 +241,354 @@ START_TEST(test_op_table) {
 }
 END_TEST
 
+// ---- the version counter: in-place writes to what a graph saved ----
+// Each case gave a wrong gradient silently before (dx = 5 instead of 3 for mul, 5 instead of
+// e^2 for exp, 14 instead of 4 for square, 0 instead of 1 for masked_fill, 20 instead of 4 for
+// matmul); now backward refuses, and the right way (clone before writing, or write after
+// backward) gives the right number.
+
+START_TEST(test_inplace_mul_operand_aborts) {
+    tt_expect_abort("tt_backward: a tensor saved by 'mul' was modified in place by 'fill_' "
+                    "after it was saved; clone it before writing");
+    tt_scope_begin();
+    tt_tensor *x = leaf(tt_full(TT_F64, TT_SHAPE(2), 2)), *w = tt_full(TT_F64, TT_SHAPE(2), 3);
+    tt_tensor *y = tt_sum_all(tt_mul(x, w));
+    tt_fill_(w, 5);
+    tt_backward(y);
+}
+END_TEST
+
+START_TEST(test_inplace_exp_output_aborts) {
+    tt_expect_abort("tt_backward: a tensor saved by 'exp' was modified in place by 'fill_' "
+                    "after it was saved; clone it before writing");
+    tt_scope_begin();
+    tt_tensor *x = leaf(tt_full(TT_F64, TT_SHAPE(2), 2));
+    tt_tensor *e = tt_exp(x);
+    tt_tensor *y = tt_sum_all(e);
+    tt_fill_(e, 5);
+    tt_backward(y);
+}
+END_TEST
+
+START_TEST(test_inplace_leaf_after_square_aborts) {
+    tt_expect_abort("tt_backward: a tensor saved by 'square' was modified in place by 'fill_' "
+                    "after it was saved; clone it before writing");
+    tt_scope_begin();
+    tt_tensor *x = leaf(tt_full(TT_F64, TT_SHAPE(2), 2));
+    tt_set_name(x, "x");
+    tt_tensor *y = tt_sum_all(tt_square(x));
+    tt_fill_(x, 7);
+    tt_backward(y);
+}
+END_TEST
+
+START_TEST(test_inplace_mask_after_masked_fill_aborts) {
+    tt_expect_abort("tt_backward: a tensor saved by 'masked_fill' was modified in place by "
+                    "'fill_' after it was saved; clone it before writing");
+    tt_scope_begin();
+    tt_tensor *x = leaf(tt_full(TT_F64, TT_SHAPE(2), 2)), *m = tt_zeros(TT_I32, TT_SHAPE(2));
+    tt_tensor *y = tt_sum_all(tt_masked_fill(x, m, 0));
+    tt_fill_(m, 1);
+    tt_backward(y);
+}
+END_TEST
+
+START_TEST(test_inplace_copy_into_matmul_operand_aborts) {
+    tt_expect_abort("tt_backward: a tensor saved by 'matmul' was modified in place by 'copy_' "
+                    "after it was saved; clone it before writing");
+    tt_scope_begin();
+    tt_tensor *a = leaf(tt_full(TT_F64, TT_SHAPE(2, 2), 1));
+    tt_tensor *b = tt_full(TT_F64, TT_SHAPE(2, 2), 2);
+    tt_tensor *y = tt_sum_all(tt_matmul(a, b));
+    tt_copy_(tt_slice(b, 0, 0, 1, 1), tt_full(TT_F64, TT_SHAPE(1, 2), 10));  // a view of b
+    tt_backward(y);
+}
+END_TEST
+
+START_TEST(test_inplace_right_ways) {
+    tt_scope_begin();
+    // mul: clone before writing.
+    tt_tensor *x = leaf(tt_full(TT_F64, TT_SHAPE(2), 2)), *w = tt_full(TT_F64, TT_SHAPE(2), 3);
+    tt_tensor *y = tt_sum_all(tt_mul(x, tt_clone(w)));
+    tt_fill_(w, 5);
+    tt_backward(y);
+    ck_assert_values(tt_grad(x), 0, 0, 3, 3);
+    // mul: write after backward.
+    tt_zero_grad(x);
+    tt_fill_(w, 3);
+    tt_backward(tt_sum_all(tt_mul(x, w)));
+    tt_fill_(w, 5);
+    ck_assert_values(tt_grad(x), 0, 0, 3, 3);
+    // add reads neither operand in its backward: writing one is fine (as in PyTorch).
+    tt_zero_grad(x);
+    y = tt_sum_all(tt_add(x, w));
+    tt_fill_(w, 9);
+    tt_backward(y);
+    ck_assert_values(tt_grad(x), 0, 0, 1, 1);
+    // exp: write a clone of the output.
+    tt_zero_grad(x);
+    tt_tensor *e = tt_exp(x);
+    y = tt_sum_all(e);
+    tt_fill_(tt_clone(e), 5);
+    tt_backward(y);
+    ck_assert_values(tt_grad(x), 1e-12, 0, exp(2.0), exp(2.0));
+    // square: write the leaf after backward.
+    tt_zero_grad(x);
+    tt_backward(tt_sum_all(tt_square(x)));
+    tt_no_grad_begin();
+    tt_fill_(x, 7);
+    tt_no_grad_end();
+    ck_assert_values(tt_grad(x), 0, 0, 4, 4);
+    // masked_fill: the graph keeps a clone of the mask.
+    tt_tensor *x2 = leaf(tt_full(TT_F64, TT_SHAPE(2), 2)), *m = tt_zeros(TT_I32, TT_SHAPE(2));
+    y = tt_sum_all(tt_masked_fill(x2, tt_clone(m), 0));
+    tt_fill_(m, 1);
+    tt_backward(y);
+    ck_assert_values(tt_grad(x2), 0, 0, 1, 1);
+    // matmul: copy into a view of a clone.
+    tt_tensor *a = leaf(tt_full(TT_F64, TT_SHAPE(2, 2), 1));
+    tt_tensor *b = tt_full(TT_F64, TT_SHAPE(2, 2), 2);
+    y = tt_sum_all(tt_matmul(a, tt_clone(b)));
+    tt_copy_(tt_slice(b, 0, 0, 1, 1), tt_full(TT_F64, TT_SHAPE(1, 2), 10));
+    tt_backward(y);
+    ck_assert_values(tt_grad(a), 0, 0, 4, 4, 4, 4);
+    tt_scope_end();
+}
+END_TEST
+
+// The per-op table of the inputs a backward reads (moves into ops.def).
+START_TEST(test_op_saved_inputs) {
+    ck_assert_uint_eq(tt_op_saved_inputs(TT_OP_ADD), 0);
+    ck_assert_uint_eq(tt_op_saved_inputs(TT_OP_MUL), 3);
+    ck_assert_uint_eq(tt_op_saved_inputs(TT_OP_EXP), 0);  // reads its saved output
+    ck_assert_uint_eq(tt_op_saved_inputs(TT_OP_SQUARE), 1);
+    ck_assert_uint_eq(tt_op_saved_inputs(TT_OP_AFFINE), 3);  // x and weight, not the bias
+    ck_assert_uint_eq(tt_op_saved_inputs(TT_OP_ATTENTION), 7);
+    ck_assert_uint_eq(tt_op_saved_inputs(TT_OP_ARGMAX), 0);  // no backward
+}
+END_TEST
+
+// ---- in-place ops and no-grad scopes ----
+
+START_TEST(test_inplace_ops_values) {
+    tt_scope_begin();
+    tt_tensor *a = tt_test_tensor(TT_F64, TT_SHAPE(2, 2), 1, 2, 3, 4);
+    tt_tensor *b = tt_test_tensor(TT_F64, TT_SHAPE(2), 10, 20);  // broadcast over rows
+    uint64_t v = tt_version(a);
+    ck_assert_ptr_eq(tt_add_(a, b), a);
+    ck_assert_values(a, 0, 0, 11, 22, 13, 24);
+    ck_assert_uint_gt(tt_version(a), v);
+    ck_assert_str_eq(a->storage->writer, "add_");
+    tt_sub_(a, b);
+    ck_assert_values(a, 0, 0, 1, 2, 3, 4);
+    tt_mul_(a, b);
+    ck_assert_values(a, 0, 0, 10, 40, 30, 80);
+    tt_div_(a, tt_scalar(TT_F64, 10));
+    ck_assert_values(a, 0, 0, 1, 4, 3, 8);
+    tt_add_scalar_(a, 0.5);
+    ck_assert_values(a, 0, 0, 1.5, 4.5, 3.5, 8.5);
+    tt_mul_scalar_(a, -2);
+    ck_assert_values(a, 0, 0, -3, -9, -7, -17);
+    tt_neg_(a);
+    ck_assert_values(a, 0, 0, 3, 9, 7, 17);
+    tt_set_at(a, 1, NAN);
+    tt_clamp_(a, 4, 10);
+    ck_assert_double_eq(tt_at(a, 0), 4);
+    ck_assert(isnan(tt_at(a, 1)));
+    ck_assert_double_eq(tt_at(a, 2), 7);
+    ck_assert_double_eq(tt_at(a, 3), 10);
+    tt_clamp_(a, -INFINITY, 5);  // one-sided
+    ck_assert_double_eq(tt_at(a, 3), 5);
+    ck_assert_str_eq(a->storage->writer, "clamp_");
+    // Through a view: the base tensor changes and its version moves.
+    tt_tensor *f = tt_test_tensor(TT_F32, TT_SHAPE(2, 3), 1, 2, 3, 4, 5, 6);
+    v = tt_version(f);
+    tt_mul_scalar_(tt_slice(f, 1, 1, 3, 1), 10);
+    ck_assert_values(f, 0, 0, 1, 20, 30, 4, 50, 60);
+    ck_assert_uint_gt(tt_version(f), v);
+    tt_zero_(tt_transpose(f, 0, 1));
+    ck_assert_values(f, 0, 0, 0, 0, 0, 0, 0, 0);
+    ck_assert_str_eq(f->storage->writer, "zero_");
+    tt_scope_end();
+}
+END_TEST
+
+// The update a new user wrote by hand: w *= 0.1 on a parameter, inside a no-grad scope.
+START_TEST(test_no_grad_update_of_parameter) {
+    tt_tensor *w = leaf(tt_test_tensor(TT_F32, TT_SHAPE(2), 1, -2));  // a parameter
+    tt_keep(w);  // no scope is open: ours, released below
+    ck_assert(tt_is_grad_enabled());
+    tt_no_grad_begin();
+    ck_assert(!tt_is_grad_enabled());
+    tt_mul_scalar_(w, 0.1);
+    tt_no_grad_begin();  // nesting restores each mode in turn
+    tt_set_grad_enabled(true);
+    tt_no_grad_end();
+    ck_assert(!tt_is_grad_enabled());
+    tt_no_grad_end();
+    ck_assert(tt_is_grad_enabled());
+    ck_assert_values(w, 1e-7, 0, 0.1, -0.2);
+    ck_assert(w->requires_grad && !w->node);  // still a leaf
+    tt_set_grad_enabled(false);  // begin/end restore an "off" mode too
+    tt_no_grad_begin();
+    tt_no_grad_end();
+    ck_assert(!tt_is_grad_enabled());
+    tt_set_grad_enabled(true);
+    tt_release(w);
+}
+END_TEST
+
+START_TEST(test_inplace_on_leaf_aborts) {
+    tt_expect_abort("a leaf tensor (2,) that requires grad is used in an in-place op 'mul_'; "
+                    "wrap the update in tt_no_grad_begin()/tt_no_grad_end()");
+    tt_scope_begin();
+    tt_tensor *w = leaf(tt_ones(TT_F32, TT_SHAPE(2)));
+    tt_mul_(w, tt_full(TT_F32, TT_SHAPE(2), 0.1));
+}
+END_TEST
+
+START_TEST(test_inplace_on_leaf_scalar_aborts) {
+    tt_expect_abort("a leaf tensor (3,) that requires grad is used in an in-place op "
+                    "'mul_scalar_'");
+    tt_scope_begin();
+    tt_mul_scalar_(leaf(tt_ones(TT_F32, TT_SHAPE(3))), 0.1);
+}
+END_TEST
+
+START_TEST(test_inplace_on_non_leaf_aborts) {
+    tt_expect_abort("tensor (2,) is the output of op 'exp' and requires grad: in-place ops are "
+                    "not differentiable here");
+    tt_scope_begin();
+    tt_add_scalar_(tt_exp(leaf(tt_ones(TT_F64, TT_SHAPE(2)))), 1);
+}
+END_TEST
+
+START_TEST(test_inplace_operand_requires_grad_aborts) {
+    tt_expect_abort("operand (2,) of in-place op 'add_' requires grad: in-place ops are not "
+                    "differentiable here");
+    tt_scope_begin();
+    tt_add_(tt_ones(TT_F64, TT_SHAPE(2)), leaf(tt_ones(TT_F64, TT_SHAPE(2))));
+}
+END_TEST
+
+START_TEST(test_inplace_does_not_broadcast_a_aborts) {
+    tt_expect_abort("operand (2, 3) does not broadcast to the shape (3,) of the tensor written "
+                    "in place");
+    tt_scope_begin();
+    tt_add_(tt_ones(TT_F64, TT_SHAPE(3)), tt_ones(TT_F64, TT_SHAPE(2, 3)));
+}
+END_TEST
+
+START_TEST(test_inplace_on_expanded_view_aborts) {
+    tt_expect_abort("is an expanded view (stride 0 in dim 0)");
+    tt_scope_begin();
+    tt_add_scalar_(tt_expand(tt_ones(TT_F64, TT_SHAPE(1, 3)), TT_SHAPE(4, 3)), 1);
+}
+END_TEST
+
+START_TEST(test_no_grad_end_without_begin_aborts) {
+    tt_expect_abort("tt_no_grad_end without a matching tt_no_grad_begin");
+    tt_no_grad_end();
+}
+END_TEST
+
+// ---- hooks and retained gradients ----
+
+typedef struct hook_log {
+    int calls;
+    double seen[4];
+    double scale;  // 0: return NULL (keep the gradient)
+} hook_log;
+
+static tt_tensor *record_and_scale(tt_tensor *grad, void *ctx) {
+    hook_log *log = ctx;
+    for (int64_t i = 0; i < tt_numel(grad) && i < 4; i++) log->seen[i] = tt_at(grad, i);
+    log->calls++;
+    ck_assert(!tt_is_grad_enabled());
+    return log->scale != 0 ? tt_mul_scalar(grad, log->scale) : NULL;
+}
+
+START_TEST(test_retain_grad) {
+    tt_scope_begin();
+    tt_tensor *x = leaf(tt_test_tensor(TT_F64, TT_SHAPE(2), 1, -3));
+    tt_tensor *h = tt_mul(x, x);
+    ck_assert_ptr_eq(tt_retain_grad(h), h);
+    tt_tensor *y = tt_sum_all(tt_mul_scalar(h, 3));
+    tt_retain_grad(y);
+    tt_retain_grad(x);  // a leaf: no-op
+    tt_backward_ex(y, NULL, true);
+    ck_assert_values(tt_grad(h), 0, 0, 3, 3);
+    ck_assert_values(tt_grad(y), 0, 0, 1);
+    ck_assert_values(tt_grad(x), 1e-12, 0, 6, -18);
+    tt_backward(y);  // accumulates, like a leaf's .grad
+    ck_assert_values(tt_grad(h), 0, 0, 6, 6);
+    tt_zero_grad(h);
+    ck_assert_ptr_null(tt_grad(h));
+    tt_scope_end();
+}
+END_TEST
+
+START_TEST(test_hook_on_intermediate) {
+    tt_scope_begin();
+    tt_tensor *x = leaf(tt_test_tensor(TT_F64, TT_SHAPE(2), 1, -3));
+    tt_tensor *h = tt_mul(x, x);  // dh/dx = 2x
+    hook_log log = {.scale = 10};
+    tt_register_hook(h, record_and_scale, &log);
+    tt_retain_grad(h);  // retained after the hooks: sees the replacement
+    tt_tensor *y = tt_sum_all(tt_add(tt_mul_scalar(h, 2), tt_mul_scalar(h, 3)));
+    tt_backward(y);
+    ck_assert_int_eq(log.calls, 1);  // once, with both contributions in
+    ck_assert_double_eq(log.seen[0], 5);
+    ck_assert_double_eq(log.seen[1], 5);
+    ck_assert_values(tt_grad(h), 0, 0, 50, 50);
+    ck_assert_values(tt_grad(x), 1e-12, 0, 100, -300);
+    tt_scope_end();
+}
+END_TEST
+
+START_TEST(test_hook_on_leaf) {
+    tt_scope_begin();
+    tt_tensor *x = leaf(tt_test_tensor(TT_F64, TT_SHAPE(2), 1, 2));
+    hook_log log = {.scale = 10}, keep = {.scale = 0};
+    tt_register_hook(x, record_and_scale, &log);
+    tt_register_hook(x, record_and_scale, &keep);  // runs second, returns NULL
+    // x used twice: the hook sees this backward's total (2 + 3), before it reaches .grad.
+    tt_backward(tt_sum_all(tt_add(tt_mul_scalar(x, 2), tt_mul_scalar(x, 3))));
+    ck_assert_int_eq(log.calls, 1);
+    ck_assert_double_eq(log.seen[0], 5);
+    ck_assert_double_eq(keep.seen[0], 50);
+    ck_assert_values(tt_grad(x), 0, 0, 50, 50);
+    tt_backward(tt_sum_all(x));  // x is the only input: the hook still runs, .grad accumulates
+    ck_assert_int_eq(log.calls, 2);
+    ck_assert_double_eq(log.seen[1], 1);
+    ck_assert_values(tt_grad(x), 0, 0, 60, 60);
+    tt_scope_end();
+}
+END_TEST
+
+static tt_tensor *wrong_shape(tt_tensor *grad, void *ctx) {
+    (void)grad;
+    (void)ctx;
+    return tt_zeros(TT_F64, TT_SHAPE(3));
+}
+
+START_TEST(test_hook_wrong_shape_aborts) {
+    tt_expect_abort("a gradient hook of tensor (2,) f64 returned (3,) f64; a replacement "
+                    "gradient must match the tensor");
+    tt_scope_begin();
+    tt_tensor *x = leaf(tt_ones(TT_F64, TT_SHAPE(2)));
+    tt_register_hook(x, wrong_shape, NULL);
+    tt_backward(tt_sum_all(tt_exp(x)));
+}
+END_TEST
+
+START_TEST(test_hook_needs_requires_grad_aborts) {
+    tt_expect_abort("cannot register a hook on tensor (2,): it does not require grad");
+    tt_scope_begin();
+    tt_register_hook(tt_ones(TT_F64, TT_SHAPE(2)), wrong_shape, NULL);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("autograd");
     TCase *tc = tt_tcase("tape");
@@ -265,5 +613,34 @@ int main(void) {
     tcase_add_test_raise_signal(ab, test_requires_grad_on_non_leaf_aborts, SIGABRT);
     tcase_add_test_raise_signal(ab, test_requires_grad_on_int_aborts, SIGABRT);
     suite_add_tcase(s, ab);
+    TCase *ip = tt_tcase("inplace");
+    tcase_add_test(ip, test_inplace_right_ways);
+    tcase_add_test(ip, test_op_saved_inputs);
+    tcase_add_test(ip, test_inplace_ops_values);
+    tcase_add_test(ip, test_no_grad_update_of_parameter);
+    suite_add_tcase(s, ip);
+    TCase *ipa = tt_tcase_aborts("aborts_inplace");
+    tcase_add_test_raise_signal(ipa, test_inplace_mul_operand_aborts, SIGABRT);
+    tcase_add_test_raise_signal(ipa, test_inplace_exp_output_aborts, SIGABRT);
+    tcase_add_test_raise_signal(ipa, test_inplace_leaf_after_square_aborts, SIGABRT);
+    tcase_add_test_raise_signal(ipa, test_inplace_mask_after_masked_fill_aborts, SIGABRT);
+    tcase_add_test_raise_signal(ipa, test_inplace_copy_into_matmul_operand_aborts, SIGABRT);
+    tcase_add_test_raise_signal(ipa, test_inplace_on_leaf_aborts, SIGABRT);
+    tcase_add_test_raise_signal(ipa, test_inplace_on_leaf_scalar_aborts, SIGABRT);
+    tcase_add_test_raise_signal(ipa, test_inplace_on_non_leaf_aborts, SIGABRT);
+    tcase_add_test_raise_signal(ipa, test_inplace_operand_requires_grad_aborts, SIGABRT);
+    tcase_add_test_raise_signal(ipa, test_inplace_does_not_broadcast_a_aborts, SIGABRT);
+    tcase_add_test_raise_signal(ipa, test_inplace_on_expanded_view_aborts, SIGABRT);
+    tcase_add_test_raise_signal(ipa, test_no_grad_end_without_begin_aborts, SIGABRT);
+    suite_add_tcase(s, ipa);
+    TCase *hk = tt_tcase("hooks");
+    tcase_add_test(hk, test_retain_grad);
+    tcase_add_test(hk, test_hook_on_intermediate);
+    tcase_add_test(hk, test_hook_on_leaf);
+    suite_add_tcase(s, hk);
+    TCase *hka = tt_tcase_aborts("aborts_hooks");
+    tcase_add_test_raise_signal(hka, test_hook_wrong_shape_aborts, SIGABRT);
+    tcase_add_test_raise_signal(hka, test_hook_needs_requires_grad_aborts, SIGABRT);
+    suite_add_tcase(s, hka);
     return tt_test_run(s);
 }

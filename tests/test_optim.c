@@ -799,6 +799,51 @@ START_TEST(test_abort_cosine_iters) {
 }
 END_TEST
 
+// ---- the version counter: an optimizer step is an in-place write ----
+
+// The step bumps the parameter's version (and its state's), as PyTorch's optimizers do.
+START_TEST(test_step_bumps_versions) {
+    tt_tensor *w = param(TT_SHAPE(2), 1, 2);
+    tt_params ps;
+    tt_params_init(&ps);
+    tt_params_add(&ps, NULL, "w", w);
+    tt_optim o;
+    tt_optim_init(&o, tt_adamw_config(0.1));
+    tt_optim_add_group(&o, &ps, 0.0);
+    set_grad(w, 1, 1);
+    uint64_t v = tt_version(w), m = tt_version(o.groups[0].state[TT_OPTIM_SLOT_EXP_AVG]);
+    tt_optim_step(&o);
+    ck_assert_uint_gt(tt_version(w), v);
+    ck_assert_str_eq(w->storage->writer, "tt_optim_step");
+    ck_assert_uint_gt(tt_version(o.groups[0].state[TT_OPTIM_SLOT_EXP_AVG]), m);
+    v = tt_version(w->grad);
+    tt_clip_grad_norm(&ps, 0.5);  // scales the gradient in place
+    ck_assert_uint_gt(tt_version(w->grad), v);
+    tt_optim_free(&o);
+    tt_params_free(&ps);
+    tt_release(w);
+}
+END_TEST
+
+// A step between a forward and its backward: the graph saved w, the step overwrote it.
+START_TEST(test_abort_step_before_backward) {
+    tt_expect_abort("tt_backward: a tensor saved by 'mul' was modified in place by "
+                    "'tt_optim_step' after it was saved");
+    tt_tensor *w = param(TT_SHAPE(2), 1, 2);
+    tt_params ps;
+    tt_params_init(&ps);
+    tt_params_add(&ps, NULL, "w", w);
+    tt_optim o;
+    tt_optim_init(&o, tt_sgd_config(0.1));
+    tt_optim_add_group(&o, &ps, 0.0);
+    set_grad(w, 1, 1);
+    tt_scope_begin();
+    tt_tensor *loss = tt_sum_all(tt_mul(w, w));
+    tt_optim_step(&o);
+    tt_backward(loss);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("optim");
     TCase *tc = tt_tcase("optimizers");
@@ -840,5 +885,11 @@ int main(void) {
     tcase_add_test_raise_signal(ab, test_abort_grad_shape, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_cosine_iters, SIGABRT);
     suite_add_tcase(s, ab);
+    TCase *ver = tt_tcase("version");
+    tcase_add_test(ver, test_step_bumps_versions);
+    suite_add_tcase(s, ver);
+    TCase *vab = tt_tcase_aborts("aborts_version");
+    tcase_add_test_raise_signal(vab, test_abort_step_before_backward, SIGABRT);
+    suite_add_tcase(s, vab);
     return tt_test_run(s);
 }

@@ -5,6 +5,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 // ---- creation ----
 
@@ -75,6 +77,156 @@ START_TEST(test_release_underflow_aborts) {
     tt_expect_abort("refcount underflow");
     tt_tensor dead = {0};
     tt_release(&dead);
+}
+END_TEST
+
+// ---- over-release, the version counter, the leak report ----
+
+// A real double release: the freed struct is poisoned and quarantined, so the second release
+// finds the poison (in every build; under ASan before ASan's use-after-free report).
+START_TEST(test_double_release_aborts) {
+    tt_expect_abort("tensor (2, 3) f32 was already freed: released more often than retained");
+    tt_tensor *t = tt_zeros(TT_F32, TT_SHAPE(2, 3));  // outside any scope: ours
+    tt_release(t);
+    tt_release(t);
+}
+END_TEST
+
+START_TEST(test_release_of_scope_owned_aborts) {
+    tt_expect_abort("a tensor (4,) f64 owned by this scope was released by hand before "
+                    "tt_scope_end; the scope owns what ops return: do not release it, or "
+                    "tt_keep it first");
+    tt_scope_begin();
+    tt_tensor *t = tt_ones(TT_F64, TT_SHAPE(4));
+    tt_release(t);  // the scope owns t
+    tt_scope_end();
+}
+END_TEST
+
+START_TEST(test_retain_after_free_aborts) {
+    tt_expect_abort("tensor (3,) i64 was already freed: retain after free");
+    tt_tensor *t = tt_zeros(TT_I64, TT_SHAPE(3));
+    tt_release(t);
+    tt_retain(t);
+}
+END_TEST
+
+// Freed structs are reused once the quarantine is full: counters stay exact through it, and a
+// double release is still caught after thousands of other frees inside the window.
+START_TEST(test_quarantine_counts_and_window) {
+    int64_t t0 = tt_live_tensors(), b0 = tt_live_bytes();
+    tt_tensor *dead = tt_zeros(TT_F32, TT_SHAPE(5));
+    tt_release(dead);
+    for (int i = 0; i < 4000; i++) tt_release(tt_zeros(TT_F32, TT_SHAPE(3)));
+    ck_assert_int_eq(tt_live_tensors(), t0);
+    ck_assert_int_eq(tt_live_bytes(), b0);
+    ck_assert_int_lt(dead->refcount, 0);  // still poisoned: 4001 frees < the window of 4096
+    for (int i = 0; i < 20000; i++) {
+        tt_scope_begin();
+        for (int k = 0; k < 3; k++) tt_ones(TT_F64, TT_SHAPE(k + 1));
+        tt_scope_end();
+    }
+    ck_assert_int_eq(tt_live_tensors(), t0);
+    ck_assert_int_eq(tt_live_bytes(), b0);
+}
+END_TEST
+
+START_TEST(test_double_release_after_many_frees_aborts) {
+    tt_expect_abort("was already freed");
+    tt_tensor *t = tt_zeros(TT_F32, TT_SHAPE(2));
+    tt_release(t);
+    for (int i = 0; i < 4000; i++) tt_release(tt_zeros(TT_F32, TT_SHAPE(1)));
+    tt_release(t);
+}
+END_TEST
+
+START_TEST(test_version_counter) {
+    tt_scope_begin();
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    tt_tensor *t = tt_zeros(TT_F64, TT_SHAPE(2, 3));
+    uint64_t v = tt_version(t);
+    tt_fill_(t, 1);
+    ck_assert_uint_eq(tt_version(t), v + 1);
+    ck_assert_str_eq(t->storage->writer, "fill_");
+    // A view shares the counter: a write through it is a write to t.
+    tt_tensor *row = tt_as_strided(t, TT_SHAPE(3), (int64_t[]){1}, 3);
+    ck_assert_uint_eq(tt_version(row), v + 1);
+    tt_set_at(row, 0, 5);
+    ck_assert_uint_eq(tt_version(t), v + 2);
+    ck_assert_str_eq(t->storage->writer, "set_at");
+    tt_set(t, (int64_t[]){0, 1}, 2);
+    ck_assert_uint_eq(tt_version(t), v + 3);
+    tt_copy_(row, tt_full(TT_F64, TT_SHAPE(1), 7));
+    ck_assert_uint_eq(tt_version(t), v + 4);
+    ck_assert_str_eq(t->storage->writer, "copy_");
+    tt_uniform_(t, &rng, 0, 1);
+    ck_assert_uint_gt(tt_version(t), v + 4);
+    ck_assert_str_eq(t->storage->writer, "uniform_");
+    uint64_t w = tt_version(t);
+    tt_normal_(row, &rng, 0, 1);
+    ck_assert_uint_gt(tt_version(t), w);
+    ck_assert_str_eq(t->storage->writer, "normal_");
+    // Reads and new tensors do not touch it.
+    w = tt_version(t);
+    (void)tt_at(t, 0);
+    (void)tt_as_strided(t, TT_SHAPE(6), (int64_t[]){1}, 0);
+    ck_assert_uint_eq(tt_version(t), w);
+    tt_bump_version(t, "my_kernel");  // after a raw write through tt_data()
+    ck_assert_uint_eq(tt_version(t), w + 1);
+    ck_assert_str_eq(t->storage->writer, "my_kernel");
+    tt_scope_end();
+}
+END_TEST
+
+START_TEST(test_leak_report) {
+    FILE *f = tmpfile();
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(tt_leak_report(f), 0);  // nothing live: nothing written
+    ck_assert_int_eq(ftell(f), 0);
+    tt_tensor *a = tt_zeros(TT_F32, TT_SHAPE(4)), *b = tt_zeros(TT_F64, TT_SHAPE(2));
+    ck_assert_int_eq(tt_leak_report(f), 2);
+    rewind(f);
+    char line[512] = "";
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    ck_assert_msg(strstr(line, "tinytorch: 2 tensors (32 bytes of storage) still live at exit"),
+                  "got: %s", line);
+    fclose(f);
+    tt_release(a);
+    tt_release(b);
+}
+END_TEST
+
+// TT_LEAK_REPORT=1: a program that drops the result of an op outside any scope hears of it on
+// stderr at exit (the user of the issue lost tt_mul_scalar(w, 0.1) this way).
+static tt_tensor *volatile leaked;  // volatile: the store is kept
+
+START_TEST(test_leak_report_at_exit) {
+    int fd[2];
+    ck_assert_int_eq(pipe(fd), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(fd[0]);
+        dup2(fd[1], 2);
+        setenv("TT_LEAK_REPORT", "1", 1);
+        tt_tensor *w = tt_ones(TT_F32, TT_SHAPE(3));
+        leaked = tt_mul_scalar(w, 0.1);  // never released (a global: LeakSanitizer stays quiet)
+        tt_release(w);
+        exit(0);
+    }
+    close(fd[1]);
+    char buf[1024] = "";
+    size_t n = 0;
+    ssize_t k;
+    while ((k = read(fd[0], buf + n, sizeof buf - 1 - n)) > 0) n += (size_t)k;
+    close(fd[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d, stderr: %s", status,
+                  buf);
+    ck_assert_msg(strstr(buf, "tinytorch: 1 tensors (12 bytes of storage) still live at exit"),
+                  "stderr was: %s", buf);
 }
 END_TEST
 
@@ -353,7 +505,17 @@ int main(void) {
     tcase_add_test(tc, test_printer);
     tcase_add_test(tc, test_cache_reuses_buffers);
     tcase_add_test(tc, test_status_messages);
+    tcase_add_test(tc, test_quarantine_counts_and_window);
+    tcase_add_test(tc, test_version_counter);
+    tcase_add_test(tc, test_leak_report);
+    tcase_add_test(tc, test_leak_report_at_exit);
     suite_add_tcase(s, tc);
+    TCase *ov = tt_tcase_aborts("aborts_over_release");
+    tcase_add_test_raise_signal(ov, test_double_release_aborts, SIGABRT);
+    tcase_add_test_raise_signal(ov, test_release_of_scope_owned_aborts, SIGABRT);
+    tcase_add_test_raise_signal(ov, test_retain_after_free_aborts, SIGABRT);
+    tcase_add_test_raise_signal(ov, test_double_release_after_many_frees_aborts, SIGABRT);
+    suite_add_tcase(s, ov);
     // Abort paths: no leak fixture (the process dies mid-test).
     TCase *ab = tt_tcase_aborts("aborts");
     tcase_add_test_raise_signal(ab, test_release_underflow_aborts, SIGABRT);
