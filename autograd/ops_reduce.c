@@ -1,13 +1,13 @@
 // The reduction ops, forward and backward side by side: sum, mean, max (amax), var over any
 // set of dims with keepdim, sum_all, mean_all, and argmax (not differentiable). The kernels
-// are in tensor/kernels_reduce.c; here are dims, shapes, dtypes, error messages and the tape.
+// are in tensor/kernels/reduce.c; here are dims, shapes, dtypes, error messages and the tape.
 #include "autograd_internal.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "../tensor/kernels_reduce.h"
+#include "../tensor/kernels/reduce.h"
 
 // ---- dims ----
 

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "tensor.h"
+#include "../tensor.h"
 
 // Letters used in the kernels' shape comments:
 //   X  the input's shape (any strides), numel(X) = M * N
