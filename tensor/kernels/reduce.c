@@ -70,6 +70,7 @@ typedef double (*run_fn)(const void *x, int64_t n, int64_t s, double mu);
 #define SPREAD spread_f32
 #define MAX_BACKWARD max_backward_f32
 #define VAR_BACKWARD var_backward_f32
+#define VAR_BACKWARD_NODOF var_backward_nodof_f32
 #include "reduce.inc"
 
 #define T double
@@ -81,6 +82,7 @@ typedef double (*run_fn)(const void *x, int64_t n, int64_t s, double mu);
 #define SPREAD spread_f64
 #define MAX_BACKWARD max_backward_f64
 #define VAR_BACKWARD var_backward_f64
+#define VAR_BACKWARD_NODOF var_backward_nodof_f64
 #include "reduce.inc"
 
 static run_fn pick_run(tt_dtype dt, bool sqdev) {
@@ -234,4 +236,10 @@ void tt_k_reduce_var_backward(void *dx, const void *x, const double *mean, const
                               double factor, tt_dtype dt, const tt_k_reduce *r) {
     if (dt == TT_F32) var_backward_f32(dx, x, mean, g, factor, r);
     else var_backward_f64(dx, x, mean, g, factor, r);
+}
+
+void tt_k_reduce_var_backward_nodof(void *dx, const void *x, const double *mean, const void *g,
+                                    tt_dtype dt, const tt_k_reduce *r) {
+    if (dt == TT_F32) var_backward_nodof_f32(dx, x, mean, g, r);
+    else var_backward_nodof_f64(dx, x, mean, g, r);
 }
