@@ -16,8 +16,8 @@
 
 // ---- f32 ----
 
-// softmax / log-softmax along C of (outer, C, inner), max-subtracted. A row
-// that is all -inf (fully masked) gives softmax 0 and log-softmax -inf.
+// softmax / log-softmax along C of (outer, C, inner), max-subtracted. A row that is all -inf
+// (fully masked) gives softmax 0 and log-softmax -inf; a row with a NaN is NaN throughout.
 void tt_ksoftmax_forward_f32(float *y, const float *x, int64_t outer, int64_t C, int64_t inner);
 void tt_klog_softmax_forward_f32(float *y, const float *x, int64_t outer, int64_t C, int64_t inner);
 // dx += y (dy - sum(dy y))
@@ -54,7 +54,8 @@ void tt_kembedding_backward_f32(float *dw, const float *dy, const int64_t *idx, 
 // is not ignore_index: (1 - s) (lse - x[t]) + s (lse - mean_j x[j]) for smoothing s.
 double tt_kcross_entropy_forward_f32(double *lse, const float *x, const int64_t *target, int64_t R,
                                      int64_t V, int64_t ignore_index, double smoothing);
-// dx += (softmax(x) - (1 - s) onehot(t) - s / V) scale, rows not ignored
+// dx += (softmax(x) - (1 - s) onehot(t) - s / V) scale, rows not ignored; softmax(x) is
+// exp(x - lse) with x - lse taken in double
 void tt_kcross_entropy_backward_f32(float *dx, const float *x, const double *lse,
                                     const int64_t *target, int64_t R, int64_t V,
                                     int64_t ignore_index, double smoothing, double scale);
