@@ -1,14 +1,14 @@
 // The neural-network ops, each one fused op with its forward and backward side by side:
 // softmax, log_softmax, masked_fill, layernorm, rmsnorm, embedding, cross_entropy, dropout.
-// The arithmetic is in tensor/kernels_nn.c; this file checks arguments, makes contiguous
+// The arithmetic is in tensor/kernels/nn.inc; this file checks arguments, makes contiguous
 // copies of strided inputs, records the tape node and saves what the backward needs.
 #include "autograd_internal.h"
 
-#include "../tensor/kernels_nn.h"
+#include "../tensor/kernels/nn.h"
 
-// Calls the f32 or the f64 kernel; data pointers come from tt_data (void *).
-#define KERNEL(dtype, name, ...)                                                                   \
-    ((dtype) == TT_F32 ? tt_k##name##_f32(__VA_ARGS__) : tt_k##name##_f64(__VA_ARGS__))
+// Calls the f32 or the f64 kernel, both named in full; data pointers come from tt_data (void *).
+#define BY_DTYPE(dt, f32_fn, f64_fn, ...) \
+    ((dt) == TT_F32 ? f32_fn(__VA_ARGS__) : f64_fn(__VA_ARGS__))
 
 // ---- helpers ----
 
@@ -72,9 +72,11 @@ static tt_tensor *softmax_op(tt_tensor *x, int dim, bool log_out, const char *fu
     tt_tensor *xc = tt__contiguous_ref(x);
     tt_tensor *out = tt__new(x->dtype, x->ndim, x->shape);  // (outer, C, inner)
     if (log_out)
-        KERNEL(x->dtype, log_softmax_forward, tt_data(out), tt_data(xc), outer, C, inner);
+        BY_DTYPE(x->dtype, tt_klog_softmax_forward_f32, tt_klog_softmax_forward_f64, tt_data(out),
+                 tt_data(xc), outer, C, inner);
     else
-        KERNEL(x->dtype, softmax_forward, tt_data(out), tt_data(xc), outer, C, inner);
+        BY_DTYPE(x->dtype, tt_ksoftmax_forward_f32, tt_ksoftmax_forward_f64, tt_data(out),
+                 tt_data(xc), outer, C, inner);
     tt_release(xc);
     softmax_ctx *c = tt__record(out, log_out ? TT_OP_LOG_SOFTMAX : TT_OP_SOFTMAX, 1, &x,
                                 sizeof *c);
@@ -98,10 +100,11 @@ static void softmax_backward(tt_node *n, bool log_out) {
     if (!dx) return;
     tt_tensor *g = tt__contiguous_ref(n->grad);  // (outer, C, inner)
     if (log_out)
-        KERNEL(n->dtype, log_softmax_backward, tt_data(dx), tt_data(g), tt_data(y), outer, C,
-               inner);
+        BY_DTYPE(n->dtype, tt_klog_softmax_backward_f32, tt_klog_softmax_backward_f64, tt_data(dx),
+                 tt_data(g), tt_data(y), outer, C, inner);
     else
-        KERNEL(n->dtype, softmax_backward, tt_data(dx), tt_data(g), tt_data(y), outer, C, inner);
+        BY_DTYPE(n->dtype, tt_ksoftmax_backward_f32, tt_ksoftmax_backward_f64, tt_data(dx),
+                 tt_data(g), tt_data(y), outer, C, inner);
     tt_release(g);
     tt__accum_grad_owned(x, dx);
 }
@@ -154,8 +157,8 @@ tt_tensor *tt_masked_fill(tt_tensor *x, tt_tensor *mask, double value) {
     masked_fill_map m = masked_fill_map_new(mask, x->ndim, x->shape);
     tt_tensor *xc = tt__contiguous_ref(x);
     tt_tensor *out = tt__new(x->dtype, x->ndim, x->shape);  // (outer, M)
-    KERNEL(x->dtype, masked_fill_forward, tt_data(out), tt_data(xc), m.fill, m.outer, m.M,
-           value);
+    BY_DTYPE(x->dtype, tt_kmasked_fill_forward_f32, tt_kmasked_fill_forward_f64, tt_data(out),
+             tt_data(xc), m.fill, m.outer, m.M, value);
     tt_free(m.fill);
     tt_release(xc);
     if (tt__record(out, TT_OP_MASKED_FILL, 1, &x, 0)) tt__save(out->node, 0, mask);
@@ -168,7 +171,8 @@ void tt__backward_masked_fill(tt_node *n) {
     if (!dx) return;
     masked_fill_map m = masked_fill_map_new(n->saved[0], n->ndim, n->shape);
     tt_tensor *g = tt__contiguous_ref(n->grad);
-    KERNEL(n->dtype, masked_fill_backward, tt_data(dx), tt_data(g), m.fill, m.outer, m.M);
+    BY_DTYPE(n->dtype, tt_kmasked_fill_backward_f32, tt_kmasked_fill_backward_f64, tt_data(dx),
+             tt_data(g), m.fill, m.outer, m.M);
     tt_free(m.fill);
     tt_release(g);
     tt__accum_grad_owned(x, dx);
@@ -210,8 +214,9 @@ tt_tensor *tt_layernorm(tt_tensor *x, int norm_ndim, tt_tensor *weight, tt_tenso
     tt_tensor *bc = bias ? tt__contiguous_ref(bias) : NULL;
     tt_tensor *out = tt__new(x->dtype, x->ndim, x->shape);  // (R, N)
     tt_tensor *mean = tt__new(x->dtype, 1, &R), *rstd = tt__new(x->dtype, 1, &R);  // (R)
-    KERNEL(x->dtype, layernorm_forward, tt_data(out), tt_data(mean), tt_data(rstd),
-           tt_data(xc), tt__data_or_null(wc), tt__data_or_null(bc), R, N, eps);
+    BY_DTYPE(x->dtype, tt_klayernorm_forward_f32, tt_klayernorm_forward_f64, tt_data(out),
+             tt_data(mean), tt_data(rstd), tt_data(xc), tt__data_or_null(wc), tt__data_or_null(bc),
+             R, N, eps);
     tt_release(xc);
     tt_release(wc);
     tt_release(bc);
@@ -235,9 +240,10 @@ void tt__backward_layernorm(tt_node *n) {
     if (dx || dw || db) {
         tt_tensor *g = tt__contiguous_ref(n->grad), *xc = tt__contiguous_ref(x);
         tt_tensor *wc = w ? tt__contiguous_ref(w) : NULL;
-        KERNEL(n->dtype, layernorm_backward, tt__data_or_null(dx), tt__data_or_null(dw),
-               tt__data_or_null(db), tt_data(g), tt_data(xc), tt__data_or_null(wc),
-               tt_data(n->saved[0]), tt_data(n->saved[1]), c->R, c->N);
+        BY_DTYPE(n->dtype, tt_klayernorm_backward_f32, tt_klayernorm_backward_f64,
+                 tt__data_or_null(dx), tt__data_or_null(dw), tt__data_or_null(db), tt_data(g),
+                 tt_data(xc), tt__data_or_null(wc), tt_data(n->saved[0]), tt_data(n->saved[1]),
+                 c->R, c->N);
         tt_release(g);
         tt_release(xc);
         tt_release(wc);
@@ -262,8 +268,8 @@ tt_tensor *tt_rmsnorm(tt_tensor *x, tt_tensor *weight, double eps) {
     tt_tensor *xc = tt__contiguous_ref(x), *wc = weight ? tt__contiguous_ref(weight) : NULL;
     tt_tensor *out = tt__new(x->dtype, x->ndim, x->shape);  // (R, N)
     tt_tensor *rstd = tt__new(x->dtype, 1, &R);             // (R)
-    KERNEL(x->dtype, rmsnorm_forward, tt_data(out), tt_data(rstd), tt_data(xc),
-           tt__data_or_null(wc), R, N, eps);
+    BY_DTYPE(x->dtype, tt_krmsnorm_forward_f32, tt_krmsnorm_forward_f64, tt_data(out),
+             tt_data(rstd), tt_data(xc), tt__data_or_null(wc), R, N, eps);
     tt_release(xc);
     tt_release(wc);
     tt_tensor *inputs[2] = {x, weight};
@@ -284,8 +290,9 @@ void tt__backward_rmsnorm(tt_node *n) {
     if (dx || dw) {
         tt_tensor *g = tt__contiguous_ref(n->grad), *xc = tt__contiguous_ref(x);
         tt_tensor *wc = w ? tt__contiguous_ref(w) : NULL;
-        KERNEL(n->dtype, rmsnorm_backward, tt__data_or_null(dx), tt__data_or_null(dw), tt_data(g),
-               tt_data(xc), tt__data_or_null(wc), tt_data(n->saved[0]), c->R, c->N);
+        BY_DTYPE(n->dtype, tt_krmsnorm_backward_f32, tt_krmsnorm_backward_f64, tt__data_or_null(dx),
+                 tt__data_or_null(dw), tt_data(g), tt_data(xc), tt__data_or_null(wc),
+                 tt_data(n->saved[0]), c->R, c->N);
         tt_release(g);
         tt_release(xc);
         tt_release(wc);
@@ -319,7 +326,8 @@ tt_tensor *tt_embedding(tt_tensor *weight, tt_tensor *indices) {
     shape[indices->ndim] = C;
     tt_tensor *wc = tt__contiguous_ref(weight);
     tt_tensor *out = tt__new(weight->dtype, indices->ndim + 1, shape);  // (n, C)
-    KERNEL(weight->dtype, embedding_forward, tt_data(out), tt_data(wc), ix, n, C);
+    BY_DTYPE(weight->dtype, tt_kembedding_forward_f32, tt_kembedding_forward_f64, tt_data(out),
+             tt_data(wc), ix, n, C);
     tt_release(wc);
     if (tt__record(out, TT_OP_EMBEDDING, 1, &weight, 0)) tt__save(out->node, 0, idx);
     tt_release(idx);
@@ -331,8 +339,8 @@ void tt__backward_embedding(tt_node *n) {
     tt_tensor *dw = tt__grad_buffer(w);  // (V, C)
     if (!dw) return;
     tt_tensor *g = tt__contiguous_ref(n->grad);  // (n, C)
-    KERNEL(n->dtype, embedding_backward, tt_data(dw), tt_data(g), tt_data(idx),
-           tt_numel(idx), w->shape[1]);
+    BY_DTYPE(n->dtype, tt_kembedding_backward_f32, tt_kembedding_backward_f64, tt_data(dw),
+             tt_data(g), tt_data(idx), tt_numel(idx), w->shape[1]);
     tt_release(g);
     tt__accum_grad_owned(w, dw);
 }
@@ -376,8 +384,9 @@ static tt_tensor *cross_entropy_op(tt_tensor *logits, tt_tensor *targets,
     }
     tt_tensor *xc = tt__contiguous_ref(logits);
     tt_tensor *lse = tt__new(TT_F64, 1, &R);  // (R)
-    double total = KERNEL(logits->dtype, cross_entropy_forward, tt_data(lse), tt_data(xc), t,
-                          R, V, ignore_index, label_smoothing);
+    double total =
+        BY_DTYPE(logits->dtype, tt_kcross_entropy_forward_f32, tt_kcross_entropy_forward_f64,
+                 tt_data(lse), tt_data(xc), t, R, V, ignore_index, label_smoothing);
     tt_release(xc);
     tt_tensor *out = tt__new(logits->dtype, 0, NULL);
     tt__store(tt_data(out), out->dtype, 0, count > 0 ? total / (double)count : 0.0);
@@ -409,9 +418,9 @@ void tt__backward_cross_entropy(tt_node *n) {
     if (c->count > 0) {  // else every row is ignored: the loss is the constant 0
         double scale = tt_item(n->grad) / (double)c->count;
         tt_tensor *xc = tt__contiguous_ref(x);
-        KERNEL(n->dtype, cross_entropy_backward, tt_data(dx), tt_data(xc),
-               tt_data(n->saved[1]), tt_data(n->saved[0]), c->R, c->V, c->ignore_index,
-               c->smoothing, scale);
+        BY_DTYPE(n->dtype, tt_kcross_entropy_backward_f32, tt_kcross_entropy_backward_f64,
+                 tt_data(dx), tt_data(xc), tt_data(n->saved[1]), tt_data(n->saved[0]), c->R, c->V,
+                 c->ignore_index, c->smoothing, scale);
         tt_release(xc);
     }
     tt__accum_grad_owned(x, dx);
@@ -430,8 +439,8 @@ tt_tensor *tt_dropout(tt_tensor *x, double p, bool training, tt_rng *rng) {
     tt_tensor *xc = tt__contiguous_ref(x);
     tt_tensor *out = tt__new(x->dtype, x->ndim, x->shape);   // (n)
     tt_tensor *mask = tt__new(x->dtype, x->ndim, x->shape);  // (n)
-    KERNEL(x->dtype, dropout_forward, tt_data(out), tt_data(mask), tt_data(xc), tt_numel(x),
-           p, rng);
+    BY_DTYPE(x->dtype, tt_kdropout_forward_f32, tt_kdropout_forward_f64, tt_data(out),
+             tt_data(mask), tt_data(xc), tt_numel(x), p, rng);
     tt_release(xc);
     if (tt__record(out, TT_OP_DROPOUT, 1, &x, 0)) tt__save(out->node, 0, mask);
     tt_release(mask);
@@ -443,8 +452,8 @@ void tt__backward_dropout(tt_node *n) {
     tt_tensor *dx = tt__grad_buffer(x);  // (n)
     if (!dx) return;
     tt_tensor *g = tt__contiguous_ref(n->grad);
-    KERNEL(n->dtype, dropout_backward, tt_data(dx), tt_data(g), tt_data(n->saved[0]),
-           tt_numel(dx));
+    BY_DTYPE(n->dtype, tt_kdropout_backward_f32, tt_kdropout_backward_f64, tt_data(dx), tt_data(g),
+             tt_data(n->saved[0]), tt_numel(dx));
     tt_release(g);
     tt__accum_grad_owned(x, dx);
 }

@@ -1,13 +1,13 @@
 // The reduction ops, forward and backward side by side: sum, mean, max (amax), var over any
 // set of dims with keepdim, sum_all, mean_all, and argmax (not differentiable). The kernels
-// are in tensor/kernels_reduce.c; here are dims, shapes, dtypes, error messages and the tape.
+// are in tensor/kernels/reduce.c; here are dims, shapes, dtypes, error messages and the tape.
 #include "autograd_internal.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "../tensor/kernels_reduce.h"
+#include "../tensor/kernels/reduce.h"
 
 // ---- dims ----
 
@@ -15,6 +15,7 @@
 typedef struct reduce_ctx {
     bool reduced[TT_MAX_DIMS];  // per dim of the input
     int correction;             // var only
+    bool all_dims;              // var only: reduced over all dims (ndims 0, or a 0-d input)
 } reduce_ctx;
 
 // A resolved reduction: which dims go, the output's shape, the kernels' plan.
@@ -203,7 +204,9 @@ void tt__backward_max(tt_node *n) {
 // ---- var ----
 // Two passes: mean[m] = sum_j x / N, then y[m] = sum_j (x - mean[m])^2 / max(0, N - c).
 // A zero divisor gives inf, or NaN when the squares sum to 0 (as PyTorch).
-// dx = 2 (x - mean[m]) / (N - c) * g[m].
+// dx = 2 (x - mean[m]) / (N - c) * g[m], with the signed divisor even when N - c <= 0 (as
+// PyTorch 1.13: finite when N < c, inf or NaN when N == c). Over all dims with N == c, where
+// 1.13 raises, dx = g (x == mean ? NaN : inf), as later PyTorch releases.
 
 static double var_divisor(int64_t n, int correction) {
     double d = (double)n - (double)correction;
@@ -227,6 +230,7 @@ tt_tensor *tt_var(tt_tensor *x, int ndims, const int *dims, int correction, bool
     reduce_ctx *c = record(out, TT_OP_VAR, x, &rd);
     if (c) {
         c->correction = correction;
+        c->all_dims = ndims == 0 || x->ndim == 0;
         tt__save(out->node, 0, mean);
     }
     tt_release(mean);
@@ -238,12 +242,15 @@ void tt__backward_var(tt_node *n) {
     const reduce_ctx *c = n->ctx;
     tt_k_reduce plan;
     node_plan(&plan, n);
-    double div = var_divisor(plan.nred, c->correction);
-    double factor = div > 0 ? 2.0 / div : INFINITY;
-    tt_tensor *g = tt__contiguous_ref(n->grad);                           // (M,)
-    tt_tensor *dx = tt__new(x->dtype, x->ndim, x->shape);  // X
-    tt_k_reduce_var_backward(tt_data(dx), tt_data(x), tt_data(mean), tt_data(g), factor,
-                             x->dtype, &plan);
+    double dof = (double)plan.nred - (double)c->correction;  // may be <= 0
+    tt_tensor *g = tt__contiguous_ref(n->grad);              // (M,)
+    tt_tensor *dx = tt__new(x->dtype, x->ndim, x->shape);    // X
+    if (dof == 0 && c->all_dims)
+        tt_k_reduce_var_backward_nodof(tt_data(dx), tt_data(x), tt_data(mean), tt_data(g),
+                                       x->dtype, &plan);
+    else
+        tt_k_reduce_var_backward(tt_data(dx), tt_data(x), tt_data(mean), tt_data(g),
+                                 2.0 / dof, x->dtype, &plan);
     tt__accum_grad_owned(x, dx);
     tt_release(g);
 }

@@ -233,6 +233,98 @@ START_TEST(test_cross_entropy_3d) {
 }
 END_TEST
 
+// ---- NaN and large-logit edges, against PyTorch 1.13 (tests/reference/edge_nn_reduce.py) ----
+
+// A row holding a NaN is NaN in softmax and log_softmax, forward and backward, even when every
+// other element is -inf or NaN (a diverged row must not look like a fully masked one).
+// Rows: [1, NaN, 2], [NaN, NaN, NaN], [NaN, -inf, -inf], [1, 2, 3]; g = [0.5, -1, 2] per row.
+START_TEST(test_softmax_nan_rows) {
+    tt_dtype dt = float_dtypes[_i];
+    tt_scope_begin();
+    tt_tensor *x = tt_set_requires_grad(
+        tt_test_tensor(dt, TT_SHAPE(4, 3), 1, NAN, 2, NAN, NAN, NAN, NAN, -INFINITY, -INFINITY,
+                       1, 2, 3),
+        true);
+    tt_tensor *g = tt_test_tensor(dt, TT_SHAPE(4, 3), 0.5, -1, 2, 0.5, -1, 2, 0.5, -1, 2, 0.5,
+                                  -1, 2);
+    tt_tensor *y = tt_softmax(x, 1);
+    ck_assert_values(y, 1e-6, 1e-5, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
+                     0.09003057317038045, 0.2447284710547976, 0.6652409557748218);
+    tt_backward_with(y, g);
+    ck_assert_values(tt_grad(x), 1e-6, 1e-5, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
+                     -0.05678847003696693, -0.5214597727496746, 0.5782482427866417);
+    tt_zero_grad(x);
+    tt_tensor *l = tt_log_softmax(x, 1);
+    ck_assert_values(l, 1e-6, 1e-5, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
+                     -2.4076059644443806, -1.4076059644443804, -0.4076059644443804);
+    tt_backward_with(l, g);
+    ck_assert_values(tt_grad(x), 1e-6, 1e-5, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
+                     0.36495414024442935, -1.3670927065821965, 1.0021385663377673);
+
+    // Along dim 0 of (3, 2) (the strided path): column 0 all NaN, column 1 ordinary.
+    tt_tensor *c = tt_set_requires_grad(
+        tt_test_tensor(dt, TT_SHAPE(3, 2), NAN, 1, NAN, 2, NAN, 0), true);
+    tt_tensor *gc = tt_test_tensor(dt, TT_SHAPE(3, 2), 1, 1, -2, 0.5, 0.25, -1);
+    tt_tensor *yc = tt_softmax(c, 0);
+    ck_assert_values(yc, 1e-6, 1e-5, NAN, 0.24472847105479764, NAN, 0.6652409557748218, NAN,
+                     0.09003057317038046);
+    tt_backward_with(yc, gc);
+    ck_assert_values(tt_grad(c), 1e-6, 1e-5, NAN, 0.1254677900352508, NAN, 0.008436335822326193,
+                     NAN, -0.133904125857577);
+    tt_zero_grad(c);
+    tt_tensor *lc = tt_log_softmax(c, 0);
+    ck_assert_values(lc, 1e-6, 1e-5, NAN, -1.4076059644443804, NAN, -0.4076059644443804, NAN,
+                     -2.4076059644443806);
+    tt_backward_with(lc, gc);
+    ck_assert_values(tt_grad(c), 1e-6, 1e-5, NAN, 0.8776357644726012, NAN, 0.1673795221125891,
+                     NAN, -1.0450152865851903);
+    tt_scope_end();
+}
+END_TEST
+
+// A NaN logit makes its row's loss (hence the mean) and that row's gradient NaN; the other
+// rows' gradients stay finite (PyTorch).
+START_TEST(test_cross_entropy_nan_logit) {
+    tt_dtype dt = float_dtypes[_i];
+    tt_scope_begin();
+    tt_tensor *x = tt_set_requires_grad(tt_test_tensor(dt, TT_SHAPE(2, 3), 1, NAN, 2, 1, 2, 3),
+                                        true);
+    tt_tensor *t = tt_from_data(TT_I64, TT_SHAPE(2), (const int64_t[]){0, 2});
+    tt_tensor *loss = tt_cross_entropy(x, t, -100);
+    ck_assert(isnan(tt_item(loss)));
+    tt_backward(loss);
+    ck_assert_values(tt_grad(x), 1e-6, 1e-5, NAN, NAN, NAN, 0.04501528658519022,
+                     0.12236423552739882, -0.1673795221125891);
+    // A row of NaN only, alone: NaN too.
+    tt_tensor *n = tt_full(dt, TT_SHAPE(1, 3), NAN);
+    tt_tensor *t0 = tt_from_data(TT_I64, TT_SHAPE(1), (const int64_t[]){1});
+    ck_assert(isnan(tt_item(tt_cross_entropy(n, t0, -100))));
+    tt_scope_end();
+}
+END_TEST
+
+// Logits near +-1e4: the log-sum-exp stays in double until exp(x - lse), so the f32 gradient
+// is as accurate as f32 allows (it was off by ~1e-4 when lse was rounded to f32 first).
+// Expected values: PyTorch in f64.
+START_TEST(test_cross_entropy_large_logits) {
+    tt_dtype dt = float_dtypes[_i];
+    double rtol = dt == TT_F32 ? 1e-6 : 1e-12;
+    tt_scope_begin();
+    tt_tensor *x = tt_set_requires_grad(
+        tt_test_tensor(dt, TT_SHAPE(2, 4), 10000, 10000.5, 9999.25, 10001, -12000.75, -12001,
+                       -11999.5, -12003),
+        true);
+    tt_tensor *t = tt_from_data(TT_I64, TT_SHAPE(2), (const int64_t[]){1, 3});
+    tt_tensor *loss = tt_cross_entropy(x, t, -100);
+    ck_assert_close(tt_item(loss), 2.5981481976724385, 0, rtol);
+    tt_backward(loss);
+    ck_assert_values(tt_grad(x), 1e-8, rtol, 0.0856256804768808, -0.358827119279594,
+                     0.040446707512967785, 0.23275473128974547, 0.09303116623073673,
+                     0.0724527451105438, 0.32471067587791386, -0.49019458721919446);
+    tt_scope_end();
+}
+END_TEST
+
 // ---- large rows: the multi-threaded paths agree with f64 and are deterministic ----
 
 START_TEST(test_large_rows_f32) {
@@ -461,6 +553,12 @@ int main(void) {
     tcase_add_test(tc, test_cross_entropy_3d);
     tcase_add_test(tc, test_large_rows_f32);
     suite_add_tcase(s, tc);
+
+    TCase *edges = tt_tcase("nan_edges");
+    tcase_add_loop_test(edges, test_softmax_nan_rows, 0, 2);
+    tcase_add_loop_test(edges, test_cross_entropy_nan_logit, 0, 2);
+    tcase_add_loop_test(edges, test_cross_entropy_large_logits, 0, 2);
+    suite_add_tcase(s, edges);
 
     TCase *dr = tt_tcase("dropout");
     tcase_add_loop_test(dr, test_dropout_statistics, 0, 2);

@@ -353,6 +353,82 @@ START_TEST(test_max_ties_split) {
 }
 END_TEST
 
+// ---- NaN and degenerate edges, against PyTorch 1.13 (tests/reference/edge_nn_reduce.py) ----
+
+// amax's gradient is (g / count) (x == max): a NaN maximum equals nothing, count is 0 and the
+// whole slice gets NaN (torch.amax, over given dims and over all dims); ties still split.
+START_TEST(test_max_nan_grad) {
+    tt_dtype dt = dtypes[_i];
+    tt_scope_begin();
+    tt_tensor *x = tt_set_requires_grad(
+        tt_test_tensor(dt, TT_SHAPE(2, 4), 1, NAN, 3, NAN, 0, 1, 2, 3), true);
+    tt_backward_with(tt_max(x, TT_DIMS(1), false), tt_test_tensor(dt, TT_SHAPE(2), 2, 1));
+    ck_assert_values(tt_grad(x), 0, 0, NAN, NAN, NAN, NAN, 0, 0, 0, 1);
+    tt_zero_grad(x);
+    tt_backward_with(tt_max(x, 0, NULL, false), tt_full(dt, 0, NULL, 2));
+    ck_assert_values(tt_grad(x), 0, 0, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN);
+    tt_zero_grad(x);
+    tt_backward_with(tt_max(x, TT_DIMS(0, 1), false), tt_full(dt, 0, NULL, 2));
+    ck_assert_values(tt_grad(x), 0, 0, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN);
+    // Ties: [3, 1, 3, 2] and [0, 1, 2, 3]; over all dims the three 3s share g = 2.
+    tt_tensor *t = tt_set_requires_grad(tt_test_tensor(dt, TT_SHAPE(2, 4), 3, 1, 3, 2, 0, 1, 2, 3),
+                                        true);
+    tt_backward_with(tt_max(t, TT_DIMS(1), false), tt_test_tensor(dt, TT_SHAPE(2), 2, 1));
+    ck_assert_values(tt_grad(t), 0, 0, 1, 0, 1, 0, 0, 0, 0, 1);
+    tt_zero_grad(t);
+    tt_backward_with(tt_max(t, 0, NULL, false), tt_full(dt, 0, NULL, 2));
+    ck_assert_values(tt_grad(t), 1e-7, 0, 2.0 / 3, 0, 2.0 / 3, 0, 0, 0, 0, 2.0 / 3);
+    tt_scope_end();
+}
+END_TEST
+
+// var with N - correction <= 0 on x (1, N), g = -1.5. PyTorch 1.13's gradient is
+// 2 / (N - correction) g (x - mean) even for a negative or zero divisor, over given dims and
+// over all dims, except over all dims with N == correction, where 1.13 raises and later releases
+// give g (x == mean ? NaN : inf): tinytorch gives the latter. Forward: the squares over
+// max(0, N - correction), inf or NaN (0 / 0) when that is 0.
+typedef struct var_case {
+    int n;
+    double x[2];
+    int correction;
+    bool all_dims;
+    double y, dx[2];
+} var_case;
+
+static const var_case var_cases[] = {
+    {1, {3}, 0, true, 0, {-0.0}},
+    {1, {3}, 0, false, 0, {-0.0}},
+    {1, {3}, 1, true, NAN, {NAN}},  // 1.13 raises; later: x == mean, NaN
+    {1, {3}, 1, false, NAN, {NAN}},
+    {1, {3}, 2, true, NAN, {0}},
+    {1, {3}, 2, false, NAN, {0}},
+    {2, {1, 4}, 1, true, 4.5, {4.5, -4.5}},
+    {2, {1, 4}, 1, false, 4.5, {4.5, -4.5}},
+    {2, {1, 4}, 2, true, INFINITY, {-INFINITY, -INFINITY}},  // 1.13 raises; later: g inf
+    {2, {1, 4}, 2, false, INFINITY, {INFINITY, -INFINITY}},
+    {2, {1, 4}, 3, true, INFINITY, {-4.5, 4.5}},
+    {2, {1, 4}, 3, false, INFINITY, {-4.5, 4.5}},
+    {2, {2, 2}, 2, true, NAN, {NAN, NAN}},  // 1.13 raises; later: x == mean, NaN
+    {2, {2, 2}, 2, false, NAN, {NAN, NAN}},
+    {2, {2, 2}, 3, true, NAN, {0, 0}},
+    {2, {2, 2}, 3, false, NAN, {0, 0}},
+};
+
+START_TEST(test_var_small_dof_grad) {
+    tt_dtype dt = dtypes[_i % 2];
+    const var_case *c = &var_cases[_i / 2];
+    tt_scope_begin();
+    tt_tensor *x = tt_set_requires_grad(tt_empty(dt, TT_SHAPE(1, c->n)), true);
+    for (int i = 0; i < c->n; i++) tt_set_at(x, i, c->x[i]);
+    tt_tensor *y = c->all_dims ? tt_var(x, 0, NULL, c->correction, false)
+                               : tt_var(x, TT_DIMS(1), c->correction, false);
+    ck_assert_values(y, 1e-6, 0, c->y);  // rtol 0: with an inf expected, rtol accepts any value
+    tt_backward_with(y, tt_full(dt, y->ndim, y->shape, -1.5));
+    tt_assert_values(tt_grad(x), c->dx, c->n, 1e-6, 0, __FILE__, __LINE__);
+    tt_scope_end();
+}
+END_TEST
+
 // With grad mode off (or no input requiring grad) nothing is recorded.
 START_TEST(test_no_grad_records_nothing) {
     tt_scope_begin();
@@ -475,6 +551,12 @@ int main(void) {
     tcase_add_loop_test(bwd, test_max_ties_split, 0, 2);
     tcase_add_test(bwd, test_no_grad_records_nothing);
     suite_add_tcase(s, bwd);
+
+    TCase *edges = tt_tcase("nan_edges");
+    tcase_add_loop_test(edges, test_max_nan_grad, 0, 2);
+    tcase_add_loop_test(edges, test_var_small_dof_grad, 0,
+                        2 * (int)(sizeof var_cases / sizeof var_cases[0]));
+    suite_add_tcase(s, edges);
 
     TCase *ab = tt_tcase_aborts("aborts");
     tcase_add_test_raise_signal(ab, test_abort_dim_out_of_range, SIGABRT);

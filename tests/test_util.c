@@ -98,8 +98,7 @@ void tt_assert_values(const tt_tensor *t, const double *expected, int64_t n, dou
                   line, (long long)tt_numel(t), (long long)n);
     for (int64_t i = 0; i < n; i++) {
         double v = tt_at(t, i), e = expected[i];
-        bool ok = (isnan(e) && isnan(v)) || (isinf(e) && v == e) ||
-                  fabs(v - e) <= atol + rtol * fabs(e);
+        bool ok = isnan(e) ? isnan(v) : isinf(e) ? v == e : fabs(v - e) <= atol + rtol * fabs(e);
         ck_assert_msg(ok, "%s:%d: element %lld is %.10g, expected %.10g", file, line,
                       (long long)i, v, e);
     }

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "tensor.h"
+#include "../tensor.h"
 
 // Letters used in the kernels' shape comments:
 //   X  the input's shape (any strides), numel(X) = M * N
@@ -51,11 +51,15 @@ void tt_k_reduce_argmax(int64_t *out, const void *x, tt_dtype dt, const tt_k_red
 // dx = scale * g[m]                                  (sum: scale 1, mean: scale 1/N)
 void tt_k_reduce_spread(void *dx, const void *g, double scale, tt_dtype dt,
                         const tt_k_reduce *r);
-// dx = g[m] / k[m] where x == mx[m], else 0; k[m] counts the ties   (amax's even split)
+// dx = (g[m] / k[m]) [x == mx[m]]; k[m] counts the ties (amax's even split; NaN where mx[m] is
+// NaN, since then k[m] is 0)
 void tt_k_reduce_max_backward(void *dx, const void *x, const void *mx, const void *g,
                               tt_dtype dt, const tt_k_reduce *r);
 // dx = factor * (x - mean[m]) * g[m]; factor = 2 / (N - correction)   (d var / dx)
 void tt_k_reduce_var_backward(void *dx, const void *x, const double *mean, const void *g,
                               double factor, tt_dtype dt, const tt_k_reduce *r);
+// dx = g[m] * (x == mean[m] ? NaN : inf)   (d var / dx over all dims when N == correction)
+void tt_k_reduce_var_backward_nodof(void *dx, const void *x, const double *mean, const void *g,
+                                    tt_dtype dt, const tt_k_reduce *r);
 
 #endif  // TT_KERNELS_REDUCE_H
