@@ -188,7 +188,8 @@ void tt_dataset_free(tt_text_dataset *ds) {
 
 void tt_dataset_batch(const tt_text_dataset *ds, tt_split split, int64_t B, int64_t T,
                       tt_rng *rng, tt_tensor **x, tt_tensor **y) {
-    TT_CHECK(split == TT_SPLIT_TRAIN || split == TT_SPLIT_VAL, "invalid split %d", (int)split);
+    TT_CHECK(split == TT_SPLIT_TRAIN || split == TT_SPLIT_VAL, "invalid split %d; valid values "
+             "are TT_SPLIT_TRAIN (0) and TT_SPLIT_VAL (1)", (int)split);
     TT_CHECK(B > 0 && T > 0, "batch size %lld and block size %lld must be positive",
              (long long)B, (long long)T);
     const int32_t *base = ds->tokens + (split == TT_SPLIT_TRAIN ? 0 : ds->n_train);

@@ -47,11 +47,13 @@ void tt_ckpt_free(tt_checkpoint *c) {
     memset(c, 0, sizeof *c);
 }
 
-static void check_name(const char *what, const char *name) {
-    TT_CHECK(name && name[0], "%s must be a non-empty string", what);
+// Aborts unless name is 1 .. CKPT_NAME_MAX bytes; the message names func, the public
+// function the user called.
+static void check_name(const char *what, const char *name, const char *func) {
+    TT_CHECK_IN(func, name && name[0], "%s must be a non-empty string", what);
     size_t n = strlen(name);
-    TT_CHECK(n <= CKPT_NAME_MAX, "%s '%.40s...' is %zu bytes; the format allows %d", what, name,
-             n, CKPT_NAME_MAX);
+    TT_CHECK_IN(func, n <= CKPT_NAME_MAX, "%s '%.40s...' is %zu bytes; the format allows %d: "
+                "use a shorter name", what, name, n, CKPT_NAME_MAX);
 }
 
 static char *dup_str(const char *s) {
@@ -61,9 +63,10 @@ static char *dup_str(const char *s) {
     return d;
 }
 
-// The entry for key, replacing an existing one (its value freed) or appended.
-static tt_meta *meta_slot(tt_checkpoint *c, const char *key) {
-    check_name("metadata key", key);
+// The entry for key, replacing an existing one (its value freed) or appended. Messages name
+// func, the setter the user called.
+static tt_meta *meta_slot(tt_checkpoint *c, const char *key, const char *func) {
+    check_name("metadata key", key, func);
     for (int i = 0; i < c->nmeta; i++) {
         if (strcmp(c->meta[i].key, key) == 0) {
             tt_free(c->meta[i].bytes);
@@ -72,7 +75,8 @@ static tt_meta *meta_slot(tt_checkpoint *c, const char *key) {
             return &c->meta[i];
         }
     }
-    TT_CHECK(c->nmeta < CKPT_MAX_META, "more than %d metadata entries", CKPT_MAX_META);
+    TT_CHECK_IN(func, c->nmeta < CKPT_MAX_META, "the format holds at most %d metadata entries; "
+                "pack related values into one tt_ckpt_set_bytes entry", CKPT_MAX_META);
     if (c->nmeta == c->capmeta) {
         c->capmeta = c->capmeta ? 2 * c->capmeta : 16;
         c->meta = TT_REALLOC(c->meta, (size_t)c->capmeta * sizeof *c->meta);
@@ -84,20 +88,22 @@ static tt_meta *meta_slot(tt_checkpoint *c, const char *key) {
 }
 
 void tt_ckpt_set_i64(tt_checkpoint *c, const char *key, int64_t v) {
-    tt_meta *m = meta_slot(c, key);
+    tt_meta *m = meta_slot(c, key, __func__);
     m->type = TT_META_I64;
     m->i64 = v;
 }
 
 void tt_ckpt_set_f64(tt_checkpoint *c, const char *key, double v) {
-    tt_meta *m = meta_slot(c, key);
+    tt_meta *m = meta_slot(c, key, __func__);
     m->type = TT_META_F64;
     m->f64 = v;
 }
 
 void tt_ckpt_set_bytes(tt_checkpoint *c, const char *key, const void *data, size_t n) {
-    TT_CHECK(data || n == 0, "metadata '%s': data is NULL with %zu bytes", key, n);
-    tt_meta *m = meta_slot(c, key);
+    check_name("metadata key", key, __func__);
+    TT_CHECK(data || n == 0, "metadata '%s': data is NULL with %zu bytes; pass n = 0 for an "
+             "empty value", key, n);
+    tt_meta *m = meta_slot(c, key, __func__);
     m->type = TT_META_BYTES;
     m->bytes = TT_MALLOC(n);
     if (n) memcpy(m->bytes, data, n);
@@ -133,10 +139,11 @@ bool tt_ckpt_get_bytes(const tt_checkpoint *c, const char *key, const unsigned c
     return true;
 }
 
-// A tensor added again under the same name replaces the earlier one.
-void tt_ckpt_add_tensor(tt_checkpoint *c, const char *name, tt_tensor *t) {
-    check_name("tensor name", name);
-    TT_CHECK(t, "tensor '%s' is NULL", name);
+// A tensor added again under the same name replaces the earlier one. Messages name func, the
+// public function the user called.
+static void add_tensor(tt_checkpoint *c, const char *name, tt_tensor *t, const char *func) {
+    check_name("tensor name", name, func);
+    TT_CHECK_IN(func, t, "tensor '%s' is NULL", name);
     for (int i = 0; i < c->tensors.n; i++) {
         if (strcmp(c->tensors.items[i].name, name) == 0) {
             tt_retain(t);
@@ -145,8 +152,13 @@ void tt_ckpt_add_tensor(tt_checkpoint *c, const char *name, tt_tensor *t) {
             return;
         }
     }
-    TT_CHECK(c->tensors.n < CKPT_MAX_TENSORS, "more than %d tensors", CKPT_MAX_TENSORS);
+    TT_CHECK_IN(func, c->tensors.n < CKPT_MAX_TENSORS, "the format holds at most %d tensors; "
+                "split the state over several checkpoints", CKPT_MAX_TENSORS);
     tt_params_add(&c->tensors, NULL, name, t);
+}
+
+void tt_ckpt_add_tensor(tt_checkpoint *c, const char *name, tt_tensor *t) {
+    add_tensor(c, name, t, __func__);
 }
 
 void tt_ckpt_add_params(tt_checkpoint *c, const char *prefix, const tt_params *p) {
@@ -154,9 +166,10 @@ void tt_ckpt_add_params(tt_checkpoint *c, const char *prefix, const tt_params *p
         char full[TT_NAME_MAX];
         snprintf(full, sizeof full, "%s", prefix ? prefix : "");
         size_t k = strlen(full), n = strlen(p->items[i].name);
-        TT_CHECK(k + n < sizeof full, "name '%s%s' is too long", full, p->items[i].name);
+        TT_CHECK(k + n < sizeof full, "name '%s%s' is longer than %d bytes; use a shorter "
+                 "prefix", full, p->items[i].name, (int)sizeof full - 1);
         memcpy(full + k, p->items[i].name, n + 1);
-        tt_ckpt_add_tensor(c, full, p->items[i].tensor);
+        add_tensor(c, full, p->items[i].tensor, __func__);
     }
 }
 

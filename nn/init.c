@@ -41,20 +41,22 @@ void tt_init_xavier_normal_(tt_tensor *t, tt_rng *rng, double gain) {
     tt_normal_(t, rng, 0.0, gain * sqrt(2.0 / (double)(tt_fan_in(t) + tt_fan_out(t))));
 }
 
-// std = gain / sqrt(fan), gain = sqrt(2 / (1 + a^2)).
-static double kaiming_std(const tt_tensor *t, double a, tt_fan_mode mode) {
+// std = gain / sqrt(fan), gain = sqrt(2 / (1 + a^2)). Messages name func, the public init.
+static double kaiming_std(const tt_tensor *t, double a, tt_fan_mode mode, const char *func) {
     int64_t fan = mode == TT_FAN_IN ? tt_fan_in(t) : tt_fan_out(t);
-    TT_CHECK(fan > 0, "tensor %s has no fan", tt__shape(t));
+    TT_CHECK_IN(func, fan > 0, "tensor %s has %s = 0, so the Kaiming std is undefined; the "
+                "dims that make the fan must be > 0", tt__shape(t),
+                mode == TT_FAN_IN ? "fan_in" : "fan_out");
     return sqrt(2.0 / (1.0 + a * a)) / sqrt((double)fan);
 }
 
 void tt_init_kaiming_uniform_(tt_tensor *t, tt_rng *rng, double a, tt_fan_mode mode) {
-    double bound = sqrt(3.0) * kaiming_std(t, a, mode);
+    double bound = sqrt(3.0) * kaiming_std(t, a, mode, __func__);
     tt_uniform_(t, rng, -bound, bound);
 }
 
 void tt_init_kaiming_normal_(tt_tensor *t, tt_rng *rng, double a, tt_fan_mode mode) {
-    tt_normal_(t, rng, 0.0, kaiming_std(t, a, mode));
+    tt_normal_(t, rng, 0.0, kaiming_std(t, a, mode, __func__));
 }
 
 void tt_init_gpt2_residual_(tt_tensor *t, tt_rng *rng, int n_layer) {

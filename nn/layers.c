@@ -180,6 +180,12 @@ bool tt_act_parse(const char *name, tt_act *out) {
     return false;
 }
 
+void tt__check_act(tt_act act, const char *func) {
+    TT_CHECK_IN(func, act >= 0 && act < TT_ACT_COUNT, "invalid activation %d; valid values are "
+                "0 .. %d (TT_ACT_IDENTITY .. TT_ACT_SOFTMAX in nn.h)", (int)act,
+                TT_ACT_COUNT - 1);
+}
+
 tt_tensor *tt_activate(tt_act act, tt_tensor *x) {
     switch (act) {
         case TT_ACT_IDENTITY: return tt__autorelease(tt_retain(x));
@@ -198,7 +204,8 @@ tt_tensor *tt_activate(tt_act act, tt_tensor *x) {
         case TT_ACT_SOFTMAX: return tt_softmax(x, -1);
         default: break;
     }
-    TT_CHECK(0, "invalid activation %d", (int)act);
+    tt__check_act(act, __func__);
+    TT_CHECK(0, "activation %d has no case in tt_activate; add one", (int)act);
     return NULL;
 }
 
@@ -210,7 +217,7 @@ static tt_act act_values[TT_ACT_COUNT] = {
 };
 
 tt_module tt_act_module(tt_act act) {
-    TT_CHECK(act >= 0 && act < TT_ACT_COUNT, "invalid activation %d", (int)act);
+    tt__check_act(act, __func__);
     return (tt_module){&act_values[act], &act_ops};
 }
 

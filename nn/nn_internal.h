@@ -11,6 +11,10 @@ tt_tensor *tt__param_new(int ndim, const int64_t *shape);
 // A new unscoped buffer (no grad) of tt_default_dtype() (zeros).
 tt_tensor *tt__buffer_new(int ndim, const int64_t *shape);
 
+// Aborts unless act is a tt_act value; the message names func (the public function the user
+// called) and the valid range. nn/layers.c.
+void tt__check_act(tt_act act, const char *func);
+
 // Loads a checkpoint from memory (name stands for the path in messages); verify = false skips
 // the checksums (the fuzz target parses each input both ways). nn/checkpoint.c.
 tt_status tt__ckpt_load_mem(tt_checkpoint *c, const void *data, size_t size, const char *name,

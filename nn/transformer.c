@@ -17,7 +17,7 @@ void tt_mlp_init(tt_mlp *m, int64_t dim, int64_t hidden, tt_act act, bool bias, 
                  tt_rng *rng) {
     TT_CHECK(dim > 0 && hidden > 0, "sizes must be positive, got dim=%lld hidden=%lld",
              (long long)dim, (long long)hidden);
-    TT_CHECK(act >= 0 && act < TT_ACT_COUNT, "invalid activation %d", (int)act);
+    tt__check_act(act, __func__);
     memset(m, 0, sizeof *m);
     tt_linear_init(&m->fc, dim, hidden, bias, rng);
     tt_linear_init(&m->proj, hidden, dim, bias, rng);
@@ -129,17 +129,26 @@ static tt_tensor *attention_core(tt_attention *m, tt_tensor *q, tt_tensor *k, tt
     return tt_matmul(att, repeat_kv(v, rep));  // (B, NH, T, HS)
 }
 
-// q, k, v of x (B, T, C) at positions pos .. pos + T - 1: projected, split into heads,
-// QK-normed and rotated. Runs in the caller's scope.
+// Aborts unless x is (B, T, C) and positions pos .. pos + T - 1 fit max_seq; messages name
+// func, the public function the user called.
+static void check_input(const tt_attention *m, const tt_tensor *x, int64_t pos,
+                        const char *func) {
+    const tt_attention_config *c = &m->cfg;
+    TT_CHECK_IN(func, x && x->ndim == 3 && x->shape[2] == c->n_embd, "input %s must be "
+                "(B, T, %lld): n_embd=%lld channels last", x ? tt__shape(x) : "NULL",
+                (long long)c->n_embd, (long long)c->n_embd);
+    int64_t T = x->shape[1];
+    TT_CHECK_IN(func, pos >= 0 && pos + T <= c->max_seq, "positions %lld .. %lld exceed "
+                "max_seq=%lld; crop the input or build the attention with a larger max_seq",
+                (long long)pos, (long long)(pos + T - 1), (long long)c->max_seq);
+}
+
+// q, k, v of x (B, T, C) at positions pos .. pos + T - 1 (checked by check_input):
+// projected, split into heads, QK-normed and rotated. Runs in the caller's scope.
 static void project_qkv(tt_attention *m, tt_tensor *x, int64_t pos, tt_tensor **q,
                         tt_tensor **k, tt_tensor **v) {
     const tt_attention_config *c = &m->cfg;
-    TT_CHECK(x && x->ndim == 3 && x->shape[2] == c->n_embd, "input %s must be (B, T, %lld)",
-             x ? tt__shape(x) : "NULL", (long long)c->n_embd);
-    int64_t T = x->shape[1], hs = m->head_dim;
-    TT_CHECK(pos >= 0 && pos + T <= c->max_seq, "positions %lld .. %lld exceed max_seq=%lld; "
-             "crop the input or build the attention with a larger max_seq", (long long)pos,
-             (long long)(pos + T - 1), (long long)c->max_seq);
+    int64_t hs = m->head_dim;
     *q = split_heads(tt_linear_forward(&m->q_proj, x), c->n_head, hs);     // (B, NH, T, HS)
     *k = split_heads(tt_linear_forward(&m->k_proj, x), c->n_kv_head, hs);  // (B, NKV, T, HS)
     *v = split_heads(tt_linear_forward(&m->v_proj, x), c->n_kv_head, hs);  // (B, NKV, T, HS)
@@ -161,6 +170,7 @@ static tt_tensor *merge_heads(tt_attention *m, tt_tensor *y) {
 }
 
 tt_tensor *tt_attention_forward(tt_attention *m, tt_tensor *x) {
+    check_input(m, x, 0, __func__);
     tt_scope_begin();
     tt_tensor *q, *k, *v;
     project_qkv(m, x, 0, &q, &k, &v);
@@ -172,6 +182,7 @@ tt_tensor *tt_attention_forward(tt_attention *m, tt_tensor *x) {
 tt_tensor *tt_attention_forward_cached(tt_attention *m, tt_tensor *x, tt_tensor *k_cache,
                                        tt_tensor *v_cache, int64_t pos) {
     const tt_attention_config *c = &m->cfg;
+    check_input(m, x, pos, __func__);
     int64_t T = x->shape[1], S = pos + T;
     TT_CHECK(k_cache && v_cache && k_cache->ndim == 4 && tt_same_shape(k_cache, v_cache) &&
              k_cache->shape[0] == x->shape[0] && k_cache->shape[1] == c->n_kv_head &&

@@ -881,6 +881,72 @@ START_TEST(test_abort_empty_name) {
 }
 END_TEST
 
+// ---- abort messages name the function the user called ----
+
+START_TEST(test_names_set_f64_long_key) {
+    tt_expect_abort("tt_ckpt_set_f64: metadata key 'kkkk");
+    char key[257];
+    memset(key, 'k', sizeof key - 1);
+    key[sizeof key - 1] = 0;
+    tt_checkpoint c;
+    tt_ckpt_init(&c);
+    tt_ckpt_set_f64(&c, key, 1.0);
+}
+END_TEST
+
+START_TEST(test_names_long_key_hint) {
+    tt_expect_abort("is 256 bytes; the format allows 255: use a shorter name");
+    char key[257];
+    memset(key, 'k', sizeof key - 1);
+    key[sizeof key - 1] = 0;
+    tt_checkpoint c;
+    tt_ckpt_init(&c);
+    tt_ckpt_set_i64(&c, key, 1);
+}
+END_TEST
+
+START_TEST(test_names_set_bytes_empty_key) {
+    tt_expect_abort("tt_ckpt_set_bytes: metadata key must be a non-empty string");
+    tt_checkpoint c;
+    tt_ckpt_init(&c);
+    tt_ckpt_set_bytes(&c, "", "ab", 2);
+}
+END_TEST
+
+START_TEST(test_names_set_bytes_null_key) {
+    tt_expect_abort("tt_ckpt_set_bytes: metadata key must be a non-empty string");
+    tt_checkpoint c;
+    tt_ckpt_init(&c);
+    tt_ckpt_set_bytes(&c, NULL, NULL, 0);
+}
+END_TEST
+
+START_TEST(test_names_add_params_empty_name) {
+    tt_expect_abort("tt_ckpt_add_params: tensor name must be a non-empty string");
+    tt_params p;
+    tt_params_init(&p);
+    tt_params_add(&p, NULL, "", tt_zeros(TT_F32, TT_SHAPE(1)));
+    tt_checkpoint c;
+    tt_ckpt_init(&c);
+    tt_ckpt_add_params(&c, NULL, &p);
+}
+END_TEST
+
+// The check is in tt_ckpt_add_params itself; what changed is the limit and the fix.
+START_TEST(test_names_add_params_long_prefix_hint) {
+    tt_expect_abort("pw' is longer than 255 bytes; use a shorter prefix");
+    char prefix[300];
+    memset(prefix, 'p', sizeof prefix - 1);
+    prefix[sizeof prefix - 1] = 0;
+    tt_params p;
+    tt_params_init(&p);
+    tt_params_add(&p, NULL, "w", tt_zeros(TT_F32, TT_SHAPE(1)));
+    tt_checkpoint c;
+    tt_ckpt_init(&c);
+    tt_ckpt_add_params(&c, prefix, &p);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("checkpoint");
     TCase *tc = tt_tcase("container");
@@ -908,5 +974,14 @@ int main(void) {
     tcase_add_test_raise_signal(ab, test_abort_long_key, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_empty_name, SIGABRT);
     suite_add_tcase(s, ab);
+
+    TCase *an = tt_tcase_aborts("aborts_names");
+    tcase_add_test_raise_signal(an, test_names_set_f64_long_key, SIGABRT);
+    tcase_add_test_raise_signal(an, test_names_long_key_hint, SIGABRT);
+    tcase_add_test_raise_signal(an, test_names_set_bytes_empty_key, SIGABRT);
+    tcase_add_test_raise_signal(an, test_names_set_bytes_null_key, SIGABRT);
+    tcase_add_test_raise_signal(an, test_names_add_params_empty_name, SIGABRT);
+    tcase_add_test_raise_signal(an, test_names_add_params_long_prefix_hint, SIGABRT);
+    suite_add_tcase(s, an);
     return tt_test_run(s);
 }

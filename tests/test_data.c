@@ -278,6 +278,20 @@ START_TEST(test_abort_batch_too_short) {
 }
 END_TEST
 
+// ---- abort messages give the valid range ----
+
+START_TEST(test_names_batch_split) {
+    tt_expect_abort("tt_dataset_batch: invalid split 2; valid values are TT_SPLIT_TRAIN (0) and "
+                    "TT_SPLIT_VAL (1)");
+    tt_text_dataset ds;
+    memset(&ds, 0, sizeof ds);
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    tt_tensor *x, *y;
+    tt_dataset_batch(&ds, (tt_split)2, 1, 4, &rng, &x, &y);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("data");
     TCase *tc = tt_tcase("vocab");
@@ -297,5 +311,9 @@ int main(void) {
     tcase_add_test_raise_signal(ab, test_abort_decode_range, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_batch_too_short, SIGABRT);
     suite_add_tcase(s, ab);
+
+    TCase *an = tt_tcase_aborts("aborts_names");
+    tcase_add_test_raise_signal(an, test_names_batch_split, SIGABRT);
+    suite_add_tcase(s, an);
     return tt_test_run(s);
 }

@@ -506,6 +506,32 @@ START_TEST(test_abort_unsupported_path) {
 }
 END_TEST
 
+// ---- abort messages name the function the user called and the valid range ----
+
+START_TEST(test_names_path_above_range) {
+    tt_expect_abort("tt_k_gemm_set_path: GEMM path 4 out of range; valid paths are 0 .. 3 "
+                    "(TT_K_GEMM_AUTO .. TT_K_GEMM_AVX512)");
+    tt_k_gemm_set_path(TT_K_GEMM_PATH_COUNT);
+}
+END_TEST
+
+START_TEST(test_names_path_negative) {
+    tt_expect_abort("tt_k_gemm_set_path: GEMM path -1 out of range; valid paths are 0 .. 3");
+    tt_k_gemm_set_path((tt_k_gemm_path)-1);
+}
+END_TEST
+
+START_TEST(test_names_nbatch_range) {
+    tt_expect_abort("tt_k_gemm_batched: nbatch 9 out of range; valid values are 0 .. "
+                    "TT_MAX_DIMS = 8");
+    float a = 1, b = 1, c = 0;
+    int64_t batch[TT_MAX_DIMS + 1] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    tt_k_matrix ma = {.data = &a, .rs = 1, .cs = 1}, mb = {.data = &b, .rs = 1, .cs = 1};
+    tt_k_matrix mc = {.data = &c, .rs = 1, .cs = 1};
+    tt_k_gemm_batched(TT_F32, TT_MAX_DIMS + 1, batch, 1, 1, 1, &ma, &mb, &mc, false);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("gemm");
     TCase *tc = tt_tcase("paths");
@@ -532,5 +558,11 @@ int main(void) {
     if (unsupported_path() >= 0)
         tcase_add_test_raise_signal(ab, test_abort_unsupported_path, SIGABRT);
     suite_add_tcase(s, ab);
+
+    TCase *an = tt_tcase_aborts("aborts_names");
+    tcase_add_test_raise_signal(an, test_names_path_above_range, SIGABRT);
+    tcase_add_test_raise_signal(an, test_names_path_negative, SIGABRT);
+    tcase_add_test_raise_signal(an, test_names_nbatch_range, SIGABRT);
+    suite_add_tcase(s, an);
     return tt_test_run(s);
 }

@@ -894,6 +894,60 @@ START_TEST(test_abort_nan_logits) {
 }
 END_TEST
 
+// ---- abort messages name the function the user called ----
+
+START_TEST(test_names_forward_1d_tokens) {
+    tt_expect_abort("tt_gpt_forward: tokens must be (B, T), got (4,); a single sequence is (1, T)");
+    tt_scope_begin();
+    tt_gpt_forward(&abort_model, tt_zeros(TT_I32, TT_SHAPE(4)));
+}
+END_TEST
+
+START_TEST(test_names_loss_float_tokens) {
+    tt_expect_abort("tt_gpt_loss: tokens must be token ids of dtype i32 or i64, got f64; "
+                    "convert them with tt_to_dtype(tokens, TT_I32)");
+    tt_scope_begin();
+    tt_gpt_loss(&abort_model, tt_zeros(TT_F64, TT_SHAPE(1, 4)), tt_zeros(TT_I32, TT_SHAPE(1, 4)));
+}
+END_TEST
+
+START_TEST(test_names_loss_too_long) {
+    tt_expect_abort("tt_gpt_loss: sequence length T=9 of tokens (1, 9) exceeds block_size=8");
+    tt_scope_begin();
+    tt_gpt_loss(&abort_model, tt_zeros(TT_I32, TT_SHAPE(1, 9)), tt_zeros(TT_I32, TT_SHAPE(1, 9)));
+}
+END_TEST
+
+START_TEST(test_names_forward_uninitialized) {
+    tt_expect_abort("tt_gpt_forward: the model is not initialized; call tt_gpt_init first");
+    tt_gpt m;
+    memset(&m, 0, sizeof m);
+    tt_scope_begin();
+    tt_gpt_forward(&m, tt_zeros(TT_I32, TT_SHAPE(1, 4)));
+}
+END_TEST
+
+START_TEST(test_names_generate_top_k) {
+    tt_expect_abort("tt_gpt_generate: top_k must be >= 0 (0 turns it off), got -1");
+    tt_sample_opts o = {.temperature = 1, .top_k = -1, .top_p = 1, .use_cache = true};
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    int32_t out[4];
+    tt_gpt_generate(&abort_model, (const int32_t[]){3}, 1, 4, &o, &rng, out, NULL, NULL);
+}
+END_TEST
+
+START_TEST(test_names_sample_inf_temperature) {
+    tt_expect_abort("tt_sample_logits: temperature must be >= 0 (0 is greedy), got inf; pick "
+                    "a finite value (0.8 is the default)");
+    tt_tensor *l = tt_zeros(TT_F32, TT_SHAPE(4));
+    tt_sample_opts o = {.temperature = INFINITY, .top_k = 0, .top_p = 1, .use_cache = true};
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    tt_sample_logits(l, &o, &rng);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("gpt");
     TCase *cfg = tt_tcase("config");
@@ -936,5 +990,15 @@ int main(void) {
     tcase_add_test_raise_signal(ab, test_abort_negative_temperature, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_nan_logits, SIGABRT);
     suite_add_tcase(s, ab);
+
+    TCase *an = tt_tcase_aborts("aborts_names");
+    tcase_add_checked_fixture(an, abort_setup, abort_teardown);
+    tcase_add_test_raise_signal(an, test_names_forward_1d_tokens, SIGABRT);
+    tcase_add_test_raise_signal(an, test_names_loss_float_tokens, SIGABRT);
+    tcase_add_test_raise_signal(an, test_names_loss_too_long, SIGABRT);
+    tcase_add_test_raise_signal(an, test_names_forward_uninitialized, SIGABRT);
+    tcase_add_test_raise_signal(an, test_names_generate_top_k, SIGABRT);
+    tcase_add_test_raise_signal(an, test_names_sample_inf_temperature, SIGABRT);
+    suite_add_tcase(s, an);
     return tt_test_run(s);
 }

@@ -1077,6 +1077,40 @@ START_TEST(test_abort_bce_int_targets) {
 }
 END_TEST
 
+// ---- abort messages name the function the user called and the valid range ----
+
+START_TEST(test_names_activation_range) {
+    tt_expect_abort("tt_activate: invalid activation 9; valid values are 0 .. 8 "
+                    "(TT_ACT_IDENTITY .. TT_ACT_SOFTMAX in nn.h)");
+    tt_activate((tt_act)TT_ACT_COUNT, tt_zeros(TT_F32, TT_SHAPE(2)));
+}
+END_TEST
+
+START_TEST(test_names_act_module_range) {
+    tt_expect_abort("tt_act_module: invalid activation 12; valid values are 0 .. 8");
+    tt_act_module((tt_act)12);
+}
+END_TEST
+
+START_TEST(test_names_kaiming_uniform_fan_in) {
+    tt_expect_abort("tt_init_kaiming_uniform_: tensor (3, 0) has fan_in = 0, so the Kaiming std "
+                    "is undefined");
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    tt_tensor *w = tt_zeros(TT_F32, TT_SHAPE(3, 0));
+    tt_init_kaiming_uniform_(w, &rng, 0.0, TT_FAN_IN);
+}
+END_TEST
+
+START_TEST(test_names_kaiming_normal_fan_out) {
+    tt_expect_abort("tt_init_kaiming_normal_: tensor (0, 3) has fan_out = 0");
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    tt_tensor *w = tt_zeros(TT_F32, TT_SHAPE(0, 3));
+    tt_init_kaiming_normal_(w, &rng, 0.0, TT_FAN_OUT);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("nn");
     TCase *pa = tt_tcase("params");
@@ -1140,5 +1174,12 @@ int main(void) {
     tcase_add_test_raise_signal(ab, test_abort_bce_shape, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_bce_int_targets, SIGABRT);
     suite_add_tcase(s, ab);
+
+    TCase *an = tt_tcase_aborts("aborts_names");
+    tcase_add_test_raise_signal(an, test_names_activation_range, SIGABRT);
+    tcase_add_test_raise_signal(an, test_names_act_module_range, SIGABRT);
+    tcase_add_test_raise_signal(an, test_names_kaiming_uniform_fan_in, SIGABRT);
+    tcase_add_test_raise_signal(an, test_names_kaiming_normal_fan_out, SIGABRT);
+    suite_add_tcase(s, an);
     return tt_test_run(s);
 }

@@ -755,6 +755,57 @@ END_TEST
 
 static void seed_abort_rng(void) { tt_rng_seed(&abort_rng, 1); }
 
+// ---- abort messages name the function the user called ----
+
+START_TEST(test_names_mlp_activation) {
+    tt_expect_abort("tt_mlp_init: invalid activation 9; valid values are 0 .. 8");
+    tt_mlp m;
+    tt_mlp_init(&m, 4, 8, (tt_act)TT_ACT_COUNT, true, 0.0, &abort_rng);
+}
+END_TEST
+
+START_TEST(test_names_attention_input_shape) {
+    tt_expect_abort("tt_attention_forward: input (1, 4, 6) must be (B, T, 8): n_embd=8 "
+                    "channels last");
+    tt_attention a;
+    tt_attention_init(&a, &(tt_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4},
+                      &abort_rng);
+    tt_attention_forward(&a, tt_zeros(TT_F32, TT_SHAPE(1, 4, 6)));
+}
+END_TEST
+
+START_TEST(test_names_attention_seq_too_long) {
+    tt_expect_abort("tt_attention_forward: positions 0 .. 4 exceed max_seq=4; crop the input");
+    tt_attention a;
+    tt_attention_init(&a, &(tt_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4,
+                      .causal = true}, &abort_rng);
+    tt_attention_forward(&a, tt_zeros(TT_F32, TT_SHAPE(1, 5, 8)));
+}
+END_TEST
+
+// The input is checked before the caches (it gives T), so a 2-d input is named as such.
+START_TEST(test_names_attention_cached_input_shape) {
+    tt_expect_abort("tt_attention_forward_cached: input (4, 8) must be (B, T, 8)");
+    tt_attention a;
+    tt_attention_init(&a, &(tt_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4,
+                      .causal = true}, &abort_rng);
+    tt_tensor *k = tt_zeros(TT_F32, TT_SHAPE(1, 2, 4, 4));  // (B, NKV, L, HS)
+    tt_tensor *v = tt_zeros(TT_F32, TT_SHAPE(1, 2, 4, 4));  // (B, NKV, L, HS)
+    tt_attention_forward_cached(&a, tt_zeros(TT_F32, TT_SHAPE(4, 8)), k, v, 0);
+}
+END_TEST
+
+START_TEST(test_names_attention_cached_positions) {
+    tt_expect_abort("tt_attention_forward_cached: positions 2 .. 5 exceed max_seq=4");
+    tt_attention a;
+    tt_attention_init(&a, &(tt_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4,
+                      .causal = true}, &abort_rng);
+    tt_tensor *k = tt_zeros(TT_F32, TT_SHAPE(1, 2, 4, 4));  // (B, NKV, L, HS)
+    tt_tensor *v = tt_zeros(TT_F32, TT_SHAPE(1, 2, 4, 4));  // (B, NKV, L, HS)
+    tt_attention_forward_cached(&a, tt_zeros(TT_F32, TT_SHAPE(1, 4, 8)), k, v, 2);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("nn_transformer");
     TCase *pos = tt_tcase("positional");
@@ -795,5 +846,14 @@ int main(void) {
     tcase_add_test_raise_signal(ab, test_abort_rope_dtype, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_negative_pos, SIGABRT);
     suite_add_tcase(s, ab);
+
+    TCase *an = tt_tcase_aborts("aborts_names");
+    tcase_add_unchecked_fixture(an, seed_abort_rng, NULL);
+    tcase_add_test_raise_signal(an, test_names_mlp_activation, SIGABRT);
+    tcase_add_test_raise_signal(an, test_names_attention_input_shape, SIGABRT);
+    tcase_add_test_raise_signal(an, test_names_attention_seq_too_long, SIGABRT);
+    tcase_add_test_raise_signal(an, test_names_attention_cached_input_shape, SIGABRT);
+    tcase_add_test_raise_signal(an, test_names_attention_cached_positions, SIGABRT);
+    suite_add_tcase(s, an);
     return tt_test_run(s);
 }

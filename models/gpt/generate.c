@@ -68,12 +68,15 @@ tt_sample_opts tt_sample_opts_default(void) {
     return (tt_sample_opts){.temperature = 0.8, .top_k = 200, .top_p = 1.0, .use_cache = true};
 }
 
-static void check_opts(const tt_sample_opts *o) {
-    TT_CHECK(isfinite(o->temperature) && o->temperature >= 0, "temperature must be >= 0 "
-             "(0 is greedy), got %g", o->temperature);
-    TT_CHECK(o->top_k >= 0, "top_k must be >= 0 (0 turns it off), got %d", o->top_k);
-    TT_CHECK(o->top_p > 0 && o->top_p <= 1, "top_p must be in (0, 1] (1 turns it off), got %g",
-             o->top_p);
+// Aborts unless the sampling options are in range; messages name func, the public function
+// the user called.
+static void check_opts(const tt_sample_opts *o, const char *func) {
+    TT_CHECK_IN(func, isfinite(o->temperature) && o->temperature >= 0, "temperature must be >= 0 "
+                "(0 is greedy), got %g; pick a finite value (0.8 is the default)",
+                o->temperature);
+    TT_CHECK_IN(func, o->top_k >= 0, "top_k must be >= 0 (0 turns it off), got %d", o->top_k);
+    TT_CHECK_IN(func, o->top_p > 0 && o->top_p <= 1, "top_p must be in (0, 1] (1 turns it off), "
+                "got %g", o->top_p);
 }
 
 typedef struct ranked {
@@ -95,7 +98,7 @@ int32_t tt_sample_logits(const tt_tensor *logits, const tt_sample_opts *opts, tt
     TT_CHECK(logits->shape[0] <= INT32_MAX, "vocab of %lld does not fit an int32 token",
              (long long)logits->shape[0]);
     tt_sample_opts o = opts ? *opts : tt_sample_opts_default();
-    check_opts(&o);
+    check_opts(&o, __func__);
     int64_t V = logits->shape[0];
     double *p = TT_MALLOC((size_t)V * sizeof *p);  // (V)
     tt_to_f64_array(logits, p);
@@ -187,7 +190,7 @@ void tt_gpt_generate(tt_gpt *m, const int32_t *prompt, int64_t n_prompt, int64_t
              "room for it", (long long)n_new);
     TT_CHECK(rng, "rng is NULL; sampling draws from an explicit tt_rng");
     tt_sample_opts o = opts ? *opts : tt_sample_opts_default();
-    check_opts(&o);
+    check_opts(&o, __func__);
     int64_t L = m->cfg.block_size, V = m->cfg.vocab_size;
     for (int64_t i = 0; i < n_prompt; i++)
         TT_CHECK(prompt[i] >= 0 && prompt[i] < V, "prompt token %lld is %d, outside the "

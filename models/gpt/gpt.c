@@ -191,18 +191,22 @@ int64_t tt_gpt_num_params(const tt_gpt *m, bool non_embedding) {
 
 // ---- forward / loss ----
 
-static void check_tokens(const tt_gpt *m, const tt_tensor *tokens, const char *what) {
-    TT_CHECK(m->blocks, "the model is not initialized; call tt_gpt_init first");
-    TT_CHECK(tokens, "%s is NULL", what);
-    TT_CHECK(tokens->dtype == TT_I32 || tokens->dtype == TT_I64,
-             "%s must be token ids of dtype i32 or i64, got %s", what,
-             tt_dtype_name(tokens->dtype));
-    TT_CHECK(tokens->ndim == 2, "%s must be (B, T), got %s", what, tt__shape(tokens));
-    TT_CHECK(tokens->shape[1] <= m->cfg.block_size,
-             "sequence length T=%lld of %s %s exceeds block_size=%lld; crop the input to its "
-             "last %lld tokens (or build the model with a larger block_size)",
-             (long long)tokens->shape[1], what, tt__shape(tokens),
-             (long long)m->cfg.block_size, (long long)m->cfg.block_size);
+// Aborts unless tokens (B, T) holds token ids that fit the model; messages name func, the
+// public function the user called.
+static void check_tokens(const tt_gpt *m, const tt_tensor *tokens, const char *what,
+                         const char *func) {
+    TT_CHECK_IN(func, m && m->blocks, "the model is not initialized; call tt_gpt_init first");
+    TT_CHECK_IN(func, tokens, "%s is NULL", what);
+    TT_CHECK_IN(func, tokens->dtype == TT_I32 || tokens->dtype == TT_I64,
+                "%s must be token ids of dtype i32 or i64, got %s; convert them with "
+                "tt_to_dtype(tokens, TT_I32)", what, tt_dtype_name(tokens->dtype));
+    TT_CHECK_IN(func, tokens->ndim == 2, "%s must be (B, T), got %s; a single sequence is "
+                "(1, T)", what, tt__shape(tokens));
+    TT_CHECK_IN(func, tokens->shape[1] <= m->cfg.block_size,
+                "sequence length T=%lld of %s %s exceeds block_size=%lld; crop the input to its "
+                "last %lld tokens (or build the model with a larger block_size)",
+                (long long)tokens->shape[1], what, tt__shape(tokens),
+                (long long)m->cfg.block_size, (long long)m->cfg.block_size);
 }
 
 // tokens (B, T) at positions pos .. pos + T - 1 -> x (B, T, C): token embedding, learned
@@ -228,7 +232,7 @@ static tt_tensor *trunk(tt_gpt *m, tt_tensor *tokens) {
 }
 
 tt_tensor *tt_gpt_forward(tt_gpt *m, tt_tensor *tokens) {
-    check_tokens(m, tokens, "tokens");
+    check_tokens(m, tokens, "tokens", __func__);
     tt_scope_begin();
     tt_tensor *logits = tt__gpt_head(m, trunk(m, tokens));  // (B, T, V)
     tt_keep(logits);
@@ -239,7 +243,7 @@ tt_tensor *tt_gpt_forward(tt_gpt *m, tt_tensor *tokens) {
 // mean over (B, T) of -log softmax(logits)[target]; targets equal to -1 are ignored (as
 // PyTorch's ignore_index in nanoGPT).
 tt_tensor *tt_gpt_loss(tt_gpt *m, tt_tensor *tokens, tt_tensor *targets) {
-    check_tokens(m, tokens, "tokens");
+    check_tokens(m, tokens, "tokens", __func__);
     TT_CHECK(targets && tt_same_shape(tokens, targets), "targets %s must have the shape of "
              "tokens %s", targets ? tt__shape(targets) : "NULL", tt__shape(tokens));
     tt_scope_begin();

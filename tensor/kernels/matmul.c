@@ -82,7 +82,9 @@ tt_k_gemm_path tt_k_gemm_active_path(void) {
 }
 
 tt_k_gemm_path tt_k_gemm_set_path(tt_k_gemm_path path) {
-    TT_CHECK(path >= 0 && path < TT_K_GEMM_PATH_COUNT, "GEMM path %d out of range", (int)path);
+    TT_CHECK(path >= 0 && path < TT_K_GEMM_PATH_COUNT, "GEMM path %d out of range; valid "
+             "paths are 0 .. %d (TT_K_GEMM_AUTO .. TT_K_GEMM_AVX512)", (int)path,
+             TT_K_GEMM_PATH_COUNT - 1);
     TT_CHECK(tt_k_gemm_path_supported(path), "GEMM path %s: this CPU does not support it; "
              "check tt_k_gemm_path_supported first", tt_k_gemm_path_name(path));
     return (tt_k_gemm_path)atomic_exchange(&path_forced, (int)path);
@@ -495,7 +497,8 @@ void tt_k_gemm_batched(tt_dtype dtype, int nbatch, const int64_t *batch, int64_t
                        const tt_k_matrix *c, bool accumulate) {
     TT_CHECK(dtype == TT_F32 || dtype == TT_F64, "dtype %s: GEMM needs f32 or f64",
              tt_dtype_name(dtype));
-    TT_CHECK(nbatch >= 0 && nbatch <= TT_MAX_DIMS, "nbatch %d out of range", nbatch);
+    TT_CHECK(nbatch >= 0 && nbatch <= TT_MAX_DIMS, "nbatch %d out of range; valid values are "
+             "0 .. TT_MAX_DIMS = %d", nbatch, TT_MAX_DIMS);
     if (M <= 0 || N <= 0 || tt__shape_numel(nbatch, batch) == 0) return;
     for (int d = 0; d < nbatch; d++)
         TT_CHECK(accumulate || batch[d] == 1 || c->bs[d] != 0,
