@@ -424,9 +424,10 @@ static void collect(tt_node *root, node_list *out) {
     list_push(&stack, root);
     while (stack.n > 0) {
         tt_node *n = stack.v[--stack.n];
-        TT_CHECK(!n->freed, "the graph through op '%s' was already freed by an earlier "
-                 "backward; pass retain_graph=true to tt_backward_ex for the first one",
-                 tt_op_name(n->op));
+        TT_CHECK_IN("tt_backward", !n->freed,
+                    "the graph through op '%s' was already freed by an earlier "
+                    "backward; pass retain_graph=true to tt_backward_ex for the first one",
+                    tt_op_name(n->op));
         list_push(out, n);
         for (int i = 0; i < n->n_inputs; i++) {
             tt_tensor *in = n->inputs[i];

@@ -43,29 +43,37 @@ const char *tt_optim_kind_name(tt_optim_kind kind) {
     return names[kind];
 }
 
-static void check_lr(double lr) {
-    TT_CHECK(isfinite(lr) && lr >= 0, "learning rate must be finite and >= 0, got %g", lr);
+static void check_lr(double lr, const char *func) {
+    TT_CHECK_IN(func, isfinite(lr) && lr >= 0,
+                "learning rate must be finite and >= 0, got %g "
+                "(3e-4 is a usual AdamW value)",
+                lr);
 }
 
-static void check_config(const tt_optim_config *c) {
-    TT_CHECK(c->kind >= 0 && c->kind < TT_OPTIM_KIND_COUNT, "unknown optimizer kind %d "
-             "(use tt_sgd_config, tt_adam_config or tt_adamw_config)", (int)c->kind);
-    check_lr(c->lr);
+static void check_config(const tt_optim_config *c, const char *func) {
+    TT_CHECK_IN(func, c->kind >= 0 && c->kind < TT_OPTIM_KIND_COUNT,
+                "unknown optimizer kind %d "
+                "(use tt_sgd_config, tt_adam_config or tt_adamw_config)",
+                (int)c->kind);
+    check_lr(c->lr, func);
     if (c->kind == TT_OPTIM_SGD) {
-        TT_CHECK(c->momentum >= 0 && c->momentum <= 1, "SGD momentum must be in [0, 1], got %g",
-                 c->momentum);
-        TT_CHECK(c->dampening >= 0 && c->dampening <= 1, "SGD dampening must be in [0, 1], "
-                 "got %g", c->dampening);
-        TT_CHECK(!c->nesterov || (c->momentum > 0 && c->dampening == 0), "nesterov needs "
-                 "momentum > 0 and dampening 0, got momentum=%g dampening=%g", c->momentum,
-                 c->dampening);
+        TT_CHECK_IN(func, c->momentum >= 0 && c->momentum <= 1,
+                    "SGD momentum must be in [0, 1], got %g", c->momentum);
+        TT_CHECK_IN(func, c->dampening >= 0 && c->dampening <= 1,
+                    "SGD dampening must be in [0, 1], "
+                    "got %g",
+                    c->dampening);
+        TT_CHECK_IN(func, !c->nesterov || (c->momentum > 0 && c->dampening == 0),
+                    "nesterov needs "
+                    "momentum > 0 and dampening 0, got momentum=%g dampening=%g",
+                    c->momentum, c->dampening);
     } else {
-        TT_CHECK(c->beta1 >= 0 && c->beta1 < 1 && c->beta2 >= 0 && c->beta2 < 1,
-                 "%s betas must be in [0, 1), got (%g, %g) (a zeroed config? start from "
-                 "tt_%s_config)", tt_optim_kind_name(c->kind), c->beta1, c->beta2,
-                 tt_optim_kind_name(c->kind));
-        TT_CHECK(c->eps >= 0, "%s eps must be >= 0, got %g", tt_optim_kind_name(c->kind),
-                 c->eps);
+        TT_CHECK_IN(func, c->beta1 >= 0 && c->beta1 < 1 && c->beta2 >= 0 && c->beta2 < 1,
+                    "%s betas must be in [0, 1), got (%g, %g) (a zeroed config? start from "
+                    "tt_%s_config)",
+                    tt_optim_kind_name(c->kind), c->beta1, c->beta2, tt_optim_kind_name(c->kind));
+        TT_CHECK_IN(func, c->eps >= 0, "%s eps must be >= 0, got %g", tt_optim_kind_name(c->kind),
+                    c->eps);
     }
 }
 
@@ -87,7 +95,7 @@ static bool uses_slot(const tt_optim_config *c, int slot) {
 }
 
 void tt_optim_init(tt_optim *o, tt_optim_config cfg) {
-    check_config(&cfg);
+    check_config(&cfg, __func__);
     memset(o, 0, sizeof *o);
     o->cfg = cfg;
     o->lr = cfg.lr;
@@ -174,7 +182,7 @@ void tt_optim_add_decay_groups(tt_optim *o, const tt_params *p, double weight_de
 }
 
 void tt_optim_set_lr(tt_optim *o, double lr) {
-    check_lr(lr);
+    check_lr(lr, __func__);
     o->lr = lr;
 }
 
@@ -315,11 +323,12 @@ static void adam_update(tt_tensor *p, tt_tensor *m, tt_tensor *v, const tt_tenso
 
 // ---- step ----
 
-static void check_grad(const char *name, const tt_tensor *p, const tt_tensor *g) {
-    TT_CHECK(g->dtype == p->dtype && tt_same_shape(g, p) && tt_is_contiguous(g),
-             "gradient of '%s' is %s %s%s; it must be a contiguous %s %s like the parameter",
-             name, tt__shape(g), tt_dtype_name(g->dtype),
-             tt_is_contiguous(g) ? "" : " (strided)", tt__shape(p), tt_dtype_name(p->dtype));
+static void check_grad(const char *name, const tt_tensor *p, const tt_tensor *g, const char *func) {
+    TT_CHECK_IN(func, g->dtype == p->dtype && tt_same_shape(g, p) && tt_is_contiguous(g),
+                "gradient of '%s' is %s %s%s; it must be a contiguous %s %s like the parameter "
+                "(a gradient set by hand must be like tt_zeros_like(param))",
+                name, tt__shape(g), tt_dtype_name(g->dtype),
+                tt_is_contiguous(g) ? "" : " (strided)", tt__shape(p), tt_dtype_name(p->dtype));
 }
 
 void tt_optim_step(tt_optim *o) {
@@ -330,7 +339,7 @@ void tt_optim_step(tt_optim *o) {
         for (int i = 0; i < gr->params.n; i++) {
             tt_tensor *p = gr->params.items[i].tensor, *g = p->grad;
             if (!g) continue;  // no gradient reached it: skipped, as in PyTorch
-            check_grad(gr->params.items[i].name, p, g);
+            check_grad(gr->params.items[i].name, p, g, __func__);
             tt_tensor **st = &gr->state[i * TT_OPTIM_SLOT_COUNT];
             int64_t *step = st[TT_OPTIM_SLOT_STEP] ? tt_data(st[TT_OPTIM_SLOT_STEP]) : NULL;
             if (c->kind == TT_OPTIM_SGD) {
@@ -413,7 +422,7 @@ double tt_grad_norm(const tt_params *p) {
     for (int i = 0; i < p->n; i++) {
         const tt_tensor *t = p->items[i].tensor, *g = t->grad;
         if (!g || seen_before(p, i)) continue;
-        check_grad(p->items[i].name, t, g);
+        check_grad(p->items[i].name, t, g, __func__);
         total += sumsq(g);
     }
     return sqrt(total);

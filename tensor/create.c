@@ -24,18 +24,22 @@ tt_tensor *tt_fill_(tt_tensor *t, double value) {
 }
 
 tt_tensor *tt_empty(tt_dtype dtype, int ndim, const int64_t *shape) {
+    tt__check_shape(__func__, dtype, ndim, shape);
     return tt__autorelease(tt__new(dtype, ndim, shape));
 }
 
 tt_tensor *tt_zeros(tt_dtype dtype, int ndim, const int64_t *shape) {
+    tt__check_shape(__func__, dtype, ndim, shape);
     return tt__autorelease(tt__new_zeros(dtype, ndim, shape));
 }
 
 tt_tensor *tt_ones(tt_dtype dtype, int ndim, const int64_t *shape) {
+    tt__check_shape(__func__, dtype, ndim, shape);
     return tt_full(dtype, ndim, shape, 1.0);
 }
 
 tt_tensor *tt_full(tt_dtype dtype, int ndim, const int64_t *shape, double value) {
+    tt__check_shape(__func__, dtype, ndim, shape);
     return tt__autorelease(tt_fill_(tt__new(dtype, ndim, shape), value));
 }
 
@@ -53,6 +57,7 @@ tt_tensor *tt_arange(tt_dtype dtype, double start, double end, double step) {
 }
 
 tt_tensor *tt_from_data(tt_dtype dtype, int ndim, const int64_t *shape, const void *data) {
+    tt__check_shape(__func__, dtype, ndim, shape);
     tt_tensor *t = tt__new(dtype, ndim, shape);
     size_t nbytes = (size_t)tt_numel(t) * tt_dtype_size(dtype);
     TT_CHECK(data || nbytes == 0, "data is NULL for a tensor of shape %s", tt__shape(t));

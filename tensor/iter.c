@@ -95,6 +95,14 @@ bool tt__iter_next(tt__iter *it) {
 // One inner run at a time: same dtype, bit copies (tt_kcopy_run); f32 <-> f64, the typed
 // conversions; any other pair goes through double (tt__load / tt__store).
 void tt_copy_(tt_tensor *dst, const tt_tensor *src) {
+    TT_CHECK(dst && src, "dst or src is NULL");
+    bool fits = src->ndim <= dst->ndim;
+    for (int i = 1; fits && i <= src->ndim; i++) {
+        int64_t s = src->shape[src->ndim - i], d = dst->shape[dst->ndim - i];
+        fits = s == d || s == 1;
+    }
+    TT_CHECK(fits, "cannot copy src %s into dst %s: src's dims, aligned from the right, must "
+             "equal dst's or be 1 (reshape or expand src first)", tt__shape(src), tt__shape(dst));
     tt_bump_version(dst, "copy_");
     int64_t sst[TT_MAX_DIMS];
     tt__broadcast_strides(src, dst->ndim, dst->shape, sst);

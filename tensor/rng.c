@@ -68,20 +68,24 @@ tt_tensor *tt_normal_(tt_tensor *t, tt_rng *rng, double mean, double std) {
 
 tt_tensor *tt_uniform(tt_rng *rng, tt_dtype dtype, int ndim, const int64_t *shape,
                       double lo, double hi) {
+    tt__check_shape(__func__, dtype, ndim, shape);
     TT_CHECK(tt_dtype_is_float(dtype), "dtype %s is not a float dtype", tt_dtype_name(dtype));
     return tt__autorelease(tt_uniform_(tt__new(dtype, ndim, shape), rng, lo, hi));
 }
 
 tt_tensor *tt_normal(tt_rng *rng, tt_dtype dtype, int ndim, const int64_t *shape,
                      double mean, double std) {
+    tt__check_shape(__func__, dtype, ndim, shape);
     TT_CHECK(tt_dtype_is_float(dtype), "dtype %s is not a float dtype", tt_dtype_name(dtype));
     return tt__autorelease(tt_normal_(tt__new(dtype, ndim, shape), rng, mean, std));
 }
 
 tt_tensor *tt_rand(tt_rng *rng, tt_dtype dtype, int ndim, const int64_t *shape) {
+    tt__check_shape(__func__, dtype, ndim, shape);
     return tt_uniform(rng, dtype, ndim, shape, 0.0, 1.0);
 }
 
 tt_tensor *tt_randn(tt_rng *rng, tt_dtype dtype, int ndim, const int64_t *shape) {
+    tt__check_shape(__func__, dtype, ndim, shape);
     return tt_normal(rng, dtype, ndim, shape, 0.0, 1.0);
 }

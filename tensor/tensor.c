@@ -328,11 +328,26 @@ void tt__contiguous_strides(int ndim, const int64_t *shape, int64_t *stride) {
     }
 }
 
+void tt__check_shape(const char *func, tt_dtype dtype, int ndim, const int64_t *shape) {
+    TT_CHECK_IN(func, dtype >= 0 && dtype < TT_DTYPE_COUNT,
+                "invalid dtype %d; use TT_F32, TT_F64, TT_I32 or TT_I64", (int)dtype);
+    TT_CHECK_IN(func, ndim >= 0 && ndim <= TT_MAX_DIMS,
+                "ndim %d is out of range [0, %d] (TT_MAX_DIMS)", ndim, TT_MAX_DIMS);
+    TT_CHECK_IN(func, ndim == 0 || shape, "shape is NULL for ndim %d; pass TT_SHAPE(...)", ndim);
+    int64_t numel = 1;
+    for (int i = 0; i < ndim; i++) {
+        TT_CHECK_IN(func, shape[i] >= 0, "negative size %lld in dim %d; sizes are >= 0",
+                    (long long)shape[i], i);
+        // The product of the non-zero sizes bounds every stride: it must fit in int64.
+        TT_CHECK_IN(func, shape[i] <= 1 || numel <= INT64_MAX / shape[i],
+                    "shape %s has more elements than int64 can count",
+                    tt__shape_of(ndim, shape));
+        if (shape[i] > 1) numel *= shape[i];
+    }
+}
+
 static tt_tensor *tensor_struct(tt_dtype dtype, int ndim, const int64_t *shape) {
-    TT_CHECK(dtype >= 0 && dtype < TT_DTYPE_COUNT, "invalid dtype %d", (int)dtype);
-    TT_CHECK(ndim >= 0 && ndim <= TT_MAX_DIMS, "ndim %d is out of range [0, %d]", ndim,
-             TT_MAX_DIMS);
-    TT_CHECK(ndim == 0 || shape, "shape is NULL for ndim %d", ndim);
+    tt__check_shape("tt__new", dtype, ndim, shape);
     if (!atomic_load_explicit(&leak_report_armed, memory_order_relaxed) &&
         !atomic_exchange(&leak_report_armed, 1))
         atexit(leak_report_at_exit);
@@ -340,15 +355,7 @@ static tt_tensor *tensor_struct(tt_dtype dtype, int ndim, const int64_t *shape) 
     t->refcount = 1;
     t->dtype = dtype;
     t->ndim = ndim;
-    int64_t numel = 1;
-    for (int i = 0; i < ndim; i++) {
-        TT_CHECK(shape[i] >= 0, "negative size %lld in dim %d", (long long)shape[i], i);
-        // The product of the non-zero sizes bounds every stride: it must fit in int64.
-        TT_CHECK(shape[i] <= 1 || numel <= INT64_MAX / shape[i],
-                 "shape %s has more elements than int64 can count", tt__shape_of(ndim, shape));
-        if (shape[i] > 1) numel *= shape[i];
-        t->shape[i] = shape[i];
-    }
+    for (int i = 0; i < ndim; i++) t->shape[i] = shape[i];
     atomic_fetch_add(&live_tensors, 1);
     return t;
 }

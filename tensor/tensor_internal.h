@@ -8,6 +8,9 @@
 // ---- creation without a scope ----
 // tt__new returns a reference owned by the caller even inside a scope; public functions hand
 // their result to tt__autorelease(), which gives it to the innermost scope if there is one.
+// Aborts, naming func, unless (dtype, ndim, shape) can make a tensor (public creators check
+// first so that a bad shape names them).
+void tt__check_shape(const char *func, tt_dtype dtype, int ndim, const int64_t *shape);
 tt_tensor *tt__new(tt_dtype dtype, int ndim, const int64_t *shape);  // contiguous, uninitialized
 tt_tensor *tt__new_zeros(tt_dtype dtype, int ndim, const int64_t *shape);
 tt_tensor *tt__new_view(const tt_tensor *t, int ndim, const int64_t *shape,

@@ -43,7 +43,7 @@ START_TEST(test_retain_graph) {
 END_TEST
 
 START_TEST(test_backward_twice_aborts) {
-    tt_expect_abort("the graph through op 'sum' was already freed by an earlier backward");
+    tt_expect_abort("tt_backward: the graph through op 'sum' was already freed by an earlier backward");
     tt_scope_begin();
     tt_tensor *x = leaf(tt_test_tensor(TT_F64, TT_SHAPE(2), 1, 3));
     tt_tensor *y = tt_sum_all(tt_exp(x));

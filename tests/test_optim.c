@@ -743,14 +743,14 @@ START_TEST(test_abort_nesterov_without_momentum) {
 END_TEST
 
 START_TEST(test_abort_bad_betas) {
-    tt_expect_abort("adam betas must be in [0, 1), got (1, 0)");
+    tt_expect_abort("tt_optim_init: adam betas must be in [0, 1), got (1, 0)");
     tt_optim o;
     tt_optim_init(&o, (tt_optim_config){.kind = TT_OPTIM_ADAM, .lr = 1e-3, .beta1 = 1.0});
 }
 END_TEST
 
 START_TEST(test_abort_negative_lr) {
-    tt_expect_abort("learning rate must be finite and >= 0, got -1");
+    tt_expect_abort("tt_optim_set_lr: learning rate must be finite and >= 0, got -1");
     tt_optim o;
     tt_optim_init(&o, tt_adamw_config(1e-3));
     tt_optim_set_lr(&o, -1);
@@ -783,7 +783,7 @@ START_TEST(test_abort_strided_param) {
 END_TEST
 
 START_TEST(test_abort_grad_shape) {
-    tt_expect_abort("gradient of 'w' is (3,) f64; it must be a contiguous (2,) f64");
+    tt_expect_abort("tt_optim_step: gradient of 'w' is (3,) f64; it must be a contiguous (2,) f64");
     tt_tensor *w = param(TT_SHAPE(2), 1, 2);
     tt_optim o;
     optim_one(&o, tt_sgd_config(0.1), w, 0);
