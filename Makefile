@@ -1,5 +1,6 @@
 # tinytorch.c: a flat, hand-written Makefile.
-#   make                 build/libtinytorch.a, build/libtinytorch.so and the examples
+#   make                 build/libtinytorch.a, build/libtinytorch.so (-> .so.0 -> .so.0.1.0) and
+#                        the examples
 #   make test            deps, then every suite: Check suites, gradcheck, the fuzz corpus, the
 #                        examples, char_gpt end to end, a short make run, the install test
 #   make test SAN=1      the same under ASan + UBSan + LeakSanitizer, in build-san/
@@ -85,8 +86,19 @@ $(BUILD)/libtinytorch.a: $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/libtinytorch.so: $(LIB_OBJS)
-	$(CC) -shared -o $@ $^ $(LDLIBS)
+# The shared library carries its SONAME: a program linked with -ltinytorch records
+# libtinytorch.so.0 and runs against any 0.x; the version bumps SO_MAJOR on an ABI break.
+VERSION  := 0.1.0
+SO_MAJOR := $(firstword $(subst ., ,$(VERSION)))
+SO_NAME  := libtinytorch.so.$(SO_MAJOR)
+SO_FILE  := libtinytorch.so.$(VERSION)
+
+$(BUILD)/$(SO_FILE): $(LIB_OBJS)
+	$(CC) -shared -Wl,-soname,$(SO_NAME) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/libtinytorch.so: $(BUILD)/$(SO_FILE)
+	ln -sf $(SO_FILE) $(BUILD)/$(SO_NAME)
+	ln -sf $(SO_NAME) $@
 
 $(BUILD)/%: examples/%.c $(BUILD)/libtinytorch.a
 	$(CC) $(CFLAGS) $(DEPFLAGS) -I. $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
@@ -234,19 +246,33 @@ $(FUZZ_BUILD)/fuzz_checkpoint: tests/fuzz_checkpoint.c $(FUZZ_OBJS)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -I. $^ -o $@ -lxxhash -lm
 
 # ---- install ----
+# Headers, libtinytorch.a, libtinytorch.so.$(VERSION) with its .so.0 and .so links, and
+# tinytorch.pc. As root into the default prefix (no DESTDIR), ldconfig refreshes the loader's
+# cache so programs start at once; elsewhere it says how a program finds the library.
 INC_DIR := $(DESTDIR)$(PREFIX)/include/tinytorch
 LIB_DIR := $(DESTDIR)$(PREFIX)/lib
 install: lib
 	install -d $(INC_DIR) $(LIB_DIR)/pkgconfig
 	for h in $(PUBLIC_HEADERS); do install -D -m 644 $$h $(INC_DIR)/$$h; done
 	install -m 644 $(BUILD)/libtinytorch.a $(LIB_DIR)/libtinytorch.a
-	install -m 755 $(BUILD)/libtinytorch.so $(LIB_DIR)/libtinytorch.so
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBS@|$(LDLIBS)|' tinytorch.pc.in \
-	    > $(LIB_DIR)/pkgconfig/tinytorch.pc
+	install -m 755 $(BUILD)/$(SO_FILE) $(LIB_DIR)/$(SO_FILE)
+	ln -sf $(SO_FILE) $(LIB_DIR)/$(SO_NAME)
+	ln -sf $(SO_NAME) $(LIB_DIR)/libtinytorch.so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@LIBS@|$(LDLIBS)|' \
+	    tinytorch.pc.in > $(LIB_DIR)/pkgconfig/tinytorch.pc
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && \
+	    { [ "$(PREFIX)" = /usr/local ] || [ "$(PREFIX)" = /usr ]; } && \
+	    command -v ldconfig >/dev/null 2>&1; then \
+	    echo ldconfig; ldconfig; \
+	elif [ -z "$(DESTDIR)" ]; then \
+	    echo "install: ldconfig not run (it needs root and PREFIX=/usr/local). Link with" \
+	         "-Wl,-rpath,$(PREFIX)/lib, or set LD_LIBRARY_PATH=$(PREFIX)/lib (or run" \
+	         "ldconfig as root), so programs find $(SO_NAME);" \
+	         "PKG_CONFIG_PATH=$(PREFIX)/lib/pkgconfig finds tinytorch.pc"; fi
 
 uninstall:
 	rm -rf $(INC_DIR) $(LIB_DIR)/libtinytorch.a $(LIB_DIR)/libtinytorch.so \
-	    $(LIB_DIR)/pkgconfig/tinytorch.pc
+	    $(LIB_DIR)/$(SO_NAME) $(LIB_DIR)/$(SO_FILE) $(LIB_DIR)/pkgconfig/tinytorch.pc
 
 -include $(shell find $(BUILD) $(FUZZ_BUILD) -name '*.d' 2>/dev/null)
 
