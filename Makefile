@@ -1,8 +1,9 @@
 # tinytorch.c: a flat, hand-written Makefile.
 #   make                 build/libtinytorch.a, build/libtinytorch.so (-> .so.0 -> .so.0.1.0) and
 #                        the examples
-#   make test            deps, then every suite: Check suites, gradcheck, the fuzz corpus, the
-#                        examples, char_gpt end to end, a short make run, the install test
+#   make test            deps, then every suite: Check suites, gradcheck, the fuzz corpus and a
+#                        30 s make fuzz, the examples, char_gpt end to end, a short make run,
+#                        the install test
 #   make test SAN=1      the same under ASan + UBSan + LeakSanitizer, in build-san/
 #   make gradcheck       only the finite-difference gradient checks
 #   make bench           bench/bench_*.c, and bench/torch_ref.py with python3-torch (not in test)
@@ -10,12 +11,13 @@
 #   make data            data/tinyshakespeare.txt (copied from ../shared/data or downloaded)
 #   make plot LOG=F.csv  a PNG loss curve of a char_gpt --log file (gnuplot)
 #   make deps            install what is missing (check, libxxhash-dev, pkg-config, OpenMP,
-#                        gnuplot)
+#                        clang with its libFuzzer runtime, gnuplot)
 #   make install         PREFIX=/usr/local DESTDIR= : headers, static and shared lib, .pc
 #   make fuzz            libFuzzer + ASan/UBSan over the checkpoint loader (clang) for
 #                        FUZZ_SECONDS=60, in build-fuzz/
 # Options: OMP=0 (no OpenMP), SAN=1 (sanitizers), WERROR=1 (warnings are errors; CI),
-#          OPT=... (replaces -O3), ARCH=-march=native (the default binary runs on any x86-64; SIMD is picked at run time).
+#          OPT=... (replaces -O3), ARCH=-march=native (the default binary runs on any x86-64;
+#          SIMD is picked at run time), CC=clang (any C11 compiler with OpenMP).
 
 CC      ?= cc
 PREFIX  ?= /usr/local
@@ -193,6 +195,9 @@ plot:
 BENCH_SRCS := $(wildcard bench/bench_*.c)
 BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/%)
 BENCH_ARGS_bench_train := train baby; train mid; sample baby
+# bench_threads runs bench_train's baby step per thread count and wait policy, with the cores
+# free and with one core busy.
+BENCH_ARGS_bench_threads := $(BUILD)/bench_train
 
 $(BUILD)/bench_%: bench/bench_%.c $(BUILD)/libtinytorch.a
 	$(CC) $(CFLAGS) $(DEPFLAGS) -I. $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
