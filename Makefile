@@ -1,7 +1,9 @@
 # tinytorch.c: a flat, hand-written Makefile.
-#   make                 build/libtinytorch.a, build/libtinytorch.so and the examples
-#   make test            deps, then every suite: Check suites, gradcheck, the fuzz corpus, the
-#                        examples, char_gpt end to end, a short make run, the install test
+#   make                 build/libtinytorch.a, build/libtinytorch.so (-> .so.0 -> .so.0.1.0) and
+#                        the examples
+#   make test            deps, then every suite: Check suites, gradcheck, the fuzz corpus and a
+#                        30 s make fuzz, the examples, char_gpt end to end, a short make run,
+#                        the install test
 #   make test SAN=1      the same under ASan + UBSan + LeakSanitizer, in build-san/
 #   make gradcheck       only the finite-difference gradient checks
 #   make bench           bench/bench_*.c, and bench/torch_ref.py with python3-torch (not in test)
@@ -9,12 +11,13 @@
 #   make data            data/tinyshakespeare.txt (copied from ../shared/data or downloaded)
 #   make plot LOG=F.csv  a PNG loss curve of a char_gpt --log file (gnuplot)
 #   make deps            install what is missing (check, libxxhash-dev, pkg-config, OpenMP,
-#                        gnuplot)
+#                        clang with its libFuzzer runtime, gnuplot)
 #   make install         PREFIX=/usr/local DESTDIR= : headers, static and shared lib, .pc
 #   make fuzz            libFuzzer + ASan/UBSan over the checkpoint loader (clang) for
 #                        FUZZ_SECONDS=60, in build-fuzz/
 # Options: OMP=0 (no OpenMP), SAN=1 (sanitizers), WERROR=1 (warnings are errors; CI),
-#          OPT=... (replaces -O3), ARCH=-march=native (the default binary runs on any x86-64; SIMD is picked at run time).
+#          OPT=... (replaces -O3), ARCH=-march=native (the default binary runs on any x86-64;
+#          SIMD is picked at run time), CC=clang (any C11 compiler with OpenMP).
 
 CC      ?= cc
 PREFIX  ?= /usr/local
@@ -26,7 +29,8 @@ ARCH    ?=
 OPT     ?= -O3
 
 WARN    := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes
-CFLAGS  := -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) -g -fno-math-errno -fPIC $(ARCH) $(WARN)
+CFLAGS  := -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) -g -fno-math-errno -ffp-contract=off -fPIC \
+           $(ARCH) $(WARN)
 LDLIBS  := -lxxhash -lm
 BUILD   := build
 
@@ -84,8 +88,19 @@ $(BUILD)/libtinytorch.a: $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/libtinytorch.so: $(LIB_OBJS)
-	$(CC) -shared -o $@ $^ $(LDLIBS)
+# The shared library carries its SONAME: a program linked with -ltinytorch records
+# libtinytorch.so.0 and runs against any 0.x; the version bumps SO_MAJOR on an ABI break.
+VERSION  := 0.1.0
+SO_MAJOR := $(firstword $(subst ., ,$(VERSION)))
+SO_NAME  := libtinytorch.so.$(SO_MAJOR)
+SO_FILE  := libtinytorch.so.$(VERSION)
+
+$(BUILD)/$(SO_FILE): $(LIB_OBJS)
+	$(CC) -shared -Wl,-soname,$(SO_NAME) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/libtinytorch.so: $(BUILD)/$(SO_FILE)
+	ln -sf $(SO_FILE) $(BUILD)/$(SO_NAME)
+	ln -sf $(SO_NAME) $@
 
 $(BUILD)/%: examples/%.c $(BUILD)/libtinytorch.a
 	$(CC) $(CFLAGS) $(DEPFLAGS) -I. $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
@@ -115,6 +130,12 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuz
 	    echo "== $$t"; $$t || fail=1; \
 	done; \
 	echo "== fuzz corpus replay"; $(BUILD)/tests/fuzz_replay tests/fuzz_corpus/* || fail=1; \
+	echo "== make fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)"; \
+	if $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) \
+	        > $(BUILD)/fuzz_test.log 2>&1; then \
+	    sed -n 's/^stat::number_of_executed_units: */fuzz: ok, executions: /p' \
+	        $(BUILD)/fuzz_test.log; \
+	else tail -30 $(BUILD)/fuzz_test.log; echo "make fuzz: FAILED"; fail=1; fi; \
 	echo "== README tour"; sh tests/run_tour.sh $(BUILD) || fail=1; \
 	echo "== mlp_moons"; sh tests/run_mlp_moons.sh $(BUILD) || fail=1; \
 	echo "== char_gpt"; sh tests/run_char_gpt.sh $(BUILD) || fail=1; \
@@ -175,6 +196,9 @@ plot:
 BENCH_SRCS := $(wildcard bench/bench_*.c)
 BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/%)
 BENCH_ARGS_bench_train := train baby; train mid; sample baby
+# bench_threads runs bench_train's baby step per thread count and wait policy, with the cores
+# free and with one core busy.
+BENCH_ARGS_bench_threads := $(BUILD)/bench_train
 
 $(BUILD)/bench_%: bench/bench_%.c $(BUILD)/libtinytorch.a
 	$(CC) $(CFLAGS) $(DEPFLAGS) -I. $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
@@ -192,37 +216,33 @@ bench: $(BENCH_BINS)
 	test $$fail = 0
 
 deps:
-	@sh scripts/deps.sh
+	@FUZZ_CC=$(FUZZ_CC) sh scripts/deps.sh
 
 check-deps:
-	@sh scripts/deps.sh --quiet
+	@FUZZ_CC=$(FUZZ_CC) sh scripts/deps.sh --quiet
 
 # ---- fuzzing: libFuzzer + ASan + UBSan over the checkpoint parser (tests/fuzz_checkpoint.c) ----
 # The library is rebuilt with clang into build-fuzz/ (no OpenMP); new inputs go to
 # build-fuzz/corpus, crashes to build-fuzz/crash-*; tests/fuzz_corpus/ holds the seeds.
 # Replay one input: build-fuzz/fuzz_checkpoint build-fuzz/crash-<sha1>
+# make test runs it for TEST_FUZZ_SECONDS (a fixed 30 s) after the corpus replay.
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
+TEST_FUZZ_SECONDS ?= 30
 FUZZ_BUILD   := build-fuzz
-FUZZ_FLAGS   := -std=c11 -D_POSIX_C_SOURCE=200809L -O1 -g -fno-math-errno \
+FUZZ_FLAGS   := -std=c11 -D_POSIX_C_SOURCE=200809L -O1 -g -fno-math-errno -ffp-contract=off \
 	-fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-Wall -Wno-unknown-pragmas
 FUZZ_OBJS    := $(LIB_SRCS:%.c=$(FUZZ_BUILD)/obj/%.o)
 
-.PHONY: fuzz
+.PHONY: fuzz fuzz-build
 fuzz:
-	@if ! command -v $(FUZZ_CC) >/dev/null 2>&1; then \
-	    if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
-	        echo "fuzz: installing clang"; \
-	        { DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-	          DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang; } >/dev/null || \
-	        { echo "fuzz: 'apt-get install -y clang' failed; run it by hand" >&2; exit 1; }; \
-	    else echo "fuzz: $(FUZZ_CC) is missing. Run: sudo apt-get update &&" \
-	              "sudo apt-get install -y clang" >&2; exit 1; fi; fi
-	@$(MAKE) --no-print-directory $(FUZZ_BUILD)/fuzz_checkpoint
+	@FUZZ_CC=$(FUZZ_CC) sh scripts/deps.sh --quiet
+	@$(MAKE) --no-print-directory fuzz-build
 	@mkdir -p $(FUZZ_BUILD)/corpus
 	$(FUZZ_BUILD)/fuzz_checkpoint -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	    -artifact_prefix=$(FUZZ_BUILD)/ $(FUZZ_BUILD)/corpus tests/fuzz_corpus
+fuzz-build: $(FUZZ_BUILD)/fuzz_checkpoint
 
 $(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -232,19 +252,33 @@ $(FUZZ_BUILD)/fuzz_checkpoint: tests/fuzz_checkpoint.c $(FUZZ_OBJS)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -I. $^ -o $@ -lxxhash -lm
 
 # ---- install ----
+# Headers, libtinytorch.a, libtinytorch.so.$(VERSION) with its .so.0 and .so links, and
+# tinytorch.pc. As root into the default prefix (no DESTDIR), ldconfig refreshes the loader's
+# cache so programs start at once; elsewhere it says how a program finds the library.
 INC_DIR := $(DESTDIR)$(PREFIX)/include/tinytorch
 LIB_DIR := $(DESTDIR)$(PREFIX)/lib
 install: lib
 	install -d $(INC_DIR) $(LIB_DIR)/pkgconfig
 	for h in $(PUBLIC_HEADERS); do install -D -m 644 $$h $(INC_DIR)/$$h; done
 	install -m 644 $(BUILD)/libtinytorch.a $(LIB_DIR)/libtinytorch.a
-	install -m 755 $(BUILD)/libtinytorch.so $(LIB_DIR)/libtinytorch.so
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBS@|$(LDLIBS)|' tinytorch.pc.in \
-	    > $(LIB_DIR)/pkgconfig/tinytorch.pc
+	install -m 755 $(BUILD)/$(SO_FILE) $(LIB_DIR)/$(SO_FILE)
+	ln -sf $(SO_FILE) $(LIB_DIR)/$(SO_NAME)
+	ln -sf $(SO_NAME) $(LIB_DIR)/libtinytorch.so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@LIBS@|$(LDLIBS)|' \
+	    tinytorch.pc.in > $(LIB_DIR)/pkgconfig/tinytorch.pc
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && \
+	    { [ "$(PREFIX)" = /usr/local ] || [ "$(PREFIX)" = /usr ]; } && \
+	    command -v ldconfig >/dev/null 2>&1; then \
+	    echo ldconfig; ldconfig; \
+	elif [ -z "$(DESTDIR)" ]; then \
+	    echo "install: ldconfig not run (it needs root and PREFIX=/usr/local). Link with" \
+	         "-Wl,-rpath,$(PREFIX)/lib, or set LD_LIBRARY_PATH=$(PREFIX)/lib (or run" \
+	         "ldconfig as root), so programs find $(SO_NAME);" \
+	         "PKG_CONFIG_PATH=$(PREFIX)/lib/pkgconfig finds tinytorch.pc"; fi
 
 uninstall:
 	rm -rf $(INC_DIR) $(LIB_DIR)/libtinytorch.a $(LIB_DIR)/libtinytorch.so \
-	    $(LIB_DIR)/pkgconfig/tinytorch.pc
+	    $(LIB_DIR)/$(SO_NAME) $(LIB_DIR)/$(SO_FILE) $(LIB_DIR)/pkgconfig/tinytorch.pc
 
 -include $(shell find $(BUILD) $(FUZZ_BUILD) -name '*.d' 2>/dev/null)
 

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs what tinytorch.c needs to build and test, if it is missing:
-# Check (unit tests), xxHash (checksums), pkg-config, and gcc's OpenMP runtime; and, for
-# `make plot` only, gnuplot (without --quiet: `make test` does not need it).
+# Check (unit tests), xxHash (checksums), pkg-config, gcc's OpenMP runtime, and clang with its
+# libFuzzer runtime (make fuzz, which make test runs for 30 s); and, for `make plot` only,
+# gnuplot (without --quiet: `make test` does not need it).
 # With apt-get and root it installs them; otherwise it prints the exact command to run.
 # --quiet: say nothing when everything the build and tests need is already there.
 quiet=0
@@ -20,13 +21,35 @@ fi
 have_header xxhash.h || missing="$missing libxxhash-dev"
 printf '#include <omp.h>\nint main(void){return omp_get_max_threads() < 1;}\n' |
     ${CC:-cc} -fopenmp -x c - -o /dev/null >/dev/null 2>&1 || missing="$missing libgomp1"
+# clang and its libFuzzer + sanitizer runtime (Debian ships it as libclang-rt-<major>-dev, a
+# package clang only recommends). FUZZ_CC overrides the compiler, as in the Makefile.
+fuzz_cc=${FUZZ_CC:-clang}
+have_fuzzer() {
+    printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n);\n%s\n' \
+        'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n){return d && n;}' |
+        "$fuzz_cc" -fsanitize=fuzzer,address,undefined -x c - -o /dev/null >/dev/null 2>&1
+}
+fuzz_rt() {  # the runtime package of the installed clang: libclang-rt-14-dev for clang 14
+    major=$("$fuzz_cc" -dumpversion 2>/dev/null | cut -d. -f1)
+    if [ -n "$major" ] && { ! command -v apt-cache >/dev/null 2>&1 ||
+                            apt-cache show "libclang-rt-$major-dev" >/dev/null 2>&1; }; then
+        echo "libclang-rt-$major-dev"
+    fi
+}
+if ! command -v "$fuzz_cc" >/dev/null 2>&1; then
+    missing="$missing clang"
+elif ! have_fuzzer; then
+    rt=$(fuzz_rt)
+    missing="$missing ${rt:-clang}"
+fi
 if [ $quiet = 0 ] && ! command -v gnuplot >/dev/null 2>&1; then
     missing="$missing gnuplot-nox"
 fi
 
 if [ -z "$missing" ]; then
     [ $quiet = 1 ] ||
-        echo "deps: everything is installed (check, libxxhash-dev, pkg-config, OpenMP, gnuplot)"
+        echo "deps: everything is installed (check, libxxhash-dev, pkg-config, OpenMP, clang" \
+             "with libFuzzer, gnuplot)"
     exit 0
 fi
 
@@ -37,6 +60,15 @@ if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     if ! { apt-get update -qq && $cmd -qq; } >/dev/null; then
         echo "deps: '$cmd' failed; run it by hand and retry" >&2
         exit 1
+    fi
+    # A clang installed just now may still lack its libFuzzer runtime.
+    if command -v "$fuzz_cc" >/dev/null 2>&1 && ! have_fuzzer; then
+        rt=$(fuzz_rt)
+        if [ -z "$rt" ] || ! apt-get install -y -qq "$rt" >/dev/null || ! have_fuzzer; then
+            echo "deps: $fuzz_cc cannot build a libFuzzer target" \
+                 "(-fsanitize=fuzzer); install its compiler-rt (${rt:-libclang-rt-N-dev})" >&2
+            exit 1
+        fi
     fi
     exit 0
 fi

@@ -1,11 +1,30 @@
-// A PyTorch-like printer: tensor([[1.0000, 2.0000], ...], shape=(2, 2), dtype=f32).
-// Dims longer than 2 * TT_PRINT_EDGE are elided to their first and last TT_PRINT_EDGE entries.
+// A PyTorch-like printer: tensor([[1.0000, 2.0000], ...], shape=(2, 2), dtype=f32), and its
+// options (torch.set_printoptions' threshold, edgeitems, precision). A tensor of more than
+// `threshold` elements is summarised: each dim longer than 2 * edgeitems shows its ends.
 #include "tensor_internal.h"
 
 #include <math.h>
 #include <stdarg.h>
 
-#define TT_PRINT_EDGE 3
+// ---- options (PyTorch's defaults) ----
+
+static int64_t print_threshold = 1000;  // more elements than this: summarise
+static int64_t print_edgeitems = 3;     // entries kept at each end of a summarised dim
+static int print_precision = 4;         // digits after the point
+
+void tt_set_print_options(int64_t threshold, int64_t edgeitems, int precision) {
+    TT_CHECK(precision <= 30, "precision %d is too large; use 0 .. 30 (or a negative value to "
+             "keep %d)", precision, print_precision);
+    if (threshold >= 0) print_threshold = threshold;
+    if (edgeitems >= 0) print_edgeitems = edgeitems;
+    if (precision >= 0) print_precision = precision;
+}
+
+typedef struct print_opts {
+    bool summarize;
+    int64_t edge;
+    int precision;
+} print_opts;
 
 typedef struct sbuf {
     char *buf;
@@ -24,33 +43,39 @@ static void put(sbuf *b, const char *fmt, ...) {
     if (k > 0) b->len += (size_t)k;
 }
 
-static void put_elem(sbuf *b, const tt_tensor *t, int64_t off) {
+static void put_elem(sbuf *b, const tt_tensor *t, int64_t off, int precision) {
     double v = tt__load(tt__base(t), t->dtype, off);
     if (!tt_dtype_is_float(t->dtype)) put(b, "%lld", (long long)v);
     else if (isnan(v)) put(b, "nan");
     else if (isinf(v)) put(b, v > 0 ? "inf" : "-inf");
-    else if (v != 0 && (fabs(v) >= 1e6 || fabs(v) < 1e-4)) put(b, "%.4e", v);
-    else put(b, "%.4f", v);
+    else if (v != 0 && (fabs(v) >= 1e6 || fabs(v) < 1e-4)) put(b, "%.*e", precision, v);
+    else put(b, "%.*f", precision, v);
 }
 
-static void put_dim(sbuf *b, const tt_tensor *t, int d, int64_t off, int indent) {
+// Between entries of dim d: ", " in the last dim, else ",\n" and the indent of the next row.
+static void put_sep(sbuf *b, const tt_tensor *t, int d, int indent) {
+    if (d == t->ndim - 1) put(b, ", ");
+    else put(b, ",\n%*s", indent + 1, "");
+}
+
+static void put_dim(sbuf *b, const tt_tensor *t, int d, int64_t off, int indent,
+                    const print_opts *o) {
     if (d == t->ndim) {
-        put_elem(b, t, off);
+        put_elem(b, t, off, o->precision);
         return;
     }
     int64_t n = t->shape[d];
-    bool elide = n > 2 * TT_PRINT_EDGE;
+    bool elide = o->summarize && n > 2 * o->edge;
     put(b, "[");
     for (int64_t i = 0; i < n; i++) {
-        if (elide && i == TT_PRINT_EDGE) {
-            put(b, d == t->ndim - 1 ? "..., " : "...,\n%*s", d == t->ndim - 1 ? 0 : indent + 1, "");
-            i = n - TT_PRINT_EDGE;
+        if (elide && i == o->edge) {  // entries edge .. n - edge - 1 become "..."
+            put(b, "...");
+            i = n - o->edge;
+            if (i == n) break;
+            put_sep(b, t, d, indent);
         }
-        put_dim(b, t, d + 1, off + i * t->stride[d], indent + 1);
-        if (i + 1 < n) {
-            if (d == t->ndim - 1) put(b, ", ");
-            else put(b, ",\n%*s", indent + 1, "");
-        }
+        put_dim(b, t, d + 1, off + i * t->stride[d], indent + 1, o);
+        if (i + 1 < n) put_sep(b, t, d, indent);
     }
     put(b, "]");
 }
@@ -59,7 +84,8 @@ int tt_snprint(char *buf, size_t n, const tt_tensor *t) {
     sbuf b = {buf, n, 0};
     if (n) buf[0] = 0;
     put(&b, "tensor(");
-    put_dim(&b, t, 0, t->offset, 7);
+    print_opts o = {tt_numel(t) > print_threshold, print_edgeitems, print_precision};
+    put_dim(&b, t, 0, t->offset, 7, &o);
     char shape[128];
     put(&b, ", shape=%s, dtype=%s", tt_shape_str(t, shape, sizeof shape), tt_dtype_name(t->dtype));
     if (t->requires_grad) put(&b, ", requires_grad=true");

@@ -197,11 +197,38 @@ tt_tensor *tt_as_strided(const tt_tensor *t, int ndim, const int64_t *shape,
 
 // ---- printing ----
 
-// PyTorch-like: tensor([[1.0000, 2.0000], ...], shape=(2, 2), dtype=f32); rows and columns
-// beyond 6 are elided with "...". Returns the number of characters a full print needs.
+// PyTorch-like: tensor([[1.0000, 2.0000], ...], shape=(2, 2), dtype=f32); a tensor of more
+// than 1000 elements shows 3 entries at each end of every dim around "..." (see
+// tt_set_print_options). Returns the number of characters a full print needs.
 int tt_snprint(char *buf, size_t n, const tt_tensor *t);
 void tt_fprint(FILE *f, const tt_tensor *t);
 void tt_print(const tt_tensor *t);
+
+// ---- print options ----
+
+// PyTorch's torch.set_printoptions: a tensor of more than `threshold` elements is summarised,
+// each dim longer than 2 * edgeitems showing its first and last `edgeitems` entries around
+// "..."; floats show `precision` digits after the point. A negative argument keeps that
+// option as it is. Defaults: threshold 1000, edgeitems 3, precision 4. Process-wide.
+void tt_set_print_options(int64_t threshold, int64_t edgeitems, int precision);
+
+// ---- threads ----
+
+// The parallel kernels (GEMM, attention, large elementwise ops, optimizer updates) use
+// OpenMP. The default count is OpenMP's: OMP_NUM_THREADS if set, else one per core. Results
+// are bitwise identical for every count (fixed partitions). A build with OMP=0 has 1 thread.
+void tt_set_num_threads(int n);  // n >= 1 (aborts otherwise); for kernels this thread calls
+int tt_get_num_threads(void);    // the count the next kernel called from this thread uses
+
+// Idle OpenMP workers wait for the next parallel region. libgomp's default spins for about
+// 3 ms first: the fastest on idle cores, but when another process keeps a core busy the
+// spinning workers take the time the slowed worker needs, and a 2-thread step can run
+// several times slower than on 1 thread. OMP_WAIT_POLICY=passive (sleep at once) or
+// GOMP_SPINCOUNT=N (spin N iterations, roughly 100 per microsecond, then sleep) fix that,
+// but libgomp reads them once, when it loads, before main: set them in the environment.
+// examples/char_gpt.c sets GOMP_SPINCOUNT=TT_SPINCOUNT_DEFAULT and restarts itself when
+// neither is set; `make bench` (bench_threads) measures the policies with a busy core.
+#define TT_SPINCOUNT_DEFAULT "1000"
 
 // ---- counters (tests assert nothing leaks) ----
 

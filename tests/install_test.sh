@@ -1,39 +1,66 @@
 #!/bin/sh
-# make install into a temporary prefix (and a DESTDIR staging), then build a user program
-# with `cc prog.c $(pkg-config --cflags --libs tinytorch)` against the shared and the static
-# library, and run it.
+# make install into a temporary PREFIX (and a DESTDIR staging), then build a user program with
+# `cc prog.c $(pkg-config --cflags --libs tinytorch)` against the shared and the static library
+# and run it: the shared build through -Wl,-rpath and through LD_LIBRARY_PATH (as the README's
+# install section says), checking that it needs libtinytorch.so.0 by its SONAME.
 cc=${1:-cc}
 build=${2:-build}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "install test: $*" >&2; exit 1; }
 
-make -s install BUILD="$build" PREFIX="$tmp/usr" >/dev/null || fail "make install failed"
+make -s install BUILD="$build" PREFIX="$tmp/usr" > "$tmp/install.log" ||
+    fail "make install failed"
 for f in include/tinytorch/tinytorch.h include/tinytorch/tensor/tensor.h \
          include/tinytorch/autograd/autograd.h include/tinytorch/autograd/ops.def \
-         lib/libtinytorch.a lib/libtinytorch.so lib/pkgconfig/tinytorch.pc; do
+         lib/libtinytorch.a lib/libtinytorch.so.0.1.0 lib/pkgconfig/tinytorch.pc; do
     [ -f "$tmp/usr/$f" ] || fail "missing $f"
 done
+[ "$(readlink "$tmp/usr/lib/libtinytorch.so")" = libtinytorch.so.0 ] &&
+    [ "$(readlink "$tmp/usr/lib/libtinytorch.so.0")" = libtinytorch.so.0.1.0 ] ||
+    fail "lib/libtinytorch.so -> .so.0 -> .so.0.1.0 links are missing"
 [ -z "$(find "$tmp/usr/include" -name '*_internal.h' -o -name 'kernels*.h')" ] ||
     fail "internal headers were installed"
+grep -q "Wl,-rpath,$tmp/usr/lib" "$tmp/install.log" ||
+    fail "make install into a custom PREFIX does not say how programs find the library"
 
 export PKG_CONFIG_PATH="$tmp/usr/lib/pkgconfig"
 flags=$(pkg-config --cflags --libs tinytorch) || fail "pkg-config does not find tinytorch"
+[ "$(pkg-config --modversion tinytorch)" = 0.1.0 ] || fail "tinytorch.pc has no version 0.1.0"
 mkdir "$tmp/user" && cp examples/tour.c "$tmp/user/my_model.c"
-( cd "$tmp/user" &&
-  $cc -std=c11 my_model.c -o my_model $flags -Wl,-rpath,"$tmp/usr/lib" ) ||
+cd "$tmp/user" || fail "no $tmp/user"
+
+# Shared, with the rpath the README shows for a custom PREFIX.
+$cc -std=c11 my_model.c -o my_model $flags -Wl,-rpath,"$tmp/usr/lib" ||
     fail "building against the shared library failed"
-"$tmp/user/my_model" | grep -q 'shape=(4, 1)' || fail "the shared-library build did not run"
-( cd "$tmp/user" &&
-  $cc -std=c11 my_model.c -o my_model_static $(pkg-config --cflags tinytorch) \
-      "$tmp/usr/lib/libtinytorch.a" $(pkg-config --libs-only-other tinytorch) -lm ) ||
+./my_model > out_shared.txt || fail "the shared-library build did not run"
+grep -q 'shape=(4, 1)' out_shared.txt || fail "the shared-library build printed the wrong thing"
+if command -v readelf >/dev/null 2>&1; then
+    readelf -d my_model | grep -q 'NEEDED.*\[libtinytorch\.so\.0\]' ||
+        fail "the program does not need libtinytorch.so.0 (the library has no SONAME?)"
+fi
+# Shared, without an rpath: LD_LIBRARY_PATH finds libtinytorch.so.0.
+$cc -std=c11 my_model.c -o my_model_norpath $flags ||
+    fail "building against the shared library without an rpath failed"
+LD_LIBRARY_PATH="$tmp/usr/lib" ./my_model_norpath | grep -q 'shape=(4, 1)' ||
+    fail "the shared-library build did not run with LD_LIBRARY_PATH"
+
+# Static: the archive named explicitly, the rest of the link line from the .pc.
+$cc -std=c11 my_model.c -o my_model_static $(pkg-config --cflags tinytorch) \
+    "$tmp/usr/lib/libtinytorch.a" $(pkg-config --libs-only-other tinytorch) -lm ||
     fail "building against the static library failed"
-"$tmp/user/my_model_static" | grep -q 'shape=(4, 1)' || fail "the static build did not run"
+./my_model_static | grep -q 'shape=(4, 1)' || fail "the static build did not run"
+if command -v ldd >/dev/null 2>&1 && ldd ./my_model_static | grep -q libtinytorch; then
+    fail "the static build loads libtinytorch.so"
+fi
+cd - >/dev/null || fail "cd back"
 
 make -s install BUILD="$build" DESTDIR="$tmp/stage" PREFIX=/opt/tt >/dev/null ||
     fail "DESTDIR install failed"
-[ -f "$tmp/stage/opt/tt/lib/libtinytorch.so" ] || fail "DESTDIR was not honoured"
+[ -f "$tmp/stage/opt/tt/lib/libtinytorch.so.0.1.0" ] || fail "DESTDIR was not honoured"
 grep -q '^prefix=/opt/tt$' "$tmp/stage/opt/tt/lib/pkgconfig/tinytorch.pc" ||
     fail "the staged .pc does not name the final prefix"
-echo "install test: ok (headers, libtinytorch.a, libtinytorch.so, tinytorch.pc;" \
-     "shared and static builds ran)"
+make -s uninstall BUILD="$build" PREFIX="$tmp/usr" >/dev/null || fail "make uninstall failed"
+[ -z "$(find "$tmp/usr/lib" -name 'libtinytorch*')" ] || fail "make uninstall left libraries"
+echo "install test: ok (headers, libtinytorch.a, libtinytorch.so.0.1.0 with its SONAME and" \
+     "links, tinytorch.pc; shared (rpath, LD_LIBRARY_PATH) and static builds ran)"

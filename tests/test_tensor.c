@@ -415,8 +415,8 @@ START_TEST(test_printer) {
                   "dtype=f32)");
     assert_prints(tt_scalar(TT_F64, 3), "tensor(3.0000, shape=(), dtype=f64)");
     assert_prints(tt_arange(TT_I64, 0, 3, 1), "tensor([0, 1, 2], shape=(3,), dtype=i64)");
-    assert_prints(tt_arange(TT_I32, 0, 100, 1),
-                  "tensor([0, 1, 2, ..., 97, 98, 99], shape=(100,), dtype=i32)");
+    assert_prints(tt_arange(TT_I32, 0, 2000, 1),
+                  "tensor([0, 1, 2, ..., 1997, 1998, 1999], shape=(2000,), dtype=i32)");
     assert_prints(tt_test_tensor(TT_F64, TT_SHAPE(3), INFINITY, NAN, 1e-7),
                   "tensor([inf, nan, 1.0000e-07], shape=(3,), dtype=f64)");
     // Truncation reports the full length; the buffer holds a terminated prefix.
@@ -425,6 +425,124 @@ START_TEST(test_printer) {
     ck_assert_int_eq(n, (int)strlen("tensor([0, 1, 2], shape=(3,), dtype=i32)"));
     ck_assert_str_eq(small, "tensor(");
     tt_scope_end();
+}
+END_TEST
+
+// ---- threads ----
+
+START_TEST(test_threads_set_get) {
+    int before = tt_get_num_threads();
+    ck_assert_int_ge(before, 1);
+    tt_set_num_threads(1);
+    ck_assert_int_eq(tt_get_num_threads(), 1);
+    tt_set_num_threads(2);
+#ifdef _OPENMP
+    ck_assert_int_eq(tt_get_num_threads(), 2);
+#else
+    ck_assert_int_eq(tt_get_num_threads(), 1);  // OMP=0: one thread whatever is asked
+#endif
+    tt_set_num_threads(before);
+    ck_assert_int_eq(tt_get_num_threads(), before);
+}
+END_TEST
+
+// A GEMM and a long elementwise op (3 chunks of 65,536) give the same bits on 1 and 2 threads.
+static void thread_ops(int threads, float *mm, float *ew) {
+    tt_set_num_threads(threads);
+    tt_scope_begin();
+    tt_rng rng;
+    tt_rng_seed(&rng, 7);
+    tt_tensor *a = tt_randn(&rng, TT_F32, TT_SHAPE(96, 200));
+    tt_tensor *b = tt_randn(&rng, TT_F32, TT_SHAPE(200, 160));
+    tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(3 * 65536));
+    memcpy(mm, tt_data(tt_matmul(a, b)), 96 * 160 * sizeof(float));
+    memcpy(ew, tt_data(tt_exp(tt_mul(x, x))), 3 * 65536 * sizeof(float));
+    tt_scope_end();
+}
+
+START_TEST(test_threads_bitwise_equal) {
+    float *mm1 = malloc(2 * 96 * 160 * sizeof(float)), *mm2 = mm1 + 96 * 160;
+    float *ew1 = malloc(2 * 3 * 65536 * sizeof(float)), *ew2 = ew1 + 3 * 65536;
+    thread_ops(1, mm1, ew1);
+    thread_ops(2, mm2, ew2);
+    ck_assert_int_eq(memcmp(mm1, mm2, 96 * 160 * sizeof(float)), 0);
+    ck_assert_int_eq(memcmp(ew1, ew2, 3 * 65536 * sizeof(float)), 0);
+    ck_assert(mm1[0] != 0 && ew1[0] >= 1);  // real results, not two zeroed buffers
+    free(mm1);
+    free(ew1);
+}
+END_TEST
+
+START_TEST(test_threads_zero_aborts) {
+    tt_expect_abort("the thread count must be at least 1, got 0");
+    tt_set_num_threads(0);
+}
+END_TEST
+
+// ---- print options ----
+
+START_TEST(test_print_options_default_threshold) {
+    tt_scope_begin();
+    // 1000 elements or fewer print in full (PyTorch's threshold), more are summarised.
+    assert_prints(tt_arange(TT_I32, 0, 10, 1),
+                  "tensor([0, 1, 2, 3, 4, 5, 6, 7, 8, 9], shape=(10,), dtype=i32)");
+    char *buf = malloc(8192);
+    int n = tt_snprint(buf, 8192, tt_arange(TT_I64, 0, 1000, 1));
+    ck_assert_int_eq(n, (int)strlen(buf));
+    ck_assert_ptr_null(strstr(buf, "..."));
+    ck_assert_ptr_nonnull(strstr(buf, "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, "));
+    ck_assert_ptr_nonnull(strstr(buf, ", 997, 998, 999], shape=(1000,), dtype=i64)"));
+    free(buf);
+    assert_prints(tt_arange(TT_I64, 0, 1001, 1),
+                  "tensor([0, 1, 2, ..., 998, 999, 1000], shape=(1001,), dtype=i64)");
+    // Summarised 2-d: rows and columns each keep 3 at either end.
+    tt_tensor *m = tt_reshape(tt_arange(TT_I32, 0, 1100, 1), TT_SHAPE(11, 100));
+    assert_prints(m, "tensor([[0, 1, 2, ..., 97, 98, 99],\n"
+                     "        [100, 101, 102, ..., 197, 198, 199],\n"
+                     "        [200, 201, 202, ..., 297, 298, 299],\n"
+                     "        ...,\n"
+                     "        [800, 801, 802, ..., 897, 898, 899],\n"
+                     "        [900, 901, 902, ..., 997, 998, 999],\n"
+                     "        [1000, 1001, 1002, ..., 1097, 1098, 1099]], shape=(11, 100), "
+                     "dtype=i32)");
+    tt_scope_end();
+}
+END_TEST
+
+START_TEST(test_print_options_set) {
+    tt_scope_begin();
+    tt_tensor *x = tt_div_scalar(tt_arange(TT_F32, 0, 10, 1), 3);
+    tt_set_print_options(5, 2, 2);
+    assert_prints(x, "tensor([0.00, 0.33, ..., 2.67, 3.00], shape=(10,), dtype=f32)");
+    assert_prints(tt_reshape(tt_arange(TT_F64, 0, 25, 1), TT_SHAPE(5, 5)),
+                  "tensor([[0.00, 1.00, ..., 3.00, 4.00],\n"
+                  "        [5.00, 6.00, ..., 8.00, 9.00],\n"
+                  "        ...,\n"
+                  "        [15.00, 16.00, ..., 18.00, 19.00],\n"
+                  "        [20.00, 21.00, ..., 23.00, 24.00]], shape=(5, 5), dtype=f64)");
+    // 5 elements are not more than the threshold: in full.
+    assert_prints(tt_arange(TT_I32, 0, 5, 1), "tensor([0, 1, 2, 3, 4], shape=(5,), dtype=i32)");
+    // A negative argument keeps that option: only the precision changes here.
+    tt_set_print_options(-1, -1, 6);
+    assert_prints(x, "tensor([0.000000, 0.333333, ..., 2.666667, 3.000000], shape=(10,), "
+                     "dtype=f32)");
+    assert_prints(tt_test_tensor(TT_F64, TT_SHAPE(2), 1e-7, 2e6),
+                  "tensor([1.000000e-07, 2.000000e+06], shape=(2,), dtype=f64)");
+    // edgeitems 0: a summarised dim is only "..." (PyTorch 1.13 prints "..." and then every
+    // entry, since x[-0:] is all of x).
+    tt_set_print_options(-1, 0, 1);
+    assert_prints(x, "tensor([...], shape=(10,), dtype=f32)");
+    // Back to the defaults.
+    tt_set_print_options(1000, 3, 4);
+    assert_prints(x, "tensor([0.0000, 0.3333, 0.6667, 1.0000, 1.3333, 1.6667, 2.0000, 2.3333, "
+                     "2.6667, 3.0000], shape=(10,), dtype=f32)");
+    tt_scope_end();
+}
+END_TEST
+
+START_TEST(test_print_options_bad_precision_aborts) {
+    tt_expect_abort("precision 31 is too large; use 0 .. 30");
+    tt_set_print_options(-1, -1, 31);
 }
 END_TEST
 
@@ -529,5 +647,18 @@ int main(void) {
     tcase_add_test_raise_signal(ab, test_too_many_dims_aborts, SIGABRT);
     tcase_add_test_raise_signal(ab, test_shape_overflow_aborts, SIGABRT);
     suite_add_tcase(s, ab);
+
+    TCase *th = tt_tcase("threads");
+    tcase_add_test(th, test_threads_set_get);
+    tcase_add_test(th, test_threads_bitwise_equal);
+    suite_add_tcase(s, th);
+    TCase *po = tt_tcase("print_options");
+    tcase_add_test(po, test_print_options_default_threshold);
+    tcase_add_test(po, test_print_options_set);
+    suite_add_tcase(s, po);
+    TCase *ab_tp = tt_tcase_aborts("aborts_threads_print");
+    tcase_add_test_raise_signal(ab_tp, test_threads_zero_aborts, SIGABRT);
+    tcase_add_test_raise_signal(ab_tp, test_print_options_bad_precision_aborts, SIGABRT);
+    suite_add_tcase(s, ab_tp);
     return tt_test_run(s);
 }
