@@ -97,7 +97,5 @@ int main(int argc, char **argv) {
             waitpid(hog, NULL, 0);
         }
     }
-    printf("bench threads: char_gpt sets GOMP_SPINCOUNT=%s unless the environment chose\n",
-           TT_SPINCOUNT_DEFAULT);
     return fail;
 }

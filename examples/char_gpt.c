@@ -1011,22 +1011,7 @@ static int cmd_eval(void) {
 
 // ---- main ----
 
-// Idle OpenMP workers should spin briefly, then sleep, so that a core kept busy by another
-// process does not stall every step (tensor.h, "threads"). libgomp reads GOMP_SPINCOUNT when
-// it loads, before main: unless the user chose (OMP_WAIT_POLICY or GOMP_SPINCOUNT), set it and
-// restart this program once. If the restart fails, run on with libgomp's default.
-static void set_wait_policy(char **argv) {
-#ifdef _OPENMP
-    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
-    if (setenv("GOMP_SPINCOUNT", TT_SPINCOUNT_DEFAULT, 1) != 0) return;
-    execv("/proc/self/exe", argv);
-#else
-    (void)argv;
-#endif
-}
-
 int main(int argc, char **argv) {
-    set_wait_policy(argv);
     if (argc < 2) die_usage("missing command; run char_gpt train, sample or eval (--help)");
     const char *cmd = argv[1];
     if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {

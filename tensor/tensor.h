@@ -220,15 +220,11 @@ void tt_set_print_options(int64_t threshold, int64_t edgeitems, int precision);
 void tt_set_num_threads(int n);  // n >= 1 (aborts otherwise); for kernels this thread calls
 int tt_get_num_threads(void);    // the count the next kernel called from this thread uses
 
-// Idle OpenMP workers wait for the next parallel region. libgomp's default spins for about
-// 3 ms first: the fastest on idle cores, but when another process keeps a core busy the
-// spinning workers take the time the slowed worker needs, and a 2-thread step can run
-// several times slower than on 1 thread. OMP_WAIT_POLICY=passive (sleep at once) or
-// GOMP_SPINCOUNT=N (spin N iterations, roughly 100 per microsecond, then sleep) fix that,
-// but libgomp reads them once, when it loads, before main: set them in the environment.
-// examples/char_gpt.c sets GOMP_SPINCOUNT=TT_SPINCOUNT_DEFAULT and restarts itself when
-// neither is set; `make bench` (bench_threads) measures the policies with a busy core.
-#define TT_SPINCOUNT_DEFAULT "1000"
+// Idle OpenMP workers wait for the next parallel region by spinning first (libgomp: about
+// 3 ms), which is the fastest on idle cores. When another process keeps a core busy, the
+// 2-thread step slows down (measured by `make bench`, bench_threads: about 2x the idle step,
+// about 1.2x the 1-thread step); OMP_NUM_THREADS=1 or OMP_WAIT_POLICY=passive then help, but
+// passive costs the idle case about 1.9x, so the library keeps OpenMP's default policy.
 
 // ---- counters (tests assert nothing leaks) ----
 
