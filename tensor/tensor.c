@@ -60,11 +60,47 @@ tt_status tt_set_error(tt_status s, const char *fmt, ...) {
 
 // ---- the counted allocator ----
 
-static atomic_llong live_tensors;
-static atomic_llong live_bytes;
+// Each thread counts into a block of its own, which only it writes: a relaxed load and store,
+// no locked instruction on the path of every tensor (a locked add waits for the stores before
+// it, e.g. those initializing a struct that left the quarantine). A reader sums every
+// thread's block; a tensor made on one thread and freed on another nets out in the sum.
+// Blocks stay on the list until exit.
+typedef struct counter_block {
+    atomic_llong tensors, bytes;
+    struct counter_block *next;
+} counter_block;
 
-int64_t tt_live_tensors(void) { return (int64_t)atomic_load(&live_tensors); }
-int64_t tt_live_bytes(void) { return (int64_t)atomic_load(&live_bytes); }
+static _Atomic(counter_block *) counter_blocks;
+static _Thread_local counter_block *my_counters;
+
+static counter_block *counters(void) {
+    if (!my_counters) {
+        counter_block *b = TT_CALLOC(1, sizeof *b), *head = atomic_load(&counter_blocks);
+        do b->next = head;
+        while (!atomic_compare_exchange_weak(&counter_blocks, &head, b));
+        my_counters = b;
+    }
+    return my_counters;
+}
+
+static inline void count(atomic_llong *c, long long delta) {
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + delta,
+                          memory_order_relaxed);
+}
+
+int64_t tt_live_tensors(void) {
+    long long n = 0;
+    for (counter_block *b = atomic_load(&counter_blocks); b; b = b->next)
+        n += atomic_load_explicit(&b->tensors, memory_order_relaxed);
+    return (int64_t)n;
+}
+
+int64_t tt_live_bytes(void) {
+    long long n = 0;
+    for (counter_block *b = atomic_load(&counter_blocks); b; b = b->next)
+        n += atomic_load_explicit(&b->bytes, memory_order_relaxed);
+    return (int64_t)n;
+}
 
 void *tt_malloc_at(size_t nbytes, const char *file, int line) {
     void *p = malloc(nbytes ? nbytes : 1);
@@ -232,7 +268,7 @@ static tt_storage *storage_new(size_t nbytes) {
     s->refcount = 1;
     s->version = 0;
     s->writer = NULL;
-    atomic_fetch_add(&live_bytes, (long long)nbytes);
+    count(&counters()->bytes, (long long)nbytes);
     return s;
 }
 
@@ -240,7 +276,7 @@ static void storage_release(tt_storage *s) {
     if (!s) return;
     TT_CHECK(s->refcount > 0, "storage refcount underflow");
     if (--s->refcount > 0) return;
-    atomic_fetch_sub(&live_bytes, (long long)s->nbytes);
+    count(&counters()->bytes, -(long long)s->nbytes);
     size_t padded = (s->nbytes + 63) & ~(size_t)63;
     buffer_put(s->data, padded ? padded : 64);
     tt_free(s);
@@ -257,20 +293,23 @@ void tt_bump_version(tt_tensor *t, const char *op) {
 
 // ---- tensor structs: poisoned on free, reused from a quarantine ----
 // A freed struct gets the refcount FREED (its shape and dtype stay, for the message) and waits
-// in a thread-local FIFO ring of QUARANTINE structs; a new tensor reuses the oldest one only
-// when the ring is full. So a release or retain of a tensor freed fewer than QUARANTINE frees
-// ago finds the poison and aborts (tensor.h says what is caught).
+// in a thread-local FIFO ring of up to RING structs; a new tensor reuses the oldest one once
+// more than QUARANTINE structs wait behind it, else it allocates. So a release or retain of a
+// tensor freed fewer than QUARANTINE frees ago finds the poison and aborts (tensor.h says what
+// is caught). The ring is larger than the window so that a training step, which frees about as
+// many tensors as it makes, reuses structs instead of calling malloc and free for each.
 
 #define FREED ((int64_t)-0x5eadbeef)
-#define QUARANTINE 4096  // a power of two
+#define QUARANTINE 4096  // frees a struct waits at least before reuse
+#define RING 16384       // structs held at most; a power of two
 
 static _Thread_local tt_tensor **quarantine;  // ring; the oldest entry is at qhead
 static _Thread_local size_t qhead, qlen;
 
 static tt_tensor *struct_get(void) {
-    if (qlen < QUARANTINE) return TT_CALLOC(1, sizeof(tt_tensor));
+    if (qlen <= QUARANTINE) return TT_CALLOC(1, sizeof(tt_tensor));
     tt_tensor *t = quarantine[qhead];
-    qhead = (qhead + 1) & (QUARANTINE - 1);
+    qhead = (qhead + 1) & (RING - 1);
     qlen--;
     memset(t, 0, sizeof *t);
     return t;
@@ -283,13 +322,13 @@ static void struct_put(tt_tensor *t) {
     t->node = NULL;
     t->name = NULL;
     t->hooks = NULL;
-    if (!quarantine) quarantine = TT_MALLOC(QUARANTINE * sizeof *quarantine);
-    if (qlen == QUARANTINE) {  // more frees than allocations: the oldest goes back for good
+    if (!quarantine) quarantine = TT_MALLOC(RING * sizeof *quarantine);
+    if (qlen == RING) {  // more frees than allocations: the oldest goes back for good
         tt_free(quarantine[qhead]);
-        qhead = (qhead + 1) & (QUARANTINE - 1);
+        qhead = (qhead + 1) & (RING - 1);
         qlen--;
     }
-    quarantine[(qhead + qlen) & (QUARANTINE - 1)] = t;
+    quarantine[(qhead + qlen) & (RING - 1)] = t;
     qlen++;
 }
 
@@ -356,7 +395,7 @@ static tt_tensor *tensor_struct(tt_dtype dtype, int ndim, const int64_t *shape) 
     t->dtype = dtype;
     t->ndim = ndim;
     for (int i = 0; i < ndim; i++) t->shape[i] = shape[i];
-    atomic_fetch_add(&live_tensors, 1);
+    count(&counters()->tensors, 1);
     return t;
 }
 
@@ -461,7 +500,7 @@ void tt_release(tt_tensor *t) {
         storage_release(d->storage);
         tt_free(d->name);
         struct_put(d);
-        atomic_fetch_sub(&live_tensors, 1);
+        count(&counters()->tensors, -1);
         tt_release(grad);  // queues, does not recurse
         if (hooks && hooks_free_fn) hooks_free_fn(hooks);
         if (node && node_free_fn) node_free_fn(node);
