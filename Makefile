@@ -209,9 +209,9 @@ bench: $(BENCH_BINS)
 	    while read -r args; do $(b) $$args || exit 1; done || fail=1;) \
 	if /usr/bin/python3 -c 'import torch' 2>/dev/null; then \
 	    sky=$$(grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo OPENBLAS_CORETYPE=SkylakeX); \
-	    for c in baby mid; do for t in 1 2; do \
-	        env $$sky /usr/bin/python3 bench/torch_ref.py $$c $$t || fail=1; \
-	    done; done; \
+	    for c in baby mid; do for t in 1 2; do for p in f32 bf16; do \
+	        env $$sky /usr/bin/python3 bench/torch_ref.py $$c $$t $$p || fail=1; \
+	    done; done; done; \
 	else echo "bench torch: skipped (no python3-torch; apt-get install python3-torch)"; fi; \
 	test $$fail = 0
 

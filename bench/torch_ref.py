@@ -4,7 +4,10 @@ learned positions, pre-norm LayerNorm without bias, exact GELU, tied head; AdamW
 beta2 0.99 and weight decay 0.1 on matrices; clip 1.0) on random tokens, printing the fields of
 bench_train. Optional: needs Debian's python3-torch, never needed by `make test`.
 
-    OPENBLAS_CORETYPE=SkylakeX /usr/bin/python3 bench/torch_ref.py [baby|mid] [threads]
+    OPENBLAS_CORETYPE=SkylakeX /usr/bin/python3 bench/torch_ref.py [baby|mid] [threads] [f32|bf16]
+
+bf16 runs the forward under torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's fastest CPU
+setting (the backward follows the autocast dtypes); the master weights and AdamW stay f32.
 """
 import math
 import resource
@@ -71,9 +74,20 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
 
+def check_blas():
+    """Warns when PyTorch's f32 GEMMs ran on the reference BLAS (Debian's libblas3 without
+    OpenBLAS installed): that is 20-40x slower and no fair comparison."""
+    with open("/proc/self/maps") as f:
+        maps = f.read()
+    if "libblas" in maps and "openblas" not in maps:
+        print("bench torch: WARNING: PyTorch runs on the reference BLAS; install OpenBLAS "
+              "(apt-get install libopenblas0-pthread) for a fair comparison", file=sys.stderr)
+
+
 def main():
     name = sys.argv[1] if len(sys.argv) > 1 else "baby"
     threads = int(sys.argv[2]) if len(sys.argv) > 2 else 2
+    precision = sys.argv[3] if len(sys.argv) > 3 else "f32"  # f32, or bf16: CPU autocast
     n_layer, nh, c, block, batch, vocab, steps = CONFIGS[name]
     torch.manual_seed(1337)
     torch.set_num_threads(threads)
@@ -89,7 +103,11 @@ def main():
         x = torch.randint(vocab, (batch, block))
         y = torch.randint(vocab, (batch, block))
         t0 = time.perf_counter()
-        loss = model(x, y)
+        if precision == "bf16":
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = model(x, y)
+        else:
+            loss = model(x, y)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -100,7 +118,9 @@ def main():
     h = len(times) // 2
     med = times[h] if len(times) % 2 else 0.5 * (times[h - 1] + times[h])
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    print(f"bench torch config={name} threads={threads} ms_per_step={med:.2f} "
+    check_blas()
+    print(f"bench torch config={name} threads={threads} precision={precision} "
+          f"ms_per_step={med:.2f} "
           f"tokens_per_s={batch * block / (med / 1e3):.0f} peak_rss_mb={rss:.1f} "
           f"loss={loss.item():.4f} steps={steps} torch={torch.__version__}")
 
