@@ -13,13 +13,6 @@
 // thread count.
 #define CHUNK (1 << 16)
 
-#ifdef _OPENMP
-#define PRAGMA_(x) _Pragma(#x)
-#define PARALLEL_FOR(cond) PRAGMA_(omp parallel for schedule(static) if (cond))
-#else
-#define PARALLEL_FOR(cond)
-#endif
-
 // ---- configuration ----
 
 tt_optim_config tt_sgd_config(double lr) {
@@ -301,7 +294,7 @@ static void *at(const tt_tensor *t, int64_t i) {
 static void sgd_update(tt_tensor *p, tt_tensor *buf, const tt_tensor *g, const sgd_args *a) {
     int64_t n = tt_numel(p), nchunks = (n + CHUNK - 1) / CHUNK;
     bool f32 = p->dtype == TT_F32;
-    PARALLEL_FOR(nchunks > 1)
+    TT_PARALLEL_FOR(nchunks > 1)
     for (int64_t c = 0; c < nchunks; c++) {
         int64_t i0 = c * CHUNK, len = n - i0 < CHUNK ? n - i0 : CHUNK;
         if (f32) sgd_f32(at(p, i0), at(buf, i0), at(g, i0), len, a);
@@ -313,7 +306,7 @@ static void adam_update(tt_tensor *p, tt_tensor *m, tt_tensor *v, const tt_tenso
                         const adam_args *a) {
     int64_t n = tt_numel(p), nchunks = (n + CHUNK - 1) / CHUNK;
     bool f32 = p->dtype == TT_F32;
-    PARALLEL_FOR(nchunks > 1)
+    TT_PARALLEL_FOR(nchunks > 1)
     for (int64_t c = 0; c < nchunks; c++) {
         int64_t i0 = c * CHUNK, len = n - i0 < CHUNK ? n - i0 : CHUNK;
         if (f32) adam_f32(at(p, i0), at(m, i0), at(v, i0), at(g, i0), len, a);
@@ -399,7 +392,7 @@ static double sumsq(const tt_tensor *g) {
     if (nchunks == 0) return 0;
     double one, *part = nchunks > 1 ? TT_MALLOC((size_t)nchunks * sizeof *part) : &one;
     bool f32 = g->dtype == TT_F32;
-    PARALLEL_FOR(nchunks > 1)
+    TT_PARALLEL_FOR(nchunks > 1)
     for (int64_t c = 0; c < nchunks; c++) {
         int64_t i0 = c * CHUNK, len = n - i0 < CHUNK ? n - i0 : CHUNK;
         part[c] = f32 ? sumsq_f32(at(g, i0), len) : sumsq_f64(at(g, i0), len);

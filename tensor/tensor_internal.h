@@ -68,6 +68,16 @@ bool tt__iter_init(tt__iter *it, int ndim, const int64_t *shape, int nops,
                    const int64_t *const *strides, const int64_t *offsets);
 bool tt__iter_next(tt__iter *it);
 
+// ---- OpenMP ----
+// TT_PARALLEL_FOR(cond) before a for loop: its iterations are split statically between the
+// threads when cond holds (the same partition every run); serial without OpenMP.
+#ifdef _OPENMP
+#define TT_PRAGMA_(x) _Pragma(#x)
+#define TT_PARALLEL_FOR(cond) TT_PRAGMA_(omp parallel for schedule(static) if (cond))
+#else
+#define TT_PARALLEL_FOR(cond)
+#endif
+
 // ---- hot loops compiled for several ISAs ----
 // The default build targets baseline x86-64 (SSE2). A loop marked TT_CLONES is also compiled
 // for x86-64-v3 (AVX2, FMA) and x86-64-v4 (AVX-512), and the loader picks the best the CPU

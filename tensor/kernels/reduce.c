@@ -18,14 +18,6 @@
 #define PAR_CHUNK (1 << 16)  // a long single run is cut into chunks of this many elements
 #define PAR_MIN (1 << 15)    // below this many elements a reduction stays on one thread
 
-// A parallel loop over independent outputs (static schedule, when cond); serial without OpenMP.
-#ifdef _OPENMP
-#define PRAGMA_(x) _Pragma(#x)
-#define PARALLEL_FOR(cond) PRAGMA_(omp parallel for schedule(static) if (cond))
-#else
-#define PARALLEL_FOR(cond)
-#endif
-
 // ---- plan ----
 
 void tt_k_reduce_plan(tt_k_reduce *r, int ndim, const int64_t *shape, const int64_t *xstride,
@@ -97,7 +89,7 @@ static double run_chunked(run_fn f, const char *x, size_t es, int64_t n, int64_t
     if (n <= 2 * (int64_t)PAR_CHUNK) return f(x, n, s, mu);
     int64_t nc = (n + PAR_CHUNK - 1) / PAR_CHUNK;
     double *part = TT_MALLOC((size_t)nc * sizeof(double));  // (nc,)
-    PARALLEL_FOR(1)
+    TT_PARALLEL_FOR(1)
     for (int64_t c = 0; c < nc; c++) {
         int64_t lo = c * PAR_CHUNK, len = n - lo < PAR_CHUNK ? n - lo : PAR_CHUNK;
         part[c] = f(x + lo * s * (int64_t)es, len, s, mu);
@@ -156,7 +148,7 @@ void tt_k_reduce_sum(double *out, const void *x, tt_dtype dt, const double *mean
         }
         if (it.ndim == 1) {
             int64_t m_n = it.shape[0], os = it.stride[0][0], xs = it.stride[1][0];
-            PARALLEL_FOR(r->nout * r->nred >= PAR_MIN)
+            TT_PARALLEL_FOR(r->nout * r->nred >= PAR_MIN)
             for (int64_t m = 0; m < m_n; m++)
                 out[m * os] = f(xb + m * xs * es, it.inner, it.istride[1],
                                 mean ? mean[m * os] : 0);
