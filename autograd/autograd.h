@@ -161,6 +161,14 @@ tt_tensor *tt_to_dtype(tt_tensor *x, tt_dtype dtype);  // a copy; float <-> floa
 tt_tensor *tt_scaled_dot_product_attention(tt_tensor *q, tt_tensor *k, tt_tensor *v,
                                            bool causal, double scale);
 
+// ---- comparison and selection (autograd/ops_compare.c) ----
+
+// ---- more math (rows of ops.def; autograd/ops_math.c) ----
+
+// ---- creation and layout (autograd/ops_layout.c) ----
+
+// ---- indexing, sorting, scans (autograd/ops_index.c) ----
+
 // ---- gradcheck ----
 
 typedef struct tt_gradcheck_opts {

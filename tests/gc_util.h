@@ -43,8 +43,13 @@ extern const gc_case gc_cases_matmul[];
 extern const gc_case gc_cases_nn[];
 extern const gc_case gc_cases_shape[];
 extern const gc_case gc_cases_attention[];  // tests/gc_ops_attention.c
+extern const gc_case gc_cases_compare[];    // tests/gc_ops_compare.c
+extern const gc_case gc_cases_math[];       // tests/gc_ops_math.c
+extern const gc_case gc_cases_layout[];     // tests/gc_ops_layout.c
+extern const gc_case gc_cases_index[];      // tests/gc_ops_index.c
 extern const gc_module_case gc_modules_nn_layers[];       // tests/gc_nn_layers.c
 extern const gc_module_case gc_modules_nn_transformer[];  // tests/gc_nn_transformer.c
+extern const gc_module_case gc_modules_nn_losses[];       // tests/gc_nn_losses.c
 
 // The suite's RNG (reseeded before each case).
 tt_rng *gc_rng(void);

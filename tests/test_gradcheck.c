@@ -10,11 +10,16 @@
 static const gc_case *const families[] = {
     gc_cases_elementwise, gc_cases_reduce, gc_cases_matmul, gc_cases_nn, gc_cases_shape,
     gc_cases_attention,
+    gc_cases_compare,
+    gc_cases_math,
+    gc_cases_layout,
+    gc_cases_index,
 };
 #define NFAMILIES (int)(sizeof families / sizeof families[0])
 
 static const gc_module_case *const module_families[] = {
     gc_modules_nn_layers, gc_modules_nn_transformer,
+    gc_modules_nn_losses,
 };
 #define NMODULE_FAMILIES (int)(sizeof module_families / sizeof module_families[0])
 
