@@ -162,6 +162,38 @@ tt_tensor *tt_scaled_dot_product_attention(tt_tensor *q, tt_tensor *k, tt_tensor
                                            bool causal, double scale);
 
 // ---- comparison and selection (autograd/ops_compare.c) ----
+// PyTorch's torch.eq ... torch.nonzero. Comparisons and logical ops broadcast (NumPy rules),
+// take any dtypes (PyTorch's promotion: an f32 against an integer, a bool or a 0-dim f64
+// compares in f32, otherwise in double; integers beyond 2^53 lose precision) and return TT_BOOL without gradient. NaN compares
+// unequal to everything (ne is true) and is true as a logical value.
+//     tt_tensor *acc = tt_mean_all(tt_to_dtype(tt_eq(tt_argmax(logits, -1, false), targets),
+//                                              TT_F32));   // accuracy
+
+tt_tensor *tt_eq(tt_tensor *a, tt_tensor *b);  // a == b
+tt_tensor *tt_ne(tt_tensor *a, tt_tensor *b);  // a != b
+tt_tensor *tt_lt(tt_tensor *a, tt_tensor *b);  // a < b
+tt_tensor *tt_le(tt_tensor *a, tt_tensor *b);  // a <= b
+tt_tensor *tt_gt(tt_tensor *a, tt_tensor *b);  // a > b
+tt_tensor *tt_ge(tt_tensor *a, tt_tensor *b);  // a >= b
+// x op s; s is taken in x's dtype when x is f32 (torch: tensor([0.1]) == 0.1 is True).
+tt_tensor *tt_eq_scalar(tt_tensor *x, double s);
+tt_tensor *tt_ne_scalar(tt_tensor *x, double s);
+tt_tensor *tt_lt_scalar(tt_tensor *x, double s);
+tt_tensor *tt_le_scalar(tt_tensor *x, double s);
+tt_tensor *tt_gt_scalar(tt_tensor *x, double s);
+tt_tensor *tt_ge_scalar(tt_tensor *x, double s);
+tt_tensor *tt_logical_and(tt_tensor *a, tt_tensor *b);  // (a != 0) and (b != 0)
+tt_tensor *tt_logical_or(tt_tensor *a, tt_tensor *b);
+tt_tensor *tt_logical_xor(tt_tensor *a, tt_tensor *b);
+tt_tensor *tt_logical_not(tt_tensor *x);                // x == 0
+// cond ? a : b elementwise, all three broadcast together; cond any dtype (nonzero is true);
+// a and b share a dtype, which the result has. Gradient to a and b (0 where not chosen).
+tt_tensor *tt_where(tt_tensor *cond, tt_tensor *a, tt_tensor *b);
+// The elements of x where mask (any dtype, nonzero is true) holds, x and mask broadcast
+// together, in row-major order: 1-D. The gradient scatters back into x.
+tt_tensor *tt_masked_select(tt_tensor *x, tt_tensor *mask);
+// The indices of x's nonzero elements, row-major: (N, x->ndim) TT_I64. Not differentiable.
+tt_tensor *tt_nonzero(tt_tensor *x);
 
 // ---- more math (rows of ops.def; autograd/ops_math.c) ----
 

@@ -493,7 +493,7 @@ void tt__backward_clone(tt_node *n) { tt__accum_grad(n->inputs[0], n->grad); }
 tt_tensor *tt_to_dtype(tt_tensor *x, tt_dtype dtype) {
     check_tensor(x, __func__);
     SHAPE_CHECK(dtype >= 0 && dtype < TT_DTYPE_COUNT, __func__, "invalid dtype %d (use TT_F32, "
-                "TT_F64, TT_I32 or TT_I64)", (int)dtype);
+                "TT_F64, TT_I32, TT_I64 or TT_BOOL)", (int)dtype);
     tt_tensor *out = copy_as(x, dtype, x->ndim, x->shape);
     // Only float -> float is differentiable; an integer result does not require grad.
     if (tt_dtype_is_float(x->dtype) && tt_dtype_is_float(dtype))

@@ -45,7 +45,8 @@ static void put(sbuf *b, const char *fmt, ...) {
 
 static void put_elem(sbuf *b, const tt_tensor *t, int64_t off, int precision) {
     double v = tt__load(tt__base(t), t->dtype, off);
-    if (!tt_dtype_is_float(t->dtype)) put(b, "%lld", (long long)v);
+    if (t->dtype == TT_BOOL) put(b, v != 0 ? "True" : "False");
+    else if (!tt_dtype_is_float(t->dtype)) put(b, "%lld", (long long)v);
     else if (isnan(v)) put(b, "nan");
     else if (isinf(v)) put(b, v > 0 ? "inf" : "-inf");
     else if (v != 0 && (fabs(v) >= 1e6 || fabs(v) < 1e-4)) put(b, "%.*e", precision, v);

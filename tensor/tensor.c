@@ -129,6 +129,7 @@ size_t tt_dtype_size(tt_dtype dtype) {
     switch (dtype) {
         case TT_F32: case TT_I32: return 4;
         case TT_F64: case TT_I64: return 8;
+        case TT_BOOL: return 1;
         default: break;
     }
     tt_fatal(__FILE__, __LINE__, __func__, "invalid dtype %d", (int)dtype);
@@ -140,6 +141,7 @@ const char *tt_dtype_name(tt_dtype dtype) {
         case TT_F64: return "f64";
         case TT_I32: return "i32";
         case TT_I64: return "i64";
+        case TT_BOOL: return "bool";
         default: return "invalid";
     }
 }
@@ -369,7 +371,7 @@ void tt__contiguous_strides(int ndim, const int64_t *shape, int64_t *stride) {
 
 void tt__check_shape(const char *func, tt_dtype dtype, int ndim, const int64_t *shape) {
     TT_CHECK_IN(func, dtype >= 0 && dtype < TT_DTYPE_COUNT,
-                "invalid dtype %d; use TT_F32, TT_F64, TT_I32 or TT_I64", (int)dtype);
+                "invalid dtype %d; use TT_F32, TT_F64, TT_I32, TT_I64 or TT_BOOL", (int)dtype);
     TT_CHECK_IN(func, ndim >= 0 && ndim <= TT_MAX_DIMS,
                 "ndim %d is out of range [0, %d] (TT_MAX_DIMS)", ndim, TT_MAX_DIMS);
     TT_CHECK_IN(func, ndim == 0 || shape, "shape is NULL for ndim %d; pass TT_SHAPE(...)", ndim);

@@ -42,11 +42,12 @@ typedef enum tt_dtype {
     TT_F64,  // gradcheck and debugging: every float op works in both
     TT_I32,  // indices, masks
     TT_I64,
+    TT_BOOL,  // 1 byte, 0 or 1: comparisons, masks (PyTorch's torch.bool)
     TT_DTYPE_COUNT
 } tt_dtype;
 
 size_t tt_dtype_size(tt_dtype dtype);
-const char *tt_dtype_name(tt_dtype dtype);  // "f32", "f64", "i32", "i64"
+const char *tt_dtype_name(tt_dtype dtype);  // "f32", "f64", "i32", "i64", "bool"
 bool tt_dtype_is_float(tt_dtype dtype);
 
 // ---- tensor ----

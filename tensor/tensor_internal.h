@@ -96,11 +96,13 @@ bool tt__iter_next(tt__iter *it);
 #endif
 
 // ---- typed element access on raw storage (strided fallbacks) ----
+// TT_BOOL is one byte holding 0 or 1; storing any nonzero value (NaN too) stores 1.
 static inline double tt__load(const void *base, tt_dtype dt, int64_t i) {
     switch (dt) {
         case TT_F32: return ((const float *)base)[i];
         case TT_F64: return ((const double *)base)[i];
         case TT_I32: return ((const int32_t *)base)[i];
+        case TT_BOOL: return ((const uint8_t *)base)[i];
         default: return (double)((const int64_t *)base)[i];
     }
 }
@@ -109,6 +111,7 @@ static inline void tt__store(void *base, tt_dtype dt, int64_t i, double v) {
         case TT_F32: ((float *)base)[i] = (float)v; break;
         case TT_F64: ((double *)base)[i] = v; break;
         case TT_I32: ((int32_t *)base)[i] = (int32_t)v; break;
+        case TT_BOOL: ((uint8_t *)base)[i] = v != 0; break;  // NaN is true, as bool(nan)
         default: ((int64_t *)base)[i] = (int64_t)v; break;
     }
 }
