@@ -26,6 +26,7 @@ static const unsigned char ckpt_magic[8] = {0x89, 'T', 'T', 'C', 'K', 'P', 'T', 
 #define CKPT_MAX_META 65536
 #define CKPT_MAX_TENSORS 65536
 #define CKPT_META_MIN 12       // key_len (2) + 1-byte key + type (1) + 8-byte value
+#define CKPT_DTYPES 4          // f32, f64, i32, i64 (tt_dtype's first four); no bool
 #define CKPT_TENSOR_MIN 29     // name_len (2) + 1-byte name + dtype, ndim (2) + 3 * 8
 
 // ---- the container ----
@@ -144,6 +145,9 @@ bool tt_ckpt_get_bytes(const tt_checkpoint *c, const char *key, const unsigned c
 static void add_tensor(tt_checkpoint *c, const char *name, tt_tensor *t, const char *func) {
     check_name("tensor name", name, func);
     TT_CHECK_IN(func, t, "tensor '%s' is NULL", name);
+    TT_CHECK_IN(func, t->dtype < CKPT_DTYPES, "tensor '%s' %s is %s; the format holds f32, f64, "
+                "i32 and i64: convert it with tt_to_dtype(t, TT_I32) and back after loading",
+                name, tt__shape(t), tt_dtype_name(t->dtype));
     for (int i = 0; i < c->tensors.n; i++) {
         if (strcmp(c->tensors.items[i].name, name) == 0) {
             tt_retain(t);
@@ -670,9 +674,9 @@ static tt_status parse(tt_checkpoint *c, const unsigned char *buf, size_t size, 
         if (!e->name || !read_le(k, 1, "tensor dtype", &dtype) ||
             !read_le(k, 1, "tensor ndim", &ndim))
             break;
-        if (dtype >= TT_DTYPE_COUNT) {
+        if (dtype >= CKPT_DTYPES) {
             fail(k, "tensor '%s' has dtype %llu, outside [0, %d)", e->name,
-                 (unsigned long long)dtype, TT_DTYPE_COUNT);
+                 (unsigned long long)dtype, CKPT_DTYPES);
             break;
         }
         if (ndim > TT_MAX_DIMS) {

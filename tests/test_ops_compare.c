@@ -318,6 +318,14 @@ START_TEST(test_abort_bool_is_not_float) {
 }
 END_TEST
 
+START_TEST(test_abort_checkpoint_bool) {
+    tt_expect_abort("tt_ckpt_add_tensor: tensor 'mask' (2,) is bool; the format holds f32");
+    tt_checkpoint c;
+    tt_ckpt_init(&c);
+    tt_ckpt_add_tensor(&c, "mask", tt_zeros(TT_BOOL, TT_SHAPE(2)));
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("ops_compare");
     TCase *dt = tt_tcase("bool_dtype");
@@ -348,6 +356,7 @@ int main(void) {
     tcase_add_test_raise_signal(ab, test_abort_where_cond_broadcast, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_masked_select_broadcast, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_bool_is_not_float, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_checkpoint_bool, SIGABRT);
     suite_add_tcase(s, ab);
     return tt_test_run(s);
 }
