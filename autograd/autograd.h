@@ -164,8 +164,9 @@ tt_tensor *tt_scaled_dot_product_attention(tt_tensor *q, tt_tensor *k, tt_tensor
 // ---- comparison and selection (autograd/ops_compare.c) ----
 // PyTorch's torch.eq ... torch.nonzero. Comparisons and logical ops broadcast (NumPy rules),
 // take any dtypes (PyTorch's promotion: an f32 against an integer, a bool or a 0-dim f64
-// compares in f32, otherwise in double; integers beyond 2^53 lose precision) and return TT_BOOL without gradient. NaN compares
-// unequal to everything (ne is true) and is true as a logical value.
+// compares in f32, otherwise in double; integers beyond 2^53 lose precision) and return
+// TT_BOOL without gradient. NaN compares unequal to everything (ne is true) and is true as a
+// logical value.
 //     tt_tensor *acc = tt_mean_all(tt_to_dtype(tt_eq(tt_argmax(logits, -1, false), targets),
 //                                              TT_F32));   // accuracy
 

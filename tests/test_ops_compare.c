@@ -180,8 +180,8 @@ START_TEST(test_where_values) {
     ck_assert_values(tt_grad(a), 0, 0, 1, 2, 3);
     ck_assert_values(tt_grad(b), 0, 0, 0, 0, 0, 4, 5, 6);
     // Integer a and b, a float cond (nonzero is true, NaN too), a 0-dim b.
-    tt_tensor *yi = tt_where(tt_test_tensor(dt, TT_SHAPE(3), 0, NAN, -1), tt_arange(TT_I64, 1, 4, 1),
-                             tt_scalar(TT_I64, -7));
+    tt_tensor *yi = tt_where(tt_test_tensor(dt, TT_SHAPE(3), 0, NAN, -1),
+                             tt_arange(TT_I64, 1, 4, 1), tt_scalar(TT_I64, -7));
     ck_assert_int_eq(yi->dtype, TT_I64);
     ck_assert_values(yi, 0, 0, -7, 2, 3);
     tt_scope_end();
