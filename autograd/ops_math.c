@@ -10,7 +10,7 @@
 
 // ---- helpers ----
 
-typedef enum mask_pred { MASK_GT, MASK_NOT_GT, MASK_EQ } mask_pred;
+typedef enum mask_pred { MASK_GT, MASK_NOT_GT, MASK_EQ, MASK_NOT_NAN } mask_pred;
 
 // A TT_I32 tensor of x's shape (scoped): 1 where pred(x, t) holds, 0 elsewhere; *count gets the
 // number of ones. NaN is never > t nor == t (so MASK_NOT_GT holds at NaN). No gradient.
@@ -25,7 +25,8 @@ static tt_tensor *mask_of(tt_tensor *x, mask_pred pred, double t, int64_t *count
         do {
             for (int64_t i = 0; i < it.inner; i++) {
                 double v = tt__load(base, x->dtype, it.off[0] + i * it.istride[0]);
-                bool on = pred == MASK_GT ? v > t : pred == MASK_NOT_GT ? !(v > t) : v == t;
+                bool on = pred == MASK_GT ? v > t : pred == MASK_NOT_GT ? !(v > t)
+                          : pred == MASK_EQ ? v == t : v == v;
                 dst[k++] = on;
                 ones += on;
             }
@@ -38,6 +39,18 @@ static tt_tensor *mask_of(tt_tensor *x, mask_pred pred, double t, int64_t *count
 static void check_input(const tt_tensor *x, const char *func) {
     if (!x) tt_fatal(__FILE__, __LINE__, func, "input tensor is NULL");
     tt__check_float(x, func);
+}
+
+// The dims of a composed reduction, checked here so that a bad one names the public function
+// (duplicates are left to the reduction it calls).
+static void check_dims(const tt_tensor *x, int ndims, const int *dims, const char *func) {
+    if (ndims < 0 || (ndims > 0 && !dims))
+        tt_fatal(__FILE__, __LINE__, func, "ndims is %d with dims %s; pass ndims >= 0 (0: all "
+                 "dims) and that many dims", ndims, dims ? "given" : "NULL");
+    for (int i = 0; i < ndims; i++)
+        if (dims[i] < -x->ndim || dims[i] >= x->ndim)
+            tt_fatal(__FILE__, __LINE__, func, "dim %d is out of range for x of shape %s (valid "
+                     "dims: %d .. %d)", dims[i], tt__shape(x), -x->ndim, x->ndim - 1);
 }
 
 // Calls the f32 or the f64 kernel, both named in full.
@@ -89,8 +102,9 @@ void tt__backward_clamp(tt_node *n) {
 // ---- softplus ----
 // PyTorch: y = x where beta x > threshold, else log(1 + e^(beta x)) / beta. With z = beta x,
 // log(1 + e^z) = (z + |z|) / 2 + log1p(e^-|z|): no overflow, and its gradient at z = 0 is
-// 1/2 + 0 - 0 = 1/2 = sigmoid(0) (relu(z) would give 0 there). z is clamped below at -1000
-// (where the result and the gradient are 0 in both dtypes), so z = -inf gives 0, not NaN.
+// 1/2 + 0 - 0 = 1/2 = sigmoid(0) (relu(z) would give 0 there). z is raised to at least -1000
+// (where the result and the gradient are 0 in both dtypes), so z = -inf gives 0, not NaN;
+// maximum (not clamp) so that a NaN keeps its gradient NaN, as in PyTorch.
 
 tt_tensor *tt_softplus(tt_tensor *x, double beta, double threshold) {
     check_input(x, __func__);
@@ -100,7 +114,7 @@ tt_tensor *tt_softplus(tt_tensor *x, double beta, double threshold) {
                  threshold, tt__shape(x));
     tt_scope_begin();
     tt_tensor *z = beta == 1 ? x : tt_mul_scalar(x, beta);
-    tt_tensor *zc = tt_clamp(z, -1000, INFINITY);
+    tt_tensor *zc = tt_maximum(z, tt_scalar(x->dtype, -1000));
     tt_tensor *a = tt_abs(zc);
     tt_tensor *s = tt_add(tt_mul_scalar(tt_add(zc, a), 0.5), tt_log1p(tt_exp(tt_neg(a))));
     if (beta != 1) s = tt_div_scalar(s, beta);
@@ -110,6 +124,12 @@ tt_tensor *tt_softplus(tt_tensor *x, double beta, double threshold) {
     if (nabove > 0) {  // linear above the threshold: x itself
         tt_tensor *below = mask_of(z, MASK_NOT_GT, threshold, &nbelow);
         y = tt_add(tt_masked_fill(s, above, 0), tt_masked_fill(x, below, 0));
+    }
+    int64_t nnum;
+    tt_tensor *num = mask_of(x, MASK_NOT_NAN, 0, &nnum);
+    if (nnum < tt_numel(x)) {  // PyTorch's gradient at NaN is NaN: add n * detach(n), where n
+        tt_tensor *n = tt_masked_fill(x, num, 0);  // is NaN at the NaNs and 0 elsewhere
+        y = tt_add(y, tt_mul(n, tt_detach(n)));
     }
     tt_keep(y);
     tt_scope_end();
@@ -122,6 +142,7 @@ tt_tensor *tt_softplus(tt_tensor *x, double beta, double threshold) {
 
 tt_tensor *tt_logsumexp(tt_tensor *x, int ndims, const int *dims, bool keepdim) {
     check_input(x, __func__);
+    check_dims(x, ndims, dims, __func__);
     tt_scope_begin();
     tt_no_grad_begin();
     tt_tensor *m = tt_max(x, ndims, dims, true);  // fresh, contiguous
@@ -150,6 +171,7 @@ static tt_tensor *sqrt_zero_grad0(tt_tensor *v) {
 
 tt_tensor *tt_std(tt_tensor *x, int ndims, const int *dims, int correction, bool keepdim) {
     check_input(x, __func__);
+    check_dims(x, ndims, dims, __func__);
     tt_scope_begin();
     tt_tensor *y = sqrt_zero_grad0(tt_var(x, ndims, dims, correction, keepdim));
     tt_keep(y);
@@ -168,6 +190,7 @@ tt_tensor *tt_vector_norm(tt_tensor *x, double p, int ndims, const int *dims, bo
         tt_fatal(__FILE__, __LINE__, __func__, "p = %g is not supported (x has shape %s); use "
                  "p = 1, 2 or INFINITY, or compose pow_scalar, sum and pow_scalar", p,
                  tt__shape(x));
+    check_dims(x, ndims, dims, __func__);
     tt_scope_begin();
     tt_tensor *y;
     if (p == 1) y = tt_sum(tt_abs(x), ndims, dims, keepdim);
