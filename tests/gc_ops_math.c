@@ -178,7 +178,34 @@ static void norm_pinf(gc_report *r) {
              NULL);
 }
 
+// ---- leaky_relu and elu at other scalars ----
+
+typedef struct scalar_args {
+    tt_tensor *(*f)(tt_tensor *, double);
+    double s;
+} scalar_args;
+
+static tt_tensor *f_scalar(tt_tensor *const *in, int n, void *ctx) {
+    (void)n;
+    const scalar_args *a = ctx;
+    return a->f(in[0], a->s);
+}
+
+static void leaky_relu_default_slope(gc_report *r) {  // PyTorch's default 0.01, x != 0
+    scalar_args a = {tt_leaky_relu, 0.01};
+    tt_tensor *x = norm_input(gc_input(TT_SHAPE(2, 5), -1, 1));
+    gc_check(r, f_scalar, &a, 1, &x, NULL);
+}
+static void elu_alpha1_at_zero(gc_report *r) {  // alpha 1: the gradient is continuous at 0
+    scalar_args a = {tt_elu, 1.0};
+    tt_tensor *x = gc_input_strided(TT_SHAPE(3, 8), 1, 3, -2, 2);
+    tt_set_at(x, 0, 0.0);
+    gc_check(r, f_scalar, &a, 1, &x, NULL);
+}
+
 const gc_case gc_cases_math[] = {
+    {TT_OP_LEAKY_RELU, "default_slope", leaky_relu_default_slope},
+    {TT_OP_ELU, "alpha1_at_zero", elu_alpha1_at_zero},
     {TT_OP_CLAMP, "contiguous", clamp_contiguous},
     {TT_OP_CLAMP, "transposed", clamp_transposed},
     {TT_OP_CLAMP, "strided", clamp_strided},
