@@ -197,6 +197,25 @@ tt_tensor *tt_masked_select(tt_tensor *x, tt_tensor *mask);
 tt_tensor *tt_nonzero(tt_tensor *x);
 
 // ---- more math (rows of ops.def; autograd/ops_math.c) ----
+// The elementwise rows tt_sin, tt_cos, tt_log1p, tt_expm1, tt_reciprocal, tt_sign, tt_floor,
+// tt_ceil, tt_round (halves to even), tt_leaky_relu(x, negative_slope), tt_elu(x, alpha) are
+// declared with the others above. sign, floor, ceil and round have a zero gradient (PyTorch).
+
+// min(max(x, lo), hi) (torch.clamp); -INFINITY / INFINITY for no bound; lo > hi gives hi. The
+// gradient passes where lo <= x <= hi, the bounds included (as PyTorch). tt_clip: the same.
+tt_tensor *tt_clamp(tt_tensor *x, double lo, double hi);
+tt_tensor *tt_clip(tt_tensor *x, double lo, double hi);
+// log(1 + e^(beta x)) / beta, or x itself where beta x > threshold (torch's F.softplus;
+// its defaults are beta 1, threshold 20). Never overflows.
+tt_tensor *tt_softplus(tt_tensor *x, double beta, double threshold);
+// log(sum(e^x)) over dims (ndims == 0: all), stable; a slice of all -inf gives -inf.
+tt_tensor *tt_logsumexp(tt_tensor *x, int ndims, const int *dims, bool keepdim);
+// sqrt(tt_var(...)); the gradient is 0 where the result is 0 (as PyTorch).
+tt_tensor *tt_std(tt_tensor *x, int ndims, const int *dims, int correction, bool keepdim);
+// torch.linalg.vector_norm (torch.norm's vector case) over dims for p = 1, 2 or INFINITY
+// (others abort); named so because nn.h's tt_norm is the layer type. The 2-norm's
+// gradient is 0 where the norm is 0, the inf-norm's splits evenly among tied maxima of |x|.
+tt_tensor *tt_vector_norm(tt_tensor *x, double p, int ndims, const int *dims, bool keepdim);
 
 // ---- creation and layout (autograd/ops_layout.c) ----
 

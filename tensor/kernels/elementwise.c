@@ -152,6 +152,8 @@ static inline float gelu_grad_f32(float x) {
 #define KUNARY_BACKWARD tt_kunary_backward_f32
 #define KBINARY tt_kbinary_f32
 #define KBINARY_BACKWARD tt_kbinary_backward_f32
+#define KCLAMP tt_kclamp_f32
+#define KCLAMP_BACKWARD tt_kclamp_backward_f32
 #define UNARY_MATH unary_math_f32
 #define UNARY_GRAD_MATH unary_grad_math_f32
 #define BINARY_MATH binary_math_f32
@@ -170,6 +172,8 @@ static inline float gelu_grad_f32(float x) {
 #define KUNARY_BACKWARD tt_kunary_backward_f64
 #define KBINARY tt_kbinary_f64
 #define KBINARY_BACKWARD tt_kbinary_backward_f64
+#define KCLAMP tt_kclamp_f64
+#define KCLAMP_BACKWARD tt_kclamp_backward_f64
 #define UNARY_MATH unary_math_f64
 #define UNARY_GRAD_MATH unary_grad_math_f64
 #define BINARY_MATH binary_math_f64

@@ -56,4 +56,15 @@ void tt_kbinary_backward_f64(tt_kbinary_op op, int wrt, double *d, const double 
                              const double *a, const double *b, int64_t n, int64_t sd,
                              int64_t sg, int64_t sa, int64_t sb);
 
+// ---- clamp: contiguous runs ----
+
+// y[i] = min(max(x[i], lo), hi) for i < n; a NaN stays NaN. lo or hi may be -+INFINITY.
+void tt_kclamp_f32(float *y, const float *x, double lo, double hi, int64_t n);
+void tt_kclamp_f64(double *y, const double *x, double lo, double hi, int64_t n);
+// dx[i] = lo <= x[i] <= hi ? g[i] : 0 for i < n (the bounds pass the gradient). Produces (=).
+void tt_kclamp_backward_f32(float *dx, const float *g, const float *x, double lo, double hi,
+                            int64_t n);
+void tt_kclamp_backward_f64(double *dx, const double *g, const double *x, double lo,
+                            double hi, int64_t n);
+
 #endif  // TT_KERNELS_ELEMENTWISE_H
