@@ -167,8 +167,8 @@ tt_tensor *tt_scaled_dot_product_attention(tt_tensor *q, tt_tensor *k, tt_tensor
 
 // ---- creation and layout (autograd/ops_layout.c) ----
 // PyTorch's semantics. Compositions of the shape ops above (their gradients come with them),
-// except flip (a copy) and diagonal (a view), which have rows. Float inputs for the ops built
-// on masked_fill (tril, triu) and cat with filled blocks (pad); the others take any dtype.
+// except flip (a copy) and diagonal (a view), which have rows. tril and triu (built on
+// masked_fill) take float inputs; the others any dtype.
 
 // x (..., R, C): the elements with j - i <= k kept (tril) / j - i >= k kept (triu), others 0.
 tt_tensor *tt_tril(tt_tensor *x, int64_t k);

@@ -160,7 +160,6 @@ tt_tensor *tt_pad(tt_tensor *x, int npad, const int64_t *pad, tt_pad_mode mode, 
     LAYOUT_CHECK(npad == 0 || pad, __func__, "pad is NULL for %d sizes", npad);
     LAYOUT_CHECK(mode == TT_PAD_CONSTANT || mode == TT_PAD_REFLECT, __func__,
                  "unknown pad mode %d (TT_PAD_CONSTANT or TT_PAD_REFLECT)", (int)mode);
-    if (mode == TT_PAD_CONSTANT) tt__check_float(x, __func__);
     tt_tensor *y = x;
     for (int i = 0; i < npad / 2; i++) {
         int d = x->ndim - 1 - i;

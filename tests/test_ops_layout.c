@@ -157,6 +157,8 @@ START_TEST(test_pad) {
                      1, 0, 1, 2, 3, 2, 1, 0);
     ck_assert_values(tt_pad(x, 2, (int64_t[]){3, 0}, TT_PAD_REFLECT, 0), 0, 0, 3, 2, 1, 0, 1, 2,
                      3, 7, 6, 5, 4, 5, 6, 7, 11, 10, 9, 8, 9, 10, 11);
+    ck_assert_values(tt_pad(iota(TT_I64, TT_SHAPE(2)), 2, (int64_t[]){1, 1}, TT_PAD_CONSTANT,
+                            -1), 0, 0, -1, 0, 1, -1);
     tt_tensor *same = tt_pad(x, 2, (int64_t[]){0, 0}, TT_PAD_CONSTANT, 0);  // a copy
     ck_assert_ptr_ne(same->storage, x->storage);
     tt_scope_end();
