@@ -169,9 +169,11 @@ tt_tensor *tt_pad(tt_tensor *x, int npad, const int64_t *pad, tt_pad_mode mode, 
                          "(%lld, %lld) of dim %d of x %s: each size must be in [0, %lld] (less "
                          "than the dim's size)", (long long)l, (long long)r, d, tt__shape(x),
                          (long long)(n - 1));
+            if (l == 0 && r == 0) continue;
+            // x[l], ..., x[1] on the left and x[n-2], ..., x[n-1-r] on the right.
             tt_tensor *parts[3] = {tt_flip(tt_narrow(y, d, 1, l), TT_DIMS(d)), y,
                                    tt_flip(tt_narrow(y, d, n - 1 - r, r), TT_DIMS(d))};
-            if (l > 0 || r > 0) y = tt_cat(3, parts, d);
+            y = tt_cat(3, parts, d);
             continue;
         }
         LAYOUT_CHECK(l + r + n >= 0, __func__, "padding (%lld, %lld) of dim %d of x %s leaves "
