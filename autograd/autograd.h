@@ -218,6 +218,45 @@ tt_tensor *tt_std(tt_tensor *x, int ndims, const int *dims, int correction, bool
 tt_tensor *tt_vector_norm(tt_tensor *x, double p, int ndims, const int *dims, bool keepdim);
 
 // ---- creation and layout (autograd/ops_layout.c) ----
+// PyTorch's semantics. Compositions of the shape ops above (their gradients come with them),
+// except flip (a copy) and diagonal (a view), which have rows. tril and triu (built on
+// masked_fill) take float inputs; the others any dtype.
+
+// x (..., R, C): the elements with j - i <= k kept (tril) / j - i >= k kept (triu), others 0.
+tt_tensor *tt_tril(tt_tensor *x, int64_t k);
+tt_tensor *tt_triu(tt_tensor *x, int64_t k);
+// torch.Tensor.repeat: ndim >= x->ndim counts; x is viewed with leading 1s, then each dim i
+// repeated reps[i] times (0 gives an empty dim). A copy.
+tt_tensor *tt_repeat(tt_tensor *x, int ndim, const int64_t *reps);
+// torch.tile: like repeat, but fewer reps than dims are padded with leading 1s.
+tt_tensor *tt_tile(tt_tensor *x, int ndim, const int64_t *reps);
+// Reverses the given dims (distinct). A copy.
+tt_tensor *tt_flip(tt_tensor *x, int ndims, const int *dims);
+// Shifts the elements along dim by shift (negative: the other way), wrapping around. A copy.
+tt_tensor *tt_roll(tt_tensor *x, int64_t shift, int dim);
+// Rolls by shifts[i] along dims[i] for each i in turn (torch.roll with tuples).
+tt_tensor *tt_roll_dims(tt_tensor *x, int n, const int64_t *shifts, const int *dims);
+typedef enum tt_pad_mode { TT_PAD_CONSTANT, TT_PAD_REFLECT, TT_PAD_MODE_COUNT } tt_pad_mode;
+// F.pad: npad (even, npad / 2 <= ndim) sizes, the last dim first: (left, right, top, bottom,
+// ...). Constant: new elements are `value`; a negative size crops. Reflect: mirrors x without
+// repeating the edge; each size in [0, the dim's size - 1]; `value` is ignored.
+tt_tensor *tt_pad(tt_tensor *x, int npad, const int64_t *pad, tt_pad_mode mode, double value);
+// The reverse of tt_cat: views of x along dim written to out (capacity cap), returning how
+// many. split_size (torch.split with an int; tt_split is data.h's train/val enum): pieces of
+// split_size (the last may be smaller; one piece when the dim is
+// empty); out may be NULL with cap 0 to ask for the count. split_sizes: n pieces of the given
+// sizes (their sum must be the dim's size), out has n entries. chunk: ceil(size / chunks)-
+// element pieces, at most `chunks` of them (out has `chunks` entries). unbind: x->shape[dim]
+// views with dim removed. The views share x's storage; each is a new reference.
+int tt_split_size(tt_tensor *x, int64_t split_size, int dim, tt_tensor **out, int cap);
+void tt_split_sizes(tt_tensor *x, int n, const int64_t *sizes, int dim, tt_tensor **out);
+int tt_chunk(tt_tensor *x, int chunks, int dim, tt_tensor **out);
+int tt_unbind(tt_tensor *x, int dim, tt_tensor **out, int cap);
+// The dim src moved to position dst, the others keeping their order (a view).
+tt_tensor *tt_movedim(tt_tensor *x, int src, int dst);
+// The diagonal x[..., i, i + offset] over dims dim1, dim2 (removed; the diagonal is appended
+// as the last dim). offset > 0 above the main diagonal, < 0 below. A view.
+tt_tensor *tt_diagonal(tt_tensor *x, int64_t offset, int dim1, int dim2);
 
 // ---- indexing, sorting, scans (autograd/ops_index.c) ----
 

@@ -68,3 +68,73 @@ tt_tensor *tt_from_data(tt_dtype dtype, int ndim, const int64_t *shape, const vo
 tt_tensor *tt_empty_like(const tt_tensor *t) { return tt_empty(t->dtype, t->ndim, t->shape); }
 tt_tensor *tt_zeros_like(const tt_tensor *t) { return tt_zeros(t->dtype, t->ndim, t->shape); }
 tt_tensor *tt_ones_like(const tt_tensor *t) { return tt_ones(t->dtype, t->ndim, t->shape); }
+
+// ---- eye, linspace, one_hot ----
+
+tt_tensor *tt_eye(tt_dtype dtype, int64_t n, int64_t m) {
+    TT_CHECK(n >= 0 && m >= 0, "need n >= 0 and m >= 0, got n=%lld m=%lld", (long long)n,
+             (long long)m);
+    tt_tensor *t = tt__new_zeros(dtype, 2, (int64_t[]){n, m});
+    for (int64_t i = 0; i < n && i < m; i++) tt__store(tt__base(t), dtype, i * m + i, 1.0);
+    return tt__autorelease(t);
+}
+
+// PyTorch's LinspaceKernel (aten/src/ATen/native/cpu/RangeFactoriesKernel.cpp): the two halves
+// are computed from their own end so that both endpoints are exact. PyTorch's build contracts
+// start + step * i into a fused multiply-add (its f32 values show it), so fma here too.
+tt_tensor *tt_linspace(tt_dtype dtype, double start, double end, int64_t steps) {
+    TT_CHECK(steps >= 0, "number of steps must be non-negative, got %lld", (long long)steps);
+    TT_CHECK(isfinite(start) && isfinite(end), "need finite start and end, got %g and %g",
+             start, end);
+    tt_tensor *t = tt__new(dtype, 1, (int64_t[]){steps});
+    void *base = tt__base(t);
+    int64_t half = steps / 2;
+    if (steps == 1) {  // PyTorch fills start
+        tt__store(base, dtype, 0, dtype == TT_F64 || dtype == TT_F32 ? start : trunc(start));
+    } else if (dtype == TT_F32) {
+        float s = (float)start, e = (float)end;
+        float step = steps > 1 ? (e - s) / (float)(steps - 1) : 0.0f;
+        float *p = base;
+        for (int64_t i = 0; i < steps; i++)
+            p[i] = i < half ? fmaf(step, (float)i, s) : fmaf(-step, (float)(steps - i - 1), e);
+    } else {
+        if (dtype != TT_F64) start = trunc(start), end = trunc(end);  // scalar_t's start, end
+        double step = steps > 1 ? (end - start) / (double)(steps - 1) : 0.0;
+        for (int64_t i = 0; i < steps; i++) {
+            double v = i < half ? fma(step, (double)i, start)
+                                : fma(-step, (double)(steps - i - 1), end);
+            tt__store(base, dtype, i, dtype == TT_F64 ? v : trunc(v));
+        }
+    }
+    return tt__autorelease(t);
+}
+
+tt_tensor *tt_one_hot(const tt_tensor *indices, int64_t num_classes) {
+    TT_CHECK(indices, "indices is NULL");
+    TT_CHECK(indices->dtype == TT_I32 || indices->dtype == TT_I64,
+             "indices must be TT_I32 or TT_I64 (class indices), got %s",
+             tt_dtype_name(indices->dtype));
+    TT_CHECK(indices->ndim < TT_MAX_DIMS, "indices %s already has %d dims; the result would "
+             "have more than %d", tt__shape(indices), indices->ndim, TT_MAX_DIMS);
+    int64_t n = tt_numel(indices), lo = 0, hi = -1;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = (int64_t)tt_at(indices, i);
+        if (i == 0 || v < lo) lo = v;
+        if (i == 0 || v > hi) hi = v;
+    }
+    TT_CHECK(num_classes >= 0 || num_classes == -1, "num_classes must be >= 0 or -1 (the "
+             "largest index + 1), got %lld", (long long)num_classes);
+    TT_CHECK(num_classes >= 0 || n > 0, "cannot infer num_classes (-1) from empty indices %s; "
+             "pass num_classes", tt__shape(indices));
+    TT_CHECK(n == 0 || lo >= 0, "class values must be non-negative, got %lld", (long long)lo);
+    if (num_classes < 0) num_classes = hi + 1;
+    TT_CHECK(n == 0 || hi < num_classes, "class values must be smaller than num_classes = %lld, "
+             "got %lld", (long long)num_classes, (long long)hi);
+    int64_t shape[TT_MAX_DIMS];
+    for (int i = 0; i < indices->ndim; i++) shape[i] = indices->shape[i];
+    shape[indices->ndim] = num_classes;
+    tt_tensor *t = tt__new_zeros(TT_I64, indices->ndim + 1, shape);
+    int64_t *p = tt__base(t);
+    for (int64_t i = 0; i < n; i++) p[i * num_classes + (int64_t)tt_at(indices, i)] = 1;
+    return tt__autorelease(t);
+}

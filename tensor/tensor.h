@@ -100,6 +100,16 @@ tt_tensor *tt_from_data(tt_dtype dtype, int ndim, const int64_t *shape, const vo
 tt_tensor *tt_empty_like(const tt_tensor *t);
 tt_tensor *tt_zeros_like(const tt_tensor *t);
 tt_tensor *tt_ones_like(const tt_tensor *t);
+// (n, m) with ones on the main diagonal (torch.eye(n, m)).
+tt_tensor *tt_eye(tt_dtype dtype, int64_t n, int64_t m);
+// steps values from start to end inclusive, PyTorch's formula: step = (end - start) /
+// (steps - 1); the first half start + i * step, the second end - (steps - 1 - i) * step
+// (computed in f32 for TT_F32, else in double and truncated for integer dtypes); one step
+// gives start.
+tt_tensor *tt_linspace(tt_dtype dtype, double start, double end, int64_t steps);
+// indices (...) of TT_I32/TT_I64 in [0, num_classes) -> TT_I64 (..., num_classes) of 0/1.
+// num_classes -1: the largest index + 1 (F.one_hot's default; x must be non-empty).
+tt_tensor *tt_one_hot(const tt_tensor *indices, int64_t num_classes);
 
 // ---- randomness: only through an explicit state (xoshiro256**, one stream on every platform) ----
 
