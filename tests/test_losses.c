@@ -298,6 +298,29 @@ START_TEST(test_nll_cross_entropy_3d) {
 }
 END_TEST
 
+// Empty inputs: NONE gives an empty tensor and SUM 0, as in PyTorch (MEAN aborts).
+START_TEST(test_empty) {
+    tt_scope_begin();
+    tt_tensor *e = tt_zeros(TT_F64, TT_SHAPE(0, 3));
+    ck_assert_int_eq(tt_numel(tt_l1_loss(e, e, TT_REDUCTION_NONE)), 0);
+    CHECK(tt_huber_loss(e, e, 1.0, TT_REDUCTION_SUM), TT_F64, 0);
+    CHECK(tt_kl_div(e, e, TT_REDUCTION_SUM, false), TT_F64, 0);
+    tt_tensor *none = tt_nll_loss(e, tt_zeros(TT_I64, TT_SHAPE(0)), NULL, -100,
+                                  TT_REDUCTION_NONE);
+    ck_assert_int_eq(none->ndim, 1);
+    ck_assert_int_eq(none->shape[0], 0);
+    CHECK(tt_nll_loss(e, tt_zeros(TT_I64, TT_SHAPE(0)), NULL, -100, TT_REDUCTION_SUM), TT_F64,
+          0);
+    tt_scope_end();
+}
+END_TEST
+
+START_TEST(test_abort_empty_mean) {
+    tt_expect_abort("is empty: the mean of no elements");
+    tt_l1_loss(tt_zeros(TT_F32, TT_SHAPE(0)), tt_zeros(TT_F32, TT_SHAPE(0)), TT_REDUCTION_MEAN);
+}
+END_TEST
+
 // ---- aborts ----
 
 START_TEST(test_abort_shape) {
@@ -383,10 +406,12 @@ int main(void) {
     tcase_add_loop_test(tc, test_nll_loss, 0, 2);
     tcase_add_loop_test(tc, test_nll_loss_inf_elsewhere, 0, 2);
     tcase_add_loop_test(tc, test_nll_cross_entropy_3d, 0, 2);
+    tcase_add_test(tc, test_empty);
     suite_add_tcase(s, tc);
 
     TCase *ab = tt_tcase_aborts("aborts");
     tcase_add_test_raise_signal(ab, test_abort_shape, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_empty_mean, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_reduction, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_beta, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_delta, SIGABRT);
