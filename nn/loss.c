@@ -307,15 +307,53 @@ tt_tensor *tt_nll_loss(tt_tensor *logp, tt_tensor *targets, tt_tensor *weight,
     return loss;
 }
 
+// PyTorch's cross_entropy_loss_label_smoothing: smooth = -sum_c weight[c] logp[n, c, ...], 0
+// for ignored targets, reduced like nll_loss; loss = (1 - eps) nll + (eps / C) smooth.
 tt_tensor *tt_cross_entropy_ex(tt_tensor *logits, tt_tensor *targets, tt_tensor *weight,
-                               int64_t ignore_index, tt_reduction reduction) {
+                               int64_t ignore_index, tt_reduction reduction,
+                               double label_smoothing) {
     check_reduction(reduction, false, __func__);
     if (!logits || !tt_dtype_is_float(logits->dtype) || logits->ndim == 0)
         tt_fatal(__FILE__, __LINE__, __func__, "logits must be a float tensor (C,), (N, C) or "
                  "(N, C, d1, ...)");
+    if (!(label_smoothing >= 0 && label_smoothing <= 1))
+        tt_fatal(__FILE__, __LINE__, __func__, "label_smoothing is %g; it must be in [0, 1]",
+                 label_smoothing);
+    if (logits->ndim == 1 && label_smoothing > 0) {  // (C,): one sample
+        if (!targets || targets->ndim != 0)
+            tt_fatal(__FILE__, __LINE__, __func__, "logits %s are one sample of C classes, so "
+                     "targets must be 0-dim", tt__shape(logits));
+        tt_scope_begin();
+        tt_tensor *loss = tt_cross_entropy_ex(tt_unsqueeze(logits, 0), tt_unsqueeze(targets, 0),
+                                              weight, ignore_index, reduction, label_smoothing);
+        tt_keep(reduction == TT_REDUCTION_NONE ? (loss = tt_squeeze(loss, 0)) : loss);
+        tt_scope_end();
+        return loss;
+    }
     tt_scope_begin();
     tt_tensor *logp = tt_log_softmax(logits, logits->ndim == 1 ? 0 : 1);
-    tt_tensor *loss = tt_nll_loss(logp, targets, weight, ignore_index, reduction);
+    tt_tensor *loss = tt_nll_loss(logp, targets, weight, ignore_index, reduction);  // validates
+    if (label_smoothing > 0) {
+        int64_t C = logp->shape[1];
+        tt_tensor *ignored = tt_zeros(TT_I32, targets->ndim, targets->shape);  // (N, d...)
+        double total = 0;
+        for (int64_t i = 0; i < tt_numel(targets); i++) {
+            int64_t t = (int64_t)tt_at(targets, i);
+            if (t == ignore_index) tt_set_at(ignored, i, 1);
+            else total += weight ? tt_at(weight, t) : 1.0;
+        }
+        tt_tensor *lp = tt_masked_fill(logp, tt_unsqueeze(ignored, 1), 0.0);  // (N, C, d...)
+        if (weight) {
+            int64_t wshape[TT_MAX_DIMS];
+            for (int i = 0; i < logp->ndim; i++) wshape[i] = i == 1 ? C : 1;
+            lp = tt_mul(lp, tt_reshape(weight, logp->ndim, wshape));  // weight (1, C, 1, ...)
+        }
+        tt_tensor *smooth = tt_neg(tt_sum(lp, 1, (const int[]){1}, false));  // (N, d...)
+        smooth = reduction == TT_REDUCTION_MEAN ? tt_div_scalar(tt_sum_all(smooth), total)
+                                                : reduce(smooth, reduction);
+        loss = tt_add(tt_mul_scalar(loss, 1.0 - label_smoothing),
+                      tt_mul_scalar(smooth, label_smoothing / (double)C));
+    }
     tt_keep(loss);
     tt_scope_end();
     return loss;

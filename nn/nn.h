@@ -375,10 +375,14 @@ tt_tensor *tt_bce_with_logits_ex(tt_tensor *logits, tt_tensor *targets, tt_tenso
 // (C,) of logp's dtype, a constant (no gradient flows to it).
 tt_tensor *tt_nll_loss(tt_tensor *logp, tt_tensor *targets, tt_tensor *weight,
                        int64_t ignore_index, tt_reduction reduction);
-// F.cross_entropy without label smoothing: tt_nll_loss(tt_log_softmax(logits, 1), ...), with
-// PyTorch's layout (classes in dim 1; dim 0 for a (C,) input), unlike tt_cross_entropy.
+// F.cross_entropy with class-index targets, in PyTorch's layout (classes in dim 1; dim 0 for a
+// (C,) input), unlike tt_cross_entropy: tt_nll_loss(tt_log_softmax(logits, 1), ...) when
+// label_smoothing is 0; otherwise (1 - eps) nll + eps / C times the (weighted) sum of -logp over
+// the classes, reduced like nll (MEAN: by the summed weights of the used targets), as PyTorch.
+// label_smoothing in [0, 1].
 tt_tensor *tt_cross_entropy_ex(tt_tensor *logits, tt_tensor *targets, tt_tensor *weight,
-                               int64_t ignore_index, tt_reduction reduction);
+                               int64_t ignore_index, tt_reduction reduction,
+                               double label_smoothing);
 
 #ifdef __cplusplus
 }

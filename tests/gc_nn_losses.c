@@ -22,7 +22,7 @@ typedef enum loss_kind {
 typedef struct loss_ctx {
     loss_kind kind;
     tt_reduction reduction;
-    double param;            // beta (smooth-L1), delta (Huber)
+    double param;            // beta (smooth-L1), delta (Huber), label smoothing
     tt_tensor *targets;      // class indices (nll, cross-entropy)
     int64_t ignore_index;    // nll, cross-entropy
 } loss_ctx;
@@ -42,7 +42,8 @@ static tt_tensor *f_loss(tt_tensor *const *in, int n, void *ctx) {
     case L_BCE_LOGITS: return tt_bce_with_logits_ex(in[0], in[1], n > 2 ? in[2] : NULL, r);
     case L_NLL: return tt_nll_loss(in[0], c->targets, n > 1 ? in[1] : NULL, c->ignore_index, r);
     case L_CE:
-        return tt_cross_entropy_ex(in[0], c->targets, n > 1 ? in[1] : NULL, c->ignore_index, r);
+        return tt_cross_entropy_ex(in[0], c->targets, n > 1 ? in[1] : NULL, c->ignore_index, r,
+                                   c->param);
     }
     return NULL;
 }
@@ -186,6 +187,19 @@ static void cross_entropy_ex_3d_weight(gc_report *r) {
     check3(r, (loss_ctx){.kind = L_CE, .targets = tg, .ignore_index = -100}, 2, in);
 }
 
+// Label smoothing 0.2, (N, C, d) with a weight; and (C,) without one.
+static void cross_entropy_ex_smoothing(gc_report *r) {
+    tt_tensor *tg = tt_from_data(TT_I64, TT_SHAPE(2, 3), (const int64_t[]){2, 0, 1, -100, 3, 3});
+    tt_tensor *in[2] = {gc_input(TT_SHAPE(2, 4, 3), -2, 2),
+                        leaf(TT_SHAPE(4), (const double[]){1.0, 0.5, 2.0, 0.3}, false)};
+    check3(r, (loss_ctx){.kind = L_CE, .targets = tg, .ignore_index = -100, .param = 0.2}, 2,
+           in);
+    tt_tensor *t1 = tt_from_data(TT_I64, 0, NULL, (const int64_t[]){1});
+    tt_tensor *x1 = gc_input(TT_SHAPE(5), -2, 2);
+    check3(r, (loss_ctx){.kind = L_CE, .targets = t1, .ignore_index = -100, .param = 0.2}, 1,
+           &x1);
+}
+
 const gc_module_case gc_modules_nn_losses[] = {
     {"mse_loss_ex", "reductions", mse_reductions},
     {"mse_loss_ex", "transposed", mse_transposed},
@@ -211,5 +225,6 @@ const gc_module_case gc_modules_nn_losses[] = {
     {"nll_loss", "transposed", nll_transposed},
     {"nll_loss", "1d", nll_1d},
     {"cross_entropy_ex", "3d_weight_ignored", cross_entropy_ex_3d_weight},
+    {"cross_entropy_ex", "label_smoothing", cross_entropy_ex_smoothing},
     {NULL, NULL, NULL},
 };

@@ -285,16 +285,56 @@ START_TEST(test_nll_cross_entropy_3d) {
     CHECK(tt_grad(x), dt, 0, -0.33333333333333331, 0, 0, -0.33333333333333331, 0, 0, 0,
           -0.33333333333333331, 0, 0, 0);
     tt_zero_grad(x);
-    CHECK(tt_cross_entropy_ex(x, tg, w, -100, TT_REDUCTION_NONE), dt, 4.0843176983973928,
-          1.7623795458312443, 1.1694471506806416, 0);
-    CHECK(tt_cross_entropy_ex(x, tg, w, -100, TT_REDUCTION_SUM), dt, 7.0161443949092792);
-    tt_tensor *ce = tt_cross_entropy_ex(x, tg, w, -100, TT_REDUCTION_MEAN);
+    CHECK(tt_cross_entropy_ex(x, tg, w, -100, TT_REDUCTION_NONE, 0.0), dt,
+          4.0843176983973928, 1.7623795458312443, 1.1694471506806416, 0);
+    CHECK(tt_cross_entropy_ex(x, tg, w, -100, TT_REDUCTION_SUM, 0.0), dt, 7.0161443949092792);
+    tt_tensor *ce = tt_cross_entropy_ex(x, tg, w, -100, TT_REDUCTION_MEAN, 0.0);
     CHECK(ce, dt, 2.004612684259794);
     tt_backward(ce);
     CHECK(tt_grad(x), dt, 0.16500580281336305, -0.23667543946344155, 0.33228088216374946,
           0.089354603703122731, -0.49728668497711243, 0.14732083576031887, 0.045738977263703462,
           0, -0.12908082764653156, 0, 0.083341850382828098, 0);
     tt_scope_end();
+}
+END_TEST
+
+// Label smoothing 0.1 with a weight and an ignored target, in (N, C, d).
+START_TEST(test_cross_entropy_ex_label_smoothing) {
+    tt_dtype dt = dtypes[_i];
+    tt_scope_begin();
+    tt_tensor *tg = tt_from_data(TT_I64, TT_SHAPE(2, 2), (const int64_t[]){2, 0, 1, -100});
+    tt_tensor *w = tt_test_tensor(dt, TT_SHAPE(3), 1.0, 0.5, 2.0);
+    tt_tensor *x = q3d(dt);
+    CHECK(tt_cross_entropy_ex(x, tg, w, -100, TT_REDUCTION_NONE, 0.1), dt,
+          3.8624711276308346, 1.7084192049284319, 1.1653734374380607, 0);
+    CHECK(tt_cross_entropy_ex(x, tg, w, -100, TT_REDUCTION_SUM, 0.1), dt, 6.7362637699973282);
+    tt_tensor *ce = tt_cross_entropy_ex(x, tg, w, -100, TT_REDUCTION_MEAN, 0.1);
+    CHECK(ce, dt, 1.9246467914278078);
+    tt_backward(ce);
+    CHECK(tt_grad(x), dt, 0.14860675150566344, -0.21681050631164184, 0.3136739406450218,
+          0.086081942336270034, -0.46228069215068524, 0.13072856397537183, 0.042313698041721068,
+          0, -0.11772017609464056, 0, 0.075406478052919473, 0);
+    // (N, C) without a weight: also the fused tt_cross_entropy_smooth (classes last).
+    tt_tensor *z = tt_set_requires_grad(
+        tt_test_tensor(dt, TT_SHAPE(3, 4), 0.1, -0.4, 1.2, 0.3, 2.0, 0.5, -1.0, 0.0, -0.3, 0.8,
+                       0.4, 1.5),
+        true);
+    tt_tensor *t2 = tt_from_data(TT_I64, TT_SHAPE(3), (const int64_t[]){1, -100, 3});
+    tt_tensor *l2 = tt_cross_entropy_ex(z, t2, NULL, -100, TT_REDUCTION_MEAN, 0.25);
+    CHECK(l2, dt, 1.5019492098141383);
+    CHECK(tt_cross_entropy_smooth(z, t2, -100, 0.25), dt, 1.5019492098141383);
+    tt_backward(l2);
+    CHECK(tt_grad(z), dt, 0.054482420200988965, -0.35425065861673344, 0.22630442391850986,
+          0.073463814497234603, 0, 0, 0, 0, 0.010183375370485491, 0.093222738545431477,
+          0.052186571831955714, -0.15559268574787266);
+    tt_scope_end();
+}
+END_TEST
+
+START_TEST(test_abort_label_smoothing) {
+    tt_expect_abort("label_smoothing is 1.5; it must be in [0, 1]");
+    tt_cross_entropy_ex(tt_zeros(TT_F32, TT_SHAPE(2, 3)), tt_zeros(TT_I64, TT_SHAPE(2)), NULL,
+                        -100, TT_REDUCTION_MEAN, 1.5);
 }
 END_TEST
 
@@ -406,12 +446,14 @@ int main(void) {
     tcase_add_loop_test(tc, test_nll_loss, 0, 2);
     tcase_add_loop_test(tc, test_nll_loss_inf_elsewhere, 0, 2);
     tcase_add_loop_test(tc, test_nll_cross_entropy_3d, 0, 2);
+    tcase_add_loop_test(tc, test_cross_entropy_ex_label_smoothing, 0, 2);
     tcase_add_test(tc, test_empty);
     suite_add_tcase(s, tc);
 
     TCase *ab = tt_tcase_aborts("aborts");
     tcase_add_test_raise_signal(ab, test_abort_shape, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_empty_mean, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_label_smoothing, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_reduction, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_beta, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_delta, SIGABRT);

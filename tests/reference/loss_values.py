@@ -22,8 +22,10 @@ Y = [[-0.5, 0.4, -1.0], [0.3, 2.5, 0.0]]  # |x - y| = 1 (= beta, delta), 1.6, 3,
 for red in ["none", "mean", "sum"]:
     for name, fn in [("mse", lambda x, y, r: F.mse_loss(x, y, reduction=r)),
                      ("l1", lambda x, y, r: F.l1_loss(x, y, reduction=r)),
-                     ("smooth_l1_b1", lambda x, y, r: F.smooth_l1_loss(x, y, reduction=r, beta=1.0)),
-                     ("smooth_l1_b2", lambda x, y, r: F.smooth_l1_loss(x, y, reduction=r, beta=2.0)),
+                     ("smooth_l1_b1",
+                      lambda x, y, r: F.smooth_l1_loss(x, y, reduction=r, beta=1.0)),
+                     ("smooth_l1_b2",
+                      lambda x, y, r: F.smooth_l1_loss(x, y, reduction=r, beta=2.0)),
                      ("huber_d1", lambda x, y, r: F.huber_loss(x, y, reduction=r, delta=1.0)),
                      ("huber_d05", lambda x, y, r: F.huber_loss(x, y, reduction=r, delta=0.5))]:
         x, y = leaf(X), leaf(Y)
@@ -106,3 +108,16 @@ out.backward()
 show("nll3d mean dx", x.grad)
 # (C,) input with a 0-dim target
 show("nll1d none", F.nll_loss(torch.tensor(LZ[0]), torch.tensor(2), reduction="none"))
+
+# cross_entropy with label smoothing 0.1: a weight, an ignored target, (N, C, d) and (N, C)
+for red in ["none", "mean", "sum"]:
+    x = leaf(Q)
+    out = F.cross_entropy(x, TQ, weight=WQ, reduction=red, label_smoothing=0.1)
+    show(f"ce3d w ls {red}", out)
+    out.sum().backward()
+    show(f"ce3d w ls {red} dx", x.grad)
+x = leaf(Z)
+out = F.cross_entropy(x, torch.tensor([1, -100, 3]), label_smoothing=0.25)
+show("ce2d ls mean", out)
+out.backward()
+show("ce2d ls mean dx", x.grad)
