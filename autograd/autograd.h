@@ -242,13 +242,12 @@ typedef enum tt_pad_mode { TT_PAD_CONSTANT, TT_PAD_REFLECT, TT_PAD_MODE_COUNT } 
 // repeating the edge; each size in [0, the dim's size - 1]; `value` is ignored.
 tt_tensor *tt_pad(tt_tensor *x, int npad, const int64_t *pad, tt_pad_mode mode, double value);
 // The reverse of tt_cat: views of x along dim written to out (capacity cap), returning how
-// many. split_size (torch.split with an int; tt_split is data.h's train/val enum): pieces of
-// split_size (the last may be smaller; one piece when the dim is
-// empty); out may be NULL with cap 0 to ask for the count. split_sizes: n pieces of the given
+// many. tt_split (torch.split with an int): pieces of split_size (the last may be smaller;
+// one piece when the dim is empty); out may be NULL with cap 0 to ask for the count. split_sizes: n pieces of the given
 // sizes (their sum must be the dim's size), out has n entries. chunk: ceil(size / chunks)-
 // element pieces, at most `chunks` of them (out has `chunks` entries). unbind: x->shape[dim]
 // views with dim removed. The views share x's storage; each is a new reference.
-int tt_split_size(tt_tensor *x, int64_t split_size, int dim, tt_tensor **out, int cap);
+int tt_split(tt_tensor *x, int64_t split_size, int dim, tt_tensor **out, int cap);
 void tt_split_sizes(tt_tensor *x, int n, const int64_t *sizes, int dim, tt_tensor **out);
 int tt_chunk(tt_tensor *x, int chunks, int dim, tt_tensor **out);
 int tt_unbind(tt_tensor *x, int dim, tt_tensor **out, int cap);

@@ -195,7 +195,7 @@ tt_tensor *tt_pad(tt_tensor *x, int npad, const int64_t *pad, tt_pad_mode mode, 
 
 // ---- split / chunk / unbind: narrowed views ----
 
-int tt_split_size(tt_tensor *x, int64_t split_size, int dim, tt_tensor **out, int cap) {
+int tt_split(tt_tensor *x, int64_t split_size, int dim, tt_tensor **out, int cap) {
     check_x(x, __func__);
     LAYOUT_CHECK(x->ndim > 0, __func__, "cannot split a 0-dim tensor");
     int d = norm_dim(dim, x->ndim, __func__);
@@ -206,7 +206,7 @@ int tt_split_size(tt_tensor *x, int64_t split_size, int dim, tt_tensor **out, in
     int64_t count = n == 0 ? 1 : (n + split_size - 1) / split_size;
     if (!out && cap == 0) return (int)count;
     LAYOUT_CHECK(out && count <= cap, __func__, "splitting dim %d of x %s into pieces of %lld "
-                 "gives %lld tensors but out holds %d (size out with tt_split_size(x, %lld, "
+                 "gives %lld tensors but out holds %d (size out with tt_split(x, %lld, "
                  "%d, NULL, 0))", d, tt__shape(x), (long long)split_size, (long long)count, cap,
                  (long long)split_size, dim);
     for (int64_t i = 0; i < count; i++) {
@@ -245,7 +245,7 @@ int tt_chunk(tt_tensor *x, int chunks, int dim, tt_tensor **out) {
         for (int i = 0; i < chunks; i++) out[i] = tt_narrow(x, d, 0, 0);
         return chunks;
     }
-    return tt_split_size(x, size, d, out, chunks);
+    return tt_split(x, size, d, out, chunks);
 }
 
 int tt_unbind(tt_tensor *x, int dim, tt_tensor **out, int cap) {

@@ -186,7 +186,7 @@ void tt_dataset_free(tt_text_dataset *ds) {
 
 // ---- batches ----
 
-void tt_dataset_batch(const tt_text_dataset *ds, tt_split split, int64_t B, int64_t T,
+void tt_dataset_batch(const tt_text_dataset *ds, tt_data_split split, int64_t B, int64_t T,
                       tt_rng *rng, tt_tensor **x, tt_tensor **y) {
     TT_CHECK(split == TT_SPLIT_TRAIN || split == TT_SPLIT_VAL, "invalid split %d; valid values "
              "are TT_SPLIT_TRAIN (0) and TT_SPLIT_VAL (1)", (int)split);

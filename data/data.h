@@ -36,7 +36,7 @@ void tt_vocab_decode(const tt_char_vocab *v, const int32_t *ids, size_t n, char 
 
 // ---- dataset ----
 
-typedef enum tt_split { TT_SPLIT_TRAIN, TT_SPLIT_VAL } tt_split;
+typedef enum tt_data_split { TT_SPLIT_TRAIN, TT_SPLIT_VAL } tt_data_split;
 
 typedef struct tt_text_dataset {
     tt_char_vocab vocab;
@@ -57,7 +57,7 @@ void tt_dataset_free(tt_text_dataset *ds);  // safe on a zeroed struct
 
 // x[b] = split[i_b .. i_b + T), y[b] = split[i_b + 1 .. i_b + T + 1) with i_b uniform from rng.
 // x and y are new (B, T) TT_I32 tensors (scope rule as any tensor).
-void tt_dataset_batch(const tt_text_dataset *ds, tt_split split, int64_t B, int64_t T,
+void tt_dataset_batch(const tt_text_dataset *ds, tt_data_split split, int64_t B, int64_t T,
                       tt_rng *rng, tt_tensor **x, tt_tensor **y);
 
 #ifdef __cplusplus

@@ -520,11 +520,11 @@ static tt_gpt_config config_from_flags(int64_t vocab_size) {
 
 // The eval batches of a split come from their own stream seeded by --seed, so evals never
 // disturb the training batches (resume stays exact) and every eval sees the same batches.
-static void eval_rng(tt_rng *r, int64_t seed, tt_split split) {
+static void eval_rng(tt_rng *r, int64_t seed, tt_data_split split) {
     tt_rng_seed(r, (uint64_t)seed * 0x9E3779B97F4A7C15ull + 0x5EED0000ull + (uint64_t)split);
 }
 
-static double estimate_split(tt_gpt *gpt, const tt_text_dataset *ds, tt_split split,
+static double estimate_split(tt_gpt *gpt, const tt_text_dataset *ds, tt_data_split split,
                              int64_t batch, int64_t block, int64_t iters, int64_t seed) {
     bool grad = tt_set_grad_enabled(false), training = gpt->drop.training;
     tt_gpt_train(gpt, false);

@@ -146,7 +146,7 @@ static tt_tensor *weighted_cat(int n, tt_tensor **pieces, int dim) {
 static tt_tensor *f_split(tt_tensor *const *in, int n, void *ctx) {
     (void)n, (void)ctx;
     tt_tensor *out[4];
-    return weighted_cat(tt_split_size(in[0], 2, 1, out, 4), out, 1);
+    return weighted_cat(tt_split(in[0], 2, 1, out, 4), out, 1);
 }
 static tt_tensor *f_split_sizes(tt_tensor *const *in, int n, void *ctx) {
     (void)n, (void)ctx;

@@ -165,8 +165,8 @@ START_TEST(test_dataset_batches) {
         for (int rep = 0; rep < 20; rep++) {
             tt_scope_begin();
             tt_tensor *x, *y, *x2, *y2;
-            tt_dataset_batch(&ds, (tt_split)split, B, T, &rng, &x, &y);
-            tt_dataset_batch(&ds, (tt_split)split, B, T, &rng2, &x2, &y2);
+            tt_dataset_batch(&ds, (tt_data_split)split, B, T, &rng, &x, &y);
+            tt_dataset_batch(&ds, (tt_data_split)split, B, T, &rng2, &x2, &y2);
             ck_assert_int_eq(x->dtype, TT_I32);
             ck_assert_int_eq(x->ndim, 2);
             ck_assert_int_eq(x->shape[0], B);
@@ -288,7 +288,7 @@ START_TEST(test_names_batch_split) {
     tt_rng rng;
     tt_rng_seed(&rng, 1);
     tt_tensor *x, *y;
-    tt_dataset_batch(&ds, (tt_split)2, 1, 4, &rng, &x, &y);
+    tt_dataset_batch(&ds, (tt_data_split)2, 1, 4, &rng, &x, &y);
 }
 END_TEST
 

@@ -169,8 +169,8 @@ START_TEST(test_split_chunk_unbind) {
     tt_scope_begin();
     tt_tensor *x = iota(TT_F64, TT_SHAPE(3, 4));
     tt_tensor *out[8];
-    ck_assert_int_eq(tt_split_size(x, 3, 1, NULL, 0), 2);
-    ck_assert_int_eq(tt_split_size(x, 3, 1, out, 8), 2);
+    ck_assert_int_eq(tt_split(x, 3, 1, NULL, 0), 2);
+    ck_assert_int_eq(tt_split(x, 3, 1, out, 8), 2);
     assert_shape(out[0], TT_SHAPE(3, 3));
     assert_shape(out[1], TT_SHAPE(3, 1));
     ck_assert_ptr_eq(out[1]->storage, x->storage);  // views
@@ -184,7 +184,7 @@ START_TEST(test_split_chunk_unbind) {
     ck_assert_int_eq(tt_chunk(iota(TT_F64, TT_SHAPE(6)), 4, 0, out), 3);  // PyTorch: 3 of 2
     assert_shape(out[2], TT_SHAPE(2));
     ck_assert_int_eq(tt_chunk(tt_zeros(TT_F64, TT_SHAPE(0)), 3, 0, out), 3);  // 3 empty
-    ck_assert_int_eq(tt_split_size(tt_zeros(TT_F64, TT_SHAPE(0)), 2, 0, out, 8), 1);
+    ck_assert_int_eq(tt_split(tt_zeros(TT_F64, TT_SHAPE(0)), 2, 0, out, 8), 1);
     tt_tensor *x3 = iota(TT_F64, TT_SHAPE(2, 3, 4));
     ck_assert_int_eq(tt_unbind(x3, 1, out, 8), 3);
     assert_shape(out[2], TT_SHAPE(2, 4));
@@ -296,7 +296,7 @@ END_TEST
 START_TEST(test_split_out_too_small_aborts) {
     tt_expect_abort("gives 3 tensors but out holds 2");
     tt_tensor *out[2];
-    tt_split_size(tt_zeros(TT_F64, TT_SHAPE(5)), 2, 0, out, 2);
+    tt_split(tt_zeros(TT_F64, TT_SHAPE(5)), 2, 0, out, 2);
 }
 END_TEST
 
