@@ -241,6 +241,7 @@ tt_tensor *tt_index_select(tt_tensor *x, int dim, tt_tensor *index) {
     int64_t k = tt_numel(index);
     TT_CHECK(x->ndim > 0 || k == 1, "x is 0-d and index %s has %lld elements; a 0-d x takes "
              "one index", tt__shape(index), (long long)k);
+    check_index_range(index, x->ndim ? x->shape[d] : 1, dim, x, __func__);  // before the view
     tt_tensor *idx = index_along(index, x, d, k, __func__);
     tt_tensor *out = gather_impl(x, dim, idx, __func__);
     tt_release(idx);
@@ -260,6 +261,7 @@ tt_tensor *tt_index_add(tt_tensor *x, int dim, tt_tensor *index, tt_tensor *src,
     TT_CHECK(fits && (x->ndim > 0 || k == 1), "src %s does not fit x %s with %lld indices at "
              "dim %d; src needs x's shape with size %lld at dim %d", tt__shape(src),
              tt__shape(x), (long long)k, dim, (long long)k, dim);
+    check_index_range(index, x->ndim ? x->shape[d] : 1, dim, x, __func__);  // before the view
     tt_tensor *idx = index_along(index, src, d, k, __func__);
     tt_scope_begin();
     tt_tensor *s = alpha == 1 ? src : tt_mul_scalar(src, alpha);

@@ -169,9 +169,11 @@ tt_tensor *tt_multinomial(tt_rng *rng, const tt_tensor *probs, int64_t num_sampl
         for (int64_t j = 0; j < k; j++) {
             w[j] = tt_at(probs, r * k + j);
             if (!(w[j] >= 0 && isfinite(w[j]))) {
+                double bad = w[j];
                 tt_free(w);
-                tt_fatal(__FILE__, __LINE__, __func__, "probs[%lld, %lld] = %g; weights must "
-                         "be finite and >= 0", (long long)r, (long long)j, w[j]);
+                tt_fatal(__FILE__, __LINE__, __func__, "probs[%lld, %lld] = %g (row, category) "
+                         "of probs %s; weights must be finite and >= 0", (long long)r,
+                         (long long)j, bad, tt__shape(probs));
             }
             sum += w[j];
             nonzero += w[j] > 0;
