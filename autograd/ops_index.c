@@ -92,12 +92,14 @@ static void check_index_shape(const tt_tensor *x, int dim, const tt_tensor *inde
 // ---- gather ----
 // out[p] = x[p; dim <- index[p]];  dx = scatter_add(0, g) over the same positions.
 
-static tt_tensor *gather_impl(tt_tensor *x, int dim, tt_tensor *index, const char *func) {
+// range: check the index values (false when the caller already checked them).
+static tt_tensor *gather_impl(tt_tensor *x, int dim, tt_tensor *index, bool range,
+                              const char *func) {
     check_x(x, "x", func);
     check_index_dtype(index, func);
     int d = norm_dim(x, dim, func);
     check_index_shape(x, d, index, NULL, func);
-    check_index_range(index, x->ndim ? x->shape[d] : 1, dim, x, func);
+    if (range) check_index_range(index, x->ndim ? x->shape[d] : 1, dim, x, func);
     tt_tensor *out = tt__new(x->dtype, index->ndim, index->shape);  // I
     lay lx = lay_of(x), li = lay_of(index), lo = lay_contiguous(index->ndim, index->shape);
     tt_k_gather(tt_data(out), lo.stride, tt_data(x), lx.stride, tt_data(index), li.stride,
@@ -111,7 +113,7 @@ static tt_tensor *gather_impl(tt_tensor *x, int dim, tt_tensor *index, const cha
 }
 
 tt_tensor *tt_gather(tt_tensor *x, int dim, tt_tensor *index) {
-    return gather_impl(x, dim, index, __func__);
+    return gather_impl(x, dim, index, true, __func__);
 }
 
 void tt__backward_gather(tt_node *n) {
@@ -129,14 +131,14 @@ void tt__backward_gather(tt_node *n) {
 // out = x; out[p; dim <- index[p]] += src[p];  dx = g, dsrc = gather(g) (zero outside I).
 
 static tt_tensor *scatter_add_impl(tt_tensor *x, int dim, tt_tensor *index, tt_tensor *src,
-                                   const char *func) {
+                                   bool range, const char *func) {
     check_x(x, "x", func);
     check_x(src, "src", func);
     tt__check_same_dtype_at(x, src, __FILE__, __LINE__, func);
     check_index_dtype(index, func);
     int d = norm_dim(x, dim, func);
     check_index_shape(x, d, index, src, func);
-    check_index_range(index, x->ndim ? x->shape[d] : 1, dim, x, func);
+    if (range) check_index_range(index, x->ndim ? x->shape[d] : 1, dim, x, func);
     tt_tensor *out = tt__contiguous_copy(x);  // X
     lay lo = lay_of(out), ls = lay_of(src), li = lay_of(index);
     tt_k_scatter_add(tt_data(out), lo.stride, tt_data(src), ls.stride, tt_data(index),
@@ -151,7 +153,7 @@ static tt_tensor *scatter_add_impl(tt_tensor *x, int dim, tt_tensor *index, tt_t
 }
 
 tt_tensor *tt_scatter_add(tt_tensor *x, int dim, tt_tensor *index, tt_tensor *src) {
-    return scatter_add_impl(x, dim, index, src, __func__);
+    return scatter_add_impl(x, dim, index, src, true, __func__);
 }
 
 void tt__backward_scatter_add(tt_node *n) {
@@ -212,7 +214,7 @@ tt_tensor *tt_scatter(tt_tensor *x, int dim, tt_tensor *index, tt_tensor *src) {
     tt_free(winner);
     tt_tensor *zeros = tt_zeros(x->dtype, x->ndim, x->shape);
     tt_tensor *out = tt_add(tt_mul(x, keep), scatter_add_impl(zeros, dim, index,
-                                                              tt_mul(src, w), func));
+                                                              tt_mul(src, w), false, func));
     tt_keep(out);
     tt_scope_end();
     return out;
@@ -243,7 +245,7 @@ tt_tensor *tt_index_select(tt_tensor *x, int dim, tt_tensor *index) {
              "one index", tt__shape(index), (long long)k);
     check_index_range(index, x->ndim ? x->shape[d] : 1, dim, x, __func__);  // before the view
     tt_tensor *idx = index_along(index, x, d, k, __func__);
-    tt_tensor *out = gather_impl(x, dim, idx, __func__);
+    tt_tensor *out = gather_impl(x, dim, idx, false, __func__);
     tt_release(idx);
     return out;
 }
@@ -265,7 +267,7 @@ tt_tensor *tt_index_add(tt_tensor *x, int dim, tt_tensor *index, tt_tensor *src,
     tt_tensor *idx = index_along(index, src, d, k, __func__);
     tt_scope_begin();
     tt_tensor *s = alpha == 1 ? src : tt_mul_scalar(src, alpha);
-    tt_tensor *out = tt_keep(scatter_add_impl(x, dim, idx, s, __func__));
+    tt_tensor *out = tt_keep(scatter_add_impl(x, dim, idx, s, false, __func__));
     tt_scope_end();
     tt_release(idx);
     return out;
@@ -287,7 +289,7 @@ static tt_tensor *sort_indices(tt_tensor *x, int d, bool descending) {
 // Hands idx (unscoped) out as *values = gather(x, dim, idx) and *indices (either may be NULL).
 static void give_out(tt_tensor *x, int dim, tt_tensor *idx, tt_tensor **values,
                      tt_tensor **indices, const char *func) {
-    if (values) *values = gather_impl(x, dim, idx, func);
+    if (values) *values = gather_impl(x, dim, idx, false, func);  // in range
     if (indices) *indices = tt__autorelease(idx);
     else tt_release(idx);
 }
