@@ -421,6 +421,16 @@ START_TEST(test_abort_multinomial_negative) {
 }
 END_TEST
 
+START_TEST(test_abort_index_written_after_gather) {
+    tt_expect_abort("a tensor saved by 'gather' was modified in place by 'fill_'");
+    tt_tensor *x = tt_set_requires_grad(x34(TT_F64), true);
+    tt_tensor *i = I64(TT_SHAPE(1, 2), 0, 3);
+    tt_tensor *y = tt_gather(x, 1, i);
+    tt_fill_(i, 1);  // the backward would scatter into the wrong columns
+    tt_backward(tt_sum_all(y));
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("ops_index");
 
@@ -465,6 +475,7 @@ int main(void) {
     tcase_add_test_raise_signal(ab, test_abort_bernoulli_p, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_multinomial_too_many, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_multinomial_negative, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_index_written_after_gather, SIGABRT);
     suite_add_tcase(s, ab);
 
     return tt_test_run(s);
