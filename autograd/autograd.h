@@ -199,12 +199,12 @@ tt_tensor *tt_argsort(tt_tensor *x, int dim, bool descending);  // the indices o
 void tt_topk(tt_tensor *x, int64_t k, int dim, bool largest, bool sorted, tt_tensor **values,
              tt_tensor **indices);
 
-// Running sum / product along dim (float x; shape of x). cumprod's gradient is exact with
-// zeros in x (no division; O(L^2) per line of length L).
+// Running sum / product along dim (float x; shape of x). cumprod's gradient is correct with
+// zeros in x (as PyTorch's: it divides only by the x before a line's first zero).
 tt_tensor *tt_cumsum(tt_tensor *x, int dim);
 tt_tensor *tt_cumprod(tt_tensor *x, int dim);
 // The product over dims (ndims 0: all) like tt_sum; 1 over zero elements. Composed of
-// permute, reshape, cumprod and slice, so its gradient is exact with zeros.
+// permute, reshape, cumprod and slice, so its gradient is cumprod's (correct with zeros).
 tt_tensor *tt_prod(tt_tensor *x, int ndims, const int *dims, bool keepdim);
 
 // In autograd/ops_reduce.c, next to tt_max with its rules (NaN propagates; tied minima share

@@ -354,7 +354,8 @@ void tt__backward_cumsum(tt_node *n) {
 }
 
 // ---- cumprod ----
-// y[i] = prod_{j <= i} x[j];  dx[i] = sum_{j >= i} g[j] prod_{k <= j, k != i} x[k].
+// y[i] = prod_{j <= i} x[j];  dx[i] = sum_{j >= i} g[j] prod_{k <= j, k != i} x[k]
+// (the kernel's O(L) form divides only by the x before a line's first zero).
 
 tt_tensor *tt_cumprod(tt_tensor *x, int dim) { return scan_out(x, dim, true, __func__); }
 

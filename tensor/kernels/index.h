@@ -34,8 +34,9 @@ void tt_k_cumsum(void *out, const void *x, const int64_t *xstride, bool reverse,
 void tt_k_cumprod(void *out, const void *x, const int64_t *xstride, tt_dtype dt, int ndim,
                   const int64_t *shape, int dim);
 // dx (X, contiguous) = d cumprod / dx applied to g (X, contiguous):
-// dx[i] = sum_{j >= i} g[j] prod_{k <= j, k != i} x[k], computed by direct products, so exact
-// with zeros in x (O(L^2) per line; PyTorch's formula without division).
+// dx[i] = sum_{j >= i} g[j] prod_{k <= j, k != i} x[k], correct with zeros in x: divisions only
+// by the x before the first zero of a line, that zero's term by a running product (PyTorch's
+// cumprod_backward; O(L) per line).
 void tt_k_cumprod_backward(void *dx, const void *x, const int64_t *xstride, const void *g,
                            tt_dtype dt, int ndim, const int64_t *shape, int dim);
 
