@@ -258,6 +258,54 @@ tt_tensor *tt_movedim(tt_tensor *x, int src, int dst);
 tt_tensor *tt_diagonal(tt_tensor *x, int64_t offset, int dim1, int dim2);
 
 // ---- indexing, sorting, scans (autograd/ops_index.c) ----
+// PyTorch's semantics and dims. Indices are TT_I32 or TT_I64 tensors (any layout) with values
+// in [0, size) (no negative wrap-around, as torch.gather); an index out of range aborts naming
+// it and its position. Index outputs are TT_I64. Gradients flow to x and src, never to indices.
+
+// out[p] = x[p with p[dim] = index[p]]; index has x's ndim, index.size(d) <= x.size(d) for
+// d != dim; out has index's shape. Backward: scatter-add of the gradient (duplicates add up).
+tt_tensor *tt_gather(tt_tensor *x, int dim, tt_tensor *index);
+// Out of place: a copy of x with out[p with p[dim] = index[p]] = src[p] for every p in index's
+// shape; index.size(d) <= src.size(d), and <= x.size(d) for d != dim. With duplicate targets
+// the last p in row-major order wins and only that src element gets a gradient (PyTorch leaves
+// the winner unspecified and gives every src element gather(g)). dx = g, 0 where written.
+tt_tensor *tt_scatter(tt_tensor *x, int dim, tt_tensor *index, tt_tensor *src);
+// The same shapes; out = x, then out[p with p[dim] = index[p]] += src[p] (duplicates
+// accumulate). dx = g, dsrc = gather(g, dim, index).
+tt_tensor *tt_scatter_add(tt_tensor *x, int dim, tt_tensor *index, tt_tensor *src);
+// index 1-D (or 0-d) of K entries -> x's shape with size K at dim: rows x[..., index[k], ...].
+tt_tensor *tt_index_select(tt_tensor *x, int dim, tt_tensor *index);
+// out = x, then out[..., index[k], ...] += alpha * src[..., k, ...]; index 1-D of K entries,
+// src x's shape with size K at dim. Duplicates accumulate.
+tt_tensor *tt_index_add(tt_tensor *x, int dim, tt_tensor *index, tt_tensor *src, double alpha);
+
+// Sorts every line of x along dim, stably (equal values keep their order; NaN is above every
+// number). *values (differentiable: gathered from x) and *indices (TT_I64), x's shape; either
+// pointer may be NULL.
+void tt_sort(tt_tensor *x, int dim, bool descending, tt_tensor **values, tt_tensor **indices);
+tt_tensor *tt_argsort(tt_tensor *x, int dim, bool descending);  // the indices of tt_sort
+// The k largest (or smallest) along dim, in sorted order (also when !sorted; ties keep the
+// lower index first); 0 <= k <= x.size(dim). values get the gradient, indices are TT_I64.
+void tt_topk(tt_tensor *x, int64_t k, int dim, bool largest, bool sorted, tt_tensor **values,
+             tt_tensor **indices);
+
+// Running sum / product along dim (float x; shape of x). cumprod's gradient is correct with
+// zeros in x (as PyTorch's: it divides only by the x before a line's first zero).
+tt_tensor *tt_cumsum(tt_tensor *x, int dim);
+tt_tensor *tt_cumprod(tt_tensor *x, int dim);
+// The product over dims (ndims 0: all) like tt_sum; 1 over zero elements. Composed of
+// permute, reshape, cumprod and slice, so its gradient is cumprod's (correct with zeros).
+tt_tensor *tt_prod(tt_tensor *x, int ndims, const int *dims, bool keepdim);
+
+// In autograd/ops_reduce.c, next to tt_max with its rules (NaN propagates; tied minima share
+// the gradient evenly, as torch.amin): the minimum over dims, the first index of the minimum
+// (NaN counts as the minimum), and torch.max(x, dim) / torch.min(x, dim): values and
+// TT_I64 indices (the first extreme; the gradient goes to that one element).
+tt_tensor *tt_min(tt_tensor *x, int ndims, const int *dims, bool keepdim);
+tt_tensor *tt_argmin(tt_tensor *x, int dim, bool keepdim);
+void tt_max_dim(tt_tensor *x, int dim, bool keepdim, tt_tensor **values, tt_tensor **indices);
+void tt_min_dim(tt_tensor *x, int dim, bool keepdim, tt_tensor **values, tt_tensor **indices);
+
 
 // ---- gradcheck ----
 

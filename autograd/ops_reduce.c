@@ -269,3 +269,71 @@ tt_tensor *tt_argmax(tt_tensor *x, int dim, bool keepdim) {
     tt_k_reduce_argmax(tt_data(out), tt_data(x), x->dtype, &rd.plan);
     return tt__autorelease(out);
 }
+
+// ---- min, argmin, max_dim, min_dim (composed) ----
+// min(x) = -max(-x) and argmin(x) = argmax(-x): the same NaN and tie rules as max and argmax
+// (negation keeps NaN and ties), and the gradient comes through max. max_dim and min_dim
+// gather x at the argmax / argmin (keepdim), so the gradient goes to that one element, as
+// torch.max(x, dim).
+
+tt_tensor *tt_min(tt_tensor *x, int ndims, const int *dims, bool keepdim) {
+    reduce_dims rd;
+    resolve_dims(&rd, x, ndims, dims, keepdim, __func__);
+    if (rd.plan.nred == 0) {
+        char buf[128];
+        tt_fatal(__FILE__, __LINE__, __func__, "the min over zero elements is undefined: x has "
+                 "shape %s and dims %s include a dim of size 0; reduce only non-empty dims",
+                 tt__shape(x), ndims ? dims_str(ndims, dims, buf, sizeof buf) : "(all)");
+    }
+    tt_scope_begin();
+    tt_tensor *y = tt_keep(tt_neg(tt_max(tt_neg(x), ndims, dims, keepdim)));
+    tt_scope_end();
+    return y;
+}
+
+tt_tensor *tt_argmin(tt_tensor *x, int dim, bool keepdim) {
+    reduce_dims rd;
+    resolve_dims(&rd, x, 1, &dim, keepdim, __func__);
+    if (rd.plan.nred == 0)
+        tt_fatal(__FILE__, __LINE__, __func__, "the argmin over zero elements is undefined: "
+                 "dim %d of x %s has size 0; pick a non-empty dim", dim, tt__shape(x));
+    tt_tensor *nx = tt__new(x->dtype, x->ndim, x->shape);  // -x, without history
+    tt_k_reduce plan;
+    tt_copy_(nx, x);
+    int64_t n = tt_numel(nx);
+    for (int64_t i = 0; i < n; i++) tt__store(tt_data(nx), nx->dtype, i,
+                                              -tt__load(tt_data(nx), nx->dtype, i));
+    tt_k_reduce_plan(&plan, nx->ndim, nx->shape, nx->stride, rd.reduced);
+    tt_tensor *out = tt__new(TT_I64, rd.out_ndim, rd.out_shape);
+    tt_k_reduce_argmax(tt_data(out), tt_data(nx), nx->dtype, &plan);
+    tt_release(nx);
+    return tt__autorelease(out);
+}
+
+static void extreme_dim(tt_tensor *x, int dim, bool keepdim, bool is_min, tt_tensor **values,
+                        tt_tensor **indices, const char *func) {
+    reduce_dims rd;
+    resolve_dims(&rd, x, 1, &dim, keepdim, func);
+    if (rd.plan.nred == 0)
+        tt_fatal(__FILE__, __LINE__, func, "dim %d of x %s has size 0: there is no %s over "
+                 "zero elements; pick a non-empty dim", dim, tt__shape(x),
+                 is_min ? "min" : "max");
+    tt_scope_begin();
+    tt_tensor *idx = is_min ? tt_argmin(x, dim, true) : tt_argmax(x, dim, true);
+    tt_tensor *v = tt_gather(x, dim, idx);
+    if (!keepdim && x->ndim) {
+        idx = tt_squeeze(idx, dim);
+        v = tt_squeeze(v, dim);
+    }
+    if (values) *values = tt_keep(v);
+    if (indices) *indices = tt_keep(idx);
+    tt_scope_end();
+}
+
+void tt_max_dim(tt_tensor *x, int dim, bool keepdim, tt_tensor **values, tt_tensor **indices) {
+    extreme_dim(x, dim, keepdim, false, values, indices, __func__);
+}
+
+void tt_min_dim(tt_tensor *x, int dim, bool keepdim, tt_tensor **values, tt_tensor **indices) {
+    extreme_dim(x, dim, keepdim, true, values, indices, __func__);
+}

@@ -129,6 +129,19 @@ tt_tensor *tt_uniform(tt_rng *rng, tt_dtype dtype, int ndim, const int64_t *shap
                       double lo, double hi);
 tt_tensor *tt_normal(tt_rng *rng, tt_dtype dtype, int ndim, const int64_t *shape,
                      double mean, double std);
+// PyTorch's samplers on the explicit rng (the streams differ from PyTorch's):
+// integers uniform in [lo, hi) as TT_I64 (lo < hi);
+tt_tensor *tt_randint(tt_rng *rng, int64_t lo, int64_t hi, int ndim, const int64_t *shape);
+// a uniformly random permutation of 0 .. n-1 as TT_I64 (Fisher-Yates; n >= 0);
+tt_tensor *tt_randperm(tt_rng *rng, int64_t n);
+// 1 with probability p[i], else 0, in p's dtype and shape (p float, every p[i] in [0, 1]);
+tt_tensor *tt_bernoulli(tt_rng *rng, const tt_tensor *p);
+// num_samples category indices (TT_I64) per row of probs (K,) or (R, K), each drawn with
+// probability probs[k] / sum(probs) (non-negative, finite weights, not all 0); without
+// replacement a category is drawn at most once (num_samples <= the non-zero weights).
+// Shape (num_samples,) or (R, num_samples).
+tt_tensor *tt_multinomial(tt_rng *rng, const tt_tensor *probs, int64_t num_samples,
+                          bool replacement);
 
 // In-place fills (no autograd; for initialization and optimizers). Return t.
 tt_tensor *tt_fill_(tt_tensor *t, double value);
