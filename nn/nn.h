@@ -325,6 +325,8 @@ void tt_sequential_params(const tt_sequential *s, tt_params *out, const char *pr
 void tt_sequential_train(tt_sequential *s, bool training);
 void tt_sequential_free(tt_sequential *s);
 
+// ---- recurrent layers (nn/recurrent.c) ----
+
 // ---- losses ----
 // PyTorch's functional losses (torch.nn.functional), named and reduced as there. The input and
 // the target of an elementwise loss have one float dtype and exactly one shape (a loss never
