@@ -62,6 +62,13 @@ void tt_backward(tt_tensor *loss);
 void tt_backward_with(tt_tensor *out, tt_tensor *grad);
 // The general form; retain_graph keeps the graph for another backward through it.
 void tt_backward_ex(tt_tensor *out, tt_tensor *grad, bool retain_graph);
+// Calls visit(leaf, op, ctx) once for each leaf that requires grad and that t depends on, i.e.
+// each tensor a backward from t would give a .grad to, in the order backward reaches them; op
+// names the op that first consumes the leaf (NULL when the leaf is t itself). Nothing when t
+// does not require grad. Call it before tt_backward (which frees the graph) or after
+// tt_backward_ex with retain_graph. A debugging aid (tt_params_check_reaches in nn.h uses it).
+typedef void (*tt_leaf_visit)(tt_tensor *leaf, const char *op, void *ctx);
+void tt_graph_leaves(tt_tensor *t, tt_leaf_visit visit, void *ctx);
 
 // ---- elementwise ----
 // The rows of ops.def (each with its documentation) declare these: tt_<name>(a, b) for a

@@ -417,14 +417,16 @@ static int by_seq_desc(const void *a, const void *b) {
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-static void collect(tt_node *root, node_list *out) {
+// The nodes reachable from root through inputs that require grad, newest first. func names the
+// public function in the message of a graph an earlier backward freed.
+static void collect(tt_node *root, node_list *out, const char *func) {
     node_list stack = {0};
     visit_epoch++;
     ((node_box *)root)->visited = visit_epoch;
     list_push(&stack, root);
     while (stack.n > 0) {
         tt_node *n = stack.v[--stack.n];
-        TT_CHECK_IN("tt_backward", !n->freed,
+        TT_CHECK_IN(func, !n->freed,
                     "the graph through op '%s' was already freed by an earlier "
                     "backward; pass retain_graph=true to tt_backward_ex for the first one",
                     tt_op_name(n->op));
@@ -467,7 +469,7 @@ void tt_backward_ex(tt_tensor *out, tt_tensor *grad, bool retain_graph) {
         return;
     }
     node_list nodes = {0};
-    collect(out->node, &nodes);
+    collect(out->node, &nodes, "tt_backward");
     for (size_t i = 0; i < nodes.n; i++) {
         tt_node *n = nodes.v[i];
         if (!n->grad) continue;  // no gradient reached it
@@ -511,4 +513,38 @@ void tt_backward(tt_tensor *loss) { tt_backward_ex(loss, NULL, false); }
 void tt_backward_with(tt_tensor *out, tt_tensor *grad) {
     TT_CHECK(grad, "gradient is NULL; use tt_backward for a one-element output");
     tt_backward_ex(out, grad, false);
+}
+
+// ---- graph walk ----
+
+void tt_graph_leaves(tt_tensor *t, tt_leaf_visit visit, void *ctx) {
+    TT_CHECK(t && visit, "tensor or visitor is NULL");
+    if (!t->requires_grad) return;
+    if (!t->node) {
+        visit(t, NULL, ctx);
+        return;
+    }
+    node_list nodes = {0};
+    collect(t->node, &nodes, __func__);
+    // Each leaf once, in the order backward reaches it; the list of leaves seen is small.
+    tt_tensor **seen = NULL;
+    size_t n_seen = 0, cap = 0;
+    for (size_t i = 0; i < nodes.n; i++) {
+        tt_node *n = nodes.v[i];
+        for (int j = 0; j < n->n_inputs; j++) {
+            tt_tensor *in = n->inputs[j];
+            if (!in || !in->requires_grad || in->node) continue;
+            bool dup = false;
+            for (size_t k = 0; k < n_seen && !dup; k++) dup = seen[k] == in;
+            if (dup) continue;
+            if (n_seen == cap) {
+                cap = cap ? 2 * cap : 64;
+                seen = TT_REALLOC(seen, cap * sizeof *seen);
+            }
+            seen[n_seen++] = in;
+            visit(in, tt_op_name(n->op), ctx);
+        }
+    }
+    tt_free(seen);
+    tt_free(nodes.v);
 }

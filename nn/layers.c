@@ -7,6 +7,7 @@
 #include "nn_internal.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 // ---- Linear ----
@@ -78,6 +79,13 @@ void tt_embedding_free(tt_embedding_layer *m) {
     memset(m, 0, sizeof *m);
 }
 
+static tt_tensor *embedding_fwd(void *self, tt_tensor *x) { return tt_embedding_forward(self, x); }
+static void embedding_params(const void *self, tt_params *out, const char *prefix) {
+    tt_embedding_params(self, out, prefix);
+}
+static const tt_module_ops embedding_ops = {"Embedding", embedding_fwd, embedding_params, NULL};
+tt_module tt_embedding_module(tt_embedding_layer *m) { return (tt_module){m, &embedding_ops}; }
+
 // ---- LayerNorm, RMSNorm ----
 
 void tt_layernorm_init(tt_layernorm_layer *m, int64_t dim, double eps, bool affine, bool bias) {
@@ -110,6 +118,13 @@ void tt_layernorm_free(tt_layernorm_layer *m) {
     memset(m, 0, sizeof *m);
 }
 
+static tt_tensor *layernorm_fwd(void *self, tt_tensor *x) { return tt_layernorm_forward(self, x); }
+static void layernorm_params(const void *self, tt_params *out, const char *prefix) {
+    tt_layernorm_params(self, out, prefix);
+}
+static const tt_module_ops layernorm_ops = {"LayerNorm", layernorm_fwd, layernorm_params, NULL};
+tt_module tt_layernorm_module(tt_layernorm_layer *m) { return (tt_module){m, &layernorm_ops}; }
+
 void tt_rmsnorm_init(tt_rmsnorm_layer *m, int64_t dim, double eps, bool weight) {
     TT_CHECK(dim > 0 && eps >= 0, "need dim > 0 and eps >= 0, got dim=%lld eps=%g",
              (long long)dim, eps);
@@ -137,6 +152,13 @@ void tt_rmsnorm_free(tt_rmsnorm_layer *m) {
     memset(m, 0, sizeof *m);
 }
 
+static tt_tensor *rmsnorm_fwd(void *self, tt_tensor *x) { return tt_rmsnorm_forward(self, x); }
+static void rmsnorm_params(const void *self, tt_params *out, const char *prefix) {
+    tt_rmsnorm_params(self, out, prefix);
+}
+static const tt_module_ops rmsnorm_ops = {"RMSNorm", rmsnorm_fwd, rmsnorm_params, NULL};
+tt_module tt_rmsnorm_module(tt_rmsnorm_layer *m) { return (tt_module){m, &rmsnorm_ops}; }
+
 void tt_norm_init(tt_norm *m, tt_norm_kind kind, int64_t dim, double eps, bool bias) {
     memset(m, 0, sizeof *m);
     m->kind = kind;
@@ -158,6 +180,13 @@ void tt_norm_free(tt_norm *m) {
     tt_layernorm_free(&m->ln);
     tt_rmsnorm_free(&m->rms);
 }
+
+static tt_tensor *norm_fwd(void *self, tt_tensor *x) { return tt_norm_forward(self, x); }
+static void norm_params(const void *self, tt_params *out, const char *prefix) {
+    tt_norm_params(self, out, prefix);
+}
+static const tt_module_ops norm_ops = {"Norm", norm_fwd, norm_params, NULL};
+tt_module tt_norm_module(tt_norm *m) { return (tt_module){m, &norm_ops}; }
 
 // ---- activations ----
 
@@ -241,3 +270,61 @@ static tt_tensor *drop_fwd(void *self, tt_tensor *x) { return tt_dropout_forward
 static void drop_train(void *self, bool training) { tt_dropout_train(self, training); }
 static const tt_module_ops drop_ops = {"Dropout", drop_fwd, NULL, drop_train};
 tt_module tt_dropout_module(tt_dropout_layer *m) { return (tt_module){m, &drop_ops}; }
+
+// ---- Identity, Flatten ----
+
+static tt_tensor *identity_fwd(void *self, tt_tensor *x) {
+    (void)self;
+    return tt__autorelease(tt_retain(x));
+}
+static const tt_module_ops identity_ops = {"Identity", identity_fwd, NULL, NULL};
+static char identity_self;  // a module needs a non-NULL self; Identity has no state
+tt_module tt_identity_module(void) { return (tt_module){&identity_self, &identity_ops}; }
+
+// x (d0, ..., d_{n-1}) -> (d0, ..., d_{s-1}, d_s * ... * d_e, d_{e+1}, ...).
+static tt_tensor *flatten_dims(tt_tensor *x, int start_dim, int end_dim, const char *func) {
+    TT_CHECK_IN(func, x, "x is NULL");
+    int nd = x->ndim > 0 ? x->ndim : 1;  // a 0-dim tensor flattens as PyTorch's: to (1,)
+    int s = start_dim < 0 ? start_dim + nd : start_dim;
+    int e = end_dim < 0 ? end_dim + nd : end_dim;
+    TT_CHECK_IN(func, s >= 0 && s < nd && e >= 0 && e < nd, "start_dim=%d or end_dim=%d is out "
+                "of range for input %s (valid: %d .. %d)", start_dim, end_dim, tt__shape(x),
+                -nd, nd - 1);
+    TT_CHECK_IN(func, s <= e, "start_dim=%d comes after end_dim=%d for input %s; swap them",
+                start_dim, end_dim, tt__shape(x));
+    if (x->ndim == 0) return tt_reshape(x, TT_SHAPE(1));
+    int64_t shape[TT_MAX_DIMS];
+    int n = 0;
+    for (int d = 0; d < s; d++) shape[n++] = x->shape[d];
+    int64_t merged = 1;
+    for (int d = s; d <= e; d++) merged *= x->shape[d];
+    shape[n++] = merged;
+    for (int d = e + 1; d < x->ndim; d++) shape[n++] = x->shape[d];
+    return tt_reshape(x, n, shape);
+}
+
+tt_tensor *tt_flatten_dims(tt_tensor *x, int start_dim, int end_dim) {
+    return flatten_dims(x, start_dim, end_dim, __func__);
+}
+
+// The module's state is its two dims, encoded in its self pointer: an address in a static
+// table with one slot per valid (start_dim, end_dim) pair (never written), so there is nothing
+// to free and nothing shared is mutated.
+static char flatten_slots[2 * TT_MAX_DIMS][2 * TT_MAX_DIMS];
+
+static tt_tensor *flatten_fwd(void *self, tt_tensor *x) {
+    ptrdiff_t slot = (const char *)self - &flatten_slots[0][0];
+    int start_dim = (int)(slot / (2 * TT_MAX_DIMS)) - TT_MAX_DIMS;
+    int end_dim = (int)(slot % (2 * TT_MAX_DIMS)) - TT_MAX_DIMS;
+    return flatten_dims(x, start_dim, end_dim, "tt_flatten_module");
+}
+static const tt_module_ops flatten_ops = {"Flatten", flatten_fwd, NULL, NULL};
+
+tt_module tt_flatten_module(int start_dim, int end_dim) {
+    TT_CHECK(start_dim >= -TT_MAX_DIMS && start_dim < TT_MAX_DIMS && end_dim >= -TT_MAX_DIMS &&
+             end_dim < TT_MAX_DIMS, "start_dim=%d and end_dim=%d must lie in %d .. %d "
+             "(tensors have at most %d dims)", start_dim, end_dim, -TT_MAX_DIMS,
+             TT_MAX_DIMS - 1, TT_MAX_DIMS);
+    char *slot = &flatten_slots[start_dim + TT_MAX_DIMS][end_dim + TT_MAX_DIMS];
+    return (tt_module){slot, &flatten_ops};
+}

@@ -58,6 +58,12 @@ void tt_params_add(tt_params *p, const char *prefix, const char *name, tt_tensor
 tt_tensor *tt_params_get(const tt_params *p, const char *name);  // borrowed; NULL if absent
 int64_t tt_params_numel(const tt_params *p);  // total number of elements
 void tt_params_zero_grad(const tt_params *p);
+// A debugging check for a model's parameter list: aborts, naming each one (shape, dtype, name if
+// set, and the op that consumes it), when a leaf that requires grad reaches `loss` (a backward
+// from loss would fill its .grad) but is not in p, the sign of a forgotten tt_<name>_params
+// line that would silently leave a weight out of the optimizer and the checkpoint. Parameters
+// the loss does not reach are fine. Call it before tt_backward (which frees the graph).
+void tt_params_check_reaches(const tt_params *p, tt_tensor *loss);
 // "prefix.name" into buf (TT_NAME_MAX); returns buf. Aborts if it does not fit.
 char *tt_name_join(char *buf, const char *prefix, const char *name);
 char *tt_name_index(char *buf, const char *prefix, int index);  // "prefix.3"
@@ -79,6 +85,14 @@ typedef struct tt_module {
 tt_tensor *tt_module_forward(tt_module m, tt_tensor *x);
 void tt_module_params(tt_module m, tt_params *out, const char *prefix);
 void tt_module_train(tt_module m, bool training);
+
+// torch.nn.Identity: returns x. No parameters.
+tt_module tt_identity_module(void);
+// torch.nn.Flatten: merges dims start_dim .. end_dim of x into one (negative dims count from
+// the end; PyTorch's defaults are 1 and -1, i.e. keep the batch dim). A view when x's strides
+// allow it, else a copy (tt_reshape). No parameters; the module holds no pointer to free.
+tt_module tt_flatten_module(int start_dim, int end_dim);
+tt_tensor *tt_flatten_dims(tt_tensor *x, int start_dim, int end_dim);  // the same as a function
 
 // ---- init schemes (in place on a tensor; every one takes an explicit rng) ----
 // fan_in / fan_out follow PyTorch: for a (out, in, ...) weight, fan_in = in * receptive field.
@@ -125,6 +139,7 @@ void tt_embedding_init(tt_embedding_layer *m, int64_t num, int64_t dim, tt_rng *
 tt_tensor *tt_embedding_forward(tt_embedding_layer *m, tt_tensor *indices);  // (...) -> (..., C)
 void tt_embedding_params(const tt_embedding_layer *m, tt_params *out, const char *prefix);
 void tt_embedding_free(tt_embedding_layer *m);
+tt_module tt_embedding_module(tt_embedding_layer *m);  // x: the indices
 
 // ---- positional encodings ----
 
@@ -138,6 +153,7 @@ void tt_pos_embedding_init(tt_pos_embedding *m, int64_t max_len, int64_t dim, tt
 tt_tensor *tt_pos_embedding_forward(tt_pos_embedding *m, tt_tensor *x, int64_t pos);
 void tt_pos_embedding_params(const tt_pos_embedding *m, tt_params *out, const char *prefix);
 void tt_pos_embedding_free(tt_pos_embedding *m);
+tt_module tt_pos_embedding_module(tt_pos_embedding *m);  // forward at pos 0
 
 // Sinusoidal (Vaswani et al.): no parameters; forward(x (B, T, C)) returns x + PE[pos : pos + T]
 // with PE[p, 2i] = sin(p / 10000^(2i/C)), PE[p, 2i+1] = cos(same).
@@ -149,6 +165,7 @@ typedef struct tt_sinusoidal {
 void tt_sinusoidal_init(tt_sinusoidal *m, int64_t max_len, int64_t dim);
 tt_tensor *tt_sinusoidal_forward(tt_sinusoidal *m, tt_tensor *x, int64_t pos);
 void tt_sinusoidal_free(tt_sinusoidal *m);
+tt_module tt_sinusoidal_module(tt_sinusoidal *m);  // forward at pos 0
 
 // Rotary (RoPE, Su et al.), no parameters: rotates pairs (i, i + HS/2) of each head's vector by
 // angle p * base^(-2i/HS) (the "rotate half" layout). x (B, NH, T, HS) -> same shape, positions
@@ -162,6 +179,7 @@ typedef struct tt_rope {
 void tt_rope_init(tt_rope *m, int64_t head_dim, int64_t max_len, double base);
 tt_tensor *tt_rope_forward(tt_rope *m, tt_tensor *x, int64_t pos);
 void tt_rope_free(tt_rope *m);
+tt_module tt_rope_module(tt_rope *m);  // forward at pos 0
 
 // ---- normalization ----
 
@@ -175,6 +193,7 @@ void tt_layernorm_init(tt_layernorm_layer *m, int64_t dim, double eps, bool affi
 tt_tensor *tt_layernorm_forward(tt_layernorm_layer *m, tt_tensor *x);
 void tt_layernorm_params(const tt_layernorm_layer *m, tt_params *out, const char *prefix);
 void tt_layernorm_free(tt_layernorm_layer *m);
+tt_module tt_layernorm_module(tt_layernorm_layer *m);
 
 typedef struct tt_rmsnorm_layer {
     tt_tensor *weight;  // (C,) or NULL
@@ -186,6 +205,7 @@ void tt_rmsnorm_init(tt_rmsnorm_layer *m, int64_t dim, double eps, bool weight);
 tt_tensor *tt_rmsnorm_forward(tt_rmsnorm_layer *m, tt_tensor *x);
 void tt_rmsnorm_params(const tt_rmsnorm_layer *m, tt_params *out, const char *prefix);
 void tt_rmsnorm_free(tt_rmsnorm_layer *m);
+tt_module tt_rmsnorm_module(tt_rmsnorm_layer *m);
 
 // Either kind behind one type (what a transformer block holds).
 typedef enum tt_norm_kind { TT_NORM_LAYERNORM, TT_NORM_RMSNORM } tt_norm_kind;
@@ -199,6 +219,7 @@ void tt_norm_init(tt_norm *m, tt_norm_kind kind, int64_t dim, double eps, bool b
 tt_tensor *tt_norm_forward(tt_norm *m, tt_tensor *x);
 void tt_norm_params(const tt_norm *m, tt_params *out, const char *prefix);
 void tt_norm_free(tt_norm *m);
+tt_module tt_norm_module(tt_norm *m);
 
 // ---- activations ----
 
@@ -247,6 +268,7 @@ tt_tensor *tt_mlp_forward(tt_mlp *m, tt_tensor *x);
 void tt_mlp_params(const tt_mlp *m, tt_params *out, const char *prefix);  // fc.*, proj.*
 void tt_mlp_train(tt_mlp *m, bool training);
 void tt_mlp_free(tt_mlp *m);
+tt_module tt_mlp_module(tt_mlp *m);
 
 // ---- multi-head attention ----
 
@@ -285,6 +307,7 @@ tt_tensor *tt_attention_forward_cached(tt_attention *m, tt_tensor *x, tt_tensor 
 void tt_attention_params(const tt_attention *m, tt_params *out, const char *prefix);
 void tt_attention_train(tt_attention *m, bool training);
 void tt_attention_free(tt_attention *m);
+tt_module tt_attention_module(tt_attention *m);  // self-attention: tt_attention_forward(m, x)
 
 // ---- transformer block (pre-norm): x + attn(norm1(x)), then + mlp(norm2(x)) ----
 
@@ -310,6 +333,7 @@ tt_tensor *tt_block_forward_cached(tt_block *m, tt_tensor *x, tt_tensor *k_cache
 void tt_block_params(const tt_block *m, tt_params *out, const char *prefix);  // norm1, attn, ...
 void tt_block_train(tt_block *m, bool training);
 void tt_block_free(tt_block *m);
+tt_module tt_block_module(tt_block *m);
 
 // ---- sequential: runs modules in order; names their parameters "0.", "1.", ... ----
 
@@ -324,6 +348,9 @@ tt_tensor *tt_sequential_forward(tt_sequential *s, tt_tensor *x);
 void tt_sequential_params(const tt_sequential *s, tt_params *out, const char *prefix);
 void tt_sequential_train(tt_sequential *s, bool training);
 void tt_sequential_free(tt_sequential *s);
+// A sequential inside another: its parameters are named "<index>.<inner index>.…", train
+// propagates to its modules.
+tt_module tt_sequential_module(tt_sequential *s);
 
 // ---- recurrent layers (nn/recurrent.c) ----
 

@@ -93,6 +93,39 @@ void tt_params_zero_grad(const tt_params *p) {
     for (int i = 0; i < p->n; i++) tt_zero_grad(p->items[i].tensor);
 }
 
+// ---- the reachability check ----
+
+typedef struct reach_ctx {
+    const tt_params *p;
+    int missing;
+    char msg[1024];
+    size_t len;
+} reach_ctx;
+
+static void reach_visit(tt_tensor *leaf, const char *op, void *ctx) {
+    reach_ctx *c = ctx;
+    for (int i = 0; i < c->p->n; i++)
+        if (c->p->items[i].tensor == leaf) return;
+    c->missing++;
+    if (c->len >= sizeof c->msg - 1) return;
+    int k = snprintf(c->msg + c->len, sizeof c->msg - c->len, "%s%s %s%s%s%s (input of '%s')",
+                     c->missing > 1 ? "; " : "", tt__shape(leaf), tt_dtype_name(leaf->dtype),
+                     leaf->name ? " '" : "", leaf->name ? leaf->name : "",
+                     leaf->name ? "'" : "", op ? op : "the loss itself");
+    if (k > 0) c->len += (size_t)k;
+    if (c->len > sizeof c->msg - 1) c->len = sizeof c->msg - 1;
+}
+
+void tt_params_check_reaches(const tt_params *p, tt_tensor *loss) {
+    TT_CHECK(p && loss, "parameter list or loss is NULL");
+    reach_ctx c = {.p = p};
+    tt_graph_leaves(loss, reach_visit, &c);
+    TT_CHECK(c.missing == 0, "%d leaf tensor(s) that require grad reach the loss but are not "
+             "in the parameter list (%d entries): %s. The optimizer and the checkpoint would "
+             "skip them: add the module's tt_<name>_params call (or tt_params_add), or build "
+             "the tensor without requires_grad", c.missing, p->n, c.msg);
+}
+
 // ---- modules ----
 
 tt_tensor *tt_module_forward(tt_module m, tt_tensor *x) { return m.ops->forward(m.self, x); }
@@ -143,3 +176,14 @@ void tt_sequential_free(tt_sequential *s) {
     tt_free(s->items);
     memset(s, 0, sizeof *s);
 }
+
+static tt_tensor *sequential_fwd(void *self, tt_tensor *x) {
+    return tt_sequential_forward(self, x);
+}
+static void sequential_params(const void *self, tt_params *out, const char *prefix) {
+    tt_sequential_params(self, out, prefix);
+}
+static void sequential_train(void *self, bool training) { tt_sequential_train(self, training); }
+static const tt_module_ops sequential_ops = {"Sequential", sequential_fwd, sequential_params,
+                                            sequential_train};
+tt_module tt_sequential_module(tt_sequential *s) { return (tt_module){s, &sequential_ops}; }

@@ -153,3 +153,27 @@ void tt_rope_free(tt_rope *m) {
     tt_release(m->sin);
     memset(m, 0, sizeof *m);
 }
+
+// ---- tt_module wrappers (positions from 0) ----
+
+static tt_tensor *pos_embedding_fwd(void *self, tt_tensor *x) {
+    return tt_pos_embedding_forward(self, x, 0);
+}
+static void pos_embedding_params(const void *self, tt_params *out, const char *prefix) {
+    tt_pos_embedding_params(self, out, prefix);
+}
+static const tt_module_ops pos_embedding_ops = {"PositionalEmbedding", pos_embedding_fwd,
+                                               pos_embedding_params, NULL};
+tt_module tt_pos_embedding_module(tt_pos_embedding *m) {
+    return (tt_module){m, &pos_embedding_ops};
+}
+
+static tt_tensor *sinusoidal_fwd(void *self, tt_tensor *x) {
+    return tt_sinusoidal_forward(self, x, 0);
+}
+static const tt_module_ops sinusoidal_ops = {"Sinusoidal", sinusoidal_fwd, NULL, NULL};
+tt_module tt_sinusoidal_module(tt_sinusoidal *m) { return (tt_module){m, &sinusoidal_ops}; }
+
+static tt_tensor *rope_fwd(void *self, tt_tensor *x) { return tt_rope_forward(self, x, 0); }
+static const tt_module_ops rope_ops = {"RoPE", rope_fwd, NULL, NULL};
+tt_module tt_rope_module(tt_rope *m) { return (tt_module){m, &rope_ops}; }

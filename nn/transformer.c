@@ -49,6 +49,14 @@ void tt_mlp_free(tt_mlp *m) {
     memset(m, 0, sizeof *m);
 }
 
+static tt_tensor *mlp_fwd(void *self, tt_tensor *x) { return tt_mlp_forward(self, x); }
+static void mlp_params(const void *self, tt_params *out, const char *prefix) {
+    tt_mlp_params(self, out, prefix);
+}
+static void mlp_train(void *self, bool training) { tt_mlp_train(self, training); }
+static const tt_module_ops mlp_ops = {"MLP", mlp_fwd, mlp_params, mlp_train};
+tt_module tt_mlp_module(tt_mlp *m) { return (tt_module){m, &mlp_ops}; }
+
 // ---- multi-head attention ----
 
 void tt_attention_init(tt_attention *m, const tt_attention_config *cfg, tt_rng *rng) {
@@ -230,6 +238,15 @@ void tt_attention_free(tt_attention *m) {
     memset(m, 0, sizeof *m);
 }
 
+static tt_tensor *attention_fwd(void *self, tt_tensor *x) { return tt_attention_forward(self, x); }
+static void attention_params(const void *self, tt_params *out, const char *prefix) {
+    tt_attention_params(self, out, prefix);
+}
+static void attention_train(void *self, bool training) { tt_attention_train(self, training); }
+static const tt_module_ops attention_ops = {"Attention", attention_fwd, attention_params,
+                                           attention_train};
+tt_module tt_attention_module(tt_attention *m) { return (tt_module){m, &attention_ops}; }
+
 // ---- transformer block (pre-norm, GPT-2 / Llama order) ----
 
 void tt_block_init(tt_block *m, const tt_block_config *cfg, tt_rng *rng) {
@@ -285,3 +302,11 @@ void tt_block_free(tt_block *m) {
     tt_mlp_free(&m->mlp);
     memset(m, 0, sizeof *m);
 }
+
+static tt_tensor *block_fwd(void *self, tt_tensor *x) { return tt_block_forward(self, x); }
+static void block_params(const void *self, tt_params *out, const char *prefix) {
+    tt_block_params(self, out, prefix);
+}
+static void block_train(void *self, bool training) { tt_block_train(self, training); }
+static const tt_module_ops block_ops = {"Block", block_fwd, block_params, block_train};
+tt_module tt_block_module(tt_block *m) { return (tt_module){m, &block_ops}; }

@@ -973,6 +973,354 @@ START_TEST(test_abort_fan_scalar) {
 }
 END_TEST
 
+// ---- module composition: every module as a tt_module, Flatten, Identity, reachability ----
+
+// Sequential(Linear(3, 4), LayerNorm(4, no affine), ReLU, Sequential(Identity, Linear(4, 2)),
+// Flatten(0, -1)) in f64 against PyTorch (tests/reference/modules_values.py): values, names,
+// gradients of the input and of parameters inside the nested sequential.
+START_TEST(test_modules_nested_values) {
+    tt_dtype prev = tt_set_default_dtype(TT_F64);
+    tt_rng rng;
+    tt_rng_seed(&rng, 3);
+    tt_linear l0, l1;
+    tt_linear_init(&l0, 3, 4, true, &rng);
+    tt_linear_init(&l1, 4, 2, true, &rng);
+    tt_layernorm_layer ln;
+    tt_layernorm_init(&ln, 4, 1e-5, false, false);
+    ck_assert_ptr_null(ln.weight);
+    tt_set_default_dtype(prev);
+    tt_scope_begin();
+    tt_copy_(l0.weight, tt_test_tensor(TT_F64, TT_SHAPE(4, 3), 0.1, -0.2, 0.3, 0.4, 0.5, -0.6,
+                                       -0.7, 0.8, 0.9, 1.0, -1.1, 1.2));
+    tt_copy_(l0.bias, tt_test_tensor(TT_F64, TT_SHAPE(4), 0.1, -0.1, 0.2, -0.2));
+    tt_copy_(l1.weight, tt_test_tensor(TT_F64, TT_SHAPE(2, 4), 0.5, -0.4, 0.3, -0.2, 0.1, 0.2,
+                                       -0.3, 0.4));
+    tt_copy_(l1.bias, tt_test_tensor(TT_F64, TT_SHAPE(2), 0.05, -0.05));
+    tt_sequential inner, outer;
+    tt_sequential_init(&inner);
+    tt_sequential_add(&inner, tt_identity_module());
+    tt_sequential_add(&inner, tt_linear_module(&l1));
+    tt_sequential_init(&outer);
+    tt_sequential_add(&outer, tt_linear_module(&l0));
+    tt_sequential_add(&outer, tt_layernorm_module(&ln));
+    tt_sequential_add(&outer, tt_act_module(TT_ACT_RELU));
+    tt_sequential_add(&outer, tt_sequential_module(&inner));
+    tt_sequential_add(&outer, tt_flatten_module(0, -1));
+
+    tt_params p;
+    tt_params_init(&p);
+    tt_sequential_params(&outer, &p, NULL);
+    ck_assert_int_eq(p.n, 4);  // torch: ['0.weight', '0.bias', '3.1.weight', '3.1.bias']
+    ck_assert_str_eq(p.items[0].name, "0.weight");
+    ck_assert_str_eq(p.items[1].name, "0.bias");
+    ck_assert_str_eq(p.items[2].name, "3.1.weight");
+    ck_assert_str_eq(p.items[3].name, "3.1.bias");
+
+    tt_tensor *x = tt_set_requires_grad(
+        tt_test_tensor(TT_F64, TT_SHAPE(2, 3), 1.0, 2.0, 3.0, -1.0, 0.5, 2.0), true);
+    tt_tensor *y = tt_sequential_forward(&outer, x);
+    ck_assert_int_eq(y->ndim, 1);
+    ck_assert_values(y, 1e-12, 1e-12, 0.38783162236720564, -0.30724793262823924,
+                     0.49598846580686495, -0.49598846580686495);
+    tt_tensor *loss = tt_sum_all(tt_mul(y, tt_test_tensor(TT_F64, TT_SHAPE(4), 1, 2, 3, 4)));
+    tt_params_add(&p, NULL, "x", x);  // x requires grad too: the check wants it listed
+    tt_params_check_reaches(&p, loss);
+    tt_backward(loss);
+    ck_assert_values(tt_grad(x), 1e-12, 1e-12, 0.43384977148119641, -0.5539838532467164,
+                     0.25940920829818087, 0.055588559140759372, -0.1084491481407534,
+                     0.058836241104735343);
+    ck_assert_values(tt_grad(l0.weight), 1e-12, 1e-12, -0.098816600095769286,
+                     -0.10288062257288111, -0.1069446450499929, -0.035759293196547574,
+                     -0.1853209659552702, -0.33488263871399282, -0.15757099784489184,
+                     -0.40688746037883378, -0.65620392291277563, 0.29214689113720871,
+                     0.69508904890698509, 1.0980312066767615);
+    ck_assert_values(tt_grad(l1.weight), 1e-12, 1e-12, 0, 0, 5.8546023650892236,
+                     0.40291844869483201, 0, 0, 8.7359482914660127, 0.80583689738966402);
+    ck_assert_values(tt_grad(l1.bias), 1e-12, 1e-12, 4, 6);
+    tt_scope_end();
+    tt_params_free(&p);
+    tt_sequential_free(&outer);
+    tt_sequential_free(&inner);
+    tt_linear_free(&l0);
+    tt_linear_free(&l1);
+}
+END_TEST
+
+// train() reaches a dropout two sequentials deep.
+START_TEST(test_modules_nested_train) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 5);
+    tt_dropout_layer drop;
+    tt_dropout_init(&drop, 0.5, &rng);
+    tt_sequential a, b;
+    tt_sequential_init(&a);
+    tt_sequential_init(&b);
+    tt_sequential_add(&b, tt_dropout_module(&drop));
+    tt_sequential_add(&a, tt_sequential_module(&b));
+    tt_module m = tt_sequential_module(&a);
+    ck_assert_str_eq(m.ops->type, "Sequential");
+    tt_module_train(m, false);
+    ck_assert(!drop.training);
+    tt_module_train(m, true);
+    ck_assert(drop.training);
+    tt_sequential_free(&a);
+    tt_sequential_free(&b);
+}
+END_TEST
+
+// torch.nn.Flatten: shapes for several (start, end) pairs, a view of a contiguous input, the
+// values of a non-contiguous one.
+START_TEST(test_flatten_module) {
+    tt_scope_begin();
+    tt_tensor *x = tt_arange(TT_F32, 0, 120, 1);
+    x = tt_reshape(x, TT_SHAPE(2, 3, 4, 5));
+    tt_tensor *y = tt_module_forward(tt_flatten_module(1, -1), x);  // PyTorch's default
+    ck_assert_int_eq(y->ndim, 2);
+    ck_assert_int_eq(y->shape[0], 2);
+    ck_assert_int_eq(y->shape[1], 60);
+    ck_assert_ptr_eq(y->storage, x->storage);  // a view
+    y = tt_flatten_dims(x, 0, 1);
+    ck_assert_int_eq(y->ndim, 3);
+    ck_assert_int_eq(y->shape[0], 6);
+    ck_assert_int_eq(y->shape[2], 5);
+    y = tt_flatten_dims(x, -3, -2);
+    ck_assert_int_eq(y->ndim, 3);
+    ck_assert_int_eq(y->shape[1], 12);
+    y = tt_flatten_dims(x, 2, 2);  // one dim: unchanged
+    ck_assert(tt_same_shape(y, x));
+    y = tt_flatten_dims(tt_full(TT_F32, TT_SCALAR_SHAPE, 7), 0, -1);  // 0-dim -> (1,)
+    ck_assert_int_eq(y->ndim, 1);
+    ck_assert_int_eq(y->shape[0], 1);
+    ck_assert_values(y, 0, 0, 7);
+    // (2, 3) transposed to (3, 2), not contiguous: flattened in logical order.
+    tt_tensor *t = tt_transpose(tt_reshape(tt_arange(TT_F32, 0, 6, 1), TT_SHAPE(2, 3)), 0, 1);
+    ck_assert_values(tt_module_forward(tt_flatten_module(0, -1), t), 0, 0, 0, 3, 1, 4, 2, 5);
+    // Identity returns its input.
+    ck_assert_ptr_eq(tt_module_forward(tt_identity_module(), x), x);
+    tt_scope_end();
+}
+END_TEST
+
+// Each wrapper runs the module's own forward and lists the same parameters under the same
+// names; train reaches the dropouts of composites.
+START_TEST(test_module_wrappers) {
+    tt_dtype prev = tt_set_default_dtype(TT_F64);
+    tt_rng rng;
+    tt_rng_seed(&rng, 11);
+    const int64_t B = 2, T = 3, C = 8, NH = 2;
+    tt_layernorm_layer ln;
+    tt_rmsnorm_layer rms;
+    tt_norm nrm;
+    tt_mlp mlp;
+    tt_attention attn;
+    tt_block blk;
+    tt_pos_embedding pe;
+    tt_sinusoidal sine;
+    tt_rope rope;
+    tt_embedding_layer emb;
+    tt_layernorm_init(&ln, C, 1e-5, true, true);
+    tt_rmsnorm_init(&rms, C, 1e-6, true);
+    tt_norm_init(&nrm, TT_NORM_RMSNORM, C, 1e-6, false);
+    tt_mlp_init(&mlp, C, 16, TT_ACT_GELU, true, 0.1, &rng);
+    tt_attention_config ac = {.n_embd = C, .n_head = NH, .max_seq = 8, .causal = true,
+                              .bias = true, .dropout = 0.1};
+    tt_attention_init(&attn, &ac, &rng);
+    tt_block_init(&blk, &(tt_block_config){.attn = ac, .act = TT_ACT_GELU}, &rng);
+    tt_pos_embedding_init(&pe, 8, C, &rng);
+    tt_sinusoidal_init(&sine, 8, C);
+    tt_rope_init(&rope, C / NH, 8, 10000);
+    tt_embedding_init(&emb, 10, C, &rng);
+    tt_set_default_dtype(prev);
+    tt_scope_begin();
+    tt_tensor *x = tt_randn(&rng, TT_F64, TT_SHAPE(B, T, C));
+    tt_tensor *xh = tt_randn(&rng, TT_F64, TT_SHAPE(B, NH, T, C / NH));
+    tt_tensor *idx = tt_test_tensor(TT_F64, TT_SHAPE(2, 2), 1, 9, 0, 9);
+    idx = tt_to_dtype(idx, TT_I64);
+    struct {
+        tt_module m;
+        tt_tensor *in, *direct;
+        const void *self;
+    } cases[] = {
+        {tt_layernorm_module(&ln), x, NULL, &ln},
+        {tt_rmsnorm_module(&rms), x, NULL, &rms},
+        {tt_norm_module(&nrm), x, NULL, &nrm},
+        {tt_mlp_module(&mlp), x, NULL, &mlp},
+        {tt_attention_module(&attn), x, NULL, &attn},
+        {tt_block_module(&blk), x, NULL, &blk},
+        {tt_pos_embedding_module(&pe), x, NULL, &pe},
+        {tt_sinusoidal_module(&sine), x, NULL, &sine},
+        {tt_rope_module(&rope), xh, NULL, &rope},
+        {tt_embedding_module(&emb), idx, NULL, &emb},
+    };
+    int n = (int)(sizeof cases / sizeof cases[0]);
+    for (int i = 0; i < n; i++) tt_module_train(cases[i].m, false);  // dropout off
+    ck_assert(!mlp.drop.training && !attn.attn_drop.training && !attn.resid_drop.training);
+    ck_assert(!blk.attn.resid_drop.training && !blk.mlp.drop.training);
+    cases[0].direct = tt_layernorm_forward(&ln, x);
+    cases[1].direct = tt_rmsnorm_forward(&rms, x);
+    cases[2].direct = tt_norm_forward(&nrm, x);
+    cases[3].direct = tt_mlp_forward(&mlp, x);
+    cases[4].direct = tt_attention_forward(&attn, x);
+    cases[5].direct = tt_block_forward(&blk, x);
+    cases[6].direct = tt_pos_embedding_forward(&pe, x, 0);
+    cases[7].direct = tt_sinusoidal_forward(&sine, x, 0);
+    cases[8].direct = tt_rope_forward(&rope, xh, 0);
+    cases[9].direct = tt_embedding_forward(&emb, idx);
+    for (int i = 0; i < n; i++) {
+        ck_assert_ptr_eq(cases[i].m.self, cases[i].self);
+        assert_same_values(tt_module_forward(cases[i].m, cases[i].in), cases[i].direct, 0);
+    }
+    // Parameters: the same list as the module's own _params.
+    tt_params a, b;
+    tt_params_init(&a);
+    tt_params_init(&b);
+    tt_module_params(tt_block_module(&blk), &a, "h");
+    tt_block_params(&blk, &b, "h");
+    ck_assert_int_eq(a.n, b.n);
+    ck_assert_int_eq(a.n, 16);  // norm1 2, attn 4 projections x 2, norm2 2, mlp 2 x 2
+    for (int i = 0; i < a.n; i++) {
+        ck_assert_str_eq(a.items[i].name, b.items[i].name);
+        ck_assert_ptr_eq(a.items[i].tensor, b.items[i].tensor);
+    }
+    tt_params_free(&a);
+    tt_params_free(&b);
+    tt_params_init(&a);
+    tt_module_params(tt_sinusoidal_module(&sine), &a, "pe");  // buffers are not parameters
+    tt_module_params(tt_rope_module(&rope), &a, "rope");
+    tt_module_params(tt_pos_embedding_module(&pe), &a, "wpe");
+    tt_module_params(tt_mlp_module(&mlp), &a, "mlp");
+    ck_assert_int_eq(a.n, 5);
+    ck_assert_str_eq(a.items[0].name, "wpe.weight");
+    ck_assert_str_eq(a.items[4].name, "mlp.proj.bias");
+    tt_params_free(&a);
+    tt_module_train(tt_block_module(&blk), true);
+    ck_assert(blk.attn.attn_drop.training && blk.mlp.drop.training);
+    tt_scope_end();
+    tt_layernorm_free(&ln);
+    tt_rmsnorm_free(&rms);
+    tt_norm_free(&nrm);
+    tt_mlp_free(&mlp);
+    tt_attention_free(&attn);
+    tt_block_free(&blk);
+    tt_pos_embedding_free(&pe);
+    tt_sinusoidal_free(&sine);
+    tt_rope_free(&rope);
+    tt_embedding_free(&emb);
+}
+END_TEST
+
+typedef struct leaf_log {
+    tt_tensor *leaf[8];
+    const char *op[8];
+    int n;
+} leaf_log;
+
+static void log_leaf(tt_tensor *leaf, const char *op, void *ctx) {
+    leaf_log *l = ctx;
+    ck_assert_int_lt(l->n, 8);
+    l->leaf[l->n] = leaf;
+    l->op[l->n++] = op;
+}
+
+// tt_graph_leaves: each requires-grad leaf once (a leaf used twice too), in backward's order,
+// with its first consumer; constants and the leaves of other graphs are not visited.
+START_TEST(test_graph_leaves) {
+    tt_scope_begin();
+    tt_tensor *w = tt_set_requires_grad(tt_ones(TT_F64, TT_SHAPE(2)), true);
+    tt_tensor *b = tt_set_requires_grad(tt_ones(TT_F64, TT_SHAPE(2)), true);
+    tt_tensor *unused = tt_set_requires_grad(tt_ones(TT_F64, TT_SHAPE(2)), true);
+    tt_tensor *c = tt_ones(TT_F64, TT_SHAPE(2));  // a constant
+    tt_tensor *loss = tt_sum_all(tt_add(tt_mul(w, c), tt_mul(b, w)));
+    (void)unused;
+    leaf_log l = {0};
+    tt_graph_leaves(loss, log_leaf, &l);
+    ck_assert_int_eq(l.n, 2);
+    ck_assert((l.leaf[0] == b && l.leaf[1] == w) || (l.leaf[0] == w && l.leaf[1] == b));
+    ck_assert_str_eq(l.op[0], "mul");
+    // A leaf itself: visited with op NULL; a tensor that needs no grad: nothing.
+    l.n = 0;
+    tt_graph_leaves(w, log_leaf, &l);
+    ck_assert_int_eq(l.n, 1);
+    ck_assert_ptr_eq(l.leaf[0], w);
+    ck_assert_ptr_null(l.op[0]);
+    l.n = 0;
+    tt_graph_leaves(tt_mul(c, c), log_leaf, &l);
+    ck_assert_int_eq(l.n, 0);
+    // The graph survives the walk: backward still runs.
+    tt_backward(loss);
+    ck_assert_values(tt_grad(w), 0, 0, 2, 2);
+    tt_scope_end();
+}
+END_TEST
+
+// tt_params_check_reaches passes when every reached leaf is listed, whatever else the list
+// holds, and for a loss that needs no grad.
+START_TEST(test_params_check_reaches_ok) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 2);
+    tt_linear l0, l1;
+    tt_linear_init(&l0, 3, 4, true, &rng);
+    tt_linear_init(&l1, 4, 2, true, &rng);
+    tt_params p;
+    tt_params_init(&p);
+    tt_linear_params(&l0, &p, "l0");
+    tt_linear_params(&l1, &p, "l1");  // not reached by the loss below: fine
+    tt_scope_begin();
+    tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(5, 3));
+    tt_tensor *loss = tt_mean_all(tt_linear_forward(&l0, x));
+    tt_params_check_reaches(&p, loss);
+    tt_no_grad_begin();
+    tt_params_check_reaches(&p, tt_mean_all(tt_linear_forward(&l1, tt_linear_forward(&l0, x))));
+    tt_no_grad_end();
+    tt_scope_end();
+    tt_params_free(&p);
+    tt_linear_free(&l0);
+    tt_linear_free(&l1);
+}
+END_TEST
+
+// A forgotten _params line: the second layer's weight and bias reach the loss unlisted.
+START_TEST(test_abort_params_check_reaches) {
+    tt_expect_abort("2 leaf tensor(s) that require grad reach the loss but are not in the "
+                    "parameter list (2 entries): (2, 4) f32 (input of 'affine'); (2,) f32");
+    tt_rng rng;
+    tt_rng_seed(&rng, 2);
+    tt_linear l0, l1;
+    tt_linear_init(&l0, 3, 4, true, &rng);
+    tt_linear_init(&l1, 4, 2, true, &rng);
+    tt_params p;
+    tt_params_init(&p);
+    tt_linear_params(&l0, &p, "l0");
+    tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(5, 3));
+    tt_params_check_reaches(&p, tt_mean_all(tt_linear_forward(&l1, tt_linear_forward(&l0, x))));
+}
+END_TEST
+
+START_TEST(test_abort_params_check_freed) {
+    tt_expect_abort("tt_graph_leaves: the graph through op");
+    tt_params p;
+    tt_params_init(&p);
+    tt_tensor *w = tt_set_requires_grad(tt_ones(TT_F32, TT_SHAPE(2)), true);
+    tt_params_add(&p, NULL, "w", w);
+    tt_tensor *loss = tt_sum_all(tt_mul(w, w));
+    tt_backward(loss);
+    tt_params_check_reaches(&p, loss);
+}
+END_TEST
+
+START_TEST(test_abort_flatten_dims) {
+    tt_expect_abort("start_dim=2 comes after end_dim=1 for input (2, 3, 4); swap them");
+    tt_module_forward(tt_flatten_module(2, 1), tt_zeros(TT_F32, TT_SHAPE(2, 3, 4)));
+}
+END_TEST
+
+START_TEST(test_abort_flatten_range) {
+    tt_expect_abort("tt_flatten_module: start_dim=1 or end_dim=3 is out of range for input "
+                    "(2, 3) (valid: -2 .. 1)");
+    tt_module_forward(tt_flatten_module(1, 3), tt_zeros(TT_F32, TT_SHAPE(2, 3)));
+}
+END_TEST
+
 START_TEST(test_abort_linear_in_features) {
     tt_expect_abort("input (2, 4) must end in in_features=3");
     tt_rng rng;
@@ -1145,6 +1493,15 @@ int main(void) {
     tcase_add_test(la, test_sequential_no_scope);
     suite_add_tcase(s, la);
 
+    TCase *mo = tt_tcase("modules");
+    tcase_add_test(mo, test_modules_nested_values);
+    tcase_add_test(mo, test_modules_nested_train);
+    tcase_add_test(mo, test_flatten_module);
+    tcase_add_test(mo, test_module_wrappers);
+    tcase_add_test(mo, test_graph_leaves);
+    tcase_add_test(mo, test_params_check_reaches_ok);
+    suite_add_tcase(s, mo);
+
     TCase *lo = tt_tcase("losses");
     tcase_add_loop_test(lo, test_mse_loss, 0, 2);
     tcase_add_loop_test(lo, test_bce_with_logits, 0, 2);
@@ -1159,6 +1516,10 @@ int main(void) {
     tcase_add_test_raise_signal(ab, test_abort_long_name, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_default_dtype_int, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_fan_scalar, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_params_check_reaches, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_params_check_freed, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_flatten_dims, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_flatten_range, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_linear_in_features, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_linear_zero_features, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_layernorm_dim, SIGABRT);
