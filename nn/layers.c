@@ -51,7 +51,9 @@ static tt_tensor *linear_fwd(void *self, tt_tensor *x) { return tt_linear_forwar
 static void linear_params(const void *self, tt_params *out, const char *prefix) {
     tt_linear_params(self, out, prefix);
 }
-static const tt_module_ops linear_ops = {"Linear", linear_fwd, linear_params, NULL};
+static void linear_free(void *self) { tt_linear_free(self); }
+static const tt_module_ops linear_ops = {.type = "Linear", .forward = linear_fwd,
+                                         .params = linear_params, .free = linear_free};
 tt_module tt_linear_module(tt_linear *m) { return (tt_module){m, &linear_ops}; }
 
 // ---- Embedding ----
@@ -83,7 +85,9 @@ static tt_tensor *embedding_fwd(void *self, tt_tensor *x) { return tt_embedding_
 static void embedding_params(const void *self, tt_params *out, const char *prefix) {
     tt_embedding_params(self, out, prefix);
 }
-static const tt_module_ops embedding_ops = {"Embedding", embedding_fwd, embedding_params, NULL};
+static void embedding_free(void *self) { tt_embedding_free(self); }
+static const tt_module_ops embedding_ops = {.type = "Embedding", .forward = embedding_fwd,
+                                            .params = embedding_params, .free = embedding_free};
 tt_module tt_embedding_module(tt_embedding_layer *m) { return (tt_module){m, &embedding_ops}; }
 
 // ---- LayerNorm, RMSNorm ----
@@ -122,7 +126,9 @@ static tt_tensor *layernorm_fwd(void *self, tt_tensor *x) { return tt_layernorm_
 static void layernorm_params(const void *self, tt_params *out, const char *prefix) {
     tt_layernorm_params(self, out, prefix);
 }
-static const tt_module_ops layernorm_ops = {"LayerNorm", layernorm_fwd, layernorm_params, NULL};
+static void layernorm_free(void *self) { tt_layernorm_free(self); }
+static const tt_module_ops layernorm_ops = {.type = "LayerNorm", .forward = layernorm_fwd,
+                                            .params = layernorm_params, .free = layernorm_free};
 tt_module tt_layernorm_module(tt_layernorm_layer *m) { return (tt_module){m, &layernorm_ops}; }
 
 void tt_rmsnorm_init(tt_rmsnorm_layer *m, int64_t dim, double eps, bool weight) {
@@ -156,7 +162,9 @@ static tt_tensor *rmsnorm_fwd(void *self, tt_tensor *x) { return tt_rmsnorm_forw
 static void rmsnorm_params(const void *self, tt_params *out, const char *prefix) {
     tt_rmsnorm_params(self, out, prefix);
 }
-static const tt_module_ops rmsnorm_ops = {"RMSNorm", rmsnorm_fwd, rmsnorm_params, NULL};
+static void rmsnorm_free(void *self) { tt_rmsnorm_free(self); }
+static const tt_module_ops rmsnorm_ops = {.type = "RMSNorm", .forward = rmsnorm_fwd,
+                                          .params = rmsnorm_params, .free = rmsnorm_free};
 tt_module tt_rmsnorm_module(tt_rmsnorm_layer *m) { return (tt_module){m, &rmsnorm_ops}; }
 
 void tt_norm_init(tt_norm *m, tt_norm_kind kind, int64_t dim, double eps, bool bias) {
@@ -185,7 +193,9 @@ static tt_tensor *norm_fwd(void *self, tt_tensor *x) { return tt_norm_forward(se
 static void norm_params(const void *self, tt_params *out, const char *prefix) {
     tt_norm_params(self, out, prefix);
 }
-static const tt_module_ops norm_ops = {"Norm", norm_fwd, norm_params, NULL};
+static void norm_free(void *self) { tt_norm_free(self); }
+static const tt_module_ops norm_ops = {.type = "Norm", .forward = norm_fwd, .params = norm_params,
+                                       .free = norm_free};
 tt_module tt_norm_module(tt_norm *m) { return (tt_module){m, &norm_ops}; }
 
 // ---- activations ----
@@ -239,7 +249,7 @@ tt_tensor *tt_activate(tt_act act, tt_tensor *x) {
 }
 
 static tt_tensor *act_fwd(void *self, tt_tensor *x) { return tt_activate(*(tt_act *)self, x); }
-static const tt_module_ops act_ops = {"Activation", act_fwd, NULL, NULL};
+static const tt_module_ops act_ops = {.type = "Activation", .forward = act_fwd};
 static tt_act act_values[TT_ACT_COUNT] = {
     TT_ACT_IDENTITY, TT_ACT_RELU, TT_ACT_GELU, TT_ACT_GELU_TANH, TT_ACT_RELU2,
     TT_ACT_SILU, TT_ACT_TANH, TT_ACT_SIGMOID, TT_ACT_SOFTMAX,
@@ -268,7 +278,7 @@ void tt_dropout_train(tt_dropout_layer *m, bool training) { m->training = traini
 
 static tt_tensor *drop_fwd(void *self, tt_tensor *x) { return tt_dropout_forward(self, x); }
 static void drop_train(void *self, bool training) { tt_dropout_train(self, training); }
-static const tt_module_ops drop_ops = {"Dropout", drop_fwd, NULL, drop_train};
+static const tt_module_ops drop_ops = {.type = "Dropout", .forward = drop_fwd, .train = drop_train};
 tt_module tt_dropout_module(tt_dropout_layer *m) { return (tt_module){m, &drop_ops}; }
 
 // ---- Identity, Flatten ----
@@ -277,7 +287,7 @@ static tt_tensor *identity_fwd(void *self, tt_tensor *x) {
     (void)self;
     return tt__autorelease(tt_retain(x));
 }
-static const tt_module_ops identity_ops = {"Identity", identity_fwd, NULL, NULL};
+static const tt_module_ops identity_ops = {.type = "Identity", .forward = identity_fwd};
 static char identity_self;  // a module needs a non-NULL self; Identity has no state
 tt_module tt_identity_module(void) { return (tt_module){&identity_self, &identity_ops}; }
 
@@ -318,7 +328,7 @@ static tt_tensor *flatten_fwd(void *self, tt_tensor *x) {
     int end_dim = (int)(slot % (2 * TT_MAX_DIMS)) - TT_MAX_DIMS;
     return flatten_dims(x, start_dim, end_dim, "tt_flatten_module");
 }
-static const tt_module_ops flatten_ops = {"Flatten", flatten_fwd, NULL, NULL};
+static const tt_module_ops flatten_ops = {.type = "Flatten", .forward = flatten_fwd};
 
 tt_module tt_flatten_module(int start_dim, int end_dim) {
     TT_CHECK(start_dim >= -TT_MAX_DIMS && start_dim < TT_MAX_DIMS && end_dim >= -TT_MAX_DIMS &&

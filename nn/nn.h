@@ -70,21 +70,37 @@ char *tt_name_index(char *buf, const char *prefix, int index);  // "prefix.3"
 
 // ---- a module behind a uniform interface (for tt_sequential) ----
 
+// A composite (block, MLP, attention, sequential, a user's model) lists its direct children once,
+// in its `children` callback; tt_module_params and tt_module_train recurse through it, and the
+// composite's _free frees through it, so params/train/free are not written out three times.
+// A custom module: a struct, a forward, and a static tt_module_ops naming the callbacks it has.
+typedef struct tt_module tt_module;
+typedef void (*tt_module_visit)(tt_module child, const char *name, void *ctx);
+
 typedef struct tt_module_ops {
     const char *type;
     tt_tensor *(*forward)(void *self, tt_tensor *x);
-    void (*params)(const void *self, tt_params *out, const char *prefix);  // NULL: none
-    void (*train)(void *self, bool training);                              // NULL: no-op
+    void (*params)(const void *self, tt_params *out, const char *prefix);  // its own; NULL: none
+    void (*train)(void *self, bool training);                              // its own; NULL: no-op
+    // visit(child, name, ctx) for each direct child in order; its parameters are named
+    // "prefix.name.…". NULL: no children.
+    void (*children)(void *self, tt_module_visit visit, void *ctx);
+    // Releases what the module owns, children included (its tt_<name>_free); NULL: nothing.
+    // Not called by tt_sequential, which borrows its modules.
+    void (*free)(void *self);
 } tt_module_ops;
 
-typedef struct tt_module {
+struct tt_module {
     void *self;
     const tt_module_ops *ops;
-} tt_module;
+};
 
 tt_tensor *tt_module_forward(tt_module m, tt_tensor *x);
+// Its own parameters, then each child's under "prefix.name".
 void tt_module_params(tt_module m, tt_params *out, const char *prefix);
-void tt_module_train(tt_module m, bool training);
+void tt_module_train(tt_module m, bool training);  // itself, then each child
+void tt_module_children(tt_module m, tt_module_visit visit, void *ctx);  // direct children
+void tt_module_free(tt_module m);  // ops->free, if any
 
 // torch.nn.Identity: returns x. No parameters.
 tt_module tt_identity_module(void);

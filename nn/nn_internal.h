@@ -15,6 +15,9 @@ tt_tensor *tt__buffer_new(int ndim, const int64_t *shape);
 // called) and the valid range. nn/layers.c.
 void tt__check_act(tt_act act, const char *func);
 
+// tt_module_free on each direct child of m (a composite's _free). nn/params.c.
+void tt__module_free_children(tt_module m);
+
 // Loads a checkpoint from memory (name stands for the path in messages); verify = false skips
 // the checksums (the fuzz target parses each input both ways). nn/checkpoint.c.
 tt_status tt__ckpt_load_mem(tt_checkpoint *c, const void *data, size_t size, const char *name,

@@ -130,13 +130,48 @@ void tt_params_check_reaches(const tt_params *p, tt_tensor *loss) {
 
 tt_tensor *tt_module_forward(tt_module m, tt_tensor *x) { return m.ops->forward(m.self, x); }
 
+typedef struct params_walk {
+    tt_params *out;
+    const char *prefix;
+} params_walk;
+
+static void params_visit(tt_module child, const char *name, void *ctx) {
+    const params_walk *w = ctx;
+    char joined[TT_NAME_MAX];
+    tt_module_params(child, w->out, tt_name_join(joined, w->prefix, name));
+}
+
 void tt_module_params(tt_module m, tt_params *out, const char *prefix) {
     if (m.ops->params) m.ops->params(m.self, out, prefix);
+    params_walk w = {out, prefix};
+    tt_module_children(m, params_visit, &w);
+}
+
+static void train_visit(tt_module child, const char *name, void *ctx) {
+    (void)name;
+    tt_module_train(child, *(const bool *)ctx);
 }
 
 void tt_module_train(tt_module m, bool training) {
     if (m.ops->train) m.ops->train(m.self, training);
+    tt_module_children(m, train_visit, &training);
 }
+
+void tt_module_children(tt_module m, tt_module_visit visit, void *ctx) {
+    if (m.ops->children) m.ops->children(m.self, visit, ctx);
+}
+
+void tt_module_free(tt_module m) {
+    if (m.ops->free) m.ops->free(m.self);
+}
+
+static void free_visit(tt_module child, const char *name, void *ctx) {
+    (void)name;
+    (void)ctx;
+    tt_module_free(child);
+}
+
+void tt__module_free_children(tt_module m) { tt_module_children(m, free_visit, NULL); }
 
 // ---- sequential ----
 
@@ -162,28 +197,30 @@ tt_tensor *tt_sequential_forward(tt_sequential *s, tt_tensor *x) {
     return h;
 }
 
-void tt_sequential_params(const tt_sequential *s, tt_params *out, const char *prefix) {
+// The children "0", "1", ...: what params and train walk. The modules are borrowed, so
+// tt_sequential_free does not free through it.
+static void sequential_children(void *self, tt_module_visit visit, void *ctx) {
+    const tt_sequential *s = self;
     char name[TT_NAME_MAX];
-    for (int i = 0; i < s->n; i++)
-        tt_module_params(s->items[i], out, tt_name_index(name, prefix, i));
+    for (int i = 0; i < s->n; i++) visit(s->items[i], tt_name_index(name, NULL, i), ctx);
+}
+
+static tt_tensor *sequential_fwd(void *self, tt_tensor *x) {
+    return tt_sequential_forward(self, x);
+}
+static const tt_module_ops sequential_ops = {.type = "Sequential", .forward = sequential_fwd,
+                                             .children = sequential_children};
+tt_module tt_sequential_module(tt_sequential *s) { return (tt_module){s, &sequential_ops}; }
+
+void tt_sequential_params(const tt_sequential *s, tt_params *out, const char *prefix) {
+    tt_module_params(tt_sequential_module((tt_sequential *)s), out, prefix);
 }
 
 void tt_sequential_train(tt_sequential *s, bool training) {
-    for (int i = 0; i < s->n; i++) tt_module_train(s->items[i], training);
+    tt_module_train(tt_sequential_module(s), training);
 }
 
 void tt_sequential_free(tt_sequential *s) {
     tt_free(s->items);
     memset(s, 0, sizeof *s);
 }
-
-static tt_tensor *sequential_fwd(void *self, tt_tensor *x) {
-    return tt_sequential_forward(self, x);
-}
-static void sequential_params(const void *self, tt_params *out, const char *prefix) {
-    tt_sequential_params(self, out, prefix);
-}
-static void sequential_train(void *self, bool training) { tt_sequential_train(self, training); }
-static const tt_module_ops sequential_ops = {"Sequential", sequential_fwd, sequential_params,
-                                            sequential_train};
-tt_module tt_sequential_module(tt_sequential *s) { return (tt_module){s, &sequential_ops}; }

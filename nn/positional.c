@@ -162,8 +162,11 @@ static tt_tensor *pos_embedding_fwd(void *self, tt_tensor *x) {
 static void pos_embedding_params(const void *self, tt_params *out, const char *prefix) {
     tt_pos_embedding_params(self, out, prefix);
 }
-static const tt_module_ops pos_embedding_ops = {"PositionalEmbedding", pos_embedding_fwd,
-                                               pos_embedding_params, NULL};
+static void pos_embedding_free(void *self) { tt_pos_embedding_free(self); }
+static const tt_module_ops pos_embedding_ops = {.type = "PositionalEmbedding",
+                                                .forward = pos_embedding_fwd,
+                                                .params = pos_embedding_params,
+                                                .free = pos_embedding_free};
 tt_module tt_pos_embedding_module(tt_pos_embedding *m) {
     return (tt_module){m, &pos_embedding_ops};
 }
@@ -171,9 +174,12 @@ tt_module tt_pos_embedding_module(tt_pos_embedding *m) {
 static tt_tensor *sinusoidal_fwd(void *self, tt_tensor *x) {
     return tt_sinusoidal_forward(self, x, 0);
 }
-static const tt_module_ops sinusoidal_ops = {"Sinusoidal", sinusoidal_fwd, NULL, NULL};
+static void sinusoidal_free(void *self) { tt_sinusoidal_free(self); }
+static const tt_module_ops sinusoidal_ops = {.type = "Sinusoidal", .forward = sinusoidal_fwd,
+                                             .free = sinusoidal_free};
 tt_module tt_sinusoidal_module(tt_sinusoidal *m) { return (tt_module){m, &sinusoidal_ops}; }
 
 static tt_tensor *rope_fwd(void *self, tt_tensor *x) { return tt_rope_forward(self, x, 0); }
-static const tt_module_ops rope_ops = {"RoPE", rope_fwd, NULL, NULL};
+static void rope_free(void *self) { tt_rope_free(self); }
+static const tt_module_ops rope_ops = {.type = "RoPE", .forward = rope_fwd, .free = rope_free};
 tt_module tt_rope_module(tt_rope *m) { return (tt_module){m, &rope_ops}; }

@@ -35,27 +35,30 @@ tt_tensor *tt_mlp_forward(tt_mlp *m, tt_tensor *x) {
     return y;
 }
 
-void tt_mlp_params(const tt_mlp *m, tt_params *out, const char *prefix) {
-    char name[TT_NAME_MAX];
-    tt_linear_params(&m->fc, out, tt_name_join(name, prefix, "fc"));
-    tt_linear_params(&m->proj, out, tt_name_join(name, prefix, "proj"));
-}
-
-void tt_mlp_train(tt_mlp *m, bool training) { tt_dropout_train(&m->drop, training); }
-
-void tt_mlp_free(tt_mlp *m) {
-    tt_linear_free(&m->fc);
-    tt_linear_free(&m->proj);
-    memset(m, 0, sizeof *m);
+// The children, listed once: params, train and free walk them.
+static void mlp_children(void *self, tt_module_visit visit, void *ctx) {
+    tt_mlp *m = self;
+    visit(tt_linear_module(&m->fc), "fc", ctx);
+    visit(tt_linear_module(&m->proj), "proj", ctx);
+    visit(tt_dropout_module(&m->drop), "drop", ctx);
 }
 
 static tt_tensor *mlp_fwd(void *self, tt_tensor *x) { return tt_mlp_forward(self, x); }
-static void mlp_params(const void *self, tt_params *out, const char *prefix) {
-    tt_mlp_params(self, out, prefix);
-}
-static void mlp_train(void *self, bool training) { tt_mlp_train(self, training); }
-static const tt_module_ops mlp_ops = {"MLP", mlp_fwd, mlp_params, mlp_train};
+static void mlp_free(void *self) { tt_mlp_free(self); }
+static const tt_module_ops mlp_ops = {.type = "MLP", .forward = mlp_fwd, .children = mlp_children,
+                                      .free = mlp_free};
 tt_module tt_mlp_module(tt_mlp *m) { return (tt_module){m, &mlp_ops}; }
+
+void tt_mlp_params(const tt_mlp *m, tt_params *out, const char *prefix) {
+    tt_module_params(tt_mlp_module((tt_mlp *)m), out, prefix);
+}
+
+void tt_mlp_train(tt_mlp *m, bool training) { tt_module_train(tt_mlp_module(m), training); }
+
+void tt_mlp_free(tt_mlp *m) {
+    tt__module_free_children(tt_mlp_module(m));
+    memset(m, 0, sizeof *m);
+}
 
 // ---- multi-head attention ----
 
@@ -209,43 +212,43 @@ tt_tensor *tt_attention_forward_cached(tt_attention *m, tt_tensor *x, tt_tensor 
     return y;
 }
 
-void tt_attention_params(const tt_attention *m, tt_params *out, const char *prefix) {
-    char name[TT_NAME_MAX];
-    tt_linear_params(&m->q_proj, out, tt_name_join(name, prefix, "q_proj"));
-    tt_linear_params(&m->k_proj, out, tt_name_join(name, prefix, "k_proj"));
-    tt_linear_params(&m->v_proj, out, tt_name_join(name, prefix, "v_proj"));
-    tt_linear_params(&m->o_proj, out, tt_name_join(name, prefix, "o_proj"));
+// The children, listed once: params, train and free walk them. The optional ones are zeroed
+// structs when absent (their free is then a no-op), but listing them only when configured keeps
+// the parameter names those of the configuration.
+static void attention_children(void *self, tt_module_visit visit, void *ctx) {
+    tt_attention *m = self;
+    visit(tt_linear_module(&m->q_proj), "q_proj", ctx);
+    visit(tt_linear_module(&m->k_proj), "k_proj", ctx);
+    visit(tt_linear_module(&m->v_proj), "v_proj", ctx);
+    visit(tt_linear_module(&m->o_proj), "o_proj", ctx);
     if (m->cfg.qk_norm) {
-        tt_rmsnorm_params(&m->q_norm, out, tt_name_join(name, prefix, "q_norm"));
-        tt_rmsnorm_params(&m->k_norm, out, tt_name_join(name, prefix, "k_norm"));
+        visit(tt_rmsnorm_module(&m->q_norm), "q_norm", ctx);
+        visit(tt_rmsnorm_module(&m->k_norm), "k_norm", ctx);
     }
-}
-
-void tt_attention_train(tt_attention *m, bool training) {
-    tt_dropout_train(&m->attn_drop, training);
-    tt_dropout_train(&m->resid_drop, training);
-}
-
-void tt_attention_free(tt_attention *m) {
-    tt_linear_free(&m->q_proj);
-    tt_linear_free(&m->k_proj);
-    tt_linear_free(&m->v_proj);
-    tt_linear_free(&m->o_proj);
-    tt_rmsnorm_free(&m->q_norm);
-    tt_rmsnorm_free(&m->k_norm);
-    tt_rope_free(&m->rope);
-    tt_release(m->mask);
-    memset(m, 0, sizeof *m);
+    if (m->cfg.rope) visit(tt_rope_module(&m->rope), "rope", ctx);
+    visit(tt_dropout_module(&m->attn_drop), "attn_drop", ctx);
+    visit(tt_dropout_module(&m->resid_drop), "resid_drop", ctx);
 }
 
 static tt_tensor *attention_fwd(void *self, tt_tensor *x) { return tt_attention_forward(self, x); }
-static void attention_params(const void *self, tt_params *out, const char *prefix) {
-    tt_attention_params(self, out, prefix);
-}
-static void attention_train(void *self, bool training) { tt_attention_train(self, training); }
-static const tt_module_ops attention_ops = {"Attention", attention_fwd, attention_params,
-                                           attention_train};
+static void attention_free(void *self) { tt_attention_free(self); }
+static const tt_module_ops attention_ops = {.type = "Attention", .forward = attention_fwd,
+                                            .children = attention_children, .free = attention_free};
 tt_module tt_attention_module(tt_attention *m) { return (tt_module){m, &attention_ops}; }
+
+void tt_attention_params(const tt_attention *m, tt_params *out, const char *prefix) {
+    tt_module_params(tt_attention_module((tt_attention *)m), out, prefix);
+}
+
+void tt_attention_train(tt_attention *m, bool training) {
+    tt_module_train(tt_attention_module(m), training);
+}
+
+void tt_attention_free(tt_attention *m) {
+    tt__module_free_children(tt_attention_module(m));
+    tt_release(m->mask);
+    memset(m, 0, sizeof *m);
+}
 
 // ---- transformer block (pre-norm, GPT-2 / Llama order) ----
 
@@ -282,31 +285,28 @@ tt_tensor *tt_block_forward_cached(tt_block *m, tt_tensor *x, tt_tensor *k_cache
     return h;
 }
 
-void tt_block_params(const tt_block *m, tt_params *out, const char *prefix) {
-    char name[TT_NAME_MAX];
-    tt_norm_params(&m->norm1, out, tt_name_join(name, prefix, "norm1"));
-    tt_attention_params(&m->attn, out, tt_name_join(name, prefix, "attn"));
-    tt_norm_params(&m->norm2, out, tt_name_join(name, prefix, "norm2"));
-    tt_mlp_params(&m->mlp, out, tt_name_join(name, prefix, "mlp"));
-}
-
-void tt_block_train(tt_block *m, bool training) {
-    tt_attention_train(&m->attn, training);
-    tt_mlp_train(&m->mlp, training);
-}
-
-void tt_block_free(tt_block *m) {
-    tt_norm_free(&m->norm1);
-    tt_attention_free(&m->attn);
-    tt_norm_free(&m->norm2);
-    tt_mlp_free(&m->mlp);
-    memset(m, 0, sizeof *m);
+// The children, listed once: params, train and free walk them.
+static void block_children(void *self, tt_module_visit visit, void *ctx) {
+    tt_block *m = self;
+    visit(tt_norm_module(&m->norm1), "norm1", ctx);
+    visit(tt_attention_module(&m->attn), "attn", ctx);
+    visit(tt_norm_module(&m->norm2), "norm2", ctx);
+    visit(tt_mlp_module(&m->mlp), "mlp", ctx);
 }
 
 static tt_tensor *block_fwd(void *self, tt_tensor *x) { return tt_block_forward(self, x); }
-static void block_params(const void *self, tt_params *out, const char *prefix) {
-    tt_block_params(self, out, prefix);
-}
-static void block_train(void *self, bool training) { tt_block_train(self, training); }
-static const tt_module_ops block_ops = {"Block", block_fwd, block_params, block_train};
+static void block_free(void *self) { tt_block_free(self); }
+static const tt_module_ops block_ops = {.type = "Block", .forward = block_fwd,
+                                        .children = block_children, .free = block_free};
 tt_module tt_block_module(tt_block *m) { return (tt_module){m, &block_ops}; }
+
+void tt_block_params(const tt_block *m, tt_params *out, const char *prefix) {
+    tt_module_params(tt_block_module((tt_block *)m), out, prefix);
+}
+
+void tt_block_train(tt_block *m, bool training) { tt_module_train(tt_block_module(m), training); }
+
+void tt_block_free(tt_block *m) {
+    tt__module_free_children(tt_block_module(m));
+    memset(m, 0, sizeof *m);
+}

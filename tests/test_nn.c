@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "models/gpt/gpt.h"
 #include "test_util.h"
 
 static const tt_dtype float_dtypes[2] = {TT_F32, TT_F64};
@@ -1279,6 +1280,134 @@ START_TEST(test_params_check_reaches_ok) {
 }
 END_TEST
 
+// A user's composite, as the README describes: two Linears and a Dropout listed once in a
+// children callback; params, train and free come from the generic walk.
+typedef struct user_net {
+    tt_linear fc1, fc2;
+    tt_dropout_layer drop;
+} user_net;
+
+static tt_tensor *user_net_fwd(void *self, tt_tensor *x) {
+    user_net *n = self;
+    tt_scope_begin();
+    tt_tensor *h = tt_dropout_forward(&n->drop, tt_relu(tt_linear_forward(&n->fc1, x)));
+    tt_tensor *y = tt_keep(tt_linear_forward(&n->fc2, h));
+    tt_scope_end();
+    return y;
+}
+
+static void user_net_children(void *self, tt_module_visit visit, void *ctx) {
+    user_net *n = self;
+    visit(tt_linear_module(&n->fc1), "fc1", ctx);
+    visit(tt_dropout_module(&n->drop), "drop", ctx);
+    visit(tt_linear_module(&n->fc2), "fc2", ctx);
+}
+
+static void user_net_free(void *self) {
+    user_net *n = self;
+    tt_linear_free(&n->fc1);
+    tt_linear_free(&n->fc2);
+}
+
+static const tt_module_ops user_net_ops = {.type = "UserNet", .forward = user_net_fwd,
+                                           .children = user_net_children,
+                                           .free = user_net_free};
+
+typedef struct name_log {
+    char names[12][32];
+    int n;
+} name_log;
+
+static void log_child(tt_module child, const char *name, void *ctx) {
+    name_log *l = ctx;
+    ck_assert_int_lt(l->n, 12);
+    snprintf(l->names[l->n++], 32, "%s:%s", child.ops->type, name);
+}
+
+START_TEST(test_module_children) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 9);
+    user_net net;
+    tt_linear_init(&net.fc1, 3, 5, true, &rng);
+    tt_linear_init(&net.fc2, 5, 2, false, &rng);
+    tt_dropout_init(&net.drop, 0.5, &rng);
+    tt_module m = {&net, &user_net_ops};
+    // Inside a sequential, under a prefix: names follow the children.
+    tt_sequential s;
+    tt_sequential_init(&s);
+    tt_sequential_add(&s, tt_act_module(TT_ACT_IDENTITY));
+    tt_sequential_add(&s, m);
+    tt_params p;
+    tt_params_init(&p);
+    tt_sequential_params(&s, &p, "net");
+    ck_assert_int_eq(p.n, 3);
+    ck_assert_str_eq(p.items[0].name, "net.1.fc1.weight");
+    ck_assert_str_eq(p.items[1].name, "net.1.fc1.bias");
+    ck_assert_str_eq(p.items[2].name, "net.1.fc2.weight");
+    tt_sequential_train(&s, false);
+    ck_assert(!net.drop.training);
+    tt_scope_begin();
+    tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(4, 3));
+    tt_tensor *loss = tt_sum_all(tt_sequential_forward(&s, x));
+    tt_params_check_reaches(&p, loss);
+    tt_scope_end();
+    // The block's children, in order.
+    tt_block blk;
+    tt_block_init(&blk, &(tt_block_config){.attn = {.n_embd = 4, .n_head = 2, .max_seq = 4,
+                                                    .qk_norm = true, .rope = true}},
+                  &rng);
+    name_log l = {0};
+    tt_module_children(tt_block_module(&blk), log_child, &l);
+    ck_assert_int_eq(l.n, 4);
+    ck_assert_str_eq(l.names[0], "Norm:norm1");
+    ck_assert_str_eq(l.names[1], "Attention:attn");
+    ck_assert_str_eq(l.names[3], "MLP:mlp");
+    l.n = 0;
+    tt_module_children(tt_attention_module(&blk.attn), log_child, &l);
+    ck_assert_int_eq(l.n, 9);  // 4 projections, q/k norms, rope, 2 dropouts
+    ck_assert_str_eq(l.names[4], "RMSNorm:q_norm");
+    ck_assert_str_eq(l.names[6], "RoPE:rope");
+    tt_params_free(&p);
+    tt_params_init(&p);
+    tt_block_params(&blk, &p, NULL);
+    ck_assert_int_eq(p.n, 1 + 4 + 2 + 1 + 2);  // no bias: norm1, attn (4 + q/k norms), ...
+    ck_assert_str_eq(p.items[6].name, "attn.k_norm.weight");
+    tt_params_free(&p);
+    tt_module_free(tt_block_module(&blk));  // the same as tt_block_free
+    ck_assert_ptr_null(blk.attn.rope.cos);
+    tt_block_free(&blk);  // safe again on the zeroed struct
+    tt_sequential_free(&s);
+    tt_module_free(m);
+}
+END_TEST
+
+// The GPT's parameter list holds every leaf its loss reaches, in each configuration.
+START_TEST(test_gpt_params_reach) {
+    tt_gpt_config c = tt_gpt_config_default();
+    c.vocab_size = 11;
+    c.block_size = 8;
+    c.n_layer = 2;
+    c.n_head = 2;
+    c.n_embd = 8;
+    c.positional = _i & 1 ? TT_POS_ROPE : TT_POS_LEARNED;
+    c.norm = _i & 2 ? TT_NORM_RMSNORM : TT_NORM_LAYERNORM;
+    c.tie_weights = !(_i & 4);
+    c.bias = _i & 4;
+    c.qk_norm = _i & 2;
+    c.n_kv_head = _i & 1 ? 1 : 0;
+    tt_rng rng;
+    tt_rng_seed(&rng, 4);
+    tt_gpt m;
+    ck_assert_int_eq(tt_gpt_init(&m, &c, &rng), TT_OK);
+    tt_scope_begin();
+    tt_tensor *tok = tt_to_dtype(tt_reshape(tt_arange(TT_F32, 0, 8, 1), TT_SHAPE(1, 8)),
+                                 TT_I32);
+    tt_params_check_reaches(&m.params, tt_gpt_loss(&m, tok, tok));
+    tt_scope_end();
+    tt_gpt_free(&m);
+}
+END_TEST
+
 // A forgotten _params line: the second layer's weight and bias reach the loss unlisted.
 START_TEST(test_abort_params_check_reaches) {
     tt_expect_abort("2 leaf tensor(s) that require grad reach the loss but are not in the "
@@ -1500,6 +1629,8 @@ int main(void) {
     tcase_add_test(mo, test_module_wrappers);
     tcase_add_test(mo, test_graph_leaves);
     tcase_add_test(mo, test_params_check_reaches_ok);
+    tcase_add_test(mo, test_module_children);
+    tcase_add_loop_test(mo, test_gpt_params_reach, 0, 8);
     suite_add_tcase(s, mo);
 
     TCase *lo = tt_tcase("losses");
