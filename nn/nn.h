@@ -22,7 +22,9 @@
 // tt_<name>_params(m, list, prefix) appends its parameters under hierarchical names
 // ("blocks.3.attn.q_proj.weight"); tt_<name>_free(m) releases them and is safe on a zeroed
 // struct. Modules with dropout have tt_<name>_train(m, training); composites propagate it.
-// tt_<name>_module(m) wraps a module for tt_sequential.
+// tt_<name>_module(m) wraps any module (layers, norms, MLP, attention, block, positional, a
+// nested sequential, a user's struct) as a tt_module for tt_sequential; a composite lists its
+// children once (tt_module_ops.children) and params/train/free walk them.
 #ifndef TT_NN_H
 #define TT_NN_H
 
