@@ -258,76 +258,76 @@ static tt_lstm abort_lstm(void) {
 }
 
 START_TEST(test_abort_rank) {
-    tt_lstm m = abort_lstm();
     tt_expect_abort("tt_lstm_forward: input (1, 2, 3, 3) must be (T, B, input_size=3)");
+    tt_lstm m = abort_lstm();
     tt_lstm_forward(&m, tt_zeros(TT_F32, TT_SHAPE(1, 2, 3, 3)), NULL, NULL, NULL, NULL);
 }
 END_TEST
 
 START_TEST(test_abort_input_size) {
+    tt_expect_abort("tt_gru_forward: input (2, 5, 4) must be (T, B, input_size=3), (B, T, "
+                    "input_size) with batch_first");
     tt_rng rng;
     tt_rng_seed(&rng, 4);
     tt_gru m;
     tt_gru_init(&m, 3, 4, 1, true, true, &rng);
-    tt_expect_abort("tt_gru_forward: input (2, 5, 4) must be (T, B, input_size=3), (B, T, "
-                    "input_size) with batch_first");
     tt_gru_forward(&m, tt_zeros(TT_F32, TT_SHAPE(2, 5, 4)), NULL, NULL);
 }
 END_TEST
 
 START_TEST(test_abort_h0_shape) {
-    tt_lstm m = abort_lstm();
     tt_expect_abort("h0 (2, 3, 4) must be (num_layers, batch, hidden_size) = (2, 2, 4)");
+    tt_lstm m = abort_lstm();
     tt_lstm_forward(&m, tt_zeros(TT_F32, TT_SHAPE(5, 2, 3)), tt_zeros(TT_F32, TT_SHAPE(2, 3, 4)),
                     NULL, NULL, NULL);
 }
 END_TEST
 
 START_TEST(test_abort_c0_shape) {
-    tt_lstm m = abort_lstm();
     tt_expect_abort("c0 (2, 4) must be (num_layers, batch, hidden_size) = (2, 2, 4)");
+    tt_lstm m = abort_lstm();
     tt_lstm_forward(&m, tt_zeros(TT_F32, TT_SHAPE(5, 2, 3)), NULL,
                     tt_zeros(TT_F32, TT_SHAPE(2, 4)), NULL, NULL);
 }
 END_TEST
 
 START_TEST(test_abort_dtype) {
-    tt_lstm m = abort_lstm();
     tt_expect_abort("input has dtype f64 but the parameters are f32");
+    tt_lstm m = abort_lstm();
     tt_lstm_forward(&m, tt_zeros(TT_F64, TT_SHAPE(5, 2, 3)), NULL, NULL, NULL, NULL);
 }
 END_TEST
 
 START_TEST(test_abort_empty) {
-    tt_lstm m = abort_lstm();
     tt_expect_abort("has an empty time or batch dim");
+    tt_lstm m = abort_lstm();
     tt_lstm_forward(&m, tt_zeros(TT_F32, TT_SHAPE(0, 2, 3)), NULL, NULL, NULL, NULL);
 }
 END_TEST
 
 START_TEST(test_abort_nonlinearity) {
+    tt_expect_abort("tt_rnn_init: nonlinearity must be TT_ACT_TANH or TT_ACT_RELU");
     tt_rng rng;
     tt_rng_seed(&rng, 4);
     tt_rnn m;
-    tt_expect_abort("tt_rnn_init: nonlinearity must be TT_ACT_TANH or TT_ACT_RELU");
     tt_rnn_init(&m, 3, 4, 1, TT_ACT_GELU, true, false, &rng);
 }
 END_TEST
 
 START_TEST(test_abort_layers) {
+    tt_expect_abort("tt_gru_init: need input_size > 0, hidden_size > 0 and num_layers >= 1, got "
+                    "input_size=3 hidden_size=4 num_layers=0");
     tt_rng rng;
     tt_rng_seed(&rng, 4);
     tt_gru m;
-    tt_expect_abort("tt_gru_init: need input_size > 0, hidden_size > 0 and num_layers >= 1, got "
-                    "input_size=3 hidden_size=4 num_layers=0");
     tt_gru_init(&m, 3, 4, 0, true, false, &rng);
 }
 END_TEST
 
 START_TEST(test_abort_uninitialized) {
+    tt_expect_abort("tt_gru_forward: the module is not initialized");
     tt_gru m;
     memset(&m, 0, sizeof m);
-    tt_expect_abort("tt_gru_forward: the module is not initialized");
     tt_gru_forward(&m, tt_zeros(TT_F32, TT_SHAPE(1, 1, 1)), NULL, NULL);
 }
 END_TEST
