@@ -366,6 +366,7 @@ void tt_rnn_init(tt_rnn *m, int64_t input_size, int64_t hidden_size, int num_lay
 tt_tensor *tt_rnn_forward(tt_rnn *m, tt_tensor *x, tt_tensor *h0, tt_tensor **h_n);
 void tt_rnn_params(const tt_rnn *m, tt_params *out, const char *prefix);
 void tt_rnn_free(tt_rnn *m);
+tt_module tt_rnn_module(tt_rnn *m);  // for tt_sequential: the output sequence, zero h0
 
 typedef struct tt_lstm {
     tt_recurrent_layer *layers;  // num_layers entries (owned)
@@ -380,6 +381,7 @@ tt_tensor *tt_lstm_forward(tt_lstm *m, tt_tensor *x, tt_tensor *h0, tt_tensor *c
                            tt_tensor **h_n, tt_tensor **c_n);
 void tt_lstm_params(const tt_lstm *m, tt_params *out, const char *prefix);
 void tt_lstm_free(tt_lstm *m);
+tt_module tt_lstm_module(tt_lstm *m);  // for tt_sequential: the output sequence, zero h0, c0
 
 typedef struct tt_gru {
     tt_recurrent_layer *layers;  // num_layers entries (owned)
@@ -393,6 +395,7 @@ void tt_gru_init(tt_gru *m, int64_t input_size, int64_t hidden_size, int num_lay
 tt_tensor *tt_gru_forward(tt_gru *m, tt_tensor *x, tt_tensor *h0, tt_tensor **h_n);
 void tt_gru_params(const tt_gru *m, tt_params *out, const char *prefix);
 void tt_gru_free(tt_gru *m);
+tt_module tt_gru_module(tt_gru *m);  // for tt_sequential: the output sequence, zero h0
 
 // ---- losses ----
 // PyTorch's functional losses (torch.nn.functional), named and reduced as there. The input and

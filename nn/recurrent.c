@@ -239,6 +239,15 @@ void tt_rnn_free(tt_rnn *m) {
     memset(m, 0, sizeof *m);
 }
 
+static tt_tensor *rnn_fwd(void *self, tt_tensor *x) {
+    return tt_rnn_forward(self, x, NULL, NULL);
+}
+static void rnn_params(const void *self, tt_params *out, const char *prefix) {
+    tt_rnn_params(self, out, prefix);
+}
+static const tt_module_ops rnn_ops = {.type = "RNN", .forward = rnn_fwd, .params = rnn_params};
+tt_module tt_rnn_module(tt_rnn *m) { return (tt_module){m, &rnn_ops}; }
+
 // ---- LSTM ----
 
 void tt_lstm_init(tt_lstm *m, int64_t input_size, int64_t hidden_size, int num_layers,
@@ -268,6 +277,16 @@ void tt_lstm_free(tt_lstm *m) {
     memset(m, 0, sizeof *m);
 }
 
+static tt_tensor *lstm_fwd(void *self, tt_tensor *x) {
+    return tt_lstm_forward(self, x, NULL, NULL, NULL, NULL);
+}
+static void lstm_params(const void *self, tt_params *out, const char *prefix) {
+    tt_lstm_params(self, out, prefix);
+}
+static const tt_module_ops lstm_ops = {.type = "LSTM", .forward = lstm_fwd,
+                                       .params = lstm_params};
+tt_module tt_lstm_module(tt_lstm *m) { return (tt_module){m, &lstm_ops}; }
+
 // ---- GRU ----
 
 void tt_gru_init(tt_gru *m, int64_t input_size, int64_t hidden_size, int num_layers, bool bias,
@@ -295,3 +314,12 @@ void tt_gru_free(tt_gru *m) {
     layers_free(m->layers, m->num_layers);
     memset(m, 0, sizeof *m);
 }
+
+static tt_tensor *gru_fwd(void *self, tt_tensor *x) {
+    return tt_gru_forward(self, x, NULL, NULL);
+}
+static void gru_params(const void *self, tt_params *out, const char *prefix) {
+    tt_gru_params(self, out, prefix);
+}
+static const tt_module_ops gru_ops = {.type = "GRU", .forward = gru_fwd, .params = gru_params};
+tt_module tt_gru_module(tt_gru *m) { return (tt_module){m, &gru_ops}; }

@@ -247,6 +247,54 @@ START_TEST(test_no_scope_ownership) {
 }
 END_TEST
 
+// A tiny LSTM + Linear in tt_sequential learns to output the previous step's input (a one-step
+// memory) with AdamW: the loss must fall from ~1 to under 0.02.
+START_TEST(test_lstm_learns_delay) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 5);
+    tt_lstm lstm;
+    tt_lstm_init(&lstm, 1, 16, 1, true, true, &rng);
+    tt_linear head;
+    tt_linear_init(&head, 16, 1, true, &rng);
+    tt_sequential net;
+    tt_sequential_init(&net);
+    tt_sequential_add(&net, tt_lstm_module(&lstm));
+    tt_sequential_add(&net, tt_linear_module(&head));
+    tt_params params;
+    tt_params_init(&params);
+    tt_sequential_params(&net, &params, NULL);
+    ck_assert_str_eq(params.items[0].name, "0.weight_ih_l0");
+    ck_assert_str_eq(params.items[4].name, "1.weight");
+    tt_optim opt;
+    tt_optim_init(&opt, tt_adamw_config(2e-2));
+    tt_optim_add_decay_groups(&opt, &params, 0.0);
+    enum { B = 16, T = 8 };
+    double first = 0, last = 0;
+    for (int it = 0; it < 300; it++) {
+        tt_scope_begin();
+        tt_tensor *x = tt_rsub_scalar(1.0, tt_mul_scalar(tt_bernoulli(&rng, tt_full(TT_F32,
+                                                          TT_SHAPE(B, T, 1), 0.5)), 2.0));
+        // target: 0 at t = 0, then x[t - 1]
+        tt_tensor *prev = tt_narrow(x, 1, 0, T - 1);
+        tt_tensor *y = tt_pad(prev, 4, (const int64_t[]){0, 0, 1, 0}, TT_PAD_CONSTANT, 0.0);
+        tt_tensor *loss = tt_mse_loss(tt_sequential_forward(&net, x), y);
+        if (it == 0) first = tt_item(loss);
+        last = tt_item(loss);
+        tt_backward(loss);
+        tt_optim_step(&opt);
+        tt_optim_zero_grad(&opt);
+        tt_scope_end();
+    }
+    ck_assert_double_gt(first, 0.5);
+    ck_assert_double_lt(last, 0.02);
+    tt_optim_free(&opt);
+    tt_params_free(&params);
+    tt_sequential_free(&net);
+    tt_linear_free(&head);
+    tt_lstm_free(&lstm);
+}
+END_TEST
+
 // ---- aborts ----
 
 static tt_lstm abort_lstm(void) {
@@ -341,6 +389,7 @@ int main(void) {
     tcase_add_test(mc, test_params_init);
     tcase_add_test(mc, test_optional_states);
     tcase_add_test(mc, test_no_scope_ownership);
+    tcase_add_test(mc, test_lstm_learns_delay);
     suite_add_tcase(s, mc);
 
     TCase *ab = tt_tcase_aborts("aborts");
