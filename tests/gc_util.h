@@ -50,6 +50,7 @@ extern const gc_case gc_cases_index[];      // tests/gc_ops_index.c
 extern const gc_module_case gc_modules_nn_layers[];       // tests/gc_nn_layers.c
 extern const gc_module_case gc_modules_nn_transformer[];  // tests/gc_nn_transformer.c
 extern const gc_module_case gc_modules_nn_losses[];       // tests/gc_nn_losses.c
+extern const gc_module_case gc_modules_nn_recurrent[];    // tests/gc_nn_recurrent.c
 
 // The suite's RNG (reseeded before each case).
 tt_rng *gc_rng(void);

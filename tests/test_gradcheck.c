@@ -20,6 +20,7 @@ static const gc_case *const families[] = {
 static const gc_module_case *const module_families[] = {
     gc_modules_nn_layers, gc_modules_nn_transformer,
     gc_modules_nn_losses,
+    gc_modules_nn_recurrent,
 };
 #define NMODULE_FAMILIES (int)(sizeof module_families / sizeof module_families[0])
 
