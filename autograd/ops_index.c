@@ -130,8 +130,10 @@ void tt__backward_gather(tt_node *n) {
 // ---- scatter_add ----
 // out = x; out[p; dim <- index[p]] += src[p];  dx = g, dsrc = gather(g) (zero outside I).
 
-static tt_tensor *scatter_add_impl(tt_tensor *x, int dim, tt_tensor *index, tt_tensor *src,
-                                   bool range, const char *func) {
+// The checks of scatter and scatter_add: x and src float of one dtype, an integer index that
+// fits both, values in range when `range`. Returns dim resolved.
+static int check_scatter(tt_tensor *x, int dim, tt_tensor *index, tt_tensor *src, bool range,
+                         const char *func) {
     check_x(x, "x", func);
     check_x(src, "src", func);
     tt__check_same_dtype_at(x, src, __FILE__, __LINE__, func);
@@ -139,6 +141,12 @@ static tt_tensor *scatter_add_impl(tt_tensor *x, int dim, tt_tensor *index, tt_t
     int d = norm_dim(x, dim, func);
     check_index_shape(x, d, index, src, func);
     if (range) check_index_range(index, x->ndim ? x->shape[d] : 1, dim, x, func);
+    return d;
+}
+
+static tt_tensor *scatter_add_impl(tt_tensor *x, int dim, tt_tensor *index, tt_tensor *src,
+                                   bool range, const char *func) {
+    int d = check_scatter(x, dim, index, src, range, func);
     tt_tensor *out = tt__contiguous_copy(x);  // X
     lay lo = lay_of(out), ls = lay_of(src), li = lay_of(index);
     tt_k_scatter_add(tt_data(out), lo.stride, tt_data(src), ls.stride, tt_data(index),
@@ -173,14 +181,7 @@ void tt__backward_scatter_add(tt_node *n) {
 // last p writing each target (row-major), 0 elsewhere. Both are constants (no gradient).
 
 tt_tensor *tt_scatter(tt_tensor *x, int dim, tt_tensor *index, tt_tensor *src) {
-    const char *func = __func__;
-    check_x(x, "x", func);
-    check_x(src, "src", func);
-    tt__check_same_dtype_at(x, src, __FILE__, __LINE__, func);
-    check_index_dtype(index, func);
-    int d = norm_dim(x, dim, func);
-    check_index_shape(x, d, index, src, func);
-    check_index_range(index, x->ndim ? x->shape[d] : 1, dim, x, func);
+    int d = check_scatter(x, dim, index, src, true, __func__);
     // winner (X, i64): 1 + the flat position in src of the last writer of each target, 0 if none
     lay lx = lay_contiguous(x->ndim, x->shape), ls = lay_contiguous(src->ndim, src->shape);
     lay li = lay_of(index);
@@ -214,7 +215,7 @@ tt_tensor *tt_scatter(tt_tensor *x, int dim, tt_tensor *index, tt_tensor *src) {
     tt_free(winner);
     tt_tensor *zeros = tt_zeros(x->dtype, x->ndim, x->shape);
     tt_tensor *out = tt_add(tt_mul(x, keep), scatter_add_impl(zeros, dim, index,
-                                                              tt_mul(src, w), false, func));
+                                                              tt_mul(src, w), false, __func__));
     tt_keep(out);
     tt_scope_end();
     return out;

@@ -93,9 +93,25 @@ tt_tensor *tt_l1_loss(tt_tensor *x, tt_tensor *y, tt_reduction reduction) {
     return loss;
 }
 
-// With z = |x - y| and m = min(z, beta): 0.5 m^2 / beta + (z - m) is 0.5 z^2 / beta below beta
-// (bit for bit PyTorch's value) and beta/2 + z - beta above it. The gradient z / beta, then 1,
-// is continuous at z = beta, where minimum's even split of a tie gives 1/2 + 1/2 = 1.
+// The core of smooth-L1 and Huber, with z = |x - y| and m = min(z, t): smooth-L1 (beta = t) is
+// 0.5 m^2 / t + (z - m), which is 0.5 z^2 / t below t (bit for bit PyTorch's value) and
+// t/2 + z - t above it; Huber (delta = t) is 0.5 m^2 + t (z - m), t times smooth-L1. The
+// gradient (z / t then 1 for smooth-L1) is continuous at z = t, where minimum's even split of
+// a tie gives 1/2 + 1/2.
+static tt_tensor *clipped_quadratic(tt_tensor *x, tt_tensor *y, double t, bool huber,
+                                    tt_reduction reduction) {
+    tt_scope_begin();
+    tt_tensor *z = tt_abs(tt_sub(x, y));                   // (...)
+    tt_tensor *m = tt_minimum(z, tt_scalar(x->dtype, t));  // (...)
+    tt_tensor *half = tt_mul_scalar(tt_square(m), 0.5);
+    tt_tensor *lin = tt_sub(z, m);
+    tt_tensor *loss = huber ? tt_add(half, tt_mul_scalar(lin, t))
+                            : tt_add(tt_div_scalar(half, t), lin);
+    loss = tt_keep(reduce(loss, reduction));
+    tt_scope_end();
+    return loss;
+}
+
 tt_tensor *tt_smooth_l1_loss(tt_tensor *x, tt_tensor *y, double beta, tt_reduction reduction) {
     check_reduction(reduction, false, __func__);
     check_pair(x, y, "x", "y", reduction, __func__);
@@ -103,30 +119,15 @@ tt_tensor *tt_smooth_l1_loss(tt_tensor *x, tt_tensor *y, double beta, tt_reducti
         tt_fatal(__FILE__, __LINE__, __func__, "beta is %g; it must be >= 0 (0 gives l1_loss)",
                  beta);
     if (beta == 0) return tt_l1_loss(x, y, reduction);
-    tt_scope_begin();
-    tt_tensor *z = tt_abs(tt_sub(x, y));                      // (...)
-    tt_tensor *m = tt_minimum(z, tt_scalar(x->dtype, beta));  // (...)
-    tt_tensor *quad = tt_div_scalar(tt_mul_scalar(tt_square(m), 0.5), beta);
-    tt_tensor *loss = reduce(tt_add(quad, tt_sub(z, m)), reduction);
-    tt_keep(loss);
-    tt_scope_end();
-    return loss;
+    return clipped_quadratic(x, y, beta, false, reduction);
 }
 
-// 0.5 m^2 + delta (z - m) with m = min(z, delta): delta times smooth-L1 with beta = delta.
 tt_tensor *tt_huber_loss(tt_tensor *x, tt_tensor *y, double delta, tt_reduction reduction) {
     check_reduction(reduction, false, __func__);
     check_pair(x, y, "x", "y", reduction, __func__);
     if (!(delta > 0))
         tt_fatal(__FILE__, __LINE__, __func__, "delta is %g; it must be > 0", delta);
-    tt_scope_begin();
-    tt_tensor *z = tt_abs(tt_sub(x, y));                       // (...)
-    tt_tensor *m = tt_minimum(z, tt_scalar(x->dtype, delta));  // (...)
-    tt_tensor *quad = tt_mul_scalar(tt_square(m), 0.5);
-    tt_tensor *loss = reduce(tt_add(quad, tt_mul_scalar(tt_sub(z, m), delta)), reduction);
-    tt_keep(loss);
-    tt_scope_end();
-    return loss;
+    return clipped_quadratic(x, y, delta, true, reduction);
 }
 
 // ---- KL divergence ----
