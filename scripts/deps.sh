@@ -1,8 +1,9 @@
 #!/bin/sh
 # Installs what tinytorch.c needs to build and test, if it is missing:
-# Check (unit tests), xxHash (checksums), pkg-config, gcc's OpenMP runtime, and clang with its
-# libFuzzer runtime (make fuzz, which make test runs for 30 s); and, for `make plot` only,
-# gnuplot (without --quiet: `make test` does not need it).
+# Check (unit tests), xxHash (checksums), Jansson (JSON: safetensors headers, GPT-2's
+# encoder.json), PCRE2 (GPT-2's Unicode pre-tokenizer pattern), pkg-config, gcc's OpenMP
+# runtime, and clang with its libFuzzer runtime (make fuzz, which make test runs for 30 s);
+# and, for `make plot` only, gnuplot (without --quiet: `make test` does not need it).
 # With apt-get and root it installs them; otherwise it prints the exact command to run.
 # --quiet: say nothing when everything the build and tests need is already there.
 quiet=0
@@ -19,6 +20,8 @@ if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists check; then
     missing="$missing check"
 fi
 have_header xxhash.h || missing="$missing libxxhash-dev"
+have_header jansson.h || missing="$missing libjansson-dev"
+have_header pcre2.h -DPCRE2_CODE_UNIT_WIDTH=8 || missing="$missing libpcre2-dev"
 printf '#include <omp.h>\nint main(void){return omp_get_max_threads() < 1;}\n' |
     ${CC:-cc} -fopenmp -x c - -o /dev/null >/dev/null 2>&1 || missing="$missing libgomp1"
 # clang and its libFuzzer + sanitizer runtime (Debian ships it as libclang-rt-<major>-dev, a
@@ -48,8 +51,8 @@ fi
 
 if [ -z "$missing" ]; then
     [ $quiet = 1 ] ||
-        echo "deps: everything is installed (check, libxxhash-dev, pkg-config, OpenMP, clang" \
-             "with libFuzzer, gnuplot)"
+        echo "deps: everything is installed (check, libxxhash-dev, libjansson-dev, libpcre2-dev," \
+             "pkg-config, OpenMP, clang with libFuzzer, gnuplot)"
     exit 0
 fi
 
