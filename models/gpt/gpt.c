@@ -8,74 +8,6 @@
 #include <math.h>
 #include <string.h>
 
-// ---- config ----
-
-tt_gpt_config tt_gpt_config_default(void) {
-    return (tt_gpt_config){
-        .vocab_size = 65,
-        .block_size = 64,
-        .n_layer = 4,
-        .n_head = 4,
-        .n_kv_head = 4,
-        .n_embd = 128,
-        .dropout = 0.0,
-        .bias = false,
-        .positional = TT_POS_LEARNED,
-        .norm = TT_NORM_LAYERNORM,
-        .activation = TT_ACT_GELU,
-        .tie_weights = true,
-        .qk_norm = false,
-    };
-}
-
-tt_status tt_gpt_config_validate(const tt_gpt_config *c) {
-    if (!c) return tt_set_error(TT_ERR_ARG, "gpt config is NULL");
-    if (c->vocab_size <= 0)
-        return tt_set_error(TT_ERR_ARG, "vocab_size must be positive, got %lld",
-                            (long long)c->vocab_size);
-    if (c->block_size <= 0)
-        return tt_set_error(TT_ERR_ARG, "block_size must be positive, got %lld",
-                            (long long)c->block_size);
-    if (c->n_layer <= 0 || c->n_layer > 1000000)
-        return tt_set_error(TT_ERR_ARG, "n_layer must be in [1, 1000000], got %lld",
-                            (long long)c->n_layer);
-    if (c->n_head <= 0)
-        return tt_set_error(TT_ERR_ARG, "n_head must be positive, got %lld",
-                            (long long)c->n_head);
-    if (c->n_kv_head < 0)
-        return tt_set_error(TT_ERR_ARG, "n_kv_head must be positive (or 0 for n_head), got %lld",
-                            (long long)c->n_kv_head);
-    if (c->n_embd <= 0)
-        return tt_set_error(TT_ERR_ARG, "n_embd must be positive, got %lld",
-                            (long long)c->n_embd);
-    if (c->n_embd % c->n_head != 0)
-        return tt_set_error(TT_ERR_ARG, "n_embd=%lld is not divisible by n_head=%lld; pick "
-                            "n_head among the divisors of n_embd", (long long)c->n_embd,
-                            (long long)c->n_head);
-    int64_t kv = c->n_kv_head ? c->n_kv_head : c->n_head;
-    if (c->n_head % kv != 0)
-        return tt_set_error(TT_ERR_ARG, "n_head=%lld is not divisible by n_kv_head=%lld; each "
-                            "key/value head must serve a whole number of query heads",
-                            (long long)c->n_head, (long long)kv);
-    if (c->positional != TT_POS_LEARNED && c->positional != TT_POS_ROPE)
-        return tt_set_error(TT_ERR_ARG, "positional=%d is neither TT_POS_LEARNED nor "
-                            "TT_POS_ROPE", (int)c->positional);
-    int64_t hs = c->n_embd / c->n_head;
-    if (c->positional == TT_POS_ROPE && hs % 2 != 0)
-        return tt_set_error(TT_ERR_ARG, "positional=rope rotates pairs, so the head size "
-                            "n_embd / n_head = %lld / %lld = %lld must be even",
-                            (long long)c->n_embd, (long long)c->n_head, (long long)hs);
-    if (!(c->dropout >= 0.0 && c->dropout < 1.0))
-        return tt_set_error(TT_ERR_ARG, "dropout must be in [0, 1), got %g", c->dropout);
-    if (c->norm != TT_NORM_LAYERNORM && c->norm != TT_NORM_RMSNORM)
-        return tt_set_error(TT_ERR_ARG, "norm=%d is neither TT_NORM_LAYERNORM nor "
-                            "TT_NORM_RMSNORM", (int)c->norm);
-    if (c->activation < 0 || c->activation >= TT_ACT_COUNT || c->activation == TT_ACT_SOFTMAX)
-        return tt_set_error(TT_ERR_ARG, "activation=%d is not an elementwise activation; use "
-                            "TT_ACT_GELU or TT_ACT_RELU2", (int)c->activation);
-    return TT_OK;
-}
-
 // ---- init / free ----
 
 // nanoGPT's _init_weights plus the scaled residual projections (GPT-2 paper, sec. 2.3):
@@ -124,6 +56,15 @@ static tt_block_config block_config(const tt_gpt_config *c) {
     };
 }
 
+// q/k/v projections without biases while o_proj keeps its own (qkv_bias false).
+static void drop_qkv_bias(tt_attention *a) {
+    tt_linear *qkv[] = {&a->q_proj, &a->k_proj, &a->v_proj};
+    for (int i = 0; i < 3; i++) {
+        tt_release(qkv[i]->bias);
+        qkv[i]->bias = NULL;
+    }
+}
+
 tt_status tt_gpt_init(tt_gpt *m, const tt_gpt_config *cfg, tt_rng *rng) {
     TT_CHECK(m && rng, "model and rng must not be NULL");
     memset(m, 0, sizeof *m);
@@ -144,7 +85,10 @@ tt_status tt_gpt_init(tt_gpt *m, const tt_gpt_config *cfg, tt_rng *rng) {
     tt_dropout_init(&m->drop, c->dropout, &m->dropout_rng);
     tt_block_config bc = block_config(c);
     m->blocks = TT_CALLOC((size_t)c->n_layer, sizeof *m->blocks);
-    for (int64_t l = 0; l < c->n_layer; l++) tt_block_init(&m->blocks[l], &bc, scratch);
+    for (int64_t l = 0; l < c->n_layer; l++) {
+        tt_block_init(&m->blocks[l], &bc, scratch);
+        if (c->bias && !c->qkv_bias) drop_qkv_bias(&m->blocks[l].attn);
+    }
     tt_norm_init(&m->ln_f, c->norm, c->n_embd, 1e-5, c->bias);
     if (!c->tie_weights) tt_linear_init(&m->lm_head, c->n_embd, c->vocab_size, false, scratch);
 

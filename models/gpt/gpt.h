@@ -13,7 +13,9 @@
 #ifndef TT_GPT_H
 #define TT_GPT_H
 
+#include "../../nn/checkpoint.h"
 #include "../../nn/nn.h"
+#include "../../optim/optim.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,6 +32,7 @@ typedef struct tt_gpt_config {
     int64_t n_embd;
     double dropout;
     bool bias;            // in Linear layers and LayerNorms
+    bool qkv_bias;        // in the q/k/v projections too (only when bias); GPT-2: true
     tt_pos_kind positional;
     tt_norm_kind norm;
     tt_act activation;    // TT_ACT_GELU (exact, as nanoGPT) or TT_ACT_RELU2
@@ -37,11 +40,63 @@ typedef struct tt_gpt_config {
     bool qk_norm;
 } tt_gpt_config;
 
-// GPT-2 style: learned positions, layernorm, gelu, tied embeddings, no bias, no dropout, MHA;
-// sizes of nanoGPT's char-level "baby GPT" (vocab 65, block 64, 4 layers, 4 heads, 128 wide).
+// ---- config fields (gpt_config.c) ----
+// One table describes every field of tt_gpt_config: its name (the checkpoint key is
+// "cfg.<name>"), type, offset, default, valid range and command-line flag. Defaults, range
+// checks, checkpoint save/load and examples/char_gpt's flags are all driven by it, so adding a
+// config field is two edits: the member above and its row in tt_gpt_fields (gpt_config.c);
+// then use it in gpt.c. Older checkpoints without the new key load with the row's default.
+
+typedef enum tt_gpt_field_type {
+    TT_GPT_FIELD_I64,   // int64_t in [lo, hi]
+    TT_GPT_FIELD_F64,   // double in [lo, hi)
+    TT_GPT_FIELD_BOOL,  // bool; its flag sets it, or clears it when the flag starts with --no-
+    TT_GPT_FIELD_ENUM,  // an enum (int-sized) in [lo, hi] named by names[value - lo]
+} tt_gpt_field_type;
+
+typedef struct tt_gpt_field {
+    const char *name;           // the member's name, e.g. "n_layer"
+    tt_gpt_field_type type;
+    size_t offset;              // offsetof(tt_gpt_config, <member>)
+    double def;                 // the default (bools 0/1, enums their value)
+    double lo, hi;              // the valid range (I64, ENUM: [lo, hi]; F64: [lo, hi))
+    const char *const *names;   // ENUM: a name per value lo .. hi (NULL: not allowed)
+    const char *flag;           // command-line flag, e.g. "--layers" (NULL: none)
+    const char *help;           // one line
+} tt_gpt_field;
+
+extern const tt_gpt_field tt_gpt_fields[];
+extern const int tt_gpt_nfields;
+
+// The row whose name or flag is key ("n_layer" or "--layers"); NULL when none.
+const tt_gpt_field *tt_gpt_field_find(const char *key);
+// A field's value as a double (bools 0/1, enums their value) and the reverse (no checks).
+double tt_gpt_field_get(const tt_gpt_config *cfg, const tt_gpt_field *f);
+void tt_gpt_field_set(tt_gpt_config *cfg, const tt_gpt_field *f, double v);
+// Parses text ("4", "0.1", "rope", "true"/"false"/"1"/"0") into the field, range-checked.
+// TT_ERR_ARG naming the flag (or the name) and the expected values; cfg is unchanged then.
+tt_status tt_gpt_field_parse(tt_gpt_config *cfg, const tt_gpt_field *f, const char *text);
+// The value as text ("4", "0.1", "rope", "true") into buf; returns buf.
+const char *tt_gpt_field_format(const tt_gpt_config *cfg, const tt_gpt_field *f, char *buf,
+                                size_t n);
+
+// The table's defaults, the single source of them: GPT-2 style (learned positions, layernorm,
+// exact gelu, tied embeddings, no bias, no dropout, MHA) at the sizes of nanoGPT's char-level
+// "baby GPT" (vocab 65, block 64, 4 layers, 4 heads, 128 wide).
 tt_gpt_config tt_gpt_config_default(void);
-// TT_OK, or TT_ERR_ARG with a message naming the field and the fix.
+// TT_OK, or TT_ERR_ARG with a message naming the field and the fix: every field within its
+// table range, then the relations between fields (n_embd % n_head, n_head % n_kv_head, ...).
 tt_status tt_gpt_config_validate(const tt_gpt_config *cfg);
+
+// Named configs: "baby" (the default above), "gpt2" (124M: vocab 50257, block 1024, 12 layers,
+// 12 heads, 768 wide) and "gpt2-medium" (350M: 24 layers, 16 heads, 1024 wide), the GPT-2
+// ones as OpenAI's checkpoints: biases everywhere (qkv too), tanh GELU, tied head, dropout 0.1
+// (GPT-2's training value; nanoGPT's GPTConfig uses 0.0, set cfg.dropout = 0 to match it).
+// TT_ERR_ARG listing the names for an unknown one (out unchanged).
+tt_status tt_gpt_config_preset(const char *name, tt_gpt_config *out);
+// The parameter count of the model cfg describes, as tt_gpt_num_params would report it after
+// tt_gpt_init, without building it (cfg must be valid; aborts otherwise).
+int64_t tt_gpt_config_num_params(const tt_gpt_config *cfg, bool non_embedding);
 
 typedef struct tt_gpt {
     tt_gpt_config cfg;
@@ -72,6 +127,51 @@ tt_tensor *tt_gpt_forward(tt_gpt *m, tt_tensor *tokens);
 // Mean cross-entropy of the next-token logits against targets (B, T) (fused log-softmax + NLL);
 // targets equal to -1 are ignored, as PyTorch's ignore_index in nanoGPT.
 tt_tensor *tt_gpt_loss(tt_gpt *m, tt_tensor *tokens, tt_tensor *targets);
+
+// ---- checkpoints (gpt_config.c; the file format is docs/checkpoint.md's) ----
+// A GPT checkpoint holds "format" = "char_gpt", cfg.<field> for every table row (I64, BOOL and
+// ENUM fields as i64, F64 as f64), the parameters as model.<name>, the dropout stream as
+// rng.model, and optionally the optimizer (optim.<state>, optim.step) and a training state.
+// The caller may add its own entries (a vocab, hyperparameters) to the same tt_checkpoint.
+
+typedef struct tt_gpt_state {
+    int64_t step;           // training steps taken ("step")
+    tt_rng data_rng;        // the training batches' stream ("rng.data")
+    double best_val_loss;   // INFINITY before the first eval ("best_val_loss")
+    double train_loss, val_loss;  // of the last eval, NAN before it
+} tt_gpt_state;
+
+// Adds m's format, config, parameters and dropout stream to ck, o's state when o is not NULL
+// and st when st is not NULL (keys as above; entries already in ck stay).
+void tt_gpt_ckpt_fill(tt_checkpoint *ck, const tt_gpt *m, const tt_optim *o,
+                      const tt_gpt_state *st);
+// The config of a loaded checkpoint: checks "format", reads each table field (a key absent
+// from an older file takes the default) and validates. TT_ERR_FORMAT naming the key otherwise.
+tt_status tt_gpt_ckpt_config(const tt_checkpoint *ck, tt_gpt_config *cfg);
+// Builds the model of the checkpoint's config (m is zeroed on error) and copies its parameters
+// and dropout stream. Before allocating, the config's parameter count must not exceed the
+// model.* elements the file holds, so a corrupt config cannot ask for more memory than the file
+// backs. TT_ERR_FORMAT / TT_ERR_MISMATCH naming the problem.
+tt_status tt_gpt_ckpt_model(tt_gpt *m, const tt_checkpoint *ck);
+// Restores o (built over m's parameters as when it was saved, e.g. tt_optim_add_decay_groups)
+// from optim.* and optim.step. TT_ERR_MISMATCH / TT_ERR_FORMAT otherwise.
+tt_status tt_gpt_ckpt_optim(tt_optim *o, const tt_checkpoint *ck);
+// The training state. TT_ERR_FORMAT naming a missing or invalid key.
+tt_status tt_gpt_ckpt_state(const tt_checkpoint *ck, tt_gpt_state *st);
+
+// tt_gpt_ckpt_fill into a new checkpoint, then tt_ckpt_save (atomic). TT_ERR_IO on failure.
+tt_status tt_gpt_save(const char *path, const tt_gpt *m, const tt_optim *o,
+                      const tt_gpt_state *st);
+// tt_ckpt_load, then tt_gpt_ckpt_model. When ck is not NULL it receives the loaded checkpoint
+// (free it with tt_ckpt_free) for tt_gpt_ckpt_optim, tt_gpt_ckpt_state and the caller's own
+// entries; it is left empty on error. On error m is zeroed and the message names the path.
+//
+//     tt_gpt m; tt_checkpoint ck; tt_gpt_state st;
+//     if (tt_gpt_load("out/char_gpt.ckpt", &m, &ck) != TT_OK) { puts(tt_last_error()); ... }
+//     tt_optim_add_decay_groups(&o, &m.params, 0.1);   // as the run that saved it
+//     if (tt_gpt_ckpt_optim(&o, &ck) != TT_OK || tt_gpt_ckpt_state(&ck, &st) != TT_OK) ...
+//     tt_ckpt_free(&ck);
+tt_status tt_gpt_load(const char *path, tt_gpt *m, tt_checkpoint *ck);
 
 // ---- generation ----
 

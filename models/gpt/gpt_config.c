@@ -1,0 +1,498 @@
+// The GPT's config as data: one table of fields (name, type, offset, default, range, flag) that
+// drives the defaults, validation, text parsing and checkpoint save/load; the GPT-2 presets; the
+// parameter count of a config; and the GPT checkpoint (config, parameters, optimizer, state).
+#include "gpt_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// ---- the field table ----
+
+static const char *const pos_names[] = {"learned", "rope"};
+static const char *const norm_names[] = {"layernorm", "rmsnorm"};
+// Every elementwise activation by tt_act value; softmax is not one.
+static const char *const act_names[TT_ACT_COUNT] = {
+    [TT_ACT_IDENTITY] = "identity", [TT_ACT_RELU] = "relu",   [TT_ACT_GELU] = "gelu",
+    [TT_ACT_GELU_TANH] = "gelu_tanh", [TT_ACT_RELU2] = "relu2", [TT_ACT_SILU] = "silu",
+    [TT_ACT_TANH] = "tanh",         [TT_ACT_SIGMOID] = "sigmoid", [TT_ACT_SOFTMAX] = NULL,
+};
+
+#define I64 TT_GPT_FIELD_I64
+#define F64 TT_GPT_FIELD_F64
+#define BOOL TT_GPT_FIELD_BOOL
+#define ENUM TT_GPT_FIELD_ENUM
+#define AT(member) offsetof(tt_gpt_config, member)
+// Rows in checkpoint order: the first 13 are those of the first char_gpt checkpoints.
+const tt_gpt_field tt_gpt_fields[] = {
+    // name          type  offset             default  lo  hi          names       flag
+    {"vocab_size",   I64,  AT(vocab_size),    65,      1,  2147483647, NULL,       NULL,
+     "tokens in the vocabulary"},
+    {"block_size",   I64,  AT(block_size),    64,      1,  1 << 20,    NULL,       "--block",
+     "longest context"},
+    {"n_layer",      I64,  AT(n_layer),       4,       1,  1000000,    NULL,       "--layers",
+     "transformer blocks"},
+    {"n_head",       I64,  AT(n_head),        4,       1,  1 << 20,    NULL,       "--heads",
+     "attention heads"},
+    {"n_kv_head",    I64,  AT(n_kv_head),     4,       0,  1 << 20,    NULL,       "--kv-heads",
+     "key/value heads (grouped-query attention when < n_head; 0 means n_head)"},
+    {"n_embd",       I64,  AT(n_embd),        128,     1,  1 << 24,    NULL,       "--embd",
+     "channels"},
+    {"dropout",      F64,  AT(dropout),       0.0,     0,  1,          NULL,       "--dropout",
+     "dropout probability"},
+    {"bias",         BOOL, AT(bias),          0,       0,  1,          NULL,       "--bias",
+     "biases in Linear layers and LayerNorms"},
+    {"positional",   ENUM, AT(positional),    TT_POS_LEARNED, 0, 1,    pos_names,  "--pos",
+     "learned position embedding or rotary"},
+    {"norm",         ENUM, AT(norm),          TT_NORM_LAYERNORM, 0, 1, norm_names, "--norm",
+     "layernorm or rmsnorm"},
+    {"activation",   ENUM, AT(activation),    TT_ACT_GELU, 0, TT_ACT_COUNT - 1, act_names,
+     "--act", "MLP activation (gelu exact, gelu_tanh as GPT-2)"},
+    {"tie_weights",  BOOL, AT(tie_weights),   1,       0,  1,          NULL,       "--no-tie",
+     "the head shares the token embedding"},
+    {"qk_norm",      BOOL, AT(qk_norm),       0,       0,  1,          NULL,       "--qk-norm",
+     "RMSNorm on each head's q and k"},
+    {"qkv_bias",     BOOL, AT(qkv_bias),      1,       0,  1,          NULL, "--no-qkv-bias",
+     "biases in the q/k/v projections too (when bias)"},
+};
+const int tt_gpt_nfields = (int)(sizeof tt_gpt_fields / sizeof tt_gpt_fields[0]);
+#undef I64
+#undef F64
+#undef BOOL
+#undef ENUM
+#undef AT
+
+const tt_gpt_field *tt_gpt_field_find(const char *key) {
+    if (!key) return NULL;
+    for (int i = 0; i < tt_gpt_nfields; i++) {
+        const tt_gpt_field *f = &tt_gpt_fields[i];
+        if (strcmp(f->name, key) == 0 || (f->flag && strcmp(f->flag, key) == 0)) return f;
+    }
+    return NULL;
+}
+
+// Enums are stored as the compiler's enum type: int-sized on every ABI we build for.
+_Static_assert(sizeof(tt_pos_kind) == sizeof(int) && sizeof(tt_norm_kind) == sizeof(int) &&
+               sizeof(tt_act) == sizeof(int), "config enums must be int-sized");
+
+double tt_gpt_field_get(const tt_gpt_config *cfg, const tt_gpt_field *f) {
+    const char *p = (const char *)cfg + f->offset;
+    switch (f->type) {
+        case TT_GPT_FIELD_I64: return (double)*(const int64_t *)p;
+        case TT_GPT_FIELD_F64: return *(const double *)p;
+        case TT_GPT_FIELD_BOOL: return *(const bool *)p ? 1.0 : 0.0;
+        case TT_GPT_FIELD_ENUM: return (double)*(const int *)p;
+    }
+    return 0;
+}
+
+void tt_gpt_field_set(tt_gpt_config *cfg, const tt_gpt_field *f, double v) {
+    char *p = (char *)cfg + f->offset;
+    switch (f->type) {
+        case TT_GPT_FIELD_I64: *(int64_t *)p = (int64_t)v; break;
+        case TT_GPT_FIELD_F64: *(double *)p = v; break;
+        case TT_GPT_FIELD_BOOL: *(bool *)p = v != 0; break;
+        case TT_GPT_FIELD_ENUM: *(int *)p = (int)v; break;
+    }
+}
+
+static const char *enum_name(const tt_gpt_field *f, double v) {
+    if (!(v >= f->lo && v <= f->hi)) return NULL;
+    return f->names[(int)(v - f->lo)];
+}
+
+// "learned, rope": the allowed names of an enum field.
+static void enum_list(const tt_gpt_field *f, char *buf, size_t n) {
+    buf[0] = 0;
+    for (int v = (int)f->lo; v <= (int)f->hi; v++) {
+        const char *name = f->names[v - (int)f->lo];
+        if (!name) continue;
+        size_t k = strlen(buf);
+        snprintf(buf + k, n - k, "%s%s", k ? ", " : "", name);
+    }
+}
+
+static bool in_range(const tt_gpt_field *f, double v) {
+    switch (f->type) {
+        case TT_GPT_FIELD_I64: return v >= f->lo && v <= f->hi;
+        case TT_GPT_FIELD_F64: return v >= f->lo && v < f->hi;
+        case TT_GPT_FIELD_BOOL: return v == 0 || v == 1;
+        case TT_GPT_FIELD_ENUM: return enum_name(f, v) != NULL;
+    }
+    return false;
+}
+
+// TT_ERR_ARG: "<label> = <v> is out of range; use ..." for a value outside the field's range.
+static tt_status range_error(const tt_gpt_field *f, const char *label, double v) {
+    char list[256];
+    switch (f->type) {
+        case TT_GPT_FIELD_I64:
+            return tt_set_error(TT_ERR_ARG, "%s = %.17g is out of range; use a value in "
+                                "[%.17g, %.17g]", label, v, f->lo, f->hi);
+        case TT_GPT_FIELD_F64:
+            return tt_set_error(TT_ERR_ARG, "%s = %g is out of range; use a value in [%g, %g)",
+                                label, v, f->lo, f->hi);
+        case TT_GPT_FIELD_BOOL:
+            return tt_set_error(TT_ERR_ARG, "%s = %g is not a boolean; use 0 or 1", label, v);
+        case TT_GPT_FIELD_ENUM:
+            enum_list(f, list, sizeof list);
+            return tt_set_error(TT_ERR_ARG, "%s = %g is not allowed; use one of %s", label, v,
+                                list);
+    }
+    return TT_ERR_ARG;
+}
+
+tt_status tt_gpt_field_parse(tt_gpt_config *cfg, const tt_gpt_field *f, const char *text) {
+    TT_CHECK(cfg && f && text, "cfg, field and text must not be NULL");
+    const char *label = f->flag ? f->flag : f->name;
+    char *end = NULL;
+    double v = 0;
+    switch (f->type) {
+        case TT_GPT_FIELD_I64: {
+            errno = 0;
+            long long x = strtoll(text, &end, 10);
+            if (!*text || *end || errno == ERANGE)
+                return tt_set_error(TT_ERR_ARG, "%s expects an integer, got '%s'; e.g. %s %g",
+                                    label, text, label, f->def);
+            v = (double)x;
+            break;
+        }
+        case TT_GPT_FIELD_F64:
+            errno = 0;
+            v = strtod(text, &end);
+            if (!*text || *end || errno == ERANGE || !isfinite(v))
+                return tt_set_error(TT_ERR_ARG, "%s expects a number, got '%s'; e.g. %s 0.1",
+                                    label, text, label);
+            break;
+        case TT_GPT_FIELD_BOOL:
+            if (strcmp(text, "1") == 0 || strcmp(text, "true") == 0) v = 1;
+            else if (strcmp(text, "0") == 0 || strcmp(text, "false") == 0) v = 0;
+            else return tt_set_error(TT_ERR_ARG, "%s expects true or false, got '%s'", label,
+                                     text);
+            break;
+        case TT_GPT_FIELD_ENUM: {
+            bool found = false;
+            for (int i = (int)f->lo; i <= (int)f->hi && !found; i++) {
+                const char *name = f->names[i - (int)f->lo];
+                if (name && strcmp(name, text) == 0) {
+                    v = i;
+                    found = true;
+                }
+            }
+            if (!found) {
+                char list[256];
+                enum_list(f, list, sizeof list);
+                return tt_set_error(TT_ERR_ARG, "%s expects one of %s, got '%s'", label, list,
+                                    text);
+            }
+            break;
+        }
+    }
+    if (!in_range(f, v)) return range_error(f, label, v);
+    tt_gpt_field_set(cfg, f, v);
+    return TT_OK;
+}
+
+const char *tt_gpt_field_format(const tt_gpt_config *cfg, const tt_gpt_field *f, char *buf,
+                                size_t n) {
+    double v = tt_gpt_field_get(cfg, f);
+    const char *name;
+    switch (f->type) {
+        case TT_GPT_FIELD_I64: snprintf(buf, n, "%lld", (long long)v); break;
+        case TT_GPT_FIELD_F64: snprintf(buf, n, "%g", v); break;
+        case TT_GPT_FIELD_BOOL: snprintf(buf, n, "%s", v != 0 ? "true" : "false"); break;
+        case TT_GPT_FIELD_ENUM:
+            name = enum_name(f, v);
+            if (name) snprintf(buf, n, "%s", name);
+            else snprintf(buf, n, "%d", (int)v);
+            break;
+    }
+    return buf;
+}
+
+// ---- defaults, validation, presets ----
+
+tt_gpt_config tt_gpt_config_default(void) {
+    tt_gpt_config c;
+    memset(&c, 0, sizeof c);
+    for (int i = 0; i < tt_gpt_nfields; i++)
+        tt_gpt_field_set(&c, &tt_gpt_fields[i], tt_gpt_fields[i].def);
+    return c;
+}
+
+tt_status tt_gpt_config_validate(const tt_gpt_config *c) {
+    if (!c) return tt_set_error(TT_ERR_ARG, "gpt config is NULL");
+    for (int i = 0; i < tt_gpt_nfields; i++) {
+        const tt_gpt_field *f = &tt_gpt_fields[i];
+        double v = tt_gpt_field_get(c, f);
+        if (!in_range(f, v)) return range_error(f, f->name, v);
+    }
+    if (c->n_embd % c->n_head != 0)
+        return tt_set_error(TT_ERR_ARG, "n_embd=%lld is not divisible by n_head=%lld; pick "
+                            "n_head among the divisors of n_embd", (long long)c->n_embd,
+                            (long long)c->n_head);
+    int64_t kv = c->n_kv_head ? c->n_kv_head : c->n_head;
+    if (c->n_head % kv != 0)
+        return tt_set_error(TT_ERR_ARG, "n_head=%lld is not divisible by n_kv_head=%lld; each "
+                            "key/value head must serve a whole number of query heads",
+                            (long long)c->n_head, (long long)kv);
+    int64_t hs = c->n_embd / c->n_head;
+    if (c->positional == TT_POS_ROPE && hs % 2 != 0)
+        return tt_set_error(TT_ERR_ARG, "positional=rope rotates pairs, so the head size "
+                            "n_embd / n_head = %lld / %lld = %lld must be even",
+                            (long long)c->n_embd, (long long)c->n_head, (long long)hs);
+    return TT_OK;
+}
+
+tt_status tt_gpt_config_preset(const char *name, tt_gpt_config *out) {
+    TT_CHECK(out, "out must not be NULL");
+    tt_gpt_config c = tt_gpt_config_default();
+    if (name && strcmp(name, "baby") == 0) {
+        *out = c;
+        return TT_OK;
+    }
+    // GPT-2 as OpenAI trained and released it.
+    c.vocab_size = 50257;
+    c.block_size = 1024;
+    c.dropout = 0.1;
+    c.bias = true;
+    c.qkv_bias = true;
+    c.activation = TT_ACT_GELU_TANH;
+    c.tie_weights = true;
+    if (name && strcmp(name, "gpt2") == 0) {
+        c.n_layer = 12, c.n_head = 12, c.n_embd = 768;
+    } else if (name && strcmp(name, "gpt2-medium") == 0) {
+        c.n_layer = 24, c.n_head = 16, c.n_embd = 1024;
+    } else {
+        return tt_set_error(TT_ERR_ARG, "unknown GPT preset '%s'; use baby, gpt2 or "
+                            "gpt2-medium", name ? name : "(null)");
+    }
+    c.n_kv_head = c.n_head;
+    *out = c;
+    return TT_OK;
+}
+
+// Parameters of one norm of width C.
+static int64_t norm_params(const tt_gpt_config *c, int64_t C) {
+    return c->norm == TT_NORM_LAYERNORM && c->bias ? 2 * C : C;
+}
+
+int64_t tt_gpt_config_num_params(const tt_gpt_config *c, bool non_embedding) {
+    TT_CHECK(tt_gpt_config_validate(c) == TT_OK, "invalid config: %s", tt_last_error());
+    int64_t V = c->vocab_size, C = c->n_embd, H = 4 * c->n_embd;
+    int64_t hs = C / c->n_head, kv = (c->n_kv_head ? c->n_kv_head : c->n_head) * hs;
+    int64_t qkv_b = c->bias && c->qkv_bias, b = c->bias;
+    int64_t attn = C * C + 2 * C * kv + qkv_b * (C + 2 * kv)  // q, k, v
+                   + C * C + b * C                           // o_proj
+                   + (c->qk_norm ? 2 * hs : 0);              // q_norm, k_norm
+    int64_t mlp = C * H + b * H + H * C + b * C;
+    int64_t block = 2 * norm_params(c, C) + attn + mlp;
+    int64_t n = V * C + c->n_layer * block + norm_params(c, C);
+    if (!c->tie_weights) n += V * C;
+    if (c->positional == TT_POS_LEARNED && !non_embedding) n += c->block_size * C;
+    return n;
+}
+
+// ---- checkpoints ----
+
+#define FORMAT "char_gpt"
+
+static void rng_to_bytes(const tt_rng *r, unsigned char out[32]) {
+    for (int i = 0; i < 4; i++)
+        for (int b = 0; b < 8; b++) out[8 * i + b] = (unsigned char)(r->s[i] >> (8 * b));
+}
+
+// false unless n == 32 and the state is not xoshiro's invalid all-zero one.
+static bool rng_from_bytes(tt_rng *r, const unsigned char *in, size_t n) {
+    if (n != 32) return false;
+    uint64_t any = 0;
+    tt_rng t;
+    for (int i = 0; i < 4; i++) {
+        t.s[i] = 0;
+        for (int b = 0; b < 8; b++) t.s[i] |= (uint64_t)in[8 * i + b] << (8 * b);
+        any |= t.s[i];
+    }
+    if (any) *r = t;
+    return any != 0;
+}
+
+static void set_rng(tt_checkpoint *ck, const char *key, const tt_rng *r) {
+    unsigned char b[32];
+    rng_to_bytes(r, b);
+    tt_ckpt_set_bytes(ck, key, b, 32);
+}
+
+void tt_gpt_ckpt_fill(tt_checkpoint *ck, const tt_gpt *m, const tt_optim *o,
+                      const tt_gpt_state *st) {
+    TT_CHECK(ck && m && m->blocks, "checkpoint and an initialized model must not be NULL");
+    char key[64];
+    tt_ckpt_set_bytes(ck, "format", FORMAT, strlen(FORMAT));
+    for (int i = 0; i < tt_gpt_nfields; i++) {
+        const tt_gpt_field *f = &tt_gpt_fields[i];
+        snprintf(key, sizeof key, "cfg.%s", f->name);
+        double v = tt_gpt_field_get(&m->cfg, f);
+        if (f->type == TT_GPT_FIELD_F64) tt_ckpt_set_f64(ck, key, v);
+        else tt_ckpt_set_i64(ck, key, (int64_t)v);
+    }
+    if (st) {
+        tt_ckpt_set_i64(ck, "step", st->step);
+        set_rng(ck, "rng.data", &st->data_rng);
+        tt_ckpt_set_f64(ck, "best_val_loss", st->best_val_loss);
+        tt_ckpt_set_f64(ck, "train_loss", st->train_loss);
+        tt_ckpt_set_f64(ck, "val_loss", st->val_loss);
+    }
+    set_rng(ck, "rng.model", &m->dropout_rng);
+    tt_ckpt_add_params(ck, "model.", &m->params);
+    if (o) {
+        tt_params s;
+        tt_params_init(&s);
+        tt_optim_state(o, &s);
+        tt_ckpt_add_params(ck, "optim.", &s);
+        tt_params_free(&s);
+        tt_ckpt_set_i64(ck, "optim.step", o->step);
+    }
+}
+
+tt_status tt_gpt_ckpt_config(const tt_checkpoint *ck, tt_gpt_config *cfg) {
+    TT_CHECK(ck && cfg, "checkpoint and cfg must not be NULL");
+    const unsigned char *b;
+    size_t n;
+    if (!tt_ckpt_get_bytes(ck, "format", &b, &n) || n != strlen(FORMAT) ||
+        memcmp(b, FORMAT, n) != 0)
+        return tt_set_error(TT_ERR_FORMAT, "not a GPT checkpoint (no format '" FORMAT "')");
+    tt_gpt_config c = tt_gpt_config_default();
+    char key[64];
+    for (int i = 0; i < tt_gpt_nfields; i++) {
+        const tt_gpt_field *f = &tt_gpt_fields[i];
+        snprintf(key, sizeof key, "cfg.%s", f->name);
+        int64_t iv;
+        double v = f->def;  // a field newer than the file: its default
+        if (f->type == TT_GPT_FIELD_F64) {
+            if (!tt_ckpt_get_f64(ck, key, &v) && tt_ckpt_get_i64(ck, key, &iv))
+                return tt_set_error(TT_ERR_FORMAT, "%s is an integer, not a number", key);
+        } else if (tt_ckpt_get_i64(ck, key, &iv)) {
+            v = (double)iv;
+            if ((int64_t)v != iv)  // beyond 2^53: out of every range anyway
+                return tt_set_error(TT_ERR_FORMAT, "%s = %lld is out of range", key,
+                                    (long long)iv);
+        } else if (tt_ckpt_get_f64(ck, key, &v)) {
+            return tt_set_error(TT_ERR_FORMAT, "%s is a number, not an integer", key);
+        }
+        if (!in_range(f, v)) {
+            range_error(f, key, v);
+            return tt_set_error(TT_ERR_FORMAT, "invalid config: %s", tt_last_error());
+        }
+        tt_gpt_field_set(&c, f, v);
+    }
+    if (tt_gpt_config_validate(&c) != TT_OK)
+        return tt_set_error(TT_ERR_FORMAT, "invalid config: %s", tt_last_error());
+    *cfg = c;
+    return TT_OK;
+}
+
+// Elements of the checkpoint's tensors whose names start with prefix.
+static int64_t numel_under(const tt_checkpoint *ck, const char *prefix) {
+    size_t k = strlen(prefix);
+    int64_t n = 0;
+    for (int i = 0; i < ck->tensors.n; i++)
+        if (strncmp(ck->tensors.items[i].name, prefix, k) == 0)
+            n += tt_numel(ck->tensors.items[i].tensor);
+    return n;
+}
+
+tt_status tt_gpt_ckpt_model(tt_gpt *m, const tt_checkpoint *ck) {
+    TT_CHECK(m && ck, "model and checkpoint must not be NULL");
+    memset(m, 0, sizeof *m);
+    tt_gpt_config c;
+    tt_status s = tt_gpt_ckpt_config(ck, &c);
+    if (s != TT_OK) return s;
+    int64_t need = tt_gpt_config_num_params(&c, false), have = numel_under(ck, "model.");
+    if (need > have)
+        return tt_set_error(TT_ERR_MISMATCH, "its config needs %lld parameters but the file "
+                            "holds %lld under model.; the config or the tensors are corrupt",
+                            (long long)need, (long long)have);
+    tt_rng rng;
+    tt_rng_seed(&rng, 0);
+    s = tt_gpt_init(m, &c, &rng);
+    if (s != TT_OK) return s;
+    const unsigned char *b;
+    size_t n;
+    if (tt_ckpt_get_bytes(ck, "rng.model", &b, &n) && !rng_from_bytes(&m->dropout_rng, b, n)) {
+        tt_gpt_free(m);
+        return tt_set_error(TT_ERR_FORMAT, "rng.model is not a valid generator state");
+    }
+    if (tt_ckpt_restore_params(ck, "model.", &m->params) != TT_OK) {
+        tt_gpt_free(m);
+        return tt_set_error(TT_ERR_MISMATCH, "it does not fit its config: %s", tt_last_error());
+    }
+    return TT_OK;
+}
+
+tt_status tt_gpt_ckpt_optim(tt_optim *o, const tt_checkpoint *ck) {
+    TT_CHECK(o && ck, "optimizer and checkpoint must not be NULL");
+    int64_t step;
+    if (!tt_ckpt_get_i64(ck, "optim.step", &step) || step < 0)
+        return tt_set_error(TT_ERR_FORMAT, "no valid optim.step (no optimizer state saved)");
+    tt_params s;
+    tt_params_init(&s);
+    tt_optim_state(o, &s);
+    tt_status st = tt_ckpt_restore_params(ck, "optim.", &s);
+    tt_params_free(&s);
+    if (st != TT_OK)
+        return tt_set_error(TT_ERR_MISMATCH, "its optimizer state does not fit: %s",
+                            tt_last_error());
+    o->step = step;
+    return TT_OK;
+}
+
+tt_status tt_gpt_ckpt_state(const tt_checkpoint *ck, tt_gpt_state *st) {
+    TT_CHECK(ck && st, "checkpoint and state must not be NULL");
+    tt_gpt_state s;
+    memset(&s, 0, sizeof s);
+    const unsigned char *b;
+    size_t n;
+    if (!tt_ckpt_get_i64(ck, "step", &s.step) || s.step < 0)
+        return tt_set_error(TT_ERR_FORMAT, "no valid integer 'step'");
+    if (!tt_ckpt_get_bytes(ck, "rng.data", &b, &n) || !rng_from_bytes(&s.data_rng, b, n))
+        return tt_set_error(TT_ERR_FORMAT, "no valid rng.data generator state");
+    const char *keys[] = {"best_val_loss", "train_loss", "val_loss"};
+    double *dst[] = {&s.best_val_loss, &s.train_loss, &s.val_loss};
+    for (int i = 0; i < 3; i++)
+        if (!tt_ckpt_get_f64(ck, keys[i], dst[i]))
+            return tt_set_error(TT_ERR_FORMAT, "no number '%s'", keys[i]);
+    *st = s;
+    return TT_OK;
+}
+
+tt_status tt_gpt_save(const char *path, const tt_gpt *m, const tt_optim *o,
+                      const tt_gpt_state *st) {
+    TT_CHECK(path, "path must not be NULL");
+    tt_checkpoint ck;
+    tt_ckpt_init(&ck);
+    tt_gpt_ckpt_fill(&ck, m, o, st);
+    tt_status s = tt_ckpt_save(&ck, path);
+    tt_ckpt_free(&ck);
+    return s;
+}
+
+tt_status tt_gpt_load(const char *path, tt_gpt *m, tt_checkpoint *ck) {
+    TT_CHECK(path && m, "path and model must not be NULL");
+    memset(m, 0, sizeof *m);
+    tt_checkpoint own;
+    tt_checkpoint *c = ck ? ck : &own;
+    tt_status s = tt_ckpt_load(c, path);  // its messages name the path
+    if (s != TT_OK) return s;
+    s = tt_gpt_ckpt_model(m, c);
+    if (s != TT_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", tt_last_error());
+        tt_ckpt_free(c);
+        tt_ckpt_init(c);
+        return tt_set_error(s, "checkpoint '%s': %s", path, msg);
+    }
+    if (!ck) tt_ckpt_free(&own);
+    return TT_OK;
+}
