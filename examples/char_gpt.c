@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,12 +31,11 @@
 #define MAX_HEADS 256
 #define MAX_BLOCK 2048
 
-static const char *usage_text =
+// The usage text: the model flags between head and tail come from the config's field table.
+static const char *usage_head =
     "usage:\n"
-    "  char_gpt train [--data FILE] [--out FILE] [--resume FILE] [--log FILE.csv]\n"
-    "                 [--layers 4] [--heads 4] [--kv-heads HEADS] [--embd 128] [--block 64]\n"
-    "                 [--dropout 0] [--pos learned|rope] [--norm layernorm|rmsnorm]\n"
-    "                 [--act gelu|relu2] [--no-tie] [--qk-norm] [--bias]\n"
+    "  char_gpt train [--data FILE] [--out FILE] [--resume FILE] [--log FILE.csv]\n";
+static const char *usage_tail =
     "                 [--batch 12] [--iters 2000] [--decay-iters ITERS] [--lr 1e-3]\n"
     "                 [--min-lr 1e-4] [--warmup 100] [--weight-decay 0.1] [--beta2 0.99]\n"
     "                 [--grad-clip 1.0] [--eval-every 250] [--eval-iters 20] [--seed 1337]\n"
@@ -47,13 +47,16 @@ static const char *usage_text =
     "                 [--threads N]\n"
     "\n"
     "train: --data defaults to " DEFAULT_DATA ", --out to " DEFAULT_OUT " (its directory is\n"
-    "created). --out is written at each eval whose val loss is the best so far and at the\n"
-    "end, so it always holds the last written state; --resume FILE continues from it with\n"
-    "the losses an uninterrupted run would have had. On --resume, flags you do not give\n"
-    "come from the checkpoint; model flags you give must match it. --decay-iters (default\n"
-    "--iters) is where the cosine schedule reaches --min-lr, so a run can stop early and be\n"
-    "resumed on the same schedule. stdout: `eval step=N train_loss=F val_loss=F` at each\n"
-    "eval and `done steps=N train_loss=F val_loss=F ms_per_step=F tokens_per_s=F`.\n"
+    "created). --out is written at each eval (every --eval-every steps and at the end), so it\n"
+    "holds the last state; the state with the best val loss so far is also kept in the --out\n"
+    "name with .best before its extension (out/char_gpt.best.ckpt). --resume FILE continues\n"
+    "from FILE with the losses an uninterrupted run would have had. On --resume, flags you do\n"
+    "not give come from the checkpoint; model flags you give must match it. --decay-iters\n"
+    "(default --iters) is where the cosine schedule reaches --min-lr, so a run can stop early\n"
+    "and be resumed on the same schedule. A default that conflicts with a flag you give\n"
+    "(--warmup 100 with --iters 40, --min-lr 1e-4 with --lr 1e-5) is lowered with a note on\n"
+    "stderr. stdout: `eval step=N train_loss=F val_loss=F` at each eval and\n"
+    "`done steps=N train_loss=F val_loss=F ms_per_step=F tokens_per_s=F`.\n"
     "sample prints the prompt and the generated text; eval prints\n"
     "`eval train_loss=F val_loss=F` (mean over --eval-iters batches per split).\n";
 
@@ -93,21 +96,18 @@ static void die(const char *fmt, ...) {
 // ---- command-line flags ----
 
 enum { CMD_TRAIN = 1, CMD_SAMPLE = 2, CMD_EVAL = 4 };
-typedef enum flag_kind { F_INT, F_FLOAT, F_STR, F_BOOL, F_POS, F_NORM, F_ACT } flag_kind;
+typedef enum flag_kind { F_INT, F_FLOAT, F_STR, F_BOOL } flag_kind;
 
 typedef struct options {
     // train, eval
     const char *data, *out, *resume, *log;
-    int64_t layers, heads, kv_heads, embd, block, batch, iters, decay_iters, warmup;
+    tt_gpt_config cfg;  // the model flags (the field table's), vocab_size from the data
+    int64_t batch, iters, decay_iters, warmup;
     int64_t eval_every, eval_iters, seed, threads;
-    double lr, min_lr, weight_decay, beta2, grad_clip, dropout;
-    tt_pos_kind pos;
-    tt_norm_kind norm;
-    tt_act act;
-    bool no_tie, qk_norm, bias;
+    double lr, min_lr, weight_decay, beta2, grad_clip;
     // sample
     const char *ckpt, *prompt;
-    int64_t tokens, top_k;
+    int64_t tokens, top_k, window;
     double temperature, top_p;
     bool no_cache;
 } options;
@@ -126,18 +126,8 @@ static flag flags[] = {
     {"--out", F_STR, &opt.out, CMD_TRAIN, false},
     {"--resume", F_STR, &opt.resume, CMD_TRAIN, false},
     {"--log", F_STR, &opt.log, CMD_TRAIN, false},
-    {"--layers", F_INT, &opt.layers, CMD_TRAIN, false},
-    {"--heads", F_INT, &opt.heads, CMD_TRAIN, false},
-    {"--kv-heads", F_INT, &opt.kv_heads, CMD_TRAIN, false},
-    {"--embd", F_INT, &opt.embd, CMD_TRAIN, false},
-    {"--block", F_INT, &opt.block, CMD_TRAIN | CMD_SAMPLE, false},
-    {"--dropout", F_FLOAT, &opt.dropout, CMD_TRAIN, false},
-    {"--pos", F_POS, &opt.pos, CMD_TRAIN, false},
-    {"--norm", F_NORM, &opt.norm, CMD_TRAIN, false},
-    {"--act", F_ACT, &opt.act, CMD_TRAIN, false},
-    {"--no-tie", F_BOOL, &opt.no_tie, CMD_TRAIN, false},
-    {"--qk-norm", F_BOOL, &opt.qk_norm, CMD_TRAIN, false},
-    {"--bias", F_BOOL, &opt.bias, CMD_TRAIN, false},
+    // train's model flags are the config table's (tt_gpt_fields); sample's --block is this:
+    {"--block", F_INT, &opt.window, CMD_SAMPLE, false},
     {"--batch", F_INT, &opt.batch, CMD_TRAIN | CMD_EVAL, false},
     {"--iters", F_INT, &opt.iters, CMD_TRAIN, false},
     {"--decay-iters", F_INT, &opt.decay_iters, CMD_TRAIN, false},
@@ -160,24 +150,70 @@ static flag flags[] = {
     {"--no-cache", F_BOOL, &opt.no_cache, CMD_SAMPLE, false},
 };
 #define NFLAGS ((int)(sizeof flags / sizeof flags[0]))
+#define MAX_FIELDS 64
+static bool cfg_given[MAX_FIELDS];  // by index in tt_gpt_fields
 
-static flag *find_flag(const char *name) {
+// The flag of this name for the commands in cmds; NULL when none.
+static flag *find_flag(const char *name, int cmds) {
     for (int i = 0; i < NFLAGS; i++)
-        if (strcmp(flags[i].name, name) == 0) return &flags[i];
+        if ((flags[i].cmds & cmds) && strcmp(flags[i].name, name) == 0) return &flags[i];
     return NULL;
 }
 
-static bool given(const char *name) { return find_flag(name)->given; }
+// The index of the config field whose flag is name (train only); -1 when none.
+static int find_cfg_flag(const char *name) {
+    for (int i = 0; i < tt_gpt_nfields; i++)
+        if (tt_gpt_fields[i].flag && strcmp(tt_gpt_fields[i].flag, name) == 0) return i;
+    return -1;
+}
+
+// Whether the user gave a flag (of the running command).
+static int running_cmd;
+static bool given(const char *name) {
+    int i = running_cmd == CMD_TRAIN ? find_cfg_flag(name) : -1;
+    if (i >= 0) return cfg_given[i];
+    flag *f = find_flag(name, running_cmd);
+    return f && f->given;
+}
+
+// The model flags of the usage text, from the field table, wrapped at 90 columns.
+static void print_usage(FILE *fp) {
+    fputs(usage_head, fp);
+    const char *indent = "                 ";
+    int col = fprintf(fp, "%s", indent);
+    tt_gpt_config d = tt_gpt_config_default();
+    for (int i = 0; i < tt_gpt_nfields; i++) {
+        const tt_gpt_field *f = &tt_gpt_fields[i];
+        if (!f->flag) continue;
+        char item[200], val[100];
+        if (f->type == TT_GPT_FIELD_BOOL) {
+            snprintf(item, sizeof item, "[%s]", f->flag);
+        } else if (f->type == TT_GPT_FIELD_ENUM) {
+            size_t k = 0;
+            val[0] = 0;
+            for (int v = (int)f->lo; v <= (int)f->hi; v++)
+                if (f->names[v - (int)f->lo])
+                    k += (size_t)snprintf(val + k, sizeof val - k, "%s%s", k ? "|" : "",
+                                          f->names[v - (int)f->lo]);
+            snprintf(item, sizeof item, "[%s %s]", f->flag, val);
+        } else if (strcmp(f->name, "n_kv_head") == 0) {
+            snprintf(item, sizeof item, "[%s HEADS]", f->flag);  // defaults to --heads
+        } else {
+            snprintf(item, sizeof item, "[%s %s]", f->flag, tt_gpt_field_format(&d, f, val,
+                                                                              sizeof val));
+        }
+        if (col + 1 + (int)strlen(item) > 90) col = fprintf(fp, "\n%s", indent) - 1;
+        col += fprintf(fp, "%s%s", col > (int)strlen(indent) ? " " : "", item);
+    }
+    fputc('\n', fp);
+    fputs(usage_tail, fp);
+}
 
 static void set_defaults(void) {
     memset(&opt, 0, sizeof opt);
     opt.data = DEFAULT_DATA;
     opt.out = DEFAULT_OUT;
-    opt.layers = 4;
-    opt.heads = 4;
-    opt.kv_heads = 4;
-    opt.embd = 128;
-    opt.block = 64;
+    opt.cfg = tt_gpt_config_default();
     opt.batch = 12;
     opt.iters = 2000;
     opt.decay_iters = 0;  // --iters
@@ -187,14 +223,10 @@ static void set_defaults(void) {
     opt.weight_decay = 0.1;
     opt.beta2 = 0.99;
     opt.grad_clip = 1.0;
-    opt.dropout = 0.0;
     opt.eval_every = 250;
     opt.eval_iters = 20;
     opt.seed = 1337;
     opt.threads = 0;  // OpenMP's default
-    opt.pos = TT_POS_LEARNED;
-    opt.norm = TT_NORM_LAYERNORM;
-    opt.act = TT_ACT_GELU;
     opt.prompt = "\n";
     opt.tokens = 500;
     opt.top_k = 200;
@@ -223,24 +255,6 @@ static void parse_value(flag *f, const char *v) {
         case F_STR:
             *(const char **)f->dst = v;
             break;
-        case F_POS:
-            if (strcmp(v, "learned") == 0) *(tt_pos_kind *)f->dst = TT_POS_LEARNED;
-            else if (strcmp(v, "rope") == 0) *(tt_pos_kind *)f->dst = TT_POS_ROPE;
-            else die_usage("--pos expects learned or rope, got '%s'", v);
-            break;
-        case F_NORM:
-            if (strcmp(v, "layernorm") == 0) *(tt_norm_kind *)f->dst = TT_NORM_LAYERNORM;
-            else if (strcmp(v, "rmsnorm") == 0) *(tt_norm_kind *)f->dst = TT_NORM_RMSNORM;
-            else die_usage("--norm expects layernorm or rmsnorm, got '%s'", v);
-            break;
-        case F_ACT: {
-            tt_act a;
-            if (!tt_act_parse(v, &a) || a == TT_ACT_SOFTMAX || a == TT_ACT_IDENTITY)
-                die_usage("--act expects gelu or relu2 (or relu, silu, gelu_tanh...), got '%s'",
-                          v);
-            *(tt_act *)f->dst = a;
-            break;
-        }
         case F_BOOL:
             break;
     }
@@ -248,18 +262,32 @@ static void parse_value(flag *f, const char *v) {
 
 // A flag given twice takes its last value.
 static void parse_args(int argc, char **argv, int cmd, const char *cmd_name) {
+    running_cmd = cmd;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(usage_text, stdout);
+            print_usage(stdout);
             exit(0);
         }
-        flag *f = find_flag(a);
+        flag *f = find_flag(a, cmd);
+        int ci = cmd == CMD_TRAIN ? find_cfg_flag(a) : -1;
+        if (ci >= 0) {  // a model flag: the field table parses it
+            const tt_gpt_field *cf = &tt_gpt_fields[ci];
+            cfg_given[ci] = true;
+            if (cf->type == TT_GPT_FIELD_BOOL) {
+                tt_gpt_field_set(&opt.cfg, cf, strncmp(a, "--no-", 5) != 0);
+                continue;
+            }
+            if (i + 1 >= argc) die_usage("%s needs a value; e.g. char_gpt --help", a);
+            if (tt_gpt_field_parse(&opt.cfg, cf, argv[++i]) != TT_OK)
+                die_usage("%s", tt_last_error());
+            continue;
+        }
+        if (!f && (find_flag(a, CMD_TRAIN | CMD_SAMPLE | CMD_EVAL) || find_cfg_flag(a) >= 0))
+            die_usage("%s does not apply to '%s'; run char_gpt --help for its flags", a,
+                      cmd_name);
         if (!f)
             die_usage("unknown flag '%s' for '%s'; run char_gpt --help for the flags", a,
-                      cmd_name);
-        if (!(f->cmds & cmd))
-            die_usage("%s does not apply to '%s'; run char_gpt --help for its flags", a,
                       cmd_name);
         f->given = true;
         if (f->kind == F_BOOL) {
@@ -309,22 +337,6 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void rng_to_bytes(const tt_rng *r, unsigned char out[32]) {
-    for (int i = 0; i < 4; i++)
-        for (int b = 0; b < 8; b++) out[8 * i + b] = (unsigned char)(r->s[i] >> (8 * b));
-}
-
-static bool rng_from_bytes(tt_rng *r, const unsigned char *in, size_t n) {
-    if (n != 32) return false;
-    uint64_t any = 0;
-    for (int i = 0; i < 4; i++) {
-        r->s[i] = 0;
-        for (int b = 0; b < 8; b++) r->s[i] |= (uint64_t)in[8 * i + b] << (8 * b);
-        any |= r->s[i];
-    }
-    return any != 0;  // xoshiro's all-zero state is invalid
-}
-
 // mkdir -p of the directory part of path.
 static void make_parent_dirs(const char *path) {
     char buf[4096];
@@ -368,31 +380,16 @@ static void probe_writable(const char *path) {
 typedef struct train_state {
     tt_gpt_config cfg;
     tt_char_vocab vocab;
-    int64_t step;
-    tt_rng data_rng;
-    double best_val, train_loss, val_loss;
+    tt_gpt_state st;     // step, data stream, best / last eval losses
     int64_t saved_step;  // step of the last file this run wrote to --out; -1 before
 } train_state;
 
+// The GPT checkpoint (models/gpt: config, model, optimizer, training state) plus this program's
+// entries: the vocab and the training flags --resume and eval read back.
 static void ckpt_fill(tt_checkpoint *ck, const train_state *s, const tt_gpt *gpt,
                       const tt_optim *o, const char *data_path) {
-    const tt_gpt_config *c = &s->cfg;
-    tt_ckpt_set_bytes(ck, "format", "char_gpt", 8);
-    tt_ckpt_set_i64(ck, "cfg.vocab_size", c->vocab_size);
-    tt_ckpt_set_i64(ck, "cfg.block_size", c->block_size);
-    tt_ckpt_set_i64(ck, "cfg.n_layer", c->n_layer);
-    tt_ckpt_set_i64(ck, "cfg.n_head", c->n_head);
-    tt_ckpt_set_i64(ck, "cfg.n_kv_head", c->n_kv_head);
-    tt_ckpt_set_i64(ck, "cfg.n_embd", c->n_embd);
-    tt_ckpt_set_f64(ck, "cfg.dropout", c->dropout);
-    tt_ckpt_set_i64(ck, "cfg.bias", c->bias);
-    tt_ckpt_set_i64(ck, "cfg.positional", c->positional);
-    tt_ckpt_set_i64(ck, "cfg.norm", c->norm);
-    tt_ckpt_set_i64(ck, "cfg.activation", c->activation);
-    tt_ckpt_set_i64(ck, "cfg.tie_weights", c->tie_weights);
-    tt_ckpt_set_i64(ck, "cfg.qk_norm", c->qk_norm);
+    tt_gpt_ckpt_fill(ck, gpt, o, &s->st);
     tt_ckpt_set_bytes(ck, "vocab", s->vocab.chars, (size_t)s->vocab.size);
-    tt_ckpt_set_i64(ck, "step", s->step);
     tt_ckpt_set_bytes(ck, "train.data", data_path, strlen(data_path));
     tt_ckpt_set_i64(ck, "train.iters", opt.iters);
     tt_ckpt_set_i64(ck, "train.decay_iters", opt.decay_iters);
@@ -406,23 +403,6 @@ static void ckpt_fill(tt_checkpoint *ck, const train_state *s, const tt_gpt *gpt
     tt_ckpt_set_i64(ck, "train.eval_every", opt.eval_every);
     tt_ckpt_set_i64(ck, "train.eval_iters", opt.eval_iters);
     tt_ckpt_set_i64(ck, "train.seed", opt.seed);
-    unsigned char r[32];
-    rng_to_bytes(&s->data_rng, r);
-    tt_ckpt_set_bytes(ck, "rng.data", r, 32);
-    rng_to_bytes(&gpt->dropout_rng, r);
-    tt_ckpt_set_bytes(ck, "rng.model", r, 32);
-    tt_ckpt_set_f64(ck, "best_val_loss", s->best_val);
-    tt_ckpt_set_f64(ck, "train_loss", s->train_loss);
-    tt_ckpt_set_f64(ck, "val_loss", s->val_loss);
-    tt_ckpt_add_params(ck, "model.", &gpt->params);
-    if (o) {
-        tt_params st;
-        tt_params_init(&st);
-        tt_optim_state(o, &st);
-        tt_ckpt_add_params(ck, "optim.", &st);
-        tt_params_free(&st);
-        tt_ckpt_set_i64(ck, "optim.step", o->step);
-    }
 }
 
 // Reads an i64 entry within [lo, hi] or exits naming the key.
@@ -446,74 +426,60 @@ static double ck_f64(const tt_checkpoint *ck, const char *path, const char *key)
     return v;
 }
 
-// Loads a checkpoint and reads its config and vocab, validating both; exits on any error.
+// This program's caps on a config (a char-level model on a CPU), beyond the field table's
+// ranges; they also bound what a checkpoint may ask us to allocate: the causal mask alone is
+// block^2 ints per layer.
+static const struct { const char *name; int64_t lo, hi; } caps[] = {
+    {"vocab_size", 1, 256},       {"block_size", 1, MAX_BLOCK}, {"n_layer", 1, MAX_LAYERS},
+    {"n_head", 1, MAX_HEADS},     {"n_kv_head", 1, MAX_HEADS},  {"n_embd", 1, MAX_EMBD},
+};
+
+// The [lo, hi] of an integer field: the table's range within this program's cap.
+static void field_range(const tt_gpt_field *f, int64_t *lo, int64_t *hi) {
+    *lo = (int64_t)f->lo;
+    *hi = (int64_t)f->hi;
+    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++)
+        if (strcmp(caps[i].name, f->name) == 0) {
+            if (caps[i].lo > *lo) *lo = caps[i].lo;
+            if (caps[i].hi < *hi) *hi = caps[i].hi;
+        }
+}
+
+// Loads a checkpoint and reads its config, vocab and training state, validating them; exits on
+// any error.
 static void load_ckpt(tt_checkpoint *ck, const char *path, train_state *s) {
     if (tt_ckpt_load(ck, path) != TT_OK)
         die("%s; pass a checkpoint written by char_gpt train", tt_last_error());
-    const unsigned char *b;
-    size_t n;
-    if (!tt_ckpt_get_bytes(ck, "format", &b, &n) || n != 8 || memcmp(b, "char_gpt", 8) != 0)
-        die("checkpoint '%s' was not written by char_gpt train (no format 'char_gpt')", path);
     memset(s, 0, sizeof *s);
     tt_gpt_config *c = &s->cfg;
-    c->vocab_size = ck_i64(ck, path, "cfg.vocab_size", 1, 256);
-    c->block_size = ck_i64(ck, path, "cfg.block_size", 1, MAX_BLOCK);
-    c->n_layer = ck_i64(ck, path, "cfg.n_layer", 1, MAX_LAYERS);
-    c->n_head = ck_i64(ck, path, "cfg.n_head", 1, MAX_HEADS);
-    c->n_kv_head = ck_i64(ck, path, "cfg.n_kv_head", 1, MAX_HEADS);
-    c->n_embd = ck_i64(ck, path, "cfg.n_embd", 1, MAX_EMBD);
-    c->dropout = ck_f64(ck, path, "cfg.dropout");
-    c->bias = ck_i64(ck, path, "cfg.bias", 0, 1);
-    c->positional = (tt_pos_kind)ck_i64(ck, path, "cfg.positional", 0, 1);
-    c->norm = (tt_norm_kind)ck_i64(ck, path, "cfg.norm", 0, 1);
-    c->activation = (tt_act)ck_i64(ck, path, "cfg.activation", 0, TT_ACT_COUNT - 1);
-    c->tie_weights = ck_i64(ck, path, "cfg.tie_weights", 0, 1);
-    c->qk_norm = ck_i64(ck, path, "cfg.qk_norm", 0, 1);
-    if (tt_gpt_config_validate(c) != TT_OK)
-        die("checkpoint '%s' holds an invalid config: %s", path, tt_last_error());
+    if (tt_gpt_ckpt_config(ck, c) != TT_OK)
+        die("checkpoint '%s': %s; pass a checkpoint written by char_gpt train", path,
+            tt_last_error());
+    for (int i = 0; i < tt_gpt_nfields; i++) {
+        const tt_gpt_field *f = &tt_gpt_fields[i];
+        int64_t lo, hi, v = (int64_t)tt_gpt_field_get(c, f);
+        if (f->type != TT_GPT_FIELD_I64) continue;
+        field_range(f, &lo, &hi);
+        if (v < lo || v > hi)
+            die("checkpoint '%s': cfg.%s = %lld is outside [%lld, %lld], the sizes char_gpt "
+                "handles", path, f->name, (long long)v, (long long)lo, (long long)hi);
+    }
+    const unsigned char *b;
+    size_t n;
     if (!tt_ckpt_get_bytes(ck, "vocab", &b, &n) ||
         tt_vocab_from_chars(&s->vocab, b, n > 256 ? 0 : (int)n) != TT_OK)
         die("checkpoint '%s' has no valid 'vocab' (%s)", path, tt_last_error());
     if (s->vocab.size != c->vocab_size)
         die("checkpoint '%s': vocab has %d characters but cfg.vocab_size is %lld", path,
             s->vocab.size, (long long)c->vocab_size);
-    // The token embedding binds the sizes to data actually in the file before we allocate.
-    tt_tensor *wte = tt_ckpt_get_tensor(ck, "model.wte.weight");
-    if (!wte || wte->ndim != 2 || wte->shape[0] != c->vocab_size || wte->shape[1] != c->n_embd)
-        die("checkpoint '%s': model.wte.weight is missing or not (vocab_size, n_embd)", path);
-    s->step = ck_i64(ck, path, "step", 0, INT64_MAX);
-    s->best_val = ck_f64(ck, path, "best_val_loss");
-    s->train_loss = ck_f64(ck, path, "train_loss");
-    s->val_loss = ck_f64(ck, path, "val_loss");
+    if (tt_gpt_ckpt_state(ck, &s->st) != TT_OK)
+        die("checkpoint '%s': %s; it was not written by char_gpt train", path, tt_last_error());
 }
 
-// Builds the model of s->cfg and copies the checkpoint's parameters into it.
-static void model_from_ckpt(tt_gpt *gpt, const tt_checkpoint *ck, const char *path,
-                            const train_state *s) {
-    tt_rng rng;
-    tt_rng_seed(&rng, 0);
-    if (tt_gpt_init(gpt, &s->cfg, &rng) != TT_OK)
+// Builds the model of the checkpoint's config with its parameters and dropout stream.
+static void model_from_ckpt(tt_gpt *gpt, const tt_checkpoint *ck, const char *path) {
+    if (tt_gpt_ckpt_model(gpt, ck) != TT_OK)
         die("checkpoint '%s': %s", path, tt_last_error());
-    if (tt_ckpt_restore_params(ck, "model.", &gpt->params) != TT_OK)
-        die("checkpoint '%s' does not fit its config: %s", path, tt_last_error());
-}
-
-static tt_gpt_config config_from_flags(int64_t vocab_size) {
-    tt_gpt_config c = tt_gpt_config_default();
-    c.vocab_size = vocab_size;
-    c.block_size = opt.block;
-    c.n_layer = opt.layers;
-    c.n_head = opt.heads;
-    c.n_kv_head = opt.kv_heads;
-    c.n_embd = opt.embd;
-    c.dropout = opt.dropout;
-    c.bias = opt.bias;
-    c.positional = opt.pos;
-    c.norm = opt.norm;
-    c.activation = opt.act;
-    c.tie_weights = !opt.no_tie;
-    c.qk_norm = opt.qk_norm;
-    return c;
 }
 
 // ---- loss estimates ----
@@ -580,6 +546,48 @@ static void progress_clear(progress *p) {
     p->drawn = false;
 }
 
+// Columns of the terminal on stderr: its size, else $COLUMNS, else 80.
+static int term_cols(void) {
+    struct winsize ws;
+    if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+    const char *e = getenv("COLUMNS");
+    int c = e ? atoi(e) : 0;
+    return c > 0 ? c : 80;
+}
+
+// The bar line in at most cols - 1 columns (a line as wide as the terminal wraps on some):
+// the longest of these texts that fits, after a bar of 10 to 24 columns when there is room.
+static void progress_format(char *out, size_t n, int cols, int64_t step, int64_t iters,
+                            double loss, double ms, double tok_s, const char *eta) {
+    char texts[4][160];
+    snprintf(texts[0], sizeof texts[0], " %lld/%lld loss %.4f | %.1f ms/step | %.0f tok/s | "
+             "ETA %s", (long long)step, (long long)iters, loss, ms, tok_s, eta);
+    snprintf(texts[1], sizeof texts[1], " %lld/%lld loss %.4f | %.1f ms/step | ETA %s",
+             (long long)step, (long long)iters, loss, ms, eta);
+    snprintf(texts[2], sizeof texts[2], " %lld/%lld loss %.4f | ETA %s", (long long)step,
+             (long long)iters, loss, eta);
+    snprintf(texts[3], sizeof texts[3], "%lld/%lld loss %.4f", (long long)step,
+             (long long)iters, loss);
+    int room = cols - 1;
+    for (int i = 0; i < 4; i++) {
+        int len = (int)strlen(texts[i]), width = room - len - 2;
+        if (width > 24) width = 24;
+        if (width >= 10) {
+            char bar[32];
+            int done = (int)((double)width * (double)step / (double)iters);
+            for (int k = 0; k < width; k++) bar[k] = k < done ? '=' : (k == done ? '>' : ' ');
+            bar[width] = 0;
+            snprintf(out, n, "[%s]%s", bar, texts[i]);
+            return;
+        }
+        if (len <= room || i == 3) {
+            const char *t = texts[i][0] == ' ' ? texts[i] + 1 : texts[i];
+            snprintf(out, n, "%.*s", room > 0 ? room : 0, t);
+            return;
+        }
+    }
+}
+
 static void progress_step(progress *p, int64_t step, int64_t iters, double loss, double ms,
                           double tok_s) {
     char eta[32];
@@ -588,12 +596,9 @@ static void progress_step(progress *p, int64_t step, int64_t iters, double loss,
         double t = now_s();
         if (step != iters && t - p->last_draw < 0.1) return;
         p->last_draw = t;
-        int width = 24, done = (int)((double)width * (double)step / (double)iters);
-        char bar[32];
-        for (int i = 0; i < width; i++) bar[i] = i < done ? '=' : (i == done ? '>' : ' ');
-        bar[width] = 0;
-        fprintf(stderr, "\r\033[K[%s] %lld/%lld loss %.4f | %.1f ms/step | %.0f tok/s | ETA %s",
-                bar, (long long)step, (long long)iters, loss, ms, tok_s, eta);
+        char line[256];
+        progress_format(line, sizeof line, term_cols(), step, iters, loss, ms, tok_s, eta);
+        fprintf(stderr, "\r\033[K%s", line);
         p->drawn = true;
     } else if (step == 1 || step % 50 == 0 || step == iters) {
         fprintf(stderr, "step %lld/%lld: loss %.4f, %.1f ms/step, %.0f tok/s, ETA %s\n",
@@ -604,34 +609,50 @@ static void progress_step(progress *p, int64_t step, int64_t iters, double loss,
 
 // ---- train ----
 
+// --out with .best before its extension (out/char_gpt.ckpt -> out/char_gpt.best.ckpt), or
+// with .best appended when its name has no extension: the best state so far.
+static const char *best_path(void) {
+    static char buf[4200];
+    const char *slash = strrchr(opt.out, '/'), *base = slash ? slash + 1 : opt.out;
+    const char *dot = strrchr(base, '.');
+    if (dot && dot != base)
+        snprintf(buf, sizeof buf, "%.*s.best%s", (int)(dot - opt.out), opt.out, dot);
+    else
+        snprintf(buf, sizeof buf, "%s.best", opt.out);
+    return buf;
+}
+
+// Writes the state to --out (the last state), and to best_path() too when best.
 static void save_or_die(train_state *s, const tt_gpt *gpt, const tt_optim *o,
-                        const char *data_path, progress *pg) {
+                        const char *data_path, progress *pg, bool best) {
     tt_checkpoint ck;
     tt_ckpt_init(&ck);
     ckpt_fill(&ck, s, gpt, o, data_path);
     tt_status st = tt_ckpt_save(&ck, opt.out);
+    if (st == TT_OK) s->saved_step = s->st.step;
+    if (st == TT_OK && best) st = tt_ckpt_save(&ck, best_path());
     tt_ckpt_free(&ck);
     progress_clear(pg);
     if (st != TT_OK)
         die("%s; free disk space or pick another --out, then --resume (training stopped at "
-            "step %lld)", tt_last_error(), (long long)s->step);
-    s->saved_step = s->step;
-    fprintf(stderr, "saved %s (step %lld, val loss %.4f, params fingerprint %016llx)\n",
-            opt.out, (long long)s->step, s->val_loss,
-            (unsigned long long)tt_params_fingerprint(&gpt->params));
+            "step %lld)", tt_last_error(), (long long)s->st.step);
+    fprintf(stderr, "saved %s (step %lld, val loss %.4f, params fingerprint %016llx)%s%s%s\n",
+            opt.out, (long long)s->st.step, s->st.val_loss,
+            (unsigned long long)tt_params_fingerprint(&gpt->params), best ? " and " : "",
+            best ? best_path() : "", best ? " (the best so far)" : "");
 }
 
 // Buffered writes fail late: checks the --log after each flush (a full disk, /dev/full).
 static void check_log(FILE *log, const train_state *s) {
     if (fflush(log) == 0 && !ferror(log)) return;
     int e = errno;
-    char kept[160];
+    char kept[4400];
     if (s->saved_step >= 0)
         snprintf(kept, sizeof kept, "%s holds step %lld", opt.out, (long long)s->saved_step);
     else
         snprintf(kept, sizeof kept, "nothing was saved in this run");
     die("cannot write --log '%s': %s; free disk space or pick another --log (training stopped "
-        "at step %lld; %s)", opt.log, strerror(e ? e : EIO), (long long)s->step, kept);
+        "at step %lld; %s)", opt.log, strerror(e ? e : EIO), (long long)s->st.step, kept);
 }
 
 // stdout may be a full disk or a closed pipe too: a silent truncation would look like success.
@@ -656,36 +677,18 @@ static void data_from_ckpt(const tt_checkpoint *ck) {
 
 // On --resume: each flag not given comes from the checkpoint; model flags given must match.
 static void resume_flags(const tt_checkpoint *ck, const char *path, const train_state *s) {
-    const tt_gpt_config *c = &s->cfg;
-    struct { const char *flag; int64_t *dst; int64_t ck; } ints[] = {
-        {"--layers", &opt.layers, c->n_layer}, {"--heads", &opt.heads, c->n_head},
-        {"--kv-heads", &opt.kv_heads, c->n_kv_head}, {"--embd", &opt.embd, c->n_embd},
-        {"--block", &opt.block, c->block_size},
-    };
-    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
-        if (given(ints[i].flag) && *ints[i].dst != ints[i].ck)
+    for (int i = 0; i < tt_gpt_nfields; i++) {
+        const tt_gpt_field *f = &tt_gpt_fields[i];
+        double mine = tt_gpt_field_get(&opt.cfg, f), theirs = tt_gpt_field_get(&s->cfg, f);
+        if (!f->flag || !cfg_given[i] || mine == theirs) continue;
+        if (f->type == TT_GPT_FIELD_I64)
             die_usage("--resume: '%s' was trained with %s %lld, not %lld; leave out %s (it "
-                      "comes from the checkpoint) or start a new run", path, ints[i].flag,
-                      (long long)ints[i].ck, (long long)*ints[i].dst, ints[i].flag);
-        *ints[i].dst = ints[i].ck;
+                      "comes from the checkpoint) or start a new run", path, f->flag,
+                      (long long)theirs, (long long)mine, f->flag);
+        die_usage("--resume: '%s' was trained with another %s; leave it out (it comes from "
+                  "the checkpoint) or start a new run", path, f->flag);
     }
-    struct { const char *flag; bool differs; } others[] = {
-        {"--dropout", opt.dropout != c->dropout}, {"--pos", opt.pos != c->positional},
-        {"--norm", opt.norm != c->norm}, {"--act", opt.act != c->activation},
-        {"--no-tie", opt.no_tie != !c->tie_weights}, {"--qk-norm", opt.qk_norm != c->qk_norm},
-        {"--bias", opt.bias != c->bias},
-    };
-    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
-        if (given(others[i].flag) && others[i].differs)
-            die_usage("--resume: '%s' was trained with another %s; leave it out (it comes "
-                      "from the checkpoint) or start a new run", path, others[i].flag);
-    opt.dropout = c->dropout;
-    opt.pos = c->positional;
-    opt.norm = c->norm;
-    opt.act = c->activation;
-    opt.no_tie = !c->tie_weights;
-    opt.qk_norm = c->qk_norm;
-    opt.bias = c->bias;
+    opt.cfg = s->cfg;
 
     struct { const char *flag, *key; int64_t *dst; } ti[] = {
         {"--iters", "train.iters", &opt.iters},
@@ -708,13 +711,34 @@ static void resume_flags(const tt_checkpoint *ck, const char *path, const train_
     data_from_ckpt(ck);
 }
 
+// A one-line note on stderr: a default was changed to fit a flag the user gave.
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+static void note(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("char_gpt: note: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
 static void validate_train_flags(void) {
-    require_range("--layers", opt.layers, 1, MAX_LAYERS);
-    require_range("--heads", opt.heads, 1, MAX_HEADS);
-    if (!given("--kv-heads") && !opt.resume) opt.kv_heads = opt.heads;  // plain multi-head
-    require_range("--kv-heads", opt.kv_heads, 1, MAX_HEADS);
-    require_range("--embd", opt.embd, 1, MAX_EMBD);
-    require_range("--block", opt.block, 1, MAX_BLOCK);
+    tt_gpt_config *c = &opt.cfg;
+    if (!given("--kv-heads") && !opt.resume) c->n_kv_head = c->n_head;  // plain multi-head
+    for (int i = 0; i < tt_gpt_nfields; i++) {  // each model flag within its range
+        const tt_gpt_field *f = &tt_gpt_fields[i];
+        if (!f->flag) continue;
+        double v = tt_gpt_field_get(c, f);
+        int64_t lo, hi;
+        if (f->type == TT_GPT_FIELD_I64) {
+            field_range(f, &lo, &hi);
+            require_range(f->flag, (int64_t)v, lo, hi);
+        } else if (f->type == TT_GPT_FIELD_F64) {
+            require_real(f->flag, v, f->lo, f->hi, true);
+        }
+    }
     require_range("--batch", opt.batch, 1, 1 << 16);
     require_range("--iters", opt.iters, 1, INT64_MAX / 2);
     if (opt.decay_iters == 0 && !given("--decay-iters")) opt.decay_iters = opt.iters;
@@ -723,20 +747,32 @@ static void validate_train_flags(void) {
     require_range("--eval-every", opt.eval_every, 1, INT64_MAX / 2);
     require_range("--eval-iters", opt.eval_iters, 1, 1 << 20);
     if (!(opt.lr > 0)) die_usage("--lr %g must be positive; e.g. --lr 1e-3", opt.lr);
+    // A default never conflicts with a flag the user gave: it is lowered, with a note.
+    if (opt.min_lr > opt.lr && !given("--min-lr") && !opt.resume) {
+        note("--min-lr %g (the default) is above --lr %g; using --min-lr %g", opt.min_lr,
+             opt.lr, opt.lr / 10);
+        opt.min_lr = opt.lr / 10;
+    }
     require_real("--min-lr", opt.min_lr, 0, opt.lr, false);
     require_real("--weight-decay", opt.weight_decay, 0, 1e6, false);
     require_real("--beta2", opt.beta2, 0, 1, true);
     require_real("--grad-clip", opt.grad_clip, 0, 1e9, false);
-    require_real("--dropout", opt.dropout, 0, 1, true);
-    if (opt.embd % opt.heads != 0)
+    if (c->n_embd % c->n_head != 0)
         die_usage("--embd %lld is not divisible by --heads %lld; pick --heads among the "
-                  "divisors of --embd", (long long)opt.embd, (long long)opt.heads);
-    if (opt.heads % opt.kv_heads != 0)
+                  "divisors of --embd", (long long)c->n_embd, (long long)c->n_head);
+    if (c->n_head % c->n_kv_head != 0)
         die_usage("--heads %lld is not divisible by --kv-heads %lld; pick --kv-heads among "
-                  "the divisors of --heads", (long long)opt.heads, (long long)opt.kv_heads);
-    if (opt.pos == TT_POS_ROPE && (opt.embd / opt.heads) % 2 != 0)
+                  "the divisors of --heads", (long long)c->n_head, (long long)c->n_kv_head);
+    if (c->positional == TT_POS_ROPE && (c->n_embd / c->n_head) % 2 != 0)
         die_usage("--pos rope needs an even head size, but --embd / --heads = %lld; change "
-                  "--embd or --heads", (long long)(opt.embd / opt.heads));
+                  "--embd or --heads", (long long)(c->n_embd / c->n_head));
+    const char *decay = given("--decay-iters") ? "--decay-iters" : "--iters";
+    if (opt.warmup >= opt.decay_iters && !given("--warmup") && !opt.resume) {
+        note("--warmup %lld (the default) is not below %s %lld; using --warmup %lld",
+             (long long)opt.warmup, decay, (long long)opt.decay_iters,
+             (long long)(opt.decay_iters / 10));
+        opt.warmup = opt.decay_iters / 10;
+    }
     if (opt.warmup >= opt.decay_iters)
         die_usage("--warmup %lld must be below the decay length %lld (--decay-iters, default "
                   "--iters); e.g. --warmup %lld", (long long)opt.warmup,
@@ -757,51 +793,44 @@ static int cmd_train(void) {
 
     // Data: the vocab of the file; on resume it must equal the checkpoint's.
     tt_text_dataset ds;
-    load_data(&ds, opt.data, NULL, opt.block, "pass another --data");
+    load_data(&ds, opt.data, NULL, opt.cfg.block_size, "pass another --data");
     if (opt.resume && (ds.vocab.size != s.vocab.size ||
                        memcmp(ds.vocab.chars, s.vocab.chars, (size_t)s.vocab.size) != 0))
         die_usage("--resume: the vocabulary of '%s' (%d characters) differs from the one "
                   "'%s' was trained on (%d); resume with the same --data", opt.data,
                   ds.vocab.size, opt.resume, s.vocab.size);
     s.vocab = ds.vocab;
-    s.cfg = config_from_flags(ds.vocab.size);
+    s.cfg = opt.cfg;
+    s.cfg.vocab_size = ds.vocab.size;
     if (tt_gpt_config_validate(&s.cfg) != TT_OK) die_usage("%s", tt_last_error());
-    if (opt.resume && s.step >= opt.iters)
+    if (opt.resume && s.st.step >= opt.iters)
         die_usage("--resume: '%s' is already at step %lld of --iters %lld; pass a larger "
-                  "--iters to train further", opt.resume, (long long)s.step,
+                  "--iters to train further", opt.resume, (long long)s.st.step,
                   (long long)opt.iters);
 
     // Model and optimizer: fresh from --seed, or the checkpoint's state.
-    tt_rng init_rng;
-    tt_rng_seed(&init_rng, (uint64_t)opt.seed);
     tt_gpt gpt;
-    if (tt_gpt_init(&gpt, &s.cfg, &init_rng) != TT_OK) die_usage("%s", tt_last_error());
+    if (opt.resume) {
+        model_from_ckpt(&gpt, &ck, opt.resume);
+    } else {
+        tt_rng init_rng;
+        tt_rng_seed(&init_rng, (uint64_t)opt.seed);
+        if (tt_gpt_init(&gpt, &s.cfg, &init_rng) != TT_OK) die_usage("%s", tt_last_error());
+    }
     tt_optim_config oc = tt_adamw_config(opt.lr);
     oc.beta1 = 0.9;
     oc.beta2 = opt.beta2;
     tt_optim o;
     tt_optim_init(&o, oc);
     tt_optim_add_decay_groups(&o, &gpt.params, opt.weight_decay);
-    tt_rng_seed(&s.data_rng, (uint64_t)opt.seed ^ 0xDA7A5EEDull);
     s.saved_step = -1;
     if (!opt.resume) {
-        s.best_val = INFINITY;
-        s.train_loss = s.val_loss = NAN;
-    } else {
-        tt_params st;
-        tt_params_init(&st);
-        tt_optim_state(&o, &st);
-        if (tt_ckpt_restore_params(&ck, "model.", &gpt.params) != TT_OK ||
-            tt_ckpt_restore_params(&ck, "optim.", &st) != TT_OK)
-            die("--resume: '%s' does not fit its config: %s", opt.resume, tt_last_error());
-        tt_params_free(&st);
-        o.step = ck_i64(&ck, opt.resume, "optim.step", 0, INT64_MAX);
-        const unsigned char *b;
-        size_t n;
-        if (!tt_ckpt_get_bytes(&ck, "rng.data", &b, &n) || !rng_from_bytes(&s.data_rng, b, n) ||
-            !tt_ckpt_get_bytes(&ck, "rng.model", &b, &n) ||
-            !rng_from_bytes(&gpt.dropout_rng, b, n))
-            die("--resume: '%s' lacks a valid rng.data / rng.model state", opt.resume);
+        s.st.step = 0;
+        tt_rng_seed(&s.st.data_rng, (uint64_t)opt.seed ^ 0xDA7A5EEDull);
+        s.st.best_val_loss = INFINITY;
+        s.st.train_loss = s.st.val_loss = NAN;
+    } else if (tt_gpt_ckpt_optim(&o, &ck) != TT_OK) {  // load_ckpt read s.st
+        die("--resume: '%s': %s", opt.resume, tt_last_error());
     }
     tt_ckpt_free(&ck);
 
@@ -817,14 +846,14 @@ static int cmd_train(void) {
         if (!append) fprintf(log, "step,train_loss,val_loss,lr\n");
     }
 
-    int64_t B = opt.batch, T = opt.block;
+    int64_t B = opt.batch, T = s.cfg.block_size;
     fprintf(stderr, "char_gpt: %.2fM parameters, vocab %d, %lld train / %lld val tokens of '%s',"
             " %d threads%s\n", (double)tt_gpt_num_params(&gpt, true) / 1e6, s.vocab.size,
             (long long)ds.n_train, (long long)(ds.n - ds.n_train), opt.data, nthreads(),
             opt.resume ? ", resumed" : "");
     if (opt.resume)
         fprintf(stderr, "resumed from %s at step %lld (params fingerprint %016llx)\n",
-                opt.resume, (long long)s.step,
+                opt.resume, (long long)s.st.step,
                 (unsigned long long)tt_params_fingerprint(&gpt.params));
 
     progress pg = {isatty(STDERR_FILENO) != 0, 0, false};
@@ -832,13 +861,13 @@ static int cmd_train(void) {
     tt_gpt_train(&gpt, true);
     double train_time = 0;
     int64_t steps_run = 0, live_after_first = -1;
-    while (s.step < opt.iters) {
-        double lr = tt_lr_at(&sched, s.step);
+    while (s.st.step < opt.iters) {
+        double lr = tt_lr_at(&sched, s.st.step);
         tt_optim_set_lr(&o, lr);
         double t0 = now_s();
         tt_scope_begin();
         tt_tensor *x, *y;
-        tt_dataset_batch(&ds, TT_SPLIT_TRAIN, B, T, &s.data_rng, &x, &y);  // (B, T) each
+        tt_dataset_batch(&ds, TT_SPLIT_TRAIN, B, T, &s.st.data_rng, &x, &y);  // (B, T) each
         tt_tensor *loss = tt_gpt_loss(&gpt, x, y);
         double lossv = tt_item(loss);
         tt_backward(loss);
@@ -847,15 +876,15 @@ static int cmd_train(void) {
         if (!isfinite(lossv) || !isfinite(norm)) {
             // Before the update: the parameters in memory are still those of the last step.
             progress_clear(&pg);
-            char kept[160];
+            char kept[9000];
             if (s.saved_step >= 0)
-                snprintf(kept, sizeof kept, "%s holds the best state so far, step %lld",
-                         opt.out, (long long)s.saved_step);
+                snprintf(kept, sizeof kept, "%s holds step %lld, %s the best state",
+                         opt.out, (long long)s.saved_step, best_path());
             else
                 snprintf(kept, sizeof kept, "nothing was saved in this run, %s is untouched",
                          opt.out);
             die("step %lld: the %s is %g, training diverged; lower --lr (now %g) or raise "
-                "--warmup (%s)", (long long)s.step + 1,
+                "--warmup (%s)", (long long)s.st.step + 1,
                 isfinite(lossv) ? "gradient norm" : "loss", isfinite(lossv) ? norm : lossv,
                 opt.lr, kept);
         }
@@ -863,36 +892,36 @@ static int cmd_train(void) {
         tt_optim_zero_grad(&o);
         tt_scope_end();
         double dt = now_s() - t0;
-        s.step++;
+        s.st.step++;
         steps_run++;
         train_time += dt;
         // The steady state holds a fixed number of tensors: a step leaks nothing.
         if (live_after_first < 0) live_after_first = tt_live_tensors();
         else if (tt_live_tensors() != live_after_first)
             die("internal error: %lld live tensors after step %lld, %lld after the first",
-                (long long)tt_live_tensors(), (long long)s.step, (long long)live_after_first);
+                (long long)tt_live_tensors(), (long long)s.st.step, (long long)live_after_first);
 
         double ms = 1000.0 * train_time / (double)steps_run;
         double tok_s = (double)(B * T) * (double)steps_run / train_time;
-        bool eval_now = s.step % opt.eval_every == 0 || s.step == opt.iters;
-        if (log && !eval_now) fprintf(log, "%lld,%.9g,,%.9g\n", (long long)s.step, lossv, lr);
-        progress_step(&pg, s.step, opt.iters, lossv, ms, tok_s);
+        bool eval_now = s.st.step % opt.eval_every == 0 || s.st.step == opt.iters;
+        if (log && !eval_now) fprintf(log, "%lld,%.9g,,%.9g\n", (long long)s.st.step, lossv, lr);
+        progress_step(&pg, s.st.step, opt.iters, lossv, ms, tok_s);
         if (eval_now) {
-            s.train_loss = estimate_split(&gpt, &ds, TT_SPLIT_TRAIN, B, T, opt.eval_iters,
+            s.st.train_loss = estimate_split(&gpt, &ds, TT_SPLIT_TRAIN, B, T, opt.eval_iters,
                                           opt.seed);
-            s.val_loss = estimate_split(&gpt, &ds, TT_SPLIT_VAL, B, T, opt.eval_iters,
+            s.st.val_loss = estimate_split(&gpt, &ds, TT_SPLIT_VAL, B, T, opt.eval_iters,
                                         opt.seed);
-            if (log) fprintf(log, "%lld,%.9g,%.9g,%.9g\n", (long long)s.step, lossv, s.val_loss,
+            if (log) fprintf(log, "%lld,%.9g,%.9g,%.9g\n", (long long)s.st.step, lossv, s.st.val_loss,
                              lr);
             progress_clear(&pg);
-            printf("eval step=%lld train_loss=%.6f val_loss=%.6f\n", (long long)s.step,
-                   s.train_loss, s.val_loss);
+            printf("eval step=%lld train_loss=%.6f val_loss=%.6f\n", (long long)s.st.step,
+                   s.st.train_loss, s.st.val_loss);
             check_stdout();
-            fprintf(stderr, "step %lld: train loss %.4f, val loss %.4f%s\n", (long long)s.step,
-                    s.train_loss, s.val_loss, s.val_loss < s.best_val ? " (best so far)" : "");
-            bool improved = s.val_loss < s.best_val;
-            if (improved) s.best_val = s.val_loss;
-            if (improved || s.step == opt.iters) save_or_die(&s, &gpt, &o, opt.data, &pg);
+            fprintf(stderr, "step %lld: train loss %.4f, val loss %.4f%s\n", (long long)s.st.step,
+                    s.st.train_loss, s.st.val_loss, s.st.val_loss < s.st.best_val_loss ? " (best so far)" : "");
+            bool improved = s.st.val_loss < s.st.best_val_loss;
+            if (improved) s.st.best_val_loss = s.st.val_loss;
+            save_or_die(&s, &gpt, &o, opt.data, &pg, improved);
         }
         if (log) check_log(log, &s);
     }
@@ -900,7 +929,7 @@ static int cmd_train(void) {
     double ms = steps_run ? 1000.0 * train_time / (double)steps_run : 0;
     double tok_s = train_time > 0 ? (double)(B * T) * (double)steps_run / train_time : 0;
     printf("done steps=%lld train_loss=%.6f val_loss=%.6f ms_per_step=%.3f tokens_per_s=%.1f\n",
-           (long long)s.step, s.train_loss, s.val_loss, ms, tok_s);
+           (long long)s.st.step, s.st.train_loss, s.st.val_loss, ms, tok_s);
     check_stdout();
     if (log && fclose(log) != 0) die("cannot write --log '%s': %s", opt.log, strerror(errno));
     tt_optim_free(&o);
@@ -926,15 +955,15 @@ static int cmd_sample(void) {
     require_real("--temperature", opt.temperature, 0, 1e6, false);
     require_real("--top-p", opt.top_p, 0, 1, false);
     if (opt.top_p <= 0) die_usage("--top-p must be in (0, 1]; 1 turns nucleus sampling off");
-    if (given("--block")) require_range("--block", opt.block, 1, MAX_BLOCK);
+    if (given("--block")) require_range("--block", opt.window, 1, MAX_BLOCK);
     set_threads();
 
     tt_checkpoint ck;
     train_state s;
     load_ckpt(&ck, opt.ckpt, &s);
-    if (given("--block") && opt.block > s.cfg.block_size)
+    if (given("--block") && opt.window > s.cfg.block_size)
         die_usage("--block %lld is above the block size %lld of '%s'; use --block <= %lld",
-                  (long long)opt.block, (long long)s.cfg.block_size, opt.ckpt,
+                  (long long)opt.window, (long long)s.cfg.block_size, opt.ckpt,
                   (long long)s.cfg.block_size);
     size_t np = strlen(opt.prompt);
     if (np == 0) die_usage("--prompt is empty; give at least one character (default: newline)");
@@ -944,10 +973,10 @@ static int cmd_sample(void) {
         die_usage("--prompt: %s of '%s'; use only characters of the training text",
                   tt_last_error(), opt.ckpt);
     tt_gpt gpt;
-    model_from_ckpt(&gpt, &ck, opt.ckpt, &s);
+    model_from_ckpt(&gpt, &ck, opt.ckpt);
     tt_ckpt_free(&ck);
     // A smaller context window than the model's: generation slides over --block tokens.
-    if (given("--block")) gpt.cfg.block_size = opt.block;
+    if (given("--block")) gpt.cfg.block_size = opt.window;
 
     tt_sample_opts so = tt_sample_opts_default();
     so.temperature = opt.temperature;
@@ -996,7 +1025,7 @@ static int cmd_eval(void) {
     load_data(&ds, opt.data, &s.vocab, s.cfg.block_size,
               "evaluate on a text whose characters the checkpoint knows");
     tt_gpt gpt;
-    model_from_ckpt(&gpt, &ck, opt.ckpt, &s);
+    model_from_ckpt(&gpt, &ck, opt.ckpt);
     tt_ckpt_free(&ck);
     double tr = estimate_split(&gpt, &ds, TT_SPLIT_TRAIN, opt.batch, s.cfg.block_size,
                                opt.eval_iters, opt.seed);
@@ -1015,13 +1044,14 @@ int main(int argc, char **argv) {
     if (argc < 2) die_usage("missing command; run char_gpt train, sample or eval (--help)");
     const char *cmd = argv[1];
     if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
-        fputs(usage_text, stdout);
+        print_usage(stdout);
         return 0;
     }
     // A file-size limit (ulimit -f) must fail a write with EFBIG, reported like a full disk,
     // not kill the process halfway through a save.
     signal(SIGXFSZ, SIG_IGN);
     set_defaults();
+    if (tt_gpt_nfields > MAX_FIELDS) die("internal error: raise MAX_FIELDS to %d", tt_gpt_nfields);
     int code;
     if (strcmp(cmd, "train") == 0) {
         parse_args(argc, argv, CMD_TRAIN, cmd);

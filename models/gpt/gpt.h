@@ -73,8 +73,9 @@ const tt_gpt_field *tt_gpt_field_find(const char *key);
 // A field's value as a double (bools 0/1, enums their value) and the reverse (no checks).
 double tt_gpt_field_get(const tt_gpt_config *cfg, const tt_gpt_field *f);
 void tt_gpt_field_set(tt_gpt_config *cfg, const tt_gpt_field *f, double v);
-// Parses text ("4", "0.1", "rope", "true"/"false"/"1"/"0") into the field, range-checked.
-// TT_ERR_ARG naming the flag (or the name) and the expected values; cfg is unchanged then.
+// Parses text ("4", "0.1", "rope", "true"/"false"/"1"/"0") into the field. Only the syntax
+// (and an enum's names) is checked here: ranges are tt_gpt_config_validate's. TT_ERR_ARG naming
+// the flag (or the name) and the expected values; cfg is unchanged then.
 tt_status tt_gpt_field_parse(tt_gpt_config *cfg, const tt_gpt_field *f, const char *text);
 // The value as text ("4", "0.1", "rope", "true") into buf; returns buf.
 const char *tt_gpt_field_format(const tt_gpt_config *cfg, const tt_gpt_field *f, char *buf,

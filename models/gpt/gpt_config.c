@@ -191,7 +191,6 @@ tt_status tt_gpt_field_parse(tt_gpt_config *cfg, const tt_gpt_field *f, const ch
             break;
         }
     }
-    if (!in_range(f, v)) return range_error(f, label, v);
     tt_gpt_field_set(cfg, f, v);
     return TT_OK;
 }
