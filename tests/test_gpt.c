@@ -1,12 +1,16 @@
 // Check suite of models/gpt: config validation, shapes, parameter names and counts, GPT-2
 // init statistics, tied weights, a whole-model gradcheck, overfitting one batch, leaks across a
 // training step, sampling (greedy, top-k, top-p, temperature frequencies), the KV cache against
-// the full forward, the context-window rule, cached = uncached generation, and abort paths.
-// PyTorch parity is in test_gpt_parity.c.
+// the full forward, the context-window rule, cached = uncached generation, and abort paths;
+// the config's field table, the GPT-2 presets and their parameter counts (a real 124M forward),
+// qkv_bias, and GPT checkpoints (round trip, older files, corrupt ones). PyTorch parity is in
+// test_gpt_parity.c.
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test_util.h"
 #include "models/gpt/gpt.h"
@@ -948,12 +952,451 @@ START_TEST(test_names_sample_inf_temperature) {
 }
 END_TEST
 
+// ---- the config table, presets, checkpoints (gpt_config.c) ----
+
+START_TEST(test_field_table) {
+    tt_gpt_config d = tt_gpt_config_default();
+    for (int i = 0; i < tt_gpt_nfields; i++) {
+        const tt_gpt_field *f = &tt_gpt_fields[i];
+        ck_assert_ptr_eq(tt_gpt_field_find(f->name), f);
+        if (f->flag) ck_assert_ptr_eq(tt_gpt_field_find(f->flag), f);
+        for (int j = 0; j < i; j++) {  // one row per member
+            ck_assert_str_ne(tt_gpt_fields[j].name, f->name);
+            ck_assert_uint_ne(tt_gpt_fields[j].offset, f->offset);
+        }
+        ck_assert_uint_lt(f->offset, sizeof(tt_gpt_config));
+        // format -> parse gives the value back, for the default and for another valid value.
+        char buf[64];
+        tt_gpt_config c = d;
+        ck_assert_int_eq(tt_gpt_field_parse(&c, f, tt_gpt_field_format(&d, f, buf, sizeof buf)),
+                         TT_OK);
+        ck_assert(tt_gpt_field_get(&c, f) == tt_gpt_field_get(&d, f));
+        double other = f->type == TT_GPT_FIELD_F64 ? (f->lo + f->hi) / 4 : f->hi;
+        while (f->type == TT_GPT_FIELD_ENUM && !f->names[(int)(other - f->lo)]) other--;
+        tt_gpt_field_set(&c, f, other);
+        tt_gpt_config e = d;
+        ck_assert_int_eq(tt_gpt_field_parse(&e, f, tt_gpt_field_format(&c, f, buf, sizeof buf)),
+                         TT_OK);
+        ck_assert_msg(tt_gpt_field_get(&e, f) == other, "%s: '%s'", f->name, buf);
+    }
+    ck_assert_ptr_null(tt_gpt_field_find("n_layers"));
+    ck_assert_ptr_null(tt_gpt_field_find("--nope"));
+    // The values of each type land in the struct member.
+    tt_gpt_config c = d;
+    ck_assert_int_eq(tt_gpt_field_parse(&c, tt_gpt_field_find("--layers"), "12"), TT_OK);
+    ck_assert_int_eq(tt_gpt_field_parse(&c, tt_gpt_field_find("dropout"), "0.25"), TT_OK);
+    ck_assert_int_eq(tt_gpt_field_parse(&c, tt_gpt_field_find("--pos"), "rope"), TT_OK);
+    ck_assert_int_eq(tt_gpt_field_parse(&c, tt_gpt_field_find("--act"), "gelu_tanh"), TT_OK);
+    ck_assert_int_eq(tt_gpt_field_parse(&c, tt_gpt_field_find("qkv_bias"), "false"), TT_OK);
+    ck_assert_int_eq(c.n_layer, 12);
+    ck_assert(c.dropout == 0.25);
+    ck_assert_int_eq(c.positional, TT_POS_ROPE);
+    ck_assert_int_eq(c.activation, TT_ACT_GELU_TANH);
+    ck_assert(!c.qkv_bias);
+    // Syntax errors name the flag and the expected values; the config is unchanged.
+    struct { const char *key, *text, *msg; } bad[] = {
+        {"--layers", "four", "--layers expects an integer, got 'four'; e.g. --layers 4"},
+        {"--layers", "", "--layers expects an integer, got ''"},
+        {"--dropout", "0.1x", "--dropout expects a number, got '0.1x'"},
+        {"--dropout", "nan", "--dropout expects a number, got 'nan'"},
+        {"--pos", "absolute", "--pos expects one of learned, rope, got 'absolute'"},
+        {"--act", "softmax", "--act expects one of identity, relu, gelu, gelu_tanh, relu2, "
+                             "silu, tanh, sigmoid, got 'softmax'"},
+        {"qk_norm", "yes", "qk_norm expects true or false, got 'yes'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tt_gpt_config e = d;
+        ck_assert_int_eq(tt_gpt_field_parse(&e, tt_gpt_field_find(bad[i].key), bad[i].text),
+                         TT_ERR_ARG);
+        ck_assert_msg(strstr(tt_last_error(), bad[i].msg), "'%s' lacks '%s'", tt_last_error(),
+                      bad[i].msg);
+        ck_assert(memcmp(&e, &d, sizeof e) == 0);
+    }
+    // Ranges are validate's: a huge n_layer parses, then validate names the range.
+    ck_assert_int_eq(tt_gpt_field_parse(&c, tt_gpt_field_find("n_layer"), "2000000"), TT_OK);
+    ck_assert_int_eq(tt_gpt_config_validate(&c), TT_ERR_ARG);
+    ck_assert_msg(strstr(tt_last_error(), "n_layer = 2000000 is out of range; use a value in "
+                         "[1, 1000000]"), "%s", tt_last_error());
+}
+END_TEST
+
+// Every field equal (the struct has padding, so no memcmp).
+static void assert_same_config(const tt_gpt_config *a, const tt_gpt_config *b) {
+    for (int i = 0; i < tt_gpt_nfields; i++)
+        ck_assert_msg(tt_gpt_field_get(a, &tt_gpt_fields[i]) ==
+                      tt_gpt_field_get(b, &tt_gpt_fields[i]), "field %s differs",
+                      tt_gpt_fields[i].name);
+}
+
+START_TEST(test_presets) {
+    tt_gpt_config c, d = tt_gpt_config_default();
+    ck_assert_int_eq(tt_gpt_config_preset("baby", &c), TT_OK);
+    assert_same_config(&c, &d);
+    ck_assert_int_eq(tt_gpt_config_preset("gpt2", &c), TT_OK);
+    ck_assert_int_eq(tt_gpt_config_validate(&c), TT_OK);
+    ck_assert_int_eq(c.vocab_size, 50257);
+    ck_assert_int_eq(c.block_size, 1024);
+    ck_assert_int_eq(c.n_layer, 12);
+    ck_assert_int_eq(c.n_head, 12);
+    ck_assert_int_eq(c.n_kv_head, 12);
+    ck_assert_int_eq(c.n_embd, 768);
+    ck_assert(c.dropout == 0.1 && c.bias && c.qkv_bias && c.tie_weights && !c.qk_norm);
+    ck_assert_int_eq(c.activation, TT_ACT_GELU_TANH);
+    ck_assert_int_eq(c.positional, TT_POS_LEARNED);
+    ck_assert_int_eq(c.norm, TT_NORM_LAYERNORM);
+    // GPT-2 124M: 124,439,808 parameters with the tied head (nanoGPT prints 124.44M, and
+    // 123.65M without the 1024 x 768 position embedding). By hand: wte 50257*768 = 38597376,
+    // wpe 786432, per layer 2 LN (1536 each) + qkv 768*2304+2304 + proj 768*768+768 +
+    // fc 768*3072+3072 + proj 3072*768+768 = 7087872, times 12, plus ln_f 1536.
+    ck_assert_int_eq(tt_gpt_config_num_params(&c, false), 124439808);
+    ck_assert_int_eq(tt_gpt_config_num_params(&c, true), 123653376);
+    ck_assert_int_eq(38597376 + 786432 + 12 * 7087872 + 1536, 124439808);
+    ck_assert_int_eq(tt_gpt_config_preset("gpt2-medium", &c), TT_OK);
+    ck_assert_int_eq(c.n_layer, 24);
+    ck_assert_int_eq(c.n_head, 16);
+    ck_assert_int_eq(c.n_embd, 1024);
+    ck_assert_int_eq(c.vocab_size, 50257);
+    // 354,823,168 as Hugging Face counts gpt2-medium: wte 51463168, wpe 1048576,
+    // 24 layers of 12596224, ln_f 2048.
+    ck_assert_int_eq(tt_gpt_config_num_params(&c, false), 354823168);
+    ck_assert_int_eq(51463168 + 1048576 + 24 * 12596224 + 2048, 354823168);
+    // Unknown names: the names that exist, out untouched.
+    c = d;
+    ck_assert_int_eq(tt_gpt_config_preset("gpt3", &c), TT_ERR_ARG);
+    ck_assert_msg(strstr(tt_last_error(), "unknown GPT preset 'gpt3'; use baby, gpt2 or "
+                         "gpt2-medium"), "%s", tt_last_error());
+    assert_same_config(&c, &d);
+    ck_assert_int_eq(tt_gpt_config_preset(NULL, &c), TT_ERR_ARG);
+}
+END_TEST
+
+// The count from the config equals the built model's, over both families and their variants.
+START_TEST(test_config_num_params) {
+    for (int k = 0; k < 16; k++) {
+        tt_gpt_config c = small_config(k % 2);
+        c.bias = (k >> 1) & 1;
+        c.qkv_bias = (k >> 2) & 1;
+        c.tie_weights = (k >> 3) & 1;
+        tt_gpt m;
+        gpt_init_ok(&m, &c, 1, TT_F32);
+        ck_assert_int_eq(tt_gpt_config_num_params(&c, false), tt_gpt_num_params(&m, false));
+        ck_assert_int_eq(tt_gpt_config_num_params(&c, true), tt_gpt_num_params(&m, true));
+        ck_assert_int_eq(tt_gpt_num_params(&m, false), expected_params(&c) -
+                         (c.bias && !c.qkv_bias ? c.n_layer * (c.n_embd + 2 * m.blocks[0].attn
+                         .k_proj.weight->shape[0]) : 0));
+        tt_gpt_free(&m);
+    }
+}
+END_TEST
+
+// bias without qkv_bias (the GPT_CONFIG_124M of the from-scratch books): o_proj, the MLP and
+// the norms keep their biases, q/k/v have none; it trains (the gradient reaches every one).
+START_TEST(test_qkv_bias_off) {
+    tt_gpt_config c = small_config(CFG_DEFAULT);
+    c.n_layer = 1;
+    c.bias = true;
+    c.qkv_bias = false;
+    tt_gpt m;
+    gpt_init_ok(&m, &c, 1, TT_F32);
+    const char *want[] = {
+        "wte.weight", "wpe.weight", "blocks.0.norm1.weight", "blocks.0.norm1.bias",
+        "blocks.0.attn.q_proj.weight", "blocks.0.attn.k_proj.weight",
+        "blocks.0.attn.v_proj.weight", "blocks.0.attn.o_proj.weight", "blocks.0.attn.o_proj.bias",
+        "blocks.0.norm2.weight", "blocks.0.norm2.bias", "blocks.0.mlp.fc.weight",
+        "blocks.0.mlp.fc.bias", "blocks.0.mlp.proj.weight", "blocks.0.mlp.proj.bias",
+        "ln_f.weight", "ln_f.bias",
+    };
+    int n = (int)(sizeof want / sizeof want[0]);
+    ck_assert_int_eq(m.params.n, n);
+    for (int i = 0; i < n; i++) ck_assert_str_eq(m.params.items[i].name, want[i]);
+    tt_rng rng;
+    tt_rng_seed(&rng, 2);
+    tt_scope_begin();
+    tt_tensor *x = rand_tokens(&rng, 2, 8, c.vocab_size);
+    tt_backward(tt_gpt_loss(&m, x, rand_tokens(&rng, 2, 8, c.vocab_size)));
+    for (int i = 0; i < n; i++) ck_assert_ptr_nonnull(m.params.items[i].tensor->grad);
+    tt_scope_end();
+    tt_gpt_free(&m);
+}
+END_TEST
+
+// The real 124M model: built from the preset, one forward at T=8 (about 500 MB of f32).
+START_TEST(test_gpt2_forward) {
+    tt_gpt_config c;
+    ck_assert_int_eq(tt_gpt_config_preset("gpt2", &c), TT_OK);
+    tt_gpt m;
+    gpt_init_ok(&m, &c, 1, TT_F32);
+    ck_assert_int_eq(tt_gpt_num_params(&m, false), 124439808);
+    ck_assert_int_eq(tt_gpt_num_params(&m, true), 123653376);
+    tt_gpt_train(&m, false);
+    tt_rng rng;
+    tt_rng_seed(&rng, 3);
+    tt_scope_begin();
+    tt_tensor *x = rand_tokens(&rng, 1, 8, c.vocab_size);
+    tt_tensor *logits = tt_gpt_forward(&m, x);
+    ck_assert_int_eq(logits->ndim, 3);
+    ck_assert_int_eq(logits->shape[0], 1);
+    ck_assert_int_eq(logits->shape[1], 8);
+    ck_assert_int_eq(logits->shape[2], 50257);
+    ck_assert(isfinite(tt_item(tt_sum_all(logits))));
+    // GPT-2 init: the loss of random targets starts near ln 50257 = 10.82 (plus about
+    // var(logit) / 2 = (0.02^2 * 768) / 2 = 0.15, and the noise of 8 tokens).
+    tt_tensor *loss = tt_gpt_loss(&m, x, rand_tokens(&rng, 1, 8, c.vocab_size));
+    ck_assert_close(tt_item(loss), log(50257.0) + 0.15, 0.6, 0);
+    tt_scope_end();
+    tt_gpt_free(&m);
+}
+END_TEST
+
+static char ckpt_dir[64];
+static char ckpt_path[128];
+
+static void ckpt_setup(void) {
+    tt_test_setup();
+    snprintf(ckpt_dir, sizeof ckpt_dir, "/tmp/tt_gptcfg_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(ckpt_dir));
+    snprintf(ckpt_path, sizeof ckpt_path, "%s/m.ckpt", ckpt_dir);
+}
+
+static void ckpt_teardown(void) {
+    unlink(ckpt_path);
+    rmdir(ckpt_dir);
+    tt_test_teardown();
+}
+
+// A model (modern family, dropout on) after two AdamW steps, with its optimizer.
+static void trained(tt_gpt *m, tt_optim *o, int which) {
+    tt_gpt_config c = small_config(which);
+    c.dropout = 0.1;
+    gpt_init_ok(m, &c, 5, TT_F32);
+    tt_optim_init(o, tt_adamw_config(1e-2));
+    tt_optim_add_decay_groups(o, &m->params, 0.1);
+    tt_rng rng;
+    tt_rng_seed(&rng, 6);
+    for (int s = 0; s < 2; s++) {
+        tt_scope_begin();
+        tt_tensor *x = rand_tokens(&rng, 2, 8, c.vocab_size);
+        tt_backward(tt_gpt_loss(m, x, rand_tokens(&rng, 2, 8, c.vocab_size)));
+        tt_optim_step(o);
+        tt_optim_zero_grad(o);
+        tt_scope_end();
+    }
+}
+
+static uint64_t optim_fingerprint(const tt_optim *o) {
+    tt_params p;
+    tt_params_init(&p);
+    tt_optim_state(o, &p);
+    uint64_t h = tt_params_fingerprint(&p);
+    tt_params_free(&p);
+    return h;
+}
+
+START_TEST(test_ckpt_roundtrip) {
+    tt_gpt m;
+    tt_optim o;
+    trained(&m, &o, _i);
+    tt_gpt_state st = {.step = 2, .best_val_loss = 2.5, .train_loss = 2.25, .val_loss = 3.0};
+    tt_rng_seed(&st.data_rng, 77);
+    ck_assert_int_eq(tt_gpt_save(ckpt_path, &m, &o, &st), TT_OK);
+
+    tt_gpt m2;
+    tt_checkpoint ck;
+    ck_assert_msg(tt_gpt_load(ckpt_path, &m2, &ck) == TT_OK, "%s", tt_last_error());
+    assert_same_config(&m2.cfg, &m.cfg);
+    ck_assert_uint_eq(tt_params_fingerprint(&m2.params), tt_params_fingerprint(&m.params));
+    ck_assert(memcmp(&m2.dropout_rng, &m.dropout_rng, sizeof m.dropout_rng) == 0);
+    tt_optim o2;
+    tt_optim_init(&o2, tt_adamw_config(1e-2));
+    tt_optim_add_decay_groups(&o2, &m2.params, 0.1);
+    ck_assert_uint_ne(optim_fingerprint(&o2), optim_fingerprint(&o));
+    ck_assert_int_eq(tt_gpt_ckpt_optim(&o2, &ck), TT_OK);
+    ck_assert_uint_eq(optim_fingerprint(&o2), optim_fingerprint(&o));
+    ck_assert_int_eq(o2.step, 2);
+    tt_gpt_state st2;
+    ck_assert_int_eq(tt_gpt_ckpt_state(&ck, &st2), TT_OK);
+    ck_assert_int_eq(st2.step, 2);
+    ck_assert(st2.best_val_loss == 2.5 && st2.train_loss == 2.25 && st2.val_loss == 3.0);
+    ck_assert(memcmp(&st2.data_rng, &st.data_rng, sizeof st.data_rng) == 0);
+    // The loaded model computes what the saved one does.
+    tt_rng rng;
+    tt_rng_seed(&rng, 8);
+    tt_gpt_train(&m, false);
+    tt_gpt_train(&m2, false);
+    tt_scope_begin();
+    tt_tensor *x = rand_tokens(&rng, 2, 8, m.cfg.vocab_size);
+    ck_assert(tt_item(tt_max(tt_abs(tt_sub(tt_gpt_forward(&m, x), tt_gpt_forward(&m2, x))), 0,
+                             NULL, false)) == 0.0);
+    tt_scope_end();
+    tt_ckpt_free(&ck);
+    tt_optim_free(&o2);
+    tt_gpt_free(&m2);
+    // Without an optimizer or a state: model only, and asking for them says what is missing.
+    ck_assert_int_eq(tt_gpt_save(ckpt_path, &m, NULL, NULL), TT_OK);
+    ck_assert_int_eq(tt_gpt_load(ckpt_path, &m2, &ck), TT_OK);
+    ck_assert_uint_eq(tt_params_fingerprint(&m2.params), tt_params_fingerprint(&m.params));
+    ck_assert_int_eq(tt_gpt_ckpt_optim(&o, &ck), TT_ERR_FORMAT);
+    ck_assert_msg(strstr(tt_last_error(), "optim.step"), "%s", tt_last_error());
+    ck_assert_int_eq(tt_gpt_ckpt_state(&ck, &st2), TT_ERR_FORMAT);
+    ck_assert_msg(strstr(tt_last_error(), "'step'"), "%s", tt_last_error());
+    tt_ckpt_free(&ck);
+    tt_gpt_free(&m2);
+    tt_optim_free(&o);
+    tt_gpt_free(&m);
+}
+END_TEST
+
+// Drops a metadata entry, as a file written before the key existed.
+static void ckpt_remove(tt_checkpoint *ck, const char *key) {
+    for (int i = 0; i < ck->nmeta; i++)
+        if (strcmp(ck->meta[i].key, key) == 0) {
+            free(ck->meta[i].key);
+            free(ck->meta[i].bytes);
+            memmove(&ck->meta[i], &ck->meta[i + 1], (size_t)(ck->nmeta - i - 1) *
+                    sizeof ck->meta[0]);
+            ck->nmeta--;
+            return;
+        }
+    ck_abort_msg("no key %s", key);
+}
+
+// A file of the first format (no cfg.qkv_bias: q/k/v followed bias) still loads, as the
+// model it was: with bias, every projection has one.
+START_TEST(test_ckpt_older_file) {
+    tt_gpt_config c = small_config(CFG_DEFAULT);
+    c.bias = true;
+    tt_gpt m;
+    gpt_init_ok(&m, &c, 1, TT_F32);
+    tt_checkpoint ck;
+    tt_ckpt_init(&ck);
+    tt_gpt_ckpt_fill(&ck, &m, NULL, NULL);
+    ckpt_remove(&ck, "cfg.qkv_bias");
+    ck_assert_int_eq(tt_ckpt_save(&ck, ckpt_path), TT_OK);
+    tt_ckpt_free(&ck);
+    tt_gpt m2;
+    ck_assert_msg(tt_gpt_load(ckpt_path, &m2, NULL) == TT_OK, "%s", tt_last_error());
+    ck_assert(m2.cfg.qkv_bias && m2.cfg.bias);
+    ck_assert_uint_eq(tt_params_fingerprint(&m2.params), tt_params_fingerprint(&m.params));
+    tt_gpt_free(&m2);
+    tt_gpt_free(&m);
+}
+END_TEST
+
+// Bad checkpoints are errors naming the key, never aborts, and allocate nothing big.
+typedef struct bad_ckpt {
+    void (*edit)(tt_checkpoint *ck);
+    tt_status status;
+    const char *msg;
+} bad_ckpt;
+
+static void k_format(tt_checkpoint *ck) { tt_ckpt_set_bytes(ck, "format", "gpt", 3); }
+static void k_no_format(tt_checkpoint *ck) { ckpt_remove(ck, "format"); }
+static void k_layers(tt_checkpoint *ck) { tt_ckpt_set_i64(ck, "cfg.n_layer", 0); }
+static void k_many_layers(tt_checkpoint *ck) { tt_ckpt_set_i64(ck, "cfg.n_layer", 100000); }
+static void k_wide(tt_checkpoint *ck) { tt_ckpt_set_i64(ck, "cfg.n_embd", 1 << 20); }
+static void k_huge(tt_checkpoint *ck) { tt_ckpt_set_i64(ck, "cfg.vocab_size", INT64_MAX); }
+static void k_pos(tt_checkpoint *ck) { tt_ckpt_set_i64(ck, "cfg.positional", 5); }
+static void k_drop_type(tt_checkpoint *ck) { tt_ckpt_set_i64(ck, "cfg.dropout", 0); }
+static void k_int_type(tt_checkpoint *ck) { tt_ckpt_set_f64(ck, "cfg.n_head", 4); }
+static void k_div(tt_checkpoint *ck) { tt_ckpt_set_i64(ck, "cfg.n_head", 3); }
+static void k_rng(tt_checkpoint *ck) { tt_ckpt_set_bytes(ck, "rng.model", "abc", 3); }
+static void k_untied(tt_checkpoint *ck) { tt_ckpt_set_i64(ck, "cfg.tie_weights", 0); }
+static void k_shape(tt_checkpoint *ck) {
+    tt_ckpt_set_i64(ck, "cfg.block_size", 4);  // wpe (8, 16) in the file
+}
+
+static const bad_ckpt bad_ckpts[] = {
+    {k_format, TT_ERR_FORMAT, "no format 'char_gpt'"},
+    {k_no_format, TT_ERR_FORMAT, "no format 'char_gpt'"},
+    {k_layers, TT_ERR_FORMAT, "cfg.n_layer = 0 is out of range"},
+    {k_many_layers, TT_ERR_MISMATCH, "needs 310400320 parameters but the file holds 6528"},
+    {k_wide, TT_ERR_MISMATCH, "parameters but the file holds 6528"},
+    {k_huge, TT_ERR_FORMAT, "cfg.vocab_size = 9223372036854775807 is out of range"},
+    {k_pos, TT_ERR_FORMAT, "cfg.positional = 5 is not allowed; use one of learned, rope"},
+    {k_drop_type, TT_ERR_FORMAT, "cfg.dropout is an integer, not a number"},
+    {k_int_type, TT_ERR_FORMAT, "cfg.n_head is a number, not an integer"},
+    {k_div, TT_ERR_FORMAT, "n_embd=16 is not divisible by n_head=3"},
+    {k_rng, TT_ERR_FORMAT, "rng.model is not a valid generator state"},
+    {k_untied, TT_ERR_MISMATCH, "parameters but the file holds"},
+    {k_shape, TT_ERR_MISMATCH, "does not fit its config"},
+};
+#define NBADCK (int)(sizeof bad_ckpts / sizeof bad_ckpts[0])
+
+START_TEST(test_ckpt_errors) {
+    const bad_ckpt *b = &bad_ckpts[_i];
+    tt_gpt_config c = small_config(CFG_DEFAULT);
+    tt_gpt m;
+    gpt_init_ok(&m, &c, 1, TT_F32);
+    tt_checkpoint ck;
+    tt_ckpt_init(&ck);
+    tt_gpt_ckpt_fill(&ck, &m, NULL, NULL);
+    tt_gpt_free(&m);
+    b->edit(&ck);
+    ck_assert_int_eq(tt_ckpt_save(&ck, ckpt_path), TT_OK);
+    memset(&m, 0xab, sizeof m);
+    ck_assert_int_eq(tt_gpt_ckpt_model(&m, &ck), b->status);
+    ck_assert_msg(strstr(tt_last_error(), b->msg), "'%s' lacks '%s'", tt_last_error(), b->msg);
+    ck_assert_ptr_null(m.blocks);
+    tt_ckpt_free(&ck);
+    // tt_gpt_load: the same, with the path; ck left empty.
+    memset(&m, 0xab, sizeof m);
+    ck_assert_int_eq(tt_gpt_load(ckpt_path, &m, &ck), b->status);
+    ck_assert_msg(strstr(tt_last_error(), ckpt_path) && strstr(tt_last_error(), b->msg), "%s",
+                  tt_last_error());
+    ck_assert_ptr_null(m.blocks);
+    ck_assert_int_eq(ck.nmeta, 0);
+    ck_assert_int_eq(ck.tensors.n, 0);
+    tt_gpt_free(&m);
+    tt_ckpt_free(&ck);
+}
+END_TEST
+
+START_TEST(test_ckpt_missing_file) {
+    tt_gpt m;
+    tt_checkpoint ck;
+    ck_assert_int_eq(tt_gpt_load(ckpt_path, &m, &ck), TT_ERR_IO);
+    ck_assert_msg(strstr(tt_last_error(), "No such file"), "%s", tt_last_error());
+    ck_assert_ptr_null(m.blocks);
+    tt_ckpt_free(&ck);
+}
+END_TEST
+
+START_TEST(test_abort_num_params_invalid) {
+    tt_expect_abort("tt_gpt_config_num_params: invalid config: n_embd=128 is not divisible by "
+                    "n_head=3");
+    tt_gpt_config c = tt_gpt_config_default();
+    c.n_head = 3;
+    tt_gpt_config_num_params(&c, false);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("gpt");
     TCase *cfg = tt_tcase("config");
     tcase_add_test(cfg, test_config_default);
     tcase_add_loop_test(cfg, test_config_errors, 0, NBAD);
     suite_add_tcase(s, cfg);
+
+    TCase *table = tt_tcase("config_table");
+    tcase_add_test(table, test_field_table);
+    tcase_add_test(table, test_presets);
+    tcase_add_test(table, test_config_num_params);
+    tcase_add_test(table, test_qkv_bias_off);
+    tcase_add_test(table, test_gpt2_forward);
+    suite_add_tcase(s, table);
+
+    TCase *ckpt = tcase_create("checkpoint");
+    tcase_add_checked_fixture(ckpt, ckpt_setup, ckpt_teardown);
+    tcase_set_timeout(ckpt, 120);
+    tcase_add_loop_test(ckpt, test_ckpt_roundtrip, 0, NCFG);
+    tcase_add_test(ckpt, test_ckpt_older_file);
+    tcase_add_loop_test(ckpt, test_ckpt_errors, 0, NBADCK);
+    tcase_add_test(ckpt, test_ckpt_missing_file);
+    suite_add_tcase(s, ckpt);
+
+    TCase *ag = tt_tcase_aborts("aborts_gptcfg");
+    tcase_add_test_raise_signal(ag, test_abort_num_params_invalid, SIGABRT);
+    suite_add_tcase(s, ag);
 
     TCase *model = tt_tcase("model");
     tcase_add_loop_test(model, test_shapes, 0, NCFG);

@@ -147,7 +147,8 @@ static tt_status range_error(const tt_gpt_field *f, const char *label, double v)
 
 tt_status tt_gpt_field_parse(tt_gpt_config *cfg, const tt_gpt_field *f, const char *text) {
     TT_CHECK(cfg && f && text, "cfg, field and text must not be NULL");
-    const char *label = f->flag ? f->flag : f->name;
+    // A bool's flag sets or clears it without a value: its text is named by the field.
+    const char *label = f->flag && f->type != TT_GPT_FIELD_BOOL ? f->flag : f->name;
     char *end = NULL;
     double v = 0;
     switch (f->type) {
@@ -297,6 +298,14 @@ int64_t tt_gpt_config_num_params(const tt_gpt_config *c, bool non_embedding) {
 
 // ---- checkpoints ----
 
+// The last error again with status s and prefix before it (the message buffer is reused, so it
+// is copied first).
+static tt_status rewrap(tt_status s, const char *prefix) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", tt_last_error());
+    return tt_set_error(s, "%s%s", prefix, msg);
+}
+
 #define FORMAT "char_gpt"
 
 static void rng_to_bytes(const tt_rng *r, unsigned char out[32]) {
@@ -382,12 +391,11 @@ tt_status tt_gpt_ckpt_config(const tt_checkpoint *ck, tt_gpt_config *cfg) {
         }
         if (!in_range(f, v)) {
             range_error(f, key, v);
-            return tt_set_error(TT_ERR_FORMAT, "invalid config: %s", tt_last_error());
+            return rewrap(TT_ERR_FORMAT, "invalid config: ");
         }
         tt_gpt_field_set(&c, f, v);
     }
-    if (tt_gpt_config_validate(&c) != TT_OK)
-        return tt_set_error(TT_ERR_FORMAT, "invalid config: %s", tt_last_error());
+    if (tt_gpt_config_validate(&c) != TT_OK) return rewrap(TT_ERR_FORMAT, "invalid config: ");
     *cfg = c;
     return TT_OK;
 }
@@ -425,7 +433,7 @@ tt_status tt_gpt_ckpt_model(tt_gpt *m, const tt_checkpoint *ck) {
     }
     if (tt_ckpt_restore_params(ck, "model.", &m->params) != TT_OK) {
         tt_gpt_free(m);
-        return tt_set_error(TT_ERR_MISMATCH, "it does not fit its config: %s", tt_last_error());
+        return rewrap(TT_ERR_MISMATCH, "it does not fit its config: ");
     }
     return TT_OK;
 }
@@ -440,9 +448,7 @@ tt_status tt_gpt_ckpt_optim(tt_optim *o, const tt_checkpoint *ck) {
     tt_optim_state(o, &s);
     tt_status st = tt_ckpt_restore_params(ck, "optim.", &s);
     tt_params_free(&s);
-    if (st != TT_OK)
-        return tt_set_error(TT_ERR_MISMATCH, "its optimizer state does not fit: %s",
-                            tt_last_error());
+    if (st != TT_OK) return rewrap(TT_ERR_MISMATCH, "its optimizer state does not fit: ");
     o->step = step;
     return TT_OK;
 }
@@ -486,11 +492,11 @@ tt_status tt_gpt_load(const char *path, tt_gpt *m, tt_checkpoint *ck) {
     if (s != TT_OK) return s;
     s = tt_gpt_ckpt_model(m, c);
     if (s != TT_OK) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", tt_last_error());
+        char prefix[512];
+        snprintf(prefix, sizeof prefix, "checkpoint '%s': ", path);
         tt_ckpt_free(c);
         tt_ckpt_init(c);
-        return tt_set_error(s, "checkpoint '%s': %s", path, msg);
+        return rewrap(s, prefix);
     }
     if (!ck) tt_ckpt_free(&own);
     return TT_OK;
