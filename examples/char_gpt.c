@@ -911,15 +911,17 @@ static int cmd_train(void) {
                                           opt.seed);
             s.st.val_loss = estimate_split(&gpt, &ds, TT_SPLIT_VAL, B, T, opt.eval_iters,
                                         opt.seed);
-            if (log) fprintf(log, "%lld,%.9g,%.9g,%.9g\n", (long long)s.st.step, lossv, s.st.val_loss,
-                             lr);
+            if (log)
+                fprintf(log, "%lld,%.9g,%.9g,%.9g\n", (long long)s.st.step, lossv,
+                        s.st.val_loss, lr);
             progress_clear(&pg);
             printf("eval step=%lld train_loss=%.6f val_loss=%.6f\n", (long long)s.st.step,
                    s.st.train_loss, s.st.val_loss);
             check_stdout();
-            fprintf(stderr, "step %lld: train loss %.4f, val loss %.4f%s\n", (long long)s.st.step,
-                    s.st.train_loss, s.st.val_loss, s.st.val_loss < s.st.best_val_loss ? " (best so far)" : "");
             bool improved = s.st.val_loss < s.st.best_val_loss;
+            fprintf(stderr, "step %lld: train loss %.4f, val loss %.4f%s\n",
+                    (long long)s.st.step, s.st.train_loss, s.st.val_loss,
+                    improved ? " (best so far)" : "");
             if (improved) s.st.best_val_loss = s.st.val_loss;
             save_or_die(&s, &gpt, &o, opt.data, &pg, improved);
         }

@@ -2,7 +2,10 @@
 # End-to-end test of build/char_gpt on a tiny corpus (no network): train prints its eval and
 # done lines and a --log; two runs of one seed give the same losses and fingerprints bit for
 # bit, and so do 1 and 2 threads; --resume after 20 steps reproduces the next 10 losses of an
-# uninterrupted 30-step run bit for bit (with dropout); sample gives the same text with and
+# uninterrupted 30-step run bit for bit (with dropout); --out keeps the last state and
+# FILE.best.ckpt the best one, and --resume continues from the last; a default that conflicts
+# with a given flag is lowered with a note; the progress bar fits a 50- and a 120-column pty
+# (when script(1) exists); sample gives the same text with and
 # without the KV cache; eval prints its line; bad input exits non-zero (not by a signal) with
 # one line on stderr and clobbers no file; a full disk during a save and a diverging loss stop
 # training with the previous checkpoint intact. Under ASan (make test SAN=1) LeakSanitizer
@@ -136,6 +139,80 @@ else
     bad "eval (exit $rc): '$(cat "$d/eval.out")', want 'eval $want'"; cat "$d/eval.err" >&2
 fi
 
+# ---- best and last: --out holds the last eval's state, FILE.best.ckpt the best one ----
+# At --lr 0.03 the val loss of this run rises at step 25 (after its best, at step 20).
+bl="--layers 1 --embd 32 --heads 2 --block 16 --batch 4 --eval-every 5 --eval-iters 4"
+bl="$bl --threads 1 --lr 0.03 --warmup 0 --min-lr 0.03 --data $d/tiny.txt"
+"$bin" train $bl --iters 25 --out "$d/bl.ckpt" > "$d/bl.out" 2> "$d/bl.err" || bad "best/last run"
+best=$(awk '/^eval step=/ { split($4, v, "="); if (!n++ || v[2] + 0 < m + 0) { m = v[2]; l = $0 } }
+            END { print l }' "$d/bl.out")
+last=$(grep '^eval step=25 ' "$d/bl.out")
+"$bin" eval --ckpt "$d/bl.ckpt" > "$d/bl_last.out" 2> /dev/null
+"$bin" eval --ckpt "$d/bl.best.ckpt" > "$d/bl_best.out" 2> /dev/null
+if [ -n "$last" ] && [ "$best" != "$last" ] &&
+   [ "$(cat "$d/bl_last.out")" = "eval $(echo "$last" | cut -d' ' -f3-4)" ] &&
+   [ "$(cat "$d/bl_best.out")" = "eval $(echo "$best" | cut -d' ' -f3-4)" ]; then
+    ok "best and last kept apart: bl.ckpt is step 25, bl.best.ckpt is '$best'"
+else
+    bad "best/last: want last '$last' and best '$best'"
+    cat "$d/bl.out" "$d/bl_last.out" "$d/bl_best.out" >&2
+fi
+cp "$d/bl.best.ckpt" "$d/bl.best.before"
+"$bin" train --resume "$d/bl.ckpt" --iters 26 --out "$d/bl.ckpt" > /dev/null 2> "$d/bl2.err" &&
+    grep -q "resumed from $d/bl.ckpt at step 25" "$d/bl2.err" &&
+    grep -q "saved $d/bl.ckpt (step 26," "$d/bl2.err" ||
+    { bad "resume from the last state"; cat "$d/bl2.err" >&2; }
+if grep -q "(the best so far)" "$d/bl2.err" || cmp -s "$d/bl.best.ckpt" "$d/bl.best.before"; then
+    ok "resume continues from the last state (step 25) and keeps the best file's rule"
+else
+    bad "resume: the best file changed without a better val loss"
+fi
+
+# ---- a default that conflicts with a flag you give is lowered, with a note ----
+small="--layers 1 --embd 32 --heads 2 --block 16 --batch 4 --threads 1 --data $d/tiny.txt"
+"$bin" train $small --iters 4 --eval-every 2 --out "$d/short.ckpt" > "$d/short.out" \
+    2> "$d/short.err"
+rc=$?
+if [ $rc = 0 ] && grep -q '^char_gpt: note: --warmup 100 (the default) is not below --iters 4;'\
+' using --warmup 0$' "$d/short.err" && grep -q '^done steps=4 ' "$d/short.out"; then
+    ok "--iters 4 alone: $(grep note "$d/short.err")"
+else
+    bad "--iters 4 alone (exit $rc)"; cat "$d/short.err" >&2
+fi
+"$bin" train $small --iters 4 --eval-every 2 --lr 1e-5 --out "$d/short.ckpt" > /dev/null \
+    2> "$d/short.err"
+rc=$?
+if [ $rc = 0 ] && grep -q '^char_gpt: note: --min-lr 0.0001 (the default) is above --lr 1e-05;'\
+' using --min-lr 1e-06$' "$d/short.err"; then
+    ok "--lr 1e-5 alone: $(grep 'note: --min-lr' "$d/short.err")"
+else
+    bad "--lr 1e-5 alone (exit $rc)"; cat "$d/short.err" >&2
+fi
+
+# ---- the progress bar fits the terminal (a pty of 50 and of 120 columns) ----
+if command -v script > /dev/null 2>&1 && script -qec true /dev/null > /dev/null 2>&1; then
+    for cols in 50 120; do
+        script -qec "stty cols $cols; '$bin' train $small --iters 300 --eval-every 150 \
+            --out '$d/pty.ckpt' > /dev/null" /dev/null > "$d/pty$cols.txt" 2>&1
+        # The bar's draws: "ESC[K" then an optional [===>  ] and "N/M loss".
+        esc=$(printf '\033')
+        tr '\r' '\n' < "$d/pty$cols.txt" |
+            grep -a "$esc\[K\(\[[ =>]*\] \)\?[0-9]*/300 loss" | sed "s/$esc\[K//" \
+            > "$d/bars$cols.txt"
+        widest=$(awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' \
+                 "$d/bars$cols.txt")
+        if [ -s "$d/bars$cols.txt" ] && [ "$widest" -lt "$cols" ] &&
+           { [ $cols = 50 ] || grep -q '^\[=' "$d/bars$cols.txt"; }; then
+            ok "progress bar on $cols columns: $(wc -l < "$d/bars$cols.txt") draws," \
+               "the widest $widest"
+        else
+            bad "progress bar on $cols columns: widest $widest"; cat "$d/bars$cols.txt" >&2
+        fi
+    done
+else
+    echo "skip progress bar width: no script(1) to make a pty"
+fi
+
 # ---- bad input: exit 1..127, one line on stderr, no file clobbered ----
 cp "$d/full.ckpt" "$d/keep.ckpt"
 cp "$d/full.csv" "$d/keep.csv"
@@ -181,6 +258,15 @@ expect_fail "data is a directory" "is a directory" train $model --data "$d" $kee
 expect_fail "empty data" "empty.txt' is empty" train $model --data "$d/empty.txt" $keep
 expect_fail "data shorter than block+1" "block size 16 needs at least 17" \
     train $model --data "$d/short.txt" $keep
+expect_fail "--warmup and --iters both given" "--warmup 10 must be below the decay length 4" \
+    train $model --iters 4 --warmup 10 $keep
+expect_fail "--min-lr above a given --lr" \
+    "--min-lr 0.001 is out of range; use a value in \[0, 1e-05\]" \
+    train $model --lr 1e-5 --min-lr 1e-3 $keep
+expect_fail "--pos unknown" "--pos expects one of learned, rope, got 'abs'" \
+    train $model --pos abs $keep
+expect_fail "resume with another qkv bias" "trained with another --no-qkv-bias" \
+    train --resume "$d/full.ckpt" --no-qkv-bias --iters 40 $keep
 expect_fail "resume with another config" "trained with --layers 1, not 2" \
     train --resume "$d/full.ckpt" --layers 2 --iters 40 $keep
 expect_fail "resume with another vocab" "differs from the one" \
