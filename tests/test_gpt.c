@@ -1016,7 +1016,21 @@ START_TEST(test_field_table) {
     ck_assert_int_eq(tt_gpt_field_parse(&c, tt_gpt_field_find("n_layer"), "2000000"), TT_OK);
     ck_assert_int_eq(tt_gpt_config_validate(&c), TT_ERR_ARG);
     ck_assert_msg(strstr(tt_last_error(), "n_layer = 2000000 is out of range; use a value in "
-                         "[1, 1000000]"), "%s", tt_last_error());
+                         "[1, 100000]"), "%s", tt_last_error());
+    // At the top of every range the count still fits int64 (no overflow).
+    tt_gpt_config big = tt_gpt_config_default();
+    big.vocab_size = 2147483647;
+    big.block_size = 1 << 20;
+    big.n_layer = 100000;
+    big.n_head = 1;
+    big.n_kv_head = 1;
+    big.n_embd = 1 << 20;
+    big.bias = true;
+    big.tie_weights = false;
+    int64_t C = big.n_embd;
+    ck_assert_int_eq(tt_gpt_config_num_params(&big, false),
+                     2 * big.vocab_size * C + big.block_size * C + 2 * C +
+                     big.n_layer * (4 * C + 12 * C * C + 9 * C));
 }
 END_TEST
 
@@ -1301,6 +1315,10 @@ static void k_int_type(tt_checkpoint *ck) { tt_ckpt_set_f64(ck, "cfg.n_head", 4)
 static void k_div(tt_checkpoint *ck) { tt_ckpt_set_i64(ck, "cfg.n_head", 3); }
 static void k_rng(tt_checkpoint *ck) { tt_ckpt_set_bytes(ck, "rng.model", "abc", 3); }
 static void k_untied(tt_checkpoint *ck) { tt_ckpt_set_i64(ck, "cfg.tie_weights", 0); }
+static void k_masks(tt_checkpoint *ck) {  // no wpe with rope: 2 x 6000^2 mask entries
+    tt_ckpt_set_i64(ck, "cfg.positional", TT_POS_ROPE);
+    tt_ckpt_set_i64(ck, "cfg.block_size", 6000);
+}
 static void k_shape(tt_checkpoint *ck) {
     tt_ckpt_set_i64(ck, "cfg.block_size", 4);  // wpe (8, 16) in the file
 }
@@ -1319,6 +1337,7 @@ static const bad_ckpt bad_ckpts[] = {
     {k_rng, TT_ERR_FORMAT, "rng.model is not a valid generator state"},
     {k_untied, TT_ERR_MISMATCH, "parameters but the file holds"},
     {k_shape, TT_ERR_MISMATCH, "does not fit its config"},
+    {k_masks, TT_ERR_MISMATCH, "n_layer * block_size^2 = 72000000 mask entries"},
 };
 #define NBADCK (int)(sizeof bad_ckpts / sizeof bad_ckpts[0])
 

@@ -10,6 +10,10 @@
 //     tt_backward(loss);
 //     tt_scope_end();
 //     tt_gpt_free(&gpt);
+//
+// Configs are data (one field table: defaults, ranges, flags, checkpoint keys), with presets:
+//     tt_gpt_config_preset("gpt2", &cfg);                  // 124M, as OpenAI's checkpoints
+//     tt_gpt_save("run.ckpt", &gpt, &optim, &state);       // tt_gpt_load reads it back
 #ifndef TT_GPT_H
 #define TT_GPT_H
 
@@ -152,7 +156,8 @@ tt_status tt_gpt_ckpt_config(const tt_checkpoint *ck, tt_gpt_config *cfg);
 // Builds the model of the checkpoint's config (m is zeroed on error) and copies its parameters
 // and dropout stream. Before allocating, the config's parameter count must not exceed the
 // model.* elements the file holds, so a corrupt config cannot ask for more memory than the file
-// backs. TT_ERR_FORMAT / TT_ERR_MISMATCH naming the problem.
+// backs, and the causal masks (n_layer block_size^2 entries) must stay below 64x that count or
+// 2^26 entries. TT_ERR_FORMAT / TT_ERR_MISMATCH naming the problem.
 tt_status tt_gpt_ckpt_model(tt_gpt *m, const tt_checkpoint *ck);
 // Restores o (built over m's parameters as when it was saved, e.g. tt_optim_add_decay_groups)
 // from optim.* and optim.step. TT_ERR_MISMATCH / TT_ERR_FORMAT otherwise.

@@ -26,20 +26,21 @@ static const char *const act_names[TT_ACT_COUNT] = {
 #define BOOL TT_GPT_FIELD_BOOL
 #define ENUM TT_GPT_FIELD_ENUM
 #define AT(member) offsetof(tt_gpt_config, member)
-// Rows in checkpoint order: the first 13 are those of the first char_gpt checkpoints.
+// Rows in checkpoint order: the first 13 are those of the first char_gpt checkpoints. The size
+// ranges keep every parameter count of a valid config within int64 (12 n_embd^2 n_layer < 2^63).
 const tt_gpt_field tt_gpt_fields[] = {
     // name          type  offset             default  lo  hi          names       flag
     {"vocab_size",   I64,  AT(vocab_size),    65,      1,  2147483647, NULL,       NULL,
      "tokens in the vocabulary"},
     {"block_size",   I64,  AT(block_size),    64,      1,  1 << 20,    NULL,       "--block",
      "longest context"},
-    {"n_layer",      I64,  AT(n_layer),       4,       1,  1000000,    NULL,       "--layers",
+    {"n_layer",      I64,  AT(n_layer),       4,       1,  100000,     NULL,       "--layers",
      "transformer blocks"},
     {"n_head",       I64,  AT(n_head),        4,       1,  1 << 20,    NULL,       "--heads",
      "attention heads"},
     {"n_kv_head",    I64,  AT(n_kv_head),     4,       0,  1 << 20,    NULL,       "--kv-heads",
      "key/value heads (grouped-query attention when < n_head; 0 means n_head)"},
-    {"n_embd",       I64,  AT(n_embd),        128,     1,  1 << 24,    NULL,       "--embd",
+    {"n_embd",       I64,  AT(n_embd),        128,     1,  1 << 20,    NULL,       "--embd",
      "channels"},
     {"dropout",      F64,  AT(dropout),       0.0,     0,  1,          NULL,       "--dropout",
      "dropout probability"},
@@ -421,6 +422,12 @@ tt_status tt_gpt_ckpt_model(tt_gpt *m, const tt_checkpoint *ck) {
         return tt_set_error(TT_ERR_MISMATCH, "its config needs %lld parameters but the file "
                             "holds %lld under model.; the config or the tensors are corrupt",
                             (long long)need, (long long)have);
+    // The causal masks are not parameters: n_layer (block_size, block_size) i32 tables.
+    double masks = (double)c.n_layer * (double)c.block_size * (double)c.block_size;
+    if (masks > 67108864.0 && masks > 64.0 * (double)need)
+        return tt_set_error(TT_ERR_MISMATCH, "its config asks for n_layer * block_size^2 = %.0f "
+                            "mask entries, more than 64x its %lld parameters; the config is "
+                            "corrupt", masks, (long long)need);
     tt_rng rng;
     tt_rng_seed(&rng, 0);
     s = tt_gpt_init(m, &c, &rng);
