@@ -158,8 +158,8 @@ gradcheck:
 	@$(MAKE) --no-print-directory $(BUILD)/tests/gradcheck
 	$(BUILD)/tests/gradcheck
 
-# The main command: fetch the corpus, train the baby GPT with the defaults (out/char_gpt.ckpt),
-# then sample 300 characters from it. RUN_ARGS adds train flags, RUN_CKPT moves the checkpoint
+# The main command: fetch the corpus, train the baby GPT with the defaults (out/char_gpt.ckpt,
+# the last state, and out/char_gpt.best.ckpt), then sample 300 characters from the best. RUN_ARGS adds train flags, RUN_CKPT moves the checkpoint
 # (make test runs a short version).
 RUN_CKPT ?= out/char_gpt.ckpt
 CORPUS   := data/tinyshakespeare.txt
@@ -167,7 +167,7 @@ run:
 	@$(MAKE) --no-print-directory check-deps
 	@$(MAKE) --no-print-directory data examples
 	$(BUILD)/char_gpt train --out $(RUN_CKPT) $(RUN_ARGS)
-	$(BUILD)/char_gpt sample --ckpt $(RUN_CKPT) --tokens 300
+	$(BUILD)/char_gpt sample --ckpt $(basename $(RUN_CKPT)).best$(suffix $(RUN_CKPT)) --tokens 300
 
 # The corpus: a copy of ../shared/data/tinyshakespeare.txt when present, else char-rnn's.
 CHAR_RNN := https://raw.githubusercontent.com/karpathy/char-rnn/master
