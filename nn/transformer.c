@@ -129,7 +129,7 @@ static tt_tensor *attention_core(tt_attention *m, tt_tensor *q, tt_tensor *k, tt
     const tt_attention_config *c = &m->cfg;
     double scale = 1.0 / sqrt((double)m->head_dim);
     bool drop = m->attn_drop.p > 0 && m->attn_drop.training;
-    if (!drop && pos == 0) return tt_scaled_dot_product_attention(q, k, v, c->causal, scale);
+    if (!drop && pos == 0) return tt_scaled_dot_product_attention(q, k, v, NULL, c->causal, scale);
     int64_t T = q->shape[2], S = k->shape[2], rep = c->n_head / c->n_kv_head;
     tt_tensor *att = tt_matmul(q, tt_transpose(repeat_kv(k, rep), -2, -1));  // (B, NH, T, S)
     att = tt_mul_scalar(att, scale);
