@@ -2,8 +2,11 @@
 // three gradients against the composition softmax(masked_fill(q k^T scale)) v over shapes that
 // do and do not fill the kernel's tiles, on every instruction set the CPU has; GQA against
 // explicitly repeated k and v; bitwise equality for 1 and 2 threads and for strided inputs;
-// causality; memory kept for the backward; hand-computed values; the aborts on misuse.
-// Finite-difference gradients: tests/gc_ops_attention.c.
+// causality; memory kept for the backward; hand-computed values; the aborts on misuse. Masks:
+// against the composition on every ISA, against PyTorch 1.13 numbers
+// (tests/reference/attention_mask_values.h), fully masked rows, thread-count determinism, no
+// copy of a broadcast mask, and their aborts. Finite-difference gradients:
+// tests/gc_ops_attention.c.
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +17,8 @@
 
 #include "test_util.h"
 #include "tensor/kernels/attention.h"
+
+#include "reference/attention_mask_values.h"
 
 // ---- helpers ----
 
@@ -61,6 +66,10 @@ typedef tt_tensor *(*attn_fn)(tt_tensor *q, tt_tensor *k, tt_tensor *v, tt_tenso
 typedef struct attn_run {
     tt_tensor *y, *dq, *dk, *dv, *dmask;
 } attn_run;
+
+static tt_tensor *zeros4(tt_dtype dt, int64_t a, int64_t b, int64_t c, int64_t d) {
+    return tt_zeros(dt, TT_SHAPE(a, b, c, d));
+}
 
 static tt_tensor *grad_copy(tt_tensor *x) { return x->grad ? tt_clone(x->grad) : NULL; }
 
@@ -460,11 +469,233 @@ START_TEST(test_memory_kept) {
 }
 END_TEST
 
-// ---- aborts ----
+// ---- masks ----
 
-static tt_tensor *zeros4(tt_dtype dt, int64_t a, int64_t b, int64_t c, int64_t d) {
-    return tt_zeros(dt, TT_SHAPE(a, b, c, d));
+// A bool mask of the given shape, each element true with probability 0.7 (key 0 always).
+static tt_tensor *random_bool_mask(int ndim, const int64_t *shape) {
+    tt_tensor *u = tt_uniform(&rng, TT_F64, ndim, shape, 0, 1);
+    tt_tensor *m = tt_ge_scalar(u, 0.3);
+    tt_fill_(tt_narrow(m, -1, 0, 1), 1);
+    return m;
 }
+
+// Masks of every kind and broadcast against the composition softmax(q k^T scale + mask) v, on
+// every ISA (f32) and in f64; shapes cross the 32-row tiles; the float masks get gradients.
+typedef struct mask_case {
+    attn_shape sh;
+    bool is_bool;
+    int ndim;
+    int64_t shape[4];
+} mask_case;
+
+static const mask_case mask_cases[] = {
+    {{2, 2, 2, 37, 37, 8, false}, true, 4, {2, 2, 37, 37}},
+    {{2, 2, 1, 40, 40, 16, true}, false, 2, {40, 40}},
+    {{2, 3, 3, 33, 70, 20, false}, true, 4, {2, 1, 1, 70}},
+    {{1, 4, 2, 9, 45, 3, false}, false, 4, {1, 4, 9, 45}},
+    {{2, 2, 2, 35, 35, 24, true}, false, 4, {2, 1, 35, 1}},
+    {{1, 2, 2, 64, 64, 32, true}, true, 3, {2, 64, 64}},
+};
+#define NMASKS (int)(sizeof mask_cases / sizeof mask_cases[0])
+
+START_TEST(test_mask_matches_composition) {
+    const mask_case *mc = &mask_cases[_i];
+    const attn_shape *s = &mc->sh;
+    tt_kattn_isa best = tt_kattention_isa();
+    for (int di = 0; di < 2; di++) {
+        tt_dtype dt = di == 0 ? TT_F32 : TT_F64;
+        double tol = dt == TT_F32 ? 1e-5 : 1e-12, scale = 1 / sqrt((double)s->HS);
+        tt_scope_begin();
+        tt_tensor *q = leaf(dt, s->B, s->NH, s->T, s->HS);
+        tt_tensor *k = leaf(dt, s->B, s->NKV, s->S, s->HS);
+        tt_tensor *v = leaf(dt, s->B, s->NKV, s->S, s->HS);
+        tt_tensor *mask = mc->is_bool ? random_bool_mask(mc->ndim, mc->shape)
+                                      : tt_set_requires_grad(tt_uniform(&rng, dt, mc->ndim,
+                                                                        mc->shape, -2, 2),
+                                                             true);
+        tt_tensor *g = tt_uniform(&rng, dt, TT_SHAPE(s->B, s->NH, s->T, s->HS), -1, 1);
+        attn_run want = run(composition, q, k, v, mask, s->causal, scale, g);
+        for (int isa = dt == TT_F32 ? 0 : (int)best; isa <= (int)best; isa++) {
+            tt_kattention_set_isa((tt_kattn_isa)isa);
+            attn_run got = run(tt_scaled_dot_product_attention, q, k, v, mask, s->causal, scale,
+                               g);
+            char ctx[96];
+            snprintf(ctx, sizeof ctx, "mask case %d %s %s", _i, tt_dtype_name(dt),
+                     tt_kattention_isa_name((tt_kattn_isa)isa));
+            assert_runs_close(got, want, tol, ctx);
+            if (!mc->is_bool) assert_close(got.dmask, want.dmask, tol, ctx);
+        }
+        tt_kattention_set_isa(TT_KATTN_ISA_COUNT);
+        tt_scope_end();
+    }
+}
+END_TEST
+
+// A reference array as a tensor of dtype dt (bool: nonzero).
+static tt_tensor *ref_tensor(tt_dtype dt, int ndim, const int64_t *shape, const double *v) {
+    tt_tensor *t = tt_from_data(TT_F64, ndim, shape, v);
+    return dt == TT_BOOL ? tt_ne_scalar(t, 0) : tt_to_dtype(t, dt);
+}
+
+// PyTorch 1.13's numbers (composed there; fully masked rows 0 as in PyTorch >= 2.5): y and the
+// gradients of sum(y * g), f64 and f32 (inputs rounded; every ISA).
+START_TEST(test_mask_pytorch_values) {
+    const attn_mask_ref *c = &sdpa_refs[_i];
+    tt_kattn_isa best = tt_kattention_isa();
+    for (int di = 0; di < 2; di++) {
+        tt_dtype dt = di == 0 ? TT_F32 : TT_F64;
+        double tol = dt == TT_F32 ? 2e-5 : 1e-12;
+        tt_scope_begin();
+        int64_t qs[4] = {c->B, c->NH, c->T, c->HS}, ks[4] = {c->B, c->NKV, c->S, c->HS};
+        tt_tensor *q = tt_set_requires_grad(ref_tensor(dt, 4, qs, c->q), true);
+        tt_tensor *k = tt_set_requires_grad(ref_tensor(dt, 4, ks, c->k), true);
+        tt_tensor *v = tt_set_requires_grad(ref_tensor(dt, 4, ks, c->v), true);
+        tt_tensor *mask = ref_tensor(c->mask_kind == 0 ? TT_BOOL : dt, c->mask_ndim,
+                                     c->mask_shape, c->mask);
+        if (c->mask_kind == 1) tt_set_requires_grad(mask, true);
+        tt_tensor *g = ref_tensor(dt, 4, qs, c->g);
+        for (int isa = dt == TT_F32 ? 0 : (int)best; isa <= (int)best; isa++) {
+            tt_kattention_set_isa((tt_kattn_isa)isa);
+            attn_run got = run(tt_scaled_dot_product_attention, q, k, v, mask, c->causal,
+                               c->scale, g);
+            attn_run want = {ref_tensor(dt, 4, qs, c->y), ref_tensor(dt, 4, qs, c->dq),
+                             ref_tensor(dt, 4, ks, c->dk), ref_tensor(dt, 4, ks, c->dv),
+                             c->dmask ? ref_tensor(dt, c->mask_ndim, c->mask_shape, c->dmask)
+                                      : NULL};
+            char ctx[96];
+            snprintf(ctx, sizeof ctx, "%s %s %s", c->name, tt_dtype_name(dt),
+                     tt_kattention_isa_name((tt_kattn_isa)isa));
+            assert_runs_close(got, want, tol, ctx);
+            if (c->dmask) assert_close(got.dmask, want.dmask, tol, ctx);
+            else ck_assert_ptr_null(got.dmask);
+        }
+        tt_kattention_set_isa(TT_KATTN_ISA_COUNT);
+        tt_scope_end();
+    }
+}
+END_TEST
+
+// A query whose keys are all masked (bool false, or float -inf; alone or with causal) gets
+// y = 0 exactly and sends no gradient anywhere; the other rows are unaffected.
+START_TEST(test_mask_fully_masked_row) {
+    tt_dtype dt = _i % 2 == 0 ? TT_F32 : TT_F64;
+    bool is_bool = _i < 2;
+    int64_t T = 36, HS = 8, dead = 33;
+    tt_scope_begin();
+    tt_tensor *q = leaf(dt, 1, 2, T, HS), *k = leaf(dt, 1, 2, T, HS), *v = leaf(dt, 1, 2, T, HS);
+    tt_tensor *mask;
+    if (is_bool) {
+        mask = tt_ones(TT_BOOL, TT_SHAPE(T, T));
+        tt_fill_(tt_narrow(mask, 0, dead, 1), 0);
+    } else {
+        mask = tt_zeros(dt, TT_SHAPE(T, T));
+        tt_fill_(tt_narrow(mask, 0, dead, 1), -INFINITY);
+    }
+    tt_tensor *g = tt_zeros(dt, TT_SHAPE(1, 2, T, HS));
+    tt_fill_(tt_narrow(g, 2, dead, 1), 1);  // only the dead row's output matters
+    for (int causal = 0; causal < 2; causal++) {
+        attn_run r = run(tt_scaled_dot_product_attention, q, k, v, mask, causal, 0.3, g);
+        for (int64_t h = 0; h < 2; h++)
+            for (int64_t d = 0; d < HS; d++)
+                ck_assert_double_eq(tt_get(r.y, (int64_t[]){0, h, dead, d}), 0);
+        ck_assert_double_eq(tt_item(tt_sum_all(tt_abs(r.dq))), 0);
+        ck_assert_double_eq(tt_item(tt_sum_all(tt_abs(r.dk))), 0);
+        ck_assert_double_eq(tt_item(tt_sum_all(tt_abs(r.dv))), 0);
+        attn_run plain = run(tt_scaled_dot_product_attention, q, k, v, NULL, causal, 0.3, g);
+        // rows before the dead one see the same keys with or without the mask
+        assert_bitwise(tt_narrow(r.y, 2, 0, dead), tt_narrow(plain.y, 2, 0, dead), "other rows");
+    }
+    tt_scope_end();
+}
+END_TEST
+
+#ifdef _OPENMP
+// With masks the results are still bitwise the same for 1 and 2 threads (dmask included).
+START_TEST(test_mask_threads_bitwise) {
+    int prev = omp_get_max_threads();
+    tt_scope_begin();
+    tt_tensor *q = leaf(TT_F32, 2, 4, 70, 16), *k = leaf(TT_F32, 2, 2, 70, 16);
+    tt_tensor *v = leaf(TT_F32, 2, 2, 70, 16);
+    tt_tensor *g = tt_uniform(&rng, TT_F32, TT_SHAPE(2, 4, 70, 16), -1, 1);
+    tt_tensor *masks[2] = {random_bool_mask(TT_SHAPE(2, 1, 70, 70)),
+                           tt_set_requires_grad(tt_uniform(&rng, TT_F32, TT_SHAPE(4, 70, 70),
+                                                           -1, 1), true)};
+    for (int i = 0; i < 2; i++) {
+        omp_set_num_threads(1);
+        attn_run one = run(tt_scaled_dot_product_attention, q, k, v, masks[i], true, 0.25, g);
+        omp_set_num_threads(2);
+        attn_run two = run(tt_scaled_dot_product_attention, q, k, v, masks[i], true, 0.25, g);
+        assert_runs_bitwise(one, two, "masked, 1 vs 2 threads");
+        if (i == 1) assert_bitwise(one.dmask, two.dmask, "dmask, 1 vs 2 threads");
+    }
+    tt_scope_end();
+    omp_set_num_threads(prev);
+}
+END_TEST
+#endif
+
+// A broadcast mask is read in place: the graph keeps y and lse, as without a mask (and the
+// mask itself, which the caller owns), never a (B, NH, T, S) copy.
+START_TEST(test_mask_no_copy) {
+    int64_t B = 2, NH = 3, T = 96, HS = 16;
+    tt_scope_begin();
+    tt_tensor *q = leaf(TT_F32, B, NH, T, HS), *k = leaf(TT_F32, B, NH, T, HS);
+    tt_tensor *v = leaf(TT_F32, B, NH, T, HS);
+    tt_tensor *masks[2] = {random_bool_mask(TT_SHAPE(B, 1, 1, T)),
+                           tt_uniform(&rng, TT_F32, TT_SHAPE(T, T), -1, 1)};
+    for (int i = 0; i < 2; i++) {
+        int64_t before = tt_live_bytes();
+        tt_tensor *y = tt_scaled_dot_product_attention(q, k, v, masks[i], false, 0.25);
+        int64_t kept = tt_live_bytes() - before;
+        ck_assert_int_eq(kept, (B * NH * T * HS + B * NH * T) * (int64_t)sizeof(float));
+        tt_backward_with(y, tt_ones(TT_F32, TT_SHAPE(B, NH, T, HS)));
+    }
+    tt_scope_end();
+}
+END_TEST
+
+// Writing into the mask after the forward is caught at backward (the backward reads it).
+START_TEST(test_abort_mask_modified) {
+    tt_expect_abort("was modified in place");
+    tt_tensor *q = leaf(TT_F32, 1, 1, 4, 2), *k = leaf(TT_F32, 1, 1, 4, 2);
+    tt_tensor *v = leaf(TT_F32, 1, 1, 4, 2), *mask = tt_zeros(TT_F32, TT_SHAPE(4, 4));
+    tt_tensor *y = tt_scaled_dot_product_attention(q, k, v, mask, false, 1);
+    tt_fill_(mask, 1);
+    tt_backward_with(y, tt_ones(TT_F32, TT_SHAPE(1, 1, 4, 2)));
+}
+END_TEST
+
+START_TEST(test_abort_mask_dtype) {
+    tt_expect_abort("mask is i32 but q is f32; pass a bool mask (true = the key takes part)");
+    tt_tensor *x = zeros4(TT_F32, 1, 1, 2, 2);
+    tt_scaled_dot_product_attention(x, x, x, tt_zeros(TT_I32, TT_SHAPE(2, 2)), false, 1);
+}
+END_TEST
+
+START_TEST(test_abort_mask_float_dtype) {
+    tt_expect_abort("mask is f64 but q is f32");
+    tt_tensor *x = zeros4(TT_F32, 1, 1, 2, 2);
+    tt_scaled_dot_product_attention(x, x, x, tt_zeros(TT_F64, TT_SHAPE(2, 2)), false, 1);
+}
+END_TEST
+
+START_TEST(test_abort_mask_shape) {
+    tt_expect_abort("mask (3, 5) does not broadcast to the scores (B, NH, T, S) = (1, 2, 3, 4)");
+    tt_scaled_dot_product_attention(zeros4(TT_F32, 1, 2, 3, 8), zeros4(TT_F32, 1, 2, 4, 8),
+                                    zeros4(TT_F32, 1, 2, 4, 8),
+                                    tt_zeros(TT_BOOL, TT_SHAPE(3, 5)), false, 1);
+}
+END_TEST
+
+START_TEST(test_abort_mask_ndim) {
+    tt_expect_abort("mask (1, 1, 1, 2, 2) does not broadcast to the scores");
+    tt_tensor *x = zeros4(TT_F32, 1, 1, 2, 2);
+    tt_scaled_dot_product_attention(x, x, x, tt_zeros(TT_BOOL, TT_SHAPE(1, 1, 1, 2, 2)), false,
+                                    1);
+}
+END_TEST
+
+// ---- aborts ----
 
 START_TEST(test_abort_null) {
     tt_expect_abort("q is NULL");
@@ -566,6 +797,23 @@ int main(void) {
     tcase_add_test(val, test_partial_grads);
     tcase_add_test(val, test_memory_kept);
     suite_add_tcase(s, val);
+    TCase *mk = tt_tcase("masks");
+    tcase_add_loop_test(mk, test_mask_matches_composition, 0, NMASKS);
+    tcase_add_loop_test(mk, test_mask_pytorch_values, 0,
+                        (int)(sizeof sdpa_refs / sizeof sdpa_refs[0]));
+    tcase_add_loop_test(mk, test_mask_fully_masked_row, 0, 4);
+#ifdef _OPENMP
+    tcase_add_test(mk, test_mask_threads_bitwise);
+#endif
+    tcase_add_test(mk, test_mask_no_copy);
+    suite_add_tcase(s, mk);
+    TCase *amk = tt_tcase_aborts("aborts_attention_masks");
+    tcase_add_test_raise_signal(amk, test_abort_mask_modified, SIGABRT);
+    tcase_add_test_raise_signal(amk, test_abort_mask_dtype, SIGABRT);
+    tcase_add_test_raise_signal(amk, test_abort_mask_float_dtype, SIGABRT);
+    tcase_add_test_raise_signal(amk, test_abort_mask_shape, SIGABRT);
+    tcase_add_test_raise_signal(amk, test_abort_mask_ndim, SIGABRT);
+    suite_add_tcase(s, amk);
     TCase *ab = tt_tcase_aborts("aborts");
     tcase_add_test_raise_signal(ab, test_abort_null, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_ndim, SIGABRT);
