@@ -68,9 +68,10 @@ static void check_mask(const tt_tensor *mask, const tt_tensor *q, const tt_kattn
 
 // ---- attention ----
 // y = softmax(q k^T scale [+ mask] [+ causal mask]) v (Vaswani et al. 2017, eq. 1), computed
-// with an online softmax over key tiles (FlashAttention, Dao et al. 2022). The node saves an alias of
-// y and lse = log sum_j exp(q_i . k_j scale) (B, NH, T): O(B NH T) memory, never the (T, S)
-// weights, which the backward recomputes tile by tile.
+// with an online softmax over key tiles (FlashAttention, Dao et al. 2022). The node saves an
+// alias of y and lse = log sum_j exp(q_i . k_j scale) (B, NH, T): O(B NH T) memory, never the
+// (T, S) weights, which the backward recomputes tile by tile. The mask is the node's input 3
+// (NULL when none): the backward reads it again, so writing into it in between is caught.
 
 tt_tensor *tt_scaled_dot_product_attention(tt_tensor *q, tt_tensor *k, tt_tensor *v,
                                            tt_tensor *mask, bool causal, double scale) {
