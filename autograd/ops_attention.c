@@ -91,8 +91,8 @@ tt_tensor *tt_scaled_dot_product_attention(tt_tensor *q, tt_tensor *k, tt_tensor
              (long long)NH, (long long)NKV, tt__shape(q), tt__shape(k));
     TT_CHECK(!causal || T == S, "causal attention needs as many queries as keys, got T=%lld "
              "(q %s) and S=%lld (k %s); for queries at the end of a longer context (a KV cache) "
-             "compose tt_matmul, tt_masked_fill and tt_softmax instead", (long long)T,
-             tt__shape(q), (long long)S, tt__shape(k));
+             "pass causal=false and a bool (T, S) mask, true where key j <= the query's "
+             "position", (long long)T, tt__shape(q), (long long)S, tt__shape(k));
     TT_CHECK(S >= 1 || T == 0 || B * NH == 0, "k %s has no keys (S=0): the %lld queries have "
              "nothing to attend to", tt__shape(k), (long long)T);
     TT_CHECK(isfinite(scale), "scale must be finite, got %g (1 / sqrt(HS) is the usual one)",

@@ -5,8 +5,8 @@
 // causality; memory kept for the backward; hand-computed values; the aborts on misuse. Masks:
 // against the composition on every ISA, against PyTorch 1.13 numbers
 // (tests/reference/attention_mask_values.h), fully masked rows, thread-count determinism, no
-// copy of a broadcast mask, and their aborts. Finite-difference gradients:
-// tests/gc_ops_attention.c.
+// copy of a broadcast mask, KV-cache rows (T != S) through a mask, and their aborts.
+// Finite-difference gradients: tests/gc_ops_attention.c.
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -609,6 +609,32 @@ START_TEST(test_mask_fully_masked_row) {
 }
 END_TEST
 
+// The last T of S causal queries (a KV cache's new rows, T != S) through a bool (T, S) mask,
+// true where key j <= the query's position S - T + i: the rows of the full causal run, and the
+// gradients of k and v those rows send.
+START_TEST(test_mask_kv_cache_rows) {
+    tt_dtype dt = _i == 0 ? TT_F32 : TT_F64;
+    double tol = dt == TT_F32 ? 1e-6 : 1e-14;
+    int64_t S = 45, T = 7, HS = 8;
+    tt_scope_begin();
+    tt_tensor *q = leaf(dt, 1, 2, S, HS), *k = leaf(dt, 1, 2, S, HS), *v = leaf(dt, 1, 2, S, HS);
+    tt_tensor *g = tt_zeros(dt, TT_SHAPE(1, 2, S, HS));
+    tt_copy_(tt_narrow(g, 2, S - T, T), tt_uniform(&rng, dt, TT_SHAPE(1, 2, T, HS), -1, 1));
+    attn_run full = run(tt_scaled_dot_product_attention, q, k, v, NULL, true, 0.3, g);
+    tt_tensor *qt = contiguous_leaf(tt_narrow(q, 2, S - T, T));
+    tt_tensor *mask = tt_zeros(TT_BOOL, TT_SHAPE(T, S));
+    for (int64_t i = 0; i < T; i++)
+        tt_fill_(tt_narrow(tt_narrow(mask, 0, i, 1), 1, 0, S - T + i + 1), 1);
+    attn_run tail = run(tt_scaled_dot_product_attention, qt, k, v, mask, false, 0.3,
+                        tt_narrow(g, 2, S - T, T));
+    assert_close(tail.y, tt_narrow(full.y, 2, S - T, T), tol, "kv-cache rows y");
+    assert_close(tail.dq, tt_narrow(full.dq, 2, S - T, T), tol, "kv-cache rows dq");
+    assert_close(tail.dk, full.dk, tol, "kv-cache rows dk");
+    assert_close(tail.dv, full.dv, tol, "kv-cache rows dv");
+    tt_scope_end();
+}
+END_TEST
+
 #ifdef _OPENMP
 // With masks the results are still bitwise the same for 1 and 2 threads (dmask included).
 START_TEST(test_mask_threads_bitwise) {
@@ -802,6 +828,7 @@ int main(void) {
     tcase_add_loop_test(mk, test_mask_pytorch_values, 0,
                         (int)(sizeof sdpa_refs / sizeof sdpa_refs[0]));
     tcase_add_loop_test(mk, test_mask_fully_masked_row, 0, 4);
+    tcase_add_loop_test(mk, test_mask_kv_cache_rows, 0, 2);
 #ifdef _OPENMP
     tcase_add_test(mk, test_mask_threads_bitwise);
 #endif
