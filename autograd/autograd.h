@@ -158,15 +158,26 @@ tt_tensor *tt_to_dtype(tt_tensor *x, tt_dtype dtype);  // a copy; float <-> floa
 
 // ---- attention ----
 
-// y = softmax(q k^T scale [+ causal mask]) v without forming the (T, S) weights (an online
-// softmax over key tiles; the backward recomputes them). q (B, NH, T, HS); k and v
-// (B, NKV, S, HS) with NH % NKV == 0: query head h attends with kv head h / (NH / NKV)
-// (grouped-query attention, no copies of k and v). causal: query i sees keys 0 .. i (needs
-// T == S). The usual scale is 1 / sqrt(HS). Any layout is accepted; a unit-stride head dim is
-// read in place. y is (B, NH, T, HS), a view of (B, T, NH, HS) memory. No dropout on the
-// weights (compose softmax, dropout and matmul for that).
+// y = softmax(q k^T scale [+ mask] [+ causal mask]) v without forming the (T, S) weights (an
+// online softmax over key tiles; the backward recomputes them), PyTorch 2's
+// F.scaled_dot_product_attention without dropout. q (B, NH, T, HS); k and v (B, NKV, S, HS)
+// with NH % NKV == 0: query head h attends with kv head h / (NH / NKV) (grouped-query
+// attention, no copies of k and v). T != S is fine (cross-attention). The usual scale is
+// 1 / sqrt(HS). Any layout is accepted; a unit-stride head dim is read in place. y is
+// (B, NH, T, HS), a view of (B, T, NH, HS) memory. No dropout on the weights (compose
+// softmax, dropout and matmul for that).
+//   mask: NULL, or a tensor broadcastable to the scores (B, NH, T, S), e.g. (T, S),
+//     (B, 1, 1, S) or (B, NH, T, S), read in place (no (B, NH, T, S) copy). TT_BOOL: TRUE =
+//     the key TAKES PART (PyTorch's SDPA convention; nn.MultiheadAttention's is the opposite,
+//     see tt_attention_forward_mask). A float mask of q's dtype is ADDED to the scaled scores
+//     (-inf removes a key); if it requires grad it gets dL/dscores summed over its broadcast
+//     dims (learned relative-position biases, ALiBi), which needs a (B, NH, T, S) buffer.
+//   causal: query i sees keys 0 .. i (needs T == S). With a mask both apply (PyTorch forbids
+//     the pair; it is well defined, so we allow it).
+// A query whose keys are all masked gets y = 0 and zero gradients (as PyTorch >= 2.5; 1.13's
+// composed softmax gives NaN).
 tt_tensor *tt_scaled_dot_product_attention(tt_tensor *q, tt_tensor *k, tt_tensor *v,
-                                           bool causal, double scale);
+                                           tt_tensor *mask, bool causal, double scale);
 
 // ---- comparison and selection (autograd/ops_compare.c) ----
 // PyTorch's torch.eq ... torch.nonzero. Comparisons and logical ops broadcast (NumPy rules),

@@ -1,12 +1,15 @@
-// tt_scaled_dot_product_attention: fused (causal or full, grouped-query) attention, forward and
-// backward side by side. The tiled arithmetic is in tensor/kernels/attention.c; this file
-// checks shapes, picks layouts, records the node. Not here: dropout on the weights.
+// tt_scaled_dot_product_attention: fused attention (causal or full, an optional bool or additive
+// mask, grouped-query), forward and backward side by side. The tiled arithmetic is in
+// tensor/kernels/attention.c; this file checks shapes, picks layouts, records the node. Not
+// here: dropout on the weights.
 //
 // Letters: B batch, NH query heads, NKV key/value heads, T queries, S keys, HS head size.
 // Layouts: q, k and v are read in place through their strides when their head dim is
 // unit-stride (the transposed (B, T, NH, HS) projections nn/transformer.c passes are); other
 // layouts get one contiguous copy. The output is a (B, NH, T, HS) view of (B, T, NH, HS)
-// memory, so transposing it back to (B, T, NH * HS) is free.
+// memory, so transposing it back to (B, T, NH * HS) is free. The mask is read in place through
+// its broadcast strides (0 on broadcast dims); only its gradient, when it needs one, is formed
+// at (B, NH, T, S) and then summed down to the mask's shape.
 #include "autograd_internal.h"
 
 #include <math.h>
@@ -29,6 +32,13 @@ static tt_kattn_strides strides_of(const tt_tensor *t) {
     return (tt_kattn_strides){t->stride[0], t->stride[1], t->stride[2]};
 }
 
+// The kernel's view of a mask broadcastable to (B, NH, T, S) (checked by check_mask).
+static tt_kattn_mask mask_of(tt_tensor *mask, const tt_kattn_dims *d) {
+    int64_t st[4];
+    tt__broadcast_strides(mask, 4, (int64_t[]){d->B, d->NH, d->T, d->S}, st);
+    return (tt_kattn_mask){tt_data(mask), mask->dtype == TT_BOOL, st[0], st[1], st[2], st[3]};
+}
+
 
 // TT_CHECK on behalf of the public function (the helpers below run inside it).
 #define SDPA_CHECK(...) TT_CHECK_IN("tt_scaled_dot_product_attention", __VA_ARGS__)
@@ -40,14 +50,31 @@ static void check_operand(const tt_tensor *t, const char *what) {
                "split the heads with tt_reshape + tt_transpose first", what, tt__shape(t));
 }
 
+// A mask must be bool or q's dtype and broadcast to the scores (B, NH, T, S) without growing.
+static void check_mask(const tt_tensor *mask, const tt_tensor *q, const tt_kattn_dims *d) {
+    SDPA_CHECK(mask->dtype == TT_BOOL || mask->dtype == q->dtype, "mask is %s but q is %s; "
+               "pass a bool mask (true = the key takes part) or an additive mask of q's dtype "
+               "(tt_to_dtype)", tt_dtype_name(mask->dtype), tt_dtype_name(q->dtype));
+    int64_t want[4] = {d->B, d->NH, d->T, d->S};
+    bool ok = mask->ndim <= 4;
+    for (int i = 0; ok && i < mask->ndim; i++) {
+        int64_t m = mask->shape[mask->ndim - 1 - i], w = want[3 - i];
+        ok = m == w || m == 1;
+    }
+    SDPA_CHECK(ok, "mask %s does not broadcast to the scores (B, NH, T, S) = %s; each of its "
+               "dims (aligned to the right) must equal the scores' or be 1, e.g. (T, S), "
+               "(B, 1, 1, S) or (B, NH, T, S)", tt__shape(mask), tt__shape_of(4, want));
+}
+
 // ---- attention ----
-// y = softmax(q k^T scale [+ causal mask]) v (Vaswani et al. 2017, eq. 1), computed with an
-// online softmax over key tiles (FlashAttention, Dao et al. 2022). The node saves an alias of
-// y and lse = log sum_j exp(q_i . k_j scale) (B, NH, T): O(B NH T) memory, never the (T, S)
-// weights, which the backward recomputes tile by tile.
+// y = softmax(q k^T scale [+ mask] [+ causal mask]) v (Vaswani et al. 2017, eq. 1), computed
+// with an online softmax over key tiles (FlashAttention, Dao et al. 2022). The node saves an
+// alias of y and lse = log sum_j exp(q_i . k_j scale) (B, NH, T): O(B NH T) memory, never the
+// (T, S) weights, which the backward recomputes tile by tile. The mask is the node's input 3
+// (NULL when none): the backward reads it again, so writing into it in between is caught.
 
 tt_tensor *tt_scaled_dot_product_attention(tt_tensor *q, tt_tensor *k, tt_tensor *v,
-                                           bool causal, double scale) {
+                                           tt_tensor *mask, bool causal, double scale) {
     check_operand(q, "q");
     check_operand(k, "k");
     check_operand(v, "v");
@@ -64,14 +91,17 @@ tt_tensor *tt_scaled_dot_product_attention(tt_tensor *q, tt_tensor *k, tt_tensor
              (long long)NH, (long long)NKV, tt__shape(q), tt__shape(k));
     TT_CHECK(!causal || T == S, "causal attention needs as many queries as keys, got T=%lld "
              "(q %s) and S=%lld (k %s); for queries at the end of a longer context (a KV cache) "
-             "compose tt_matmul, tt_masked_fill and tt_softmax instead", (long long)T,
-             tt__shape(q), (long long)S, tt__shape(k));
+             "pass causal=false and a bool (T, S) mask, true where key j <= the query's "
+             "position", (long long)T, tt__shape(q), (long long)S, tt__shape(k));
     TT_CHECK(S >= 1 || T == 0 || B * NH == 0, "k %s has no keys (S=0): the %lld queries have "
              "nothing to attend to", tt__shape(k), (long long)T);
     TT_CHECK(isfinite(scale), "scale must be finite, got %g (1 / sqrt(HS) is the usual one)",
              scale);
 
     tt_kattn_dims dims = {B, NH, NKV, T, S, HS, causal, scale};
+    if (mask) check_mask(mask, q, &dims);
+    tt_kattn_mask mk = mask ? mask_of(mask, &dims) : (tt_kattn_mask){0};
+    const tt_kattn_mask *pmk = mask ? &mk : NULL;
     tt_tensor *qc = unit_rows(q), *kc = unit_rows(k), *vc = unit_rows(v);
     tt_tensor *mem = tt__new(q->dtype, 4, (int64_t[]){B, T, NH, HS});  // (B, T, NH, HS)
     tt_tensor *out = tt__new_view(mem, 4, (int64_t[]){B, NH, T, HS},
@@ -81,15 +111,16 @@ tt_tensor *tt_scaled_dot_product_attention(tt_tensor *q, tt_tensor *k, tt_tensor
     if (q->dtype == TT_F32)
         tt_kattention_forward_f32(tt_data(out), strides_of(out), tt_data(lse), tt_data(qc),
                                   strides_of(qc), tt_data(kc), strides_of(kc), tt_data(vc),
-                                  strides_of(vc), &dims);
+                                  strides_of(vc), pmk, &dims);
     else
         tt_kattention_forward_f64(tt_data(out), strides_of(out), tt_data(lse), tt_data(qc),
                                   strides_of(qc), tt_data(kc), strides_of(kc), tt_data(vc),
-                                  strides_of(vc), &dims);
+                                  strides_of(vc), pmk, &dims);
     tt_release(qc);
     tt_release(kc);
     tt_release(vc);
-    attention_ctx *c = tt__record(out, TT_OP_ATTENTION, 3, (tt_tensor *[]){q, k, v}, sizeof *c);
+    attention_ctx *c = tt__record(out, TT_OP_ATTENTION, 4, (tt_tensor *[]){q, k, v, mask},
+                                  sizeof *c);
     if (c) {
         c->dims = dims;
         tt_tensor *y = tt__alias(out);
@@ -102,28 +133,35 @@ tt_tensor *tt_scaled_dot_product_attention(tt_tensor *q, tt_tensor *k, tt_tensor
 }
 
 // dq, dk, dv from the saved y and lse (the kernel recomputes P tile by tile); each is a fresh
-// contiguous buffer handed to its input.
+// contiguous buffer handed to its input. A float mask that requires grad gets dS, formed at
+// (B, NH, T, S) and summed over its broadcast dims by the gradient accumulation.
 void tt__backward_attention(tt_node *n) {
-    tt_tensor *q = n->inputs[0], *k = n->inputs[1], *v = n->inputs[2];
+    tt_tensor *q = n->inputs[0], *k = n->inputs[1], *v = n->inputs[2], *mask = n->inputs[3];
     const attention_ctx *c = n->ctx;
+    const tt_kattn_dims *d = &c->dims;
     tt_tensor *dq = tt__grad_buffer(q), *dk = tt__grad_buffer(k), *dv = tt__grad_buffer(v);
-    if (dq || dk || dv) {
+    tt_tensor *dmask = mask && mask->requires_grad
+                           ? tt__new_zeros(n->dtype, 4, (int64_t[]){d->B, d->NH, d->T, d->S})
+                           : NULL;  // (B, NH, T, S)
+    tt_kattn_mask mk = mask ? mask_of(mask, d) : (tt_kattn_mask){0};
+    const tt_kattn_mask *pmk = mask ? &mk : NULL;
+    if (dq || dk || dv || dmask) {
         tt_tensor *g = unit_rows(n->grad), *y = unit_rows(n->saved[0]);  // (B, NH, T, HS)
         tt_tensor *qc = unit_rows(q), *kc = unit_rows(k), *vc = unit_rows(v);
         void *pdq = tt__data_or_null(dq), *pdk = tt__data_or_null(dk);
-        void *pdv = tt__data_or_null(dv);
+        void *pdv = tt__data_or_null(dv), *pdm = tt__data_or_null(dmask);
         if (n->dtype == TT_F32)
-            tt_kattention_backward_f32(pdq, pdk, pdv,
+            tt_kattention_backward_f32(pdq, pdk, pdv, pdm,
                                        tt_data(g), strides_of(g), tt_data(qc), strides_of(qc),
                                        tt_data(kc), strides_of(kc), tt_data(vc), strides_of(vc),
-                                       tt_data(y), strides_of(y), tt_data(n->saved[1]),
-                                       &c->dims);
+                                       tt_data(y), strides_of(y), tt_data(n->saved[1]), pmk,
+                                       d);
         else
-            tt_kattention_backward_f64(pdq, pdk, pdv,
+            tt_kattention_backward_f64(pdq, pdk, pdv, pdm,
                                        tt_data(g), strides_of(g), tt_data(qc), strides_of(qc),
                                        tt_data(kc), strides_of(kc), tt_data(vc), strides_of(vc),
-                                       tt_data(y), strides_of(y), tt_data(n->saved[1]),
-                                       &c->dims);
+                                       tt_data(y), strides_of(y), tt_data(n->saved[1]), pmk,
+                                       d);
         tt_release(g);
         tt_release(y);
         tt_release(qc);
@@ -133,4 +171,5 @@ void tt__backward_attention(tt_node *n) {
     tt__accum_grad_owned(q, dq);  // skips an input that needs no gradient (its buffer is NULL)
     tt__accum_grad_owned(k, dk);
     tt__accum_grad_owned(v, dv);
+    tt__accum_grad_owned(mask, dmask);  // sums over the mask's broadcast dims
 }

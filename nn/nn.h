@@ -316,6 +316,19 @@ typedef struct tt_attention {
 void tt_attention_init(tt_attention *m, const tt_attention_config *cfg, tt_rng *rng);
 // x (B, T, C) -> (B, T, C), positions 0 .. T-1.
 tt_tensor *tt_attention_forward(tt_attention *m, tt_tensor *x);
+// The same with masks, in torch.nn.MultiheadAttention's conventions (either may be NULL):
+//   attn_mask (T, T), (B * n_head, T, T) (index b * n_head + h) or (B, n_head, T, T): bool
+//     TRUE = the query may NOT attend to the key, or a float mask (the input's dtype) added
+//     to the scaled scores (it gets a gradient when it requires one);
+//   key_padding_mask (B, T): bool TRUE = that key is padding, ignored; or float, added.
+// Careful: the bool conventions of PyTorch's two APIs are opposite, and we follow each API's
+// own: here (nn.MultiheadAttention) TRUE masks a key out, while tt_scaled_dot_product_attention
+// (F.scaled_dot_product_attention) takes TRUE = the key takes part. With cfg.causal the causal
+// mask applies too. A query whose keys are all masked gets a 0 output (PyTorch 1.13 gives NaN).
+// Two masks are combined into one (B, 1 or n_head, T, T) mask; one is used in place.
+// tt_attention_forward_cached (the KV cache) stays causal-only: it takes no masks.
+tt_tensor *tt_attention_forward_mask(tt_attention *m, tt_tensor *x, tt_tensor *attn_mask,
+                                     tt_tensor *key_padding_mask);
 // Incremental decoding with a key/value cache: x (B, T, C) holds positions pos .. pos + T - 1;
 // their keys and values (after QK-norm and RoPE, before the grouped-query repeat) are written
 // into k_cache and v_cache, (B, NKV, L, HS) with L >= pos + T, and the queries attend over

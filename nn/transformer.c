@@ -1,8 +1,8 @@
 // The transformer pieces: the MLP, multi-head attention (causal or not, grouped-query, optional
-// QK-norm and RoPE) and the pre-norm block. The attention core is the fused op
-// (tt_scaled_dot_product_attention, no (B, NH, T, T) matrix) unless dropout on the weights is
-// active (it needs them) or new queries follow cached ones: then the matmul / softmax / dropout
-// composition.
+// QK-norm and RoPE, optional attention and key-padding masks) and the pre-norm block. The
+// attention core is the fused op (tt_scaled_dot_product_attention, no (B, NH, T, T) matrix)
+// unless dropout on the weights is active (it needs them) or new queries follow cached ones:
+// then the matmul / softmax / dropout composition.
 //
 // Letters: B batch, T time, C channels (n_embd), NH query heads, NKV key/value heads,
 // HS head size (C / NH), H MLP hidden size.
@@ -116,23 +116,28 @@ static tt_tensor *repeat_kv(tt_tensor *x, int64_t rep) {
     return tt_reshape(e, TT_SHAPE(B, NKV * rep, T, HS));
 }
 
-// The attention core: y = softmax(q k^T / sqrt(HS) [+ causal mask]) v, with dropout on the
-// weights (Vaswani et al. 2017, eq. 1). q (B, NH, T, HS) at positions pos .. S - 1, k and v
-// (B, NKV, S, HS) at positions 0 .. S - 1 -> y (B, NH, T, HS). Without active dropout, a
+// The attention core: y = softmax(q k^T / sqrt(HS) [+ mask] [+ causal mask]) v, with dropout
+// on the weights (Vaswani et al. 2017, eq. 1); mask as tt_scaled_dot_product_attention's
+// (NULL, or bool TRUE = attend, or additive), and only with pos == 0. q (B, NH, T, HS) at
+// positions pos .. S - 1, k and v (B, NKV, S, HS) at positions 0 .. S - 1 -> y (B, NH, T, HS).
+// Without active dropout, a
 // full-sequence call (pos == 0) runs the fused op in tiles (FlashAttention, Dao et al. 2022).
 // Otherwise it composes the ops: dropout needs the weights themselves, and for new queries
 // after cached ones (rows pos .. S - 1 of the causal mask; nothing to mask for a single query,
 // which sees every key) the composition is cheaper than the fused kernel's tiles. Runs inside
 // the caller's scope.
 static tt_tensor *attention_core(tt_attention *m, tt_tensor *q, tt_tensor *k, tt_tensor *v,
-                                 int64_t pos) {
+                                 tt_tensor *mask, int64_t pos) {
     const tt_attention_config *c = &m->cfg;
     double scale = 1.0 / sqrt((double)m->head_dim);
     bool drop = m->attn_drop.p > 0 && m->attn_drop.training;
-    if (!drop && pos == 0) return tt_scaled_dot_product_attention(q, k, v, c->causal, scale);
+    if (!drop && pos == 0) return tt_scaled_dot_product_attention(q, k, v, mask, c->causal, scale);
     int64_t T = q->shape[2], S = k->shape[2], rep = c->n_head / c->n_kv_head;
     tt_tensor *att = tt_matmul(q, tt_transpose(repeat_kv(k, rep), -2, -1));  // (B, NH, T, S)
     att = tt_mul_scalar(att, scale);
+    // a fully masked row ends all -inf: tt_softmax gives it 0, as the fused op does
+    if (mask && mask->dtype == TT_BOOL) att = tt_masked_fill(att, tt_logical_not(mask), -INFINITY);
+    else if (mask) att = tt_add(att, mask);
     if (c->causal && T > 1)
         att = tt_masked_fill(att, tt_slice(tt_slice(m->mask, 0, pos, S, 1), 1, 0, S, 1),
                              -INFINITY);
@@ -185,7 +190,71 @@ tt_tensor *tt_attention_forward(tt_attention *m, tt_tensor *x) {
     tt_scope_begin();
     tt_tensor *q, *k, *v;
     project_qkv(m, x, 0, &q, &k, &v);
-    tt_tensor *y = tt_keep(merge_heads(m, attention_core(m, q, k, v, 0)));  // (B, T, C)
+    tt_tensor *y = tt_keep(merge_heads(m, attention_core(m, q, k, v, NULL, 0)));  // (B, T, C)
+    tt_scope_end();
+    return y;
+}
+
+// TT_CHECK on behalf of tt_attention_forward_mask.
+#define MASK_CHECK(...) TT_CHECK_IN("tt_attention_forward_mask", __VA_ARGS__)
+
+// bool TRUE (nn.MultiheadAttention: "not allowed") -> an additive 0 / -inf mask of dtype dt.
+static tt_tensor *additive(tt_tensor *mask, tt_dtype dt) {
+    if (mask->dtype != TT_BOOL) return mask;
+    return tt_masked_fill(tt_zeros(dt, mask->ndim, mask->shape), mask, -INFINITY);
+}
+
+// attn_mask and key_padding_mask in nn.MultiheadAttention's conventions -> one mask in
+// tt_scaled_dot_product_attention's, broadcastable to (B, NH, T, T); NULL when both are NULL.
+// Two bool masks give a bool (B, 1 or NH, T, T) mask, a float among them an additive one. Runs
+// in the caller's scope.
+static tt_tensor *sdpa_mask(const tt_attention *m, tt_tensor *attn_mask, tt_tensor *kpm,
+                            const tt_tensor *x) {
+    int64_t B = x->shape[0], T = x->shape[1], NH = m->cfg.n_head;
+    tt_tensor *am = NULL, *pm = NULL;
+    if (attn_mask) {
+        MASK_CHECK(attn_mask->dtype == TT_BOOL || attn_mask->dtype == x->dtype, "attn_mask is "
+                   "%s but the input is %s; pass a bool mask (TRUE = not allowed) or an additive "
+                   "one of the input's dtype", tt_dtype_name(attn_mask->dtype),
+                   tt_dtype_name(x->dtype));
+        int nd = attn_mask->ndim;
+        const int64_t *sh = attn_mask->shape;
+        bool ok = (nd == 2 && sh[0] == T && sh[1] == T) ||
+                  (nd == 3 && sh[0] == B * NH && sh[1] == T && sh[2] == T) ||
+                  (nd == 4 && sh[0] == B && sh[1] == NH && sh[2] == T && sh[3] == T);
+        MASK_CHECK(ok, "attn_mask %s must be (T, T) = (%lld, %lld), (B * n_head, T, T) = "
+                   "(%lld, %lld, %lld) or (B, n_head, T, T) for input %s", tt__shape(attn_mask),
+                   (long long)T, (long long)T, (long long)(B * NH), (long long)T, (long long)T,
+                   tt__shape(x));
+        am = nd == 3 ? tt_reshape(attn_mask, TT_SHAPE(B, NH, T, T)) : attn_mask;
+    }
+    if (kpm) {
+        MASK_CHECK(kpm->dtype == TT_BOOL || kpm->dtype == x->dtype, "key_padding_mask is %s "
+                   "but the input is %s; pass a bool mask (TRUE = padding, ignored) or an "
+                   "additive one of the input's dtype", tt_dtype_name(kpm->dtype),
+                   tt_dtype_name(x->dtype));
+        MASK_CHECK(kpm->ndim == 2 && kpm->shape[0] == B && kpm->shape[1] == T,
+                   "key_padding_mask %s must be (B, T) = (%lld, %lld) for input %s",
+                   tt__shape(kpm), (long long)B, (long long)T, tt__shape(x));
+        pm = tt_reshape(kpm, TT_SHAPE(B, 1, 1, T));
+    }
+    if (!am && !pm) return NULL;
+    if (!am || !pm) {
+        tt_tensor *one = am ? am : pm;
+        return one->dtype == TT_BOOL ? tt_logical_not(one) : one;
+    }
+    if (am->dtype == TT_BOOL && pm->dtype == TT_BOOL) return tt_logical_not(tt_logical_or(am, pm));
+    return tt_add(additive(am, x->dtype), additive(pm, x->dtype));
+}
+
+tt_tensor *tt_attention_forward_mask(tt_attention *m, tt_tensor *x, tt_tensor *attn_mask,
+                                     tt_tensor *key_padding_mask) {
+    check_input(m, x, 0, __func__);
+    tt_scope_begin();
+    tt_tensor *mask = sdpa_mask(m, attn_mask, key_padding_mask, x);
+    tt_tensor *q, *k, *v;
+    project_qkv(m, x, 0, &q, &k, &v);
+    tt_tensor *y = tt_keep(merge_heads(m, attention_core(m, q, k, v, mask, 0)));  // (B, T, C)
     tt_scope_end();
     return y;
 }
@@ -207,7 +276,7 @@ tt_tensor *tt_attention_forward_cached(tt_attention *m, tt_tensor *x, tt_tensor 
     tt_copy_(tt_slice(k_cache, 2, pos, S, 1), k);
     tt_copy_(tt_slice(v_cache, 2, pos, S, 1), v);
     tt_tensor *K = tt_slice(k_cache, 2, 0, S, 1), *V = tt_slice(v_cache, 2, 0, S, 1);
-    tt_tensor *y = tt_keep(merge_heads(m, attention_core(m, q, K, V, pos)));  // (B, T, C)
+    tt_tensor *y = tt_keep(merge_heads(m, attention_core(m, q, K, V, NULL, pos)));  // (B, T, C)
     tt_scope_end();
     return y;
 }

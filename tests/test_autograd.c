@@ -363,7 +363,7 @@ START_TEST(test_op_saved_inputs) {
     ck_assert_uint_eq(tt_op_saved_inputs(TT_OP_EXP), 0);  // reads its saved output
     ck_assert_uint_eq(tt_op_saved_inputs(TT_OP_SQUARE), 1);
     ck_assert_uint_eq(tt_op_saved_inputs(TT_OP_AFFINE), 3);  // x and weight, not the bias
-    ck_assert_uint_eq(tt_op_saved_inputs(TT_OP_ATTENTION), 7);
+    ck_assert_uint_eq(tt_op_saved_inputs(TT_OP_ATTENTION), 15);  // q, k, v and the mask
     ck_assert_uint_eq(tt_op_saved_inputs(TT_OP_ARGMAX), 0);  // no backward
 }
 END_TEST

@@ -1,7 +1,9 @@
 // Check suite of the transformer modules: sinusoidal and learned positions, RoPE, the MLP,
 // attention (against a naive per-head loop in double, causality, GQA equivalence), the block
-// (parameter names and counts, no leaks, train/eval) and the abort paths. Gradchecks are in
-// tests/gc_nn_transformer.c.
+// (parameter names and counts, no leaks, train/eval) and the abort paths; attention masks
+// (tt_attention_forward_mask) against torch.nn.MultiheadAttention
+// (tests/reference/attention_mask_values.h) and on the dropout path. Gradchecks are in
+// tests/gc_nn_transformer.c (masks: tests/gc_ops_attention.c).
 //
 // Letters: B batch, T time, C channels, NH heads, NKV key/value heads, HS head size.
 #include <signal.h>
@@ -9,6 +11,8 @@
 #include <string.h>
 
 #include "test_util.h"
+
+#include "reference/attention_mask_values.h"
 
 static const tt_dtype float_dtypes[2] = {TT_F32, TT_F64};
 
@@ -644,6 +648,141 @@ START_TEST(test_block_f32_f64) {
 }
 END_TEST
 
+// ---- attention masks (nn.MultiheadAttention's conventions) ----
+
+// a and b hold the same bits (the same shape, compared as doubles).
+static void assert_bitwise(const tt_tensor *a, const tt_tensor *b) {
+    ck_assert(tt_same_shape(a, b));
+    for (int64_t i = 0; i < tt_numel(a); i++) {
+        double x = tt_at(a, i), y = tt_at(b, i);
+        ck_assert_msg(memcmp(&x, &y, sizeof x) == 0, "element %lld: %.17g vs %.17g",
+                      (long long)i, x, y);
+    }
+}
+
+// dst = a reference array's values, converted to dst's dtype.
+static void load_ref(tt_tensor *dst, const double *src) {
+    tt_scope_begin();
+    tt_copy_(dst, tt_from_data(TT_F64, dst->ndim, dst->shape, src));
+    tt_scope_end();
+}
+
+static tt_tensor *ref_of(tt_dtype dt, int ndim, const int64_t *shape, const double *src) {
+    tt_tensor *t = tt_from_data(TT_F64, ndim, shape, src);
+    return dt == TT_BOOL ? tt_ne_scalar(t, 0) : tt_to_dtype(t, dt);
+}
+
+// torch.nn.MultiheadAttention(8, 2, bias=True, batch_first=True) with a bool (T, T) or float
+// (B * NH, T, T) attn_mask and a bool key_padding_mask, its in_proj split into q/k/v_proj: the
+// output and the gradients of sum(y * g) for x, the projections and the float mask, f32 and f64.
+START_TEST(test_mha_pytorch) {
+    bool is_float = _i / 2 == 1;
+    tt_dtype dt = float_dtypes[_i % 2];
+    double tol = dt == TT_F32 ? 1e-5 : 1e-12;
+    int64_t B = 2, T = 5, E = 8, NH = 2;
+    const double *in_w = is_float ? mha_float_in_w : mha_bool_in_w;
+    const double *in_b = is_float ? mha_float_in_b : mha_bool_in_b;
+    tt_rng rng;
+    tt_rng_seed(&rng, 3);
+    tt_dtype prev = tt_set_default_dtype(dt);
+    tt_attention a;
+    tt_attention_init(&a, &(tt_attention_config){.n_embd = E, .n_head = NH, .max_seq = T,
+                                                 .bias = true}, &rng);
+    tt_set_default_dtype(prev);
+    tt_linear *proj[3] = {&a.q_proj, &a.k_proj, &a.v_proj};
+    for (int i = 0; i < 3; i++) {
+        load_ref(proj[i]->weight, in_w + i * E * E);
+        load_ref(proj[i]->bias, in_b + i * E);
+    }
+    load_ref(a.o_proj.weight, is_float ? mha_float_out_w : mha_bool_out_w);
+    load_ref(a.o_proj.bias, is_float ? mha_float_out_b : mha_bool_out_b);
+    tt_scope_begin();
+    tt_tensor *x = tt_set_requires_grad(ref_of(dt, TT_SHAPE(B, T, E),
+                                               is_float ? mha_float_x : mha_bool_x), true);
+    tt_tensor *kpm = ref_of(TT_BOOL, TT_SHAPE(B, T), is_float ? mha_float_kpm : mha_bool_kpm);
+    tt_tensor *am = is_float ? tt_set_requires_grad(ref_of(dt, TT_SHAPE(B * NH, T, T),
+                                                           mha_float_attn_mask), true)
+                             : ref_of(TT_BOOL, TT_SHAPE(T, T), mha_bool_attn_mask);
+    tt_tensor *y = tt_attention_forward_mask(&a, x, am, kpm);
+    tt_backward_with(y, ref_of(dt, TT_SHAPE(B, T, E), is_float ? mha_float_g : mha_bool_g));
+    tt_assert_values(y, is_float ? mha_float_y : mha_bool_y, B * T * E, tol, tol, __FILE__,
+                     __LINE__);
+    tt_assert_values(tt_grad(x), is_float ? mha_float_dx : mha_bool_dx, B * T * E, tol, tol,
+                     __FILE__, __LINE__);
+    const double *din_w = is_float ? mha_float_din_w : mha_bool_din_w;
+    for (int i = 0; i < 3; i++)
+        tt_assert_values(tt_grad(proj[i]->weight), din_w + i * E * E, E * E, tol, tol, __FILE__,
+                         __LINE__);
+    tt_assert_values(tt_grad(a.o_proj.weight), is_float ? mha_float_dout_w : mha_bool_dout_w,
+                     E * E, tol, tol, __FILE__, __LINE__);
+    if (is_float)
+        tt_assert_values(tt_grad(am), mha_float_dattn_mask, B * NH * T * T, tol, tol, __FILE__,
+                         __LINE__);
+    tt_scope_end();
+    tt_attention_free(&a);
+}
+END_TEST
+
+// No masks is tt_attention_forward bit for bit; a bool key_padding_mask (B, T) is the same as
+// the equivalent (B, NH, T, T) and (B * NH, T, T) attn_masks, also bit for bit.
+START_TEST(test_mask_forms_agree) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 8);
+    int64_t B = 2, T = 6, NH = 2;
+    tt_attention a;
+    tt_attention_init(&a, &(tt_attention_config){.n_embd = 8, .n_head = NH, .max_seq = T,
+                                                 .causal = true}, &rng);
+    tt_scope_begin();
+    tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(B, T, 8));
+    assert_bitwise(tt_attention_forward_mask(&a, x, NULL, NULL), tt_attention_forward(&a, x));
+    tt_tensor *kpm = tt_zeros(TT_BOOL, TT_SHAPE(B, T));
+    tt_set(kpm, (int64_t[]){0, 4}, 1);
+    tt_set(kpm, (int64_t[]){1, 2}, 1);
+    tt_tensor *am4 = tt_contiguous(tt_expand(tt_reshape(kpm, TT_SHAPE(B, 1, 1, T)),
+                                             TT_SHAPE(B, NH, T, T)));
+    tt_tensor *am3 = tt_reshape(am4, TT_SHAPE(B * NH, T, T));
+    tt_tensor *y = tt_attention_forward_mask(&a, x, NULL, kpm);
+    assert_bitwise(tt_attention_forward_mask(&a, x, am4, NULL), y);
+    assert_bitwise(tt_attention_forward_mask(&a, x, am3, NULL), y);
+    // a float key_padding_mask of 0 / -inf is the same mask once more
+    tt_tensor *fk = tt_masked_fill(tt_zeros(TT_F32, TT_SHAPE(B, T)), kpm, -INFINITY);
+    assert_bitwise(tt_attention_forward_mask(&a, x, NULL, fk), y);
+    tt_scope_end();
+    tt_attention_free(&a);
+}
+END_TEST
+
+// The dropout path (training, attention dropout > 0: the matmul / softmax composition) masks
+// too: with the dropout RNG replayed, changing x at padded positions leaves every other row's
+// output bitwise unchanged. Bool and float attn_masks combine with the padding.
+START_TEST(test_mask_dropout_path) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 9);
+    int64_t B = 2, T = 6, C = 8;
+    tt_attention a;
+    tt_attention_init(&a, &(tt_attention_config){.n_embd = C, .n_head = 2, .max_seq = T,
+                                                 .dropout = 0.3}, &rng);
+    tt_scope_begin();
+    tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(B, T, C)), *x2 = tt_clone(x);
+    tt_copy_(tt_narrow(x2, 1, 4, 2), tt_randn(&rng, TT_F32, TT_SHAPE(B, 2, C)));
+    tt_tensor *kpm = tt_zeros(TT_BOOL, TT_SHAPE(B, T));
+    tt_fill_(tt_narrow(kpm, 1, 4, 2), 1);  // keys 4, 5 are padding
+    tt_tensor *am[3] = {NULL, tt_zeros(TT_BOOL, TT_SHAPE(T, T)),
+                        tt_uniform(&rng, TT_F32, TT_SHAPE(T, T), -1, 1)};
+    tt_set(am[1], (int64_t[]){2, 1}, 1);
+    for (int i = 0; i < 3; i++) {
+        tt_rng_seed(&rng, 77);
+        tt_tensor *y = tt_attention_forward_mask(&a, x, am[i], kpm);
+        tt_rng_seed(&rng, 77);
+        tt_tensor *y2 = tt_attention_forward_mask(&a, x2, am[i], kpm);
+        assert_bitwise(tt_narrow(y2, 1, 0, 4), tt_narrow(y, 1, 0, 4));
+        ck_assert(max_abs_diff(tt_narrow(y2, 1, 4, 2), tt_narrow(y, 1, 4, 2)) > 0);
+    }
+    tt_scope_end();
+    tt_attention_free(&a);
+}
+END_TEST
+
 // ---- aborts ----
 
 static tt_rng abort_rng;
@@ -806,6 +945,40 @@ START_TEST(test_names_attention_cached_positions) {
 }
 END_TEST
 
+// ---- aborts: attention masks ----
+
+static void masked_forward(tt_tensor *attn_mask, tt_tensor *kpm) {
+    tt_attention a;
+    tt_attention_init(&a, &(tt_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4},
+                      &abort_rng);
+    tt_attention_forward_mask(&a, tt_zeros(TT_F32, TT_SHAPE(2, 4, 8)), attn_mask, kpm);
+}
+
+START_TEST(test_abort_attn_mask_shape) {
+    tt_expect_abort("tt_attention_forward_mask: attn_mask (4, 3) must be (T, T) = (4, 4), "
+                    "(B * n_head, T, T) = (4, 4, 4) or (B, n_head, T, T)");
+    masked_forward(tt_zeros(TT_BOOL, TT_SHAPE(4, 3)), NULL);
+}
+END_TEST
+
+START_TEST(test_abort_attn_mask_dtype) {
+    tt_expect_abort("tt_attention_forward_mask: attn_mask is i64 but the input is f32");
+    masked_forward(tt_zeros(TT_I64, TT_SHAPE(4, 4)), NULL);
+}
+END_TEST
+
+START_TEST(test_abort_key_padding_shape) {
+    tt_expect_abort("key_padding_mask (2, 5) must be (B, T) = (2, 4)");
+    masked_forward(NULL, tt_zeros(TT_BOOL, TT_SHAPE(2, 5)));
+}
+END_TEST
+
+START_TEST(test_abort_key_padding_dtype) {
+    tt_expect_abort("key_padding_mask is f64 but the input is f32");
+    masked_forward(NULL, tt_zeros(TT_F64, TT_SHAPE(2, 4)));
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("nn_transformer");
     TCase *pos = tt_tcase("positional");
@@ -855,5 +1028,19 @@ int main(void) {
     tcase_add_test_raise_signal(an, test_names_attention_cached_input_shape, SIGABRT);
     tcase_add_test_raise_signal(an, test_names_attention_cached_positions, SIGABRT);
     suite_add_tcase(s, an);
+
+    TCase *mk = tt_tcase("attention_masks");
+    tcase_add_loop_test(mk, test_mha_pytorch, 0, 4);
+    tcase_add_test(mk, test_mask_forms_agree);
+    tcase_add_test(mk, test_mask_dropout_path);
+    suite_add_tcase(s, mk);
+
+    TCase *amk = tt_tcase_aborts("aborts_attention_masks");
+    tcase_add_unchecked_fixture(amk, seed_abort_rng, NULL);
+    tcase_add_test_raise_signal(amk, test_abort_attn_mask_shape, SIGABRT);
+    tcase_add_test_raise_signal(amk, test_abort_attn_mask_dtype, SIGABRT);
+    tcase_add_test_raise_signal(amk, test_abort_key_padding_shape, SIGABRT);
+    tcase_add_test_raise_signal(amk, test_abort_key_padding_dtype, SIGABRT);
+    suite_add_tcase(s, amk);
     return tt_test_run(s);
 }

@@ -482,7 +482,7 @@ START_TEST(test_saved_inputs_of_rows) {
     ck_assert_uint_eq(tt_op_saved_inputs(TT_OP_LOG), 0x1);
     ck_assert_uint_eq(tt_op_saved_inputs(TT_OP_MATMUL), 0x3);
     ck_assert_uint_eq(tt_op_saved_inputs(TT_OP_RESHAPE), 0);
-    ck_assert_uint_eq(tt_op_saved_inputs(TT_OP_ATTENTION), 0x7);
+    ck_assert_uint_eq(tt_op_saved_inputs(TT_OP_ATTENTION), 0xF);  // q, k, v and the mask
     ck_assert_uint_eq(tt_op_saved_inputs(TT_OP_ARGMAX), 0);
 }
 END_TEST

@@ -41,6 +41,14 @@
 #define OMP(x)
 #endif
 
+// The per-head (forward) and per-group (backward) drivers are inlined at two call sites each,
+// masked and not, so the unmasked copy carries none of the mask's tests.
+#if defined(__GNUC__)
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE static inline
+#endif
+
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
 
@@ -452,14 +460,16 @@ static const ops_f64 *ops_get_f64(void) { return &ops_portable_f64; }
 // ---- forward and backward drivers ----
 // Causal rows: query i sees keys j <= i, so the keys a tile row sees are lim = i + 1 - j0
 // clamped to [0, nk]; a forward query tile stops at its last row's key, a backward key tile
-// starts at the query tile holding its first key.
+// starts at the query tile holding its first key. A mask is applied to each score tile right
+// after q k^T (apply_mask_*); without one, that call and its loops never run.
 
-// pack_kt_f32, forward_head_f32, tt_kattention_forward_f32, backward_group_f32,
+// pack_kt_f32, apply_mask_f32, forward_head_f32, tt_kattention_forward_f32, backward_group_f32,
 // tt_kattention_backward_f32 and the same in f64 (attention_driver.inc).
 #define F float
 #define OPS ops_f32
 #define OPS_GET ops_get_f32
 #define PACK_KT pack_kt_f32
+#define APPLY_MASK apply_mask_f32
 #define FORWARD_HEAD forward_head_f32
 #define FORWARD tt_kattention_forward_f32
 #define BACKWARD_GROUP backward_group_f32
@@ -469,6 +479,7 @@ static const ops_f64 *ops_get_f64(void) { return &ops_portable_f64; }
 #undef OPS
 #undef OPS_GET
 #undef PACK_KT
+#undef APPLY_MASK
 #undef FORWARD_HEAD
 #undef FORWARD
 #undef BACKWARD_GROUP
@@ -478,6 +489,7 @@ static const ops_f64 *ops_get_f64(void) { return &ops_portable_f64; }
 #define OPS ops_f64
 #define OPS_GET ops_get_f64
 #define PACK_KT pack_kt_f64
+#define APPLY_MASK apply_mask_f64
 #define FORWARD_HEAD forward_head_f64
 #define FORWARD tt_kattention_forward_f64
 #define BACKWARD_GROUP backward_group_f64
@@ -487,6 +499,7 @@ static const ops_f64 *ops_get_f64(void) { return &ops_portable_f64; }
 #undef OPS
 #undef OPS_GET
 #undef PACK_KT
+#undef APPLY_MASK
 #undef FORWARD_HEAD
 #undef FORWARD
 #undef BACKWARD_GROUP

@@ -1,6 +1,7 @@
 // Raw kernels of the fused attention op (autograd/ops_attention.c): y = softmax(q k^T scale
-// [+ causal mask]) v, forward and backward, f32 and f64, tiled so that no (T, S) score matrix
-// is ever formed. Strided raw buffers only; no tensors, no autograd. Internal, not installed.
+// [+ mask] [+ causal mask]) v, forward and backward, f32 and f64, tiled so that no (T, S) score
+// matrix is ever formed. Strided raw buffers only; no tensors, no autograd. Internal, not
+// installed.
 //
 // Letters: B batch, NH query heads, NKV key/value heads (NH % NKV == 0: query head h reads
 // kv head h / (NH / NKV)), T queries, S keys, HS head size. A (B, heads, rows, HS) operand is
@@ -27,30 +28,50 @@ typedef struct tt_kattn_strides {
     int64_t b, h, t;
 } tt_kattn_strides;
 
+// An optional mask over the (B, NH, T, S) scores, read in place through element strides of
+// b, h (query head), t (query) and s (key); a broadcast dim has stride 0, so a (T, S) or
+// (B, 1, 1, S) mask is never expanded. Bool (uint8 0/1): a 0 key gets weight 0 (its score is
+// -inf). Additive: the F value is added to the scaled score. A query row whose keys are all
+// masked (scores all -inf) gets y = 0, lse = +inf and zero gradients.
+typedef struct tt_kattn_mask {
+    const void *data;  // uint8_t when is_bool, else the kernel's F
+    bool is_bool;
+    int64_t b, h, t, s;
+} tt_kattn_mask;
+
 // Online softmax (Milakov & Gimelshein 2018; Dao et al. 2022, FlashAttention):
 // y (B, NH, T, HS) = softmax(q k^T scale) v, writing y and lse (B, NH, T) contiguous,
 // lse = log sum_j exp(q_i . k_j scale): all the backward needs besides q, k, v, y.
-// q (B, NH, T, HS); k, v (B, NKV, S, HS). Needs S >= 1 when T >= 1.
+// q (B, NH, T, HS); k, v (B, NKV, S, HS); mask NULL or as tt_kattn_mask. Needs S >= 1 when
+// T >= 1.
 void tt_kattention_forward_f32(float *y, tt_kattn_strides sy, float *lse, const float *q,
                                tt_kattn_strides sq, const float *k, tt_kattn_strides sk,
-                               const float *v, tt_kattn_strides sv, const tt_kattn_dims *d);
+                               const float *v, tt_kattn_strides sv, const tt_kattn_mask *mask,
+                               const tt_kattn_dims *d);
 void tt_kattention_forward_f64(double *y, tt_kattn_strides sy, double *lse, const double *q,
                                tt_kattn_strides sq, const double *k, tt_kattn_strides sk,
-                               const double *v, tt_kattn_strides sv, const tt_kattn_dims *d);
+                               const double *v, tt_kattn_strides sv, const tt_kattn_mask *mask,
+                               const tt_kattn_dims *d);
 
 // FlashAttention's backward (Dao et al. 2022, Algorithm 2 / FlashAttention-2): P is
 // recomputed block by block from lse. dq (B, NH, T, HS), dk and dv (B, NKV, S, HS) are
-// contiguous and ADDED to (+=); a NULL one is skipped. dy, y (B, NH, T, HS).
-void tt_kattention_backward_f32(float *dq, float *dk, float *dv, const float *dy,
+// contiguous and ADDED to (+=); a NULL one is skipped. dmask (B, NH, T, S) contiguous, NULL
+// to skip, and non-NULL only with a mask: the gradient of the masked scores, dS, is STORED
+// into the elements the kernel visits (a causal run skips tiles above the diagonal: pass
+// zeroed memory); the caller sums it over a broadcast mask's dims. dy, y (B, NH, T, HS); mask
+// as in the forward.
+void tt_kattention_backward_f32(float *dq, float *dk, float *dv, float *dmask, const float *dy,
                                 tt_kattn_strides sdy, const float *q, tt_kattn_strides sq,
                                 const float *k, tt_kattn_strides sk, const float *v,
                                 tt_kattn_strides sv, const float *y, tt_kattn_strides sy,
-                                const float *lse, const tt_kattn_dims *d);
-void tt_kattention_backward_f64(double *dq, double *dk, double *dv, const double *dy,
-                                tt_kattn_strides sdy, const double *q, tt_kattn_strides sq,
-                                const double *k, tt_kattn_strides sk, const double *v,
-                                tt_kattn_strides sv, const double *y, tt_kattn_strides sy,
-                                const double *lse, const tt_kattn_dims *d);
+                                const float *lse, const tt_kattn_mask *mask,
+                                const tt_kattn_dims *d);
+void tt_kattention_backward_f64(double *dq, double *dk, double *dv, double *dmask,
+                                const double *dy, tt_kattn_strides sdy, const double *q,
+                                tt_kattn_strides sq, const double *k, tt_kattn_strides sk,
+                                const double *v, tt_kattn_strides sv, const double *y,
+                                tt_kattn_strides sy, const double *lse,
+                                const tt_kattn_mask *mask, const tt_kattn_dims *d);
 
 // ---- instruction set of the f32 kernels (f64 always runs the portable code) ----
 

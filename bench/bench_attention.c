@@ -1,0 +1,89 @@
+// Time of the fused attention op (tt_scaled_dot_product_attention), forward + backward, causal,
+// without a mask and with the masks of autograd.h: a bool key-padding mask (B, 1, 1, T) and an
+// additive (T, T) bias with and without its gradient. Prints `bench attention ...` lines; never
+// part of `make test`, never an assertion.
+//
+//   bench_attention                  every figure at B=4 NH=6 T=256 HS=64, the threads OpenMP picks
+//   bench_attention B NH T HS [REPS] one size
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "tinytorch.h"
+
+#define TIMED_RUNS 7
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+typedef enum { NO_MASK, BOOL_PADDING, FLOAT_BIAS, FLOAT_BIAS_GRAD, MODE_COUNT } mode;
+static const char *const mode_names[MODE_COUNT] = {"none", "bool_padding", "float_bias",
+                                                   "float_bias_grad"};
+
+// The median of TIMED_RUNS runs of reps forward + backward passes, in ms per pass.
+static double time_mode(mode md, int64_t B, int64_t NH, int64_t T, int64_t HS, int reps) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    tt_scope_begin();
+    tt_tensor *q = tt_set_requires_grad(tt_uniform(&rng, TT_F32, TT_SHAPE(B, NH, T, HS), -1, 1),
+                                        true);
+    tt_tensor *k = tt_set_requires_grad(tt_uniform(&rng, TT_F32, TT_SHAPE(B, NH, T, HS), -1, 1),
+                                        true);
+    tt_tensor *v = tt_set_requires_grad(tt_uniform(&rng, TT_F32, TT_SHAPE(B, NH, T, HS), -1, 1),
+                                        true);
+    tt_tensor *g = tt_uniform(&rng, TT_F32, TT_SHAPE(B, NH, T, HS), -1, 1);
+    tt_tensor *mask = NULL;
+    if (md == BOOL_PADDING) {
+        mask = tt_ones(TT_BOOL, TT_SHAPE(B, 1, 1, T));
+        tt_fill_(tt_narrow(mask, 3, T - T / 8, T / 8), 0);  // the last eighth is padding
+    } else if (md != NO_MASK) {
+        mask = tt_uniform(&rng, TT_F32, TT_SHAPE(T, T), -1, 1);
+        if (md == FLOAT_BIAS_GRAD) tt_set_requires_grad(mask, true);
+    }
+    double t[TIMED_RUNS];
+    for (int run = -1; run < TIMED_RUNS; run++) {  // run -1 warms up
+        double t0 = now_s();
+        for (int r = 0; r < reps; r++) {
+            tt_scope_begin();
+            tt_backward_with(tt_scaled_dot_product_attention(q, k, v, mask, true, 0.125), g);
+            tt_scope_end();
+        }
+        if (run >= 0) t[run] = (now_s() - t0) * 1e3 / reps;
+    }
+    tt_scope_end();
+    qsort(t, TIMED_RUNS, sizeof t[0], cmp_double);
+    return t[TIMED_RUNS / 2];
+}
+
+int main(int argc, char **argv) {
+    int64_t B = 4, NH = 6, T = 256, HS = 64;
+    int reps = 3;
+    if (argc >= 5) {
+        B = atoll(argv[1]), NH = atoll(argv[2]), T = atoll(argv[3]), HS = atoll(argv[4]);
+        if (argc >= 6) reps = atoi(argv[5]);
+    } else if (argc != 1) {
+        fprintf(stderr, "usage: bench_attention [B NH T HS [REPS]]\n");
+        return 1;
+    }
+    if (B < 1 || NH < 1 || T < 8 || HS < 1 || reps < 1) {
+        fprintf(stderr, "bench_attention: sizes must be positive (T >= 8)\n");
+        return 1;
+    }
+    double base = 0;
+    for (int md = 0; md < MODE_COUNT; md++) {
+        double ms = time_mode((mode)md, B, NH, T, HS, reps);
+        if (md == NO_MASK) base = ms;
+        printf("bench attention B=%lld NH=%lld T=%lld HS=%lld mask=%-15s fwd+bwd %8.3f ms "
+               "(%.2fx no mask)\n", (long long)B, (long long)NH, (long long)T, (long long)HS,
+               mode_names[md], ms, ms / base);
+    }
+    return 0;
+}
