@@ -745,7 +745,8 @@ def d_loss(p):
     if t.numel() == 0:
         raise Reject('empty')
     name = rnd.choice(['l1_loss', 'mse_loss', 'smooth_l1_loss', 'huber_loss', 'kl_div',
-                       'binary_cross_entropy', 'bce_with_logits'] + ['nll_loss', 'cross_entropy'] * 2)
+                       'binary_cross_entropy', 'bce_with_logits'] +
+                      ['nll_loss', 'cross_entropy'] * 2)
     if name in ('l1_loss', 'mse_loss', 'smooth_l1_loss', 'huber_loss'):
         y = p.randn(s, 'c')
         z = (t - p.regs[y]).abs()
