@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test_util.h"
 
@@ -382,6 +383,7 @@ static void print_program(const replay *r) {
     }
 }
 
+// An abort during a replay names the program, then ends the test (which fails).
 static void fatal_print(const char *message, void *ctx) {
     (void)ctx;
     if (current) {
@@ -389,6 +391,8 @@ static void fatal_print(const char *message, void *ctx) {
         snprintf(r.why, sizeof r.why, "the library aborted: %s", message);
         print_program(&r);
     }
+    fflush(stderr);
+    _exit(3);
 }
 
 static void bad(replay *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

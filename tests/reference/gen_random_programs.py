@@ -12,7 +12,8 @@
 # Inputs avoid ties and kinks (distinct values before sort/topk/max/min, clamp bounds and
 # comparison operands 1e-3 away from the values, |x| > 1e-3 before sign/leaky_relu/elu/abs-
 # like norms) and stay in domains (log1p > -0.8, reciprocal |x| > 0.2); a program whose f32
-# and f64 runs disagree on an integer result, or whose values exceed 1e4, is drawn again.
+# and f64 runs disagree on an integer result or differ by more than 2e-6 (relative to
+# 1 + |x|) on a float, or whose values exceed 1e4, is drawn again.
 #
 # Not drawn: multinomial, randint, randperm and bernoulli (tinytorch's xoshiro stream is not
 # PyTorch's); topk with sorted=False (PyTorch's CPU order is unspecified, tinytorch sorts);
@@ -411,6 +412,8 @@ def d_clamp(p):
         lo = -math.inf
     elif p.rnd.random() < 0.2:
         hi = math.inf
+    elif p.rnd.random() < 0.1:  # lo > hi: every element is hi, no gradient passes
+        lo, hi = hi + 0.5, hi
     lo, hi = f32r(lo), f32r(hi)
     away(t, [lo, hi])
     return p.op1(p.rnd.choice(['clamp', 'clip']), [x], [], [lo, hi])
@@ -901,8 +904,11 @@ def program(rnd, gen):
     for a, b in [(o64, o32)] + [(g64[k], g32[k]) for k in g64]:
         if not torch.isfinite(a).all() or (a.numel() and a.abs().max() > 1e4):
             raise Reject('large')
-        if (a - b.double()).abs().max() > 1e-3 * (1 + a.abs().max()):
-            raise Reject('f32 far from f64: near a kink')
+        # PyTorch's own f32 result within 2e-6 of its f64 one (relative to 1 + |x|): not near
+        # a kink, and not so ill-conditioned (cancellation) that f32 rounding order decides
+        # the 1e-5 check
+        if a.numel() and ((a - b.double()).abs() > 2e-6 * (1 + a.abs())).any():
+            raise Reject('f32 far from f64')
     text = []
     for l in p.lines:
         if l[0] == 'leaf':
