@@ -13,7 +13,7 @@
 
 #define MAX_REGS 512
 #define MAX_ARGS 32
-#define MAX_OUT 8
+#define MAX_OUT 64
 
 // ---- the interpreter: op name + registers + integer and float arguments -> tt_ calls ----
 
@@ -520,8 +520,8 @@ static void run_op(replay *r, char *s, tt_tensor **regs, int *nregs) {
     for (int i = 0; i < c.nf && i < MAX_ARGS; i++) c.f[i] = strtod(s, &s);
     if (c.nin < row->nin_min || c.nin > row->nin_max || c.nk < row->nk_min ||
         c.nf < row->nf_min || c.nf > MAX_ARGS || nout < 1 || nout > MAX_OUT) {
-        bad(r, "op %s: wrong argument counts (%d inputs, %d ints, %d floats)", name, c.nin,
-            c.nk, c.nf);
+        bad(r, "op %s: wrong argument counts (%d inputs, %d ints, %d floats, %d outputs)", name,
+            c.nin, c.nk, c.nf, nout);
         return;
     }
     for (int i = 0; i < c.nin; i++) {

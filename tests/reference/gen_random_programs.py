@@ -235,6 +235,8 @@ class Prog:
         except (RuntimeError, IndexError, ValueError, TypeError) as e:
             raise Reject(str(e))
         outs = list(r) if isinstance(r, (tuple, list)) else [r]
+        if len(outs) > 16:  # the C suite has room for 64
+            raise Reject('too many pieces')
         for o in outs:
             if o.numel() > 200:
                 raise Reject('too big')
