@@ -480,6 +480,13 @@ static tt_tensor *make_leaf(char kind, int ndim, const int64_t *shape, const dou
         free(d);
         return t;
     }
+    if (kind == 'j') {
+        int32_t *d = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+        for (int64_t i = 0; i < n; i++) d[i] = (int32_t)v[i];
+        tt_tensor *t = tt_from_data(TT_I32, ndim, shape, d);
+        free(d);
+        return t;
+    }
     uint8_t *d = malloc((size_t)(n ? n : 1));
     for (int64_t i = 0; i < n; i++) d[i] = v[i] != 0;
     tt_tensor *t = tt_from_data(TT_BOOL, ndim, shape, d);
@@ -566,7 +573,7 @@ static bool replay_program(replay *r) {
             ended = true;
             break;
         } else if (!strcmp(word, "leaf")) {
-            if (sscanf(s, "%7s%n", kind, &used) != 1 || !strchr("gcib", kind[0]) ||
+            if (sscanf(s, "%7s%n", kind, &used) != 1 || !strchr("gcijb", kind[0]) ||
                 nregs >= MAX_REGS) {
                 bad(r, "malformed leaf line %d", i + 1);
                 break;

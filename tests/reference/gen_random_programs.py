@@ -2,7 +2,8 @@
 # f64 and f32, with their inputs, outputs and input gradients; tests/test_parity_programs.c
 # replays them (make test never runs this script). Deterministic for a given seed:
 #     /usr/bin/python3 tests/reference/gen_random_programs.py [OUT] [COUNT] [SEED]
-# (defaults tests/reference/random_programs.txt, 400, 11).
+# (defaults tests/reference/random_programs.txt, 400, 11). When an op is then used by fewer
+# than 3 programs, programs that use one are added.
 #
 # A program: 1-3 random float leaves (rank 0-4; some seen through a transpose, permute, slice
 # or expand view), then 2-6 random draws from the new ops (each draw may emit a few ops: an
@@ -22,7 +23,7 @@
 # File format (text, one record a line, '#' lines are comments):
 #   program N                      starts program N (0, 1, ...)
 #   leaf KIND NDIM SHAPE... : V... a new register: KIND g (float, requires grad), c (float
-#                                  constant), i (int64), b (bool); values row-major
+#                                  constant), i (int64), j (int32), b (bool); values row-major
 #   op NAME NOUT NIN REG... NINT INT... NFLT FLT...
 #                                  the outputs get the next NOUT registers
 #   w REG NDIM SHAPE... : V...     out = register REG (float); w: the weight of sum(out * w)
@@ -222,10 +223,11 @@ class Prog:
         u = torch.rand(shape, generator=self.gen, dtype=torch.float64)
         return self.leaf(kind, lo + (hi - lo) * u)
 
-    def ints(self, shape, lo, hi):
+    def ints(self, shape, lo, hi, kind='i'):
         if hi <= lo:
             raise Reject('empty range')
-        return self.leaf('i', torch.randint(lo, hi, shape, generator=self.gen))
+        return self.leaf(kind, torch.randint(lo, hi, shape, generator=self.gen,
+                                             dtype=torch.int32 if kind == 'j' else torch.int64))
 
     def op(self, name, ins, ints=(), flts=()):
         ints, flts = [int(v) for v in ints], [f32r(v) for v in flts]
@@ -343,6 +345,11 @@ def view_leaf(p, shape, kind='g'):
     if n >= 1 and shape[0] == 1 and v < 0.7:
         return p.op1('unsqueeze', [p.randn(shape[1:], kind)], [0])
     return p.randn(shape, kind)
+
+
+def negdim(p, x, d):
+    """d, or the same dim counted from the end."""
+    return d - p.regs[x].dim() if p.rnd.random() < 0.3 else d
 
 
 def rdim(p, x):
@@ -465,7 +472,7 @@ def d_reduce(p):
 
 def d_scan(p):
     x = p.cur()
-    d = rdim(p, x)
+    d = negdim(p, x, rdim(p, x))
     return p.op1(p.rnd.choice(['cumsum', 'cumprod']), [x], [d])
 
 
@@ -487,7 +494,7 @@ def d_compare(p):  # a comparison (maybe combined by logical ops) feeding where 
                 b = p.leaf('c', torch.randint(-1, 2, bshape(rnd, p.regs[x].shape),
                                               generator=p.gen).double())
             else:
-                b = p.ints(bshape(rnd, p.regs[x].shape), -1, 2)
+                b = p.ints(bshape(rnd, p.regs[x].shape), -1, 2, rnd.choice('ij'))
             if rnd.random() < 0.5:
                 return p.op1(name + '_scalar', [y], [], [float(rnd.randint(-1, 1))])
             return p.op1(name, [y, b])
@@ -556,7 +563,7 @@ def d_gather(p):
     else:
         s = [p.rnd.randint(1, n) if i != d else p.rnd.randint(1, 4) for i, n in enumerate(t.shape)]
         idx = p.ints(s, 0, t.shape[d])
-    return p.op1('gather', [x, idx], [d])
+    return p.op1('gather', [x, idx], [negdim(p, x, d)])
 
 
 def d_scatter(p):
@@ -576,7 +583,7 @@ def d_scatter(p):
         idx = p.ints(s, 0, t.shape[d])
     # src has index's shape: PyTorch 1.13's backward fails on a larger src ("invalid gradient")
     src = view_leaf(p, s, p.rnd.choice('gc'))
-    return p.op1(name, [x, idx, src], [d])
+    return p.op1(name, [x, idx, src], [negdim(p, x, d)])
 
 
 def d_index(p):
@@ -584,12 +591,17 @@ def d_index(p):
     t = p.regs[x]
     d = rdim(p, x)
     k = p.rnd.randint(1, 4)
-    if p.rnd.random() < 0.3:  # argmax indices of another tensor
+    v = p.rnd.random()
+    if v < 0.3:  # argmax indices of another tensor
         b = p.randn([k, t.shape[d]], 'c')
         distinct(p.regs[b], [1])
         idx = p.op1(p.rnd.choice(['argmax', 'argmin']), [b], [1, 0])
-    else:
-        idx = p.ints([k], 0, t.shape[d])
+    elif v < 0.4:  # a 0-dim index keeps the dim with size 1
+        k = 1
+        idx = p.ints([], 0, t.shape[d], p.rnd.choice('ij'))
+    else:  # int64 or int32
+        idx = p.ints([k], 0, t.shape[d], p.rnd.choice('iij'))
+    d = negdim(p, x, d)
     if p.rnd.random() < 0.5:
         return p.op1('index_select', [x, idx], [d])
     s = list(t.shape)
@@ -626,12 +638,12 @@ def d_minmax(p):
     distinct(t, [d])
     keep = p.rnd.randint(0, 1)
     if p.rnd.random() < 0.5:
-        vals, idx = p.op(p.rnd.choice(['max_dim', 'min_dim']), [x], [d, keep])
+        vals, idx = p.op(p.rnd.choice(['max_dim', 'min_dim']), [x], [negdim(p, x, d), keep])
         if not keep:
             return vals
         b = p.randn(list(t.shape), 'g')
         return p.op1('add', [vals, p.op1('gather', [b, idx], [d])])
-    idx = p.op1(p.rnd.choice(['argmin', 'argmax']), [x], [d, 1])
+    idx = p.op1(p.rnd.choice(['argmin', 'argmax']), [x], [negdim(p, x, d), 1])
     return p.op1('gather', [x, idx], [d])
 
 
@@ -693,6 +705,7 @@ def d_split(p):
     t = p.regs[x]
     d = rdim(p, x)
     n = t.shape[d]
+    d = negdim(p, x, d)
     v = p.rnd.random()
     if v < 0.3:
         outs = p.op('split', [x], [p.rnd.randint(1, n), d])
@@ -717,7 +730,7 @@ def d_move(p):
     if p.rnd.random() < 0.5:
         return p.op1('movedim', [x], [p.rnd.randrange(-n, n), p.rnd.randrange(-n, n)])
     d1, d2 = p.rnd.sample(range(n), 2)
-    return p.op1('diagonal', [x], [p.rnd.randint(-1, 1), d1, d2])
+    return p.op1('diagonal', [x], [p.rnd.randint(-1, 1), negdim(p, x, d1), d2])
 
 
 def d_create(p):
@@ -945,11 +958,19 @@ def main():
     uses = {}
     n = 0
     rejected = 0
-    while n < count:
+    tries = 0
+    # count programs; then, while an op is in fewer than 3, only programs that use such an op
+    while True:
+        missing = {o for o in OPS if uses.get(o, 0) < 3}
+        if n >= count and (not missing or tries > 100 * count):
+            break
+        tries += 1
         try:
             text, used = program(rnd, gen)
         except Reject:
             rejected += 1
+            continue
+        if n >= count and not used & missing:
             continue
         lines.append('program %d' % n)
         lines += text
