@@ -44,65 +44,65 @@ static const int *dims(call *c, int from) {
 
 static tt_tensor *opt(call *c, int i) { return c->nin > i ? c->in[i] : NULL; }
 
-static tt_tensor *X(call *c) { return c->in[0]; }
+static tt_tensor *in0(call *c) { return c->in[0]; }
 
 // views and glue (older ops)
-static int op_transpose(call *c) { return one(c, tt_transpose(X(c), c->k[0], c->k[1])); }
-static int op_permute(call *c) { return one(c, tt_permute(X(c), dims(c, 0))); }
+static int op_transpose(call *c) { return one(c, tt_transpose(in0(c), c->k[0], c->k[1])); }
+static int op_permute(call *c) { return one(c, tt_permute(in0(c), dims(c, 0))); }
 static int op_slice(call *c) {
-    return one(c, tt_slice(X(c), (int)c->k[0], c->k[1], c->k[2], c->k[3]));
+    return one(c, tt_slice(in0(c), (int)c->k[0], c->k[1], c->k[2], c->k[3]));
 }
-static int op_expand(call *c) { return one(c, tt_expand(X(c), c->nk, c->k)); }
-static int op_unsqueeze(call *c) { return one(c, tt_unsqueeze(X(c), (int)c->k[0])); }
-static int op_reshape(call *c) { return one(c, tt_reshape(X(c), c->nk, c->k)); }
-static int op_add(call *c) { return one(c, tt_add(X(c), c->in[1])); }
-static int op_mul(call *c) { return one(c, tt_mul(X(c), c->in[1])); }
-static int op_to_float(call *c) { return one(c, tt_to_dtype(X(c), c->fdt)); }
-static int op_sigmoid(call *c) { return one(c, tt_sigmoid(X(c))); }
-static int op_log_softmax(call *c) { return one(c, tt_log_softmax(X(c), (int)c->k[0])); }
+static int op_expand(call *c) { return one(c, tt_expand(in0(c), c->nk, c->k)); }
+static int op_unsqueeze(call *c) { return one(c, tt_unsqueeze(in0(c), (int)c->k[0])); }
+static int op_reshape(call *c) { return one(c, tt_reshape(in0(c), c->nk, c->k)); }
+static int op_add(call *c) { return one(c, tt_add(in0(c), c->in[1])); }
+static int op_mul(call *c) { return one(c, tt_mul(in0(c), c->in[1])); }
+static int op_to_float(call *c) { return one(c, tt_to_dtype(in0(c), c->fdt)); }
+static int op_sigmoid(call *c) { return one(c, tt_sigmoid(in0(c))); }
+static int op_log_softmax(call *c) { return one(c, tt_log_softmax(in0(c), (int)c->k[0])); }
 // comparison and selection
-static int op_eq(call *c) { return one(c, tt_eq(X(c), c->in[1])); }
-static int op_ne(call *c) { return one(c, tt_ne(X(c), c->in[1])); }
-static int op_lt(call *c) { return one(c, tt_lt(X(c), c->in[1])); }
-static int op_le(call *c) { return one(c, tt_le(X(c), c->in[1])); }
-static int op_gt(call *c) { return one(c, tt_gt(X(c), c->in[1])); }
-static int op_ge(call *c) { return one(c, tt_ge(X(c), c->in[1])); }
-static int op_eq_scalar(call *c) { return one(c, tt_eq_scalar(X(c), c->f[0])); }
-static int op_ne_scalar(call *c) { return one(c, tt_ne_scalar(X(c), c->f[0])); }
-static int op_lt_scalar(call *c) { return one(c, tt_lt_scalar(X(c), c->f[0])); }
-static int op_le_scalar(call *c) { return one(c, tt_le_scalar(X(c), c->f[0])); }
-static int op_gt_scalar(call *c) { return one(c, tt_gt_scalar(X(c), c->f[0])); }
-static int op_ge_scalar(call *c) { return one(c, tt_ge_scalar(X(c), c->f[0])); }
-static int op_logical_and(call *c) { return one(c, tt_logical_and(X(c), c->in[1])); }
-static int op_logical_or(call *c) { return one(c, tt_logical_or(X(c), c->in[1])); }
-static int op_logical_xor(call *c) { return one(c, tt_logical_xor(X(c), c->in[1])); }
-static int op_logical_not(call *c) { return one(c, tt_logical_not(X(c))); }
-static int op_where(call *c) { return one(c, tt_where(X(c), c->in[1], c->in[2])); }
-static int op_masked_select(call *c) { return one(c, tt_masked_select(X(c), c->in[1])); }
-static int op_nonzero(call *c) { return one(c, tt_nonzero(X(c))); }
+static int op_eq(call *c) { return one(c, tt_eq(in0(c), c->in[1])); }
+static int op_ne(call *c) { return one(c, tt_ne(in0(c), c->in[1])); }
+static int op_lt(call *c) { return one(c, tt_lt(in0(c), c->in[1])); }
+static int op_le(call *c) { return one(c, tt_le(in0(c), c->in[1])); }
+static int op_gt(call *c) { return one(c, tt_gt(in0(c), c->in[1])); }
+static int op_ge(call *c) { return one(c, tt_ge(in0(c), c->in[1])); }
+static int op_eq_scalar(call *c) { return one(c, tt_eq_scalar(in0(c), c->f[0])); }
+static int op_ne_scalar(call *c) { return one(c, tt_ne_scalar(in0(c), c->f[0])); }
+static int op_lt_scalar(call *c) { return one(c, tt_lt_scalar(in0(c), c->f[0])); }
+static int op_le_scalar(call *c) { return one(c, tt_le_scalar(in0(c), c->f[0])); }
+static int op_gt_scalar(call *c) { return one(c, tt_gt_scalar(in0(c), c->f[0])); }
+static int op_ge_scalar(call *c) { return one(c, tt_ge_scalar(in0(c), c->f[0])); }
+static int op_logical_and(call *c) { return one(c, tt_logical_and(in0(c), c->in[1])); }
+static int op_logical_or(call *c) { return one(c, tt_logical_or(in0(c), c->in[1])); }
+static int op_logical_xor(call *c) { return one(c, tt_logical_xor(in0(c), c->in[1])); }
+static int op_logical_not(call *c) { return one(c, tt_logical_not(in0(c))); }
+static int op_where(call *c) { return one(c, tt_where(in0(c), c->in[1], c->in[2])); }
+static int op_masked_select(call *c) { return one(c, tt_masked_select(in0(c), c->in[1])); }
+static int op_nonzero(call *c) { return one(c, tt_nonzero(in0(c))); }
 // math
-static int op_sin(call *c) { return one(c, tt_sin(X(c))); }
-static int op_cos(call *c) { return one(c, tt_cos(X(c))); }
-static int op_log1p(call *c) { return one(c, tt_log1p(X(c))); }
-static int op_expm1(call *c) { return one(c, tt_expm1(X(c))); }
-static int op_reciprocal(call *c) { return one(c, tt_reciprocal(X(c))); }
-static int op_sign(call *c) { return one(c, tt_sign(X(c))); }
-static int op_floor(call *c) { return one(c, tt_floor(X(c))); }
-static int op_ceil(call *c) { return one(c, tt_ceil(X(c))); }
-static int op_round(call *c) { return one(c, tt_round(X(c))); }
-static int op_leaky_relu(call *c) { return one(c, tt_leaky_relu(X(c), c->f[0])); }
-static int op_elu(call *c) { return one(c, tt_elu(X(c), c->f[0])); }
-static int op_clamp(call *c) { return one(c, tt_clamp(X(c), c->f[0], c->f[1])); }
-static int op_clip(call *c) { return one(c, tt_clip(X(c), c->f[0], c->f[1])); }
-static int op_softplus(call *c) { return one(c, tt_softplus(X(c), c->f[0], c->f[1])); }
+static int op_sin(call *c) { return one(c, tt_sin(in0(c))); }
+static int op_cos(call *c) { return one(c, tt_cos(in0(c))); }
+static int op_log1p(call *c) { return one(c, tt_log1p(in0(c))); }
+static int op_expm1(call *c) { return one(c, tt_expm1(in0(c))); }
+static int op_reciprocal(call *c) { return one(c, tt_reciprocal(in0(c))); }
+static int op_sign(call *c) { return one(c, tt_sign(in0(c))); }
+static int op_floor(call *c) { return one(c, tt_floor(in0(c))); }
+static int op_ceil(call *c) { return one(c, tt_ceil(in0(c))); }
+static int op_round(call *c) { return one(c, tt_round(in0(c))); }
+static int op_leaky_relu(call *c) { return one(c, tt_leaky_relu(in0(c), c->f[0])); }
+static int op_elu(call *c) { return one(c, tt_elu(in0(c), c->f[0])); }
+static int op_clamp(call *c) { return one(c, tt_clamp(in0(c), c->f[0], c->f[1])); }
+static int op_clip(call *c) { return one(c, tt_clip(in0(c), c->f[0], c->f[1])); }
+static int op_softplus(call *c) { return one(c, tt_softplus(in0(c), c->f[0], c->f[1])); }
 static int op_logsumexp(call *c) {  // keepdim, dims...
-    return one(c, tt_logsumexp(X(c), c->nk - 1, dims(c, 1), c->k[0]));
+    return one(c, tt_logsumexp(in0(c), c->nk - 1, dims(c, 1), c->k[0]));
 }
 static int op_std(call *c) {  // correction, keepdim, dims...
-    return one(c, tt_std(X(c), c->nk - 2, dims(c, 2), (int)c->k[0], c->k[1]));
+    return one(c, tt_std(in0(c), c->nk - 2, dims(c, 2), (int)c->k[0], c->k[1]));
 }
 static int op_vector_norm(call *c) {  // keepdim, dims...; p
-    return one(c, tt_vector_norm(X(c), c->f[0], c->nk - 1, dims(c, 1), c->k[0]));
+    return one(c, tt_vector_norm(in0(c), c->f[0], c->nk - 1, dims(c, 1), c->k[0]));
 }
 // creation and layout
 static int op_full(call *c) { return one(c, tt_full(c->fdt, c->nk, c->k, c->f[0])); }
@@ -110,92 +110,92 @@ static int op_eye(call *c) { return one(c, tt_eye(c->fdt, c->k[0], c->k[1])); }
 static int op_linspace(call *c) {
     return one(c, tt_linspace(c->fdt, c->f[0], c->f[1], c->k[0]));
 }
-static int op_one_hot(call *c) { return one(c, tt_one_hot(X(c), c->k[0])); }
-static int op_tril(call *c) { return one(c, tt_tril(X(c), c->k[0])); }
-static int op_triu(call *c) { return one(c, tt_triu(X(c), c->k[0])); }
-static int op_repeat(call *c) { return one(c, tt_repeat(X(c), c->nk, c->k)); }
-static int op_tile(call *c) { return one(c, tt_tile(X(c), c->nk, c->k)); }
-static int op_flip(call *c) { return one(c, tt_flip(X(c), c->nk, dims(c, 0))); }
-static int op_roll(call *c) { return one(c, tt_roll(X(c), c->k[0], (int)c->k[1])); }
+static int op_one_hot(call *c) { return one(c, tt_one_hot(in0(c), c->k[0])); }
+static int op_tril(call *c) { return one(c, tt_tril(in0(c), c->k[0])); }
+static int op_triu(call *c) { return one(c, tt_triu(in0(c), c->k[0])); }
+static int op_repeat(call *c) { return one(c, tt_repeat(in0(c), c->nk, c->k)); }
+static int op_tile(call *c) { return one(c, tt_tile(in0(c), c->nk, c->k)); }
+static int op_flip(call *c) { return one(c, tt_flip(in0(c), c->nk, dims(c, 0))); }
+static int op_roll(call *c) { return one(c, tt_roll(in0(c), c->k[0], (int)c->k[1])); }
 static int op_roll_dims(call *c) {  // n, shifts (n), dims (n)
     int n = (int)c->k[0];
-    return one(c, tt_roll_dims(X(c), n, c->k + 1, dims(c, 1 + n)));
+    return one(c, tt_roll_dims(in0(c), n, c->k + 1, dims(c, 1 + n)));
 }
 static int op_pad(call *c) {  // mode, pads...; value
-    return one(c, tt_pad(X(c), c->nk - 1, c->k + 1, (tt_pad_mode)c->k[0], c->f[0]));
+    return one(c, tt_pad(in0(c), c->nk - 1, c->k + 1, (tt_pad_mode)c->k[0], c->f[0]));
 }
 static int op_split(call *c) {
-    return tt_split(X(c), c->k[0], (int)c->k[1], c->out, MAX_OUT);
+    return tt_split(in0(c), c->k[0], (int)c->k[1], c->out, MAX_OUT);
 }
 static int op_split_sizes(call *c) {  // dim, sizes...
-    tt_split_sizes(X(c), c->nk - 1, c->k + 1, (int)c->k[0], c->out);
+    tt_split_sizes(in0(c), c->nk - 1, c->k + 1, (int)c->k[0], c->out);
     return c->nk - 1;
 }
-static int op_chunk(call *c) { return tt_chunk(X(c), (int)c->k[0], (int)c->k[1], c->out); }
-static int op_unbind(call *c) { return tt_unbind(X(c), (int)c->k[0], c->out, MAX_OUT); }
-static int op_movedim(call *c) { return one(c, tt_movedim(X(c), c->k[0], c->k[1])); }
+static int op_chunk(call *c) { return tt_chunk(in0(c), (int)c->k[0], (int)c->k[1], c->out); }
+static int op_unbind(call *c) { return tt_unbind(in0(c), (int)c->k[0], c->out, MAX_OUT); }
+static int op_movedim(call *c) { return one(c, tt_movedim(in0(c), c->k[0], c->k[1])); }
 static int op_diagonal(call *c) {
-    return one(c, tt_diagonal(X(c), c->k[0], (int)c->k[1], (int)c->k[2]));
+    return one(c, tt_diagonal(in0(c), c->k[0], (int)c->k[1], (int)c->k[2]));
 }
 // indexing, sorting, scans, reductions
-static int op_gather(call *c) { return one(c, tt_gather(X(c), (int)c->k[0], c->in[1])); }
+static int op_gather(call *c) { return one(c, tt_gather(in0(c), (int)c->k[0], c->in[1])); }
 static int op_scatter(call *c) {
-    return one(c, tt_scatter(X(c), (int)c->k[0], c->in[1], c->in[2]));
+    return one(c, tt_scatter(in0(c), (int)c->k[0], c->in[1], c->in[2]));
 }
 static int op_scatter_add(call *c) {
-    return one(c, tt_scatter_add(X(c), (int)c->k[0], c->in[1], c->in[2]));
+    return one(c, tt_scatter_add(in0(c), (int)c->k[0], c->in[1], c->in[2]));
 }
 static int op_index_select(call *c) {
-    return one(c, tt_index_select(X(c), (int)c->k[0], c->in[1]));
+    return one(c, tt_index_select(in0(c), (int)c->k[0], c->in[1]));
 }
 static int op_index_add(call *c) {
-    return one(c, tt_index_add(X(c), (int)c->k[0], c->in[1], c->in[2], c->f[0]));
+    return one(c, tt_index_add(in0(c), (int)c->k[0], c->in[1], c->in[2], c->f[0]));
 }
 static int op_sort(call *c) {  // dim, descending
-    tt_sort(X(c), (int)c->k[0], c->k[1], &c->out[0], &c->out[1]);
+    tt_sort(in0(c), (int)c->k[0], c->k[1], &c->out[0], &c->out[1]);
     return 2;
 }
-static int op_argsort(call *c) { return one(c, tt_argsort(X(c), (int)c->k[0], c->k[1])); }
+static int op_argsort(call *c) { return one(c, tt_argsort(in0(c), (int)c->k[0], c->k[1])); }
 static int op_topk(call *c) {  // k, dim, largest (always sorted)
-    tt_topk(X(c), c->k[0], (int)c->k[1], c->k[2], true, &c->out[0], &c->out[1]);
+    tt_topk(in0(c), c->k[0], (int)c->k[1], c->k[2], true, &c->out[0], &c->out[1]);
     return 2;
 }
-static int op_cumsum(call *c) { return one(c, tt_cumsum(X(c), (int)c->k[0])); }
-static int op_cumprod(call *c) { return one(c, tt_cumprod(X(c), (int)c->k[0])); }
-static int op_prod(call *c) { return one(c, tt_prod(X(c), c->nk - 1, dims(c, 1), c->k[0])); }
-static int op_max(call *c) { return one(c, tt_max(X(c), c->nk - 1, dims(c, 1), c->k[0])); }
-static int op_min(call *c) { return one(c, tt_min(X(c), c->nk - 1, dims(c, 1), c->k[0])); }
-static int op_argmax(call *c) { return one(c, tt_argmax(X(c), (int)c->k[0], c->k[1])); }
-static int op_argmin(call *c) { return one(c, tt_argmin(X(c), (int)c->k[0], c->k[1])); }
+static int op_cumsum(call *c) { return one(c, tt_cumsum(in0(c), (int)c->k[0])); }
+static int op_cumprod(call *c) { return one(c, tt_cumprod(in0(c), (int)c->k[0])); }
+static int op_prod(call *c) { return one(c, tt_prod(in0(c), c->nk - 1, dims(c, 1), c->k[0])); }
+static int op_max(call *c) { return one(c, tt_max(in0(c), c->nk - 1, dims(c, 1), c->k[0])); }
+static int op_min(call *c) { return one(c, tt_min(in0(c), c->nk - 1, dims(c, 1), c->k[0])); }
+static int op_argmax(call *c) { return one(c, tt_argmax(in0(c), (int)c->k[0], c->k[1])); }
+static int op_argmin(call *c) { return one(c, tt_argmin(in0(c), (int)c->k[0], c->k[1])); }
 static int op_max_dim(call *c) {
-    tt_max_dim(X(c), (int)c->k[0], c->k[1], &c->out[0], &c->out[1]);
+    tt_max_dim(in0(c), (int)c->k[0], c->k[1], &c->out[0], &c->out[1]);
     return 2;
 }
 static int op_min_dim(call *c) {
-    tt_min_dim(X(c), (int)c->k[0], c->k[1], &c->out[0], &c->out[1]);
+    tt_min_dim(in0(c), (int)c->k[0], c->k[1], &c->out[0], &c->out[1]);
     return 2;
 }
 // losses (k[0]: the tt_reduction)
-static int op_l1_loss(call *c) { return one(c, tt_l1_loss(X(c), c->in[1], c->k[0])); }
-static int op_mse_loss(call *c) { return one(c, tt_mse_loss_ex(X(c), c->in[1], c->k[0])); }
+static int op_l1_loss(call *c) { return one(c, tt_l1_loss(in0(c), c->in[1], c->k[0])); }
+static int op_mse_loss(call *c) { return one(c, tt_mse_loss_ex(in0(c), c->in[1], c->k[0])); }
 static int op_smooth_l1_loss(call *c) {
-    return one(c, tt_smooth_l1_loss(X(c), c->in[1], c->f[0], c->k[0]));
+    return one(c, tt_smooth_l1_loss(in0(c), c->in[1], c->f[0], c->k[0]));
 }
 static int op_huber_loss(call *c) {
-    return one(c, tt_huber_loss(X(c), c->in[1], c->f[0], c->k[0]));
+    return one(c, tt_huber_loss(in0(c), c->in[1], c->f[0], c->k[0]));
 }
-static int op_kl_div(call *c) { return one(c, tt_kl_div(X(c), c->in[1], c->k[0], c->k[1])); }
+static int op_kl_div(call *c) { return one(c, tt_kl_div(in0(c), c->in[1], c->k[0], c->k[1])); }
 static int op_bce(call *c) {
-    return one(c, tt_binary_cross_entropy(X(c), c->in[1], opt(c, 2), c->k[0]));
+    return one(c, tt_binary_cross_entropy(in0(c), c->in[1], opt(c, 2), c->k[0]));
 }
 static int op_bce_with_logits(call *c) {
-    return one(c, tt_bce_with_logits_ex(X(c), c->in[1], opt(c, 2), c->k[0]));
+    return one(c, tt_bce_with_logits_ex(in0(c), c->in[1], opt(c, 2), c->k[0]));
 }
 static int op_nll_loss(call *c) {  // ignore_index, reduction
-    return one(c, tt_nll_loss(X(c), c->in[1], opt(c, 2), c->k[0], c->k[1]));
+    return one(c, tt_nll_loss(in0(c), c->in[1], opt(c, 2), c->k[0], c->k[1]));
 }
 static int op_cross_entropy(call *c) {  // ignore_index, reduction; label_smoothing
-    return one(c, tt_cross_entropy_ex(X(c), c->in[1], opt(c, 2), c->k[0], c->k[1], c->f[0]));
+    return one(c, tt_cross_entropy_ex(in0(c), c->in[1], opt(c, 2), c->k[0], c->k[1], c->f[0]));
 }
 
 // One line per op: the name in the file, the inputs (min and max), the integer and float
