@@ -1,7 +1,8 @@
 // Check suite of nn/safetensors.h: the reference files of gen_safetensors_reference.py read
 // back (every dtype, PyTorch's F16/BF16 bits) and written byte for byte; all 65536 F16 and
 // BF16 patterns through load and save; load_params (strict, missing/unexpected keys, shape
-// mismatches); every validation error with its message; atomic saves keep the old file.
+// mismatches); every validation error with its message; atomic saves keep the old file; tiny
+// Hugging Face GPT-2s imported (logits against PyTorch's forward at 1e-5) and exported.
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "test_util.h"
+#include "models/gpt/gpt.h"
 #include "reference/safetensors_reference.h"
 
 // ---- files ----
@@ -32,10 +34,16 @@ static const char *tmp_path(char *buf, size_t cap, const char *name) {
     return buf;
 }
 
-static const char *ref_path(char *buf, size_t cap, const char *fmt) {
+static const char *ref_file(char *buf, size_t cap, const char *name) {
     const char *dir = getenv("TT_REF_DIR") ? getenv("TT_REF_DIR") : "tests/reference";
-    snprintf(buf, cap, "%s/safetensors_%s.safetensors", dir, fmt);
+    snprintf(buf, cap, "%s/%s.safetensors", dir, name);
     return buf;
+}
+
+static const char *ref_path(char *buf, size_t cap, const char *fmt) {
+    char name[64];
+    snprintf(name, sizeof name, "safetensors_%s", fmt);
+    return ref_file(buf, cap, name);
 }
 
 static unsigned char *read_file(const char *path, size_t *n) {
@@ -708,6 +716,204 @@ START_TEST(test_save_failure_keeps_old_file) {
 }
 END_TEST
 
+
+// ---- Hugging Face GPT-2 import / export ----
+
+// The logits of m on the reference tokens against the reference forward's (float64) `which`.
+static void check_gpt2_logits(tt_gpt *m, const char *which, double tol) {
+    char path[256];
+    tt_safetensors f;
+    ck_assert_msg(tt_safetensors_open(&f, ref_file(path, sizeof path, "gpt2_tiny_expected")) ==
+                  TT_OK, "%s", tt_last_error());
+    tt_tensor *tokens, *want;
+    ck_assert_int_eq(tt_safetensors_get(&f, "tokens", &tokens), TT_OK);
+    ck_assert_int_eq(tt_safetensors_get(&f, which, &want), TT_OK);
+    tt_safetensors_close(&f);
+    tt_scope_begin();
+    tt_tensor *logits = tt_to_dtype(tt_gpt_forward(m, tokens), TT_F64);  // (2, 8, V)
+    ck_assert(tt_same_shape(logits, want));
+    const double *a = tt_data(logits), *b = tt_data(want);
+    double worst = 0;
+    for (int64_t i = 0; i < tt_numel(want); i++) {
+        ck_assert_msg(fabs(a[i] - b[i]) <= tol + tol * fabs(b[i]), "%s[%lld] = %.9g, PyTorch "
+                      "%.9g", which, (long long)i, a[i], b[i]);
+        worst = fmax(worst, fabs(a[i] - b[i]));
+    }
+    ck_assert(worst > 0 || tol == 0);  // f32 against float64: never bit-equal by chance
+    tt_scope_end();
+    tt_release(tokens);
+    tt_release(want);
+}
+
+START_TEST(test_gpt2_import) {
+    char path[256];
+    tt_gpt m;
+    // The "transformer." prefix, the buffers, no lm_head (tied); n_head given.
+    ck_assert_msg(tt_gpt_load_hf(&m, ref_file(path, sizeof path, "gpt2_tiny_tied"), 2) == TT_OK,
+                  "%s", tt_last_error());
+    ck_assert_int_eq(m.cfg.vocab_size, 23);
+    ck_assert_int_eq(m.cfg.block_size, 8);
+    ck_assert_int_eq(m.cfg.n_layer, 2);
+    ck_assert_int_eq(m.cfg.n_head, 2);
+    ck_assert_int_eq(m.cfg.n_embd, 16);
+    ck_assert(m.cfg.bias && m.cfg.tie_weights && m.cfg.activation == TT_ACT_GELU_TANH);
+    check_gpt2_logits(&m, "logits_tied", 1e-5);
+    tt_gpt_free(&m);
+    // No prefix, its own lm_head, n_head from the metadata.
+    ck_assert_msg(tt_gpt_load_hf(&m, ref_file(path, sizeof path, "gpt2_tiny_untied"), 0) ==
+                  TT_OK, "%s", tt_last_error());
+    ck_assert(!m.cfg.tie_weights);
+    ck_assert_int_eq(m.cfg.n_head, 2);
+    check_gpt2_logits(&m, "logits_untied", 1e-5);
+    tt_gpt_free(&m);
+}
+END_TEST
+
+// Every tensor of the export is the tensor of the same name in the original file (the
+// original's name without "transformer." when it has none), bit for bit; the original has only
+// the buffers besides.
+static void check_export_matches(const char *exported, const char *original) {
+    tt_safetensors a, b;
+    ck_assert_int_eq(tt_safetensors_open(&a, exported), TT_OK);
+    ck_assert_int_eq(tt_safetensors_open(&b, original), TT_OK);
+    ck_assert_str_eq(tt_safetensors_meta(&a, "format"), "pt");
+    ck_assert_str_eq(tt_safetensors_meta(&a, "n_head"), "2");
+    int buffers = 0;
+    for (int i = 0; i < b.n; i++) buffers += strstr(b.tensors[i].name, ".attn.") &&
+        (strstr(b.tensors[i].name, "attn.bias") || strstr(b.tensors[i].name, "masked_bias")) &&
+        !strstr(b.tensors[i].name, "c_attn") && !strstr(b.tensors[i].name, "c_proj");
+    ck_assert_int_eq(a.n, b.n - buffers);
+    bool prefixed = tt_safetensors_find(&b, "transformer.wte.weight") != NULL;
+    for (int i = 0; i < a.n; i++) {
+        const tt_st_info *x = &a.tensors[i];
+        const char *name = x->name;
+        if (!prefixed && strncmp(name, "transformer.", 12) == 0) name += 12;
+        const tt_st_info *y = tt_safetensors_find(&b, name);
+        ck_assert_msg(y != NULL, "exported '%s' is not in the original", x->name);
+        ck_assert_int_eq(x->dtype, y->dtype);
+        ck_assert_int_eq(x->ndim, y->ndim);
+        ck_assert_uint_eq(x->end - x->begin, y->end - y->begin);
+        ck_assert_msg(memcmp(a.data + x->begin, b.data + y->begin, x->end - x->begin) == 0,
+                      "'%s' differs from the original", x->name);
+    }
+    tt_safetensors_close(&a);
+    tt_safetensors_close(&b);
+}
+
+START_TEST(test_gpt2_export) {
+    char path[256], out[160];
+    make_tmpdir();
+    tmp_path(out, sizeof out, "gpt2.safetensors");
+    const char *names[] = {"gpt2_tiny_tied", "gpt2_tiny_untied"};
+    for (int k = 0; k < 2; k++) {
+        tt_gpt m, m2;
+        ck_assert_int_eq(tt_gpt_load_hf(&m, ref_file(path, sizeof path, names[k]), 2), TT_OK);
+        ck_assert_msg(tt_gpt_save_hf(&m, out, TT_ST_F32) == TT_OK, "%s", tt_last_error());
+        check_export_matches(out, path);
+        // Reimported (n_head from our metadata), the same model: identical parameters.
+        ck_assert_msg(tt_gpt_load_hf(&m2, out, 0) == TT_OK, "%s", tt_last_error());
+        ck_assert_int_eq(m2.cfg.tie_weights, m.cfg.tie_weights);
+        ck_assert_uint_eq(tt_params_fingerprint(&m2.params), tt_params_fingerprint(&m.params));
+        tt_gpt_free(&m2);
+        // As BF16 it still loads, and the logits move by about BF16's precision.
+        ck_assert_int_eq(tt_gpt_save_hf(&m, out, TT_ST_BF16), TT_OK);
+        ck_assert_msg(tt_gpt_load_hf(&m2, out, 0) == TT_OK, "%s", tt_last_error());
+        check_gpt2_logits(&m2, k == 0 ? "logits_tied" : "logits_untied", 0.1);
+        tt_gpt_free(&m2);
+        tt_gpt_free(&m);
+    }
+    // A model that is not GPT-2-shaped is refused.
+    tt_gpt_config cfg = tt_gpt_config_default();
+    cfg.vocab_size = 5, cfg.n_layer = 1, cfg.n_embd = 8, cfg.n_head = 2, cfg.block_size = 4;
+    cfg.n_kv_head = 0;
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    tt_gpt m;
+    ck_assert_int_eq(tt_gpt_init(&m, &cfg, &rng), TT_OK);
+    ck_assert_int_eq(tt_gpt_save_hf(&m, out, TT_ST_F32), TT_ERR_ARG);
+    ck_assert_msg(strstr(tt_last_error(), "the model has bias = false"), "%s", tt_last_error());
+    tt_gpt_free(&m);
+    cfg.bias = true;
+    ck_assert_int_eq(tt_gpt_init(&m, &cfg, &rng), TT_OK);
+    ck_assert_int_eq(tt_gpt_save_hf(&m, out, TT_ST_F32), TT_ERR_ARG);
+    ck_assert_msg(strstr(tt_last_error(), "an activation other than the tanh GELU"), "%s",
+                  tt_last_error());
+    tt_gpt_free(&m);
+    remove_tmpdir();
+}
+END_TEST
+
+// The tied reference GPT-2 with one tensor dropped, replaced or added, saved to out.
+static void edited_gpt2(const char *out, const char *drop, const char *add, tt_tensor *t) {
+    char path[256];
+    tt_safetensors f;
+    ck_assert_int_eq(tt_safetensors_open(&f, ref_file(path, sizeof path, "gpt2_tiny_tied")),
+                     TT_OK);
+    tt_params p;
+    tt_params_init(&p);
+    for (int i = 0; i < f.n; i++) {
+        if (drop && strcmp(f.tensors[i].name, drop) == 0) continue;
+        tt_tensor *x;
+        ck_assert_int_eq(tt_safetensors_get(&f, f.tensors[i].name, &x), TT_OK);
+        tt_params_add(&p, NULL, f.tensors[i].name, x);
+        tt_release(x);
+    }
+    if (add) tt_params_add(&p, NULL, add, t);
+    ck_assert_int_eq(tt_safetensors_save(out, &p, NULL, TT_ST_F32), TT_OK);
+    tt_params_free(&p);
+    tt_safetensors_close(&f);
+}
+
+START_TEST(test_gpt2_import_errors) {
+    char path[256], out[160];
+    make_tmpdir();
+    tmp_path(out, sizeof out, "bad.safetensors");
+    tt_gpt m;
+    // n_embd 16 is not a multiple of 64 and the file has no n_head.
+    ck_assert_int_eq(tt_gpt_load_hf(&m, ref_file(path, sizeof path, "gpt2_tiny_tied"), 0),
+                     TT_ERR_ARG);
+    ck_assert_msg(strstr(tt_last_error(), "n_embd 16 is not a multiple of 64 and the file has no "
+                         "n_head metadata; pass n_head"), "%s", tt_last_error());
+    ck_assert_ptr_null(m.blocks);
+    // n_head must divide n_embd.
+    ck_assert_int_eq(tt_gpt_load_hf(&m, path, 3), TT_ERR_MISMATCH);
+    ck_assert_msg(strstr(tt_last_error(), "n_embd=16 is not divisible by n_head=3"), "%s",
+                  tt_last_error());
+    // Not a GPT-2 at all.
+    ck_assert_int_eq(tt_gpt_load_hf(&m, ref_path(path, sizeof path, "f32"), 2), TT_ERR_MISMATCH);
+    ck_assert_msg(strstr(tt_last_error(), "has no (V, C) wte.weight and (N, C) wpe.weight"), "%s",
+                  tt_last_error());
+    // A missing tensor.
+    edited_gpt2(out, "transformer.h.1.mlp.c_fc.bias", NULL, NULL);
+    ck_assert_int_eq(tt_gpt_load_hf(&m, out, 2), TT_ERR_MISMATCH);
+    ck_assert_msg(strstr(tt_last_error(), "has no tensor 'transformer.h.1.mlp.c_fc.bias'"), "%s",
+                  tt_last_error());
+    // A misshapen one.
+    tt_tensor *t = tt_zeros(TT_F32, TT_SHAPE(47));
+    edited_gpt2(out, "transformer.h.0.attn.c_attn.bias", "transformer.h.0.attn.c_attn.bias", t);
+    ck_assert_int_eq(tt_gpt_load_hf(&m, out, 2), TT_ERR_MISMATCH);
+    ck_assert_msg(strstr(tt_last_error(), "tensor 'transformer.h.0.attn.c_attn.bias' has 1 dims "
+                         "(first 47) where the other tensors imply (48,)"), "%s",
+                  tt_last_error());
+    // An unexpected one.
+    edited_gpt2(out, NULL, "transformer.h.0.attn.rotary", t);
+    ck_assert_int_eq(tt_gpt_load_hf(&m, out, 2), TT_ERR_MISMATCH);
+    ck_assert_msg(strstr(tt_last_error(), "1 unexpected tensor(s): 'transformer.h.0.attn.rotary'"),
+                  "%s", tt_last_error());
+    tt_release(t);
+    // Integer weights.
+    t = tt_zeros(TT_I64, TT_SHAPE(16));
+    edited_gpt2(out, "transformer.ln_f.bias", "transformer.ln_f.bias", t);
+    ck_assert_int_eq(tt_gpt_load_hf(&m, out, 2), TT_ERR_MISMATCH);
+    ck_assert_msg(strstr(tt_last_error(), "'transformer.ln_f.bias' is I64; weights must be"), "%s",
+                  tt_last_error());
+    tt_release(t);
+    ck_assert_ptr_null(m.blocks);
+    tt_gpt_free(&m);
+    remove_tmpdir();
+}
+END_TEST
+
 // ---- aborts ----
 
 START_TEST(test_aborts_safet_int_dtype) {
@@ -765,6 +971,12 @@ int main(void) {
     tcase_add_test(ld, test_every_truncation_rejected);
     tcase_add_test(ld, test_open_errors);
     suite_add_tcase(s, ld);
+
+    TCase *hf = tt_tcase("gpt2_hf");
+    tcase_add_test(hf, test_gpt2_import);
+    tcase_add_test(hf, test_gpt2_export);
+    tcase_add_test(hf, test_gpt2_import_errors);
+    suite_add_tcase(s, hf);
 
     TCase *ab = tt_tcase_aborts("aborts_safet");
     tcase_add_test_raise_signal(ab, test_aborts_safet_int_dtype, SIGABRT);

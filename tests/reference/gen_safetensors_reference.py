@@ -1,10 +1,16 @@
 #!/usr/bin/env python3
-# Writes the safetensors reference files of tests/test_safetensors.c: the same tensors saved with
+# Writes the safetensors reference files of tests/test_safetensors.c. (1) The same tensors saved with
 # their float tensors as F32, F64, F16 and BF16, laid out byte for byte as the reference
 # writer does (tensors by dtype, widest first, then by name; "__metadata__" first with sorted
 # keys; compact JSON padded with spaces to a multiple of 8), built by hand with struct + json.
 # PyTorch gives the F16/BF16 bits (its round-to-nearest-even .half() and .bfloat16()) and
 # the values they widen back to; those go into safetensors_reference.h.
+# (2) Two tiny random GPT-2s in the Hugging Face layout (Conv1D (in, out) weights, the fused
+# attn.c_attn, the attn.bias / attn.masked_bias buffers): gpt2_tiny_tied.safetensors with the
+# "transformer." prefix and no lm_head (tied), gpt2_tiny_untied.safetensors without the prefix,
+# with its own lm_head and metadata n_head; and gpt2_tiny_expected.safetensors with the tokens
+# and the logits of GPT-2's forward (tanh GELU, biases, layernorm eps 1e-5) written out here by
+# hand in float64.
 #
 #     /usr/bin/python3 tests/reference/gen_safetensors_reference.py
 import json
@@ -110,5 +116,99 @@ def main():
         f.write("\n".join(out))
 
 
+# ---- tiny GPT-2s ----
+
+def gpt2_state(V, n_ctx, C, L, buffers):
+    g = torch.Generator().manual_seed(1234)
+    def w(*shape, std=0.3, mean=0.0):
+        return (mean + std * torch.randn(*shape, generator=g, dtype=torch.float64)).float()
+    sd = {"wte.weight": w(V, C, std=0.5), "wpe.weight": w(n_ctx, C, std=0.2)}
+    for l in range(L):
+        p = "h.%d." % l
+        sd[p + "ln_1.weight"], sd[p + "ln_1.bias"] = w(C, std=0.1, mean=1), w(C, std=0.1)
+        sd[p + "attn.c_attn.weight"], sd[p + "attn.c_attn.bias"] = w(C, 3 * C), w(3 * C, std=0.1)
+        sd[p + "attn.c_proj.weight"], sd[p + "attn.c_proj.bias"] = w(C, C), w(C, std=0.1)
+        sd[p + "ln_2.weight"], sd[p + "ln_2.bias"] = w(C, std=0.1, mean=1), w(C, std=0.1)
+        sd[p + "mlp.c_fc.weight"], sd[p + "mlp.c_fc.bias"] = w(C, 4 * C), w(4 * C, std=0.1)
+        sd[p + "mlp.c_proj.weight"], sd[p + "mlp.c_proj.bias"] = w(4 * C, C), w(C, std=0.1)
+        if buffers:  # as GPT2Attention registers them (float, as in the published files)
+            sd[p + "attn.bias"] = torch.tril(torch.ones(n_ctx, n_ctx)).view(1, 1, n_ctx, n_ctx)
+            sd[p + "attn.masked_bias"] = torch.tensor(-1e4)
+    sd["ln_f.weight"], sd["ln_f.bias"] = w(C, std=0.1, mean=1), w(C, std=0.1)
+    return sd
+
+
+def gpt2_forward(sd, tokens, n_head, lm_head=None):
+    """GPT-2's forward in float64: tokens (B, T) -> logits (B, T, V)."""
+    d = {k: v.double() for k, v in sd.items()}
+    B, T = tokens.shape
+    C = d["wte.weight"].shape[1]
+    hs = C // n_head
+    L = sum(1 for k in d if k.endswith(".ln_1.weight"))
+
+    def ln(x, p):
+        mu = x.mean(-1, keepdim=True)
+        var = ((x - mu) ** 2).mean(-1, keepdim=True)
+        return (x - mu) / torch.sqrt(var + 1e-5) * d[p + ".weight"] + d[p + ".bias"]
+
+    def gelu_tanh(x):
+        return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+    def conv1d(x, p):  # x (.., in) @ W (in, out) + b
+        return x @ d[p + ".weight"] + d[p + ".bias"]
+
+    x = d["wte.weight"][tokens] + d["wpe.weight"][:T]
+    mask = torch.triu(torch.ones(T, T, dtype=torch.bool), 1)
+    for l in range(L):
+        p = "h.%d." % l
+        q, k, v = conv1d(ln(x, p + "ln_1"), p + "attn.c_attn").split(C, dim=-1)
+        q, k, v = (t.view(B, T, n_head, hs).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(hs)
+        att = torch.softmax(att.masked_fill(mask, -math.inf), dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(B, T, C)
+        x = x + conv1d(y, p + "attn.c_proj")
+        h = gelu_tanh(conv1d(ln(x, p + "ln_2"), p + "mlp.c_fc"))
+        x = x + conv1d(h, p + "mlp.c_proj")
+    x = ln(x, "ln_f")
+    return x @ (d["wte.weight"] if lm_head is None else lm_head.double()).T
+
+
+def st_of(t):
+    name = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64"}[t.dtype]
+    t = t.contiguous()
+    if t.dim() == 0:
+        t = t.view(1)
+        shape = []
+    else:
+        shape = list(t.shape)
+    fmt = {"F32": "<%di", "F64": "<%dq", "I64": "<%dq"}[name]
+    view = {"F32": torch.int32, "F64": torch.int64, "I64": torch.int64}[name]
+    return name, shape, struct.pack(fmt % t.numel(), *t.view(view).flatten().tolist())
+
+
+def write_gpt2s():
+    V, n_ctx, C, L, H = 23, 8, 16, 2, 2
+    tied = gpt2_state(V, n_ctx, C, L, buffers=True)
+    untied = gpt2_state(V, n_ctx, C, L, buffers=False)
+    lm_head = (0.5 * torch.randn(V, C, generator=torch.Generator().manual_seed(99),
+                                 dtype=torch.float64)).float()
+    tokens = torch.tensor([[0, 5, 22, 7, 7, 1, 13, 2], [3, 3, 9, 0, 21, 11, 4, 8]])
+    expected = {
+        "tokens": tokens,
+        "logits_tied": gpt2_forward(tied, tokens, H),
+        "logits_untied": gpt2_forward(untied, tokens, H, lm_head),
+    }
+    files = {
+        "gpt2_tiny_tied": ({"transformer." + k: v for k, v in tied.items()}, {"format": "pt"}),
+        "gpt2_tiny_untied": (dict(untied, **{"lm_head.weight": lm_head}),
+                             {"format": "pt", "n_head": str(H)}),
+        "gpt2_tiny_expected": (expected, {"format": "pt"}),
+    }
+    for name, (sd, meta) in files.items():
+        with open(os.path.join(HERE, name + ".safetensors"), "wb") as f:
+            f.write(safetensors_bytes({k: st_of(v) for k, v in sd.items()}, meta))
+
+
 if __name__ == "__main__":
     main()
+    write_gpt2s()
