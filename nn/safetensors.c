@@ -111,6 +111,13 @@ static uint64_t get_le(const unsigned char *p, int n) {
 
 // ---- reading ----
 
+// Control bytes (a tensor name may hold an escaped newline) as '?': messages stay one line.
+static char *one_line(char *s) {
+    for (char *c = s; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+    return s;
+}
+
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
@@ -120,7 +127,7 @@ static tt_status st_fail(const char *path, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return tt_set_error(TT_ERR_FORMAT, "safetensors '%s': %s", path, msg);
+    return tt_set_error(TT_ERR_FORMAT, "safetensors '%s': %s", path, one_line(msg));
 }
 
 static char *dup_str(const char *s) {
@@ -449,9 +456,8 @@ tt_status tt_safetensors_get(const tt_safetensors *f, const char *name, tt_tenso
     if (e->dtype == TT_ST_BOOL) {
         for (size_t i = 0; i < n; i++)
             if (src[i] > 1)
-                return tt_set_error(TT_ERR_FORMAT, "safetensors '%s': tensor '%s' (BOOL) has "
-                                    "byte %u at element %zu; BOOL elements are 0 or 1",
-                                    f->path, name, src[i], i);
+                return st_fail(f->path, "tensor '%s' (BOOL) has byte %u at element %zu; BOOL "
+                               "elements are 0 or 1", name, src[i], i);
     }
     tt_tensor *t = tt__new(st_dtypes[e->dtype].loaded, e->ndim, e->shape);
     unsigned char *dst = tt_data(t);
@@ -566,7 +572,7 @@ tt_status tt_safetensors_copy_params(const tt_safetensors *f, const tt_params *p
             sb_printf(&msg, " size or dtype mismatch: %s.", sizes.p);
         sb_printf(&msg, " Nothing was copied%s", n_sizes ? "" : " (strict = false loads the "
                   "matching ones)");
-        s = tt_set_error(TT_ERR_MISMATCH, "%s", msg.p);
+        s = tt_set_error(TT_ERR_MISMATCH, "%s", one_line(msg.p));
         tt_free(msg.p);
     } else {
         for (int i = 0; i < p->n && s == TT_OK; i++) {

@@ -539,6 +539,8 @@ static const struct {
     {"{\"__metadata__\":{\"k\":1}}", 0, "__metadata__ 'k' is not a string"},
     {"{\"\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
      "tensor name '' is 0 bytes"},
+    {"{\"a\\nb\":{\"dtype\":\"F3\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
+     "tensor 'a?b' has an unknown dtype 'F3'"},
 };
 
 START_TEST(test_validation_errors) {

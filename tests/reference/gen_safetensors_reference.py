@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-# Writes the safetensors reference files of tests/test_safetensors.c. (1) The same tensors saved with
-# their float tensors as F32, F64, F16 and BF16, laid out byte for byte as the reference
+# Writes the safetensors reference files of tests/test_safetensors.c. (1) The same tensors saved
+# with their float tensors as F32, F64, F16 and BF16, laid out byte for byte as the reference
 # writer does (tensors by dtype, widest first, then by name; "__metadata__" first with sorted
 # keys; compact JSON padded with spaces to a multiple of 8), built by hand with struct + json.
 # PyTorch gives the F16/BF16 bits (its round-to-nearest-even .half() and .bfloat16()) and
