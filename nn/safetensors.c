@@ -1,6 +1,6 @@
 // safetensors files (nn/safetensors.h): the strict reader (Jansson for the JSON header), the
 // F16/BF16 conversions, the atomic writer in the reference writer's layout, and the one-call
-// parameter save/load. Whole-file reads; no memory mapping, no streaming.
+// parameter save/load. Reads the header, then the tensors into one buffer; no memory mapping.
 #include "safetensors.h"
 #include "nn_internal.h"
 
@@ -158,7 +158,7 @@ void tt_safetensors_close(tt_safetensors *f) {
     tt_free(f->tensors);
     tt_free(f->meta_keys);
     tt_free(f->meta_values);
-    tt_free(f->data);
+    free(f->data);
     tt_free(f->path);
     tt_free(f->by_name);
     memset(f, 0, sizeof *f);
@@ -267,23 +267,31 @@ static int cmp_by_name(const void *a, const void *b) {
     return strcmp(((const name_index *)a)->name, ((const name_index *)b)->name);
 }
 
-// Parses and validates buf[0 .. size) into f (zeroed); on error f is left empty.
-static tt_status parse(tt_safetensors *f, const unsigned char *buf, size_t size,
-                       const char *path) {
+// The header length field of a file of size bytes whose first 8 bytes are len8 (NULL when
+// size < 8): *hn when it is within the limit and the file.
+static tt_status check_length(const unsigned char *len8, uint64_t size, const char *path,
+                              uint64_t *hn) {
     if (size < 8)
-        return st_fail(path, "the file is %zu bytes, shorter than the 8-byte header length",
-                       size);
-    uint64_t hn = get_le(buf, 8);
-    if (hn > TT_ST_MAX_HEADER)
+        return st_fail(path, "the file is %llu bytes, shorter than the 8-byte header length",
+                       (unsigned long long)size);
+    *hn = get_le(len8, 8);
+    if (*hn > TT_ST_MAX_HEADER)
         return st_fail(path, "header length %llu exceeds the limit of %u bytes (not a "
-                       "safetensors file?)", (unsigned long long)hn, TT_ST_MAX_HEADER);
-    if (hn > size - 8)
-        return st_fail(path, "header length %llu runs past the end of the file (%zu bytes; "
-                       "truncated?)", (unsigned long long)hn, size);
-    if (hn == 0 || buf[8] != '{')
+                       "safetensors file?)", (unsigned long long)*hn, TT_ST_MAX_HEADER);
+    if (*hn > size - 8)
+        return st_fail(path, "header length %llu runs past the end of the file (%llu bytes; "
+                       "truncated?)", (unsigned long long)*hn, (unsigned long long)size);
+    return TT_OK;
+}
+
+// Parses and validates the JSON header h[0 .. hn) of a file whose data buffer has data_size
+// bytes into f (zeroed), everything but f->data; on error f is left empty.
+static tt_status parse(tt_safetensors *f, const unsigned char *h, uint64_t hn,
+                       uint64_t data_size, const char *path) {
+    if (hn == 0 || h[0] != '{')
         return st_fail(path, "the header does not start with '{' (not a safetensors file?)");
     json_error_t jerr;
-    json_t *root = json_loadb((const char *)buf + 8, (size_t)hn, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root = json_loadb((const char *)h, (size_t)hn, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
         char pt[200];
         return st_fail(path, "the header is not valid JSON: %s (byte %d of the header)",
@@ -295,7 +303,6 @@ static tt_status parse(tt_safetensors *f, const unsigned char *buf, size_t size,
         json_decref(root);
         return s;
     }
-    uint64_t data_size = size - 8 - hn;
     size_t nkeys = json_object_size(root);
     json_t *meta = json_object_get(root, "__metadata__");
     f->tensors = TT_CALLOC(nkeys + 1, sizeof *f->tensors);
@@ -370,8 +377,15 @@ static tt_status parse(tt_safetensors *f, const unsigned char *buf, size_t size,
     for (int i = 0; i < f->n; i++) f->by_name[i] = order[i].index;
     tt_free(order);
     f->data_size = (size_t)data_size;
-    f->data = TT_MALLOC(f->data_size ? f->data_size : 1);
-    if (f->data_size) memcpy(f->data, buf + 8 + hn, f->data_size);
+    return TT_OK;
+}
+
+// f->data: data_size bytes (malloc, not TT_MALLOC: a huge file is an error, not an abort).
+static tt_status alloc_data(tt_safetensors *f, const char *path) {
+    f->data = malloc(f->data_size ? f->data_size : 1);
+    if (!f->data)
+        return tt_set_error(TT_ERR_NOMEM, "out of memory reading safetensors '%s' (%zu bytes of "
+                            "tensors)", path, f->data_size);
     return TT_OK;
 }
 
@@ -379,10 +393,33 @@ tt_status tt_safetensors_open_mem(tt_safetensors *f, const void *bytes, size_t s
                                   const char *name) {
     TT_CHECK(f && (bytes || size == 0) && name, "f, bytes and name must be given");
     memset(f, 0, sizeof *f);
-    tt_status s = parse(f, bytes, size, name);
-    if (s != TT_OK) tt_safetensors_close(f);
-    else f->path = dup_str(name);
-    return s;
+    const unsigned char *b = bytes;
+    uint64_t hn = 0;
+    tt_status s = check_length(b, size, name, &hn);
+    if (s == TT_OK) s = parse(f, b + 8, hn, size - 8 - hn, name);
+    if (s == TT_OK) s = alloc_data(f, name);
+    if (s != TT_OK) {
+        tt_safetensors_close(f);
+        return s;
+    }
+    if (f->data_size) memcpy(f->data, b + 8 + hn, f->data_size);
+    f->path = dup_str(name);
+    return TT_OK;
+}
+
+// n bytes of fd into buf; false (errno set, 0 for a short file) when they are not all there.
+static bool read_exact(int fd, void *buf, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, (unsigned char *)buf + got, n - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            if (r == 0) errno = 0;
+            return false;
+        }
+        got += (size_t)r;
+    }
+    return true;
 }
 
 tt_status tt_safetensors_open(tt_safetensors *f, const char *path) {
@@ -399,29 +436,29 @@ tt_status tt_safetensors_open(tt_safetensors *f, const char *path) {
         return tt_set_error(TT_ERR_IO, "safetensors '%s': %s", path,
                             S_ISDIR(st.st_mode) ? "is a directory" : strerror(e));
     }
-    size_t size = (size_t)st.st_size;
-    unsigned char *buf = malloc(size ? size : 1);  // not TT_MALLOC: no abort on a huge file
-    if (!buf) {
-        close(fd);
-        return tt_set_error(TT_ERR_NOMEM, "out of memory reading safetensors '%s' (%zu bytes)",
-                            path, size);
+    // The header first, then the tensors straight into their buffer (one copy in memory).
+    uint64_t size = (uint64_t)st.st_size, hn = 0;
+    unsigned char len8[8], *header = NULL;
+    tt_status s = TT_OK;
+    bool ok = size < 8 || read_exact(fd, len8, 8);
+    if (ok) s = check_length(len8, size, path, &hn);
+    if (ok && s == TT_OK) {
+        header = malloc(hn ? hn : 1);
+        if (!header)
+            s = tt_set_error(TT_ERR_NOMEM, "out of memory reading safetensors '%s'", path);
+        else if (!(ok = read_exact(fd, header, hn)))
+            s = TT_ERR_IO;
+        else if ((s = parse(f, header, hn, size - 8 - hn, path)) == TT_OK &&
+                 (s = alloc_data(f, path)) == TT_OK)
+            ok = read_exact(fd, f->data, f->data_size);
     }
-    size_t got = 0;
-    while (got < size) {
-        ssize_t r = read(fd, buf + got, size - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        got += (size_t)r;
-    }
-    int e = errno;
+    if (!ok)
+        s = tt_set_error(TT_ERR_IO, "cannot read safetensors '%s': %s", path,
+                         errno ? strerror(errno) : "it shrank while reading");
+    free(header);
     close(fd);
-    if (got != size) {
-        free(buf);
-        return tt_set_error(TT_ERR_IO, "cannot read safetensors '%s': %s", path,
-                            e ? strerror(e) : "it shrank while reading");
-    }
-    tt_status s = tt_safetensors_open_mem(f, buf, size, path);
-    free(buf);
+    if (s != TT_OK) tt_safetensors_close(f);
+    else f->path = dup_str(path);
     return s;
 }
 

@@ -655,6 +655,22 @@ START_TEST(test_open_errors) {
     write_file(path, "\x02\0\0\0\0\0\0\0{}", 10);
     ck_assert_int_eq(tt_safetensors_open(&f, path), TT_OK);
     tt_safetensors_close(&f);
+    // Reading from a file (header first, then the data) fails as reading from memory does.
+    char ref[256];
+    size_t n;
+    unsigned char *b = read_file(ref_path(ref, sizeof ref, "f16"), &n);
+    const size_t cuts[] = {0, 5, 8, 9, 200, n - 1, n};
+    for (int i = 0; i < 7; i++) {
+        char from_mem[1024];
+        tt_status s = tt_safetensors_open_mem(&f, b, cuts[i], path);
+        snprintf(from_mem, sizeof from_mem, "%s", tt_last_error());
+        write_file(path, b, cuts[i]);
+        ck_assert_int_eq(tt_safetensors_open(&f, path), s);
+        if (s != TT_OK) ck_assert_str_eq(tt_last_error(), from_mem);
+        ck_assert_int_eq(f.n, s == TT_OK ? 9 : 0);
+        tt_safetensors_close(&f);
+    }
+    free(b);
     remove_tmpdir();
 }
 END_TEST
