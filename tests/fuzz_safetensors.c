@@ -1,8 +1,9 @@
 // libFuzzer target over the safetensors reader (nn/safetensors.c): each input is opened from
-// memory; a failure must leave the struct empty with a one-line message, and a file that opens
-// has every tensor readable by name, loads into a probe parameter list without aborting, and
-// saves (as F64, F16 and BF16, with its metadata) to a file that reopens with the same names,
-// shapes, metadata and, through F64, the same values. Any abort, leak or sanitizer report is a
+// memory and from a file, with the same status and message; a failure must leave the struct
+// empty with a one-line message, and a file that opens has every tensor readable by name,
+// loads into a probe parameter list without aborting, and saves (as F64, F16 and BF16, with
+// its metadata) to a file that reopens with the same names, shapes, metadata and, through F64,
+// the same values. Any abort, leak or sanitizer report is a
 // crash. Not a Check suite: `make fuzz` builds it with clang.
 //
 //     make fuzz                                      # both targets, FUZZ_SECONDS each
@@ -47,6 +48,8 @@ static int64_t base_tensors;
 static void remove_tmpdir(void) {
     char path[96];
     snprintf(path, sizeof path, "%s/rt.safetensors", tmpdir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/in.safetensors", tmpdir);
     unlink(path);
     rmdir(tmpdir);
 }
@@ -151,12 +154,30 @@ static void round_trip(const tt_safetensors *f, const tt_params *p, tt_st_dtype 
     tt_safetensors_close(&g);
 }
 
+// Opening the input as a file (header, then data) gives the status and message of opening it
+// from memory.
+static void check_file_open(const uint8_t *data, size_t size, tt_status s_mem) {
+    char msg[1024], path[96];
+    snprintf(msg, sizeof msg, "%s", tt_last_error());
+    snprintf(path, sizeof path, "%s/in.safetensors", tmpdir);
+    FILE *fp = fopen(path, "wb");
+    if (!fp || fwrite(data, 1, size, fp) != size || fclose(fp) != 0) crash("cannot write %s", path);
+    tt_safetensors g;
+    tt_status s = tt_safetensors_open(&g, path);
+    const char *m = tt_last_error(), *tail = strchr(m, ':');  // after "safetensors '<path>'"
+    if (s != s_mem || (s != TT_OK && (!tail || !strstr(msg, tail))))
+        crash("opening the file gave %s '%s', from memory %s '%s'", tt_status_str(s), m,
+              tt_status_str(s_mem), msg);
+    tt_safetensors_close(&g);
+    unlink(path);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     tt_safetensors f;
     tt_status s = tt_safetensors_open_mem(&f, data, size, "fuzz");
-    if (s != TT_OK) {
-        check_failed(&f, s);
-    } else {
+    if (s != TT_OK) check_failed(&f, s);
+    check_file_open(data, size, s);
+    if (s == TT_OK) {
         tt_params p;
         read_all(&f, &p);
         // Loading into the probe copies only when nothing mismatches; it never aborts.
