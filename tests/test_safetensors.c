@@ -664,6 +664,7 @@ START_TEST(test_open_errors) {
         char from_mem[1024];
         tt_status s = tt_safetensors_open_mem(&f, b, cuts[i], path);
         snprintf(from_mem, sizeof from_mem, "%s", tt_last_error());
+        tt_safetensors_close(&f);
         write_file(path, b, cuts[i]);
         ck_assert_int_eq(tt_safetensors_open(&f, path), s);
         if (s != TT_OK) ck_assert_str_eq(tt_last_error(), from_mem);
