@@ -19,6 +19,7 @@
 #include "nn/nn.h"
 #include "optim/optim.h"
 #include "nn/checkpoint.h"
+#include "nn/safetensors.h"
 #include "data/data.h"
 
 #endif  // TINYTORCH_H

@@ -19,6 +19,7 @@
 
 #include "../../nn/checkpoint.h"
 #include "../../nn/nn.h"
+#include "../../nn/safetensors.h"
 #include "../../optim/optim.h"
 
 #ifdef __cplusplus
@@ -207,6 +208,25 @@ void tt_gpt_generate(tt_gpt *m, const int32_t *prompt, int64_t n_prompt, int64_t
 // double, nucleus cut, then the inverse CDF at one tt_rng_uniform draw. Aborts on NaN logits or
 // invalid options (temperature < 0, top_k < 0, top_p outside (0, 1]). use_cache is ignored.
 int32_t tt_sample_logits(const tt_tensor *logits, const tt_sample_opts *opts, tt_rng *rng);
+
+// ---- Hugging Face GPT-2 weights (models/gpt/gpt2_hf.c) ----
+
+// Builds m from a GPT-2 model.safetensors (GPT2LMHeadModel's or GPT2Model's; names with or
+// without the "transformer." prefix; F32, F64, F16 or BF16). The config comes from the shapes:
+// vocab_size and n_embd from wte (V, C), block_size from wpe (N, C), n_layer from the h.<l>
+// layers; bias, learned positions, LayerNorm (eps 1e-5), the tanh GELU, no dropout. n_head is
+// the argument, else the file's "n_head" metadata, else n_embd / 64 (every published GPT-2).
+// Conv1D (in, out) weights are transposed to our (out, in); attn.c_attn is split into
+// attn.q_proj/k_proj/v_proj; the attn.bias and attn.masked_bias buffers are ignored; lm_head
+// is tied to wte when absent or equal to it. TT_ERR_MISMATCH naming a missing, misshapen or
+// unexpected tensor (m zeroed then), or the errors of tt_safetensors_open.
+tt_status tt_gpt_load_hf(tt_gpt *m, const char *path, int64_t n_head);
+// Writes m in GPT2LMHeadModel's layout (names "transformer.wte.weight", ...
+// "transformer.h.<l>.attn.c_attn.weight" (C, 3C), lm_head.weight only when untied; metadata
+// format = pt and n_head) with its float tensors as dtype, atomically. TT_ERR_ARG when m is
+// not GPT-2-shaped (no bias, RoPE, RMSNorm, another activation than TT_ACT_GELU_TANH,
+// grouped-query attention, QK-norm).
+tt_status tt_gpt_save_hf(const tt_gpt *m, const char *path, tt_st_dtype dtype);
 
 #ifdef __cplusplus
 }
