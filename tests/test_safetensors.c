@@ -858,6 +858,11 @@ START_TEST(test_gpt2_export) {
     ck_assert_msg(strstr(tt_last_error(), "an activation other than the tanh GELU"), "%s",
                   tt_last_error());
     tt_gpt_free(&m);
+    cfg.activation = TT_ACT_GELU_TANH, cfg.qkv_bias = false;  // q/k/v without bias
+    ck_assert_int_eq(tt_gpt_init(&m, &cfg, &rng), TT_OK);
+    ck_assert_int_eq(tt_gpt_save_hf(&m, out, TT_ST_F32), TT_ERR_ARG);
+    ck_assert_msg(strstr(tt_last_error(), "qkv_bias = false"), "%s", tt_last_error());
+    tt_gpt_free(&m);
     remove_tmpdir();
 }
 END_TEST

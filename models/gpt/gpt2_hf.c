@@ -255,6 +255,7 @@ tt_status tt_gpt_save_hf(const tt_gpt *m, const char *path, tt_st_dtype dtype) {
     TT_CHECK(m && m->params.n && path, "model (initialized) and path must be given");
     const tt_gpt_config *c = &m->cfg;
     const char *why = !c->bias ? "bias = false (GPT-2 has biases in every Linear and LayerNorm)"
+                      : !c->qkv_bias ? "qkv_bias = false (GPT-2's c_attn has a bias)"
                       : c->positional != TT_POS_LEARNED ? "RoPE positions (GPT-2 learns them)"
                       : c->norm != TT_NORM_LAYERNORM ? "RMSNorm (GPT-2 uses LayerNorm)"
                       : c->activation != TT_ACT_GELU_TANH
