@@ -64,8 +64,8 @@ int main(int argc, char **argv) {
     tt_rng_seed(&data_rng, (uint64_t)o.seed ^ 0xDA7A5EEDull);
     model m;
     int64_t V = ds.vocab.size;
-    tt_embedding_init(&m.emb, V, 64, &rng);                       // 64-wide embeddings
-    tt_lstm_init(&m.lstm, 64, o.hidden, 2, true, true, &rng);  // 2 layers, batch_first
+    tt_embedding_init(&m.emb, V, 64, &rng);                    // 64-wide embeddings
+    tt_lstm_init(&m.lstm, 64, o.hidden, 2, true, true, &rng);  // 2 layers, bias, batch_first
     tt_linear_init(&m.head, o.hidden, V, true, &rng);
     tt_params params;  // "emb.weight", "lstm.weight_ih_l0", ..., "head.bias"
     tt_params_init(&params);
