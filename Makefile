@@ -63,7 +63,7 @@ SUITE_SRCS  := $(filter-out tests/test_gradcheck.c tests/test_util.c,$(wildcard 
 SUITE_BINS  := $(SUITE_SRCS:tests/%.c=$(BUILD)/tests/%)
 GC_SRCS     := tests/test_gradcheck.c $(wildcard tests/gc_*.c)
 GC_OBJS     := $(GC_SRCS:%.c=$(BUILD)/obj/%.o)
-EXAMPLES    := tour mlp_moons char_gpt
+EXAMPLES    := tour mlp_moons char_gpt char_lstm spiral_classify sort_digits
 
 .SECONDARY:
 .PHONY: all lib examples run data plot test test-run gradcheck bench deps install uninstall \
@@ -144,6 +144,9 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuz
 	echo "== README tour"; sh tests/run_tour.sh $(BUILD) || fail=1; \
 	echo "== mlp_moons"; sh tests/run_mlp_moons.sh $(BUILD) || fail=1; \
 	echo "== char_gpt"; sh tests/run_char_gpt.sh $(BUILD) || fail=1; \
+	echo "== char_lstm"; sh tests/run_char_lstm.sh $(BUILD) || fail=1; \
+	echo "== spiral_classify"; sh tests/run_spiral_classify.sh $(BUILD) || fail=1; \
+	echo "== sort_digits"; sh tests/run_sort_digits.sh $(BUILD) || fail=1; \
 	echo "== abort tests name their messages"; sh tests/check_abort_tests.sh || fail=1; \
 	if [ "$(SAN)" != 1 ] && [ -s ../shared/data/tinyshakespeare.txt -o -s $(CORPUS) ]; \
 	then echo "== make run (short)"; \
