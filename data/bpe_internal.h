@@ -75,7 +75,8 @@ tt_status bpe_state_new(tt_bpe *bpe);
 bool bpe_next_piece(tt_bpe_state *s, const unsigned char *text, size_t n, size_t *pos,
                     size_t *start, size_t *end);
 // After tok_off/tok_bytes are set: the tokens map (bytes -> id, the special token left out).
-// TT_ERR_FORMAT, naming what, when two tokens have the same bytes.
+// TT_ERR_FORMAT, naming what, when two tokens have the same bytes (GPT-2; a trained vocab
+// keeps the lower id).
 tt_status bpe_build_tokens(tt_bpe *bpe, const char *what);
 // After the tokens map and merges: the pair map, by tiktoken's rule when bpe->tiktoken (every
 // split of a token into two tokens), else from the merge list (TT_ERR_FORMAT on a repeat).
