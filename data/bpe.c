@@ -274,6 +274,15 @@ const unsigned char *tt_bpe_token(const tt_bpe *bpe, int32_t id, size_t *len) {
     return bpe->s->tok_bytes + bpe->s->tok_off[id];
 }
 
+void tt_bpe_merge(const tt_bpe *bpe, int i, int32_t *a, int32_t *b) {
+    TT_CHECK(bpe->s, "the tokenizer is not loaded (call tt_bpe_load_gpt2, tt_bpe_load or "
+             "tt_bpe_train first)");
+    TT_CHECK(i >= 0 && i < bpe->n_merges, "merge %d is out of range [0, %d)", i,
+             bpe->n_merges);
+    *a = bpe->s->merges[2 * i];
+    *b = bpe->s->merges[2 * i + 1];
+}
+
 // ---- encode ----
 
 typedef struct ivec {
@@ -287,14 +296,17 @@ static void ivec_reserve(ivec *a, size_t extra) {
     a->v = TT_REALLOC(a->v, a->cap * sizeof *a->v);
 }
 
+// Pre-tokens longer than this take the heap (merge_piece_long).
+enum { LONG_PIECE = 64 };
+
 // Merges one pre-token's bytes p[0 .. len) (len >= 2) into ids appended to out: the adjacent
 // pair with the lowest merged id first, the leftmost on ties (tiktoken's _byte_pair_merge).
 // parts[i] are the current ids, rank[i] the merged id of (parts[i], parts[i + 1]) or INT_MAX.
-// Quadratic in the number of parts, as tiktoken's; pre-tokens are short.
+// Quadratic in the number of parts, as tiktoken's: for short pre-tokens (the common case).
 static void merge_piece(const tt_bpe *bpe, const unsigned char *p, size_t len, ivec *out) {
     const bpe_pair_map *pairs = &bpe->s->pairs;
-    int32_t stack_buf[2 * 128];
-    int32_t *parts = len <= 128 ? stack_buf : TT_MALLOC(2 * len * sizeof *parts);
+    int32_t stack_buf[2 * LONG_PIECE];
+    int32_t *parts = len <= LONG_PIECE ? stack_buf : TT_MALLOC(2 * len * sizeof *parts);
     int32_t *rank = parts + len;
     for (size_t i = 0; i < len; i++) parts[i] = bpe->byte_id[p[i]];
     for (size_t i = 0; i + 1 < len; i++)
@@ -323,6 +335,86 @@ static void merge_piece(const tt_bpe *bpe, const unsigned char *p, size_t len, i
     if (parts != stack_buf) tt_free(parts);
 }
 
+// The same merges for long pre-tokens (a run of 100,000 letters is one pre-token) in
+// O(n log n): the parts form a linked list, candidate pairs wait in a binary heap ordered by
+// (merged id, position of the left part), and an entry whose parts changed since it was pushed
+// is skipped when it surfaces. Positions keep the list's order, so ties still go leftmost.
+typedef struct heap_entry {
+    int32_t rank, pos, a, b;
+} heap_entry;
+
+static bool heap_less(const heap_entry *x, const heap_entry *y) {
+    return x->rank < y->rank || (x->rank == y->rank && x->pos < y->pos);
+}
+
+static void heap_push(heap_entry *h, size_t *n, heap_entry e) {
+    size_t i = (*n)++;
+    while (i > 0 && heap_less(&e, &h[(i - 1) / 2])) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = e;
+}
+
+static heap_entry heap_pop(heap_entry *h, size_t *n) {
+    heap_entry top = h[0], last = h[--*n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && heap_less(&h[c + 1], &h[c])) c++;
+        if (!heap_less(&h[c], &last)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n > 0) h[i] = last;
+    return top;
+}
+
+static void merge_piece_long(const tt_bpe *bpe, const unsigned char *p, size_t len,
+                             ivec *out) {
+    const bpe_pair_map *pairs = &bpe->s->pairs;
+    int32_t *id = TT_MALLOC(len * sizeof *id);      // (len) current id of the part at i
+    int32_t *next = TT_MALLOC(len * sizeof *next);  // (len) next live part, -1 at the end
+    int32_t *prev = TT_MALLOC(len * sizeof *prev);  // (len) previous live part, -1 at start
+    // Each merge pushes at most 2 entries: len - 1 + 2 (len - 1) in all.
+    heap_entry *heap = TT_MALLOC(3 * len * sizeof *heap);
+    size_t nh = 0;
+    for (size_t i = 0; i < len; i++) {
+        id[i] = bpe->byte_id[p[i]];
+        next[i] = i + 1 < len ? (int32_t)(i + 1) : -1;
+        prev[i] = (int32_t)i - 1;
+    }
+    for (size_t i = 0; i + 1 < len; i++) {
+        int32_t r = bpe_pair_map_get(pairs, bpe_pair_key(id[i], id[i + 1]), -1);
+        if (r >= 0) heap_push(heap, &nh, (heap_entry){r, (int32_t)i, id[i], id[i + 1]});
+    }
+    while (nh > 0) {
+        heap_entry e = heap_pop(heap, &nh);
+        int32_t i = e.pos, j = next[i];
+        if (id[i] != e.a || j < 0 || id[j] != e.b || prev[i] == -2) continue;  // stale
+        id[i] = e.rank;
+        next[i] = next[j];
+        if (next[j] >= 0) prev[next[j]] = i;
+        prev[j] = -2;  // dead
+        int32_t l = prev[i], r = next[i];
+        if (l >= 0) {
+            int32_t k = bpe_pair_map_get(pairs, bpe_pair_key(id[l], id[i]), -1);
+            if (k >= 0) heap_push(heap, &nh, (heap_entry){k, l, id[l], id[i]});
+        }
+        if (r >= 0) {
+            int32_t k = bpe_pair_map_get(pairs, bpe_pair_key(id[i], id[r]), -1);
+            if (k >= 0) heap_push(heap, &nh, (heap_entry){k, i, id[i], id[r]});
+        }
+    }
+    ivec_reserve(out, len);
+    for (int32_t i = 0; i >= 0; i = next[i]) out->v[out->n++] = id[i];
+    tt_free(id);
+    tt_free(next);
+    tt_free(prev);
+    tt_free(heap);
+}
+
 enum { CACHE_MAX_ENTRIES = 1 << 17, CACHE_MAX_PIECE = 256 };
 
 static void encode_piece(tt_bpe *bpe, const unsigned char *p, size_t len, ivec *out) {
@@ -341,7 +433,7 @@ static void encode_piece(tt_bpe *bpe, const unsigned char *p, size_t len, ivec *
         }
     }
     if (len > CACHE_MAX_PIECE) {
-        merge_piece(bpe, p, len, out);
+        merge_piece_long(bpe, p, len, out);
         return;
     }
     bpe_bytes_slot *c = bpe_bytes_map_get(&s->cache, p, len);
@@ -352,7 +444,8 @@ static void encode_piece(tt_bpe *bpe, const unsigned char *p, size_t len, ivec *
         return;
     }
     size_t first = out->n;
-    merge_piece(bpe, p, len, out);
+    if (len > LONG_PIECE) merge_piece_long(bpe, p, len, out);
+    else merge_piece(bpe, p, len, out);
     size_t k = out->n - first;
     if (s->cache.count >= CACHE_MAX_ENTRIES) {  // bounded: start over rather than grow
         bpe_bytes_map_clear(&s->cache);

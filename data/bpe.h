@@ -92,6 +92,8 @@ int32_t *tt_bpe_encode(tt_bpe *bpe, const char *text, size_t n, tt_bpe_mode mode
 // The bytes of the ids, concatenated, in a new NUL-terminated array (tt_free it); *n_out
 // bytes before the NUL. Aborts on an id outside [0, n_vocab).
 char *tt_bpe_decode(const tt_bpe *bpe, const int32_t *ids, size_t n, size_t *n_out);
+// Merge i (0 <= i < n_merges) joins ids *a and *b into first_merge + i; aborts out of range.
+void tt_bpe_merge(const tt_bpe *bpe, int i, int32_t *a, int32_t *b);
 // The bytes of one token (not NUL-terminated); aborts on an id out of range.
 const unsigned char *tt_bpe_token(const tt_bpe *bpe, int32_t id, size_t *len);
 
