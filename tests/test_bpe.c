@@ -1,8 +1,10 @@
 // Check suite of data/bpe.c and data/bpe_train.c: GPT-2's encoding against js-tiktoken's
 // (tests/reference/bpe_gpt2.txt, made by gen_bpe_reference.mjs), byte-exact round trips of
 // random bytes (invalid UTF-8 included), the Tiny Shakespeare split counts, BPE training
-// against a brute-force trainer, the vocab file round trip, and every load error.
+// against a brute-force trainer, the vocab file round trip, every load error, and loads of
+// randomly corrupted files (a status or a working tokenizer, never a crash).
 // Needs `make data` (data/gpt2/, data/tinyshakespeare.txt); the Makefile builds it first.
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -556,6 +558,122 @@ START_TEST(test_vocab_file_errors) {
 }
 END_TEST
 
+// ---- corrupted files: a status, or a tokenizer that still round-trips; never a crash ----
+
+// Overwrites, deletes or duplicates a few random bytes of data[0 .. n) into out; new length.
+static size_t mutate(uint64_t *seed, const char *data, size_t n, char *out) {
+    memcpy(out, data, n);
+    int edits = 1 + (int)(lcg(seed) % 3);
+    for (int e = 0; e < edits && n > 2; e++) {
+        size_t at = lcg(seed) % n, k = 1 + lcg(seed) % 4;
+        if (at + k > n) k = n - at;
+        switch (lcg(seed) % 4) {
+        case 0: out[at] = (char)lcg(seed); break;                         // any byte
+        case 1: out[at] = "0123456789 \n\"{}:,"[lcg(seed) % 17]; break;   // a likely one
+        case 2: memmove(out + at, out + at + k, n - at - k); n -= k; break;
+        default: memmove(out + at + k, out + at, n - at); n += k; break;   // duplicate
+        }
+    }
+    return n;
+}
+
+static void check_loaded(tt_bpe *bpe, uint64_t seed) {
+    char buf[256];
+    size_t n = random_bytes(&seed, buf, sizeof buf), k, m;
+    int32_t *ids = tt_bpe_encode(bpe, buf, n, TT_BPE_ALLOW_SPECIAL, &k);
+    char *back = tt_bpe_decode(bpe, ids, k, &m);
+    ck_assert(m == n && memcmp(back, buf, n) == 0);
+    tt_free(back);
+    tt_free(ids);
+}
+
+// A GPT-2 vocabulary cut to its first K merges: encoder.json without the later ids and with
+// <|endoftext|> = 256 + K (written with Jansson), vocab.bpe's first K + 1 lines.
+static void write_mini_gpt2(int K, char *enc_path, char *voc_path, size_t cap) {
+    json_error_t err;
+    json_t *full = json_load_file(ENCODER, 0, &err), *mini = json_object();
+    ck_assert_ptr_nonnull(full);
+    const char *key;
+    json_t *val;
+    json_object_foreach(full, key, val) {
+        json_int_t id = json_integer_value(val);
+        if (id < 256 + K) json_object_set_new(mini, key, json_integer(id));
+    }
+    json_object_set_new(mini, "<|endoftext|>", json_integer(256 + K));
+    snprintf(enc_path, cap, "%s/mini.json", tmpdir);
+    ck_assert_int_eq(json_dump_file(mini, enc_path, JSON_COMPACT), 0);
+    json_decref(full);
+    json_decref(mini);
+    size_t n;
+    char *voc = slurp(VOCAB, &n), *p = voc;
+    for (int i = 0; i <= K; i++) p = strchr(p, '\n') + 1;
+    write_tmp(voc_path, cap, "mini.bpe", voc, (size_t)(p - voc));
+    tt_free(voc);
+}
+
+START_TEST(test_corrupt_files) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/tt_test_bpe_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    char enc_path[128], voc_path[128], bad_path[128];
+    write_mini_gpt2(300, enc_path, voc_path, sizeof enc_path);
+    tt_bpe bpe;
+    ck_assert_int_eq(tt_bpe_load_gpt2(&bpe, enc_path, voc_path), TT_OK);
+    ck_assert_int_eq(bpe.n_vocab, 557);
+    ck_assert_int_eq(bpe.eot_id, 556);
+    check_loaded(&bpe, 1);
+    tt_bpe_free(&bpe);
+    size_t n_enc, n_voc;
+    char *enc = slurp(enc_path, &n_enc), *voc = slurp(voc_path, &n_voc);
+    char *buf = TT_MALLOC((n_enc > n_voc ? n_enc : n_voc) + 64);
+    uint64_t seed = 2024;
+    int ok = 0, rejected = 0;
+    for (int i = 0; i < 400; i++) {
+        bool on_enc = i % 2 == 0;
+        size_t n = mutate(&seed, on_enc ? enc : voc, on_enc ? n_enc : n_voc, buf);
+        write_tmp(bad_path, sizeof bad_path, on_enc ? "bad.json" : "bad.bpe", buf, n);
+        tt_status st = on_enc ? tt_bpe_load_gpt2(&bpe, bad_path, voc_path)
+                              : tt_bpe_load_gpt2(&bpe, enc_path, bad_path);
+        if (st == TT_OK) {
+            check_loaded(&bpe, seed);
+            tt_bpe_free(&bpe);
+            ok++;
+        } else {
+            ck_assert_ptr_null(bpe.s);
+            // Names a file: the broken one, or its partner that no longer agrees with it.
+            ck_assert_msg(strstr(tt_last_error(), tmpdir) != NULL, "%s", tt_last_error());
+            rejected++;
+        }
+    }
+    ck_assert_int_gt(rejected, 200);  // most edits break the files; a few are harmless
+    tt_free(enc);
+    tt_free(voc);
+    // The trained vocab file.
+    ck_assert_int_eq(tt_bpe_train(&bpe, "aaabdaaabac ab ca ba dab", 24, 12), TT_OK);
+    ck_assert_int_eq(tt_bpe_save(&bpe, voc_path), TT_OK);
+    tt_bpe_free(&bpe);
+    voc = slurp(voc_path, &n_voc);
+    buf = TT_REALLOC(buf, n_voc + 64);
+    for (int i = 0; i < 2000; i++) {
+        size_t n = mutate(&seed, voc, n_voc, buf);
+        write_tmp(bad_path, sizeof bad_path, "bad.vocab", buf, n);
+        if (tt_bpe_load(&bpe, bad_path) == TT_OK) {
+            check_loaded(&bpe, seed);
+            tt_bpe_free(&bpe);
+            ok++;
+        } else {
+            ck_assert_ptr_null(bpe.s);
+            ck_assert_msg(strstr(tt_last_error(), bad_path) != NULL, "%s", tt_last_error());
+        }
+    }
+    ck_assert_int_gt(ok, 0);
+    tt_free(voc);
+    tt_free(buf);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 // ---- aborts: programmer errors ----
 
 START_TEST(test_abort_decode_range) {
@@ -603,6 +721,7 @@ int main(void) {
     tcase_add_test(t, test_train_save_load);
     tcase_add_test(t, test_train_errors);
     tcase_add_test(t, test_vocab_file_errors);
+    tcase_add_test(t, test_corrupt_files);
     suite_add_tcase(s, t);
 
     TCase *ab = tt_tcase_aborts("aborts_bpe");
