@@ -66,7 +66,6 @@ struct tt_bpe_state {
     size_t cache_len, cache_cap;
     void *re;                // pcre2_code_8 *
     void *match;             // pcre2_match_data_8 *
-    void *jit_stack;         // pcre2_jit_stack_8 *, NULL without JIT
 };
 
 // Allocates bpe->s with the compiled pattern and empty maps (tokens, merges set by the caller).
