@@ -128,6 +128,8 @@ bpe_bytes_slot *bpe_bytes_map_put(bpe_bytes_map *m, const void *key, size_t len,
     bpe_bytes_slot *s = bytes_find(m, h, key, len);
     *inserted = s->len == 0;
     if (!*inserted) return s;
+    TT_CHECK(m->pool_len + len <= UINT32_MAX, "more than 4 GiB of distinct pre-tokens (split "
+             "the text)");
     if (m->pool_len + len > m->pool_cap) {
         m->pool_cap = 2 * (m->pool_len + len) + 4096;
         m->pool = TT_REALLOC(m->pool, m->pool_cap);
