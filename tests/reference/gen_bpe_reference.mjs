@@ -1,9 +1,9 @@
 // Writes tests/reference/bpe_gpt2.txt: GPT-2 encodings of about 550 chosen strings made by
 // js-tiktoken (getEncoding("gpt2"), an implementation independent of tinytorch's), checked by
 // tests/test_bpe.c. Run from a directory where js-tiktoken is installed (never at test time):
-//     mkdir /tmp/jt && cd /tmp/jt && npm install js-tiktoken@1.0.21
-//     NODE_PATH=/tmp/jt/node_modules node tests/reference/gen_bpe_reference.mjs > out.txt
-// (or run it from /tmp/jt with its absolute path). Each output line is one case:
+//     mkdir /tmp/jt && (cd /tmp/jt && npm install js-tiktoken@1.0.21)
+//     NODE_PATH=/tmp/jt/node_modules node tests/reference/gen_bpe_reference.mjs \
+//         > tests/reference/bpe_gpt2.txt Each output line is one case:
 //     MODE HEX IDS...
 // MODE "o" = ordinary text (encode_ordinary), "s" = <|endoftext|> allowed as the special
 // token; HEX = the UTF-8 bytes of the string ("-" when empty); IDS = the token ids.
@@ -35,8 +35,8 @@ const hand = [
     "ひらがな", "カタカナ", "我爱北京天安门。", "東京タワー 333m",
     "مرحبا بالعالم", "שלום עולם", "abc שלום 123", "السلام عليكم ١٢٣", "עִבְרִית",
     "Ελληνικά", "Русский текст", "Привет, мир!", "ქართული", "Հայերեն", "ไทย ภาษา",
-    "e\u0301", "cafe\u0301", "café", "Z̤͔ͧ̑̓ä͖̭̈̇lͮ̒ͫǫ̗", "नमस्ते", "क्षत्रिय", "a\u0300\u0301\u0302",
-    "\u0301", " \u0301", "ñ", "n\u0303",
+    "e\u0301", "cafe\u0301", "café", "Z̤͔ͧ̑̓ä͖̭̈̇lͮ̒ͫǫ̗", "नमस्ते", "क्षत्रिय",
+    "a\u0300\u0301\u0302", "\u0301", " \u0301", "ñ", "n\u0303",
     "ＡＢＣ１２３！", "ｈｅｌｌｏ　ｗｏｒｌｄ", "全角　スペース", "ﾊﾝｶｸ",
     "<|endoftext|>", "a<|endoftext|>b", "<|endoftext|><|endoftext|>", "<|endoftext",
     "<|endoftext|> hi", "x <|endoftext|>\n", "<|endoftext|>|>", "<<|endoftext|>",
