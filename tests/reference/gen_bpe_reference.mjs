@@ -1,9 +1,10 @@
 // Writes tests/reference/bpe_gpt2.txt: GPT-2 encodings of about 550 chosen strings made by
 // js-tiktoken (getEncoding("gpt2"), an implementation independent of tinytorch's), checked by
-// tests/test_bpe.c. Run from a directory where js-tiktoken is installed (never at test time):
+// tests/test_bpe.c. js-tiktoken is installed in a temp dir (never needed at test time):
 //     mkdir /tmp/jt && (cd /tmp/jt && npm install js-tiktoken@1.0.21)
 //     NODE_PATH=/tmp/jt/node_modules node tests/reference/gen_bpe_reference.mjs \
-//         > tests/reference/bpe_gpt2.txt Each output line is one case:
+//         > tests/reference/bpe_gpt2.txt
+// Each output line is one case:
 //     MODE HEX IDS...
 // MODE "o" = ordinary text (encode_ordinary), "s" = <|endoftext|> allowed as the special
 // token; HEX = the UTF-8 bytes of the string ("-" when empty); IDS = the token ids.
