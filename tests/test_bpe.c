@@ -231,7 +231,19 @@ START_TEST(test_gpt2_round_trip_any_bytes) {
 }
 END_TEST
 
-// nanoGPT's shakespeare preparation: 90/10 by characters, each part encoded on its own.
+// FNV-1a 64 over the ids, each as 4 little-endian bytes.
+static uint64_t fnv1a_ids(const int32_t *ids, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < 4; k++) {
+            h ^= ((uint32_t)ids[i] >> (8 * k)) & 0xff;
+            h *= 0x100000001b3ULL;
+        }
+    return h;
+}
+
+// nanoGPT's shakespeare preparation: 90/10 by characters, each part encoded on its own. The
+// fingerprints of the ids are js-tiktoken's (gen_bpe_reference.mjs --corpus).
 START_TEST(test_gpt2_shakespeare_counts) {
     tt_bpe bpe;
     load_gpt2(&bpe);
@@ -243,6 +255,8 @@ START_TEST(test_gpt2_shakespeare_counts) {
     int32_t *val = tt_bpe_encode(&bpe, text + n_train, n - n_train, TT_BPE_ORDINARY, &b);
     ck_assert_uint_eq(a, 301966);
     ck_assert_uint_eq(b, 36059);
+    ck_assert_uint_eq(fnv1a_ids(train, a), 0x107d66cf5cbc0e98ULL);
+    ck_assert_uint_eq(fnv1a_ids(val, b), 0x31d76770648aa6e6ULL);
     size_t m;
     char *back = tt_bpe_decode(&bpe, train, a, &m);
     ck_assert_uint_eq(m, n_train);

@@ -4,6 +4,7 @@
 //     mkdir /tmp/jt && (cd /tmp/jt && npm install js-tiktoken@1.0.21)
 //     NODE_PATH=/tmp/jt/node_modules node tests/reference/gen_bpe_reference.mjs \
 //         > tests/reference/bpe_gpt2.txt
+// (--corpus data/tinyshakespeare.txt prints the split's fingerprints instead, see below.)
 // Each output line is one case:
 //     MODE HEX IDS...
 // MODE "o" = ordinary text (encode_ordinary), "s" = <|endoftext|> allowed as the special
@@ -14,6 +15,24 @@ import path from "path";
 const require = createRequire(path.join(process.cwd(), "noop.js"));
 const { getEncoding } = require("js-tiktoken");
 const enc = getEncoding("gpt2");
+
+// With --corpus FILE: the 90/10 split's token counts and FNV-1a 64 fingerprints of the ids
+// (each id as 4 little-endian bytes), for test_gpt2_shakespeare_counts.
+if (process.argv[2] === "--corpus") {
+    const text = (await import("fs")).readFileSync(process.argv[3], "latin1");
+    const cut = Math.floor(text.length * 0.9);
+    for (const part of [text.slice(0, cut), text.slice(cut)]) {
+        const ids = enc.encode(part, [], []);
+        let h = 0xcbf29ce484222325n;
+        for (const id of ids)
+            for (let k = 0; k < 4; k++) {
+                h ^= BigInt((id >>> (8 * k)) & 0xff);
+                h = (h * 0x100000001b3n) & 0xffffffffffffffffn;
+            }
+        console.log(`tokens=${ids.length} fnv1a64=0x${h.toString(16).padStart(16, "0")}`);
+    }
+    process.exit(0);
+}
 
 const cases = [];
 const add = (s, mode = "o") => cases.push([s, mode]);
