@@ -1,7 +1,8 @@
 // Check suite replaying tests/reference/random_programs.txt: random programs over the op
-// vocabulary (comparison, math, layout, indexing, losses) that PyTorch 1.13 ran in f64 and f32 (tests/reference/gen_random_programs.py, which
-// describes the file). Each is replayed through the C API; outputs and input gradients must
-// match (f64 within 1e-10, f32 within 1e-5, relative to 1 + |ref|; integer/bool results exactly).
+// vocabulary (comparison, math, layout, indexing, losses) that PyTorch 1.13 ran in f64 and f32
+// (tests/reference/gen_random_programs.py describes the file). Each is replayed through the C
+// API; outputs and input gradients must match (f64 within 1e-10, f32 within 1e-5, relative to
+// 1 + |ref|; integer/bool results exactly).
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
