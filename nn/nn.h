@@ -272,21 +272,23 @@ tt_tensor *tt_dropout_forward(tt_dropout_layer *m, tt_tensor *x);
 void tt_dropout_train(tt_dropout_layer *m, bool training);
 tt_module tt_dropout_module(tt_dropout_layer *m);
 
-// ---- MLP: dropout(proj(act(fc(x)))), fc: C -> hidden, proj: hidden -> C ----
+// ---- feed-forward (the transformer block's MLP): dropout(proj(act(fc(x)))),
+// fc: C -> hidden, proj: hidden -> C; a block holds it as `mlp` (parameters "mlp.fc.weight", ...)
 
-typedef struct tt_mlp {
+typedef struct tt_feedforward {
     tt_linear fc, proj;
     tt_act act;
     tt_dropout_layer drop;
-} tt_mlp;
+} tt_feedforward;
 
-void tt_mlp_init(tt_mlp *m, int64_t dim, int64_t hidden, tt_act act, bool bias, double dropout,
-                 tt_rng *rng);
-tt_tensor *tt_mlp_forward(tt_mlp *m, tt_tensor *x);
-void tt_mlp_params(const tt_mlp *m, tt_params *out, const char *prefix);  // fc.*, proj.*
-void tt_mlp_train(tt_mlp *m, bool training);
-void tt_mlp_free(tt_mlp *m);
-tt_module tt_mlp_module(tt_mlp *m);
+void tt_feedforward_init(tt_feedforward *m, int64_t dim, int64_t hidden, tt_act act, bool bias,
+                         double dropout, tt_rng *rng);
+tt_tensor *tt_feedforward_forward(tt_feedforward *m, tt_tensor *x);
+// fc.*, proj.*
+void tt_feedforward_params(const tt_feedforward *m, tt_params *out, const char *prefix);
+void tt_feedforward_train(tt_feedforward *m, bool training);
+void tt_feedforward_free(tt_feedforward *m);
+tt_module tt_feedforward_module(tt_feedforward *m);
 
 // ---- multi-head attention ----
 
@@ -340,7 +342,7 @@ typedef struct tt_block_config {
 typedef struct tt_block {
     tt_norm norm1, norm2;
     tt_attention attn;
-    tt_mlp mlp;
+    tt_feedforward mlp;
 } tt_block;
 
 void tt_block_init(tt_block *m, const tt_block_config *cfg, tt_rng *rng);
