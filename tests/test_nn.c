@@ -1,8 +1,8 @@
 // Check suite of the basic nn modules (nn/params.c, nn/init.c, nn/layers.c) and the losses
 // (nn/loss.c): parameter lists, the default dtype, init statistics, Linear, Embedding, the
 // norms, activations, Dropout, Sequential, MSE / BCE, gradient accumulation, abort paths.
-// Attention, feed-forward, blocks and positional encodings have their own suite; gradchecks of these
-// modules are in tests/gc_nn_layers.c.
+// Attention, feed-forward, blocks and positional encodings have their own suite; gradchecks of
+// these modules are in tests/gc_nn_layers.c.
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
