@@ -269,6 +269,13 @@ START_TEST(test_bag_hand_values) {
     ck_assert_values(y, 0, 0, 0, 0, 0, 0, 0, 0);
     tt_backward(tt_sum_all(y));
     ck_assert_values(tt_grad(w), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    // include_last_offset with a single offset: no bag at all, a (0, C) result (as PyTorch).
+    o = (tt_embedding_bag_opts){.mode = TT_BAG_MAX, .include_last_offset = true,
+                                .offsets = tt_zeros(TT_I64, TT_SHAPE(1))};
+    y = tt_embedding_bag(w, input, &o);
+    ck_assert_int_eq(y->ndim, 2);
+    ck_assert_int_eq(y->shape[0], 0);
+    ck_assert_int_eq(y->shape[1], 2);
     tt_scope_end();
 }
 END_TEST
