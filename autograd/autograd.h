@@ -86,6 +86,9 @@ tt_tensor *tt_rsub_scalar(double s, tt_tensor *a);  // s - a: add_scalar(neg(a),
 
 // ---- reductions over a set of dims (ndims == 0: all dims) ----
 
+// The sum of an integer or bool x is TT_I64, exact (wrapping on overflow), with no gradient, as
+// torch.sum (a bool sum counts the true elements). The mean of one aborts, as in PyTorch
+// (convert it to a float dtype first).
 tt_tensor *tt_sum(tt_tensor *x, int ndims, const int *dims, bool keepdim);
 tt_tensor *tt_mean(tt_tensor *x, int ndims, const int *dims, bool keepdim);
 // Max values; the gradient goes to the maxima, split evenly among ties.
@@ -254,6 +257,8 @@ tt_tensor *tt_flip(tt_tensor *x, int ndims, const int *dims);
 tt_tensor *tt_roll(tt_tensor *x, int64_t shift, int dim);
 // Rolls by shifts[i] along dims[i] for each i in turn (torch.roll with tuples).
 tt_tensor *tt_roll_dims(tt_tensor *x, int n, const int64_t *shifts, const int *dims);
+// torch.roll without dims: rolls the flattened x by shift, then restores x's shape. A copy.
+tt_tensor *tt_roll_flat(tt_tensor *x, int64_t shift);
 typedef enum tt_pad_mode { TT_PAD_CONSTANT, TT_PAD_REFLECT, TT_PAD_MODE_COUNT } tt_pad_mode;
 // F.pad: npad (even, npad / 2 <= ndim) sizes, the last dim first: (left, right, top, bottom,
 // ...). Constant: new elements are `value`; a negative size crops. Reflect: mirrors x without
@@ -271,6 +276,9 @@ int tt_chunk(tt_tensor *x, int chunks, int dim, tt_tensor **out);
 int tt_unbind(tt_tensor *x, int dim, tt_tensor **out, int cap);
 // The dim src moved to position dst, the others keeping their order (a view).
 tt_tensor *tt_movedim(tt_tensor *x, int src, int dst);
+// torch.movedim with lists: dim src[i] goes to position dst[i] for each of the n pairs (each
+// list without repeats), the other dims keeping their order in the positions left (a view).
+tt_tensor *tt_movedim_n(tt_tensor *x, int n, const int *src, const int *dst);
 // The diagonal x[..., i, i + offset] over dims dim1, dim2 (removed; the diagonal is appended
 // as the last dim). offset > 0 above the main diagonal, < 0 below. A view.
 tt_tensor *tt_diagonal(tt_tensor *x, int64_t offset, int dim1, int dim2);
@@ -299,7 +307,8 @@ tt_tensor *tt_index_add(tt_tensor *x, int dim, tt_tensor *index, tt_tensor *src,
 
 // Sorts every line of x along dim, stably (equal values keep their order; NaN is above every
 // number). *values (differentiable: gathered from x) and *indices (TT_I64), x's shape; either
-// pointer may be NULL.
+// pointer may be NULL. sort, argsort and topk also take integer and bool x (exact; values keep
+// x's dtype, no gradient), as PyTorch.
 void tt_sort(tt_tensor *x, int dim, bool descending, tt_tensor **values, tt_tensor **indices);
 tt_tensor *tt_argsort(tt_tensor *x, int dim, bool descending);  // the indices of tt_sort
 // The k largest (or smallest) along dim, in sorted order (also when !sorted; ties keep the
@@ -307,8 +316,9 @@ tt_tensor *tt_argsort(tt_tensor *x, int dim, bool descending);  // the indices o
 void tt_topk(tt_tensor *x, int64_t k, int dim, bool largest, bool sorted, tt_tensor **values,
              tt_tensor **indices);
 
-// Running sum / product along dim (float x; shape of x). cumprod's gradient is correct with
-// zeros in x (as PyTorch's: it divides only by the x before a line's first zero).
+// Running sum / product along dim (shape of x). cumprod's gradient is correct with zeros in x
+// (as PyTorch's: it divides only by the x before a line's first zero). An integer or bool x
+// gives a TT_I64 result (exact, wrapping on overflow; no gradient), as PyTorch.
 tt_tensor *tt_cumsum(tt_tensor *x, int dim);
 tt_tensor *tt_cumprod(tt_tensor *x, int dim);
 // The product over dims (ndims 0: all) like tt_sum; 1 over zero elements. Composed of

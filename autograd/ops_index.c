@@ -2,8 +2,11 @@
 // (the two recorded primitives), scatter, index_select and index_add (compositions of them),
 // sort, argsort and topk (sort indices, then gather), cumsum, cumprod and prod. The kernels are
 // in tensor/kernels/index.c. No in-place variants; no negative indices (as torch.gather).
+// Integer and bool tensors: sort, argsort, topk, cumsum and cumprod work on them exactly in
+// int64 (the int_ functions below), without gradient, as PyTorch's.
 #include "autograd_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "../tensor/kernels/index.h"
@@ -274,6 +277,83 @@ tt_tensor *tt_index_add(tt_tensor *x, int dim, tt_tensor *index, tt_tensor *src,
     return out;
 }
 
+// ---- integer and bool tensors (sort, topk, cumsum, cumprod) ----
+// x is copied as int64 lines: dim moved last, contiguous, L elements per line; the results are
+// computed line by line and moved back. Exact for every int64 value; no tape (no gradient).
+
+static bool is_int(const tt_tensor *x) { return x && !tt_dtype_is_float(x->dtype); }
+
+// (..., L) contiguous i64 copy of x with dim d last; a 0-d x is one line of 1. Scoped.
+static tt_tensor *int_lines(tt_tensor *x, int d) {
+    if (x->ndim == 0) return tt_to_dtype(tt_reshape(x, TT_SHAPE(1)), TT_I64);
+    return tt_to_dtype(tt_movedim(x, d, -1), TT_I64);
+}
+
+// lines (..., L) back in x's layout (dim d) as a contiguous tensor of dtype dt. Scoped.
+static tt_tensor *int_unlines(tt_tensor *lines, const tt_tensor *x, int d, tt_dtype dt) {
+    if (x->ndim == 0) return tt_to_dtype(tt_reshape(lines, 0, NULL), dt);
+    return tt_to_dtype(tt_movedim(lines, -1, d), dt);
+}
+
+typedef struct int_key {
+    int64_t v, pos;
+} int_key;
+
+// Ascending / descending by value, equal values by position: a stable order.
+static int key_asc(const void *a, const void *b) {
+    const int_key *p = a, *q = b;
+    if (p->v != q->v) return p->v < q->v ? -1 : 1;
+    return (p->pos > q->pos) - (p->pos < q->pos);
+}
+static int key_desc(const void *a, const void *b) {
+    const int_key *p = a, *q = b;
+    if (p->v != q->v) return p->v > q->v ? -1 : 1;
+    return (p->pos > q->pos) - (p->pos < q->pos);
+}
+
+// Stable sort of each line of an integer x along d: *values (x's dtype) and *indices (i64),
+// new references in the caller's scope; either may be NULL.
+static void int_sort(tt_tensor *x, int d, bool descending, tt_tensor **values,
+                     tt_tensor **indices) {
+    tt_scope_begin();
+    tt_tensor *lines = int_lines(x, d);  // (..., L)
+    int64_t n = tt_numel(lines), L = lines->shape[lines->ndim - 1];
+    tt_tensor *vals = tt_zeros_like(lines), *idx = tt_zeros_like(lines);  // (..., L)
+    const int64_t *src = tt_data(lines);
+    int64_t *ov = tt_data(vals), *oi = tt_data(idx);
+    int_key *keys = TT_MALLOC((size_t)(L > 0 ? L : 1) * sizeof *keys);
+    for (int64_t base = 0; L > 0 && base < n; base += L) {
+        for (int64_t j = 0; j < L; j++) keys[j] = (int_key){src[base + j], j};
+        qsort(keys, (size_t)L, sizeof *keys, descending ? key_desc : key_asc);
+        for (int64_t j = 0; j < L; j++) ov[base + j] = keys[j].v, oi[base + j] = keys[j].pos;
+    }
+    tt_free(keys);
+    tt_tensor *v = values ? tt_keep(int_unlines(vals, x, d, x->dtype)) : NULL;
+    tt_tensor *i = indices ? tt_keep(int_unlines(idx, x, d, TT_I64)) : NULL;
+    tt_scope_end();
+    if (values) *values = v;
+    if (indices) *indices = i;
+}
+
+// Running sum or product of an integer x along d, as TT_I64 (PyTorch's result dtype), wrapping
+// around on overflow as int64 does in PyTorch.
+static tt_tensor *int_scan(tt_tensor *x, int d, bool prod) {
+    tt_scope_begin();
+    tt_tensor *lines = int_lines(x, d);  // (..., L)
+    int64_t n = tt_numel(lines), L = lines->shape[lines->ndim - 1];
+    int64_t *v = tt_data(lines);         // scanned in place: the copy is ours
+    for (int64_t base = 0; L > 0 && base < n; base += L) {
+        uint64_t acc = prod ? 1 : 0;     // unsigned: wraps instead of overflowing
+        for (int64_t j = 0; j < L; j++) {
+            acc = prod ? acc * (uint64_t)v[base + j] : acc + (uint64_t)v[base + j];
+            v[base + j] = (int64_t)acc;
+        }
+    }
+    tt_tensor *out = tt_keep(int_unlines(lines, x, d, TT_I64));
+    tt_scope_end();
+    return out;
+}
+
 // ---- sort, argsort, topk ----
 // The indices come from a stable merge sort (kernel); the values are gather(x, dim, indices),
 // so their gradient is gather's.
@@ -296,12 +376,21 @@ static void give_out(tt_tensor *x, int dim, tt_tensor *idx, tt_tensor **values,
 }
 
 void tt_sort(tt_tensor *x, int dim, bool descending, tt_tensor **values, tt_tensor **indices) {
+    if (is_int(x)) {
+        int_sort(x, norm_dim(x, dim, __func__), descending, values, indices);
+        return;
+    }
     check_x(x, "x", __func__);
     int d = norm_dim(x, dim, __func__);
     give_out(x, dim, sort_indices(x, d, descending), values, indices, __func__);
 }
 
 tt_tensor *tt_argsort(tt_tensor *x, int dim, bool descending) {
+    if (is_int(x)) {
+        tt_tensor *idx;
+        int_sort(x, norm_dim(x, dim, __func__), descending, NULL, &idx);
+        return idx;
+    }
     check_x(x, "x", __func__);
     return tt__autorelease(sort_indices(x, norm_dim(x, dim, __func__), descending));
 }
@@ -309,12 +398,26 @@ tt_tensor *tt_argsort(tt_tensor *x, int dim, bool descending) {
 void tt_topk(tt_tensor *x, int64_t k, int dim, bool largest, bool sorted, tt_tensor **values,
              tt_tensor **indices) {
     (void)sorted;  // always sorted
-    check_x(x, "x", __func__);
+    if (!is_int(x)) check_x(x, "x", __func__);
     int d = norm_dim(x, dim, __func__);
     int64_t size = x->ndim ? x->shape[d] : 1;
     TT_CHECK(k >= 0 && k <= size, "k = %lld is out of range for dim %d of size %lld of x %s; "
              "pass 0 <= k <= %lld", (long long)k, dim, (long long)size, tt__shape(x),
              (long long)size);
+    if (is_int(x)) {
+        // The first k of the stable sort (ties keep the lower index first).
+        tt_tensor *v, *i;
+        tt_scope_begin();
+        int_sort(x, d, largest, &v, &i);
+        if (x->ndim) {
+            v = tt_contiguous(tt_narrow(v, d, 0, k));
+            i = tt_contiguous(tt_narrow(i, d, 0, k));
+        }
+        if (values) *values = tt_keep(v);
+        if (indices) *indices = tt_keep(i);
+        tt_scope_end();
+        return;
+    }
     tt_tensor *all = sort_indices(x, d, largest), *idx = all;
     if (x->ndim) {
         int64_t shape[TT_MAX_DIMS];
@@ -332,6 +435,7 @@ void tt_topk(tt_tensor *x, int64_t k, int dim, bool largest, bool sorted, tt_ten
 // y[i] = sum_{j <= i} x[j] along dim;  dx[i] = sum_{j >= i} g[j] (the reversed running sum).
 
 static tt_tensor *scan_out(tt_tensor *x, int dim, bool prod, const char *func) {
+    if (is_int(x)) return int_scan(x, norm_dim(x, dim, func), prod);
     check_x(x, "x", func);
     int d = norm_dim(x, dim, func);
     tt_tensor *out = tt__new(x->dtype, x->ndim, x->shape);  // X

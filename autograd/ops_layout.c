@@ -141,6 +141,16 @@ tt_tensor *tt_roll(tt_tensor *x, int64_t shift, int dim) {
     return tt_cat(2, parts, d);
 }
 
+// torch.roll with dims=None: the flattened x rolled, then given x's shape back.
+tt_tensor *tt_roll_flat(tt_tensor *x, int64_t shift) {
+    check_x(x, __func__);
+    tt_scope_begin();
+    tt_tensor *y = tt_reshape(tt_roll(tt_flatten(x), shift, 0), x->ndim, x->shape);
+    tt_keep(y);
+    tt_scope_end();
+    return y;
+}
+
 tt_tensor *tt_roll_dims(tt_tensor *x, int n, const int64_t *shifts, const int *dims) {
     check_x(x, __func__);
     LAYOUT_CHECK(n >= 1 && shifts && dims, __func__, "need n >= 1 shifts and dims, got n=%d",
@@ -272,6 +282,30 @@ tt_tensor *tt_movedim(tt_tensor *x, int src, int dst) {
         }
         if (k == s) k++;
         perm[i] = k++;
+    }
+    return tt_permute(x, perm);
+}
+
+// perm[dst[i]] = src[i]; the other dims keep their order in the positions left free.
+tt_tensor *tt_movedim_n(tt_tensor *x, int n, const int *src, const int *dst) {
+    check_x(x, __func__);
+    int nd = x->ndim;
+    LAYOUT_CHECK(n >= 0 && n <= nd && (n == 0 || (src && dst)), __func__, "need 0 <= n <= %d "
+                 "(x %s) with n entries in src and dst, got n=%d%s", nd, tt__shape(x), n,
+                 n > 0 && !(src && dst) ? " and a NULL list" : "");
+    int perm[TT_MAX_DIMS];
+    bool from[TT_MAX_DIMS] = {false}, to[TT_MAX_DIMS] = {false};
+    for (int i = 0; i < n; i++) {
+        int s = norm_dim(src[i], nd, __func__), t = norm_dim(dst[i], nd, __func__);
+        LAYOUT_CHECK(!from[s], __func__, "src lists dim %d twice; each dim moves once", s);
+        LAYOUT_CHECK(!to[t], __func__, "dst lists dim %d twice; each position takes one dim", t);
+        from[s] = to[t] = true;
+        perm[t] = s;
+    }
+    for (int t = 0, k = 0; t < nd; t++) {
+        if (to[t]) continue;
+        while (from[k]) k++;
+        perm[t] = k++;
     }
     return tt_permute(x, perm);
 }

@@ -1,6 +1,7 @@
 // The reduction ops, forward and backward side by side: sum, mean, max (amax), var over any
 // set of dims with keepdim, sum_all, mean_all, and argmax (not differentiable). The kernels
 // are in tensor/kernels/reduce.c; here are dims, shapes, dtypes, error messages and the tape.
+// The sum of an integer or bool tensor is exact, in int64 (int_sum), as PyTorch's.
 #include "autograd_internal.h"
 
 #include <math.h>
@@ -37,11 +38,10 @@ static const char *dims_str(int ndims, const int *dims, char *buf, size_t n) {
 
 // Validates (ndims, dims) against x (negative dims count from the end, ndims == 0 means all
 // dims) and fills rd. `func` names the public op in messages. A 0-d tensor accepts dim 0 or
-// -1, reducing like a one-element 1-d tensor (as PyTorch).
-static void resolve_dims(reduce_dims *rd, const tt_tensor *x, int ndims, const int *dims,
-                         bool keepdim, const char *func) {
+// -1, reducing like a one-element 1-d tensor (as PyTorch). Any dtype (resolve_dims: floats).
+static void resolve_dims_any(reduce_dims *rd, const tt_tensor *x, int ndims, const int *dims,
+                             bool keepdim, const char *func) {
     if (!x) tt_fatal(__FILE__, __LINE__, func, "x is NULL");
-    tt__check_float(x, func);
     if (ndims < 0)
         tt_fatal(__FILE__, __LINE__, func, "ndims is %d; pass ndims > 0 with that many dims, or "
                  "ndims 0 to reduce all dims", ndims);
@@ -71,6 +71,13 @@ static void resolve_dims(reduce_dims *rd, const tt_tensor *x, int ndims, const i
         else if (keepdim) rd->out_shape[rd->out_ndim++] = 1;
     }
     tt_k_reduce_plan(&rd->plan, x->ndim, x->shape, x->stride, rd->reduced);
+}
+
+static void resolve_dims(reduce_dims *rd, const tt_tensor *x, int ndims, const int *dims,
+                         bool keepdim, const char *func) {
+    if (!x) tt_fatal(__FILE__, __LINE__, func, "x is NULL");
+    tt__check_float(x, func);
+    resolve_dims_any(rd, x, ndims, dims, keepdim, func);
 }
 
 // The plan of a recorded reduction, rebuilt from its (retained) input.
@@ -115,8 +122,36 @@ static void sums(double *acc, const tt_tensor *x, const tt_k_reduce *p, bool mea
 // ---- sum ----
 // y[m] = sum_j x[m, j];  dx = g[m], a stride-0 view of g (no copy).
 
+// An integer or bool x: y (TT_I64) = the exact sum, wrapping around on overflow as PyTorch's
+// int64 does. x is copied as (kept dims..., reduced dims...) in int64, so each y[m] sums N
+// consecutive values. Nothing to record: integer tensors have no gradient.
+static tt_tensor *int_sum(tt_tensor *x, const reduce_dims *rd) {
+    int perm[TT_MAX_DIMS], k = 0;
+    for (int d = 0; d < x->ndim; d++)
+        if (!rd->reduced[d]) perm[k++] = d;
+    for (int d = 0; d < x->ndim; d++)
+        if (rd->reduced[d]) perm[k++] = d;
+    tt_tensor *out = tt__new(TT_I64, rd->out_ndim, rd->out_shape);  // (M,)
+    tt_scope_begin();
+    tt_tensor *c = tt_to_dtype(x->ndim ? tt_permute(x, perm) : x, TT_I64);  // (M, N)
+    int64_t M = tt_numel(out), N = M > 0 ? tt_numel(c) / M : 0;
+    const int64_t *src = tt_data(c);
+    int64_t *y = tt_data(out);
+    for (int64_t m = 0; m < M; m++) {
+        uint64_t acc = 0;  // unsigned: wraps instead of overflowing
+        for (int64_t j = 0; j < N; j++) acc += (uint64_t)src[m * N + j];
+        y[m] = (int64_t)acc;
+    }
+    tt_scope_end();
+    return tt__autorelease(out);
+}
+
 tt_tensor *tt_sum(tt_tensor *x, int ndims, const int *dims, bool keepdim) {
     reduce_dims rd;
+    if (x && !tt_dtype_is_float(x->dtype)) {
+        resolve_dims_any(&rd, x, ndims, dims, keepdim, __func__);
+        return int_sum(x, &rd);
+    }
     resolve_dims(&rd, x, ndims, dims, keepdim, __func__);
     tt_tensor *out = tt__new(x->dtype, rd.out_ndim, rd.out_shape);
     double *acc = acc_for(out);
@@ -143,6 +178,9 @@ tt_tensor *tt_sum_all(tt_tensor *x) { return tt_sum(x, 0, NULL, false); }
 // y[m] = sum_j x[m, j] / N (NaN when N == 0);  dx = g[m] / N.
 
 tt_tensor *tt_mean(tt_tensor *x, int ndims, const int *dims, bool keepdim) {
+    TT_CHECK(!x || tt_dtype_is_float(x->dtype), "x %s is %s: the mean of an integer or bool "
+             "tensor has no dtype to infer (as in PyTorch); convert first (tt_to_dtype(x, "
+             "TT_F32)), or take tt_sum for a count", tt__shape(x), tt_dtype_name(x->dtype));
     reduce_dims rd;
     resolve_dims(&rd, x, ndims, dims, keepdim, __func__);
     tt_tensor *out = tt__new(x->dtype, rd.out_ndim, rd.out_shape);

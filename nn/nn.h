@@ -159,6 +159,62 @@ void tt_embedding_params(const tt_embedding_layer *m, tt_params *out, const char
 void tt_embedding_free(tt_embedding_layer *m);
 tt_module tt_embedding_module(tt_embedding_layer *m);  // x: the indices
 
+// ---- EmbeddingBag: sums, means or maxima of bags of rows of a (V, C) table ----
+// F.embedding_bag / torch.nn.EmbeddingBag. input (TT_I32 / TT_I64, values in [0, V)) is either
+// 2-D (B, N), each row a bag (offsets NULL), or 1-D (N) with 1-D offsets: bag b is
+// input[offsets[b] : offsets[b + 1]], the last bag running to the end of input; with
+// include_last_offset, offsets has B + 1 entries and its last one ends the last bag.
+// offsets[0] must be 0 and offsets must not decrease. Entries equal to padding_idx (when
+// use_padding_idx) are left out of their bag and of a mean's count. An empty bag gives zeros.
+// per_sample_weights (input's shape, weight's dtype; TT_BAG_SUM only, as PyTorch) scales each
+// entry's row. TT_BAG_MAX gives each column's maximum in the bag, its gradient going to the
+// first maximal entry. Output (B, C). A composition of index_select, mul, index_add, div and
+// max_dim: the gradient reaches weight (never the padding row) and per_sample_weights.
+//
+//     tt_embedding_bag_opts o = {.mode = TT_BAG_MEAN, .offsets = offsets};
+//     tt_tensor *y = tt_embedding_bag(table, tokens, &o);  // (N) with (B) offsets -> (B, C)
+
+typedef enum tt_bag_mode { TT_BAG_SUM, TT_BAG_MEAN, TT_BAG_MAX, TT_BAG_MODE_COUNT } tt_bag_mode;
+
+typedef struct tt_embedding_bag_opts {
+    tt_bag_mode mode;                // PyTorch's default is mean; a zeroed struct means sum
+    tt_tensor *offsets;              // (B,) or (B + 1,) with a 1-D input; NULL with a 2-D one
+    bool include_last_offset;
+    tt_tensor *per_sample_weights;   // NULL: none
+    bool use_padding_idx;
+    int64_t padding_idx;             // in [-V, V): negative counts from the end (as PyTorch)
+} tt_embedding_bag_opts;
+
+// opts NULL: TT_BAG_SUM with a 2-D input and no options.
+tt_tensor *tt_embedding_bag(tt_tensor *weight, tt_tensor *input,
+                            const tt_embedding_bag_opts *opts);
+
+// The module holds the table ("weight", N(0, 1) init as nn.EmbeddingBag) and the options;
+// set include_last_offset after init if needed.
+typedef struct tt_embedding_bag_layer {
+    tt_tensor *weight;  // (V, C)
+    int64_t num, dim;
+    tt_bag_mode mode;
+    bool include_last_offset;
+    bool use_padding_idx;  // set by tt_embedding_bag_set_padding_idx
+    int64_t padding_idx;   // in [0, V)
+} tt_embedding_bag_layer;
+
+void tt_embedding_bag_init(tt_embedding_bag_layer *m, int64_t num, int64_t dim,
+                           tt_bag_mode mode, tt_rng *rng);
+// Leaves padding_idx (in [-V, V)) out of every bag and zeroes its row, as the padding_idx
+// argument of nn.EmbeddingBag does at construction.
+void tt_embedding_bag_set_padding_idx(tt_embedding_bag_layer *m, int64_t padding_idx);
+// input (B, N) with offsets NULL, or (N) with offsets; per_sample_weights NULL or input's
+// shape (TT_BAG_SUM) -> (B, C).
+tt_tensor *tt_embedding_bag_forward(tt_embedding_bag_layer *m, tt_tensor *input,
+                                    tt_tensor *offsets, tt_tensor *per_sample_weights);
+void tt_embedding_bag_params(const tt_embedding_bag_layer *m, tt_params *out,
+                             const char *prefix);
+void tt_embedding_bag_free(tt_embedding_bag_layer *m);
+// For tt_sequential: x is a 2-D (B, N) input, no per-sample weights.
+tt_module tt_embedding_bag_module(tt_embedding_bag_layer *m);
+
 // ---- positional encodings ----
 
 // Learned: a (max_len, C) table; forward(x (B, T, C)) returns x + table[pos : pos + T].
@@ -272,21 +328,49 @@ tt_tensor *tt_dropout_forward(tt_dropout_layer *m, tt_tensor *x);
 void tt_dropout_train(tt_dropout_layer *m, bool training);
 tt_module tt_dropout_module(tt_dropout_layer *m);
 
-// ---- MLP: dropout(proj(act(fc(x)))), fc: C -> hidden, proj: hidden -> C ----
+// ---- MLP: torchvision.ops.MLP (without its norm layers) ----
+// widths = {in, h1, ..., out}, n_widths >= 2: n_widths - 1 Linear layers (PyTorch's default
+// init, drawn in order). After each hidden Linear come act and Dropout(dropout); after the
+// last Linear only a Dropout (torchvision's layout). The parameters are named as the
+// state_dict of torchvision.ops.MLP (an nn.Sequential): the Linear layers sit at 0, 3, 6, ...
+// ("0.weight", "0.bias", "3.weight", ...), so a PyTorch checkpoint maps one to one.
+//
+//     tt_mlp mlp;
+//     tt_mlp_init(&mlp, 3, (int64_t[]){784, 256, 10}, TT_ACT_RELU, true, 0.1, &rng);
+//     tt_tensor *logits = tt_mlp_forward(&mlp, x);  // (B, 784) -> (B, 10)
 
 typedef struct tt_mlp {
-    tt_linear fc, proj;
+    tt_linear *layers;        // n_layers (owned): widths[i] -> widths[i + 1]
+    tt_dropout_layer *drops;  // n_layers (owned): after each layer
+    int n_layers;             // n_widths - 1
     tt_act act;
-    tt_dropout_layer drop;
 } tt_mlp;
 
-void tt_mlp_init(tt_mlp *m, int64_t dim, int64_t hidden, tt_act act, bool bias, double dropout,
-                 tt_rng *rng);
-tt_tensor *tt_mlp_forward(tt_mlp *m, tt_tensor *x);
-void tt_mlp_params(const tt_mlp *m, tt_params *out, const char *prefix);  // fc.*, proj.*
+void tt_mlp_init(tt_mlp *m, int n_widths, const int64_t *widths, tt_act act, bool bias,
+                 double dropout, tt_rng *rng);
+tt_tensor *tt_mlp_forward(tt_mlp *m, tt_tensor *x);  // (..., widths[0]) -> (..., widths[last])
+void tt_mlp_params(const tt_mlp *m, tt_params *out, const char *prefix);  // 0.*, 3.*, ...
 void tt_mlp_train(tt_mlp *m, bool training);
 void tt_mlp_free(tt_mlp *m);
 tt_module tt_mlp_module(tt_mlp *m);
+
+// ---- feed-forward (the transformer block's MLP): dropout(proj(act(fc(x)))),
+// fc: C -> hidden, proj: hidden -> C; a block holds it as `mlp` (parameters "mlp.fc.weight", ...)
+
+typedef struct tt_feedforward {
+    tt_linear fc, proj;
+    tt_act act;
+    tt_dropout_layer drop;
+} tt_feedforward;
+
+void tt_feedforward_init(tt_feedforward *m, int64_t dim, int64_t hidden, tt_act act, bool bias,
+                         double dropout, tt_rng *rng);
+tt_tensor *tt_feedforward_forward(tt_feedforward *m, tt_tensor *x);
+// fc.*, proj.*
+void tt_feedforward_params(const tt_feedforward *m, tt_params *out, const char *prefix);
+void tt_feedforward_train(tt_feedforward *m, bool training);
+void tt_feedforward_free(tt_feedforward *m);
+tt_module tt_feedforward_module(tt_feedforward *m);
 
 // ---- multi-head attention ----
 
@@ -353,7 +437,7 @@ typedef struct tt_block_config {
 typedef struct tt_block {
     tt_norm norm1, norm2;
     tt_attention attn;
-    tt_mlp mlp;
+    tt_feedforward mlp;
 } tt_block;
 
 void tt_block_init(tt_block *m, const tt_block_config *cfg, tt_rng *rng);

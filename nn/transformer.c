@@ -1,8 +1,8 @@
-// The transformer pieces: the MLP, multi-head attention (causal or not, grouped-query, optional
-// QK-norm and RoPE, optional attention and key-padding masks) and the pre-norm block. The
-// attention core is the fused op (tt_scaled_dot_product_attention, no (B, NH, T, T) matrix)
-// unless dropout on the weights is active (it needs them) or new queries follow cached ones:
-// then the matmul / softmax / dropout composition.
+// The transformer pieces: the feed-forward block (the MLP), multi-head attention (causal or
+// not, grouped-query, optional QK-norm and RoPE, optional attention and key-padding masks) and
+// the pre-norm block. The attention core is the fused op (tt_scaled_dot_product_attention, no
+// (B, NH, T, T) matrix) unless dropout on the weights is active (it needs them) or new queries
+// follow cached ones: then the matmul / softmax / dropout composition.
 //
 // Letters: B batch, T time, C channels (n_embd), NH query heads, NKV key/value heads,
 // HS head size (C / NH), H MLP hidden size.
@@ -11,10 +11,10 @@
 #include <math.h>
 #include <string.h>
 
-// ---- MLP ----
+// ---- feed-forward ----
 
-void tt_mlp_init(tt_mlp *m, int64_t dim, int64_t hidden, tt_act act, bool bias, double dropout,
-                 tt_rng *rng) {
+void tt_feedforward_init(tt_feedforward *m, int64_t dim, int64_t hidden, tt_act act, bool bias,
+                         double dropout, tt_rng *rng) {
     TT_CHECK(dim > 0 && hidden > 0, "sizes must be positive, got dim=%lld hidden=%lld",
              (long long)dim, (long long)hidden);
     tt__check_act(act, __func__);
@@ -26,7 +26,7 @@ void tt_mlp_init(tt_mlp *m, int64_t dim, int64_t hidden, tt_act act, bool bias, 
 }
 
 // x (..., C) -> fc (..., H) -> act -> proj (..., C) -> dropout.
-tt_tensor *tt_mlp_forward(tt_mlp *m, tt_tensor *x) {
+tt_tensor *tt_feedforward_forward(tt_feedforward *m, tt_tensor *x) {
     tt_scope_begin();
     tt_tensor *h = tt_activate(m->act, tt_linear_forward(&m->fc, x));  // (..., H)
     tt_tensor *y = tt_dropout_forward(&m->drop, tt_linear_forward(&m->proj, h));  // (..., C)
@@ -36,27 +36,29 @@ tt_tensor *tt_mlp_forward(tt_mlp *m, tt_tensor *x) {
 }
 
 // The children, listed once: params, train and free walk them.
-static void mlp_children(void *self, tt_module_visit visit, void *ctx) {
-    tt_mlp *m = self;
+static void ff_children(void *self, tt_module_visit visit, void *ctx) {
+    tt_feedforward *m = self;
     visit(tt_linear_module(&m->fc), "fc", ctx);
     visit(tt_linear_module(&m->proj), "proj", ctx);
     visit(tt_dropout_module(&m->drop), "drop", ctx);
 }
 
-static tt_tensor *mlp_fwd(void *self, tt_tensor *x) { return tt_mlp_forward(self, x); }
-static void mlp_free(void *self) { tt_mlp_free(self); }
-static const tt_module_ops mlp_ops = {.type = "MLP", .forward = mlp_fwd, .children = mlp_children,
-                                      .free = mlp_free};
-tt_module tt_mlp_module(tt_mlp *m) { return (tt_module){m, &mlp_ops}; }
+static tt_tensor *ff_fwd(void *self, tt_tensor *x) { return tt_feedforward_forward(self, x); }
+static void ff_free(void *self) { tt_feedforward_free(self); }
+static const tt_module_ops ff_ops = {.type = "FeedForward", .forward = ff_fwd,
+                                     .children = ff_children, .free = ff_free};
+tt_module tt_feedforward_module(tt_feedforward *m) { return (tt_module){m, &ff_ops}; }
 
-void tt_mlp_params(const tt_mlp *m, tt_params *out, const char *prefix) {
-    tt_module_params(tt_mlp_module((tt_mlp *)m), out, prefix);
+void tt_feedforward_params(const tt_feedforward *m, tt_params *out, const char *prefix) {
+    tt_module_params(tt_feedforward_module((tt_feedforward *)m), out, prefix);
 }
 
-void tt_mlp_train(tt_mlp *m, bool training) { tt_module_train(tt_mlp_module(m), training); }
+void tt_feedforward_train(tt_feedforward *m, bool training) {
+    tt_module_train(tt_feedforward_module(m), training);
+}
 
-void tt_mlp_free(tt_mlp *m) {
-    tt__module_free_children(tt_mlp_module(m));
+void tt_feedforward_free(tt_feedforward *m) {
+    tt__module_free_children(tt_feedforward_module(m));
     memset(m, 0, sizeof *m);
 }
 
@@ -329,14 +331,14 @@ void tt_block_init(tt_block *m, const tt_block_config *cfg, tt_rng *rng) {
     tt_attention_init(&m->attn, &cfg->attn, rng);
     tt_norm_init(&m->norm1, cfg->norm, C, eps, cfg->attn.bias);
     tt_norm_init(&m->norm2, cfg->norm, C, eps, cfg->attn.bias);
-    tt_mlp_init(&m->mlp, C, hidden, cfg->act, cfg->attn.bias, cfg->attn.dropout, rng);
+    tt_feedforward_init(&m->mlp, C, hidden, cfg->act, cfg->attn.bias, cfg->attn.dropout, rng);
 }
 
 // x (B, T, C): x = x + attn(norm1(x)); x = x + mlp(norm2(x)).
 tt_tensor *tt_block_forward(tt_block *m, tt_tensor *x) {
     tt_scope_begin();
     tt_tensor *h = tt_add(x, tt_attention_forward(&m->attn, tt_norm_forward(&m->norm1, x)));
-    h = tt_add(h, tt_mlp_forward(&m->mlp, tt_norm_forward(&m->norm2, h)));  // (B, T, C)
+    h = tt_add(h, tt_feedforward_forward(&m->mlp, tt_norm_forward(&m->norm2, h)));  // (B, T, C)
     tt_keep(h);
     tt_scope_end();
     return h;
@@ -348,7 +350,7 @@ tt_tensor *tt_block_forward_cached(tt_block *m, tt_tensor *x, tt_tensor *k_cache
     tt_tensor *a = tt_attention_forward_cached(&m->attn, tt_norm_forward(&m->norm1, x), k_cache,
                                                v_cache, pos);
     tt_tensor *h = tt_add(x, a);
-    h = tt_add(h, tt_mlp_forward(&m->mlp, tt_norm_forward(&m->norm2, h)));  // (B, T, C)
+    h = tt_add(h, tt_feedforward_forward(&m->mlp, tt_norm_forward(&m->norm2, h)));  // (B, T, C)
     tt_keep(h);
     tt_scope_end();
     return h;
@@ -360,7 +362,7 @@ static void block_children(void *self, tt_module_visit visit, void *ctx) {
     visit(tt_norm_module(&m->norm1), "norm1", ctx);
     visit(tt_attention_module(&m->attn), "attn", ctx);
     visit(tt_norm_module(&m->norm2), "norm2", ctx);
-    visit(tt_mlp_module(&m->mlp), "mlp", ctx);
+    visit(tt_feedforward_module(&m->mlp), "mlp", ctx);
 }
 
 static tt_tensor *block_fwd(void *self, tt_tensor *x) { return tt_block_forward(self, x); }

@@ -1,6 +1,6 @@
-// Gradcheck cases of the basic nn modules (Linear, Embedding, LayerNorm, RMSNorm, Sequential)
-// and the losses (MSE, BCE with logits, label-smoothed cross-entropy). Attention, MLP and the
-// transformer block are in tests/gc_nn_transformer.c.
+// Gradcheck cases of the basic nn modules (Linear, Embedding, EmbeddingBag, LayerNorm, RMSNorm,
+// Sequential, MLP) and the losses (MSE, BCE with logits, label-smoothed cross-entropy).
+// Attention, the feed-forward block and the transformer block are in tests/gc_nn_transformer.c.
 //
 // Modules are built in f64 (tt_set_default_dtype) and their parameters are gradcheck inputs
 // next to x, so weight and bias gradients are checked too. The forward functions run the
@@ -169,6 +169,100 @@ static void sequential_mlp(gc_report *r) {
     tt_linear_free(&c.fc2);
 }
 
+// ---- MLP (torchvision.ops.MLP's layout) ----
+
+// in = {x, then each layer's weight [and bias]}. f points the layers' parameters at the inputs
+// for the call and restores them after.
+static tt_tensor *f_mlp(tt_tensor *const *in, int n, void *ctx) {
+    (void)n;
+    tt_mlp *m = ctx;
+    tt_linear saved[8];
+    int k = 1;
+    for (int i = 0; i < m->n_layers; i++) {
+        saved[i] = m->layers[i];
+        m->layers[i].weight = in[k++];
+        if (m->layers[i].bias) m->layers[i].bias = in[k++];
+    }
+    tt_tensor *y = tt_mlp_forward(m, in[0]);
+    for (int i = 0; i < m->n_layers; i++) m->layers[i] = saved[i];
+    return y;
+}
+
+static void mlp_case(gc_report *r, int n_widths, const int64_t *widths, tt_act act, bool bias,
+                     int ndim, const int64_t *xshape) {
+    tt_dtype prev = f64_begin();
+    tt_mlp m;
+    tt_mlp_init(&m, n_widths, widths, act, bias, 0.0, gc_rng());
+    f64_end(prev);
+    tt_params p;
+    tt_params_init(&p);
+    tt_mlp_params(&m, &p, NULL);  // 0.weight, 0.bias, 3.weight, ...: the order f reads
+    tt_tensor *in[16] = {gc_input(ndim, xshape, -1, 1)};
+    for (int i = 0; i < p.n; i++) in[1 + i] = p.items[i].tensor;
+    gc_check(r, f_mlp, &m, 1 + p.n, in, NULL);
+    tt_params_free(&p);
+    tt_mlp_free(&m);
+}
+
+static void mlp_tanh_bias(gc_report *r) {
+    mlp_case(r, 4, (const int64_t[]){3, 5, 4, 2}, TT_ACT_TANH, true, TT_SHAPE(4, 3));
+}
+static void mlp_gelu_no_bias_3d(gc_report *r) {
+    mlp_case(r, 3, (const int64_t[]){4, 6, 3}, TT_ACT_GELU, false, TT_SHAPE(2, 3, 4));
+}
+
+// ---- EmbeddingBag ----
+
+typedef struct bag_ctx {
+    tt_tensor *input;
+    tt_embedding_bag_opts opts;  // per_sample_weights comes from the inputs
+} bag_ctx;
+
+// in = {weight[, per_sample_weights]}
+static tt_tensor *f_bag(tt_tensor *const *in, int n, void *ctx) {
+    const bag_ctx *c = ctx;
+    tt_embedding_bag_opts o = c->opts;
+    o.per_sample_weights = n > 1 ? in[1] : NULL;
+    return tt_embedding_bag(in[0], c->input, &o);
+}
+
+static void bag_case(gc_report *r, tt_bag_mode mode, int ndim, const int64_t *shape,
+                     const int64_t *input, int n_offsets, const int64_t *offsets, bool psw,
+                     bool use_padding_idx, int64_t padding_idx) {
+    tt_tensor *w = gc_input(TT_SHAPE(6, 3), -2, 2);
+    bag_ctx c = {.input = tt_from_data(TT_I64, ndim, shape, input),
+                 .opts = {.mode = mode, .use_padding_idx = use_padding_idx,
+                          .padding_idx = padding_idx}};
+    if (n_offsets) c.opts.offsets = tt_from_data(TT_I64, TT_SHAPE(n_offsets), offsets);
+    tt_tensor *in[2] = {w, psw ? gc_input(ndim, shape, -1.5, 1.5) : NULL};
+    gc_check(r, f_bag, &c, psw ? 2 : 1, in, NULL);
+}
+
+// Bags [1 5 1] [] [0 3 5 5 2]: duplicate indices add up; the empty bag gives zeros.
+static const int64_t bag_input[8] = {1, 5, 1, 0, 3, 5, 5, 2};
+static const int64_t bag_offsets[3] = {0, 3, 3};
+
+static void bag_sum_offsets(gc_report *r) {
+    bag_case(r, TT_BAG_SUM, TT_SHAPE(8), bag_input, 3, bag_offsets, false, false, 0);
+}
+static void bag_mean_offsets(gc_report *r) {
+    bag_case(r, TT_BAG_MEAN, TT_SHAPE(8), bag_input, 3, bag_offsets, false, false, 0);
+}
+static void bag_max_offsets(gc_report *r) {
+    bag_case(r, TT_BAG_MAX, TT_SHAPE(8), bag_input, 3, bag_offsets, false, false, 0);
+}
+// The per-sample weights get their own gradient.
+static void bag_sum_per_sample_weights(gc_report *r) {
+    bag_case(r, TT_BAG_SUM, TT_SHAPE(8), bag_input, 3, bag_offsets, true, false, 0);
+}
+// 2-D (B, N) input; row 5 is padding (left out of the bags and of the mean's count).
+static void bag_mean_2d_padding(gc_report *r) {
+    bag_case(r, TT_BAG_MEAN, TT_SHAPE(2, 4), bag_input, 0, NULL, false, true, 5);
+}
+static void bag_sum_2d_per_sample_weights_padding(gc_report *r) {
+    bag_case(r, TT_BAG_SUM, TT_SHAPE(2, 4), bag_input, 0, NULL, true, true, -1);
+}
+
 // ---- losses ----
 
 // in = {pred, target}: both receive gradients.
@@ -230,6 +324,14 @@ const gc_module_case gc_modules_nn_layers[] = {
     {"rmsnorm", "weight", rmsnorm_weight},
     {"rmsnorm", "no_weight", rmsnorm_no_weight},
     {"sequential", "mlp_2_16_2", sequential_mlp},
+    {"mlp", "tanh_bias", mlp_tanh_bias},
+    {"mlp", "gelu_no_bias_3d", mlp_gelu_no_bias_3d},
+    {"embedding_bag", "sum_offsets_empty_bag", bag_sum_offsets},
+    {"embedding_bag", "mean_offsets_empty_bag", bag_mean_offsets},
+    {"embedding_bag", "max_offsets_empty_bag", bag_max_offsets},
+    {"embedding_bag", "sum_per_sample_weights", bag_sum_per_sample_weights},
+    {"embedding_bag", "mean_2d_padding", bag_mean_2d_padding},
+    {"embedding_bag", "sum_2d_per_sample_weights_padding", bag_sum_2d_per_sample_weights_padding},
     {"mse_loss", "basic", mse_basic},
     {"bce_with_logits", "basic", bce_basic},
     {"bce_with_logits", "large_logits", bce_large_logits},

@@ -1,5 +1,6 @@
 // Gradcheck cases of the transformer modules: RoPE, the sinusoidal and learned positional
-// encodings, the MLP, attention (causal, not causal, GQA, QK-norm, RoPE, biases) and the block.
+// encodings, the feed-forward block, attention (causal, not causal, GQA, QK-norm, RoPE, biases)
+// and the block.
 // Each checks d out / d x and d out / d every parameter; values are in tests/test_nn_transformer.c.
 //
 // Modules are built in f64. gc_check also runs the forward on f32 copies of the inputs, so while
@@ -74,7 +75,7 @@ static void norm_slots(mod_ctx *c, tt_norm *n) {
     }
 }
 
-static void mlp_slots(mod_ctx *c, tt_mlp *m) {
+static void mlp_slots(mod_ctx *c, tt_feedforward *m) {
     linear_slots(c, &m->fc);
     linear_slots(c, &m->proj);
 }
@@ -154,23 +155,25 @@ static void pos_embedding_basic(gc_report *r) {
     tt_pos_embedding_free(&pe);
 }
 
-// ---- MLP ----
+// ---- feed-forward ----
 
-static tt_tensor *fwd_mlp(const mod_ctx *c, tt_tensor *x) { return tt_mlp_forward(c->m, x); }
+static tt_tensor *fwd_mlp(const mod_ctx *c, tt_tensor *x) {
+    return tt_feedforward_forward(c->m, x);
+}
 
 static void mlp_case(gc_report *r, tt_act act) {
     tt_dtype prev = tt_set_default_dtype(TT_F64);
-    tt_mlp m;
-    tt_mlp_init(&m, 8, 16, act, true, 0.0, gc_rng());
+    tt_feedforward m;
+    tt_feedforward_init(&m, 8, 16, act, true, 0.0, gc_rng());
     tt_set_default_dtype(prev);
     mod_ctx c = {.forward = fwd_mlp, .m = &m};
     mlp_slots(&c, &m);
     tt_params p;
     tt_params_init(&p);
-    tt_mlp_params(&m, &p, NULL);
+    tt_feedforward_params(&m, &p, NULL);
     check_module(r, &c, gc_input(TT_SHAPE(2, 3, 8), -1, 1), &p);  // (B, T, C)
     tt_params_free(&p);
-    tt_mlp_free(&m);
+    tt_feedforward_free(&m);
 }
 
 static void mlp_gelu(gc_report *r) { mlp_case(r, TT_ACT_GELU); }
@@ -270,8 +273,8 @@ const gc_module_case gc_modules_nn_transformer[] = {
     {"rope", "with_offset", rope_with_offset},
     {"sinusoidal", "basic", sinusoidal_basic},
     {"pos_embedding", "basic", pos_embedding_basic},
-    {"mlp", "gelu", mlp_gelu},
-    {"mlp", "relu2", mlp_relu2},
+    {"feedforward", "gelu", mlp_gelu},
+    {"feedforward", "relu2", mlp_relu2},
     {"attention", "causal", attention_causal},
     {"attention", "noncausal", attention_noncausal},
     {"attention", "gqa", attention_gqa},

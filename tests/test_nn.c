@@ -1,8 +1,8 @@
 // Check suite of the basic nn modules (nn/params.c, nn/init.c, nn/layers.c) and the losses
 // (nn/loss.c): parameter lists, the default dtype, init statistics, Linear, Embedding, the
 // norms, activations, Dropout, Sequential, MSE / BCE, gradient accumulation, abort paths.
-// Attention, MLP, blocks and positional encodings have their own suite; gradchecks of these
-// modules are in tests/gc_nn_layers.c.
+// Attention, feed-forward, blocks and positional encodings have their own suite; gradchecks of
+// these modules are in tests/gc_nn_layers.c.
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1112,7 +1112,7 @@ START_TEST(test_module_wrappers) {
     tt_layernorm_layer ln;
     tt_rmsnorm_layer rms;
     tt_norm nrm;
-    tt_mlp mlp;
+    tt_feedforward mlp;
     tt_attention attn;
     tt_block blk;
     tt_pos_embedding pe;
@@ -1122,7 +1122,7 @@ START_TEST(test_module_wrappers) {
     tt_layernorm_init(&ln, C, 1e-5, true, true);
     tt_rmsnorm_init(&rms, C, 1e-6, true);
     tt_norm_init(&nrm, TT_NORM_RMSNORM, C, 1e-6, false);
-    tt_mlp_init(&mlp, C, 16, TT_ACT_GELU, true, 0.1, &rng);
+    tt_feedforward_init(&mlp, C, 16, TT_ACT_GELU, true, 0.1, &rng);
     tt_attention_config ac = {.n_embd = C, .n_head = NH, .max_seq = 8, .causal = true,
                               .bias = true, .dropout = 0.1};
     tt_attention_init(&attn, &ac, &rng);
@@ -1145,7 +1145,7 @@ START_TEST(test_module_wrappers) {
         {tt_layernorm_module(&ln), x, NULL, &ln},
         {tt_rmsnorm_module(&rms), x, NULL, &rms},
         {tt_norm_module(&nrm), x, NULL, &nrm},
-        {tt_mlp_module(&mlp), x, NULL, &mlp},
+        {tt_feedforward_module(&mlp), x, NULL, &mlp},
         {tt_attention_module(&attn), x, NULL, &attn},
         {tt_block_module(&blk), x, NULL, &blk},
         {tt_pos_embedding_module(&pe), x, NULL, &pe},
@@ -1160,7 +1160,7 @@ START_TEST(test_module_wrappers) {
     cases[0].direct = tt_layernorm_forward(&ln, x);
     cases[1].direct = tt_rmsnorm_forward(&rms, x);
     cases[2].direct = tt_norm_forward(&nrm, x);
-    cases[3].direct = tt_mlp_forward(&mlp, x);
+    cases[3].direct = tt_feedforward_forward(&mlp, x);
     cases[4].direct = tt_attention_forward(&attn, x);
     cases[5].direct = tt_block_forward(&blk, x);
     cases[6].direct = tt_pos_embedding_forward(&pe, x, 0);
@@ -1189,7 +1189,7 @@ START_TEST(test_module_wrappers) {
     tt_module_params(tt_sinusoidal_module(&sine), &a, "pe");  // buffers are not parameters
     tt_module_params(tt_rope_module(&rope), &a, "rope");
     tt_module_params(tt_pos_embedding_module(&pe), &a, "wpe");
-    tt_module_params(tt_mlp_module(&mlp), &a, "mlp");
+    tt_module_params(tt_feedforward_module(&mlp), &a, "mlp");
     ck_assert_int_eq(a.n, 5);
     ck_assert_str_eq(a.items[0].name, "wpe.weight");
     ck_assert_str_eq(a.items[4].name, "mlp.proj.bias");
@@ -1200,7 +1200,7 @@ START_TEST(test_module_wrappers) {
     tt_layernorm_free(&ln);
     tt_rmsnorm_free(&rms);
     tt_norm_free(&nrm);
-    tt_mlp_free(&mlp);
+    tt_feedforward_free(&mlp);
     tt_attention_free(&attn);
     tt_block_free(&blk);
     tt_pos_embedding_free(&pe);
@@ -1361,7 +1361,7 @@ START_TEST(test_module_children) {
     ck_assert_int_eq(l.n, 4);
     ck_assert_str_eq(l.names[0], "Norm:norm1");
     ck_assert_str_eq(l.names[1], "Attention:attn");
-    ck_assert_str_eq(l.names[3], "MLP:mlp");
+    ck_assert_str_eq(l.names[3], "FeedForward:mlp");
     l.n = 0;
     tt_module_children(tt_attention_module(&blk.attn), log_child, &l);
     ck_assert_int_eq(l.n, 9);  // 4 projections, q/k norms, rope, 2 dropouts

@@ -1,7 +1,7 @@
-// Check suite of the transformer modules: sinusoidal and learned positions, RoPE, the MLP,
-// attention (against a naive per-head loop in double, causality, GQA equivalence), the block
-// (parameter names and counts, no leaks, train/eval) and the abort paths; attention masks
-// (tt_attention_forward_mask) against torch.nn.MultiheadAttention
+// Check suite of the transformer modules: sinusoidal and learned positions, RoPE, the
+// feed-forward block, attention (against a naive per-head loop in double, causality, GQA
+// equivalence), the block (parameter names and counts, no leaks, train/eval) and the abort
+// paths; attention masks (tt_attention_forward_mask) against torch.nn.MultiheadAttention
 // (tests/reference/attention_mask_values.h) and on the dropout path. Gradchecks are in
 // tests/gc_nn_transformer.c (masks: tests/gc_ops_attention.c).
 //
@@ -165,24 +165,24 @@ START_TEST(test_rope_known_vector) {
 }
 END_TEST
 
-// ---- MLP ----
+// ---- feed-forward ----
 
-START_TEST(test_mlp_matches_composition) {
+START_TEST(test_feedforward_matches_composition) {
     tt_rng rng;
     tt_rng_seed(&rng, 11);
     tt_dtype prev = tt_set_default_dtype(TT_F64);
-    tt_mlp m;
-    tt_mlp_init(&m, 5, 7, TT_ACT_RELU2, true, 0.0, &rng);
+    tt_feedforward m;
+    tt_feedforward_init(&m, 5, 7, TT_ACT_RELU2, true, 0.0, &rng);
     tt_set_default_dtype(prev);
     tt_scope_begin();
     tt_tensor *x = tt_randn(&rng, TT_F64, TT_SHAPE(2, 3, 5));  // (B, T, C)
     tt_tensor *h = tt_relu(tt_linear_forward(&m.fc, x));
     tt_tensor *want = tt_linear_forward(&m.proj, tt_mul(h, h));
-    tt_tensor *y = tt_mlp_forward(&m, x);
+    tt_tensor *y = tt_feedforward_forward(&m, x);
     ck_assert_int_eq(y->shape[2], 5);
     assert_same(y, want, 1e-12);
     tt_scope_end();
-    tt_mlp_free(&m);
+    tt_feedforward_free(&m);
 }
 END_TEST
 
@@ -242,21 +242,21 @@ START_TEST(test_attention_params) {
 }
 END_TEST
 
-START_TEST(test_mlp_block_params) {
+START_TEST(test_feedforward_block_params) {
     tt_rng rng;
     tt_rng_seed(&rng, 2);
     int64_t C = 16, H = 64, NH = 4, NKV = 2, HS = C / NH;
-    tt_mlp m;
-    tt_mlp_init(&m, C, H, TT_ACT_GELU, true, 0.1, &rng);
+    tt_feedforward m;
+    tt_feedforward_init(&m, C, H, TT_ACT_GELU, true, 0.1, &rng);
     tt_params p;
     tt_params_init(&p);
-    tt_mlp_params(&m, &p, "mlp");
+    tt_feedforward_params(&m, &p, "mlp");
     static const char *const mlp_names[] = {"mlp.fc.weight", "mlp.fc.bias", "mlp.proj.weight",
                                             "mlp.proj.bias"};
     assert_names(&p, mlp_names, 4);
     ck_assert_int_eq(tt_params_numel(&p), 2 * C * H + H + C);
     tt_params_free(&p);
-    tt_mlp_free(&m);
+    tt_feedforward_free(&m);
 
     tt_block b;
     tt_block_init(&b, &(tt_block_config){
@@ -569,14 +569,14 @@ START_TEST(test_free_zeroed) {
     tt_pos_embedding pe = {0};
     tt_sinusoidal s = {0};
     tt_rope r = {0};
-    tt_mlp m = {0};
+    tt_feedforward m = {0};
     tt_attention a = {0};
     tt_block b = {0};
     for (int i = 0; i < 2; i++) {
         tt_pos_embedding_free(&pe);
         tt_sinusoidal_free(&s);
         tt_rope_free(&r);
-        tt_mlp_free(&m);
+        tt_feedforward_free(&m);
         tt_attention_free(&a);
         tt_block_free(&b);
     }
@@ -614,7 +614,7 @@ START_TEST(test_train_eval) {
     ck_assert(b.attn.attn_drop.training && b.attn.resid_drop.training && b.mlp.drop.training);
     tt_attention_train(&b.attn, false);
     ck_assert(!b.attn.attn_drop.training && !b.attn.resid_drop.training);
-    tt_mlp_train(&b.mlp, false);
+    tt_feedforward_train(&b.mlp, false);
     ck_assert(!b.mlp.drop.training);
     tt_scope_end();
     tt_block_free(&b);
@@ -896,10 +896,10 @@ static void seed_abort_rng(void) { tt_rng_seed(&abort_rng, 1); }
 
 // ---- abort messages name the function the user called ----
 
-START_TEST(test_names_mlp_activation) {
-    tt_expect_abort("tt_mlp_init: invalid activation 9; valid values are 0 .. 8");
-    tt_mlp m;
-    tt_mlp_init(&m, 4, 8, (tt_act)TT_ACT_COUNT, true, 0.0, &abort_rng);
+START_TEST(test_names_feedforward_activation) {
+    tt_expect_abort("tt_feedforward_init: invalid activation 9; valid values are 0 .. 8");
+    tt_feedforward m;
+    tt_feedforward_init(&m, 4, 8, (tt_act)TT_ACT_COUNT, true, 0.0, &abort_rng);
 }
 END_TEST
 
@@ -989,9 +989,9 @@ int main(void) {
     suite_add_tcase(s, pos);
 
     TCase *mod = tt_tcase("modules");
-    tcase_add_test(mod, test_mlp_matches_composition);
+    tcase_add_test(mod, test_feedforward_matches_composition);
     tcase_add_test(mod, test_attention_params);
-    tcase_add_test(mod, test_mlp_block_params);
+    tcase_add_test(mod, test_feedforward_block_params);
     tcase_add_loop_test(mod, test_attention_naive, 0,
                         (int)(sizeof naive_cfgs / sizeof naive_cfgs[0]));
     tcase_add_test(mod, test_causal);
@@ -1022,7 +1022,7 @@ int main(void) {
 
     TCase *an = tt_tcase_aborts("aborts_names");
     tcase_add_unchecked_fixture(an, seed_abort_rng, NULL);
-    tcase_add_test_raise_signal(an, test_names_mlp_activation, SIGABRT);
+    tcase_add_test_raise_signal(an, test_names_feedforward_activation, SIGABRT);
     tcase_add_test_raise_signal(an, test_names_attention_input_shape, SIGABRT);
     tcase_add_test_raise_signal(an, test_names_attention_seq_too_long, SIGABRT);
     tcase_add_test_raise_signal(an, test_names_attention_cached_input_shape, SIGABRT);

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+# PyTorch reference for tests/test_nn_mlp.c, in float64:
+#  - MLP: an nn.Sequential laid out as torchvision.ops.MLP lays it out (torchvision is not a
+#    dependency: the layout is Linear, activation, Dropout per hidden width, then the last
+#    Linear and a Dropout, so the Linear layers are entries 0, 3, 6, ...), with its own
+#    initial weights; the output and the gradients of loss = sum(out * R) (R fixed random)
+#    with respect to x and every parameter (state_dict order; the names are checked).
+#  - F.embedding_bag: sum / mean / max, 2-D inputs and 1-D inputs with offsets (empty bags,
+#    duplicate indices, include_last_offset), per_sample_weights, padding_idx; the output and
+#    the gradients of sum(out * R) with respect to the table and the per-sample weights.
+# Writes tests/reference/mlp_reference.h (C arrays, 17 significant digits: they read back
+# exactly). Needs torch (Debian's python3-torch, torch 1.13); `make test` never runs it.
+#
+#     /usr/bin/python3 tests/reference/gen_mlp_reference.py [OUT.h]
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+torch.set_default_dtype(torch.float64)
+
+ACTS = {"relu": ("TT_ACT_RELU", torch.nn.ReLU), "gelu": ("TT_ACT_GELU", torch.nn.GELU),
+        "tanh": ("TT_ACT_TANH", torch.nn.Tanh), "silu": ("TT_ACT_SILU", torch.nn.SiLU)}
+
+# name, widths, activation, bias, x shape
+MLP_CASES = [
+    ("relu_3layer", [4, 8, 6, 3], "relu", True, (5, 4)),
+    ("gelu_one_linear_no_bias", [3, 2], "gelu", False, (4, 3)),
+    ("tanh_batched", [5, 7, 4], "tanh", True, (2, 3, 5)),
+    ("silu_no_bias", [2, 6, 6, 6, 1], "silu", False, (7, 2)),
+]
+
+# name, mode, V, C, input, offsets (None: 2-D input), include_last_offset, with
+# per_sample_weights, padding_idx (None: none)
+BAG_CASES = [
+    ("sum_2d", "sum", 6, 3, [[0, 2, 2, 5], [1, 1, 4, 0], [3, 3, 3, 3]], None, False, False, None),
+    ("mean_2d", "mean", 6, 3, [[0, 2, 2, 5], [1, 1, 4, 0]], None, False, False, None),
+    ("max_2d", "max", 6, 4, [[0, 2, 2, 5], [1, 1, 4, 0], [3, 5, 3, 2]], None, False, False, None),
+    ("sum_offsets_empty_bag", "sum", 7, 3, [0, 6, 6, 2, 3, 1, 5, 5], [0, 3, 3, 6], False, False,
+     None),
+    ("mean_offsets_empty_bag", "mean", 7, 3, [0, 6, 6, 2, 3, 1, 5, 5], [0, 0, 3, 6], False,
+     False, None),
+    ("max_offsets_empty_bag", "max", 7, 3, [0, 6, 6, 2, 3, 1, 5, 5], [0, 3, 3, 6], False, False,
+     None),
+    ("mean_include_last_offset", "mean", 5, 2, [4, 0, 1, 1, 2, 3, 0, 4], [0, 2, 5, 8], True,
+     False, None),
+    ("sum_per_sample_weights", "sum", 6, 3, [5, 0, 0, 2, 4, 3, 1], [0, 2, 2, 5], False, True,
+     None),
+    ("sum_2d_per_sample_weights_padding", "sum", 5, 3, [[1, 0, 2], [4, 1, 1], [3, 3, 0]], None,
+     False, True, 1),
+    ("mean_padding", "mean", 6, 3, [2, 1, 4, 1, 1, 0, 5, 2], [0, 3, 5], False, False, 1),
+    ("max_padding_negative", "max", 6, 3, [5, 0, 5, 3, 2, 5, 1], [0, 2, 3, 5], False, False,
+     -1),
+    # With include_last_offset, torch 1.13 corrupts its heap when the last offset is below the
+    # input's length (entries in no bag), so no case here has such a tail.
+    ("sum_include_last_offset_padding", "sum", 5, 2, [0, 2, 2, 4, 1, 3], [0, 1, 4, 6], True,
+     False, 2),
+]
+
+
+def carr(name, vals, ctype="double"):
+    fmt = "%.17g" if ctype == "double" else "%d"
+    body = ",".join(fmt % v for v in vals)
+    return "static const %s %s[%d] = {%s};\n" % (ctype, name, max(len(vals), 1), body or "0")
+
+
+def flat(t):
+    return t.detach().reshape(-1).tolist()
+
+
+def bag_by_hand(mode, w, x, offsets, last, psw, pad):
+    # The definition, bag by bag: an independent check of what F.embedding_bag returned.
+    V = w.shape[0]
+    xs = x.reshape(-1).tolist()
+    ps = psw.reshape(-1).tolist() if psw is not None else [1.0] * len(xs)
+    if offsets is None:
+        n = x.shape[1]
+        starts = [b * n for b in range(x.shape[0] + 1)]
+    else:
+        starts = list(offsets) + ([] if last else [len(xs)])
+    if pad is not None and pad < 0:
+        pad += V
+    out = []
+    for b in range(len(starts) - 1):
+        rows = [w[xs[i]] * ps[i] for i in range(starts[b], starts[b + 1]) if xs[i] != pad]
+        if not rows:
+            out.append(torch.zeros(w.shape[1]))
+        elif mode == "sum":
+            out.append(sum(rows))
+        elif mode == "mean":
+            out.append(sum(rows) / len(rows))
+        else:
+            out.append(torch.stack(rows).max(0).values)
+    return torch.stack(out)
+
+
+def mlp_sequential(widths, act, bias):
+    layers = []
+    for i in range(len(widths) - 1):
+        layers.append(torch.nn.Linear(widths[i], widths[i + 1], bias=bias))
+        if i + 2 < len(widths):
+            layers.append(ACTS[act][1]())
+        layers.append(torch.nn.Dropout(0.0))
+    return torch.nn.Sequential(*layers)
+
+
+def main():
+    out_path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "mlp_reference.h")
+    torch.manual_seed(5)
+    text = ["// Generated by tests/reference/gen_mlp_reference.py (torch %s); do not edit.\n"
+            % torch.__version__]
+    rows = []
+    for (name, widths, act, bias, xshape) in MLP_CASES:
+        m = mlp_sequential(widths, act, bias)
+        x = torch.randn(*xshape, requires_grad=True)
+        y = m(x)
+        r = torch.randn(y.shape)
+        (y * r).sum().backward()
+        names = [k for k, _ in m.named_parameters()]
+        params = [v for p in m.parameters() for v in flat(p)]
+        grads = [v for p in m.parameters() for v in flat(p.grad)]
+        p = "mlp_" + name
+        text.append(carr(p + "_widths", widths, "int"))
+        text.append(carr(p + "_xshape", list(xshape), "int"))
+        for suffix, vals in (("params", params), ("x", flat(x)), ("r", flat(r)),
+                             ("out", flat(y)), ("dx", flat(x.grad)), ("dparams", grads)):
+            text.append(carr(p + "_" + suffix, vals))
+        rows.append('    {"%s", %d, %s_widths, %s, %s, %d, %s_xshape, "%s", %s_params, %s_x, '
+                    '%s_r, %s_out, %s_dx, %s_dparams},\n'
+                    % (name, len(widths), p, ACTS[act][0], "true" if bias else "false",
+                       len(xshape), p, " ".join(names), p, p, p, p, p, p))
+    text.append("static const mlp_ref mlp_refs[] = {\n" + "".join(rows) + "};\n")
+
+    rows = []
+    modes = {"sum": "TT_BAG_SUM", "mean": "TT_BAG_MEAN", "max": "TT_BAG_MAX"}
+    for (name, mode, V, C, inp, offsets, last, with_psw, pad) in BAG_CASES:
+        w = torch.randn(V, C, requires_grad=True)
+        x = torch.tensor(inp)
+        off = torch.tensor(offsets) if offsets is not None else None
+        psw = torch.randn(x.shape, requires_grad=True) if with_psw else None
+        y = F.embedding_bag(x, w, off, mode=mode, per_sample_weights=psw,
+                            include_last_offset=last, padding_idx=pad)
+        ref = bag_by_hand(mode, w.detach(), x, offsets, last,
+                          psw.detach() if with_psw else None, pad)
+        assert torch.allclose(y, ref, rtol=0, atol=1e-12), name
+        r = torch.randn(y.shape)
+        (y * r).sum().backward()
+        p = "bag_" + name
+        text.append(carr(p + "_input", flat(x), "int"))
+        if off is not None:
+            text.append(carr(p + "_offsets", flat(off), "int"))
+        vals = [("weight", flat(w)), ("r", flat(r)), ("out", flat(y)), ("dweight", flat(w.grad))]
+        if with_psw:
+            vals += [("psw", flat(psw)), ("dpsw", flat(psw.grad))]
+        for suffix, v in vals:
+            text.append(carr(p + "_" + suffix, v))
+        in_rows, in_cols = (x.shape[0], x.shape[1]) if x.dim() == 2 else (x.shape[0], 0)
+        rows.append('    {"%s", %s, %d, %d, %d, %d, %s_input, %d, %s, %s, %s, %d, %d, %s_weight, '
+                    '%s, %s_r, %s_out, %s_dweight, %s},\n'
+                    % (name, modes[mode], V, C, in_rows, in_cols, p,
+                       0 if off is None else off.numel(),
+                       "NULL" if off is None else p + "_offsets", "true" if last else "false",
+                       "true" if pad is not None else "false", 0 if pad is None else pad,
+                       y.shape[0], p, p + "_psw" if with_psw else "NULL", p, p, p,
+                       p + "_dpsw" if with_psw else "NULL"))
+    text.append("static const bag_ref bag_refs[] = {\n" + "".join(rows) + "};\n")
+
+    # F.layer_norm without weight and bias (a LayerNorm with elementwise_affine=False).
+    x = torch.randn(2, 5) * 3 + 1
+    text.append(carr("layernorm_plain_x", flat(x)))
+    text.append(carr("layernorm_plain_out", flat(F.layer_norm(x, (5,), eps=1e-5))))
+    with open(out_path, "w") as f:
+        f.write("".join(text))
+    print(out_path, len(MLP_CASES), "MLP cases,", len(BAG_CASES), "embedding-bag cases")
+
+
+if __name__ == "__main__":
+    main()
