@@ -91,14 +91,24 @@ tt_tensor *tt_rsub_scalar(double s, tt_tensor *a);  // s - a: add_scalar(neg(a),
 // (convert it to a float dtype first).
 tt_tensor *tt_sum(tt_tensor *x, int ndims, const int *dims, bool keepdim);
 tt_tensor *tt_mean(tt_tensor *x, int ndims, const int *dims, bool keepdim);
-// Max values; the gradient goes to the maxima, split evenly among ties.
+// Max values; the gradient goes to the maxima, split evenly among ties. An integer or bool x
+// gives its exact maxima in its own dtype, without gradient (torch.amax).
 tt_tensor *tt_max(tt_tensor *x, int ndims, const int *dims, bool keepdim);
 // Variance with `correction` subtracted from the count: 0 biased, 1 unbiased (Bessel).
 tt_tensor *tt_var(tt_tensor *x, int ndims, const int *dims, int correction, bool keepdim);
-// Index of the first maximum along one dim, as TT_I64. Not differentiable.
+// Index of the first maximum along one dim, as TT_I64. Not differentiable. Integer x: exact;
+// bool x aborts, as in PyTorch (tt_max_dim takes it).
 tt_tensor *tt_argmax(tt_tensor *x, int dim, bool keepdim);
 tt_tensor *tt_sum_all(tt_tensor *x);   // 0-dim
 tt_tensor *tt_mean_all(tt_tensor *x);  // 0-dim
+// Whether every (all) / some (any) element over dims is nonzero (NaN counts as nonzero), as
+// TT_BOOL, for x of any dtype; over zero elements all is true and any false. No gradient.
+// torch.all / torch.any (which in 1.13 take one dim; here any set, like tt_sum).
+//     bool ok = tt_item(tt_all_all(tt_eq(pred, targets)));   // every prediction right
+tt_tensor *tt_all(tt_tensor *x, int ndims, const int *dims, bool keepdim);
+tt_tensor *tt_any(tt_tensor *x, int ndims, const int *dims, bool keepdim);
+tt_tensor *tt_all_all(tt_tensor *x);  // 0-dim
+tt_tensor *tt_any_all(tt_tensor *x);  // 0-dim
 
 // ---- matmul ----
 
@@ -118,6 +128,7 @@ tt_tensor *tt_softmax(tt_tensor *x, int dim);
 tt_tensor *tt_log_softmax(tt_tensor *x, int dim);
 // x where mask == 0, value where mask != 0; mask (any dtype) broadcasts to x. value may be
 // -INFINITY; a softmax over a fully masked row is then 0, never NaN, in forward and backward.
+// An integer or bool x is filled exactly with value converted to its dtype (no gradient).
 tt_tensor *tt_masked_fill(tt_tensor *x, tt_tensor *mask, double value);
 // Normalizes over the last `norm_ndim` dims; weight and bias (that shape) may be NULL.
 tt_tensor *tt_layernorm(tt_tensor *x, int norm_ndim, tt_tensor *weight, tt_tensor *bias,
@@ -209,7 +220,10 @@ tt_tensor *tt_logical_or(tt_tensor *a, tt_tensor *b);
 tt_tensor *tt_logical_xor(tt_tensor *a, tt_tensor *b);
 tt_tensor *tt_logical_not(tt_tensor *x);                // x == 0
 // cond ? a : b elementwise, all three broadcast together; cond any dtype (nonzero is true);
-// a and b share a dtype, which the result has. Gradient to a and b (0 where not chosen).
+// a and b of one float dtype, or both integer / bool: then PyTorch's promotion (i32 and i64
+// give i64, bool and i32 give i32; a 0-dim operand does not widen one with dims of its kind:
+// where(c, i32 (n,), i64 0-dim) is i32), exact. A float with an integer or bool aborts
+// (convert with tt_to_dtype). Gradient to float a and b (0 where not chosen).
 tt_tensor *tt_where(tt_tensor *cond, tt_tensor *a, tt_tensor *b);
 // The elements of x where mask (any dtype, nonzero is true) holds, x and mask broadcast
 // together, in row-major order: 1-D. The gradient scatters back into x.
@@ -241,7 +255,7 @@ tt_tensor *tt_vector_norm(tt_tensor *x, double p, int ndims, const int *dims, bo
 // ---- creation and layout (autograd/ops_layout.c) ----
 // PyTorch's semantics. Compositions of the shape ops above (their gradients come with them),
 // except flip (a copy) and diagonal (a view), which have rows. tril and triu (built on
-// masked_fill) take float inputs; the others any dtype.
+// masked_fill) and the others take any dtype.
 
 // x (..., R, C): the elements with j - i <= k kept (tril) / j - i >= k kept (triu), others 0.
 tt_tensor *tt_tril(tt_tensor *x, int64_t k);
@@ -287,6 +301,9 @@ tt_tensor *tt_diagonal(tt_tensor *x, int64_t offset, int dim1, int dim2);
 // PyTorch's semantics and dims. Indices are TT_I32 or TT_I64 tensors (any layout) with values
 // in [0, size) (no negative wrap-around, as torch.gather); an index out of range aborts naming
 // it and its position. Index outputs are TT_I64. Gradients flow to x and src, never to indices.
+// gather, scatter, scatter_add, index_select and index_add take x (and src, of x's dtype) of
+// any dtype: integer and bool data are copied exactly (int64 beyond 2^53 too), integer sums
+// wrap around on overflow and a bool sum is logical or, as PyTorch's; no gradient for them.
 
 // out[p] = x[p with p[dim] = index[p]]; index has x's ndim, index.size(d) <= x.size(d) for
 // d != dim; out has index's shape. Backward: scatter-add of the gradient (duplicates add up).
@@ -302,7 +319,8 @@ tt_tensor *tt_scatter_add(tt_tensor *x, int dim, tt_tensor *index, tt_tensor *sr
 // index 1-D (or 0-d) of K entries -> x's shape with size K at dim: rows x[..., index[k], ...].
 tt_tensor *tt_index_select(tt_tensor *x, int dim, tt_tensor *index);
 // out = x, then out[..., index[k], ...] += alpha * src[..., k, ...]; index 1-D of K entries,
-// src x's shape with size K at dim. Duplicates accumulate.
+// src x's shape with size K at dim. Duplicates accumulate. For integer or bool x, alpha is
+// truncated to an integer (as PyTorch).
 tt_tensor *tt_index_add(tt_tensor *x, int dim, tt_tensor *index, tt_tensor *src, double alpha);
 
 // Sorts every line of x along dim, stably (equal values keep their order; NaN is above every
@@ -322,13 +340,15 @@ void tt_topk(tt_tensor *x, int64_t k, int dim, bool largest, bool sorted, tt_ten
 tt_tensor *tt_cumsum(tt_tensor *x, int dim);
 tt_tensor *tt_cumprod(tt_tensor *x, int dim);
 // The product over dims (ndims 0: all) like tt_sum; 1 over zero elements. Composed of
-// permute, reshape, cumprod and slice, so its gradient is cumprod's (correct with zeros).
+// permute, reshape, cumprod and slice, so its gradient is cumprod's (correct with zeros). An
+// integer or bool x gives TT_I64, exact (wrapping on overflow), without gradient.
 tt_tensor *tt_prod(tt_tensor *x, int ndims, const int *dims, bool keepdim);
 
 // In autograd/ops_reduce.c, next to tt_max with its rules (NaN propagates; tied minima share
 // the gradient evenly, as torch.amin): the minimum over dims, the first index of the minimum
 // (NaN counts as the minimum), and torch.max(x, dim) / torch.min(x, dim): values and
-// TT_I64 indices (the first extreme; the gradient goes to that one element).
+// TT_I64 indices (the first extreme; the gradient goes to that one element). Integer and bool
+// x: exact, values in x's dtype, no gradient; tt_argmin of a bool x aborts (as PyTorch).
 tt_tensor *tt_min(tt_tensor *x, int ndims, const int *dims, bool keepdim);
 tt_tensor *tt_argmin(tt_tensor *x, int dim, bool keepdim);
 void tt_max_dim(tt_tensor *x, int dim, bool keepdim, tt_tensor **values, tt_tensor **indices);

@@ -116,16 +116,50 @@ tt_tensor *tt_logical_not(tt_tensor *x) {
 
 // ---- where ----
 // y = cond ? a : b, all three broadcast together; node inputs {cond, a, b}. da = cond ? g : 0
-// and db = cond ? 0 : g, summed over the dims a and b were broadcast along.
+// and db = cond ? 0 : g, summed over the dims a and b were broadcast along. Integer and bool
+// a and b of different dtypes are first converted to the promoted one (exact: widening).
+
+// 0 bool, 1 i32, 2 i64: PyTorch's order of promotion among the non-float dtypes.
+static int int_rank(tt_dtype dt) { return dt == TT_BOOL ? 0 : dt == TT_I32 ? 1 : 2; }
+
+// The dtype where's result has (torch.result_type(a, b)): a and b non-float; a 0-dim operand
+// raises the dtype of one with dims only when it is of a higher kind (an integer against a
+// bool); otherwise the wider dtype wins.
+static tt_dtype where_dtype(const tt_tensor *a, const tt_tensor *b) {
+    bool az = a->ndim == 0, bz = b->ndim == 0;
+    if (az != bz) {
+        const tt_tensor *dimmed = az ? b : a, *zero = az ? a : b;
+        bool higher_kind = dimmed->dtype == TT_BOOL && zero->dtype != TT_BOOL;
+        return higher_kind ? zero->dtype : dimmed->dtype;
+    }
+    return int_rank(a->dtype) >= int_rank(b->dtype) ? a->dtype : b->dtype;
+}
+
+static tt_tensor *where_same(tt_tensor *cond, tt_tensor *a, tt_tensor *b);
 
 tt_tensor *tt_where(tt_tensor *cond, tt_tensor *a, tt_tensor *b) {
     TT_CHECK(cond && a && b, "cond, a or b is NULL");
-    tt__check_same_dtype(a, b, __func__);
+    if (a->dtype == b->dtype) return where_same(cond, a, b);
+    TT_CHECK(!tt_dtype_is_float(a->dtype) && !tt_dtype_is_float(b->dtype), "a %s is %s and b "
+             "%s is %s; a floating-point a or b needs the other of its dtype (no silent "
+             "promotion of floats): convert one with tt_to_dtype", tt__shape(a),
+             tt_dtype_name(a->dtype), tt__shape(b), tt_dtype_name(b->dtype));
+    tt_dtype dt = where_dtype(a, b);
+    tt_scope_begin();
+    tt_tensor *y = where_same(cond, a->dtype == dt ? a : tt_to_dtype(a, dt),
+                              b->dtype == dt ? b : tt_to_dtype(b, dt));
+    tt_keep(y);
+    tt_scope_end();
+    return y;
+}
+
+static tt_tensor *where_same(tt_tensor *cond, tt_tensor *a, tt_tensor *b) {
+    const char *func = "tt_where";  // the public name in messages
     int nab, nd;
     int64_t ab[TT_MAX_DIMS], shape[TT_MAX_DIMS];
-    broadcast2(a, b, &nab, ab, __func__);
+    broadcast2(a, b, &nab, ab, func);
     if (!tt__broadcast_shape(cond->ndim, cond->shape, nab, ab, &nd, shape))
-        tt_fatal(__FILE__, __LINE__, __func__, "cond %s does not broadcast with a %s and b %s: "
+        tt_fatal(__FILE__, __LINE__, func, "cond %s does not broadcast with a %s and b %s: "
                  "aligned from the right, each dim must be equal or 1", tt__shape(cond),
                  tt__shape(a), tt__shape(b));
     tt_tensor *out = tt__new(a->dtype, nd, shape);

@@ -2,8 +2,9 @@
 // (the two recorded primitives), scatter, index_select and index_add (compositions of them),
 // sort, argsort and topk (sort indices, then gather), cumsum, cumprod and prod. The kernels are
 // in tensor/kernels/index.c. No in-place variants; no negative indices (as torch.gather).
-// Integer and bool tensors: sort, argsort, topk, cumsum and cumprod work on them exactly in
-// int64 (the int_ functions below), without gradient, as PyTorch's.
+// Integer and bool tensors, exact and without gradient, as PyTorch's: gather, scatter,
+// scatter_add, index_select and index_add in their own dtype (the kernels' integer and bool
+// instantiations); sort, argsort, topk, cumsum, cumprod and prod in int64 (the int_ functions).
 #include "autograd_internal.h"
 
 #include <stdlib.h>
@@ -50,6 +51,19 @@ static void check_x(const tt_tensor *x, const char *what, const char *func) {
     tt__check_float_at(x, __FILE__, __LINE__, func);
 }
 
+static bool is_int(const tt_tensor *x) { return x && !tt_dtype_is_float(x->dtype); }
+
+// The element of index (TT_I32 / TT_I64, any layout) at row-major position i, exactly.
+static int64_t index_at(const tt_tensor *index, int64_t i) {
+    int64_t off = index->offset;
+    for (int d = index->ndim - 1; d >= 0; d--) {
+        off += (i % index->shape[d]) * index->stride[d];
+        i /= index->shape[d];
+    }
+    const void *base = index->storage->data;
+    return index->dtype == TT_I32 ? ((const int32_t *)base)[off] : ((const int64_t *)base)[off];
+}
+
 static void check_index_dtype(const tt_tensor *index, const char *func) {
     TT_CHECK_IN(func, index, "index is NULL");
     TT_CHECK_IN(func, index->dtype == TT_I32 || index->dtype == TT_I64,
@@ -62,7 +76,7 @@ static void check_index_range(const tt_tensor *index, int64_t size, int dim,
                               const tt_tensor *x, const char *func) {
     int64_t n = tt_numel(index);
     for (int64_t i = 0; i < n; i++) {
-        int64_t v = (int64_t)tt_at(index, i);
+        int64_t v = index_at(index, i);
         TT_CHECK_IN(func, v >= 0 && v < size,
                     "index %lld at position %lld (row-major) of index %s is out of range for "
                     "dim %d of size %lld of x %s; indices must be in [0, %lld)", (long long)v,
@@ -98,7 +112,7 @@ static void check_index_shape(const tt_tensor *x, int dim, const tt_tensor *inde
 // range: check the index values (false when the caller already checked them).
 static tt_tensor *gather_impl(tt_tensor *x, int dim, tt_tensor *index, bool range,
                               const char *func) {
-    check_x(x, "x", func);
+    TT_CHECK_IN(func, x, "x is NULL");
     check_index_dtype(index, func);
     int d = norm_dim(x, dim, func);
     check_index_shape(x, d, index, NULL, func);
@@ -133,13 +147,19 @@ void tt__backward_gather(tt_node *n) {
 // ---- scatter_add ----
 // out = x; out[p; dim <- index[p]] += src[p];  dx = g, dsrc = gather(g) (zero outside I).
 
-// The checks of scatter and scatter_add: x and src float of one dtype, an integer index that
-// fits both, values in range when `range`. Returns dim resolved.
+// x and src of one dtype (any: PyTorch does not promote here).
+static void check_x_src(const tt_tensor *x, const tt_tensor *src, const char *func) {
+    TT_CHECK_IN(func, x && src, "x or src is NULL");
+    TT_CHECK_IN(func, x->dtype == src->dtype, "x %s is %s but src %s is %s; they need one dtype "
+                "(as in PyTorch): convert src with tt_to_dtype(src, x->dtype)", tt__shape(x),
+                tt_dtype_name(x->dtype), tt__shape(src), tt_dtype_name(src->dtype));
+}
+
+// The checks of scatter and scatter_add: x and src of one dtype, an integer index that fits
+// both, values in range when `range`. Returns dim resolved.
 static int check_scatter(tt_tensor *x, int dim, tt_tensor *index, tt_tensor *src, bool range,
                          const char *func) {
-    check_x(x, "x", func);
-    check_x(src, "src", func);
-    tt__check_same_dtype_at(x, src, __FILE__, __LINE__, func);
+    check_x_src(x, src, func);
     check_index_dtype(index, func);
     int d = norm_dim(x, dim, func);
     check_index_shape(x, d, index, src, func);
@@ -185,6 +205,13 @@ void tt__backward_scatter_add(tt_node *n) {
 
 tt_tensor *tt_scatter(tt_tensor *x, int dim, tt_tensor *index, tt_tensor *src) {
     int d = check_scatter(x, dim, index, src, true, __func__);
+    if (is_int(x)) {  // no gradient: the copy kernel, the last write winning
+        tt_tensor *out = tt__contiguous_copy(x);  // X
+        lay lo = lay_of(out), ls = lay_of(src), li = lay_of(index);
+        tt_k_scatter(tt_data(out), lo.stride, tt_data(src), ls.stride, tt_data(index),
+                     li.stride, index->dtype, x->dtype, li.ndim, li.shape, d);
+        return tt__autorelease(out);
+    }
     // winner (X, i64): 1 + the flat position in src of the last writer of each target, 0 if none
     lay lx = lay_contiguous(x->ndim, x->shape), ls = lay_contiguous(src->ndim, src->shape);
     lay li = lay_of(index);
@@ -241,7 +268,7 @@ static tt_tensor *index_along(tt_tensor *index, const tt_tensor *like, int d, in
 }
 
 tt_tensor *tt_index_select(tt_tensor *x, int dim, tt_tensor *index) {
-    check_x(x, "x", __func__);
+    TT_CHECK(x, "x is NULL");
     check_index_dtype(index, __func__);
     int d = norm_dim(x, dim, __func__);
     int64_t k = tt_numel(index);
@@ -254,10 +281,33 @@ tt_tensor *tt_index_select(tt_tensor *x, int dim, tt_tensor *index) {
     return out;
 }
 
+// A contiguous copy of the integer or bool src times alpha truncated to an integer (as
+// PyTorch's index_add of integers), wrapping around on overflow; bool: src and alpha != 0.
+static tt_tensor *int_scaled(tt_tensor *src, double alpha) {
+    TT_CHECK_IN("tt_index_add", alpha > -0x1p63 && alpha < 0x1p63, "alpha %g does not fit in "
+                "an int64 (src is %s); pass a finite alpha in the int64 range", alpha,
+                tt_dtype_name(src->dtype));
+    int64_t a = (int64_t)alpha, n = tt_numel(src);
+    tt_tensor *s = tt__contiguous_copy(src);
+    void *p = tt_data(s);
+    for (int64_t i = 0; i < n; i++) {
+        if (s->dtype == TT_I32) {
+            int32_t *v = p;
+            v[i] = (int32_t)((uint32_t)v[i] * (uint32_t)a);
+        } else if (s->dtype == TT_I64) {
+            int64_t *v = p;
+            v[i] = (int64_t)((uint64_t)v[i] * (uint64_t)a);
+        } else {
+            uint8_t *v = p;
+            v[i] = v[i] && a;
+        }
+    }
+    return tt__autorelease(s);
+}
+
 tt_tensor *tt_index_add(tt_tensor *x, int dim, tt_tensor *index, tt_tensor *src,
                         double alpha) {
-    check_x(x, "x", __func__);
-    check_x(src, "src", __func__);
+    check_x_src(x, src, __func__);
     check_index_dtype(index, __func__);
     int d = norm_dim(x, dim, __func__);
     int64_t k = tt_numel(index);
@@ -270,7 +320,8 @@ tt_tensor *tt_index_add(tt_tensor *x, int dim, tt_tensor *index, tt_tensor *src,
     check_index_range(index, x->ndim ? x->shape[d] : 1, dim, x, __func__);  // before the view
     tt_tensor *idx = index_along(index, src, d, k, __func__);
     tt_scope_begin();
-    tt_tensor *s = alpha == 1 ? src : tt_mul_scalar(src, alpha);
+    tt_tensor *s = alpha == 1 ? src : is_int(src) ? int_scaled(src, alpha)
+                                                  : tt_mul_scalar(src, alpha);
     tt_tensor *out = tt_keep(scatter_add_impl(x, dim, idx, s, false, __func__));
     tt_scope_end();
     tt_release(idx);
@@ -280,8 +331,6 @@ tt_tensor *tt_index_add(tt_tensor *x, int dim, tt_tensor *index, tt_tensor *src,
 // ---- integer and bool tensors (sort, topk, cumsum, cumprod) ----
 // x is copied as int64 lines: dim moved last, contiguous, L elements per line; the results are
 // computed line by line and moved back. Exact for every int64 value; no tape (no gradient).
-
-static bool is_int(const tt_tensor *x) { return x && !tt_dtype_is_float(x->dtype); }
 
 // (..., L) contiguous i64 copy of x with dim d last; a 0-d x is one line of 1. Scoped.
 static tt_tensor *int_lines(tt_tensor *x, int d) {
@@ -478,10 +527,11 @@ void tt__backward_cumprod(tt_node *n) {
 
 // ---- prod (composed) ----
 // The reduced dims are moved last and flattened into one line of N, whose cumprod's last
-// element is the product; N == 0 gives 1 (0 * sum(x) + 1, keeping x in the graph).
+// element is the product; N == 0 gives 1 (0 * sum(x) + 1, keeping x in the graph). An integer
+// or bool x gives TT_I64 through cumprod's exact integer scan.
 
 tt_tensor *tt_prod(tt_tensor *x, int ndims, const int *dims, bool keepdim) {
-    check_x(x, "x", __func__);
+    if (!is_int(x)) check_x(x, "x", __func__);
     TT_CHECK(ndims >= 0 && (ndims == 0 || dims), "ndims is %d with dims %s; pass ndims > 0 "
              "dims, or ndims 0 to reduce all dims", ndims, dims ? "given" : "NULL");
     int nd = x->ndim;
@@ -510,7 +560,9 @@ tt_tensor *tt_prod(tt_tensor *x, int ndims, const int *dims, bool keepdim) {
         }
     tt_scope_begin();
     tt_tensor *y;
-    if (nred == 0) {
+    if (nred == 0 && is_int(x)) {
+        y = tt_ones(TT_I64, nout, out_shape);
+    } else if (nred == 0) {
         y = tt_add_scalar(tt_mul_scalar(tt_sum(x, ndims, dims, keepdim), 0), 1);
     } else {
         mid[nmid] = nred;

@@ -146,7 +146,6 @@ static masked_fill_map masked_fill_map_new(const tt_tensor *mask, int ndim,
 
 tt_tensor *tt_masked_fill(tt_tensor *x, tt_tensor *mask, double value) {
     TT_CHECK(x && mask, "x or mask is NULL");
-    tt__check_float(x, __func__);
     bool fits = mask->ndim <= x->ndim;
     for (int i = 0; fits && i < mask->ndim; i++) {
         int64_t md = mask->shape[i], xd = x->shape[x->ndim - mask->ndim + i];
@@ -154,6 +153,12 @@ tt_tensor *tt_masked_fill(tt_tensor *x, tt_tensor *mask, double value) {
     }
     TT_CHECK(fits, "mask %s does not broadcast to x %s; each of the mask's dims must equal "
              "x's matching trailing dim or be 1", tt__shape(mask), tt__shape(x));
+    if (!tt_dtype_is_float(x->dtype)) {  // integer or bool x: where (exact), no gradient
+        tt_scope_begin();
+        tt_tensor *y = tt_keep(tt_where(mask, tt_full(x->dtype, 0, NULL, value), x));
+        tt_scope_end();
+        return y;
+    }
     masked_fill_map m = masked_fill_map_new(mask, x->ndim, x->shape);
     tt_tensor *xc = tt__contiguous_ref(x);
     tt_tensor *out = tt__new(x->dtype, x->ndim, x->shape);  // (outer, M)

@@ -1,7 +1,9 @@
 // The reduction ops, forward and backward side by side: sum, mean, max (amax), var over any
-// set of dims with keepdim, sum_all, mean_all, and argmax (not differentiable). The kernels
-// are in tensor/kernels/reduce.c; here are dims, shapes, dtypes, error messages and the tape.
-// The sum of an integer or bool tensor is exact, in int64 (int_sum), as PyTorch's.
+// set of dims with keepdim, sum_all, mean_all, argmax (not differentiable), min, argmin,
+// max_dim, min_dim, and all / any (bool results, any dtype). The kernels are in
+// tensor/kernels/reduce.c; here are dims, shapes, dtypes, error messages and the tape. Integer
+// and bool tensors are reduced exactly in int64 rows (rows_of), as PyTorch's: sum, max, min,
+// argmax, argmin, max_dim, min_dim.
 #include "autograd_internal.h"
 
 #include <math.h>
@@ -80,6 +82,23 @@ static void resolve_dims(reduce_dims *rd, const tt_tensor *x, int ndims, const i
     resolve_dims_any(rd, x, ndims, dims, keepdim, func);
 }
 
+static bool is_int(const tt_tensor *x) { return x && !tt_dtype_is_float(x->dtype); }
+
+// resolve_dims for the ops that also take integer and bool x (max, min and their args).
+static void resolve_dims_num(reduce_dims *rd, const tt_tensor *x, int ndims, const int *dims,
+                             bool keepdim, const char *func) {
+    if (is_int(x)) resolve_dims_any(rd, x, ndims, dims, keepdim, func);
+    else resolve_dims(rd, x, ndims, dims, keepdim, func);
+}
+
+// argmax / argmin of a bool tensor abort, as in PyTorch ("argmax_cpu" not implemented).
+static void check_not_bool(const tt_tensor *x, const char *func) {
+    if (x && x->dtype == TT_BOOL)
+        tt_fatal(__FILE__, __LINE__, func, "x %s is bool, which has no %s (PyTorch rejects it "
+                 "too); convert first (tt_to_dtype(x, TT_I64)), or take the indices of "
+                 "tt_max_dim / tt_min_dim", tt__shape(x), func + 3);
+}
+
 // The plan of a recorded reduction, rebuilt from its (retained) input.
 static void node_plan(tt_k_reduce *plan, const tt_node *n) {
     const tt_tensor *x = n->inputs[0];
@@ -119,22 +138,63 @@ static void sums(double *acc, const tt_tensor *x, const tt_k_reduce *p, bool mea
     }
 }
 
+// ---- integer and bool rows ----
+
+// x copied as (kept dims..., reduced dims...) in dtype dt, contiguous, so each of the M outputs
+// reduces N consecutive values: (M, N) with M = numel(rd's output), N = rd->plan.nred. An
+// integer or bool x in TT_I64 is exact; in TT_BOOL, nonzero (NaN too) becomes 1. No tape.
+// Unscoped: release it.
+static tt_tensor *rows_of(const tt_tensor *x, const reduce_dims *rd, tt_dtype dt) {
+    int64_t shape[TT_MAX_DIMS], stride[TT_MAX_DIMS];
+    int k = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int d = 0; d < x->ndim; d++)
+            if (rd->reduced[d] == (pass == 1)) {
+                shape[k] = x->shape[d];
+                stride[k++] = x->stride[d];
+            }
+    tt_tensor *view = tt__new_view(x, x->ndim, shape, stride, x->offset);
+    tt_tensor *rows = tt__new(dt, x->ndim, shape);  // (M, N)
+    tt_copy_(rows, view);
+    tt_release(view);
+    return rows;
+}
+
+// The extreme of each row of an integer or bool x, exact: *values[m] (x's dtype) = the max (or
+// with is_min the min) of x[m, :] and *args[m] (TT_I64) = the first j holding it; both in rd's
+// output shape, new references in the caller's scope; either pointer may be NULL. Needs N >= 1.
+static void int_extreme(tt_tensor *x, const reduce_dims *rd, bool is_min, tt_tensor **values,
+                        tt_tensor **args) {
+    tt_tensor *c = rows_of(x, rd, TT_I64);  // (M, N)
+    tt_tensor *v = tt__new(x->dtype, rd->out_ndim, rd->out_shape);  // (M,)
+    tt_tensor *a = tt__new(TT_I64, rd->out_ndim, rd->out_shape);    // (M,)
+    int64_t M = rd->plan.nout, N = rd->plan.nred, *ai = tt_data(a);
+    const int64_t *src = tt_data(c);
+    for (int64_t m = 0; m < M; m++) {
+        const int64_t *row = src + m * N;
+        int64_t best = 0;
+        for (int64_t j = 1; j < N; j++)
+            if (is_min ? row[j] < row[best] : row[j] > row[best]) best = j;
+        ai[m] = best;
+        if (x->dtype == TT_I64) ((int64_t *)tt_data(v))[m] = row[best];
+        else tt__store(tt_data(v), x->dtype, m, (double)row[best]);  // i32, bool: exact
+    }
+    tt_release(c);
+    if (values) *values = tt__autorelease(v);
+    else tt_release(v);
+    if (args) *args = tt__autorelease(a);
+    else tt_release(a);
+}
+
 // ---- sum ----
 // y[m] = sum_j x[m, j];  dx = g[m], a stride-0 view of g (no copy).
 
 // An integer or bool x: y (TT_I64) = the exact sum, wrapping around on overflow as PyTorch's
-// int64 does. x is copied as (kept dims..., reduced dims...) in int64, so each y[m] sums N
-// consecutive values. Nothing to record: integer tensors have no gradient.
+// int64 does. Nothing to record: integer tensors have no gradient.
 static tt_tensor *int_sum(tt_tensor *x, const reduce_dims *rd) {
-    int perm[TT_MAX_DIMS], k = 0;
-    for (int d = 0; d < x->ndim; d++)
-        if (!rd->reduced[d]) perm[k++] = d;
-    for (int d = 0; d < x->ndim; d++)
-        if (rd->reduced[d]) perm[k++] = d;
     tt_tensor *out = tt__new(TT_I64, rd->out_ndim, rd->out_shape);  // (M,)
-    tt_scope_begin();
-    tt_tensor *c = tt_to_dtype(x->ndim ? tt_permute(x, perm) : x, TT_I64);  // (M, N)
-    int64_t M = tt_numel(out), N = M > 0 ? tt_numel(c) / M : 0;
+    tt_tensor *c = rows_of(x, rd, TT_I64);                          // (M, N)
+    int64_t M = rd->plan.nout, N = rd->plan.nred;
     const int64_t *src = tt_data(c);
     int64_t *y = tt_data(out);
     for (int64_t m = 0; m < M; m++) {
@@ -142,7 +202,7 @@ static tt_tensor *int_sum(tt_tensor *x, const reduce_dims *rd) {
         for (int64_t j = 0; j < N; j++) acc += (uint64_t)src[m * N + j];
         y[m] = (int64_t)acc;
     }
-    tt_scope_end();
+    tt_release(c);
     return tt__autorelease(out);
 }
 
@@ -211,12 +271,17 @@ tt_tensor *tt_mean_all(tt_tensor *x) { return tt_mean(x, 0, NULL, false); }
 
 tt_tensor *tt_max(tt_tensor *x, int ndims, const int *dims, bool keepdim) {
     reduce_dims rd;
-    resolve_dims(&rd, x, ndims, dims, keepdim, __func__);
+    resolve_dims_num(&rd, x, ndims, dims, keepdim, __func__);
     if (rd.plan.nred == 0) {
         char buf[128];
         tt_fatal(__FILE__, __LINE__, __func__, "the max over zero elements is undefined: x has "
                  "shape %s and dims %s include a dim of size 0; reduce only non-empty dims",
                  tt__shape(x), ndims ? dims_str(ndims, dims, buf, sizeof buf) : "(all)");
+    }
+    if (is_int(x)) {
+        tt_tensor *y;
+        int_extreme(x, &rd, false, &y, NULL);
+        return y;
     }
     tt_tensor *out = tt__new(x->dtype, rd.out_ndim, rd.out_shape);
     tt_k_reduce_max(tt_data(out), tt_data(x), x->dtype, &rd.plan);
@@ -293,48 +358,29 @@ void tt__backward_var(tt_node *n) {
     tt_release(g);
 }
 
-// ---- argmax ----
-// y[m] = the first j with x[m, j] maximal along one dim (NaN counts as the maximum), as
-// TT_I64. Records nothing: the output never requires grad.
+// ---- argmax, argmin ----
+// y[m] = the first j with x[m, j] maximal (minimal) along one dim, as TT_I64; NaN counts as
+// the maximum (and the minimum). Records nothing: the output never requires grad. argmin of a
+// float x is argmax(-x) (negation keeps NaN and ties). Integer x: exact (int_extreme); bool x
+// aborts, as in PyTorch, but max_dim and min_dim take it (arg_extreme).
 
-tt_tensor *tt_argmax(tt_tensor *x, int dim, bool keepdim) {
+static tt_tensor *arg_extreme(tt_tensor *x, int dim, bool keepdim, bool is_min,
+                              const char *func) {
     reduce_dims rd;
-    resolve_dims(&rd, x, 1, &dim, keepdim, __func__);
+    resolve_dims_num(&rd, x, 1, &dim, keepdim, func);
     if (rd.plan.nred == 0)
-        tt_fatal(__FILE__, __LINE__, __func__, "the argmax over zero elements is undefined: "
-                 "dim %d of x %s has size 0; pick a non-empty dim", dim, tt__shape(x));
-    tt_tensor *out = tt__new(TT_I64, rd.out_ndim, rd.out_shape);
-    tt_k_reduce_argmax(tt_data(out), tt_data(x), x->dtype, &rd.plan);
-    return tt__autorelease(out);
-}
-
-// ---- min, argmin, max_dim, min_dim (composed) ----
-// min(x) = -max(-x) and argmin(x) = argmax(-x): the same NaN and tie rules as max and argmax
-// (negation keeps NaN and ties), and the gradient comes through max. max_dim and min_dim
-// gather x at the argmax / argmin (keepdim), so the gradient goes to that one element, as
-// torch.max(x, dim).
-
-tt_tensor *tt_min(tt_tensor *x, int ndims, const int *dims, bool keepdim) {
-    reduce_dims rd;
-    resolve_dims(&rd, x, ndims, dims, keepdim, __func__);
-    if (rd.plan.nred == 0) {
-        char buf[128];
-        tt_fatal(__FILE__, __LINE__, __func__, "the min over zero elements is undefined: x has "
-                 "shape %s and dims %s include a dim of size 0; reduce only non-empty dims",
-                 tt__shape(x), ndims ? dims_str(ndims, dims, buf, sizeof buf) : "(all)");
+        tt_fatal(__FILE__, __LINE__, func, "the %s over zero elements is undefined: dim %d of "
+                 "x %s has size 0; pick a non-empty dim", func + 3, dim, tt__shape(x));
+    tt_tensor *out;
+    if (is_int(x)) {
+        int_extreme(x, &rd, is_min, NULL, &out);
+        return out;
     }
-    tt_scope_begin();
-    tt_tensor *y = tt_keep(tt_neg(tt_max(tt_neg(x), ndims, dims, keepdim)));
-    tt_scope_end();
-    return y;
-}
-
-tt_tensor *tt_argmin(tt_tensor *x, int dim, bool keepdim) {
-    reduce_dims rd;
-    resolve_dims(&rd, x, 1, &dim, keepdim, __func__);
-    if (rd.plan.nred == 0)
-        tt_fatal(__FILE__, __LINE__, __func__, "the argmin over zero elements is undefined: "
-                 "dim %d of x %s has size 0; pick a non-empty dim", dim, tt__shape(x));
+    out = tt__new(TT_I64, rd.out_ndim, rd.out_shape);
+    if (!is_min) {
+        tt_k_reduce_argmax(tt_data(out), tt_data(x), x->dtype, &rd.plan);
+        return tt__autorelease(out);
+    }
     tt_tensor *nx = tt__new(x->dtype, x->ndim, x->shape);  // -x, without history
     tt_k_reduce plan;
     tt_copy_(nx, x);
@@ -342,22 +388,61 @@ tt_tensor *tt_argmin(tt_tensor *x, int dim, bool keepdim) {
     for (int64_t i = 0; i < n; i++) tt__store(tt_data(nx), nx->dtype, i,
                                               -tt__load(tt_data(nx), nx->dtype, i));
     tt_k_reduce_plan(&plan, nx->ndim, nx->shape, nx->stride, rd.reduced);
-    tt_tensor *out = tt__new(TT_I64, rd.out_ndim, rd.out_shape);
     tt_k_reduce_argmax(tt_data(out), tt_data(nx), nx->dtype, &plan);
     tt_release(nx);
     return tt__autorelease(out);
 }
 
+tt_tensor *tt_argmax(tt_tensor *x, int dim, bool keepdim) {
+    check_not_bool(x, __func__);
+    return arg_extreme(x, dim, keepdim, false, __func__);
+}
+
+tt_tensor *tt_argmin(tt_tensor *x, int dim, bool keepdim) {
+    check_not_bool(x, __func__);
+    return arg_extreme(x, dim, keepdim, true, __func__);
+}
+
+// ---- min, max_dim, min_dim (composed) ----
+// min(x) = -max(-x): the same NaN and tie rules as max (negation keeps NaN and ties), and the
+// gradient comes through max. max_dim and min_dim gather x at the argmax / argmin (keepdim),
+// so the gradient goes to that one element, as torch.max(x, dim). Integer and bool x: exact,
+// in x's dtype (int_extreme), no gradient.
+
+tt_tensor *tt_min(tt_tensor *x, int ndims, const int *dims, bool keepdim) {
+    reduce_dims rd;
+    resolve_dims_num(&rd, x, ndims, dims, keepdim, __func__);
+    if (rd.plan.nred == 0) {
+        char buf[128];
+        tt_fatal(__FILE__, __LINE__, __func__, "the min over zero elements is undefined: x has "
+                 "shape %s and dims %s include a dim of size 0; reduce only non-empty dims",
+                 tt__shape(x), ndims ? dims_str(ndims, dims, buf, sizeof buf) : "(all)");
+    }
+    tt_tensor *y;
+    if (is_int(x)) {
+        int_extreme(x, &rd, true, &y, NULL);
+        return y;
+    }
+    tt_scope_begin();
+    y = tt_keep(tt_neg(tt_max(tt_neg(x), ndims, dims, keepdim)));
+    tt_scope_end();
+    return y;
+}
+
 static void extreme_dim(tt_tensor *x, int dim, bool keepdim, bool is_min, tt_tensor **values,
                         tt_tensor **indices, const char *func) {
     reduce_dims rd;
-    resolve_dims(&rd, x, 1, &dim, keepdim, func);
+    resolve_dims_num(&rd, x, 1, &dim, keepdim, func);
     if (rd.plan.nred == 0)
         tt_fatal(__FILE__, __LINE__, func, "dim %d of x %s has size 0: there is no %s over "
                  "zero elements; pick a non-empty dim", dim, tt__shape(x),
                  is_min ? "min" : "max");
+    if (is_int(x)) {
+        int_extreme(x, &rd, is_min, values, indices);
+        return;
+    }
     tt_scope_begin();
-    tt_tensor *idx = is_min ? tt_argmin(x, dim, true) : tt_argmax(x, dim, true);
+    tt_tensor *idx = arg_extreme(x, dim, true, is_min, func);
     tt_tensor *v = tt_gather(x, dim, idx);
     if (!keepdim && x->ndim) {
         idx = tt_squeeze(idx, dim);
@@ -375,3 +460,37 @@ void tt_max_dim(tt_tensor *x, int dim, bool keepdim, tt_tensor **values, tt_tens
 void tt_min_dim(tt_tensor *x, int dim, bool keepdim, tt_tensor **values, tt_tensor **indices) {
     extreme_dim(x, dim, keepdim, true, values, indices, __func__);
 }
+
+// ---- all, any ----
+// y[m] = every (all) / some (any) x[m, j] is nonzero, as TT_BOOL, for x of any dtype (NaN is
+// nonzero: true); over zero elements all is true and any false (torch.all / torch.any). x is
+// read through rows_of in TT_BOOL. No gradient.
+
+static tt_tensor *all_any(tt_tensor *x, int ndims, const int *dims, bool keepdim, bool all,
+                          const char *func) {
+    reduce_dims rd;
+    resolve_dims_any(&rd, x, ndims, dims, keepdim, func);
+    tt_tensor *out = tt__new(TT_BOOL, rd.out_ndim, rd.out_shape);  // (M,)
+    tt_tensor *c = rows_of(x, &rd, TT_BOOL);                       // (M, N)
+    int64_t M = rd.plan.nout, N = rd.plan.nred;
+    const uint8_t *src = tt_data(c);
+    uint8_t *y = tt_data(out);
+    for (int64_t m = 0; m < M; m++) {
+        bool r = all;
+        for (int64_t j = 0; j < N && r == all; j++) r = src[m * N + j] != 0;
+        y[m] = r;
+    }
+    tt_release(c);
+    return tt__autorelease(out);
+}
+
+tt_tensor *tt_all(tt_tensor *x, int ndims, const int *dims, bool keepdim) {
+    return all_any(x, ndims, dims, keepdim, true, __func__);
+}
+
+tt_tensor *tt_any(tt_tensor *x, int ndims, const int *dims, bool keepdim) {
+    return all_any(x, ndims, dims, keepdim, false, __func__);
+}
+
+tt_tensor *tt_all_all(tt_tensor *x) { return all_any(x, 0, NULL, false, true, __func__); }
+tt_tensor *tt_any_all(tt_tensor *x) { return all_any(x, 0, NULL, false, false, __func__); }

@@ -42,6 +42,7 @@ static bool any_empty(int ndim, const int64_t *shape) {
 
 #define T float
 #define GATHER gather_f32
+#define SCATTER scatter_f32
 #define SCATTER_ADD scatter_add_f32
 #define CUMSUM cumsum_f32
 #define CUMPROD cumprod_f32
@@ -50,10 +51,38 @@ static bool any_empty(int ndim, const int64_t *shape) {
 
 #define T double
 #define GATHER gather_f64
+#define SCATTER scatter_f64
 #define SCATTER_ADD scatter_add_f64
 #define CUMSUM cumsum_f64
 #define CUMPROD cumprod_f64
 #define CUMPROD_BACKWARD cumprod_backward_f64
+#include "index.inc"
+
+// Integer and bool data: the copies, and scatter-add wrapping around on overflow as PyTorch's
+// integers do (the sum in unsigned arithmetic, converted back: two's complement, no UB); a
+// bool sum is logical or (True + True is True). The scans of integers are in ops_index.c.
+static inline int32_t add_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
+static inline int64_t add_i64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+
+#define T int32_t
+#define ADD add_i32
+#define GATHER gather_i32
+#define SCATTER scatter_i32
+#define SCATTER_ADD scatter_add_i32
+#include "index.inc"
+
+#define T int64_t
+#define ADD add_i64
+#define GATHER gather_i64
+#define SCATTER scatter_i64
+#define SCATTER_ADD scatter_add_i64
+#include "index.inc"
+
+#define T uint8_t
+#define ADD(a, b) ((uint8_t)((a) | (b)))
+#define GATHER gather_bool
+#define SCATTER scatter_bool
+#define SCATTER_ADD scatter_add_bool
 #include "index.inc"
 
 // ---- dispatch ----
@@ -61,16 +90,65 @@ static bool any_empty(int ndim, const int64_t *shape) {
 void tt_k_gather(void *out, const int64_t *ostride, const void *x, const int64_t *xstride,
                  const void *index, const int64_t *istride, tt_dtype it, tt_dtype dt,
                  int ndim, const int64_t *shape, int dim) {
-    if (dt == TT_F32) gather_f32(out, ostride, x, xstride, index, istride, it, ndim, shape, dim);
-    else gather_f64(out, ostride, x, xstride, index, istride, it, ndim, shape, dim);
+    switch (dt) {
+        case TT_F32:
+            gather_f32(out, ostride, x, xstride, index, istride, it, ndim, shape, dim);
+            break;
+        case TT_F64:
+            gather_f64(out, ostride, x, xstride, index, istride, it, ndim, shape, dim);
+            break;
+        case TT_I32:
+            gather_i32(out, ostride, x, xstride, index, istride, it, ndim, shape, dim);
+            break;
+        case TT_I64:
+            gather_i64(out, ostride, x, xstride, index, istride, it, ndim, shape, dim);
+            break;
+        default: gather_bool(out, ostride, x, xstride, index, istride, it, ndim, shape, dim); break;
+    }
+}
+
+void tt_k_scatter(void *out, const int64_t *ostride, const void *src, const int64_t *sstride,
+                  const void *index, const int64_t *istride, tt_dtype it, tt_dtype dt, int ndim,
+                  const int64_t *shape, int dim) {
+    switch (dt) {
+        case TT_F32:
+            scatter_f32(out, ostride, src, sstride, index, istride, it, ndim, shape, dim);
+            break;
+        case TT_F64:
+            scatter_f64(out, ostride, src, sstride, index, istride, it, ndim, shape, dim);
+            break;
+        case TT_I32:
+            scatter_i32(out, ostride, src, sstride, index, istride, it, ndim, shape, dim);
+            break;
+        case TT_I64:
+            scatter_i64(out, ostride, src, sstride, index, istride, it, ndim, shape, dim);
+            break;
+        default:
+            scatter_bool(out, ostride, src, sstride, index, istride, it, ndim, shape, dim);
+            break;
+    }
 }
 
 void tt_k_scatter_add(void *out, const int64_t *ostride, const void *src,
                       const int64_t *sstride, const void *index, const int64_t *istride,
                       tt_dtype it, tt_dtype dt, int ndim, const int64_t *shape, int dim) {
-    if (dt == TT_F32)
-        scatter_add_f32(out, ostride, src, sstride, index, istride, it, ndim, shape, dim);
-    else scatter_add_f64(out, ostride, src, sstride, index, istride, it, ndim, shape, dim);
+    switch (dt) {
+        case TT_F32:
+            scatter_add_f32(out, ostride, src, sstride, index, istride, it, ndim, shape, dim);
+            break;
+        case TT_F64:
+            scatter_add_f64(out, ostride, src, sstride, index, istride, it, ndim, shape, dim);
+            break;
+        case TT_I32:
+            scatter_add_i32(out, ostride, src, sstride, index, istride, it, ndim, shape, dim);
+            break;
+        case TT_I64:
+            scatter_add_i64(out, ostride, src, sstride, index, istride, it, ndim, shape, dim);
+            break;
+        default:
+            scatter_add_bool(out, ostride, src, sstride, index, istride, it, ndim, shape, dim);
+            break;
+    }
 }
 
 void tt_k_cumsum(void *out, const void *x, const int64_t *xstride, bool reverse, tt_dtype dt,
