@@ -140,10 +140,8 @@ static tt_tensor *where_same(tt_tensor *cond, tt_tensor *a, tt_tensor *b);
 tt_tensor *tt_where(tt_tensor *cond, tt_tensor *a, tt_tensor *b) {
     TT_CHECK(cond && a && b, "cond, a or b is NULL");
     if (a->dtype == b->dtype) return where_same(cond, a, b);
-    TT_CHECK(!tt_dtype_is_float(a->dtype) && !tt_dtype_is_float(b->dtype), "a %s is %s and b "
-             "%s is %s; a floating-point a or b needs the other of its dtype (no silent "
-             "promotion of floats): convert one with tt_to_dtype", tt__shape(a),
-             tt_dtype_name(a->dtype), tt__shape(b), tt_dtype_name(b->dtype));
+    if (tt_dtype_is_float(a->dtype) || tt_dtype_is_float(b->dtype))
+        tt__check_same_dtype(a, b, __func__);  // aborts: floats are never promoted silently
     tt_dtype dt = where_dtype(a, b);
     tt_scope_begin();
     tt_tensor *y = where_same(cond, a->dtype == dt ? a : tt_to_dtype(a, dt),

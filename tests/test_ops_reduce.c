@@ -484,10 +484,10 @@ START_TEST(test_abort_integer_input) {
 }
 END_TEST
 
-START_TEST(test_abort_integer_input_max) {
-    tt_expect_abort("tt_max: tensor (4,) is i64; this op needs f32 or f64");
+START_TEST(test_abort_integer_input_max) {  // max takes integers now; var does not (PyTorch)
+    tt_expect_abort("tt_var: tensor (4,) is i64; this op needs f32 or f64");
     tt_tensor *x = tt_zeros(TT_I64, TT_SHAPE(4));
-    tt_max(x, 0, NULL, false);
+    tt_var(x, 0, NULL, 1, false);
 }
 END_TEST
 
