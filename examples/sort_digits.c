@@ -1,6 +1,6 @@
 // sort_digits: a small non-causal transformer that learns to sort sequences of 8 digits,
 // written as one tt_sequential (embedding, positions, 2 blocks, norm, head); targets come from
-// tt_sort, and the accuracy of whole sequences from eq + min over positions (an "all").
+// tt_sort of the integer digits, and the accuracy of whole sequences from eq + tt_all.
 #include <stdio.h>
 
 #include "tinytorch.h"
@@ -12,16 +12,15 @@
 // A batch of random sequences x (B, LEN) i64 and their sorted versions y (B, LEN) i64.
 static void make_batch(tt_rng *rng, int64_t B, tt_tensor **x, tt_tensor **y) {
     *x = tt_randint(rng, 0, DIGITS, TT_SHAPE(B, LEN));
-    tt_tensor *sorted;  // tt_sort takes float tensors: sort the digits as f32 (exact)
-    tt_sort(tt_to_dtype(*x, TT_F32), -1, false, &sorted, NULL);
-    *y = tt_to_dtype(sorted, TT_I64);
+    tt_sort(*x, -1, false, y, NULL);
 }
 
 // The fraction of digits, and of whole sequences, the model puts in the right place.
 static void accuracy(tt_tensor *logits, tt_tensor *y, double *digit_acc, double *seq_acc) {
-    tt_tensor *hit = tt_to_dtype(tt_eq(tt_argmax(logits, -1, false), y), TT_F32);  // (B, LEN)
-    *digit_acc = tt_item(tt_mean_all(hit));
-    *seq_acc = tt_item(tt_mean_all(tt_min(hit, 1, (int[]){-1}, false)));  // all hits: min 1
+    tt_tensor *hit = tt_eq(tt_argmax(logits, -1, false), y);  // (B, LEN) TT_BOOL
+    tt_tensor *all = tt_all(hit, TT_DIMS(-1), false);         // (B,) every digit right
+    *digit_acc = tt_item(tt_mean_all(tt_to_dtype(hit, TT_F32)));
+    *seq_acc = tt_item(tt_mean_all(tt_to_dtype(all, TT_F32)));
 }
 
 int main(void) {

@@ -1,6 +1,7 @@
 // spiral_classify: an MLP (tt_sequential of linear and ReLU modules) separating three
-// interleaved spirals, trained in shuffled mini-batches (tt_randperm + tt_index_select), with
-// accuracy computed by tensor ops (argmax, eq, mean) rather than a loop over elements.
+// interleaved spirals, trained in shuffled mini-batches (tt_randperm + tt_index_select of the
+// points and of the integer labels), with accuracy computed by tensor ops (argmax, eq, mean)
+// rather than a loop over elements.
 #include <math.h>
 #include <stdio.h>
 
@@ -37,9 +38,6 @@ int main(void) {
     make_spirals(&rng, 200, 0.2, &x_train, &y_train);  // 600 points
     make_spirals(&rng, 100, 0.2, &x_test, &y_test);    // 300 held-out points
     const int64_t n = tt_numel(y_train), batch = 32, epochs = 60;
-    // tt_index_select gathers float tensors only: the labels travel as f32 and come back as
-    // i64 for the loss (exact for small integers).
-    tt_tensor *y_train_f = tt_to_dtype(y_train, TT_F32);
 
     // model = nn.Sequential(nn.Linear(2, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
     //                       nn.Linear(64, 3))
@@ -72,7 +70,7 @@ int main(void) {
             tt_scope_begin();
             tt_tensor *idx = tt_narrow(perm, 0, start, start + batch < n ? batch : n - start);
             tt_tensor *xb = tt_index_select(x_train, 0, idx);  // (b, 2)
-            tt_tensor *yb = tt_to_dtype(tt_index_select(y_train_f, 0, idx), TT_I64);  // (b,)
+            tt_tensor *yb = tt_index_select(y_train, 0, idx);  // (b,) i64 labels
             tt_tensor *loss = tt_cross_entropy(tt_sequential_forward(&model, xb), yb, -1);
             loss_sum += tt_item(loss) * (double)tt_numel(yb);
             tt_backward(loss);
@@ -103,7 +101,6 @@ int main(void) {
     tt_linear_free(&fc3);
     tt_release(x_train);
     tt_release(y_train);
-    tt_release(y_train_f);
     tt_release(x_test);
     tt_release(y_test);
     return 0;
