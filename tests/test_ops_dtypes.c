@@ -211,6 +211,22 @@ START_TEST(test_int_reductions) {
 }
 END_TEST
 
+// ---- non-contiguous views ----
+
+START_TEST(test_views) {
+    tt_scope_begin();
+    tt_tensor *x3 = INTS(TT_I32, TT_SHAPE(2, 3, 4), -5, 2, -2, 5, 1, -3, 4, 0, -4, 3, -1, -5, 2,
+                         -2, 5, 1, -3, 4, 0, -4, 3, -1, -5, 2);  // (7 i) % 11 - 5
+    tt_tensor *t = tt_transpose(x3, 0, 2);                        // (4, 3, 2)
+    EXPECT(tt_max(t, TT_DIMS(0, 2), false), TT_I32, TT_SHAPE(3), ref_amax_i32_t_dims02);
+    EXPECT(tt_argmin(t, 0, false), TT_I64, TT_SHAPE(3, 2), ref_argmin_i32_t_dim0);
+    EXPECT(tt_all(t, TT_DIMS(0, 2), false), TT_BOOL, TT_SHAPE(3), ref_all_i32_t_dims02);
+    EXPECT(tt_any(tt_gt_scalar(t, 3), TT_DIMS(1), true), TT_BOOL, TT_SHAPE(4, 1, 2),
+           ref_any_i32_t_dim1_keep);
+    tt_scope_end();
+}
+END_TEST
+
 // ---- empty tensors ----
 
 START_TEST(test_empty) {
@@ -306,6 +322,7 @@ int main(void) {
     tcase_add_test(tc, test_where_fill_copies);
     tcase_add_test(tc, test_all_any);
     tcase_add_test(tc, test_int_reductions);
+    tcase_add_test(tc, test_views);
     tcase_add_test(tc, test_empty);
     suite_add_tcase(s, tc);
     TCase *ab = tt_tcase_aborts("aborts_dtypes");

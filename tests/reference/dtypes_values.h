@@ -118,3 +118,11 @@ static const int64_t ref_amax_bool[] = {1LL, 0LL, 1LL};
 static const int64_t ref_amin_bool_all[] = {0LL};
 // amax_i32_all: int32 ()
 static const int64_t ref_amax_i32_all[] = {2147483647LL};
+// amax_i32_t_dims02: int32 (3)
+static const int64_t ref_amax_i32_t_dims02[] = {5LL, 4LL, 3LL};
+// argmin_i32_t_dim0: int64 (3, 2)
+static const int64_t ref_argmin_i32_t_dim0[] = {0LL, 1LL, 1LL, 3LL, 3LL, 2LL};
+// all_i32_t_dims02: bool (3)
+static const int64_t ref_all_i32_t_dims02[] = {1LL, 0LL, 1LL};
+// any_i32_t_dim1_keep: bool (4, 1, 2)
+static const int64_t ref_any_i32_t_dim1_keep[] = {0LL, 0LL, 0LL, 1LL, 1LL, 1LL, 1LL, 0LL};

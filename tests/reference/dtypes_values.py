@@ -107,6 +107,13 @@ show("min_dim_bool_indices", i)
 show("amax_bool", torch.amax(xb, 0))
 show("amin_bool_all", torch.amin(xb))
 show("amax_i32_all", torch.amax(xi))
+# non-contiguous views: (2, 3, 4) seen as (4, 3, 2)
+x3 = ((torch.arange(24) * 7) % 11 - 5).reshape(2, 3, 4).to(i32)
+x3t = x3.transpose(0, 2)
+show("amax_i32_t_dims02", torch.amax(x3t, (0, 2)))
+show("argmin_i32_t_dim0", torch.argmin(x3t, 0))
+show("all_i32_t_dims02", torch.all(torch.all(x3t, 2), 0))  # 1.13's all takes one dim
+show("any_i32_t_dim1_keep", torch.any(x3t > 3, 1, keepdim=True))
 
 # what PyTorch rejects
 for name, fn in [("argmax_bool", lambda: torch.argmax(xb, 1)),
