@@ -14,7 +14,11 @@
 // tt_zero_grad resets it.
 //
 // Dtypes: float ops take TT_F32 or TT_F64, and the float inputs of one op share a dtype (no
-// silent promotion: convert with tt_to_dtype). Index inputs are TT_I32 or TT_I64.
+// silent promotion: convert with tt_to_dtype). Index inputs are TT_I32 or TT_I64. Where PyTorch
+// takes integer and bool data, so do these, exactly and without gradient: comparisons, where,
+// masked_select / masked_fill, gather, scatter(_add), index_select / index_add, sort, topk,
+// the scans, sum, prod, max, min, argmax, argmin, max_dim, min_dim, all / any, the shape and
+// layout ops.
 // Dims may be negative (counted from the end). `ndims == 0` in a reduction means all dims.
 #ifndef TT_AUTOGRAD_H
 #define TT_AUTOGRAD_H
