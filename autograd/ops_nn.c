@@ -154,6 +154,10 @@ tt_tensor *tt_masked_fill(tt_tensor *x, tt_tensor *mask, double value) {
     TT_CHECK(fits, "mask %s does not broadcast to x %s; each of the mask's dims must equal "
              "x's matching trailing dim or be 1", tt__shape(mask), tt__shape(x));
     if (!tt_dtype_is_float(x->dtype)) {  // integer or bool x: where (exact), no gradient
+        double lim = x->dtype == TT_I32 ? 0x1p31 : 0x1p63;
+        TT_CHECK(x->dtype == TT_BOOL || (value >= -lim && value < lim), "value %g cannot be "
+                 "converted to %s without overflow (x is %s, as PyTorch's error); pass a value "
+                 "in the dtype's range", value, tt_dtype_name(x->dtype), tt__shape(x));
         tt_scope_begin();
         tt_tensor *y = tt_keep(tt_where(mask, tt_full(x->dtype, 0, NULL, value), x));
         tt_scope_end();

@@ -125,6 +125,12 @@ START_TEST(test_where_fill_copies) {
     EXPECT(tt_where(xb, xb, five), TT_I32, TT_SHAPE(2, 3), ref_where_bool_i32_0d);
     EXPECT(tt_where(xb, xi, seven), TT_I32, TT_SHAPE(2, 3), ref_where_i32_i64_0d);
     EXPECT(tt_masked_fill(x, xb, -3), TT_I64, TT_SHAPE(2, 3), ref_masked_fill_i64);
+    // the ends of the range: -2^63 is an i64; any value is a bool (nonzero: true)
+    EXPECT(tt_masked_fill(x, xb, -0x1p63), TT_I64, TT_SHAPE(2, 3),
+           ((const int64_t[]){INT64_MIN, -(INT64_C(1) << 62) + 3, INT64_MIN, INT64_MAX,
+                              INT64_MIN, INT64_MIN}));
+    EXPECT(tt_masked_fill(xb, tt_logical_not(xb), 1e30), TT_BOOL, TT_SHAPE(2, 3),
+           ((const int64_t[]){1, 1, 1, 1, 1, 1}));
     EXPECT(tt_tril(xi, 0), TT_I32, TT_SHAPE(2, 3), ref_tril_i32);
     EXPECT(tt_triu(tt_ones(TT_BOOL, TT_SHAPE(3, 3)), 1), TT_BOOL, TT_SHAPE(3, 3), ref_triu_bool);
     EXPECT(tt_flip(x, TT_DIMS(0, 1)), TT_I64, TT_SHAPE(2, 3), ref_flip_i64);
@@ -308,6 +314,13 @@ START_TEST(test_abort_index_add_alpha) {
 }
 END_TEST
 
+START_TEST(test_abort_masked_fill_overflow) {
+    tt_expect_abort("tt_masked_fill: value nan cannot be converted to i32 without overflow (x is "
+                    "(2, 3)");
+    tt_masked_fill(x_i32(), x_bool(), NAN);
+}
+END_TEST
+
 START_TEST(test_abort_all_dim) {
     tt_expect_abort("tt_all: dim 2 is out of range for x of shape (2, 3)");
     tt_all(x_bool(), TT_DIMS(2), false);
@@ -335,6 +348,7 @@ int main(void) {
     tcase_add_test_raise_signal(ab, test_abort_argmin_int_empty, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_index_int_range, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_index_add_alpha, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_masked_fill_overflow, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_all_dim, SIGABRT);
     suite_add_tcase(s, ab);
     return tt_test_run(s);
