@@ -5,7 +5,19 @@
 #include <math.h>
 #include <string.h>
 
+// An integer tensor takes value only when it converts without overflow (PyTorch's rule; a
+// fraction is truncated toward zero, NaN and infinities never fit). A bool takes anything.
+static void check_fits(const char *func, tt_dtype dtype, double value) {
+    bool fits = dtype == TT_I32   ? value > -2147483649.0 && value < 2147483648.0
+                : dtype == TT_I64 ? value >= -9223372036854775808.0 &&
+                                        value < 9223372036854775808.0
+                                  : true;
+    TT_CHECK_IN(func, fits, "value %g cannot be converted to %s without overflow; pass a value "
+                "in the dtype's range", value, tt_dtype_name(dtype));
+}
+
 tt_tensor *tt_fill_(tt_tensor *t, double value) {
+    check_fits("tt_fill_", t->dtype, value);
     tt_bump_version(t, "fill_");
     if (tt_is_contiguous(t) && t->dtype == TT_F32) {
         float *p = tt_data(t), v = (float)value;
@@ -40,6 +52,7 @@ tt_tensor *tt_ones(tt_dtype dtype, int ndim, const int64_t *shape) {
 
 tt_tensor *tt_full(tt_dtype dtype, int ndim, const int64_t *shape, double value) {
     tt__check_shape(__func__, dtype, ndim, shape);
+    check_fits(__func__, dtype, value);
     return tt__autorelease(tt_fill_(tt__new(dtype, ndim, shape), value));
 }
 

@@ -608,6 +608,33 @@ START_TEST(test_too_many_dims_aborts) {
 }
 END_TEST
 
+START_TEST(test_full_int_overflow_aborts) {
+    tt_expect_abort("tt_full: value 3e+09 cannot be converted to i32 without overflow");
+    tt_release(tt_full(TT_I32, TT_SHAPE(2), 3e9));
+}
+END_TEST
+
+START_TEST(test_fill_int_nan_aborts) {
+    tt_expect_abort("tt_fill_: value nan cannot be converted to i64 without overflow");
+    tt_tensor *t = tt_zeros(TT_I64, TT_SHAPE(2));
+    tt_fill_(t, NAN);
+}
+END_TEST
+
+// Integer fills at the edges of their range convert exactly; fractions truncate toward zero.
+START_TEST(test_full_int_edges) {
+    tt_tensor *a = tt_full(TT_I32, TT_SHAPE(1), -2147483648.0);
+    tt_tensor *b = tt_full(TT_I32, TT_SHAPE(1), 2147483647.9);
+    tt_tensor *c = tt_full(TT_I64, TT_SHAPE(1), -9223372036854775808.0);
+    tt_tensor *d = tt_full(TT_I64, TT_SHAPE(1), -2.7);
+    ck_assert_int_eq(((int32_t *)tt_data(a))[0], INT32_MIN);
+    ck_assert_int_eq(((int32_t *)tt_data(b))[0], INT32_MAX);
+    ck_assert(((int64_t *)tt_data(c))[0] == INT64_MIN);
+    ck_assert(((int64_t *)tt_data(d))[0] == -2);
+    tt_release(a), tt_release(b), tt_release(c), tt_release(d);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("tensor");
     TCase *tc = tt_tcase("tensor");
@@ -627,6 +654,7 @@ int main(void) {
     tcase_add_test(tc, test_version_counter);
     tcase_add_test(tc, test_leak_report);
     tcase_add_test(tc, test_leak_report_at_exit);
+    tcase_add_test(tc, test_full_int_edges);
     suite_add_tcase(s, tc);
     TCase *ov = tt_tcase_aborts("aborts_over_release");
     tcase_add_test_raise_signal(ov, test_double_release_aborts, SIGABRT);
@@ -646,6 +674,8 @@ int main(void) {
     tcase_add_test_raise_signal(ab, test_negative_size_aborts, SIGABRT);
     tcase_add_test_raise_signal(ab, test_too_many_dims_aborts, SIGABRT);
     tcase_add_test_raise_signal(ab, test_shape_overflow_aborts, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_full_int_overflow_aborts, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_fill_int_nan_aborts, SIGABRT);
     suite_add_tcase(s, ab);
 
     TCase *th = tt_tcase("threads");
