@@ -65,7 +65,7 @@ SUITE_SRCS  := $(filter-out tests/test_gradcheck.c tests/test_util.c,$(wildcard 
 SUITE_BINS  := $(SUITE_SRCS:tests/%.c=$(BUILD)/tests/%)
 GC_SRCS     := tests/test_gradcheck.c $(wildcard tests/gc_*.c)
 GC_OBJS     := $(GC_SRCS:%.c=$(BUILD)/obj/%.o)
-EXAMPLES    := tour mlp_moons char_gpt char_lstm spiral_classify sort_digits
+EXAMPLES    := tour mlp_moons char_gpt gpt char_lstm spiral_classify sort_digits
 
 .SECONDARY:
 .PHONY: all lib examples run data plot test test-run gradcheck bench deps install uninstall \
@@ -106,6 +106,11 @@ $(BUILD)/libtinytorch.so: $(BUILD)/$(SO_FILE)
 
 $(BUILD)/%: examples/%.c $(BUILD)/libtinytorch.a
 	$(CC) $(CFLAGS) $(DEPFLAGS) -I. $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
+
+# The GPT programs share examples/gpt_main.c (char_gpt is gpt with the char tokenizer fixed).
+$(BUILD)/char_gpt $(BUILD)/gpt: $(BUILD)/%: examples/%.c examples/gpt_main.c examples/gpt_main.h \
+	$(HEADERS) $(BUILD)/libtinytorch.a
+	$(CC) $(CFLAGS) -I. $< examples/gpt_main.c -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
 
 $(BUILD)/tests/test_%: $(BUILD)/obj/tests/test_%.o $(TEST_UTIL) $(BUILD)/libtinytorch.a
 	@mkdir -p $(dir $@)
