@@ -474,8 +474,8 @@ static void tok_gpt2(tokenizer *t) {
     t->n_vocab = t->bpe.n_vocab;
 }
 
-// A trained vocab from its file's bytes: tt_bpe_load reads a path, so they go through a
-// temporary file. what names the source in messages.
+// A trained vocab from its file's bytes (kept in a checkpoint): tt_bpe_load reads a path, so
+// they go through a temporary file.
 static tt_status tok_from_bytes(tokenizer *t, const unsigned char *b, size_t n) {
     memset(t, 0, sizeof *t);
     const char *dir = getenv("TMPDIR");
@@ -506,16 +506,17 @@ static void tok_open(tokenizer *t, const char *name) {
         tok_gpt2(t);
         return;
     }
-    unsigned char *b;
-    size_t n;
-    if (tt_read_file(name, &b, &n) != TT_OK)
-        die_usage("--tokenizer '%s' is not char, gpt2 nor a readable vocab file (%s); pass "
-                  "one of them, e.g. a vocab written by gpt bpe-train", name, tt_last_error());
-    tt_status st = tok_from_bytes(t, b, n);
-    free(b);
-    if (st != TT_OK)
-        die_usage("--tokenizer '%s': %s; pass char, gpt2 or a vocab written by gpt bpe-train",
-                  name, tt_last_error());
+    memset(t, 0, sizeof *t);
+    struct stat st;
+    if (stat(name, &st) != 0)
+        die_usage("--tokenizer '%s' is not char, gpt2 nor a readable vocab file (%s); pass one "
+                  "of them, e.g. a vocab written by gpt bpe-train", name, strerror(errno));
+    if (tt_bpe_load(&t->bpe, name) != TT_OK ||
+        tt_read_file(name, &t->file, &t->file_len) != TT_OK)
+        die_usage("--tokenizer: %s; pass char, gpt2 or a vocab written by gpt bpe-train",
+                  tt_last_error());
+    t->kind = TOK_FILE;
+    t->n_vocab = t->bpe.n_vocab;
 }
 
 // The ids of text[0 .. n) into a new array (free it; *n_out ids). A byte the char vocab lacks
