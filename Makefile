@@ -2,8 +2,8 @@
 #   make                 build/libtinytorch.a, build/libtinytorch.so (-> .so.0 -> .so.0.1.0) and
 #                        the examples
 #   make test            deps, then every suite: Check suites, gradcheck, the fuzz corpus and a
-#                        30 s make fuzz, the examples, char_gpt end to end, a short make run,
-#                        the install test
+#                        30 s make fuzz, the examples, char_gpt and gpt end to end, a short
+#                        make run, the install test
 #   make test SAN=1      the same under ASan + UBSan + LeakSanitizer, in build-san/
 #   make gradcheck       only the finite-difference gradient checks
 #   make bench           bench/bench_*.c, and bench/torch_ref.py with python3-torch, and

@@ -90,21 +90,21 @@ static const char *gpt_usage_tail =
     "  gpt bpe-train --merges N --out VOCAB [--data FILE]\n"
     "  gpt export --ckpt FILE --out FILE.safetensors [--dtype f32|f16|bf16]\n"
     "\n"
-    "--tokenizer: char (one token per distinct byte of --data; the default), gpt2 (GPT-2's BPE,\n"
-    "from " GPT2_ENCODER " and " GPT2_MERGES "; run `make data`) or the path of a VOCAB\n"
-    "written by `gpt bpe-train`. A checkpoint keeps its tokenizer (a trained vocab whole), so\n"
-    "sample, eval, tokenize, encode and decode with --ckpt need no --tokenizer. --data\n"
-    "defaults to " DEFAULT_DATA "; --out of train to out/gpt.ckpt.\n"
-    "train: --preset sets every model flag (flags you give override it; vocab and, for a\n"
-    "checkpoint, the sizes come from the tokenizer and the file). --init-from starts from the\n"
-    "weights of a tinytorch checkpoint or of a Hugging Face GPT-2 model.safetensors (its config\n"
-    "is the file's, model flags are refused; the optimizer starts fresh). The rest is char_gpt's:\n"
-    "--out holds the last state, its .best name (out/gpt.best.ckpt) the best val loss; --resume\n"
-    "continues bit for bit; a default that conflicts with a flag you give is lowered with a\n"
-    "note; stdout: `eval step=N train_loss=F val_loss=F` lines and a `done ...` line.\n"
+    "--tokenizer: char (one token per distinct byte of --data; the default), gpt2 (GPT-2's\n"
+    "BPE, from " GPT2_ENCODER " and " GPT2_MERGES "; run `make data`)\n"
+    "or the path of a VOCAB written by `gpt bpe-train`. A checkpoint keeps its tokenizer (a\n"
+    "trained vocab whole), so sample, eval, tokenize, encode and decode with --ckpt need no\n"
+    "--tokenizer. --data defaults to " DEFAULT_DATA "; --out of train to out/gpt.ckpt.\n"
+    "train: --preset sets every model flag (flags you give override it; the vocab size is the\n"
+    "tokenizer's). --init-from starts from the weights of a checkpoint of gpt train or of a\n"
+    "Hugging Face GPT-2 model.safetensors (the config is the file's, so model flags are\n"
+    "refused; the optimizer starts fresh). The rest is char_gpt's: --out holds the last state,\n"
+    "its .best name (out/gpt.best.ckpt) the best val loss; --resume continues bit for bit; a\n"
+    "default that conflicts with a flag you give is lowered with a note; stdout: `eval step=N\n"
+    "train_loss=F val_loss=F` at each eval and a `done ...` line.\n"
     "sample prints the prompt and the generated text (--temperature 0: greedy); eval prints\n"
-    "`eval train_loss=F val_loss=F`. --init-from FILE.safetensors: GPT-2 weights, tokenizer\n"
-    "gpt2 unless --tokenizer says otherwise.\n"
+    "`eval train_loss=F val_loss=F`. A --init-from FILE.safetensors holds GPT-2 weights and no\n"
+    "tokenizer: gpt2 unless --tokenizer names another.\n"
     "tokenize prints `tokens=N train=N val=N` (the text split 90/10 by characters, each part\n"
     "encoded on its own); encode prints the ids of stdin's bytes on one line; decode writes the\n"
     "bytes of the ids on stdin (whitespace-separated); bpe-train learns --merges merges from\n"
@@ -1286,6 +1286,7 @@ static int cmd_train(void) {
     tt_optim_free(&o);
     tt_gpt_free(&gpt);
     tt_dataset_free(&ds);
+    tok_free(&s.tok);
     return 0;
 }
 

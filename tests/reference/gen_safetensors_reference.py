@@ -223,7 +223,8 @@ def write_greedy(sd, lm_head, n_head, n_ctx):
         ids.append(int(torch.argmax(logits)))
     text = "".join(chr(33 + i) for i in ids)
     with open(os.path.join(HERE, "gpt2_tiny_greedy.txt"), "w") as f:
-        f.write("# gen_safetensors_reference.py: greedy continuation of gpt2_tiny_untied.safetensors"
+        f.write("# gen_safetensors_reference.py: greedy continuation of "
+                "gpt2_tiny_untied.safetensors"
                 "\n# (GPT-2 ids; smallest top-2 logit gap %.4f)\n" % min(gaps))
         f.write("prompt_ids %s\n" % " ".join(map(str, ids[:3])))
         f.write("ids %s\n" % " ".join(map(str, ids)))
