@@ -1488,6 +1488,8 @@ static int cmd_encode(void) {
     return 0;
 }
 
+static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
 static int cmd_decode(void) {
     tokenizer t;
     tools_tokenizer(&t);
@@ -1497,26 +1499,38 @@ static int cmd_decode(void) {
     size_t cap = n / 2 + 1, count = 0;
     int32_t *ids = malloc(cap * sizeof *ids);
     if (!ids) die("out of memory");
-    for (char *p = text;;) {
-        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
-        if (p == text + n) break;
-        char *end;
+    char what[24] = "";  // the text at the first bad id, at offset i
+    size_t i = 0;
+    long long v = 0;
+    bool bad = false, not_id = false;
+    for (;;) {
+        while (i < n && is_space(text[i])) i++;
+        if (i == n) break;
+        char *end = NULL;
         errno = 0;
-        long long v = (*p >= '0' && *p <= '9') ? strtoll(p, &end, 10) : -1;
-        if (v < 0 || errno == ERANGE || (*end && !strchr(" \t\n\r", *end)))
-            die_usage("decode: stdin holds '%.20s' at byte %zu, not a token id; pass decimal "
-                      "ids separated by spaces", p, (size_t)(p - text));
-        if (v >= t.n_vocab)
-            die_usage("decode: id %lld (token %zu of stdin) is outside the %s tokenizer's "
-                      "[0, %lld); pass ids of the same tokenizer", v, count + 1, tok_name(&t),
-                      (long long)t.n_vocab);
+        v = (text[i] >= '0' && text[i] <= '9') ? strtoll(text + i, &end, 10) : -1;
+        not_id = v < 0 || errno == ERANGE || (end < text + n && !is_space(*end));
+        if (not_id || v >= t.n_vocab) {
+            snprintf(what, sizeof what, "%.20s", text + i);
+            bad = true;
+            break;
+        }
         ids[count++] = (int32_t)v;
-        p = end;
+        i = (size_t)(end - text);
     }
-    for (size_t i = 0; i < count; i++) tok_write(&t, ids[i], stdout);
+    free(text);
+    if (bad) {  // the ids are freed first: LeakSanitizer checks the exit
+        free(ids);
+        if (not_id)
+            die_usage("decode: stdin holds '%s' at byte %zu, not a token id; pass decimal "
+                      "ids separated by spaces", what, i);
+        die_usage("decode: id %lld (token %zu of stdin) is outside the %s tokenizer's "
+                  "[0, %lld); pass ids of the same tokenizer", v, count + 1, tok_name(&t),
+                  (long long)t.n_vocab);
+    }
+    for (size_t k = 0; k < count; k++) tok_write(&t, ids[k], stdout);
     check_stdout();
     free(ids);
-    free(text);
     tok_free(&t);
     return 0;
 }
