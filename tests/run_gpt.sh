@@ -6,11 +6,12 @@
 # continuation of a tiny GPT-2 safetensors file equals PyTorch's (tests/reference/
 # gpt2_tiny_greedy.txt), with and without the KV cache; a few training steps on GPT-2 tokens
 # and on a trained vocab, whose checkpoints keep the tokenizer (sample and tokenize need no
-# --tokenizer, even with the vocab file gone); export then --init-from gives the same greedy
-# text and eval losses as the checkpoint; --init-from trains from a checkpoint and from a
-# safetensors file; --preset; bad input (unknown tokenizer, missing vocab, corrupt safetensors,
-# a prompt a char vocab cannot encode, ...) exits non-zero, not by a signal, with one line on
-# stderr and clobbers no file. Usage: sh tests/run_gpt.sh [builddir]
+# --tokenizer, even with the vocab file gone); gpt with the char tokenizer trains as char_gpt,
+# bit for bit; export then --init-from gives the same greedy text and eval losses as the
+# checkpoint; --init-from trains from a checkpoint and from a safetensors file; --preset; bad
+# input (unknown tokenizer, missing vocab, corrupt safetensors, a prompt a char vocab cannot
+# encode, ...) exits non-zero, not by a signal, with one line on stderr and clobbers no file.
+# Under ASan (make test SAN=1) LeakSanitizer checks every run. Usage: sh tests/run_gpt.sh [builddir]
 build=${1:-build}
 bin=$build/gpt
 [ -x "$bin" ] || { echo "run_gpt: $bin is not built" >&2; exit 1; }
@@ -154,6 +155,22 @@ fi
 "$bin" train --resume "$d/v.ckpt" --iters 6 --out "$d/v.ckpt" > "$d/r.out" 2> "$d/r.err" &&
     grep -q "^done steps=6 " "$d/r.out" && ok "--resume a trained-vocab run without its file" ||
     { bad "resume trained vocab"; cat "$d/r.err" >&2; }
+
+# ---- the char tokenizer (the default) is char_gpt's training, bit for bit ----
+if [ -x "$build/char_gpt" ]; then
+    "$bin" train $small --out "$d/c1.ckpt" > "$d/c1.out" 2> /dev/null
+    "$build/char_gpt" train $small --out "$d/c2.ckpt" > "$d/c2.out" 2> /dev/null
+    if [ "$(grep -c '^eval' "$d/c1.out")" = 2 ] &&
+       [ "$(grep '^eval' "$d/c1.out")" = "$(grep '^eval' "$d/c2.out")" ]; then
+        ok "gpt train (char) gives char_gpt's eval losses bit for bit"
+    else
+        bad "gpt train vs char_gpt train"; cat "$d/c1.out" "$d/c2.out" >&2
+    fi
+    got=$("$build/char_gpt" sample --ckpt "$d/c1.ckpt" --tokens 20 --seed 2 2>/dev/null)
+    [ -n "$got" ] && [ "$got" = "$("$bin" sample --ckpt "$d/c2.ckpt" --tokens 20 --seed 2 \
+                                    2>/dev/null)" ] &&
+        ok "char_gpt and gpt sample each other's checkpoints alike" || bad "cross sample"
+fi
 
 # ---- presets, export, --init-from ----
 "$bin" train --preset gpt2 $small --tokenizer gpt2 --iters 2 --out "$d/p.ckpt" \
