@@ -166,9 +166,10 @@ tt_status tt_dataset_load(tt_text_dataset *ds, const char *path, const tt_char_v
 tt_status tt_dataset_from_tokens(tt_text_dataset *ds, const int32_t *tokens, int64_t n,
                                  int64_t n_train) {
     memset(ds, 0, sizeof *ds);
-    TT_CHECK(n >= 0 && n_train >= 0 && n_train <= n && (n == 0 || tokens), "tokens %p, n %lld "
-             "and n_train %lld must satisfy 0 <= n_train <= n", (const void *)tokens,
-             (long long)n, (long long)n_train);
+    TT_CHECK(n >= 0 && n_train >= 0 && n_train <= n, "n %lld and n_train %lld must satisfy "
+             "0 <= n_train <= n (n_train: the train split's tokens)", (long long)n,
+             (long long)n_train);
+    TT_CHECK(n == 0 || tokens, "tokens is NULL but n is %lld", (long long)n);
     if (n == 0) return tt_set_error(TT_ERR_ARG, "dataset: no tokens; pass a non-empty text");
     if ((uint64_t)n > SIZE_MAX / sizeof(int32_t))
         return tt_set_error(TT_ERR_ARG, "dataset: %lld tokens are too many", (long long)n);
