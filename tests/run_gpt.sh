@@ -2,7 +2,7 @@
 # End-to-end test of build/gpt (no network; GPT-2's vocab files from make data): encode then
 # decode gives back random bytes (NULs and invalid UTF-8 included) and Tiny Shakespeare's first
 # 10 kB byte for byte; known GPT-2 ids; the tokenize counts of Tiny Shakespeare (nanoGPT's
-# 301,966 / 36,059); bpe-train then encode/decode with the trained vocab; the greedy
+# 301,966 / 36,059) and its split of UTF-8 text by characters; bpe-train then encode/decode with the trained vocab; the greedy
 # continuation of a tiny GPT-2 safetensors file equals PyTorch's (tests/reference/
 # gpt2_tiny_greedy.txt), with and without the KV cache; a few training steps on GPT-2 tokens
 # and on a trained vocab, whose checkpoints keep the tokenizer (sample and tokenize need no
@@ -69,6 +69,19 @@ got=$("$bin" tokenize --tokenizer gpt2 --data $corpus 2>&1)
 got=$("$bin" tokenize --data $corpus 2>&1)
 [ "$got" = "tokens=1115394 train=1003854 val=111540" ] &&
     ok "tokenize char Tiny Shakespeare: $got" || bad "tokenize char: '$got'"
+
+# 100 'a' then 100 'é' (2 bytes each): 200 characters, so the split is at character 180, byte
+# 260 (not byte 270): each part is encoded on its own.
+awk 'BEGIN { for (i = 0; i < 100; i++) printf "a"; for (i = 0; i < 100; i++) printf "\303\251" }' \
+    > "$d/utf8.txt"
+head -c 260 "$d/utf8.txt" > "$d/utf8_train.txt"
+tail -c 40 "$d/utf8.txt" > "$d/utf8_val.txt"
+n_tr=$("$bin" encode --tokenizer gpt2 < "$d/utf8_train.txt" | wc -w)
+n_va=$("$bin" encode --tokenizer gpt2 < "$d/utf8_val.txt" | wc -w)
+got=$("$bin" tokenize --tokenizer gpt2 --data "$d/utf8.txt" 2>&1)
+[ "$(wc -c < "$d/utf8.txt")" = 300 ] &&
+    [ "$got" = "tokens=$((n_tr + n_va)) train=$n_tr val=$n_va" ] &&
+    ok "tokenize splits UTF-8 text by characters: $got" || bad "UTF-8 split: '$got'"
 
 # ---- bpe-train ----
 if "$bin" bpe-train --data "$d/tiny.txt" --merges 100 --out "$d/vocab/tiny.bpe" \
