@@ -466,11 +466,12 @@ static const char *tok_name(const tokenizer *t) {
     return t->kind == TOK_CHAR ? "char" : t->kind == TOK_GPT2 ? "gpt2" : "file";
 }
 
-static void tok_gpt2(tokenizer *t) {
+// GPT-2's tokenizer from its files; what names who asked for it in the message of a failure.
+static void tok_gpt2(tokenizer *t, const char *what) {
     memset(t, 0, sizeof *t);
     t->kind = TOK_GPT2;
     if (tt_bpe_load_gpt2(&t->bpe, GPT2_ENCODER, GPT2_MERGES) != TT_OK)
-        die_usage("--tokenizer gpt2: %s", tt_last_error());
+        die_usage("%s: %s", what, tt_last_error());
     t->n_vocab = t->bpe.n_vocab;
 }
 
@@ -503,7 +504,7 @@ static tt_status tok_from_bytes(tokenizer *t, const unsigned char *b, size_t n) 
 // text: load_data).
 static void tok_open(tokenizer *t, const char *name) {
     if (strcmp(name, "gpt2") == 0) {
-        tok_gpt2(t);
+        tok_gpt2(t, "--tokenizer gpt2");
         return;
     }
     memset(t, 0, sizeof *t);
@@ -576,7 +577,9 @@ static void tok_from_ckpt(tokenizer *t, const tt_checkpoint *ck, const char *pat
         t->kind = TOK_CHAR;
         t->n_vocab = t->vocab.size;
     } else if (n == 4 && memcmp(b, "gpt2", 4) == 0) {
-        tok_gpt2(t);
+        char what[4200];
+        snprintf(what, sizeof what, "checkpoint '%s' (trained on GPT-2 tokens)", path);
+        tok_gpt2(t, what);
     } else if (n == 4 && memcmp(b, "file", 4) == 0) {
         if (!tt_ckpt_get_bytes(ck, "tokenizer.vocab", &b, &n))
             die("checkpoint '%s' has no 'tokenizer.vocab'; it was not written by %s train",
