@@ -2,8 +2,8 @@
 #   make                 build/libtinytorch.a, build/libtinytorch.so (-> .so.0 -> .so.0.1.0) and
 #                        the examples
 #   make test            deps, then every suite: Check suites, gradcheck, the fuzz corpus and a
-#                        30 s make fuzz, the examples, char_gpt end to end, a short make run,
-#                        the install test
+#                        30 s make fuzz, the examples, char_gpt and gpt end to end, a short
+#                        make run, the install test
 #   make test SAN=1      the same under ASan + UBSan + LeakSanitizer, in build-san/
 #   make gradcheck       only the finite-difference gradient checks
 #   make bench           bench/bench_*.c, and bench/torch_ref.py with python3-torch, and
@@ -65,7 +65,7 @@ SUITE_SRCS  := $(filter-out tests/test_gradcheck.c tests/test_util.c,$(wildcard 
 SUITE_BINS  := $(SUITE_SRCS:tests/%.c=$(BUILD)/tests/%)
 GC_SRCS     := tests/test_gradcheck.c $(wildcard tests/gc_*.c)
 GC_OBJS     := $(GC_SRCS:%.c=$(BUILD)/obj/%.o)
-EXAMPLES    := tour mlp_moons char_gpt char_lstm spiral_classify sort_digits
+EXAMPLES    := tour mlp_moons char_gpt gpt char_lstm spiral_classify sort_digits
 
 .SECONDARY:
 .PHONY: all lib examples run data plot test test-run gradcheck bench deps install uninstall \
@@ -107,6 +107,11 @@ $(BUILD)/libtinytorch.so: $(BUILD)/$(SO_FILE)
 $(BUILD)/%: examples/%.c $(BUILD)/libtinytorch.a
 	$(CC) $(CFLAGS) $(DEPFLAGS) -I. $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
 
+# The GPT programs share examples/gpt_main.c (char_gpt is gpt with the char tokenizer fixed).
+$(BUILD)/char_gpt $(BUILD)/gpt: $(BUILD)/%: examples/%.c examples/gpt_main.c examples/gpt_main.h \
+	$(HEADERS) $(BUILD)/libtinytorch.a
+	$(CC) $(CFLAGS) -I. $< examples/gpt_main.c -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
+
 $(BUILD)/tests/test_%: $(BUILD)/obj/tests/test_%.o $(TEST_UTIL) $(BUILD)/libtinytorch.a
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
@@ -146,6 +151,7 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuz
 	echo "== README tour"; sh tests/run_tour.sh $(BUILD) || fail=1; \
 	echo "== mlp_moons"; sh tests/run_mlp_moons.sh $(BUILD) || fail=1; \
 	echo "== char_gpt"; sh tests/run_char_gpt.sh $(BUILD) || fail=1; \
+	echo "== gpt"; sh tests/run_gpt.sh $(BUILD) || fail=1; \
 	echo "== char_lstm"; sh tests/run_char_lstm.sh $(BUILD) || fail=1; \
 	echo "== spiral_classify"; sh tests/run_spiral_classify.sh $(BUILD) || fail=1; \
 	echo "== sort_digits"; sh tests/run_sort_digits.sh $(BUILD) || fail=1; \

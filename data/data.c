@@ -1,6 +1,6 @@
 // The char-level data pipeline of data.h: a byte tokenizer (ids in byte order, so the vocab of
-// a text is deterministic), a text dataset read whole into memory with a train/val split, and
-// the seeded random-window batch sampler. No BPE, no streaming of files larger than memory.
+// a text is deterministic), a text dataset read whole into memory with a train/val split (or
+// made of another tokenizer's ids), and the seeded random-window batch sampler. No streaming.
 #include "data.h"
 
 #include "../tensor/tensor_internal.h"
@@ -81,8 +81,7 @@ void tt_vocab_decode(const tt_char_vocab *v, const int32_t *ids, size_t n, char 
 
 // ---- dataset ----
 
-// Reads a whole regular file into a new buffer (*n bytes, malloc'd; NULL when empty).
-static tt_status read_file(const char *path, unsigned char **buf, size_t *n) {
+tt_status tt_read_file(const char *path, unsigned char **buf, size_t *n) {
     *buf = NULL;
     *n = 0;
     struct stat st;
@@ -136,7 +135,7 @@ tt_status tt_dataset_load(tt_text_dataset *ds, const char *path, const tt_char_v
                             train_frac);
     unsigned char *text;
     size_t n;
-    tt_status s = read_file(path, &text, &n);
+    tt_status s = tt_read_file(path, &text, &n);
     if (s != TT_OK) return s;
     if (n == 0) return tt_set_error(TT_ERR_ARG, "'%s' is empty; pass a text file", path);
     if (n > (size_t)INT64_MAX / sizeof(int32_t)) {
@@ -161,6 +160,26 @@ tt_status tt_dataset_load(tt_text_dataset *ds, const char *path, const tt_char_v
     }
     ds->n = (int64_t)n;
     ds->n_train = (int64_t)((double)n * train_frac);  // nanoGPT: int(n * 0.9)
+    return TT_OK;
+}
+
+tt_status tt_dataset_from_tokens(tt_text_dataset *ds, const int32_t *tokens, int64_t n,
+                                 int64_t n_train) {
+    memset(ds, 0, sizeof *ds);
+    TT_CHECK(n >= 0 && n_train >= 0 && n_train <= n, "n %lld and n_train %lld must satisfy "
+             "0 <= n_train <= n (n_train: the train split's tokens)", (long long)n,
+             (long long)n_train);
+    TT_CHECK(n == 0 || tokens, "tokens is NULL but n is %lld", (long long)n);
+    if (n == 0) return tt_set_error(TT_ERR_ARG, "dataset: no tokens; pass a non-empty text");
+    if ((uint64_t)n > SIZE_MAX / sizeof(int32_t))
+        return tt_set_error(TT_ERR_ARG, "dataset: %lld tokens are too many", (long long)n);
+    ds->tokens = malloc((size_t)n * sizeof(int32_t));
+    if (!ds->tokens)
+        return tt_set_error(TT_ERR_NOMEM, "out of memory for a dataset of %lld tokens",
+                            (long long)n);
+    memcpy(ds->tokens, tokens, (size_t)n * sizeof(int32_t));
+    ds->n = n;
+    ds->n_train = n_train;
     return TT_OK;
 }
 

@@ -1,5 +1,6 @@
 // tinytorch.c data: a character-level tokenizer, a text dataset with a train/val split, and a
 // seeded random-window batch sampler (x and y shifted by one token), as nanoGPT's char model.
+// A dataset may also hold ids of another tokenizer (tt_dataset_from_tokens, e.g. data/bpe.h's).
 //
 //     tt_text_dataset ds;
 //     if (tt_dataset_load(&ds, "data/tinyshakespeare.txt", NULL, 0.9) != TT_OK) { ... }
@@ -39,7 +40,7 @@ void tt_vocab_decode(const tt_char_vocab *v, const int32_t *ids, size_t n, char 
 typedef enum tt_data_split { TT_SPLIT_TRAIN, TT_SPLIT_VAL } tt_data_split;
 
 typedef struct tt_text_dataset {
-    tt_char_vocab vocab;
+    tt_char_vocab vocab;  // size 0 when the ids come from tt_dataset_from_tokens
     int32_t *tokens;  // the whole text encoded
     int64_t n;        // tokens
     int64_t n_train;  // tokens[0 .. n_train) train, tokens[n_train .. n) val
@@ -51,9 +52,17 @@ typedef struct tt_text_dataset {
 // (empty). The split sizes are checked by tt_dataset_check.
 tt_status tt_dataset_load(tt_text_dataset *ds, const char *path, const tt_char_vocab *vocab,
                           double train_frac);
+// A dataset of ids made by any tokenizer: tokens[0 .. n) copied, the first n_train of them
+// the train split (0 <= n_train <= n). The char vocab is left empty (size 0).
+tt_status tt_dataset_from_tokens(tt_text_dataset *ds, const int32_t *tokens, int64_t n,
+                                 int64_t n_train);
 // TT_ERR_ARG unless each split holds at least block_size + 1 tokens.
 tt_status tt_dataset_check(const tt_text_dataset *ds, int64_t block_size);
 void tt_dataset_free(tt_text_dataset *ds);  // safe on a zeroed struct
+
+// Reads a whole file (regular or not) into a new buffer of *n bytes (free() it; NULL and 0 for
+// an empty file). TT_ERR_IO naming the path and the reason (missing, a directory, unreadable).
+tt_status tt_read_file(const char *path, unsigned char **buf, size_t *n);
 
 // x[b] = split[i_b .. i_b + T), y[b] = split[i_b + 1 .. i_b + T + 1) with i_b uniform from rng.
 // x and y are new (B, T) TT_I32 tensors (scope rule as any tensor).

@@ -278,6 +278,49 @@ START_TEST(test_abort_batch_too_short) {
 }
 END_TEST
 
+// ---- a dataset of another tokenizer's ids ----
+
+START_TEST(test_dataset_from_tokens) {
+    int32_t ids[100];
+    for (int i = 0; i < 100; i++) ids[i] = 50000 + i;  // ids beyond a char vocab
+    tt_text_dataset ds;
+    ck_assert_int_eq(tt_dataset_from_tokens(&ds, ids, 100, 90), TT_OK);
+    ids[95] = -7;  // the dataset holds a copy
+    ck_assert_int_eq(ds.n, 100);
+    ck_assert_int_eq(ds.n_train, 90);
+    ck_assert_int_eq(ds.vocab.size, 0);
+    ck_assert_int_eq(ds.tokens[95], 50095);
+    ck_assert_int_eq(tt_dataset_check(&ds, 9), TT_OK);  // val: 10 tokens = block 9 + 1
+    ck_assert_int_eq(tt_dataset_check(&ds, 10), TT_ERR_ARG);
+    ck_assert_msg(strstr(tt_last_error(), "the val split has 10 tokens"), "%s", tt_last_error());
+    tt_rng rng;
+    tt_rng_seed(&rng, 3);
+    tt_scope_begin();
+    tt_tensor *x, *y;
+    tt_dataset_batch(&ds, TT_SPLIT_VAL, 4, 9, &rng, &x, &y);  // (4, 9): the val split's ids
+    const int32_t *xd = tt_data(x), *yd = tt_data(y);
+    for (int b = 0; b < 4; b++) {
+        ck_assert_int_eq(xd[b * 9], 50090);  // len - T = 1 window: the val split's first id
+        for (int t = 0; t < 9; t++) {
+            ck_assert_int_eq(xd[b * 9 + t], xd[b * 9] + t);
+            ck_assert_int_eq(yd[b * 9 + t], xd[b * 9 + t] + 1);
+        }
+    }
+    tt_scope_end();
+    tt_dataset_free(&ds);
+    ck_assert_int_eq(tt_dataset_from_tokens(&ds, NULL, 0, 0), TT_ERR_ARG);
+    ck_assert_msg(strstr(tt_last_error(), "no tokens"), "%s", tt_last_error());
+}
+END_TEST
+
+START_TEST(test_abort_from_tokens_split) {
+    tt_expect_abort("tt_dataset_from_tokens: n 4 and n_train 5 must satisfy 0 <= n_train <= n");
+    int32_t ids[4] = {1, 2, 3, 4};
+    tt_text_dataset ds;
+    tt_dataset_from_tokens(&ds, ids, 4, 5);  // n_train > n
+}
+END_TEST
+
 // ---- abort messages give the valid range ----
 
 START_TEST(test_names_batch_split) {
@@ -305,6 +348,7 @@ int main(void) {
     tcase_add_test(ds, test_dataset_batches);
     tcase_add_test(ds, test_dataset_seeds_differ);
     tcase_add_test(ds, test_dataset_errors);
+    tcase_add_test(ds, test_dataset_from_tokens);
     suite_add_tcase(s, ds);
 
     TCase *ab = tt_tcase_aborts("aborts");
@@ -314,6 +358,9 @@ int main(void) {
 
     TCase *an = tt_tcase_aborts("aborts_names");
     tcase_add_test_raise_signal(an, test_names_batch_split, SIGABRT);
+    TCase *ag = tt_tcase_aborts("aborts_gptprog");
+    tcase_add_test_raise_signal(ag, test_abort_from_tokens_split, SIGABRT);
     suite_add_tcase(s, an);
+    suite_add_tcase(s, ag);
     return tt_test_run(s);
 }

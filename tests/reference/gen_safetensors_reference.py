@@ -10,7 +10,9 @@
 # "transformer." prefix and no lm_head (tied), gpt2_tiny_untied.safetensors without the prefix,
 # with its own lm_head and metadata n_head; and gpt2_tiny_expected.safetensors with the tokens
 # and the logits of GPT-2's forward (tanh GELU, biases, layernorm eps 1e-5) written out here by
-# hand in float64.
+# hand in float64. (3) gpt2_tiny_greedy.txt: the greedy continuation of a prompt by the untied
+# tiny GPT-2 (the argmax of that forward, token by token), for tests/run_gpt.sh's `gpt sample
+# --temperature 0`; its ids are GPT-2 byte tokens (id i < 94 is the byte 33 + i: '0' is 15).
 #
 #     /usr/bin/python3 tests/reference/gen_safetensors_reference.py
 import json
@@ -207,6 +209,26 @@ def write_gpt2s():
     for name, (sd, meta) in files.items():
         with open(os.path.join(HERE, name + ".safetensors"), "wb") as f:
             f.write(safetensors_bytes({k: st_of(v) for k, v in sd.items()}, meta))
+    write_greedy(untied, lm_head, H, n_ctx)
+
+
+def write_greedy(sd, lm_head, n_head, n_ctx):
+    # The prompt "0*0" (GPT-2 ids 15 9 15), then argmax tokens until the context is full; the
+    # smallest gap between the best and second logit shows float32 cannot flip a choice.
+    ids, gaps = [15, 9, 15], []
+    while len(ids) < n_ctx:
+        logits = gpt2_forward(sd, torch.tensor([ids]), n_head, lm_head)[0, -1]
+        top = torch.topk(logits, 2).values
+        gaps.append(float(top[0] - top[1]))
+        ids.append(int(torch.argmax(logits)))
+    text = "".join(chr(33 + i) for i in ids)
+    with open(os.path.join(HERE, "gpt2_tiny_greedy.txt"), "w") as f:
+        f.write("# gen_safetensors_reference.py: greedy continuation of "
+                "gpt2_tiny_untied.safetensors"
+                "\n# (GPT-2 ids; smallest top-2 logit gap %.4f)\n" % min(gaps))
+        f.write("prompt_ids %s\n" % " ".join(map(str, ids[:3])))
+        f.write("ids %s\n" % " ".join(map(str, ids)))
+        f.write("text %s\n" % text)
 
 
 if __name__ == "__main__":

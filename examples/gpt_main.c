@@ -1,0 +1,1649 @@
+// The GPT programs' shared code: train, sample and evaluate a GPT (AdamW, warmup + cosine decay,
+// checkpoints and a bit-exact --resume) on the tokens of a char, GPT-2 or trained BPE tokenizer;
+// `gpt` adds tokenize / encode / decode / bpe-train / export, GPT-2 presets and --init-from.
+// char_gpt is this code with the char tokenizer fixed (examples/char_gpt.c). Example code, not
+// library code: bad input prints one line and exits 2, a failure at run time exits 1. See
+// `gpt --help` and docs/checkpoint.md for what a checkpoint holds.
+#include "gpt_main.h"
+
+#include "tinytorch.h"
+#include "models/gpt/gpt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define DEFAULT_DATA "data/tinyshakespeare.txt"
+#define GPT2_ENCODER "data/gpt2/encoder.json"
+#define GPT2_MERGES "data/gpt2/vocab.bpe"
+#define TRAIN_FRAC 0.9
+// Size caps of these programs (a GPT on a CPU); they also bound what a checkpoint may ask us to
+// allocate: the causal mask alone is block^2 ints per layer.
+#define MAX_LAYERS 64
+#define MAX_EMBD 4096
+#define MAX_HEADS 256
+#define MAX_BLOCK 2048
+#define MAX_VOCAB (1 << 20)
+
+static const gpt_program *prog;  // which program runs: its name, default --out, commands
+
+// The usage text of char_gpt: the model flags between head and tail come from the config's
+// field table.
+static const char *char_usage_head =
+    "usage:\n"
+    "  char_gpt train [--data FILE] [--out FILE] [--resume FILE] [--log FILE.csv]\n";
+static const char *char_usage_tail =
+    "                 [--batch 12] [--iters 2000] [--decay-iters ITERS] [--lr 1e-3]\n"
+    "                 [--min-lr 1e-4] [--warmup 100] [--weight-decay 0.1] [--beta2 0.99]\n"
+    "                 [--grad-clip 1.0] [--eval-every 250] [--eval-iters 20] [--seed 1337]\n"
+    "                 [--threads N]\n"
+    "  char_gpt sample --ckpt FILE [--prompt TEXT] [--tokens 500] [--temperature 0.8]\n"
+    "                 [--top-k 200] [--top-p 1.0] [--seed 1337] [--no-cache] [--block N]\n"
+    "                 [--threads N]\n"
+    "  char_gpt eval --ckpt FILE [--data FILE] [--eval-iters N] [--batch N] [--seed N]\n"
+    "                 [--threads N]\n"
+    "\n"
+    "train: --data defaults to " DEFAULT_DATA ", --out to out/char_gpt.ckpt (its directory is\n"
+    "created). --out is written at each eval (every --eval-every steps and at the end), so it\n"
+    "holds the last state; the state with the best val loss so far is also kept in the --out\n"
+    "name with .best before its extension (out/char_gpt.best.ckpt). --resume FILE continues\n"
+    "from FILE with the losses an uninterrupted run would have had. On --resume, flags you do\n"
+    "not give come from the checkpoint; model flags you give must match it. --decay-iters\n"
+    "(default --iters) is where the cosine schedule reaches --min-lr, so a run can stop early\n"
+    "and be resumed on the same schedule. A default that conflicts with a flag you give\n"
+    "(--warmup 100 with --iters 40, --min-lr 1e-4 with --lr 1e-5) is lowered with a note on\n"
+    "stderr. stdout: `eval step=N train_loss=F val_loss=F` at each eval and\n"
+    "`done steps=N train_loss=F val_loss=F ms_per_step=F tokens_per_s=F`.\n"
+    "sample prints the prompt and the generated text; eval prints\n"
+    "`eval train_loss=F val_loss=F` (mean over --eval-iters batches per split).\n";
+
+// gpt's usage text, the same way.
+static const char *gpt_usage_head =
+    "usage:\n"
+    "  gpt train [--tokenizer char|gpt2|VOCAB] [--preset baby|gpt2|gpt2-medium]\n"
+    "            [--init-from FILE] [--data FILE] [--out FILE] [--resume FILE] [--log FILE.csv]\n";
+static const char *gpt_usage_tail =
+    "            [--batch 12] [--iters 2000] [--decay-iters ITERS] [--lr 1e-3]\n"
+    "            [--min-lr 1e-4] [--warmup 100] [--weight-decay 0.1] [--beta2 0.99]\n"
+    "            [--grad-clip 1.0] [--eval-every 250] [--eval-iters 20] [--seed 1337]\n"
+    "            [--threads N]\n"
+    "  gpt sample --ckpt FILE | --init-from FILE [--tokenizer T] [--prompt TEXT] [--tokens 500]\n"
+    "            [--temperature 0.8] [--top-k 200] [--top-p 1.0] [--seed 1337] [--no-cache]\n"
+    "            [--block N] [--threads N]\n"
+    "  gpt eval --ckpt FILE | --init-from FILE [--tokenizer T] [--data FILE] [--eval-iters N]\n"
+    "            [--batch N] [--seed N] [--threads N]\n"
+    "  gpt tokenize [--tokenizer T | --ckpt FILE] [--data FILE]\n"
+    "  gpt encode [--tokenizer T | --ckpt FILE] [--data FILE]  < bytes  > ids\n"
+    "  gpt decode [--tokenizer T | --ckpt FILE] [--data FILE]  < ids  > bytes\n"
+    "  gpt bpe-train --merges N --out VOCAB [--data FILE]\n"
+    "  gpt export --ckpt FILE --out FILE.safetensors [--dtype f32|f16|bf16]\n"
+    "\n"
+    "--tokenizer: char (one token per distinct byte of --data; the default), gpt2 (GPT-2's\n"
+    "BPE, from " GPT2_ENCODER " and " GPT2_MERGES "; run `make data`)\n"
+    "or the path of a VOCAB written by `gpt bpe-train`. A checkpoint keeps its tokenizer (a\n"
+    "trained vocab whole), so sample, eval, tokenize, encode and decode with --ckpt need no\n"
+    "--tokenizer. --data defaults to " DEFAULT_DATA "; --out of train to out/gpt.ckpt.\n"
+    "train: --preset sets every model flag (flags you give override it; the vocab size is the\n"
+    "tokenizer's). --init-from starts from the weights of a checkpoint of gpt train or of a\n"
+    "Hugging Face GPT-2 model.safetensors (the config is the file's, so model flags are\n"
+    "refused; the optimizer starts fresh). The rest is char_gpt's: --out holds the last state,\n"
+    "its .best name (out/gpt.best.ckpt) the best val loss; --resume continues bit for bit; a\n"
+    "default that conflicts with a flag you give is lowered with a note; stdout: `eval step=N\n"
+    "train_loss=F val_loss=F` at each eval and a `done ...` line.\n"
+    "sample prints the prompt and the generated text (--temperature 0: greedy); eval prints\n"
+    "`eval train_loss=F val_loss=F`. A --init-from FILE.safetensors holds GPT-2 weights and no\n"
+    "tokenizer: gpt2 unless --tokenizer names another.\n"
+    "tokenize prints `tokens=N train=N val=N` (the text split 90/10 by characters, each part\n"
+    "encoded on its own); encode prints the ids of stdin's bytes on one line; decode writes the\n"
+    "bytes of the ids on stdin (whitespace-separated); bpe-train learns --merges merges from\n"
+    "--data and writes VOCAB; export writes a checkpoint's model in GPT-2's safetensors layout\n"
+    "(the model must be GPT-2-shaped: train it with --preset gpt2).\n";
+
+// ---- errors ----
+
+// One line on stderr, then exit(code).
+#if defined(__GNUC__)
+__attribute__((noreturn))
+#endif
+static void vdie(int code, const char *fmt, va_list ap) {
+    fprintf(stderr, "%s: ", prog->name);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    exit(code);
+}
+
+// Bad input: one line naming the problem and the fix, exit 2.
+#if defined(__GNUC__)
+__attribute__((noreturn, format(printf, 1, 2)))
+#endif
+static void die_usage(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vdie(2, fmt, ap);
+}
+
+// A failure while running (I/O, a diverging loss): one line, exit 1.
+#if defined(__GNUC__)
+__attribute__((noreturn, format(printf, 1, 2)))
+#endif
+static void die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vdie(1, fmt, ap);
+}
+
+// ---- command-line flags ----
+
+enum {
+    CMD_TRAIN = 1, CMD_SAMPLE = 2, CMD_EVAL = 4,  // char_gpt's and gpt's
+    CMD_TOKENIZE = 8, CMD_ENCODE = 16, CMD_DECODE = 32, CMD_BPE_TRAIN = 64, CMD_EXPORT = 128,
+};
+#define CMD_ANY 255
+#define CMD_TOKENS (CMD_TOKENIZE | CMD_ENCODE | CMD_DECODE)  // the tokenizer tools
+typedef enum flag_kind { F_INT, F_FLOAT, F_STR, F_BOOL } flag_kind;
+
+typedef struct options {
+    // train, eval
+    const char *data, *out, *resume, *log;
+    tt_gpt_config cfg;  // the model flags (the field table's), vocab_size from the data
+    int64_t batch, iters, decay_iters, warmup;
+    int64_t eval_every, eval_iters, seed, threads;
+    double lr, min_lr, weight_decay, beta2, grad_clip;
+    // sample
+    const char *ckpt, *prompt;
+    int64_t tokens, top_k, window;
+    double temperature, top_p;
+    bool no_cache;
+    // gpt only
+    const char *tokenizer, *preset, *init_from, *dtype;
+    int64_t merges;
+} options;
+
+typedef struct flag {
+    const char *name;
+    flag_kind kind;
+    void *dst;
+    int cmds;
+    bool given;
+    bool gpt_only;  // not a char_gpt flag
+} flag;
+
+static options opt;
+static flag flags[] = {
+    {"--data", F_STR, &opt.data, CMD_TRAIN | CMD_EVAL | CMD_TOKENS | CMD_BPE_TRAIN, false, 0},
+    {"--out", F_STR, &opt.out, CMD_TRAIN | CMD_BPE_TRAIN | CMD_EXPORT, false, 0},
+    {"--resume", F_STR, &opt.resume, CMD_TRAIN, false, 0},
+    {"--log", F_STR, &opt.log, CMD_TRAIN, false, 0},
+    // train's model flags are the config table's (tt_gpt_fields); sample's --block is this:
+    {"--block", F_INT, &opt.window, CMD_SAMPLE, false, 0},
+    {"--batch", F_INT, &opt.batch, CMD_TRAIN | CMD_EVAL, false, 0},
+    {"--iters", F_INT, &opt.iters, CMD_TRAIN, false, 0},
+    {"--decay-iters", F_INT, &opt.decay_iters, CMD_TRAIN, false, 0},
+    {"--lr", F_FLOAT, &opt.lr, CMD_TRAIN, false, 0},
+    {"--min-lr", F_FLOAT, &opt.min_lr, CMD_TRAIN, false, 0},
+    {"--warmup", F_INT, &opt.warmup, CMD_TRAIN, false, 0},
+    {"--weight-decay", F_FLOAT, &opt.weight_decay, CMD_TRAIN, false, 0},
+    {"--beta2", F_FLOAT, &opt.beta2, CMD_TRAIN, false, 0},
+    {"--grad-clip", F_FLOAT, &opt.grad_clip, CMD_TRAIN, false, 0},
+    {"--eval-every", F_INT, &opt.eval_every, CMD_TRAIN, false, 0},
+    {"--eval-iters", F_INT, &opt.eval_iters, CMD_TRAIN | CMD_EVAL, false, 0},
+    {"--seed", F_INT, &opt.seed, CMD_TRAIN | CMD_SAMPLE | CMD_EVAL, false, 0},
+    {"--threads", F_INT, &opt.threads, CMD_TRAIN | CMD_SAMPLE | CMD_EVAL, false, 0},
+    {"--ckpt", F_STR, &opt.ckpt, CMD_SAMPLE | CMD_EVAL | CMD_TOKENS | CMD_EXPORT, false, 0},
+    {"--prompt", F_STR, &opt.prompt, CMD_SAMPLE, false, 0},
+    {"--tokens", F_INT, &opt.tokens, CMD_SAMPLE, false, 0},
+    {"--temperature", F_FLOAT, &opt.temperature, CMD_SAMPLE, false, 0},
+    {"--top-k", F_INT, &opt.top_k, CMD_SAMPLE, false, 0},
+    {"--top-p", F_FLOAT, &opt.top_p, CMD_SAMPLE, false, 0},
+    {"--no-cache", F_BOOL, &opt.no_cache, CMD_SAMPLE, false, 0},
+    {"--tokenizer", F_STR, &opt.tokenizer, CMD_TRAIN | CMD_SAMPLE | CMD_EVAL | CMD_TOKENS,
+     false, 1},
+    {"--preset", F_STR, &opt.preset, CMD_TRAIN, false, 1},
+    {"--init-from", F_STR, &opt.init_from, CMD_TRAIN | CMD_SAMPLE | CMD_EVAL, false, 1},
+    {"--merges", F_INT, &opt.merges, CMD_BPE_TRAIN, false, 1},
+    {"--dtype", F_STR, &opt.dtype, CMD_EXPORT, false, 1},
+};
+#define NFLAGS ((int)(sizeof flags / sizeof flags[0]))
+#define MAX_FIELDS 64
+static bool cfg_given[MAX_FIELDS];  // by index in tt_gpt_fields
+
+// The flag of this name for the commands in cmds; NULL when none.
+static flag *find_flag(const char *name, int cmds) {
+    for (int i = 0; i < NFLAGS; i++)
+        if ((flags[i].cmds & cmds) && strcmp(flags[i].name, name) == 0 &&
+            !(flags[i].gpt_only && prog->char_only))
+            return &flags[i];
+    return NULL;
+}
+
+// The index of the config field whose flag is name (train only); -1 when none.
+static int find_cfg_flag(const char *name) {
+    for (int i = 0; i < tt_gpt_nfields; i++)
+        if (tt_gpt_fields[i].flag && strcmp(tt_gpt_fields[i].flag, name) == 0) return i;
+    return -1;
+}
+
+// Whether the user gave a flag (of the running command).
+static int running_cmd;
+static bool given(const char *name) {
+    int i = running_cmd == CMD_TRAIN ? find_cfg_flag(name) : -1;
+    if (i >= 0) return cfg_given[i];
+    flag *f = find_flag(name, running_cmd);
+    return f && f->given;
+}
+
+// The model flags of the usage text, from the field table, wrapped at 90 columns.
+static void print_usage(FILE *fp) {
+    fputs(prog->char_only ? char_usage_head : gpt_usage_head, fp);
+    const char *indent = prog->char_only ? "                 " : "            ";
+    int col = fprintf(fp, "%s", indent);
+    tt_gpt_config d = tt_gpt_config_default();
+    for (int i = 0; i < tt_gpt_nfields; i++) {
+        const tt_gpt_field *f = &tt_gpt_fields[i];
+        if (!f->flag) continue;
+        char item[200], val[100];
+        if (f->type == TT_GPT_FIELD_BOOL) {
+            snprintf(item, sizeof item, "[%s]", f->flag);
+        } else if (f->type == TT_GPT_FIELD_ENUM) {
+            size_t k = 0;
+            val[0] = 0;
+            for (int v = (int)f->lo; v <= (int)f->hi; v++)
+                if (f->names[v - (int)f->lo])
+                    k += (size_t)snprintf(val + k, sizeof val - k, "%s%s", k ? "|" : "",
+                                          f->names[v - (int)f->lo]);
+            snprintf(item, sizeof item, "[%s %s]", f->flag, val);
+        } else if (strcmp(f->name, "n_kv_head") == 0) {
+            snprintf(item, sizeof item, "[%s HEADS]", f->flag);  // defaults to --heads
+        } else {
+            snprintf(item, sizeof item, "[%s %s]", f->flag, tt_gpt_field_format(&d, f, val,
+                                                                              sizeof val));
+        }
+        if (col + 1 + (int)strlen(item) > 90) col = fprintf(fp, "\n%s", indent) - 1;
+        col += fprintf(fp, "%s%s", col > (int)strlen(indent) ? " " : "", item);
+    }
+    fputc('\n', fp);
+    fputs(prog->char_only ? char_usage_tail : gpt_usage_tail, fp);
+}
+
+static void set_defaults(void) {
+    memset(&opt, 0, sizeof opt);
+    opt.data = DEFAULT_DATA;
+    opt.cfg = tt_gpt_config_default();
+    opt.batch = 12;
+    opt.iters = 2000;
+    opt.decay_iters = 0;  // --iters
+    opt.lr = 1e-3;
+    opt.min_lr = 1e-4;
+    opt.warmup = 100;
+    opt.weight_decay = 0.1;
+    opt.beta2 = 0.99;
+    opt.grad_clip = 1.0;
+    opt.eval_every = 250;
+    opt.eval_iters = 20;
+    opt.seed = 1337;
+    opt.threads = 0;  // OpenMP's default
+    opt.prompt = "\n";
+    opt.tokens = 500;
+    opt.top_k = 200;
+    opt.temperature = 0.8;
+    opt.top_p = 1.0;
+}
+
+static void parse_value(flag *f, const char *v) {
+    char *end = NULL;
+    errno = 0;
+    switch (f->kind) {
+        case F_INT: {
+            long long x = strtoll(v, &end, 10);
+            if (!*v || *end || errno == ERANGE)
+                die_usage("%s expects an integer, got '%s'; e.g. %s 4", f->name, v, f->name);
+            *(int64_t *)f->dst = x;
+            break;
+        }
+        case F_FLOAT: {
+            double x = strtod(v, &end);
+            if (!*v || *end || errno == ERANGE || !isfinite(x))
+                die_usage("%s expects a number, got '%s'; e.g. %s 0.5", f->name, v, f->name);
+            *(double *)f->dst = x;
+            break;
+        }
+        case F_STR:
+            *(const char **)f->dst = v;
+            break;
+        case F_BOOL:
+            break;
+    }
+}
+
+// A flag given twice takes its last value.
+static void parse_args(int argc, char **argv, int cmd, const char *cmd_name) {
+    running_cmd = cmd;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            print_usage(stdout);
+            exit(0);
+        }
+        flag *f = find_flag(a, cmd);
+        int ci = cmd == CMD_TRAIN ? find_cfg_flag(a) : -1;
+        if (ci >= 0) {  // a model flag: the field table parses it
+            const tt_gpt_field *cf = &tt_gpt_fields[ci];
+            cfg_given[ci] = true;
+            if (cf->type == TT_GPT_FIELD_BOOL) {
+                tt_gpt_field_set(&opt.cfg, cf, strncmp(a, "--no-", 5) != 0);
+                continue;
+            }
+            if (i + 1 >= argc) die_usage("%s needs a value; e.g. %s --help", a, prog->name);
+            if (tt_gpt_field_parse(&opt.cfg, cf, argv[++i]) != TT_OK)
+                die_usage("%s", tt_last_error());
+            continue;
+        }
+        if (!f && (find_flag(a, CMD_ANY) || find_cfg_flag(a) >= 0))
+            die_usage("%s does not apply to '%s'; run %s --help for its flags", a, cmd_name,
+                      prog->name);
+        if (!f)
+            die_usage("unknown flag '%s' for '%s'; run %s --help for the flags", a, cmd_name,
+                      prog->name);
+        f->given = true;
+        if (f->kind == F_BOOL) {
+            *(bool *)f->dst = true;
+            continue;
+        }
+        if (i + 1 >= argc) die_usage("%s needs a value; e.g. %s --help", a, prog->name);
+        parse_value(f, argv[++i]);
+    }
+}
+
+static void require_range(const char *name, int64_t v, int64_t lo, int64_t hi) {
+    if (v < lo || v > hi)
+        die_usage("%s %lld is out of range; use a value in [%lld, %lld]", name, (long long)v,
+                  (long long)lo, (long long)hi);
+}
+
+static void require_real(const char *name, double v, double lo, double hi, bool hi_open) {
+    if (!(v >= lo && (hi_open ? v < hi : v <= hi)))
+        die_usage("%s %g is out of range; use a value in [%g, %g%s", name, v, lo, hi,
+                  hi_open ? ")" : "]");
+}
+
+static void set_threads(void) {
+    if (opt.threads < 0 || opt.threads > 1024)
+        die_usage("--threads %lld is out of range; use 1 .. 1024", (long long)opt.threads);
+    if (given("--threads") && opt.threads == 0)
+        die_usage("--threads 0 is out of range; use 1 .. 1024 (or leave it out)");
+#ifdef _OPENMP
+    if (opt.threads > 0) omp_set_num_threads((int)opt.threads);
+#endif
+}
+
+static int nthreads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+// ---- small helpers ----
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// mkdir -p of the directory part of path.
+static void make_parent_dirs(const char *path) {
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        die_usage("--out path is too long (%zu bytes)", strlen(path));
+    char *slash = strrchr(buf, '/');
+    if (!slash || slash == buf) return;
+    *slash = 0;
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            die("cannot create directory '%s' for --out: %s; pick another --out", buf,
+                strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        die("cannot create directory '%s' for --out: %s; pick another --out", buf,
+            strerror(errno));
+}
+
+// Fails early (before any training) when --out cannot be written.
+static void probe_writable(const char *path) {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        die_usage("--out '%s' is a directory; pass a file path such as %s/%s.ckpt", path,
+                  path, prog->name);
+    make_parent_dirs(path);
+    // The name tt_ckpt_save will use; a stale one of a killed run with our pid is reused.
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0)
+        die("cannot write --out '%s': %s; pick a writable path", path, strerror(errno));
+    close(fd);
+    unlink(tmp);
+}
+
+// ---- tokenizers ----
+
+typedef enum tok_kind { TOK_CHAR, TOK_GPT2, TOK_FILE } tok_kind;
+
+// A char vocab (from the training text), GPT-2's BPE, or a vocab of `gpt bpe-train`.
+typedef struct tokenizer {
+    tok_kind kind;
+    tt_char_vocab vocab;   // TOK_CHAR
+    tt_bpe bpe;            // TOK_GPT2, TOK_FILE
+    unsigned char *file;   // TOK_FILE: the vocab file's bytes, kept whole in checkpoints
+    size_t file_len;
+    int64_t n_vocab;       // ids are [0, n_vocab)
+} tokenizer;
+
+static void tok_free(tokenizer *t) {
+    tt_bpe_free(&t->bpe);
+    free(t->file);
+    memset(t, 0, sizeof *t);
+}
+
+static const char *tok_name(const tokenizer *t) {
+    return t->kind == TOK_CHAR ? "char" : t->kind == TOK_GPT2 ? "gpt2" : "file";
+}
+
+// GPT-2's tokenizer from its files; what names who asked for it in the message of a failure.
+static void tok_gpt2(tokenizer *t, const char *what) {
+    memset(t, 0, sizeof *t);
+    t->kind = TOK_GPT2;
+    if (tt_bpe_load_gpt2(&t->bpe, GPT2_ENCODER, GPT2_MERGES) != TT_OK)
+        die_usage("%s: %s", what, tt_last_error());
+    t->n_vocab = t->bpe.n_vocab;
+}
+
+// A trained vocab from its file's bytes (kept in a checkpoint): tt_bpe_load reads a path, so
+// they go through a temporary file.
+static tt_status tok_from_bytes(tokenizer *t, const unsigned char *b, size_t n) {
+    memset(t, 0, sizeof *t);
+    const char *dir = getenv("TMPDIR");
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s/gpt-vocab-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(tmp);
+    if (fd < 0) return tt_set_error(TT_ERR_IO, "cannot create a temporary file in %s: %s",
+                                    dir && *dir ? dir : "/tmp", strerror(errno));
+    bool ok = write(fd, b, n) == (ssize_t)n;
+    ok = close(fd) == 0 && ok;
+    tt_status st = ok ? tt_bpe_load(&t->bpe, tmp)
+                      : tt_set_error(TT_ERR_IO, "cannot write the temporary file '%s'", tmp);
+    unlink(tmp);
+    if (st != TT_OK) return st;
+    t->kind = TOK_FILE;
+    t->n_vocab = t->bpe.n_vocab;
+    t->file = malloc(n ? n : 1);
+    if (!t->file) die("out of memory");
+    memcpy(t->file, b, n);
+    t->file_len = n;
+    return TT_OK;
+}
+
+// --tokenizer NAME: gpt2, or a vocab file. char is not opened here (its vocab comes from the
+// text: load_data).
+static void tok_open(tokenizer *t, const char *name) {
+    if (strcmp(name, "gpt2") == 0) {
+        tok_gpt2(t, "--tokenizer gpt2");
+        return;
+    }
+    memset(t, 0, sizeof *t);
+    struct stat st;
+    if (stat(name, &st) != 0)
+        die_usage("--tokenizer '%s' is not char, gpt2 nor a readable vocab file (%s); pass one "
+                  "of them, e.g. a vocab written by gpt bpe-train", name, strerror(errno));
+    if (tt_bpe_load(&t->bpe, name) != TT_OK ||
+        tt_read_file(name, &t->file, &t->file_len) != TT_OK)
+        die_usage("--tokenizer: %s; pass char, gpt2 or a vocab written by gpt bpe-train",
+                  tt_last_error());
+    t->kind = TOK_FILE;
+    t->n_vocab = t->bpe.n_vocab;
+}
+
+// The ids of text[0 .. n) into a new array (free it; *n_out ids). A byte the char vocab lacks
+// exits: "<what>: <the byte and its position><of>; <fix>".
+static int32_t *tok_encode(tokenizer *t, const char *text, size_t n, size_t *n_out,
+                           const char *what, const char *of, const char *fix) {
+    int32_t *ids;
+    if (t->kind == TOK_CHAR) {
+        ids = malloc((n ? n : 1) * sizeof *ids);
+        if (!ids) die("out of memory");
+        if (tt_vocab_encode(&t->vocab, text, n, ids) != TT_OK)
+            die_usage("%s: %s%s; %s", what, tt_last_error(), of, fix);
+        *n_out = n;
+        return ids;
+    }
+    int32_t *b = tt_bpe_encode(&t->bpe, text, n, TT_BPE_ORDINARY, n_out);
+    ids = malloc((*n_out ? *n_out : 1) * sizeof *ids);
+    if (!ids) die("out of memory");
+    if (*n_out) memcpy(ids, b, *n_out * sizeof *ids);
+    tt_free(b);
+    return ids;
+}
+
+// Writes the bytes of one token (id in range) to fp.
+static void tok_write(const tokenizer *t, int32_t id, FILE *fp) {
+    if (t->kind == TOK_CHAR) {
+        char c;
+        tt_vocab_decode(&t->vocab, &id, 1, &c);
+        fputc(c, fp);
+        return;
+    }
+    size_t len;
+    const unsigned char *b = tt_bpe_token(&t->bpe, id, &len);
+    fwrite(b, 1, len, fp);
+}
+
+// Checkpoint entries: "tokenizer" = char | gpt2 | file, with the char vocab in "vocab" (as
+// char_gpt always wrote it) and a trained vocab's file in "tokenizer.vocab".
+static void tok_to_ckpt(const tokenizer *t, tt_checkpoint *ck) {
+    const char *name = tok_name(t);
+    tt_ckpt_set_bytes(ck, "tokenizer", name, strlen(name));
+    if (t->kind == TOK_CHAR)
+        tt_ckpt_set_bytes(ck, "vocab", t->vocab.chars, (size_t)t->vocab.size);
+    if (t->kind == TOK_FILE) tt_ckpt_set_bytes(ck, "tokenizer.vocab", t->file, t->file_len);
+}
+
+// The tokenizer a checkpoint was trained with (no "tokenizer" key: char, as old files).
+static void tok_from_ckpt(tokenizer *t, const tt_checkpoint *ck, const char *path) {
+    memset(t, 0, sizeof *t);
+    const unsigned char *b;
+    size_t n;
+    bool has = tt_ckpt_get_bytes(ck, "tokenizer", &b, &n);
+    if (!has || (n == 4 && memcmp(b, "char", 4) == 0)) {
+        if (!tt_ckpt_get_bytes(ck, "vocab", &b, &n) ||
+            tt_vocab_from_chars(&t->vocab, b, n > 256 ? 0 : (int)n) != TT_OK)
+            die("checkpoint '%s' has no valid 'vocab' (%s)", path, tt_last_error());
+        t->kind = TOK_CHAR;
+        t->n_vocab = t->vocab.size;
+    } else if (n == 4 && memcmp(b, "gpt2", 4) == 0) {
+        char what[4200];
+        snprintf(what, sizeof what, "checkpoint '%s' (trained on GPT-2 tokens)", path);
+        tok_gpt2(t, what);
+    } else if (n == 4 && memcmp(b, "file", 4) == 0) {
+        if (!tt_ckpt_get_bytes(ck, "tokenizer.vocab", &b, &n))
+            die("checkpoint '%s' has no 'tokenizer.vocab'; it was not written by %s train",
+                path, prog->name);
+        if (tok_from_bytes(t, b, n) != TT_OK)
+            die("checkpoint '%s': its tokenizer.vocab: %s", path, tt_last_error());
+    } else {
+        die("checkpoint '%s': unknown tokenizer '%.*s'; it was written by a newer program",
+            path, (int)(n > 40 ? 40 : n), (const char *)b);
+    }
+}
+
+// ---- checkpoint contents ----
+
+typedef struct train_state {
+    tt_gpt_config cfg;
+    tokenizer tok;
+    tt_gpt_state st;     // step, data stream, best / last eval losses
+    int64_t saved_step;  // step of the last file this run wrote to --out; -1 before
+} train_state;
+
+// The GPT checkpoint (models/gpt: config, model, optimizer, training state) plus this program's
+// entries: the tokenizer and the training flags --resume and eval read back.
+static void ckpt_fill(tt_checkpoint *ck, const train_state *s, const tt_gpt *gpt,
+                      const tt_optim *o, const char *data_path) {
+    tt_gpt_ckpt_fill(ck, gpt, o, &s->st);
+    tok_to_ckpt(&s->tok, ck);
+    tt_ckpt_set_bytes(ck, "train.data", data_path, strlen(data_path));
+    tt_ckpt_set_i64(ck, "train.iters", opt.iters);
+    tt_ckpt_set_i64(ck, "train.decay_iters", opt.decay_iters);
+    tt_ckpt_set_i64(ck, "train.warmup", opt.warmup);
+    tt_ckpt_set_f64(ck, "train.lr", opt.lr);
+    tt_ckpt_set_f64(ck, "train.min_lr", opt.min_lr);
+    tt_ckpt_set_f64(ck, "train.weight_decay", opt.weight_decay);
+    tt_ckpt_set_f64(ck, "train.beta2", opt.beta2);
+    tt_ckpt_set_f64(ck, "train.grad_clip", opt.grad_clip);
+    tt_ckpt_set_i64(ck, "train.batch", opt.batch);
+    tt_ckpt_set_i64(ck, "train.eval_every", opt.eval_every);
+    tt_ckpt_set_i64(ck, "train.eval_iters", opt.eval_iters);
+    tt_ckpt_set_i64(ck, "train.seed", opt.seed);
+}
+
+// Reads an i64 entry within [lo, hi] or exits naming the key.
+static int64_t ck_i64(const tt_checkpoint *ck, const char *path, const char *key, int64_t lo,
+                      int64_t hi) {
+    int64_t v;
+    if (!tt_ckpt_get_i64(ck, key, &v))
+        die("checkpoint '%s' has no integer '%s'; it was not written by %s train", path,
+            key, prog->name);
+    if (v < lo || v > hi)
+        die("checkpoint '%s': %s = %lld is outside [%lld, %lld]; the file is not a valid "
+            "%s checkpoint", path, key, (long long)v, (long long)lo, (long long)hi, prog->name);
+    return v;
+}
+
+static double ck_f64(const tt_checkpoint *ck, const char *path, const char *key) {
+    double v;
+    if (!tt_ckpt_get_f64(ck, key, &v))
+        die("checkpoint '%s' has no number '%s'; it was not written by %s train", path,
+            key, prog->name);
+    return v;
+}
+
+// This program's caps on a config (a GPT on a CPU), beyond the field table's ranges; they also
+// bound what a checkpoint may ask us to allocate: the causal mask alone is block^2 ints per
+// layer. char_gpt's vocab is at most 256.
+static const struct { const char *name; int64_t lo, hi; } caps[] = {
+    {"vocab_size", 1, MAX_VOCAB}, {"block_size", 1, MAX_BLOCK}, {"n_layer", 1, MAX_LAYERS},
+    {"n_head", 1, MAX_HEADS},     {"n_kv_head", 1, MAX_HEADS},  {"n_embd", 1, MAX_EMBD},
+};
+
+// The [lo, hi] of an integer field: the table's range within this program's cap.
+static void field_range(const tt_gpt_field *f, int64_t *lo, int64_t *hi) {
+    *lo = (int64_t)f->lo;
+    *hi = (int64_t)f->hi;
+    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++)
+        if (strcmp(caps[i].name, f->name) == 0) {
+            if (caps[i].lo > *lo) *lo = caps[i].lo;
+            if (caps[i].hi < *hi) *hi = caps[i].hi;
+        }
+    if (prog->char_only && strcmp(f->name, "vocab_size") == 0 && *hi > 256) *hi = 256;
+}
+
+// Loads a checkpoint and reads its config, vocab and training state, validating them; exits on
+// any error.
+static void load_ckpt(tt_checkpoint *ck, const char *path, train_state *s) {
+    if (tt_ckpt_load(ck, path) != TT_OK)
+        die("%s; pass a checkpoint written by %s train", tt_last_error(), prog->name);
+    memset(s, 0, sizeof *s);
+    tt_gpt_config *c = &s->cfg;
+    if (tt_gpt_ckpt_config(ck, c) != TT_OK)
+        die("checkpoint '%s': %s; pass a checkpoint written by %s train", path,
+            tt_last_error(), prog->name);
+    for (int i = 0; i < tt_gpt_nfields; i++) {
+        const tt_gpt_field *f = &tt_gpt_fields[i];
+        int64_t lo, hi, v = (int64_t)tt_gpt_field_get(c, f);
+        if (f->type != TT_GPT_FIELD_I64) continue;
+        field_range(f, &lo, &hi);
+        if (v < lo || v > hi)
+            die("checkpoint '%s': cfg.%s = %lld is outside [%lld, %lld], the sizes %s "
+                "handles", path, f->name, (long long)v, (long long)lo, (long long)hi,
+                prog->name);
+    }
+    tok_from_ckpt(&s->tok, ck, path);
+    if (s->tok.kind != TOK_CHAR && prog->char_only)
+        die("checkpoint '%s' was trained on %s tokens, not characters; use gpt, not %s", path,
+            tok_name(&s->tok), prog->name);
+    if (s->tok.n_vocab != c->vocab_size) {
+        if (s->tok.kind == TOK_CHAR)
+            die("checkpoint '%s': vocab has %d characters but cfg.vocab_size is %lld", path,
+                s->tok.vocab.size, (long long)c->vocab_size);
+        die("checkpoint '%s': its %s tokenizer has %lld ids but cfg.vocab_size is %lld", path,
+            tok_name(&s->tok), (long long)s->tok.n_vocab, (long long)c->vocab_size);
+    }
+    if (tt_gpt_ckpt_state(ck, &s->st) != TT_OK)
+        die("checkpoint '%s': %s; it was not written by %s train", path, tt_last_error(),
+            prog->name);
+}
+
+// Builds the model of the checkpoint's config with its parameters and dropout stream.
+static void model_from_ckpt(tt_gpt *gpt, const tt_checkpoint *ck, const char *path) {
+    if (tt_gpt_ckpt_model(gpt, ck) != TT_OK)
+        die("checkpoint '%s': %s", path, tt_last_error());
+}
+
+// ---- loss estimates ----
+
+// The eval batches of a split come from their own stream seeded by --seed, so evals never
+// disturb the training batches (resume stays exact) and every eval sees the same batches.
+static void eval_rng(tt_rng *r, int64_t seed, tt_data_split split) {
+    tt_rng_seed(r, (uint64_t)seed * 0x9E3779B97F4A7C15ull + 0x5EED0000ull + (uint64_t)split);
+}
+
+static double estimate_split(tt_gpt *gpt, const tt_text_dataset *ds, tt_data_split split,
+                             int64_t batch, int64_t block, int64_t iters, int64_t seed) {
+    bool grad = tt_set_grad_enabled(false), training = gpt->drop.training;
+    tt_gpt_train(gpt, false);
+    tt_rng r;
+    eval_rng(&r, seed, split);
+    double sum = 0;
+    for (int64_t i = 0; i < iters; i++) {
+        tt_scope_begin();
+        tt_tensor *x, *y;
+        tt_dataset_batch(ds, split, batch, block, &r, &x, &y);
+        sum += tt_item(tt_gpt_loss(gpt, x, y));
+        tt_scope_end();
+    }
+    tt_gpt_train(gpt, training);
+    tt_set_grad_enabled(grad);
+    return sum / (double)iters;
+}
+
+// The byte offset where the first frac of text's characters end (UTF-8: a byte 10xxxxxx does
+// not start a character): nanoGPT's data[:int(n * 0.9)] on the decoded text.
+static size_t char_split(const unsigned char *text, size_t n, double frac) {
+    size_t chars = 0, seen = 0;
+    for (size_t i = 0; i < n; i++) chars += (text[i] & 0xC0) != 0x80;
+    size_t want = (size_t)((double)chars * frac);
+    for (size_t i = 0; i < n; i++)
+        if ((text[i] & 0xC0) != 0x80 && seen++ == want) return i;
+    return n;
+}
+
+// Exits with the message of a --data file that cannot be read.
+static void data_error(tt_status s, const char *path) {
+    const char *e = tt_last_error();
+    if (strcmp(path, DEFAULT_DATA) == 0 && s == TT_ERR_IO)
+        die_usage("--data: %s; run `make data` to fetch it, or pass --data FILE", e);
+    if (strchr(e, ';')) die_usage("--data: %s", e);
+    die_usage("--data: %s; pass a readable text file", e);
+}
+
+// A BPE dataset: the text split 90/10 by characters, each part encoded on its own (nanoGPT's
+// prepare.py for shakespeare).
+static void load_bpe_data(tt_text_dataset *ds, const char *path, tokenizer *t) {
+    unsigned char *text;
+    size_t n;
+    tt_status s = tt_read_file(path, &text, &n);
+    if (s == TT_OK && n == 0) s = tt_set_error(TT_ERR_ARG, "'%s' is empty", path);
+    if (s != TT_OK) data_error(s, path);
+    size_t cut = char_split(text, n, TRAIN_FRAC), n_tr, n_va;
+    int32_t *tr = tok_encode(t, (const char *)text, cut, &n_tr, "--data", "", "");
+    int32_t *va = tok_encode(t, (const char *)text + cut, n - cut, &n_va, "--data", "", "");
+    free(text);
+    int32_t *all = malloc((n_tr + n_va + 1) * sizeof *all);
+    if (!all) die("out of memory");
+    memcpy(all, tr, n_tr * sizeof *all);
+    memcpy(all + n_tr, va, n_va * sizeof *all);
+    free(tr);
+    free(va);
+    if (tt_dataset_from_tokens(ds, all, (int64_t)(n_tr + n_va), (int64_t)n_tr) != TT_OK)
+        die("--data '%s': %s", path, tt_last_error());
+    free(all);
+}
+
+// Loads the dataset in t's tokens: a char vocab is built from the file when t->n_vocab is 0
+// (and stored in t), else the file must be encodable with it. Checks both splits fit the block.
+static void load_data(tt_text_dataset *ds, const char *path, tokenizer *t, int64_t block,
+                      const char *fix) {
+    if (t->kind != TOK_CHAR) {
+        load_bpe_data(ds, path, t);
+    } else {
+        tt_status s = tt_dataset_load(ds, path, t->n_vocab ? &t->vocab : NULL, TRAIN_FRAC);
+        if (s == TT_ERR_MISMATCH)
+            die_usage("%s; %s", tt_last_error(), fix);
+        if (s != TT_OK) data_error(s, path);
+        t->vocab = ds->vocab;
+        t->n_vocab = ds->vocab.size;
+    }
+    if (block > 0 && tt_dataset_check(ds, block) != TT_OK)
+        die_usage("'%s': %s", path, tt_last_error());
+}
+
+// ---- progress ----
+
+static void fmt_eta(char *buf, size_t n, double s) {
+    if (!(s >= 0) || s > 359999) snprintf(buf, n, "--");
+    else if (s >= 3600) snprintf(buf, n, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+    else if (s >= 60) snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+    else snprintf(buf, n, "%.0fs", s);
+}
+
+typedef struct progress {
+    bool tty;
+    double last_draw;
+    bool drawn;  // a bar is on the line
+} progress;
+
+static void progress_clear(progress *p) {
+    if (p->drawn) fputs("\r\033[K", stderr);
+    p->drawn = false;
+}
+
+// Columns of the terminal on stderr: its size, else $COLUMNS, else 80.
+static int term_cols(void) {
+    struct winsize ws;
+    if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+    const char *e = getenv("COLUMNS");
+    int c = e ? atoi(e) : 0;
+    return c > 0 ? c : 80;
+}
+
+// The bar line in at most cols - 1 columns (a line as wide as the terminal wraps on some):
+// the longest of these texts that fits, after a bar of 10 to 24 columns when there is room.
+static void progress_format(char *out, size_t n, int cols, int64_t step, int64_t iters,
+                            double loss, double ms, double tok_s, const char *eta) {
+    char texts[4][160];
+    snprintf(texts[0], sizeof texts[0], " %lld/%lld loss %.4f | %.1f ms/step | %.0f tok/s | "
+             "ETA %s", (long long)step, (long long)iters, loss, ms, tok_s, eta);
+    snprintf(texts[1], sizeof texts[1], " %lld/%lld loss %.4f | %.1f ms/step | ETA %s",
+             (long long)step, (long long)iters, loss, ms, eta);
+    snprintf(texts[2], sizeof texts[2], " %lld/%lld loss %.4f | ETA %s", (long long)step,
+             (long long)iters, loss, eta);
+    snprintf(texts[3], sizeof texts[3], "%lld/%lld loss %.4f", (long long)step,
+             (long long)iters, loss);
+    int room = cols - 1;
+    for (int i = 0; i < 4; i++) {
+        int len = (int)strlen(texts[i]), width = room - len - 2;
+        if (width > 24) width = 24;
+        if (width >= 10) {
+            char bar[32];
+            int done = (int)((double)width * (double)step / (double)iters);
+            for (int k = 0; k < width; k++) bar[k] = k < done ? '=' : (k == done ? '>' : ' ');
+            bar[width] = 0;
+            snprintf(out, n, "[%s]%s", bar, texts[i]);
+            return;
+        }
+        if (len <= room || i == 3) {
+            const char *t = texts[i][0] == ' ' ? texts[i] + 1 : texts[i];
+            snprintf(out, n, "%.*s", room > 0 ? room : 0, t);
+            return;
+        }
+    }
+}
+
+static void progress_step(progress *p, int64_t step, int64_t iters, double loss, double ms,
+                          double tok_s) {
+    char eta[32];
+    fmt_eta(eta, sizeof eta, (double)(iters - step) * ms / 1000.0);
+    if (p->tty) {
+        double t = now_s();
+        if (step != iters && t - p->last_draw < 0.1) return;
+        p->last_draw = t;
+        char line[256];
+        progress_format(line, sizeof line, term_cols(), step, iters, loss, ms, tok_s, eta);
+        fprintf(stderr, "\r\033[K%s", line);
+        p->drawn = true;
+    } else if (step == 1 || step % 50 == 0 || step == iters) {
+        fprintf(stderr, "step %lld/%lld: loss %.4f, %.1f ms/step, %.0f tok/s, ETA %s\n",
+                (long long)step, (long long)iters, loss, ms, tok_s, eta);
+    }
+    fflush(stderr);
+}
+
+// ---- train ----
+
+// --out with .best before its extension (out/char_gpt.ckpt -> out/char_gpt.best.ckpt), or
+// with .best appended when its name has no extension: the best state so far.
+static const char *best_path(void) {
+    static char buf[4200];
+    const char *slash = strrchr(opt.out, '/'), *base = slash ? slash + 1 : opt.out;
+    const char *dot = strrchr(base, '.');
+    if (dot && dot != base)
+        snprintf(buf, sizeof buf, "%.*s.best%s", (int)(dot - opt.out), opt.out, dot);
+    else
+        snprintf(buf, sizeof buf, "%s.best", opt.out);
+    return buf;
+}
+
+// Writes the state to --out (the last state), and to best_path() too when best.
+static void save_or_die(train_state *s, const tt_gpt *gpt, const tt_optim *o,
+                        const char *data_path, progress *pg, bool best) {
+    tt_checkpoint ck;
+    tt_ckpt_init(&ck);
+    ckpt_fill(&ck, s, gpt, o, data_path);
+    tt_status st = tt_ckpt_save(&ck, opt.out);
+    if (st == TT_OK) s->saved_step = s->st.step;
+    if (st == TT_OK && best) st = tt_ckpt_save(&ck, best_path());
+    tt_ckpt_free(&ck);
+    progress_clear(pg);
+    if (st != TT_OK)
+        die("%s; free disk space or pick another --out, then --resume (training stopped at "
+            "step %lld)", tt_last_error(), (long long)s->st.step);
+    fprintf(stderr, "saved %s (step %lld, val loss %.4f, params fingerprint %016llx)%s%s%s\n",
+            opt.out, (long long)s->st.step, s->st.val_loss,
+            (unsigned long long)tt_params_fingerprint(&gpt->params), best ? " and " : "",
+            best ? best_path() : "", best ? " (the best so far)" : "");
+}
+
+// Buffered writes fail late: checks the --log after each flush (a full disk, /dev/full).
+static void check_log(FILE *log, const train_state *s) {
+    if (fflush(log) == 0 && !ferror(log)) return;
+    int e = errno;
+    char kept[4400];
+    if (s->saved_step >= 0)
+        snprintf(kept, sizeof kept, "%s holds step %lld", opt.out, (long long)s->saved_step);
+    else
+        snprintf(kept, sizeof kept, "nothing was saved in this run");
+    die("cannot write --log '%s': %s; free disk space or pick another --log (training stopped "
+        "at step %lld; %s)", opt.log, strerror(e ? e : EIO), (long long)s->st.step, kept);
+}
+
+// stdout may be a full disk or a closed pipe too: a silent truncation would look like success.
+static void check_stdout(void) {
+    if (fflush(stdout) == 0 && !ferror(stdout)) return;
+    int e = errno;
+    die("cannot write to stdout: %s", strerror(e ? e : EIO));
+}
+
+// Without --data: the data file of the run that wrote the checkpoint, when it recorded one.
+static void data_from_ckpt(const tt_checkpoint *ck) {
+    static char data_path[4096];
+    const unsigned char *b;
+    size_t n;
+    if (!given("--data") && tt_ckpt_get_bytes(ck, "train.data", &b, &n) && n > 0 &&
+        n < sizeof data_path && !memchr(b, 0, n)) {
+        memcpy(data_path, b, n);
+        data_path[n] = 0;
+        opt.data = data_path;
+    }
+}
+
+// On --resume: each flag not given comes from the checkpoint; model flags given must match.
+static void resume_flags(const tt_checkpoint *ck, const char *path, const train_state *s) {
+    for (int i = 0; i < tt_gpt_nfields; i++) {
+        const tt_gpt_field *f = &tt_gpt_fields[i];
+        double mine = tt_gpt_field_get(&opt.cfg, f), theirs = tt_gpt_field_get(&s->cfg, f);
+        if (!f->flag || !cfg_given[i] || mine == theirs) continue;
+        if (f->type == TT_GPT_FIELD_I64)
+            die_usage("--resume: '%s' was trained with %s %lld, not %lld; leave out %s (it "
+                      "comes from the checkpoint) or start a new run", path, f->flag,
+                      (long long)theirs, (long long)mine, f->flag);
+        die_usage("--resume: '%s' was trained with another %s; leave it out (it comes from "
+                  "the checkpoint) or start a new run", path, f->flag);
+    }
+    opt.cfg = s->cfg;
+
+    struct { const char *flag, *key; int64_t *dst; } ti[] = {
+        {"--iters", "train.iters", &opt.iters},
+        {"--decay-iters", "train.decay_iters", &opt.decay_iters},
+        {"--warmup", "train.warmup", &opt.warmup}, {"--batch", "train.batch", &opt.batch},
+        {"--eval-every", "train.eval_every", &opt.eval_every},
+        {"--eval-iters", "train.eval_iters", &opt.eval_iters},
+        {"--seed", "train.seed", &opt.seed},
+    };
+    // An --iters given without --decay-iters keeps the checkpoint's schedule.
+    for (size_t i = 0; i < sizeof ti / sizeof ti[0]; i++)
+        if (!given(ti[i].flag)) *ti[i].dst = ck_i64(ck, path, ti[i].key, INT64_MIN, INT64_MAX);
+    struct { const char *flag, *key; double *dst; } tf[] = {
+        {"--lr", "train.lr", &opt.lr}, {"--min-lr", "train.min_lr", &opt.min_lr},
+        {"--weight-decay", "train.weight_decay", &opt.weight_decay},
+        {"--beta2", "train.beta2", &opt.beta2}, {"--grad-clip", "train.grad_clip", &opt.grad_clip},
+    };
+    for (size_t i = 0; i < sizeof tf / sizeof tf[0]; i++)
+        if (!given(tf[i].flag)) *tf[i].dst = ck_f64(ck, path, tf[i].key);
+    data_from_ckpt(ck);
+}
+
+// A one-line note on stderr: a default was changed to fit a flag the user gave.
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+static void note(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: note: ", prog->name);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static void validate_train_flags(void) {
+    tt_gpt_config *c = &opt.cfg;
+    if (!given("--kv-heads") && !opt.resume) c->n_kv_head = c->n_head;  // plain multi-head
+    for (int i = 0; i < tt_gpt_nfields; i++) {  // each model flag within its range
+        const tt_gpt_field *f = &tt_gpt_fields[i];
+        if (!f->flag) continue;
+        double v = tt_gpt_field_get(c, f);
+        int64_t lo, hi;
+        if (f->type == TT_GPT_FIELD_I64) {
+            field_range(f, &lo, &hi);
+            require_range(f->flag, (int64_t)v, lo, hi);
+        } else if (f->type == TT_GPT_FIELD_F64) {
+            require_real(f->flag, v, f->lo, f->hi, true);
+        }
+    }
+    require_range("--batch", opt.batch, 1, 1 << 16);
+    require_range("--iters", opt.iters, 1, INT64_MAX / 2);
+    if (opt.decay_iters == 0 && !given("--decay-iters")) opt.decay_iters = opt.iters;
+    require_range("--decay-iters", opt.decay_iters, 1, INT64_MAX / 2);
+    require_range("--warmup", opt.warmup, 0, INT64_MAX / 2);
+    require_range("--eval-every", opt.eval_every, 1, INT64_MAX / 2);
+    require_range("--eval-iters", opt.eval_iters, 1, 1 << 20);
+    if (!(opt.lr > 0)) die_usage("--lr %g must be positive; e.g. --lr 1e-3", opt.lr);
+    // A default never conflicts with a flag the user gave: it is lowered, with a note.
+    if (opt.min_lr > opt.lr && !given("--min-lr") && !opt.resume) {
+        note("--min-lr %g (the default) is above --lr %g; using --min-lr %g", opt.min_lr,
+             opt.lr, opt.lr / 10);
+        opt.min_lr = opt.lr / 10;
+    }
+    require_real("--min-lr", opt.min_lr, 0, opt.lr, false);
+    require_real("--weight-decay", opt.weight_decay, 0, 1e6, false);
+    require_real("--beta2", opt.beta2, 0, 1, true);
+    require_real("--grad-clip", opt.grad_clip, 0, 1e9, false);
+    if (c->n_embd % c->n_head != 0)
+        die_usage("--embd %lld is not divisible by --heads %lld; pick --heads among the "
+                  "divisors of --embd", (long long)c->n_embd, (long long)c->n_head);
+    if (c->n_head % c->n_kv_head != 0)
+        die_usage("--heads %lld is not divisible by --kv-heads %lld; pick --kv-heads among "
+                  "the divisors of --heads", (long long)c->n_head, (long long)c->n_kv_head);
+    if (c->positional == TT_POS_ROPE && (c->n_embd / c->n_head) % 2 != 0)
+        die_usage("--pos rope needs an even head size, but --embd / --heads = %lld; change "
+                  "--embd or --heads", (long long)(c->n_embd / c->n_head));
+    const char *decay = given("--decay-iters") ? "--decay-iters" : "--iters";
+    if (opt.warmup >= opt.decay_iters && !given("--warmup") && !opt.resume) {
+        note("--warmup %lld (the default) is not below %s %lld; using --warmup %lld",
+             (long long)opt.warmup, decay, (long long)opt.decay_iters,
+             (long long)(opt.decay_iters / 10));
+        opt.warmup = opt.decay_iters / 10;
+    }
+    if (opt.warmup >= opt.decay_iters)
+        die_usage("--warmup %lld must be below the decay length %lld (--decay-iters, default "
+                  "--iters); e.g. --warmup %lld", (long long)opt.warmup,
+                  (long long)opt.decay_iters, (long long)(opt.decay_iters / 10));
+}
+
+// Whether path names a safetensors file (by its extension): --init-from reads it as GPT-2's.
+static bool is_safetensors(const char *path) {
+    size_t n = strlen(path);
+    return n >= 12 && strcmp(path + n - 12, ".safetensors") == 0;
+}
+
+// A --tokenizer given with a checkpoint must be the one it was trained with.
+static void tok_check_given(const tokenizer *t, const char *path) {
+    if (!opt.tokenizer) return;
+    bool same;
+    if (strcmp(opt.tokenizer, "char") == 0 || strcmp(opt.tokenizer, "gpt2") == 0) {
+        same = strcmp(opt.tokenizer, tok_name(t)) == 0;
+    } else {
+        unsigned char *b;
+        size_t n;
+        same = t->kind == TOK_FILE && tt_read_file(opt.tokenizer, &b, &n) == TT_OK &&
+               n == t->file_len && memcmp(b, t->file, n) == 0;
+        if (t->kind == TOK_FILE && same) free(b);
+    }
+    if (!same)
+        die_usage("--tokenizer %s is not the tokenizer '%s' was trained with (%s); leave "
+                  "--tokenizer out, it comes from the checkpoint", opt.tokenizer, path,
+                  tok_name(t));
+}
+
+// The model (and tokenizer) of --init-from / --ckpt path: a checkpoint of train, with its
+// tokenizer, or a GPT-2 .safetensors, with --tokenizer (default gpt2). ck receives the
+// checkpoint when path is one (left empty otherwise); s its config, tokenizer and state.
+static void load_model(const char *flagname, const char *path, tt_gpt *gpt, train_state *s,
+                       tt_checkpoint *ck) {
+    memset(s, 0, sizeof *s);
+    tt_ckpt_init(ck);
+    if (is_safetensors(path)) {
+        if (opt.tokenizer && strcmp(opt.tokenizer, "char") == 0)
+            die_usage("%s '%s': a safetensors file holds no char vocab; use --tokenizer gpt2 "
+                      "or a vocab file", flagname, path);
+        if (tt_gpt_load_hf(gpt, path, 0) != TT_OK)
+            die_usage("%s: %s; pass a GPT-2 model.safetensors or a checkpoint of %s train",
+                      flagname, tt_last_error(), prog->name);
+        tok_open(&s->tok, opt.tokenizer ? opt.tokenizer : "gpt2");
+        s->cfg = gpt->cfg;
+        s->st.best_val_loss = INFINITY;
+        s->st.train_loss = s->st.val_loss = NAN;
+        return;
+    }
+    load_ckpt(ck, path, s);
+    tok_check_given(&s->tok, path);
+    model_from_ckpt(gpt, ck, path);
+}
+
+// The model flags the user gave (any field of the table); NULL when none.
+static const char *model_flag_given(void) {
+    for (int i = 0; i < tt_gpt_nfields; i++)
+        if (cfg_given[i]) return tt_gpt_fields[i].flag;
+    return NULL;
+}
+
+static int cmd_train(void) {
+    train_state s;
+    memset(&s, 0, sizeof s);
+    tt_checkpoint ck;
+    tt_ckpt_init(&ck);
+    tt_gpt gpt;
+    memset(&gpt, 0, sizeof gpt);
+    if (opt.resume && opt.init_from)
+        die_usage("--resume and --init-from exclude each other: --resume continues a run, "
+                  "--init-from starts one from given weights");
+    if (opt.resume) {
+        load_ckpt(&ck, opt.resume, &s);
+        tok_check_given(&s.tok, opt.resume);
+        resume_flags(&ck, opt.resume, &s);
+    } else if (opt.init_from) {
+        if (model_flag_given() || opt.preset)
+            die_usage("%s: the model comes from --init-from '%s'; leave out the model flags",
+                      opt.preset ? "--preset" : model_flag_given(), opt.init_from);
+        tt_checkpoint ick;
+        load_model("--init-from", opt.init_from, &gpt, &s, &ick);
+        tt_ckpt_free(&ick);
+        opt.cfg = gpt.cfg;
+    } else if (opt.tokenizer && strcmp(opt.tokenizer, "char") != 0) {
+        tok_open(&s.tok, opt.tokenizer);
+    }
+    validate_train_flags();
+    set_threads();
+
+    // Data: a char vocab is the file's; on resume it must equal the checkpoint's.
+    tt_text_dataset ds;
+    if (s.tok.kind == TOK_CHAR) {
+        tokenizer fresh = {0};
+        load_data(&ds, opt.data, opt.init_from ? &s.tok : &fresh, opt.cfg.block_size,
+                  opt.init_from ? "train on a text whose characters the checkpoint knows"
+                                : "pass another --data");
+        if (opt.resume && (fresh.vocab.size != s.tok.vocab.size ||
+                           memcmp(fresh.vocab.chars, s.tok.vocab.chars,
+                                  (size_t)s.tok.vocab.size) != 0))
+            die_usage("--resume: the vocabulary of '%s' (%d characters) differs from the one "
+                      "'%s' was trained on (%d); resume with the same --data", opt.data,
+                      fresh.vocab.size, opt.resume, s.tok.vocab.size);
+        if (!opt.init_from) s.tok = fresh;
+    } else {
+        load_data(&ds, opt.data, &s.tok, opt.cfg.block_size, "");
+    }
+    s.cfg = opt.cfg;
+    if (!opt.init_from) s.cfg.vocab_size = s.tok.n_vocab;
+    else if (s.tok.n_vocab > s.cfg.vocab_size)
+        die_usage("--init-from '%s' has a vocabulary of %lld, smaller than the %s tokenizer's "
+                  "%lld; pass the tokenizer it was trained with", opt.init_from,
+                  (long long)s.cfg.vocab_size, tok_name(&s.tok), (long long)s.tok.n_vocab);
+    if (tt_gpt_config_validate(&s.cfg) != TT_OK) die_usage("%s", tt_last_error());
+    if (opt.resume && s.st.step >= opt.iters)
+        die_usage("--resume: '%s' is already at step %lld of --iters %lld; pass a larger "
+                  "--iters to train further", opt.resume, (long long)s.st.step,
+                  (long long)opt.iters);
+
+    // Model and optimizer: fresh from --seed, the checkpoint's state, or --init-from's weights.
+    if (opt.resume) {
+        model_from_ckpt(&gpt, &ck, opt.resume);
+    } else if (!opt.init_from) {
+        tt_rng init_rng;
+        tt_rng_seed(&init_rng, (uint64_t)opt.seed);
+        if (tt_gpt_init(&gpt, &s.cfg, &init_rng) != TT_OK) die_usage("%s", tt_last_error());
+    }
+    tt_optim_config oc = tt_adamw_config(opt.lr);
+    oc.beta1 = 0.9;
+    oc.beta2 = opt.beta2;
+    tt_optim o;
+    tt_optim_init(&o, oc);
+    tt_optim_add_decay_groups(&o, &gpt.params, opt.weight_decay);
+    s.saved_step = -1;
+    if (!opt.resume) {
+        s.st.step = 0;
+        tt_rng_seed(&s.st.data_rng, (uint64_t)opt.seed ^ 0xDA7A5EEDull);
+        s.st.best_val_loss = INFINITY;
+        s.st.train_loss = s.st.val_loss = NAN;
+    } else if (tt_gpt_ckpt_optim(&o, &ck) != TT_OK) {  // load_ckpt read s.st
+        die("--resume: '%s': %s", opt.resume, tt_last_error());
+    }
+    tt_ckpt_free(&ck);
+
+    // Everything is valid: now touch files.
+    probe_writable(opt.out);
+    FILE *log = NULL;
+    if (opt.log) {
+        struct stat lst;
+        bool append = opt.resume && stat(opt.log, &lst) == 0 && lst.st_size > 0;
+        log = fopen(opt.log, append ? "a" : "w");
+        if (!log) die("cannot open --log '%s': %s; pick a writable path", opt.log,
+                      strerror(errno));
+        if (!append) fprintf(log, "step,train_loss,val_loss,lr\n");
+    }
+
+    int64_t B = opt.batch, T = s.cfg.block_size;
+    fprintf(stderr, "%s: %.2fM parameters, vocab %lld, %lld train / %lld val tokens of '%s',"
+            " %d threads%s\n", prog->name, (double)tt_gpt_num_params(&gpt, true) / 1e6,
+            (long long)s.tok.n_vocab,
+            (long long)ds.n_train, (long long)(ds.n - ds.n_train), opt.data, nthreads(),
+            opt.resume ? ", resumed" : "");
+    if (opt.resume)
+        fprintf(stderr, "resumed from %s at step %lld (params fingerprint %016llx)\n",
+                opt.resume, (long long)s.st.step,
+                (unsigned long long)tt_params_fingerprint(&gpt.params));
+
+    progress pg = {isatty(STDERR_FILENO) != 0, 0, false};
+    tt_lr_schedule sched = tt_lr_cosine(opt.lr, opt.warmup, opt.decay_iters, opt.min_lr);
+    tt_gpt_train(&gpt, true);
+    double train_time = 0;
+    int64_t steps_run = 0, live_after_first = -1;
+    while (s.st.step < opt.iters) {
+        double lr = tt_lr_at(&sched, s.st.step);
+        tt_optim_set_lr(&o, lr);
+        double t0 = now_s();
+        tt_scope_begin();
+        tt_tensor *x, *y;
+        tt_dataset_batch(&ds, TT_SPLIT_TRAIN, B, T, &s.st.data_rng, &x, &y);  // (B, T) each
+        tt_tensor *loss = tt_gpt_loss(&gpt, x, y);
+        double lossv = tt_item(loss);
+        tt_backward(loss);
+        double norm = opt.grad_clip > 0 ? tt_clip_grad_norm(&gpt.params, opt.grad_clip)
+                                        : tt_grad_norm(&gpt.params);
+        if (!isfinite(lossv) || !isfinite(norm)) {
+            // Before the update: the parameters in memory are still those of the last step.
+            progress_clear(&pg);
+            char kept[9000];
+            if (s.saved_step >= 0)
+                snprintf(kept, sizeof kept, "%s holds step %lld, %s the best state",
+                         opt.out, (long long)s.saved_step, best_path());
+            else
+                snprintf(kept, sizeof kept, "nothing was saved in this run, %s is untouched",
+                         opt.out);
+            die("step %lld: the %s is %g, training diverged; lower --lr (now %g) or raise "
+                "--warmup (%s)", (long long)s.st.step + 1,
+                isfinite(lossv) ? "gradient norm" : "loss", isfinite(lossv) ? norm : lossv,
+                opt.lr, kept);
+        }
+        tt_optim_step(&o);
+        tt_optim_zero_grad(&o);
+        tt_scope_end();
+        double dt = now_s() - t0;
+        s.st.step++;
+        steps_run++;
+        train_time += dt;
+        // The steady state holds a fixed number of tensors: a step leaks nothing.
+        if (live_after_first < 0) live_after_first = tt_live_tensors();
+        else if (tt_live_tensors() != live_after_first)
+            die("internal error: %lld live tensors after step %lld, %lld after the first",
+                (long long)tt_live_tensors(), (long long)s.st.step, (long long)live_after_first);
+
+        double ms = 1000.0 * train_time / (double)steps_run;
+        double tok_s = (double)(B * T) * (double)steps_run / train_time;
+        bool eval_now = s.st.step % opt.eval_every == 0 || s.st.step == opt.iters;
+        if (log && !eval_now) fprintf(log, "%lld,%.9g,,%.9g\n", (long long)s.st.step, lossv, lr);
+        progress_step(&pg, s.st.step, opt.iters, lossv, ms, tok_s);
+        if (eval_now) {
+            s.st.train_loss = estimate_split(&gpt, &ds, TT_SPLIT_TRAIN, B, T, opt.eval_iters,
+                                          opt.seed);
+            s.st.val_loss = estimate_split(&gpt, &ds, TT_SPLIT_VAL, B, T, opt.eval_iters,
+                                        opt.seed);
+            if (log)
+                fprintf(log, "%lld,%.9g,%.9g,%.9g\n", (long long)s.st.step, lossv,
+                        s.st.val_loss, lr);
+            progress_clear(&pg);
+            printf("eval step=%lld train_loss=%.6f val_loss=%.6f\n", (long long)s.st.step,
+                   s.st.train_loss, s.st.val_loss);
+            check_stdout();
+            bool improved = s.st.val_loss < s.st.best_val_loss;
+            fprintf(stderr, "step %lld: train loss %.4f, val loss %.4f%s\n",
+                    (long long)s.st.step, s.st.train_loss, s.st.val_loss,
+                    improved ? " (best so far)" : "");
+            if (improved) s.st.best_val_loss = s.st.val_loss;
+            save_or_die(&s, &gpt, &o, opt.data, &pg, improved);
+        }
+        if (log) check_log(log, &s);
+    }
+    progress_clear(&pg);
+    double ms = steps_run ? 1000.0 * train_time / (double)steps_run : 0;
+    double tok_s = train_time > 0 ? (double)(B * T) * (double)steps_run / train_time : 0;
+    printf("done steps=%lld train_loss=%.6f val_loss=%.6f ms_per_step=%.3f tokens_per_s=%.1f\n",
+           (long long)s.st.step, s.st.train_loss, s.st.val_loss, ms, tok_s);
+    check_stdout();
+    if (log && fclose(log) != 0) die("cannot write --log '%s': %s", opt.log, strerror(errno));
+    tt_optim_free(&o);
+    tt_gpt_free(&gpt);
+    tt_dataset_free(&ds);
+    tok_free(&s.tok);
+    return 0;
+}
+
+// ---- sample ----
+
+static void print_token(int32_t tok, void *ctx) {
+    tok_write(ctx, tok, stdout);
+    check_stdout();  // a full disk or a closed stdout stops generation at once
+}
+
+// The model path of sample and eval: --ckpt, or (gpt) --init-from; exits when neither or both.
+static const char *model_path(const char *cmd) {
+    if (opt.ckpt && opt.init_from)
+        die_usage("pass --ckpt or --init-from, not both (they name the model to %s)", cmd);
+    if (opt.init_from) return opt.init_from;
+    if (!opt.ckpt) {
+        if (prog->char_only)
+            die_usage("%s needs --ckpt FILE (e.g. --ckpt %s)", cmd, prog->default_out);
+        die_usage("%s needs --ckpt FILE (e.g. --ckpt %s) or --init-from FILE.safetensors", cmd,
+                  prog->default_out);
+    }
+    return opt.ckpt;
+}
+
+static int cmd_sample(void) {
+    const char *path = model_path("sample");
+    require_range("--tokens", opt.tokens, 0, 1 << 24);
+    require_range("--top-k", opt.top_k, 0, 1 << 20);
+    require_real("--temperature", opt.temperature, 0, 1e6, false);
+    require_real("--top-p", opt.top_p, 0, 1, false);
+    if (opt.top_p <= 0) die_usage("--top-p must be in (0, 1]; 1 turns nucleus sampling off");
+    if (given("--block")) require_range("--block", opt.window, 1, MAX_BLOCK);
+    set_threads();
+
+    tt_checkpoint ck;
+    train_state s;
+    tt_gpt gpt;
+    load_model(opt.ckpt ? "--ckpt" : "--init-from", path, &gpt, &s, &ck);
+    tt_ckpt_free(&ck);
+    if (given("--block") && opt.window > s.cfg.block_size)
+        die_usage("--block %lld is above the block size %lld of '%s'; use --block <= %lld",
+                  (long long)opt.window, (long long)s.cfg.block_size, path,
+                  (long long)s.cfg.block_size);
+    if (s.cfg.vocab_size > s.tok.n_vocab)
+        die_usage("'%s' has a vocabulary of %lld, more than the %lld ids of the %s tokenizer; "
+                  "pass the tokenizer it was trained with", path, (long long)s.cfg.vocab_size,
+                  (long long)s.tok.n_vocab, tok_name(&s.tok));
+    size_t np = strlen(opt.prompt), n_ids;
+    if (np == 0) die_usage("--prompt is empty; give at least one character (default: newline)");
+    char of[4200];
+    snprintf(of, sizeof of, " of '%s'", path);
+    int32_t *prompt = tok_encode(&s.tok, opt.prompt, np, &n_ids, "--prompt", of,
+                                 "use only characters of the training text");
+    for (size_t i = 0; i < n_ids; i++)
+        if (prompt[i] >= s.cfg.vocab_size)
+            die_usage("--prompt: its token %lld is outside the vocabulary of %lld of '%s'; "
+                      "use a prompt of the model's tokens", (long long)prompt[i],
+                      (long long)s.cfg.vocab_size, path);
+    // A smaller context window than the model's: generation slides over --block tokens.
+    if (given("--block")) gpt.cfg.block_size = opt.window;
+
+    tt_sample_opts so = tt_sample_opts_default();
+    so.temperature = opt.temperature;
+    so.top_k = (int)opt.top_k;
+    so.top_p = opt.top_p;
+    so.use_cache = !opt.no_cache;
+    tt_rng rng;
+    tt_rng_seed(&rng, (uint64_t)opt.seed);
+    int32_t *out = malloc(((size_t)opt.tokens + 1) * sizeof *out);
+    if (!out) die("out of memory");
+    fwrite(opt.prompt, 1, np, stdout);
+    double t0 = now_s();
+    tt_gpt_generate(&gpt, prompt, (int64_t)n_ids, opt.tokens, &so, &rng, out, print_token,
+                    &s.tok);
+    double dt = now_s() - t0;
+    fputc('\n', stdout);
+    check_stdout();
+    fprintf(stderr, "sampled %lld tokens in %.3f s (%.1f tokens/s, KV cache %s, %d threads)\n",
+            (long long)opt.tokens, dt, dt > 0 ? (double)opt.tokens / dt : 0.0,
+            so.use_cache ? "on" : "off", nthreads());
+    free(out);
+    free(prompt);
+    tt_gpt_free(&gpt);
+    tok_free(&s.tok);
+    return 0;
+}
+
+// ---- eval ----
+
+static int cmd_eval(void) {
+    const char *path = model_path("eval");
+    set_threads();
+    tt_checkpoint ck;
+    train_state s;
+    tt_gpt gpt;
+    load_model(opt.ckpt ? "--ckpt" : "--init-from", path, &gpt, &s, &ck);
+    // Defaults from the run that wrote the checkpoint: its data, batch, eval batches, seed.
+    data_from_ckpt(&ck);
+    int64_t v;
+    if (!given("--batch") && tt_ckpt_get_i64(&ck, "train.batch", &v)) opt.batch = v;
+    if (!given("--eval-iters") && tt_ckpt_get_i64(&ck, "train.eval_iters", &v))
+        opt.eval_iters = v;
+    if (!given("--seed") && tt_ckpt_get_i64(&ck, "train.seed", &v)) opt.seed = v;
+    tt_ckpt_free(&ck);
+    require_range("--batch", opt.batch, 1, 1 << 16);
+    require_range("--eval-iters", opt.eval_iters, 1, 1 << 20);
+    if (s.tok.n_vocab > s.cfg.vocab_size)
+        die_usage("'%s' has a vocabulary of %lld, fewer than the %lld ids of the %s tokenizer; "
+                  "pass the tokenizer it was trained with", path, (long long)s.cfg.vocab_size,
+                  (long long)s.tok.n_vocab, tok_name(&s.tok));
+
+    tt_text_dataset ds;
+    load_data(&ds, opt.data, &s.tok, s.cfg.block_size,
+              "evaluate on a text whose characters the checkpoint knows");
+    double tr = estimate_split(&gpt, &ds, TT_SPLIT_TRAIN, opt.batch, s.cfg.block_size,
+                               opt.eval_iters, opt.seed);
+    double va = estimate_split(&gpt, &ds, TT_SPLIT_VAL, opt.batch, s.cfg.block_size,
+                               opt.eval_iters, opt.seed);
+    printf("eval train_loss=%.6f val_loss=%.6f\n", tr, va);
+    check_stdout();
+    tt_gpt_free(&gpt);
+    tt_dataset_free(&ds);
+    tok_free(&s.tok);
+    return 0;
+}
+
+// ---- tokenizer tools (gpt only) ----
+
+// The tokenizer of --ckpt, else of --tokenizer (default char: the vocab of --data).
+static void tools_tokenizer(tokenizer *t) {
+    memset(t, 0, sizeof *t);
+    if (opt.ckpt) {
+        if (is_safetensors(opt.ckpt))
+            die_usage("--ckpt '%s' is a safetensors file, which holds no tokenizer; pass "
+                      "--tokenizer gpt2", opt.ckpt);
+        tt_checkpoint ck;
+        train_state s;
+        load_ckpt(&ck, opt.ckpt, &s);
+        tt_ckpt_free(&ck);
+        tok_check_given(&s.tok, opt.ckpt);
+        *t = s.tok;
+    } else if (opt.tokenizer && strcmp(opt.tokenizer, "char") != 0) {
+        tok_open(t, opt.tokenizer);
+    } else {
+        tt_text_dataset ds;
+        load_data(&ds, opt.data, t, 0, "");
+        tt_dataset_free(&ds);
+    }
+}
+
+// Reads all of stdin into a new buffer (free it); *n bytes.
+static char *read_stdin(size_t *n) {
+    size_t cap = 65536, len = 0;
+    char *b = malloc(cap + 1);
+    if (!b) die("out of memory");
+    for (;;) {
+        if (len == cap) {
+            char *nb = realloc(b, 2 * cap + 1);
+            if (!nb) die("out of memory reading stdin (%zu bytes)", len);
+            b = nb;
+            cap *= 2;
+        }
+        size_t got = fread(b + len, 1, cap - len, stdin);
+        len += got;
+        if (got == 0) break;
+    }
+    if (ferror(stdin)) die("cannot read stdin: %s", strerror(errno));
+    b[len] = 0;
+    *n = len;
+    return b;
+}
+
+static int cmd_tokenize(void) {
+    tokenizer t;
+    tools_tokenizer(&t);
+    tt_text_dataset ds;
+    load_data(&ds, opt.data, &t, 0, "use a text whose characters the checkpoint knows");
+    printf("tokens=%lld train=%lld val=%lld\n", (long long)ds.n, (long long)ds.n_train,
+           (long long)(ds.n - ds.n_train));
+    check_stdout();
+    tt_dataset_free(&ds);
+    tok_free(&t);
+    return 0;
+}
+
+static int cmd_encode(void) {
+    tokenizer t;
+    tools_tokenizer(&t);
+    size_t n, n_ids;
+    char *text = read_stdin(&n);
+    int32_t *ids = tok_encode(&t, text, n, &n_ids, "stdin", "",
+                              "encode text of the tokenizer's characters");
+    for (size_t i = 0; i < n_ids; i++) printf(i ? " %d" : "%d", (int)ids[i]);
+    fputc('\n', stdout);
+    check_stdout();
+    free(ids);
+    free(text);
+    tok_free(&t);
+    return 0;
+}
+
+static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+static int cmd_decode(void) {
+    tokenizer t;
+    tools_tokenizer(&t);
+    size_t n;
+    char *text = read_stdin(&n);
+    // Every id is checked before any byte is written: bad input writes nothing.
+    size_t cap = n / 2 + 1, count = 0;
+    int32_t *ids = malloc(cap * sizeof *ids);
+    if (!ids) die("out of memory");
+    char what[24] = "";  // the text at the first bad id, at offset i
+    size_t i = 0;
+    long long v = 0;
+    bool bad = false, not_id = false;
+    for (;;) {
+        while (i < n && is_space(text[i])) i++;
+        if (i == n) break;
+        char *end = NULL;
+        errno = 0;
+        v = (text[i] >= '0' && text[i] <= '9') ? strtoll(text + i, &end, 10) : -1;
+        not_id = v < 0 || errno == ERANGE || (end < text + n && !is_space(*end));
+        if (not_id || v >= t.n_vocab) {
+            snprintf(what, sizeof what, "%.20s", text + i);
+            bad = true;
+            break;
+        }
+        ids[count++] = (int32_t)v;
+        i = (size_t)(end - text);
+    }
+    free(text);
+    if (bad) {  // the ids are freed first: LeakSanitizer checks the exit
+        free(ids);
+        if (not_id)
+            die_usage("decode: stdin holds '%s' at byte %zu, not a token id; pass decimal "
+                      "ids separated by spaces", what, i);
+        die_usage("decode: id %lld (token %zu of stdin) is outside the %s tokenizer's "
+                  "[0, %lld); pass ids of the same tokenizer", v, count + 1, tok_name(&t),
+                  (long long)t.n_vocab);
+    }
+    for (size_t k = 0; k < count; k++) tok_write(&t, ids[k], stdout);
+    check_stdout();
+    free(ids);
+    tok_free(&t);
+    return 0;
+}
+
+static int cmd_bpe_train(void) {
+    if (!given("--merges")) die_usage("bpe-train needs --merges N (e.g. --merges 512)");
+    if (!given("--out")) die_usage("bpe-train needs --out VOCAB (e.g. --out out/bpe.vocab)");
+    require_range("--merges", opt.merges, 1, 1 << 20);
+    unsigned char *text;
+    size_t n;
+    tt_status st = tt_read_file(opt.data, &text, &n);
+    if (st == TT_OK && n == 0) st = tt_set_error(TT_ERR_ARG, "'%s' is empty", opt.data);
+    if (st != TT_OK) data_error(st, opt.data);
+    probe_writable(opt.out);
+    tt_bpe bpe;
+    double t0 = now_s();
+    if (tt_bpe_train(&bpe, (const char *)text, n, (int)opt.merges) != TT_OK)
+        die_usage("bpe-train: %s", tt_last_error());
+    free(text);
+    if (tt_bpe_save(&bpe, opt.out) != TT_OK) die("%s", tt_last_error());
+    fprintf(stderr, "%s: %d merges of '%s' in %.1f s: vocab of %d ids written to %s\n",
+            prog->name, bpe.n_merges, opt.data, now_s() - t0, bpe.n_vocab, opt.out);
+    tt_bpe_free(&bpe);
+    return 0;
+}
+
+static int cmd_export(void) {
+    if (!opt.ckpt) die_usage("export needs --ckpt FILE (a checkpoint of %s train)", prog->name);
+    if (!given("--out")) die_usage("export needs --out FILE.safetensors");
+    tt_st_dtype dt = TT_ST_F32;
+    if (opt.dtype && strcmp(opt.dtype, "f16") == 0) dt = TT_ST_F16;
+    else if (opt.dtype && strcmp(opt.dtype, "bf16") == 0) dt = TT_ST_BF16;
+    else if (opt.dtype && strcmp(opt.dtype, "f32") != 0)
+        die_usage("--dtype '%s' is not one of f32, f16, bf16", opt.dtype);
+    tt_checkpoint ck;
+    train_state s;
+    load_ckpt(&ck, opt.ckpt, &s);
+    tt_gpt gpt;
+    model_from_ckpt(&gpt, &ck, opt.ckpt);
+    tt_ckpt_free(&ck);
+    probe_writable(opt.out);
+    tt_status st = tt_gpt_save_hf(&gpt, opt.out, dt);
+    if (st == TT_ERR_ARG)
+        die_usage("export: '%s': %s; train with --preset gpt2 (other flags may shrink it) to "
+                  "export", opt.ckpt, tt_last_error());
+    if (st != TT_OK) die("export: %s", tt_last_error());
+    fprintf(stderr, "%s: wrote %s (GPT-2 layout; its tokenizer, %s, is not in the file)\n",
+            prog->name, opt.out, tok_name(&s.tok));
+    tt_gpt_free(&gpt);
+    tok_free(&s.tok);
+    return 0;
+}
+
+// ---- main ----
+
+static const struct {
+    const char *name;
+    int cmd;
+    int (*run)(void);
+    bool gpt_only;
+} commands[] = {
+    {"train", CMD_TRAIN, cmd_train, false},      {"sample", CMD_SAMPLE, cmd_sample, false},
+    {"eval", CMD_EVAL, cmd_eval, false},         {"tokenize", CMD_TOKENIZE, cmd_tokenize, true},
+    {"encode", CMD_ENCODE, cmd_encode, true},    {"decode", CMD_DECODE, cmd_decode, true},
+    {"bpe-train", CMD_BPE_TRAIN, cmd_bpe_train, true},
+    {"export", CMD_EXPORT, cmd_export, true},
+};
+
+// --preset NAME (train) sets the model flags before any other flag is read, so flags given
+// anywhere override it.
+static void apply_preset(int argc, char **argv) {
+    for (int i = 2; i + 1 < argc; i++)
+        if (strcmp(argv[i], "--preset") == 0 &&
+            tt_gpt_config_preset(argv[i + 1], &opt.cfg) != TT_OK)
+            die_usage("--preset: %s", tt_last_error());
+}
+
+int gpt_main(int argc, char **argv, const gpt_program *p) {
+    prog = p;
+    const char *which = p->char_only ? "train, sample or eval"
+                                     : "train, sample, eval, tokenize, encode, decode, "
+                                       "bpe-train or export";
+    if (argc < 2) die_usage("missing command; run %s %s (--help)", p->name, which);
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+        print_usage(stdout);
+        return 0;
+    }
+    // A file-size limit (ulimit -f) must fail a write with EFBIG, reported like a full disk,
+    // not kill the process halfway through a save.
+    signal(SIGXFSZ, SIG_IGN);
+    set_defaults();
+    opt.out = p->default_out;
+    if (tt_gpt_nfields > MAX_FIELDS) die("internal error: raise MAX_FIELDS to %d", tt_gpt_nfields);
+    int code = -1;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(cmd, commands[i].name) != 0 || (commands[i].gpt_only && p->char_only))
+            continue;
+        if (commands[i].cmd == CMD_TRAIN && !p->char_only) apply_preset(argc, argv);
+        parse_args(argc, argv, commands[i].cmd, cmd);
+        code = commands[i].run();
+        break;
+    }
+    if (code < 0) {
+        if (p->char_only)
+            die_usage("unknown command '%s'; use train, sample or eval (--help)", cmd);
+        die_usage("unknown command '%s'; use %s (--help)", cmd, which);
+    }
+    // Everything was freed: a leftover tensor is a bug.
+    if (tt_live_tensors() != 0)
+        die("internal error: %lld tensors still alive at exit", (long long)tt_live_tensors());
+    return code;
+}
