@@ -6,7 +6,8 @@
 #                        the install test
 #   make test SAN=1      the same under ASan + UBSan + LeakSanitizer, in build-san/
 #   make gradcheck       only the finite-difference gradient checks
-#   make bench           bench/bench_*.c, and bench/torch_ref.py with python3-torch (not in test)
+#   make bench           bench/bench_*.c, and bench/torch_*.py with python3-torch (not in test)
+#   make bench-gpt2      only the GPT-2 124M figures (bench_gpt2, torch_gpt2.py)
 #   make run             make data, train char_gpt with the defaults (RUN_ARGS=...), sample
 #   make data            data/tinyshakespeare.txt (copied from ../shared/data or downloaded)
 #   make plot LOG=F.csv  a PNG loss curve of a char_gpt --log file (gnuplot)
@@ -66,8 +67,8 @@ GC_OBJS     := $(GC_SRCS:%.c=$(BUILD)/obj/%.o)
 EXAMPLES    := tour mlp_moons char_gpt char_lstm spiral_classify sort_digits
 
 .SECONDARY:
-.PHONY: all lib examples run data plot test test-run gradcheck bench deps install uninstall \
-	clean check-deps
+.PHONY: all lib examples run data plot test test-run gradcheck bench bench-gpt2 deps install \
+	uninstall clean check-deps
 all: lib examples
 lib: $(BUILD)/libtinytorch.a $(BUILD)/libtinytorch.so
 examples: $(EXAMPLES:%=$(BUILD)/%)
@@ -204,6 +205,10 @@ plot:
 BENCH_SRCS := $(wildcard bench/bench_*.c)
 BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/%)
 BENCH_ARGS_bench_train := train baby; train mid; sample baby
+# GPT-2 124M (bench/bench_gpt2.c, bench/torch_gpt2.py): one process per figure for its peak RSS;
+# `make bench BENCH_GPT2_BATCHES=1` skips the B=2 step, `make bench-gpt2` runs these alone.
+BENCH_GPT2_BATCHES ?= 1 2
+BENCH_ARGS_bench_gpt2 := $(foreach b,$(BENCH_GPT2_BATCHES),train $(b);) sample
 # bench_threads runs bench_train's baby step per thread count and wait policy, with the cores
 # free and with one core busy.
 BENCH_ARGS_bench_threads := $(BUILD)/bench_train
@@ -220,6 +225,24 @@ bench: $(BENCH_BINS)
 	    for c in baby mid; do for t in 1 2; do for p in f32 bf16; do \
 	        env $$sky /usr/bin/python3 bench/torch_ref.py $$c $$t $$p || fail=1; \
 	    done; done; done; \
+	    $(BENCH_TORCH_GPT2) \
+	else echo "bench torch: skipped (no python3-torch; apt-get install python3-torch)"; fi; \
+	test $$fail = 0
+
+# The PyTorch side of bench_gpt2 (inside the recipes above and below, after `sky` is set):
+# 2 threads only, as the C side runs; each figure in f32 and under bf16 autocast.
+BENCH_TORCH_GPT2 = for a in $(foreach b,$(BENCH_GPT2_BATCHES),"train $(b)") sample; do \
+	        for p in f32 bf16; do \
+	            env $$sky /usr/bin/python3 bench/torch_gpt2.py $$a 2 $$p || fail=1; \
+	        done; done;
+
+bench-gpt2: $(BUILD)/bench_gpt2
+	@fail=0; \
+	printf '%s\n' "$(BENCH_ARGS_bench_gpt2)" | tr ';' '\n' | \
+	    while read -r args; do $(BUILD)/bench_gpt2 $$args || exit 1; done || fail=1; \
+	if /usr/bin/python3 -c 'import torch' 2>/dev/null; then \
+	    sky=$$(grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo OPENBLAS_CORETYPE=SkylakeX); \
+	    $(BENCH_TORCH_GPT2) \
 	else echo "bench torch: skipped (no python3-torch; apt-get install python3-torch)"; fi; \
 	test $$fail = 0
 
