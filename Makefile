@@ -229,11 +229,12 @@ bench: $(BENCH_BINS)
 	else echo "bench torch: skipped (no python3-torch; apt-get install python3-torch)"; fi; \
 	test $$fail = 0
 
-# The PyTorch side of bench_gpt2 (inside the recipes above and below, after `sky` is set):
-# 2 threads only, as the C side runs; each figure in f32 and under bf16 autocast.
+# The PyTorch side of bench_gpt2 (inside the recipes above and below, after `sky` is set): each
+# figure in f32 on 1 and 2 threads (OpenBLAS runs its GEMMs on both cores either way) and under
+# bf16 autocast on 2 threads.
 BENCH_TORCH_GPT2 = for a in $(foreach b,$(BENCH_GPT2_BATCHES),"train $(b)") sample; do \
-	        for p in f32 bf16; do \
-	            env $$sky /usr/bin/python3 bench/torch_gpt2.py $$a 2 $$p || fail=1; \
+	        for tp in "1 f32" "2 f32" "2 bf16"; do \
+	            env $$sky /usr/bin/python3 bench/torch_gpt2.py $$a $$tp || fail=1; \
 	        done; done;
 
 bench-gpt2: $(BUILD)/bench_gpt2
