@@ -22,7 +22,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from torch_ref import check_blas  # bench/ is on sys.path when this script runs
+sys.dont_write_bytecode = True  # no bench/__pycache__ left in the tree by the import below
+from torch_ref import check_blas  # noqa: E402 (bench/ is on sys.path when this script runs)
 
 N_LAYER, N_HEAD, N_EMBD, BLOCK, VOCAB = 12, 12, 768, 1024, 50257
 WARMUP_STEPS, TIMED_STEPS, PROMPT, NEW_TOKENS, SAMPLE_RUNS = 1, 5, 16, 128, 3
