@@ -95,7 +95,7 @@ static void write_file(const char *path, const uint8_t *data, size_t n) {
 static void check_failed(const tt_bpe *bpe, tt_status s, const char *file1, const char *file2) {
     static const tt_bpe zero;
     const char *m = tt_last_error();
-    if ((s != TT_ERR_FORMAT && s != TT_ERR_MISMATCH) || !m[0] || strchr(m, '\n') ||
+    if ((s != TT_ERR_FORMAT && s != TT_ERR_MISMATCH) || !m[0] || strpbrk(m, "\n\r") ||
         (!strstr(m, file1) && !(file2 && strstr(m, file2))) || memcmp(bpe, &zero, sizeof zero))
         crash("a failed load: status %s, message '%s', struct %s", tt_status_str(s), m,
               memcmp(bpe, &zero, sizeof zero) ? "not zeroed" : "zeroed");

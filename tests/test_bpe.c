@@ -464,6 +464,7 @@ static void expect_gpt2_error(const char *enc, const char *voc, tt_status want,
     ck_assert_msg(st == want, "status %d, expected %d: %s", st, want, msg);
     ck_assert_msg(strstr(msg, part1) && strstr(msg, part2), "message \"%s\" lacks \"%s\" or "
                   "\"%s\"", msg, part1, part2);
+    ck_assert_msg(!strpbrk(msg, "\n\r"), "message \"%s\" is not one line", msg);
     ck_assert_ptr_null(bpe.s);
     ck_assert_int_eq(bpe.n_vocab, 0);
 }
@@ -480,6 +481,14 @@ START_TEST(test_gpt2_load_errors) {
                       TT_ERR_FORMAT, "line 2: not valid JSON", "run make data");
     expect_gpt2_error(write_tmp(p1, sizeof p1, "list.json", "[1, 2]", 6), VOCAB, TT_ERR_FORMAT,
                       "another JSON value", "run make data");
+    // The file's bytes quoted in a message keep it one line: control bytes print as '?'.
+    // Found by tests/fuzz_bpe.c (regress-json-newline): Jansson quotes the text near the error.
+    expect_gpt2_error(write_tmp(p1, sizeof p1, "nl.json", "{\"\\\n\": 0}", 9), VOCAB,
+                      TT_ERR_FORMAT, "line 2: not valid JSON: invalid escape near '\"\\?'",
+                      "run make data");
+    expect_gpt2_error(ENCODER, write_tmp(p2, sizeof p2, "cr.bpe", "#version: 0.2\n\xc4\xa0\rt "
+                                         "x\n", 21),
+                      TT_ERR_FORMAT, "line 2: expected two tokens", "found \"\xc4\xa0?t x\"");
     // The real vocab.bpe, altered: unknown token, swapped merges, truncated, no header.
     size_t n;
     char *voc = slurp(VOCAB, &n);
