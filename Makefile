@@ -16,8 +16,8 @@
 #   make deps            install what is missing (check, libxxhash-dev, pkg-config, OpenMP,
 #                        clang with its libFuzzer runtime, gnuplot)
 #   make install         PREFIX=/usr/local DESTDIR= : headers, static and shared lib, .pc
-#   make fuzz            libFuzzer + ASan/UBSan over the checkpoint and safetensors loaders
-#                        (clang) for FUZZ_SECONDS=60 each, in build-fuzz/
+#   make fuzz            libFuzzer + ASan/UBSan over the checkpoint, safetensors and BPE vocab
+#                        loaders (clang) for FUZZ_SECONDS=60 each, in build-fuzz/
 # Options: OMP=0 (no OpenMP), SAN=1 (sanitizers), WERROR=1 (warnings are errors; CI),
 #          OPT=... (replaces -O3), ARCH=-march=native (the default binary runs on any x86-64;
 #          SIMD is picked at run time), CC=clang (any C11 compiler with OpenMP).
@@ -128,6 +128,9 @@ $(BUILD)/tests/fuzz_replay: tests/fuzz_checkpoint.c $(BUILD)/libtinytorch.a
 $(BUILD)/tests/fuzz_safetensors_replay: tests/fuzz_safetensors.c $(BUILD)/libtinytorch.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -I. -DTT_FUZZ_REPLAY $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
+$(BUILD)/tests/fuzz_bpe_replay: tests/fuzz_bpe.c $(BUILD)/libtinytorch.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(DEPFLAGS) -I. -DTT_FUZZ_REPLAY $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
 
 # Dependencies first (they decide the Check flags), then every suite runs to the end; the
 # target fails if any failed.
@@ -136,13 +139,14 @@ test:
 	@$(MAKE) --no-print-directory test-run
 
 test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuzz_replay \
-	$(BUILD)/tests/fuzz_safetensors_replay
+	$(BUILD)/tests/fuzz_safetensors_replay $(BUILD)/tests/fuzz_bpe_replay
 	@fail=0; \
 	for t in $(SUITE_BINS) $(BUILD)/tests/gradcheck; do \
 	    echo "== $$t"; $$t || fail=1; \
 	done; \
 	echo "== fuzz corpus replay"; $(BUILD)/tests/fuzz_replay tests/fuzz_corpus/* || fail=1; \
 	$(BUILD)/tests/fuzz_safetensors_replay tests/fuzz_corpus_safetensors/* || fail=1; \
+	$(BUILD)/tests/fuzz_bpe_replay tests/fuzz_corpus_bpe/* || fail=1; \
 	echo "== make fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) (per target)"; \
 	if $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) \
 	        > $(BUILD)/fuzz_test.log 2>&1; then \
@@ -272,16 +276,18 @@ check-deps:
 	@FUZZ_CC=$(FUZZ_CC) sh scripts/deps.sh --quiet
 
 # ---- fuzzing: libFuzzer + ASan + UBSan over the file parsers ----
-# Targets: fuzz_checkpoint (tests/fuzz_checkpoint.c, seeds in tests/fuzz_corpus/) and
+# Targets: fuzz_checkpoint (tests/fuzz_checkpoint.c, seeds in tests/fuzz_corpus/),
 # fuzz_safetensors (tests/fuzz_safetensors.c, seeds in tests/fuzz_corpus_safetensors/, JSON
-# words in tests/fuzz_safetensors.dict), each run for FUZZ_SECONDS in turn.
+# words in tests/fuzz_safetensors.dict) and fuzz_bpe (tests/fuzz_bpe.c: the BPE vocab loaders
+# and encode, seeds in tests/fuzz_corpus_bpe/, words in tests/fuzz_bpe.dict), each run for
+# FUZZ_SECONDS in turn.
 # The library is rebuilt with clang into build-fuzz/ (no OpenMP); new inputs go to
 # build-fuzz/corpus-<target>, crashes to build-fuzz/<target>-crash-*.
 # Replay one input: build-fuzz/fuzz_checkpoint build-fuzz/fuzz_checkpoint-crash-<sha1>
-# make test runs each for TEST_FUZZ_SECONDS (15 s, 30 s in all) after the corpus replays.
+# make test runs each for TEST_FUZZ_SECONDS (10 s, 30 s in all) after the corpus replays.
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
-TEST_FUZZ_SECONDS ?= 15
+TEST_FUZZ_SECONDS ?= 10
 FUZZ_BUILD   := build-fuzz
 FUZZ_FLAGS   := -std=c11 -D_POSIX_C_SOURCE=200809L -O1 -g -fno-math-errno -ffp-contract=off \
 	-fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all \
@@ -292,14 +298,18 @@ FUZZ_OBJS    := $(LIB_SRCS:%.c=$(FUZZ_BUILD)/obj/%.o)
 fuzz:
 	@FUZZ_CC=$(FUZZ_CC) sh scripts/deps.sh --quiet
 	@$(MAKE) --no-print-directory fuzz-build
-	@mkdir -p $(FUZZ_BUILD)/corpus-checkpoint $(FUZZ_BUILD)/corpus-safetensors
+	@mkdir -p $(FUZZ_BUILD)/corpus-checkpoint $(FUZZ_BUILD)/corpus-safetensors \
+	    $(FUZZ_BUILD)/corpus-bpe
 	$(FUZZ_BUILD)/fuzz_checkpoint -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	    -artifact_prefix=$(FUZZ_BUILD)/fuzz_checkpoint- $(FUZZ_BUILD)/corpus-checkpoint \
 	    tests/fuzz_corpus
 	$(FUZZ_BUILD)/fuzz_safetensors -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	    -dict=tests/fuzz_safetensors.dict -artifact_prefix=$(FUZZ_BUILD)/fuzz_safetensors- \
 	    $(FUZZ_BUILD)/corpus-safetensors tests/fuzz_corpus_safetensors
-fuzz-build: $(FUZZ_BUILD)/fuzz_checkpoint $(FUZZ_BUILD)/fuzz_safetensors
+	$(FUZZ_BUILD)/fuzz_bpe -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    -dict=tests/fuzz_bpe.dict -artifact_prefix=$(FUZZ_BUILD)/fuzz_bpe- \
+	    $(FUZZ_BUILD)/corpus-bpe tests/fuzz_corpus_bpe
+fuzz-build: $(FUZZ_BUILD)/fuzz_checkpoint $(FUZZ_BUILD)/fuzz_safetensors $(FUZZ_BUILD)/fuzz_bpe
 
 $(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

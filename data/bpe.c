@@ -604,9 +604,20 @@ tt_status bpe_read_file(const char *path, const char *fix, char **data, size_t *
     return TT_OK;
 }
 
+// Up to 60 bytes of s[0 .. n) for an error message, in buf (64 bytes): control bytes become
+// '?', so the message stays one line whatever the file holds.
+static const char *quote(char buf[64], const char *s, size_t n) {
+    size_t k = 0;
+    for (; k < n && k < 60 && s[k]; k++)
+        buf[k] = (unsigned char)s[k] < 0x20 || s[k] == 0x7f ? '?' : s[k];
+    buf[k] = '\0';
+    return buf;
+}
+
 // encoder.json -> bpe->n_vocab, eot_id, s->tok_off/tok_bytes.
 static tt_status load_encoder(tt_bpe *bpe, const char *path, const int unicode_byte[324]) {
     json_error_t jerr;
+    char q[64];
     json_t *root = json_load_file(path, 0, &jerr);
     if (!root) {
         FILE *f = fopen(path, "rb");
@@ -615,7 +626,7 @@ static tt_status load_encoder(tt_bpe *bpe, const char *path, const int unicode_b
                                 GPT2_FIX);
         fclose(f);
         return tt_set_error(TT_ERR_FORMAT, "%s line %d: not valid JSON: %s (%s)", path,
-                            jerr.line, jerr.text, GPT2_FIX);
+                            jerr.line, quote(q, jerr.text, sizeof jerr.text), GPT2_FIX);
     }
     size_t n = json_is_object(root) ? json_object_size(root) : 0;
     if (n < 257 || n > INT32_MAX / 2) {
@@ -636,8 +647,8 @@ static tt_status load_encoder(tt_bpe *bpe, const char *path, const int unicode_b
     json_object_foreach(root, key, val) {
         json_int_t id = json_is_integer(val) ? json_integer_value(val) : -1;
         if (id < 0 || (size_t)id >= n || off[id + 1]) {
-            st = tt_set_error(TT_ERR_FORMAT, "%s: token \"%.40s\" has %s id (ids must be "
-                              "0 .. %zu, each once) (%s)", path, key,
+            st = tt_set_error(TT_ERR_FORMAT, "%s: token \"%s\" has %s id (ids must be "
+                              "0 .. %zu, each once) (%s)", path, quote(q, key, 40),
                               id < 0 || (size_t)id >= n ? "a missing or out-of-range" :
                               "a repeated", n - 1, GPT2_FIX);
             break;
@@ -667,9 +678,9 @@ static tt_status load_encoder(tt_bpe *bpe, const char *path, const int unicode_b
                 k = gpt2_unmap(unicode_byte, key, klen, s->tok_bytes + off[id]);
             }
             if (k <= 0) {
-                st = tt_set_error(TT_ERR_FORMAT, "%s: token \"%.40s\" (id %d) is not spelled "
-                                  "in GPT-2's byte alphabet (%s)", path, key, (int)id,
-                                  GPT2_FIX);
+                st = tt_set_error(TT_ERR_FORMAT, "%s: token \"%s\" (id %d) is not spelled "
+                                  "in GPT-2's byte alphabet (%s)", path, quote(q, key, 40),
+                                  (int)id, GPT2_FIX);
                 break;
             }
             blen[id] = (uint32_t)k;
@@ -692,7 +703,7 @@ static tt_status load_encoder(tt_bpe *bpe, const char *path, const int unicode_b
 
 // vocab.bpe -> s->merges, checked against the tokens: merge i joins two tokens into id 256 + i.
 static tt_status load_merges(tt_bpe *bpe, const char *path, const int unicode_byte[324]) {
-    char *data;
+    char *data, q[64];
     size_t n;
     tt_status st = bpe_read_file(path, GPT2_FIX, &data, &n);
     if (st != TT_OK) return st;
@@ -726,18 +737,17 @@ static tt_status load_merges(tt_bpe *bpe, const char *path, const int unicode_by
                                       buf + ka) : -1;
         if (ka <= 0 || kb <= 0) {
             st = tt_set_error(TT_ERR_FORMAT, "%s line %d: expected two tokens in GPT-2's byte "
-                              "alphabet separated by one space, found \"%.*s\" (%s)", path,
-                              lineno, (int)(len < 60 ? len : 60), line, GPT2_FIX);
+                              "alphabet separated by one space, found \"%s\" (%s)", path,
+                              lineno, quote(q, line, len), GPT2_FIX);
             break;
         }
         bpe_bytes_slot *a = bpe_bytes_map_get(&s->tokens, buf, (size_t)ka);
         bpe_bytes_slot *b = bpe_bytes_map_get(&s->tokens, buf + ka, (size_t)kb);
         bpe_bytes_slot *ab = bpe_bytes_map_get(&s->tokens, buf, (size_t)(ka + kb));
         if (!a || !b || !ab) {
-            st = tt_set_error(TT_ERR_MISMATCH, "%s line %d: merge \"%.*s\" names a token that "
+            st = tt_set_error(TT_ERR_MISMATCH, "%s line %d: merge \"%s\" names a token that "
                               "is not in the encoder.json (the two files do not belong "
-                              "together; %s)", path, lineno, (int)(len < 60 ? len : 60), line,
-                              GPT2_FIX);
+                              "together; %s)", path, lineno, quote(q, line, len), GPT2_FIX);
             break;
         }
         if ((size_t)count >= cap - 256 || ab->v0 != 256 + count) {

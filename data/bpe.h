@@ -59,8 +59,9 @@ tt_status tt_bpe_load_gpt2(tt_bpe *bpe, const char *encoder_json, const char *vo
 // Learns n_merges merges from text: the text is split by the GPT-2 pre-tokenizer, merges never
 // cross a pre-token; each step merges the most frequent adjacent pair of ids (ties: the
 // smallest first id, then the smallest second id) into id 256 + step, as minbpe's
-// RegexTokenizer. One-byte tokens have id = byte. TT_ERR_ARG when n_merges < 1 or the text
-// has fewer than n_merges possible merges (the message says how many); bpe is left zeroed.
+// RegexTokenizer. One-byte tokens have id = byte. TT_ERR_ARG when n_merges < 1, the text
+// has fewer than n_merges possible merges (the message says how many) or the tokens would
+// come to more than 64 MiB in all (long repeated runs); bpe is left zeroed.
 tt_status tt_bpe_train(tt_bpe *bpe, const char *text, size_t n, int n_merges);
 
 // The vocab file of a trained tokenizer, text, one merge per line:
@@ -72,6 +73,8 @@ tt_status tt_bpe_train(tt_bpe *bpe, const char *text, size_t n, int n_merges);
 // are its vocab), TT_ERR_IO when writing fails.
 tt_status tt_bpe_save(const tt_bpe *bpe, const char *path);
 // Reads that file; TT_ERR_IO / TT_ERR_FORMAT naming the file, the line and the problem.
+// TT_ERR_FORMAT too when the tokens come to more than 64 MiB in all (each merge can double a
+// token's length: a short corrupt file could otherwise ask for gigabytes).
 tt_status tt_bpe_load(tt_bpe *bpe, const char *path);
 
 void tt_bpe_free(tt_bpe *bpe);  // safe on a zeroed struct

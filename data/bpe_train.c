@@ -13,8 +13,13 @@
 
 // ---- the trained tokenizer's tables ----
 
+// The bytes of all tokens together, at most. Each merge can double a token's length, so a
+// 30-line file could otherwise ask for gigabytes; real vocabs are far below (GPT-2: 0.3 MiB).
+enum { TOKEN_BYTES_MAX = 64 << 20 };
+
 // Byte tokens 0..255 (id = byte) and merge i -> id 256 + i, from s->merges; then the maps.
-static tt_status trained_tables(tt_bpe *bpe, const char *what) {
+// Errors have status bad (TT_ERR_ARG from training, TT_ERR_FORMAT from a file) and name what.
+static tt_status trained_tables(tt_bpe *bpe, const char *what, tt_status bad) {
     tt_bpe_state *s = bpe->s;
     int n = 256 + bpe->n_merges;
     bpe->n_vocab = n;
@@ -33,9 +38,11 @@ static tt_status trained_tables(tt_bpe *bpe, const char *what) {
                   (s->tok_off[b + 1] - s->tok_off[b]);
         }
         total += len;
-        if (total > UINT32_MAX / 2)
-            return tt_set_error(TT_ERR_FORMAT, "%s: the tokens are longer than 2 GiB in all; the "
-                                "file is corrupt (train the vocab again)", what);
+        if (total > TOKEN_BYTES_MAX)
+            return tt_set_error(bad, "%s: merge %d makes the tokens longer than %d "
+                                "MiB in all (GPT-2's are 0.3 MiB); a corrupt file, or merges "
+                                "of one long repeated run (train with fewer merges)", what,
+                                id - 256, TOKEN_BYTES_MAX >> 20);
         s->tok_off[id + 1] = (uint32_t)total;
     }
     s->tok_bytes = TT_MALLOC(total + 1);
@@ -235,7 +242,7 @@ tt_status tt_bpe_train(tt_bpe *bpe, const char *text, size_t n, int n_merges) {
                             "asked (use a longer text or fewer merges)", done, n_merges);
     }
     bpe->n_merges = n_merges;
-    st = trained_tables(bpe, "bpe train");
+    st = trained_tables(bpe, "bpe train", TT_ERR_ARG);
     if (st != TT_OK) tt_bpe_free(bpe);
     return st;
 }
@@ -348,7 +355,7 @@ tt_status tt_bpe_load(tt_bpe *bpe, const char *path) {
     tt_free(data);
     if (st == TT_OK) {
         bpe->n_merges = (int)count;
-        st = trained_tables(bpe, path);
+        st = trained_tables(bpe, path, TT_ERR_FORMAT);
     }
     if (st != TT_OK) tt_bpe_free(bpe);
     return st;

@@ -464,6 +464,7 @@ static void expect_gpt2_error(const char *enc, const char *voc, tt_status want,
     ck_assert_msg(st == want, "status %d, expected %d: %s", st, want, msg);
     ck_assert_msg(strstr(msg, part1) && strstr(msg, part2), "message \"%s\" lacks \"%s\" or "
                   "\"%s\"", msg, part1, part2);
+    ck_assert_msg(!strpbrk(msg, "\n\r"), "message \"%s\" is not one line", msg);
     ck_assert_ptr_null(bpe.s);
     ck_assert_int_eq(bpe.n_vocab, 0);
 }
@@ -480,6 +481,14 @@ START_TEST(test_gpt2_load_errors) {
                       TT_ERR_FORMAT, "line 2: not valid JSON", "run make data");
     expect_gpt2_error(write_tmp(p1, sizeof p1, "list.json", "[1, 2]", 6), VOCAB, TT_ERR_FORMAT,
                       "another JSON value", "run make data");
+    // The file's bytes quoted in a message keep it one line: control bytes print as '?'.
+    // Found by tests/fuzz_bpe.c (regress-json-newline): Jansson quotes the text near the error.
+    expect_gpt2_error(write_tmp(p1, sizeof p1, "nl.json", "{\"\\\n\": 0}", 9), VOCAB,
+                      TT_ERR_FORMAT, "line 2: not valid JSON: invalid escape near '\"\\?'",
+                      "run make data");
+    expect_gpt2_error(ENCODER, write_tmp(p2, sizeof p2, "cr.bpe", "#version: 0.2\n\xc4\xa0\rt "
+                                         "x\n", 21),
+                      TT_ERR_FORMAT, "line 2: expected two tokens", "found \"\xc4\xa0?t x\"");
     // The real vocab.bpe, altered: unknown token, swapped merges, truncated, no header.
     size_t n;
     char *voc = slurp(VOCAB, &n);
@@ -565,6 +574,46 @@ START_TEST(test_vocab_file_errors) {
     ck_assert_int_eq(tt_bpe_load(&bpe, path), TT_OK);
     check_encode(&bpe, "abc ab", 6, TT_BPE_ORDINARY, (const int32_t[]){257, ' ', 256}, 3,
                  __LINE__);
+    tt_bpe_free(&bpe);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+// Merge i joins token 255 + i with itself: each doubles the last token's length, so K lines
+// ask for 2^(K+1) + 254 token bytes. Found by tests/fuzz_bpe.c (regress-token-bytes): 28 merges
+// took 2 GiB of memory before the loader refused them.
+static char *doubling_vocab(int K) {
+    char *text = TT_MALLOC(64 + 16 * (size_t)K), *p = text;
+    p += sprintf(p, "tinytorch-bpe 1\nmerges %d\n97 97\n", K);
+    for (int i = 1; i < K; i++) p += sprintf(p, "%d %d\n", 255 + i, 255 + i);
+    return text;
+}
+
+START_TEST(test_vocab_file_token_bytes) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/tt_test_bpe_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    // 25 merges: 64 MiB + 254 bytes, one merge too many; 28 and 30: what the old 2 GiB
+    // bound let by and what it stopped. All stop at merge 24.
+    for (int K = 25; K <= 30; K += K == 25 ? 3 : 2) {
+        char *text = doubling_vocab(K);
+        expect_vocab_error(text, TT_ERR_FORMAT, "merge 24 makes the tokens longer than 64 MiB");
+        tt_free(text);
+    }
+    // 20 merges: 2 MiB, loads; the longest token is 2^20 'a's and encodes as itself.
+    char *text = doubling_vocab(20), path[128];
+    write_tmp(path, sizeof path, "ok.bpe", text, strlen(text));
+    tt_free(text);
+    tt_bpe bpe;
+    ck_assert_msg(tt_bpe_load(&bpe, path) == TT_OK, "%s", tt_last_error());
+    size_t len, n;
+    const unsigned char *t = tt_bpe_token(&bpe, 256 + 19, &len);
+    ck_assert_uint_eq(len, (size_t)1 << 20);
+    int32_t *ids = tt_bpe_encode(&bpe, (const char *)t, len, TT_BPE_ORDINARY, &n);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(ids[0], 256 + 19);
+    tt_free(ids);
     tt_bpe_free(&bpe);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
@@ -735,6 +784,7 @@ int main(void) {
     tcase_add_test(t, test_train_save_load);
     tcase_add_test(t, test_train_errors);
     tcase_add_test(t, test_vocab_file_errors);
+    tcase_add_test(t, test_vocab_file_token_bytes);
     tcase_add_test(t, test_corrupt_files);
     suite_add_tcase(s, t);
 
