@@ -253,34 +253,27 @@ static const char VOCAB_MAGIC[] = "tinytorch-bpe";
 enum { VOCAB_VERSION = 1 };
 static const char VOCAB_FIX[] = "train it again with tt_bpe_train and save it";
 
+// The vocab file's text, for tt__write_atomic: the magic and version, the count, a line a merge.
+static bool write_vocab(int fd, void *ctx) {
+    const tt_bpe *bpe = ctx;
+    char line[64];
+    int n = snprintf(line, sizeof line, "%s %d\nmerges %d\n", VOCAB_MAGIC, VOCAB_VERSION,
+                     bpe->n_merges);
+    bool ok = tt__write_all(fd, line, (size_t)n);
+    for (int i = 0; ok && i < bpe->n_merges; i++) {
+        n = snprintf(line, sizeof line, "%d %d\n", bpe->s->merges[2 * i],
+                     bpe->s->merges[2 * i + 1]);
+        ok = tt__write_all(fd, line, (size_t)n);
+    }
+    return ok;
+}
+
 tt_status tt_bpe_save(const tt_bpe *bpe, const char *path) {
     TT_CHECK(bpe->s, "the tokenizer is not loaded (call tt_bpe_load or tt_bpe_train first)");
     if (bpe->tiktoken)
         return tt_set_error(TT_ERR_ARG, "tt_bpe_save: GPT-2's tokenizer is saved as its own "
                             "encoder.json and vocab.bpe; only a trained vocab is written here");
-    size_t plen = strlen(path);
-    char *tmp = TT_MALLOC(plen + 16);
-    snprintf(tmp, plen + 16, "%s.tmp%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        tt_status st = tt_set_error(TT_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
-        tt_free(tmp);
-        return st;
-    }
-    fprintf(f, "%s %d\nmerges %d\n", VOCAB_MAGIC, VOCAB_VERSION, bpe->n_merges);
-    for (int i = 0; i < bpe->n_merges; i++)
-        fprintf(f, "%d %d\n", bpe->s->merges[2 * i], bpe->s->merges[2 * i + 1]);
-    bool bad = ferror(f) != 0;
-    bad |= fflush(f) != 0 || fsync(fileno(f)) != 0;
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        tt_status st = tt_set_error(TT_ERR_IO, "%s: write failed: %s", path, strerror(errno));
-        remove(tmp);
-        tt_free(tmp);
-        return st;
-    }
-    tt_free(tmp);
-    return TT_OK;
+    return tt__write_atomic(path, "BPE vocabulary", write_vocab, (void *)bpe);
 }
 
 // Parses a non-negative decimal int at *p (at most max); advances *p past it.

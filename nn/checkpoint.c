@@ -315,51 +315,26 @@ static void buf_str(bytebuf *b, const char *s) {
 
 static size_t align_up(size_t x) { return (x + CKPT_ALIGN - 1) / CKPT_ALIGN * CKPT_ALIGN; }
 
-static bool write_all(int fd, const void *data, size_t n) {
-    const unsigned char *p = data;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            if (w == 0) errno = EIO;
-            return false;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
+// The bytes of a checkpoint after its header, for tt__write_atomic: each tensor at its
+// aligned offset.
+typedef struct ckpt_body {
+    const bytebuf *h;
+    int nt;
+    const unsigned char *const *blob;
+    const size_t *blob_n;
+} ckpt_body;
 
-// The directory part of path ("." when it has none) into buf.
-static void dir_of(const char *path, char *buf, size_t cap) {
-    const char *slash = strrchr(path, '/');
-    if (!slash) snprintf(buf, cap, ".");
-    else if (slash == path) snprintf(buf, cap, "/");
-    else snprintf(buf, cap, "%.*s", (int)(slash - path), path);
-}
-
-// Removes the temp files "<name>.tmp.<pid>" next to path that savers killed mid-write left
-// behind: those whose process no longer exists (so never a live saver's on this machine).
-static void remove_stale_temps(const char *path, const char *dir) {
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
-    size_t nb = strlen(base);
-    DIR *d = opendir(dir);
-    if (!d) return;
-    for (struct dirent *e; (e = readdir(d));) {
-        const char *n = e->d_name;
-        if (strncmp(n, base, nb) != 0 || strncmp(n + nb, ".tmp.", 5) != 0) continue;
-        const char *digits = n + nb + 5;
-        char *end;
-        errno = 0;
-        long pid = strtol(digits, &end, 10);
-        if (!*digits || *end || errno || pid <= 0 || pid == (long)getpid() || pid > 1L << 30)
-            continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to know
-        char full[4400];
-        if (snprintf(full, sizeof full, "%s/%s", dir, n) < (int)sizeof full) unlink(full);
+static bool write_ckpt(int fd, void *ctx) {
+    const ckpt_body *b = ctx;
+    static const unsigned char zeros[CKPT_ALIGN] = {0};
+    bool ok = tt__write_all(fd, b->h->p, b->h->n);
+    size_t pos = b->h->n;
+    for (int i = 0; ok && i < b->nt; i++) {
+        size_t pad = align_up(pos) - pos;
+        ok = tt__write_all(fd, zeros, pad) && tt__write_all(fd, b->blob[i], b->blob_n[i]);
+        pos += pad + b->blob_n[i];
     }
-    closedir(d);
+    return ok;
 }
 
 tt_status tt_ckpt_save(const tt_checkpoint *c, const char *path) {
@@ -418,64 +393,14 @@ tt_status tt_ckpt_save(const tt_checkpoint *c, const char *path) {
     buf_le(&h, XXH3_64bits(h.p, h.n), 8);
 
     // Write a temp file next to the target, then rename it over the target.
-    size_t plen = strlen(path) + 32;
-    char *tmp = TT_MALLOC(plen);
-    snprintf(tmp, plen, "%s.tmp.%ld", path, (long)getpid());
-    static const unsigned char zeros[CKPT_ALIGN] = {0};
-    const char *step = "create";
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644), err = 0;
-    bool ok = fd >= 0;
-    if (ok) {
-        step = "write";
-        ok = write_all(fd, h.p, h.n);
-        pos = h.n;
-        for (int i = 0; ok && i < nt; i++) {
-            size_t pad = align_up(pos) - pos;
-            ok = write_all(fd, zeros, pad) && write_all(fd, blob[i], blob_n[i]);
-            pos += pad + blob_n[i];
-        }
-        if (ok) {
-            step = "fsync";
-            ok = fsync(fd) == 0;
-        }
-        if (!ok) err = errno;
-        if (close(fd) != 0 && ok) {
-            step = "close";
-            ok = false;
-            err = errno;
-        }
-        if (ok) {
-            step = "rename";
-            ok = rename(tmp, path) == 0;
-            if (!ok) err = errno;
-        }
-        if (!ok) unlink(tmp);
-    } else {
-        err = errno;
-    }
-    tt_status s = TT_OK;
-    if (!ok) {
-        s = tt_set_error(TT_ERR_IO, "cannot save checkpoint '%s' (%s of '%s' failed): %s; the "
-                         "previous file is unchanged", path, step, tmp, strerror(err));
-    } else {
-        // Make the rename itself durable. Some filesystems cannot fsync a directory (EINVAL).
-        char dir[4096];
-        dir_of(path, dir, sizeof dir);
-        int dfd = open(dir, O_RDONLY);
-        if (dfd < 0 || (fsync(dfd) != 0 && errno != EINVAL && errno != EROFS)) {
-            s = tt_set_error(TT_ERR_IO, "saved checkpoint '%s' but could not sync its "
-                             "directory '%s': %s", path, dir, strerror(errno));
-        }
-        if (dfd >= 0) close(dfd);
-        remove_stale_temps(path, dir);
-    }
+    ckpt_body body = {&h, nt, blob, blob_n};
+    tt_status s = tt__write_atomic(path, "checkpoint", write_ckpt, &body);
     for (int i = 0; i < nt; i++) tt_free(owned[i]);
     tt_free(owned);
     tt_free(blob);
     tt_free(blob_n);
     tt_free(entry_at);
     tt_free(h.p);
-    tt_free(tmp);
     return s;
 }
 

@@ -688,19 +688,29 @@ static unsigned char *encode(const tt_tensor *t, tt_st_dtype dtype, size_t *nbyt
     return out;
 }
 
-static bool write_all(int fd, const void *data, size_t n) {
-    const unsigned char *p = data;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            if (w == 0) errno = EIO;
-            return false;
-        }
-        p += w;
-        n -= (size_t)w;
+// The bytes of a safetensors file, for tt__write_atomic: the header length, the header, then
+// each tensor encoded in its file dtype.
+typedef struct st_body {
+    const char *header;
+    size_t hlen;
+    const save_item *items;
+    int n;
+} st_body;
+
+static bool write_st(int fd, void *ctx) {
+    const st_body *b = ctx;
+    unsigned char len8[8];
+    put_le(len8, b->hlen, 8);
+    bool ok = tt__write_all(fd, len8, 8) && tt__write_all(fd, b->header, b->hlen);
+    for (int i = 0; ok && i < b->n; i++) {
+        size_t nb;
+        unsigned char *bytes = encode(b->items[i].t, b->items[i].dtype, &nb);
+        ok = tt__write_all(fd, bytes, nb);
+        int err = errno;
+        tt_free(bytes);
+        errno = err;
     }
-    return true;
+    return ok;
 }
 
 // The JSON header (compact, padded with spaces to a multiple of 8) for items laid out in
@@ -791,60 +801,8 @@ tt_status tt_safetensors_save(const char *path, const tt_params *p, const char *
     char *header = build_header(items, n, nbytes, metadata, &hlen);
 
     // A temp file next to the target, then rename over it.
-    size_t plen = strlen(path) + 32;
-    char *tmp = TT_MALLOC(plen);
-    snprintf(tmp, plen, "%s.tmp.%ld", path, (long)getpid());
-    const char *step = "create";
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644), err = 0;
-    bool ok = fd >= 0;
-    if (ok) {
-        step = "write";
-        unsigned char len8[8];
-        put_le(len8, hlen, 8);
-        ok = write_all(fd, len8, 8) && write_all(fd, header, hlen);
-        for (int i = 0; ok && i < n; i++) {
-            size_t nb;
-            unsigned char *bytes = encode(items[i].t, items[i].dtype, &nb);
-            ok = write_all(fd, bytes, nb);
-            tt_free(bytes);
-        }
-        if (ok) {
-            step = "fsync";
-            ok = fsync(fd) == 0;
-        }
-        if (!ok) err = errno;
-        if (close(fd) != 0 && ok) {
-            step = "close";
-            ok = false;
-            err = errno;
-        }
-        if (ok) {
-            step = "rename";
-            ok = rename(tmp, path) == 0;
-            if (!ok) err = errno;
-        }
-        if (!ok) unlink(tmp);
-    } else {
-        err = errno;
-    }
-    tt_status s = TT_OK;
-    if (!ok) {
-        s = tt_set_error(TT_ERR_IO, "cannot save safetensors '%s' (%s of '%s' failed): %s; the "
-                         "previous file is unchanged", path, step, tmp, strerror(err));
-    } else {
-        // Make the rename durable. Some filesystems cannot fsync a directory (EINVAL).
-        char dir[4096];
-        const char *slash = strrchr(path, '/');
-        if (!slash) snprintf(dir, sizeof dir, ".");
-        else if (slash == path) snprintf(dir, sizeof dir, "/");
-        else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-        int dfd = open(dir, O_RDONLY);
-        if (dfd < 0 || (fsync(dfd) != 0 && errno != EINVAL && errno != EROFS))
-            s = tt_set_error(TT_ERR_IO, "saved safetensors '%s' but could not sync its "
-                             "directory '%s': %s", path, dir, strerror(errno));
-        if (dfd >= 0) close(dfd);
-    }
-    tt_free(tmp);
+    st_body body = {header, hlen, items, n};
+    tt_status s = tt__write_atomic(path, "safetensors", write_st, &body);
     tt_free(header);
     tt_free(nbytes);
     tt_free(items);

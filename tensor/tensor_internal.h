@@ -95,6 +95,16 @@ bool tt__iter_next(tt__iter *it);
 #define TT_CLONES
 #endif
 
+// ---- crash-safe file writing (file.c) ----
+// write(2) until all n bytes are written (EINTR retried); false with errno set otherwise.
+bool tt__write_all(int fd, const void *data, size_t n);
+// Writes path through "<path>.tmp.<pid>": fill(fd, ctx) writes the bytes (returning false with
+// errno set on failure), then fsync, rename over path, fsync of the directory, and removal of
+// temp files that dead savers left next to path. TT_OK, or TT_ERR_IO with one line naming what
+// ("checkpoint", "safetensors", ...), the step that failed and why; the old file is unchanged.
+tt_status tt__write_atomic(const char *path, const char *what, bool (*fill)(int fd, void *ctx),
+                           void *ctx);
+
 // ---- typed element access on raw storage (strided fallbacks) ----
 // TT_BOOL is one byte holding 0 or 1; storing any nonzero value (NaN too) stores 1.
 static inline double tt__load(const void *base, tt_dtype dt, int64_t i) {

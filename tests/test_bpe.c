@@ -438,6 +438,9 @@ START_TEST(test_train_errors) {
     tt_bpe_free(&gpt2);
     ck_assert_int_eq(tt_bpe_train(&bpe, "ab ab", 5, 1), TT_OK);
     ck_assert_int_eq(tt_bpe_save(&bpe, "/nonexistent-dir/x.bpe"), TT_ERR_IO);
+    ck_assert_msg(strstr(tt_last_error(), "cannot save BPE vocabulary '/nonexistent-dir/x.bpe' "
+                         "(create of") && strstr(tt_last_error(), "previous file is unchanged"),
+                  "%s", tt_last_error());
     tt_bpe_free(&bpe);
 }
 END_TEST
