@@ -34,7 +34,7 @@ OPT     ?= -O3
 WARN    := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS  := -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) -g -fno-math-errno -ffp-contract=off -fPIC \
            $(ARCH) $(WARN)
-LDLIBS  := -lxxhash -ljansson -lpcre2-8 -lm
+LDLIBS  := -lxxhash -ljansson -lpcre2-8 -lz -lm
 BUILD   := build
 
 ifeq ($(OMP),1)
@@ -316,7 +316,7 @@ $(FUZZ_BUILD)/obj/%.o: %.c
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(DEPFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz_%.c $(FUZZ_OBJS)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -I. $^ -o $@ -lxxhash -ljansson -lpcre2-8 -lm
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -I. $^ -o $@ -lxxhash -ljansson -lpcre2-8 -lz -lm
 
 # ---- install ----
 # Headers, libtinytorch.a, libtinytorch.so.$(VERSION) with its .so.0 and .so links, and
