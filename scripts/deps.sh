@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs what tinytorch.c needs to build and test, if it is missing:
 # Check (unit tests), xxHash (checksums), Jansson (JSON: safetensors headers, GPT-2's
-# encoder.json), PCRE2 (GPT-2's Unicode pre-tokenizer pattern), pkg-config, gcc's OpenMP
+# encoder.json), PCRE2 (GPT-2's Unicode pre-tokenizer pattern), zlib (gzip IDX files),
+# Fashion-MNIST (Debian's dataset-fashion-mnist: tests/test_idx.c), pkg-config, gcc's OpenMP
 # runtime, and clang with its libFuzzer runtime (make fuzz, which make test runs for 30 s);
 # and, for `make plot` only, gnuplot (without --quiet: `make test` does not need it).
 # With apt-get and root it installs them; otherwise it prints the exact command to run.
@@ -22,6 +23,12 @@ fi
 have_header xxhash.h || missing="$missing libxxhash-dev"
 have_header jansson.h || missing="$missing libjansson-dev"
 have_header pcre2.h -DPCRE2_CODE_UNIT_WIDTH=8 || missing="$missing libpcre2-dev"
+have_header zlib.h || missing="$missing zlib1g-dev"
+fmnist=/usr/share/datasets/fashion-mnist  # TT_FASHION_MNIST_DIR of data/idx.h
+for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte \
+         t10k-labels-idx1-ubyte; do
+    [ -f "$fmnist/$f.gz" ] || { missing="$missing dataset-fashion-mnist"; break; }
+done
 printf '#include <omp.h>\nint main(void){return omp_get_max_threads() < 1;}\n' |
     ${CC:-cc} -fopenmp -x c - -o /dev/null >/dev/null 2>&1 || missing="$missing libgomp1"
 # clang and its libFuzzer + sanitizer runtime (Debian ships it as libclang-rt-<major>-dev, a
@@ -52,7 +59,7 @@ fi
 if [ -z "$missing" ]; then
     [ $quiet = 1 ] ||
         echo "deps: everything is installed (check, libxxhash-dev, libjansson-dev, libpcre2-dev," \
-             "pkg-config, OpenMP, clang with libFuzzer, gnuplot)"
+             "zlib1g-dev, dataset-fashion-mnist, pkg-config, OpenMP, clang with libFuzzer, gnuplot)"
     exit 0
 fi
 
