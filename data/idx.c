@@ -13,7 +13,8 @@
 
 #define TT_IDX_U8 0x08
 
-// Reads exactly n bytes, or fewer at the end of the stream; -1 on a zlib error.
+// Reads exactly n bytes, or fewer at the end of the stream; -1 on a zlib error, including a
+// gzip stream that ends early (gzread returns its bytes then and only gzerror tells).
 static int64_t idx_read(gzFile f, unsigned char *buf, size_t n) {
     size_t got = 0;
     while (got < n) {
@@ -23,7 +24,9 @@ static int64_t idx_read(gzFile f, unsigned char *buf, size_t n) {
         if (r == 0) break;
         got += (size_t)r;
     }
-    return (int64_t)got;
+    int code = Z_OK;
+    gzerror(f, &code);
+    return code == Z_OK ? (int64_t)got : -1;
 }
 
 static const char *idx_zerr(gzFile f) {
