@@ -90,8 +90,8 @@ tt_status tt_idx_load(const char *path, tt_tensor **out) {
     *out = NULL;
     struct stat st;
     if (stat(path, &st) != 0)
-        return tt_set_error(TT_ERR_IO, "tt_idx_load: cannot open '%s': %s", path,
-                            strerror(errno));
+        return tt_set_error(TT_ERR_IO, "tt_idx_load: cannot open '%s': %s; check the path",
+                            path, strerror(errno));
     if (S_ISDIR(st.st_mode))
         return tt_set_error(TT_ERR_IO, "tt_idx_load: '%s' is a directory; pass an IDX file",
                             path);
@@ -203,10 +203,10 @@ static tt_status fmnist_file(const char *dir, const char *name, tt_tensor **out)
     if (stat(path, &st) != 0) {
         strcat(path, ".gz");
         if (stat(path, &st) != 0)
-            return tt_set_error(TT_ERR_IO, "tt_fashion_mnist_load: no '%s/%s' nor '%s.gz': "
+            return tt_set_error(TT_ERR_IO, "tt_fashion_mnist_load: no '%s/%s' (nor .gz): "
                                 "install Debian's dataset-fashion-mnist (make deps, or "
                                 "apt-get install dataset-fashion-mnist) or pass the directory "
-                                "holding the four IDX files", dir, name, name);
+                                "holding the four IDX files", dir, name);
     }
     return tt_idx_load(path, out);
 }
