@@ -7,8 +7,10 @@
 // autograd/autograd.h  differentiable ops, backward, gradcheck
 // nn/nn.h              modules, parameter lists, init schemes, losses
 // nn/checkpoint.h      checkpoint files: named tensors + metadata, checksummed, atomic writes
+// nn/safetensors.h     Hugging Face safetensors files: read, validate, write
 // data/data.h          char tokenizer, text dataset, batch sampler
 // data/bpe.h           byte-level BPE: GPT-2's tokenizer (tiktoken-exact), BPE training
+// data/idx.h           IDX files (MNIST family, plain or gzip), Fashion-MNIST
 //
 // Models are not part of the framework's umbrella: a program that uses one includes its header,
 // e.g. #include "models/gpt/gpt.h" (the GPT: config, forward, loss, generation, KV cache).
@@ -23,5 +25,6 @@
 #include "nn/safetensors.h"
 #include "data/data.h"
 #include "data/bpe.h"
+#include "data/idx.h"
 
 #endif  // TINYTORCH_H
