@@ -41,8 +41,7 @@ static tt_tensor *distinct_input(int ndim, const int64_t *shape) {
     tt_tensor *x = tt_empty(TT_F64, ndim, shape);
     int64_t n = tt_numel(x);
     tt_tensor *perm = tt_randperm(gc_rng(), n);
-    for (int64_t i = 0; i < n; i++) tt_set_at(x, i, 0.1 * tt_item(tt_slice(perm, 0, i, i + 1,
-                                                                              1)));
+    for (int64_t i = 0; i < n; i++) tt_set_at(x, i, 0.1 * tt_at(perm, i));
     return tt_set_requires_grad(x, true);
 }
 
