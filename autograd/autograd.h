@@ -359,6 +359,33 @@ void tt_max_dim(tt_tensor *x, int dim, bool keepdim, tt_tensor **values, tt_tens
 void tt_min_dim(tt_tensor *x, int dim, bool keepdim, tt_tensor **values, tt_tensor **indices);
 
 
+// ---- pooling and batch norm (issue 13, part pool; autograd/ops_pool.c) ----
+// x is NCHW (N, C, H, W) or (C, H, W), float, no zero-sized dim; the result keeps the leading
+// dims. kernel, stride and padding are {H, W} pairs; stride NULL means the kernel, padding
+// NULL means 0; 2 padding <= kernel (as PyTorch). No ceil_mode, no dilation.
+// Max over -inf padding; ties go to the first maximum in row-major order, a NaN propagates.
+// *indices_out (may be NULL): TT_I64, the output's shape, each the flat h W + w of its
+// maximum within its (H, W) plane, as return_indices=True gives them. The gradient goes to
+// that element.
+tt_tensor *tt_max_pool2d(tt_tensor *x, const int64_t kernel[2], const int64_t stride[2],
+                         const int64_t padding[2], tt_tensor **indices_out);
+// The window's mean; count_include_pad: divide by the window's size including the zero
+// padding (PyTorch's default true), else by the count of input elements in it.
+tt_tensor *tt_avg_pool2d(tt_tensor *x, const int64_t kernel[2], const int64_t stride[2],
+                         const int64_t padding[2], bool count_include_pad);
+// Output (out_h, out_w); output row i averages input rows [floor(i H / out_h),
+// ceil((i + 1) H / out_h)), likewise the columns, as torch's adaptive_avg_pool2d.
+tt_tensor *tt_adaptive_avg_pool2d(tt_tensor *x, int64_t out_h, int64_t out_w);
+// F.batch_norm over x (N, C, ...): y = (x - mean) rsqrt(var + eps) weight + bias per channel;
+// running_mean, running_var, weight, bias are (C,) or NULL. training: mean and biased
+// variance of the batch over every dim but 1 (more than one value per channel), and the
+// running stats, when given, updated in place (not recorded) as r = (1 - momentum) r +
+// momentum s with s the mean and the UNBIASED variance. Eval: the running stats (required).
+// A composition of ops: gradients flow to x, weight and bias (and through the batch stats).
+tt_tensor *tt_batch_norm(tt_tensor *x, tt_tensor *running_mean, tt_tensor *running_var,
+                         tt_tensor *weight, tt_tensor *bias, bool training, double momentum,
+                         double eps);
+
 // ---- gradcheck ----
 
 typedef struct tt_gradcheck_opts {
