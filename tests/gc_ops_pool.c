@@ -1,8 +1,9 @@
 // Gradcheck cases of the pooling ops (autograd/ops_pool.c) and of batch_norm (a composition,
 // checked as a module case): odd sizes, stride != kernel (overlapping and gapped windows),
 // padding, (C, H, W) input, a transposed x; max pooling over distinct values (a perturbation
-// never moves the maximum) and over a tie across overlapping windows, both
-// count_include_pad modes, adaptive sizes that do not divide the input.
+// never moves the maximum), one element the maximum of four overlapping windows (ties of
+// equal values cannot be finite-differenced: tests/test_ops_pool.c checks them against
+// PyTorch), both count_include_pad modes, adaptive sizes that do not divide the input.
 #include "gc_util.h"
 
 typedef struct pool_args {
