@@ -14,6 +14,8 @@ static const gc_case *const families[] = {
     gc_cases_math,
     gc_cases_layout,
     gc_cases_index,
+    // ---- convolutions (issue 13, conv part) ----
+    gc_cases_conv,
 };
 #define NFAMILIES (int)(sizeof families / sizeof families[0])
 
