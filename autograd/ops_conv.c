@@ -106,11 +106,11 @@ tt_tensor *tt_conv2d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias, const int
     for (int d = 0; d < 2; d++) {
         int64_t in = x->shape[2 + d] + 2 * c.padding[d];
         int64_t span = c.dilation[d] * (weight->shape[2 + d] - 1) + 1;
-        CONV_CHECK(weight->shape[2 + d] >= 1 && span <= in,
-                   "kernel %s (dilated extent %lld along %s) is larger than the padded input "
-                   "(%lld) of x %s; pad more or use a smaller kernel",
-                   tt__shape(weight), (long long)span, d == 0 ? "H" : "W", (long long)in,
-                   tt__shape(x));
+        CONV_CHECK(
+            weight->shape[2 + d] >= 1 && span <= in,
+            "weight %s (kernel extent %lld along %s, dilated) is larger than the padded input "
+            "(%lld) of x %s; pad more or use a smaller kernel",
+            tt__shape(weight), (long long)span, d == 0 ? "H" : "W", (long long)in, tt__shape(x));
     }
     int64_t COG = CO / G, L = g.OH * g.OW, K = g.C * g.KH * g.KW, HW = g.H * g.W;
     size_t es = tt_dtype_size(x->dtype);

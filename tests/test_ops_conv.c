@@ -1,0 +1,175 @@
+// Check suite of tt_conv2d and tt_conv1d (autograd/ops_conv.c): forward values and the
+// gradients of sum(y * g) against PyTorch 1.13 (tests/reference/conv_values.h, written by
+// tests/reference/conv_values.py) in f64 and f32, a hand-computed case, no recording in
+// no-grad mode, and the aborts on misuse. Gradients against finite differences:
+// tests/gc_ops_conv.c.
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "test_util.h"
+#include "reference/conv_values.h"
+
+#define N_REFS (int)(sizeof conv_refs / sizeof conv_refs[0])
+
+// ---- helpers ----
+
+static tt_tensor *ref_tensor(tt_dtype dt, int ndim, const int64_t *shape, const double *v) {
+    return tt_to_dtype(tt_from_data(TT_F64, ndim, shape, v), dt);
+}
+
+static int64_t numel(int ndim, const int64_t *shape) {
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= shape[d];
+    return n;
+}
+
+static void check_ref(const conv_ref *c, tt_dtype dt, double tol) {
+    int nd = c->dims + 2;
+    tt_tensor *x = tt_set_requires_grad(ref_tensor(dt, nd, c->x_shape, c->x), true);
+    tt_tensor *w = tt_set_requires_grad(ref_tensor(dt, nd, c->w_shape, c->w), true);
+    tt_tensor *b = c->bias ? tt_set_requires_grad(ref_tensor(dt, 1, c->w_shape, c->b), true) : NULL;
+    tt_tensor *y = c->dims == 2
+                       ? tt_conv2d(x, w, b, c->stride, c->padding, c->dilation, c->groups)
+                       : tt_conv1d(x, w, b, c->stride[1], c->padding[1], c->dilation[1], c->groups);
+    ck_assert_int_eq(y->ndim, nd);
+    for (int d = 0; d < nd; d++) ck_assert_int_eq(y->shape[d], c->y_shape[d]);
+    tt_assert_values(y, c->y, numel(nd, c->y_shape), tol, tol, __FILE__, __LINE__);
+    tt_tensor *g = ref_tensor(dt, nd, c->y_shape, c->g);
+    tt_backward(tt_sum(tt_mul(y, g), 0, NULL, false));
+    tt_assert_values(tt_grad(x), c->dx, numel(nd, c->x_shape), tol, tol, __FILE__, __LINE__);
+    tt_assert_values(tt_grad(w), c->dw, numel(nd, c->w_shape), tol, tol, __FILE__, __LINE__);
+    if (b) tt_assert_values(tt_grad(b), c->db, c->w_shape[0], tol, tol, __FILE__, __LINE__);
+}
+
+// ---- values ----
+
+START_TEST(test_refs_f64) {
+    tt_scope_begin();
+    check_ref(&conv_refs[_i], TT_F64, 1e-12);
+    tt_scope_end();
+}
+END_TEST
+
+START_TEST(test_refs_f32) {
+    tt_scope_begin();
+    check_ref(&conv_refs[_i], TT_F32, 2e-5);
+    tt_scope_end();
+}
+END_TEST
+
+// x = 1..9 as (1, 1, 3, 3), w = [[1, 0], [0, -1]], bias 10: y[i, j] = x[i, j] - x[i+1, j+1]
+// + 10 = 6 everywhere; with padding 1 the border reads zeros: y (4, 4) worked out by hand.
+START_TEST(test_hand) {
+    tt_scope_begin();
+    tt_tensor *x = tt_test_tensor(TT_F64, TT_SHAPE(1, 1, 3, 3), 1, 2, 3, 4, 5, 6, 7, 8, 9);
+    tt_tensor *w = tt_test_tensor(TT_F64, TT_SHAPE(1, 1, 2, 2), 1, 0, 0, -1);
+    tt_tensor *b = tt_test_tensor(TT_F64, TT_SHAPE(1), 10);
+    ck_assert_values(tt_conv2d(x, w, b, NULL, NULL, NULL, 1), 0, 0, 6, 6, 6, 6);
+    ck_assert_values(tt_conv2d(x, w, b, NULL, (int64_t[]){1, 1}, NULL, 1), 0, 0, 9, 8, 7, 10, 6, 6,
+                     6, 13, 3, 6, 6, 16, 10, 17, 18, 19);
+    tt_scope_end();
+}
+END_TEST
+
+START_TEST(test_no_grad) {
+    tt_scope_begin();
+    tt_tensor *x = tt_set_requires_grad(tt_ones(TT_F32, TT_SHAPE(1, 2, 3, 3)), true);
+    tt_tensor *w = tt_set_requires_grad(tt_ones(TT_F32, TT_SHAPE(2, 2, 2, 2)), true);
+    bool prev = tt_set_grad_enabled(false);
+    tt_tensor *y = tt_conv2d(x, w, NULL, NULL, NULL, NULL, 1);
+    tt_set_grad_enabled(prev);
+    ck_assert(!y->requires_grad);
+    ck_assert_values(y, 0, 0, 8, 8, 8, 8, 8, 8, 8, 8);
+    tt_scope_end();
+}
+END_TEST
+
+// ---- aborts_conv ----
+
+START_TEST(test_abort_channels) {
+    tt_expect_abort("x (1, 3, 4, 4) has 3 channels but weight (2, 2, 3, 3) expects C_in = 2");
+    tt_conv2d(tt_zeros(TT_F32, TT_SHAPE(1, 3, 4, 4)), tt_zeros(TT_F32, TT_SHAPE(2, 2, 3, 3)), NULL,
+              NULL, NULL, NULL, 1);
+}
+END_TEST
+
+START_TEST(test_abort_kernel_too_large) {
+    tt_expect_abort("is larger than the padded input (4) of x (1, 1, 2, 3)");
+    tt_conv2d(tt_zeros(TT_F32, TT_SHAPE(1, 1, 2, 3)), tt_zeros(TT_F32, TT_SHAPE(1, 1, 5, 1)), NULL,
+              NULL, (int64_t[]){1, 0}, NULL, 1);
+}
+END_TEST
+
+START_TEST(test_abort_dilated_too_large) {
+    tt_expect_abort("(kernel extent 5 along W, dilated) is larger than the padded input (4)");
+    tt_conv2d(tt_zeros(TT_F32, TT_SHAPE(1, 1, 4, 4)), tt_zeros(TT_F32, TT_SHAPE(1, 1, 2, 3)), NULL,
+              NULL, NULL, (int64_t[]){1, 2}, 1);
+}
+END_TEST
+
+START_TEST(test_abort_groups) {
+    tt_expect_abort("groups 3 must be >= 1 and divide both the input channels (4)");
+    tt_conv2d(tt_zeros(TT_F32, TT_SHAPE(1, 4, 4, 4)), tt_zeros(TT_F32, TT_SHAPE(6, 2, 1, 1)), NULL,
+              NULL, NULL, NULL, 3);
+}
+END_TEST
+
+START_TEST(test_abort_groups_out) {
+    tt_expect_abort("and the output channels (5)");
+    tt_conv2d(tt_zeros(TT_F32, TT_SHAPE(1, 4, 4, 4)), tt_zeros(TT_F32, TT_SHAPE(5, 2, 1, 1)), NULL,
+              NULL, NULL, NULL, 2);
+}
+END_TEST
+
+START_TEST(test_abort_x_3d) {
+    tt_expect_abort("tt_conv2d: x (3, 4, 4) must be 4-D (N, C, H, W)");
+    tt_conv2d(tt_zeros(TT_F32, TT_SHAPE(3, 4, 4)), tt_zeros(TT_F32, TT_SHAPE(2, 3, 1, 1)), NULL,
+              NULL, NULL, NULL, 1);
+}
+END_TEST
+
+START_TEST(test_abort_bias) {
+    tt_expect_abort("bias (3,) must be (2,), one value per output channel");
+    tt_conv2d(tt_zeros(TT_F32, TT_SHAPE(1, 3, 4, 4)), tt_zeros(TT_F32, TT_SHAPE(2, 3, 1, 1)),
+              tt_zeros(TT_F32, TT_SHAPE(3)), NULL, NULL, NULL, 1);
+}
+END_TEST
+
+START_TEST(test_abort_stride) {
+    tt_expect_abort("must be >= 1 and padding (0, 0) >= 0");
+    tt_conv2d(tt_zeros(TT_F32, TT_SHAPE(1, 3, 4, 4)), tt_zeros(TT_F32, TT_SHAPE(2, 3, 1, 1)), NULL,
+              (int64_t[]){0, 1}, NULL, NULL, 1);
+}
+END_TEST
+
+START_TEST(test_abort_conv1d_dims) {
+    tt_expect_abort("tt_conv1d: x (3, 4) must be 3-D (N, C, L)");
+    tt_conv1d(tt_zeros(TT_F32, TT_SHAPE(3, 4)), tt_zeros(TT_F32, TT_SHAPE(2, 3, 1)), NULL, 1, 0, 1,
+              1);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("ops_conv");
+    TCase *tc = tt_tcase("values");
+    tcase_add_loop_test(tc, test_refs_f64, 0, N_REFS);
+    tcase_add_loop_test(tc, test_refs_f32, 0, N_REFS);
+    tcase_add_test(tc, test_hand);
+    tcase_add_test(tc, test_no_grad);
+    suite_add_tcase(s, tc);
+
+    TCase *ab = tt_tcase_aborts("aborts_conv");
+    tcase_add_test_raise_signal(ab, test_abort_channels, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_kernel_too_large, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_dilated_too_large, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_groups, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_groups_out, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_x_3d, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_bias, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_stride, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_conv1d_dims, SIGABRT);
+    suite_add_tcase(s, ab);
+    return tt_test_run(s);
+}
