@@ -1,11 +1,12 @@
 // Check suite of tt_conv2d and tt_conv1d (autograd/ops_conv.c): forward values and the
 // gradients of sum(y * g) against PyTorch 1.13 (tests/reference/conv_values.h, written by
 // tests/reference/conv_values.py) in f64 and f32, a hand-computed case, no recording in
-// no-grad mode, and the aborts on misuse. Gradients against finite differences:
-// tests/gc_ops_conv.c.
+// no-grad mode, the Conv2d module (nn/conv.c), and the aborts on misuse. Gradients against finite
+// differences: tests/gc_ops_conv.c.
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdlib.h>
 
 #include "test_util.h"
@@ -151,6 +152,69 @@ START_TEST(test_abort_conv1d_dims) {
 }
 END_TEST
 
+// ---- Conv2d module ----
+
+// Shapes, names, PyTorch's init bounds (1/sqrt(fan_in), fan_in = 4 / 2 * 3 * 2 = 12), the
+// forward equal to tt_conv2d bit for bit, gradients reaching both parameters.
+START_TEST(test_layer) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 7);
+    tt_conv2d_layer m;
+    tt_conv2d_layer_init(&m, 4, 6, 3, 2, &(tt_conv2d_opts){.padding = {1, 0}, .groups = 2}, true,
+                         &rng);
+    ck_assert_int_eq(m.opts.stride[0], 1);
+    ck_assert_int_eq(m.opts.dilation[1], 1);
+    int64_t ws[4] = {6, 2, 3, 2};
+    for (int d = 0; d < 4; d++) ck_assert_int_eq(m.weight->shape[d], ws[d]);
+    ck_assert_int_eq(m.bias->shape[0], 6);
+    double bound = 1 / sqrt(12.0), wmax = 0, bmax = 0;
+    for (int64_t i = 0; i < tt_numel(m.weight); i++) wmax = fmax(wmax, fabs(tt_at(m.weight, i)));
+    for (int64_t i = 0; i < 6; i++) bmax = fmax(bmax, fabs(tt_at(m.bias, i)));
+    ck_assert(wmax <= bound && wmax > 0.5 * bound && bmax <= bound);
+    tt_params ps;
+    tt_params_init(&ps);
+    tt_module_params(tt_conv2d_layer_module(&m), &ps, "conv1");
+    ck_assert_int_eq(ps.n, 2);
+    ck_assert_str_eq(ps.items[0].name, "conv1.weight");
+    ck_assert_str_eq(ps.items[1].name, "conv1.bias");
+    tt_params_free(&ps);
+
+    tt_scope_begin();
+    tt_tensor *x = tt_uniform(&rng, tt_default_dtype(), TT_SHAPE(2, 4, 5, 3), -1, 1);
+    tt_tensor *y = tt_module_forward(tt_conv2d_layer_module(&m), x);
+    tt_tensor *ref = tt_conv2d(x, m.weight, m.bias, NULL, (int64_t[]){1, 0}, NULL, 2);
+    ck_assert_int_eq(y->shape[1], 6);
+    ck_assert_int_eq(y->shape[2], 5);
+    ck_assert_int_eq(y->shape[3], 2);
+    for (int64_t i = 0; i < tt_numel(y); i++) ck_assert(tt_at(y, i) == tt_at(ref, i));
+    tt_backward(tt_sum(y, 0, NULL, false));
+    ck_assert(tt_grad(m.weight) && tt_grad(m.bias));
+    ck_assert_double_eq(tt_at(tt_grad(m.bias), 0), 2 * 5 * 2);  // N * OH * OW
+    tt_scope_end();
+    tt_conv2d_layer_free(&m);
+    tt_conv2d_layer_free(&m);  // safe on a zeroed struct
+}
+END_TEST
+
+START_TEST(test_abort_layer_groups) {
+    tt_expect_abort("groups 3 must be positive and divide in_channels 4 and out_channels 6");
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    tt_conv2d_layer m;
+    tt_conv2d_layer_init(&m, 4, 6, 3, 3, &(tt_conv2d_opts){.groups = 3}, true, &rng);
+}
+END_TEST
+
+START_TEST(test_abort_layer_input) {
+    tt_expect_abort("input (1, 3, 4, 4) must be (N, in_channels=2, H, W)");
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    tt_conv2d_layer m;
+    tt_conv2d_layer_init(&m, 2, 3, 1, 1, NULL, false, &rng);
+    tt_conv2d_layer_forward(&m, tt_zeros(TT_F32, TT_SHAPE(1, 3, 4, 4)));
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("ops_conv");
     TCase *tc = tt_tcase("values");
@@ -158,6 +222,7 @@ int main(void) {
     tcase_add_loop_test(tc, test_refs_f32, 0, N_REFS);
     tcase_add_test(tc, test_hand);
     tcase_add_test(tc, test_no_grad);
+    tcase_add_test(tc, test_layer);
     suite_add_tcase(s, tc);
 
     TCase *ab = tt_tcase_aborts("aborts_conv");
@@ -170,6 +235,8 @@ int main(void) {
     tcase_add_test_raise_signal(ab, test_abort_bias, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_stride, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_conv1d_dims, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_layer_groups, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_layer_input, SIGABRT);
     suite_add_tcase(s, ab);
     return tt_test_run(s);
 }
