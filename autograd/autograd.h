@@ -367,6 +367,10 @@ void tt_min_dim(tt_tensor *x, int dim, bool keepdim, tt_tensor **values, tt_tens
 // independent convolutions (groups == C_in == C_out: depthwise). im2col + the packed GEMM.
 tt_tensor *tt_conv2d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias, const int64_t stride[2],
                      const int64_t padding[2], const int64_t dilation[2], int64_t groups);
+// padding="same" (stride 1): the output keeps H and W; the dilation (k - 1) padding of each dim
+// is split with the smaller half before, as PyTorch (an odd total pads x with tt_pad first).
+tt_tensor *tt_conv2d_same(tt_tensor *x, tt_tensor *weight, tt_tensor *bias,
+                          const int64_t dilation[2], int64_t groups);
 // F.conv1d: x (N, C_in, L), weight (C_out, C_in / groups, k), bias (C_out,) or NULL; tt_conv2d
 // with H = 1 (its gradient).
 tt_tensor *tt_conv1d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias, int64_t stride,

@@ -192,6 +192,36 @@ void tt__backward_conv2d(tt_node *nd) {
     tt_release(gc);
 }
 
+// ---- padding "same" ----
+
+// PyTorch's padding="same" (stride 1): dilation (k - 1) zeros in all along each dim, the
+// smaller half before. Even totals become tt_conv2d's padding; an odd one pads x first with
+// tt_pad (a composition: its gradient comes from pad's and conv2d's).
+tt_tensor *tt_conv2d_same(tt_tensor *x, tt_tensor *weight, tt_tensor *bias,
+                          const int64_t dilation[2], int64_t groups) {
+    TT_CHECK(x && weight && weight->ndim == 4,
+             "x and a 4-D weight (C_out, C_in / groups, kH, kW) are needed, got weight %s",
+             weight ? tt__shape(weight) : "NULL");
+    int64_t dil[2] = {dilation ? dilation[0] : 1, dilation ? dilation[1] : 1};
+    int64_t total[2], pad[2];
+    bool even = true;
+    for (int d = 0; d < 2; d++) {
+        TT_CHECK(dil[d] >= 1, "dilation (%lld, %lld) must be >= 1", (long long)dil[0],
+                 (long long)dil[1]);
+        total[d] = dil[d] * (weight->shape[2 + d] - 1);
+        pad[d] = total[d] / 2;
+        even = even && total[d] % 2 == 0;
+    }
+    if (even) return tt_conv2d(x, weight, bias, NULL, pad, dil, groups);
+    tt_scope_begin();
+    // tt_pad's order: last dim first, (before, after) each
+    tt_tensor *xp = tt_pad(x, 4, (int64_t[]){pad[1], total[1] - pad[1], pad[0], total[0] - pad[0]},
+                           TT_PAD_CONSTANT, 0);
+    tt_tensor *y = tt_keep(tt_conv2d(xp, weight, bias, NULL, NULL, dil, groups));
+    tt_scope_end();
+    return y;
+}
+
 // ---- conv1d ----
 
 // x (N, C, L) as (N, C, 1, L) and w (CO, C / G, KL) as (CO, C / G, 1, KL): a composition, so
@@ -203,8 +233,11 @@ tt_tensor *tt_conv1d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias, int64_t s
              "x %s must be 3-D (N, C, L) and weight %s 3-D (C_out, C_in / groups, k); for one "
              "sequence use tt_unsqueeze(x, 0)",
              tt__shape(x), tt__shape(weight));
+    tt_scope_begin();  // the views and the 4-D result are intermediates
     tt_tensor *y =
         tt_conv2d(tt_unsqueeze(x, 2), tt_unsqueeze(weight, 2), bias, (int64_t[]){1, stride},
                   (int64_t[]){0, padding}, (int64_t[]){1, dilation}, groups);
-    return tt_squeeze(y, 2);
+    y = tt_keep(tt_squeeze(y, 2));
+    tt_scope_end();
+    return y;
 }

@@ -1,5 +1,6 @@
 // Gradcheck cases of tt_conv2d: plain, stride, padding, dilation, all three with odd sizes,
-// groups (2 and depthwise), 1x1, no bias, a transposed (non-contiguous) x; tt_conv1d through it.
+// groups (2 and depthwise), 1x1, no bias, a transposed (non-contiguous) x; tt_conv1d and
+// tt_conv2d_same through it.
 // Value and abort tests are in tests/test_ops_conv.c.
 #include "gc_util.h"
 
@@ -7,7 +8,7 @@
 
 typedef struct conv_args {
     int64_t stride[2], padding[2], dilation[2], groups;
-    bool conv1d;
+    bool conv1d, same;  // tt_conv1d (the W pair) / tt_conv2d_same
 } conv_args;
 
 static tt_tensor *f_conv(tt_tensor *const *in, int n, void *ctx) {
@@ -15,6 +16,7 @@ static tt_tensor *f_conv(tt_tensor *const *in, int n, void *ctx) {
     tt_tensor *b = n == 3 ? in[2] : NULL;
     if (a->conv1d)
         return tt_conv1d(in[0], in[1], b, a->stride[1], a->padding[1], a->dilation[1], a->groups);
+    if (a->same) return tt_conv2d_same(in[0], in[1], b, a->dilation, a->groups);
     return tt_conv2d(in[0], in[1], b, a->stride, a->padding, a->dilation, a->groups);
 }
 
@@ -29,7 +31,7 @@ static void check(gc_report *r, conv_args a, int64_t N, int64_t C, int64_t H, in
     gc_check(r, f_conv, &a, with_bias ? 3 : 2, in, NULL);
 }
 
-#define ARGS(sh, sw, ph, pw, dh, dw, g) ((conv_args){{sh, sw}, {ph, pw}, {dh, dw}, g, false})
+#define ARGS(sh, sw, ph, pw, dh, dw, g) ((conv_args){{sh, sw}, {ph, pw}, {dh, dw}, g, false, false})
 
 // ---- cases ----
 
@@ -81,11 +83,22 @@ static void conv_transposed_x(gc_report *r) {
 
 // tt_conv1d: x (N, C, L), weight (CO, C / groups, k); stride 2, padding 1, dilation 2, groups 2.
 static void conv1d_all(gc_report *r) {
-    conv_args a = {{1, 2}, {0, 1}, {1, 2}, 2, true};
+    conv_args a = {{1, 2}, {0, 1}, {1, 2}, 2, true, false};
     tt_tensor *in[3] = {
         gc_input(TT_SHAPE(2, 4, 9), -1, 1),
         gc_input(TT_SHAPE(6, 2, 3), -1, 1),
         gc_input(TT_SHAPE(6), -1, 1),
+    };
+    gc_check(r, f_conv, &a, 3, in, NULL);
+}
+
+// tt_conv2d_same: an odd total padding (kernel 2, through tt_pad) and an even one (dilated 3).
+static void conv_same(gc_report *r) {
+    conv_args a = {{1, 1}, {0, 0}, {1, 2}, 1, false, true};
+    tt_tensor *in[3] = {
+        gc_input(TT_SHAPE(2, 2, 4, 5), -1, 1),
+        gc_input(TT_SHAPE(3, 2, 2, 3), -1, 1),
+        gc_input(TT_SHAPE(3), -1, 1),
     };
     gc_check(r, f_conv, &a, 3, in, NULL);
 }
@@ -102,5 +115,6 @@ const gc_case gc_cases_conv[] = {
     {TT_OP_CONV2D, "no_bias", conv_no_bias},
     {TT_OP_CONV2D, "transposed_x", conv_transposed_x},
     {TT_OP_CONV2D, "conv1d", conv1d_all},
+    {TT_OP_CONV2D, "same", conv_same},
     {0, NULL, NULL},
 };

@@ -1,8 +1,8 @@
 // Check suite of tt_conv2d and tt_conv1d (autograd/ops_conv.c): forward values and the
-// gradients of sum(y * g) against PyTorch 1.13 (tests/reference/conv_values.h, written by
-// tests/reference/conv_values.py) in f64 and f32, a hand-computed case, no recording in
-// no-grad mode, the Conv2d module (nn/conv.c), and the aborts on misuse. Gradients against finite
-// differences: tests/gc_ops_conv.c.
+// gradients of sum(y * g) (also of tt_conv2d_same) against PyTorch 1.13
+// (tests/reference/conv_values.h, written by tests/reference/conv_values.py) in f64 and f32, a
+// hand-computed case, no recording in no-grad mode, the Conv2d module (nn/conv.c), and the aborts
+// on misuse. Gradients against finite differences: tests/gc_ops_conv.c.
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -31,9 +31,13 @@ static void check_ref(const conv_ref *c, tt_dtype dt, double tol) {
     tt_tensor *x = tt_set_requires_grad(ref_tensor(dt, nd, c->x_shape, c->x), true);
     tt_tensor *w = tt_set_requires_grad(ref_tensor(dt, nd, c->w_shape, c->w), true);
     tt_tensor *b = c->bias ? tt_set_requires_grad(ref_tensor(dt, 1, c->w_shape, c->b), true) : NULL;
-    tt_tensor *y = c->dims == 2
-                       ? tt_conv2d(x, w, b, c->stride, c->padding, c->dilation, c->groups)
-                       : tt_conv1d(x, w, b, c->stride[1], c->padding[1], c->dilation[1], c->groups);
+    tt_tensor *y;
+    if (c->dims == 1)
+        y = tt_conv1d(x, w, b, c->stride[1], c->padding[1], c->dilation[1], c->groups);
+    else if (c->same)
+        y = tt_conv2d_same(x, w, b, c->dilation, c->groups);
+    else
+        y = tt_conv2d(x, w, b, c->stride, c->padding, c->dilation, c->groups);
     ck_assert_int_eq(y->ndim, nd);
     for (int d = 0; d < nd; d++) ck_assert_int_eq(y->shape[d], c->y_shape[d]);
     tt_assert_values(y, c->y, numel(nd, c->y_shape), tol, tol, __FILE__, __LINE__);
