@@ -68,12 +68,11 @@ def main():
 
         b_, db_ = (p + "_b", p + "_db") if bias else ("NULL", "NULL")
         same = pd == "same"
+        fields = (name, dims, shp(xs), shp(ws), shp(tuple(y.shape)),
+                  "true" if bias else "false", "true" if same else "false", pair(st, 1),
+                  pair((0, 0) if same else pd, 0), pair(dl, 1), gr, p, p, b_, p, p, p, p, db_)
         rows.append('    {"%s", %d, %s, %s, %s, %s, %s, %s, %s, %s, %d, %s_x, %s_w, %s, %s_g, '
-                    "%s_y, %s_dx, %s_dw, %s},\n" % (name, dims, shp(xs), shp(ws), shp(tuple(y.shape)),
-                                              "true" if bias else "false",
-                                              "true" if same else "false", pair(st, 1),
-                                              pair((0, 0) if same else pd, 0),
-                                              pair(dl, 1), gr, p, p, b_, p, p, p, p, db_))
+                    "%s_y, %s_dx, %s_dw, %s},\n" % fields)
     text.append("static const conv_ref conv_refs[] = {\n" + "".join(rows) + "};\n")
     with open(out, "w") as fh:
         fh.write("".join(text))
