@@ -1,6 +1,6 @@
 // Gradcheck cases of tt_conv2d: plain, stride, padding, dilation, all three with odd sizes,
 // groups (2 and depthwise), 1x1, no bias, a transposed (non-contiguous) x; tt_conv1d and
-// tt_conv2d_same through it.
+// tt_conv2d_same through it. Then the Conv2d module (tt_conv2d_layer).
 // Value and abort tests are in tests/test_ops_conv.c.
 #include "gc_util.h"
 
@@ -117,4 +117,36 @@ const gc_case gc_cases_conv[] = {
     {TT_OP_CONV2D, "conv1d", conv1d_all},
     {TT_OP_CONV2D, "same", conv_same},
     {0, NULL, NULL},
+};
+
+// ---- Conv2d module (nn/conv.c) ----
+
+// in = {x, weight[, bias]}: the module's forward with its parameters swapped for the inputs.
+static tt_tensor *f_conv_layer(tt_tensor *const *in, int n, void *ctx) {
+    tt_conv2d_layer m = *(const tt_conv2d_layer *)ctx;
+    m.weight = in[1];
+    m.bias = n > 2 ? in[2] : NULL;
+    return tt_conv2d_layer_forward(&m, in[0]);
+}
+
+static void conv_layer_case(gc_report *r, const tt_conv2d_opts *opts, bool bias) {
+    tt_dtype prev = tt_set_default_dtype(TT_F64);
+    tt_conv2d_layer m;
+    tt_conv2d_layer_init(&m, 4, 6, 3, 2, opts, bias, gc_rng());
+    tt_set_default_dtype(prev);
+    tt_tensor *in[3] = {gc_input(TT_SHAPE(2, 4, 5, 4), -1, 1), m.weight, m.bias};
+    gc_check(r, f_conv_layer, &m, bias ? 3 : 2, in, NULL);
+    tt_conv2d_layer_free(&m);
+}
+
+static void conv_layer_default(gc_report *r) { conv_layer_case(r, NULL, true); }
+
+static void conv_layer_opts(gc_report *r) {
+    conv_layer_case(r, &(tt_conv2d_opts){.stride = {2, 1}, .padding = {1, 1}, .groups = 2}, false);
+}
+
+const gc_module_case gc_modules_conv[] = {
+    {"conv2d", "default", conv_layer_default},
+    {"conv2d", "stride_pad_groups", conv_layer_opts},
+    {NULL, NULL, NULL},
 };

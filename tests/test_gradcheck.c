@@ -23,6 +23,8 @@ static const gc_module_case *const module_families[] = {
     gc_modules_nn_layers, gc_modules_nn_transformer,
     gc_modules_nn_losses,
     gc_modules_nn_recurrent,
+    // ---- convolutions (issue 13, conv part) ----
+    gc_modules_conv,
 };
 #define NMODULE_FAMILIES (int)(sizeof module_families / sizeof module_families[0])
 
