@@ -359,7 +359,7 @@ void tt_max_dim(tt_tensor *x, int dim, bool keepdim, tt_tensor **values, tt_tens
 void tt_min_dim(tt_tensor *x, int dim, bool keepdim, tt_tensor **values, tt_tensor **indices);
 
 
-// ---- pooling and batch norm (issue 13, part pool; autograd/ops_pool.c) ----
+// ---- pooling and batch norm (autograd/ops_pool.c) ----
 // x is NCHW (N, C, H, W) or (C, H, W), float, no zero-sized dim; the result keeps the leading
 // dims. kernel, stride and padding are {H, W} pairs; stride NULL means the kernel, padding
 // NULL means 0; 2 padding <= kernel (as PyTorch). No ceil_mode, no dilation.
@@ -385,6 +385,23 @@ tt_tensor *tt_adaptive_avg_pool2d(tt_tensor *x, int64_t out_h, int64_t out_w);
 tt_tensor *tt_batch_norm(tt_tensor *x, tt_tensor *running_mean, tt_tensor *running_var,
                          tt_tensor *weight, tt_tensor *bias, bool training, double momentum,
                          double eps);
+
+// ---- convolutions: autograd/ops_conv.c ----
+// PyTorch's F.conv2d: x (N, C_in, H, W), weight (C_out, C_in / groups, kH, kW), bias (C_out,)
+// or NULL -> (N, C_out, OH, OW), OH = (H + 2 padding[0] - dilation[0] (kH - 1) - 1) /
+// stride[0] + 1 (OW likewise). Zero padding on both sides; stride, padding, dilation are
+// {H, W} pairs, NULL meaning {1, 1}, {0, 0}, {1, 1}. groups splits the channels into
+// independent convolutions (groups == C_in == C_out: depthwise). im2col + the packed GEMM.
+tt_tensor *tt_conv2d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias, const int64_t stride[2],
+                     const int64_t padding[2], const int64_t dilation[2], int64_t groups);
+// padding="same" (stride 1): the output keeps H and W; the dilation (k - 1) padding of each dim
+// is split with the smaller half before, as PyTorch (an odd total pads x with tt_pad first).
+tt_tensor *tt_conv2d_same(tt_tensor *x, tt_tensor *weight, tt_tensor *bias,
+                          const int64_t dilation[2], int64_t groups);
+// F.conv1d: x (N, C_in, L), weight (C_out, C_in / groups, k), bias (C_out,) or NULL; tt_conv2d
+// with H = 1 (its gradient).
+tt_tensor *tt_conv1d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias, int64_t stride,
+                     int64_t padding, int64_t dilation, int64_t groups);
 
 // ---- gradcheck ----
 

@@ -598,6 +598,33 @@ tt_tensor *tt_cross_entropy_ex(tt_tensor *logits, tt_tensor *targets, tt_tensor 
                                int64_t ignore_index, tt_reduction reduction,
                                double label_smoothing);
 
+// ---- convolutions: nn/conv.c ----
+// torch.nn.Conv2d: y = tt_conv2d(x, weight, bias, ...), weight (out, in / groups, kh, kw),
+// bias (out,) or NULL; PyTorch's default init (kaiming_uniform a = sqrt 5: U(-1/sqrt(fan_in),
+// 1/sqrt(fan_in)), fan_in = in / groups * kh * kw, the same bound for the bias). Parameters
+// "weight", "bias". Options by name; zeros (or NULL opts) mean stride 1, padding 0, dilation
+// 1, groups 1: &(tt_conv2d_opts){.padding = {1, 1}}.
+
+typedef struct tt_conv2d_opts {
+    int64_t stride[2], padding[2], dilation[2];  // {H, W}
+    int64_t groups;
+} tt_conv2d_opts;
+
+typedef struct tt_conv2d_layer {
+    tt_tensor *weight;  // (out, in / groups, kh, kw)
+    tt_tensor *bias;    // (out,) or NULL
+    int64_t in_channels, out_channels;
+    tt_conv2d_opts opts;  // with the defaults filled in
+} tt_conv2d_layer;
+
+void tt_conv2d_layer_init(tt_conv2d_layer *m, int64_t in_channels, int64_t out_channels,
+                          int64_t kh, int64_t kw, const tt_conv2d_opts *opts, bool bias,
+                          tt_rng *rng);
+tt_tensor *tt_conv2d_layer_forward(tt_conv2d_layer *m, tt_tensor *x);  // (N, in, H, W)
+void tt_conv2d_layer_params(const tt_conv2d_layer *m, tt_params *out, const char *prefix);
+void tt_conv2d_layer_free(tt_conv2d_layer *m);
+tt_module tt_conv2d_layer_module(tt_conv2d_layer *m);
+
 #ifdef __cplusplus
 }
 #endif

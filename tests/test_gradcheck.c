@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-extern const gc_case gc_cases_pool[];            // tests/gc_ops_pool.c (issue 13, part pool)
-extern const gc_module_case gc_modules_pool[];  // tests/gc_ops_pool.c (issue 13, part pool)
+extern const gc_case gc_cases_pool[];            // tests/gc_ops_pool.c
+extern const gc_module_case gc_modules_pool[];  // tests/gc_ops_pool.c
 
 static const gc_case *const families[] = {
     gc_cases_elementwise, gc_cases_reduce, gc_cases_matmul, gc_cases_nn, gc_cases_shape,
@@ -17,7 +17,8 @@ static const gc_case *const families[] = {
     gc_cases_math,
     gc_cases_layout,
     gc_cases_index,
-    gc_cases_pool,  // issue 13, part pool
+    gc_cases_pool,
+    gc_cases_conv,
 };
 #define NFAMILIES (int)(sizeof families / sizeof families[0])
 
@@ -25,7 +26,8 @@ static const gc_module_case *const module_families[] = {
     gc_modules_nn_layers, gc_modules_nn_transformer,
     gc_modules_nn_losses,
     gc_modules_nn_recurrent,
-    gc_modules_pool,  // issue 13, part pool
+    gc_modules_pool,
+    gc_modules_conv,
 };
 #define NMODULE_FAMILIES (int)(sizeof module_families / sizeof module_families[0])
 

@@ -1,0 +1,243 @@
+// tt_conv2d (PyTorch's F.conv2d: NCHW, stride, zero padding, dilation, groups) as one op with
+// its own backward, by im2col + the packed GEMM, and tt_conv1d as a view of it (H = 1). No
+// padding modes other than zeros, no transposed convolution.
+#include "autograd_internal.h"
+#include "../tensor/kernels/conv.h"
+#include "../tensor/kernels/matmul.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+// Letters: x (N, C, H, W), w (CO, C / G, KH, KW), b (CO,), out (N, CO, OH, OW); G groups,
+// CG = C / G and COG = CO / G channels per group, L = OH * OW, K = CG * KH * KW.
+
+#define CONV_CHECK(...) TT_CHECK_IN("tt_conv2d", __VA_ARGS__)
+
+typedef struct conv_ctx {
+    int64_t stride[2], padding[2], dilation[2], groups;
+} conv_ctx;
+
+// ---- helpers ----
+
+// C (M, N), rows of N contiguous, (+)= A B in dtype dt.
+static void gemm(tt_dtype dt, int64_t M, int64_t N, int64_t K, const void *A, int64_t a_rs,
+                 int64_t a_cs, const void *B, int64_t b_rs, int64_t b_cs, void *C, bool acc) {
+    if (dt == TT_F32)
+        tt_k_gemm_f32(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, N, 1, acc);
+    else
+        tt_k_gemm_f64(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, N, 1, acc);
+}
+
+static void im2col(tt_dtype dt, void *col, const void *x, const tt_k_conv_geom *g) {
+    if (dt == TT_F32)
+        tt_k_im2col_f32(col, x, g);
+    else
+        tt_k_im2col_f64(col, x, g);
+}
+
+static void col2im(tt_dtype dt, void *dx, const void *dcol, const tt_k_conv_geom *g) {
+    if (dt == TT_F32)
+        tt_k_col2im_f32(dx, dcol, g);
+    else
+        tt_k_col2im_f64(dx, dcol, g);
+}
+
+// The geometry of one group of one image.
+static tt_k_conv_geom geometry(const tt_tensor *x, const tt_tensor *w, const conv_ctx *c) {
+    tt_k_conv_geom g = {
+        .C = w->shape[1],
+        .H = x->shape[2],
+        .W = x->shape[3],
+        .KH = w->shape[2],
+        .KW = w->shape[3],
+        .sh = c->stride[0],
+        .sw = c->stride[1],
+        .ph = c->padding[0],
+        .pw = c->padding[1],
+        .dh = c->dilation[0],
+        .dw = c->dilation[1],
+    };
+    g.OH = (g.H + 2 * g.ph - g.dh * (g.KH - 1) - 1) / g.sh + 1;
+    g.OW = (g.W + 2 * g.pw - g.dw * (g.KW - 1) - 1) / g.sw + 1;
+    return g;
+}
+
+// ---- conv2d ----
+
+tt_tensor *tt_conv2d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias, const int64_t stride[2],
+                     const int64_t padding[2], const int64_t dilation[2], int64_t groups) {
+    CONV_CHECK(x && weight, "%s is NULL", x ? "weight" : "x");
+    tt__check_float(x, "tt_conv2d");
+    tt__check_same_dtype(x, weight, "tt_conv2d");
+    CONV_CHECK(x->ndim == 4,
+               "x %s must be 4-D (N, C, H, W); for one image use "
+               "tt_unsqueeze(x, 0), for a sequence tt_conv1d",
+               tt__shape(x));
+    CONV_CHECK(weight->ndim == 4, "weight %s must be 4-D (C_out, C_in / groups, kH, kW)",
+               tt__shape(weight));
+    conv_ctx c = {{1, 1}, {0, 0}, {1, 1}, groups};
+    for (int d = 0; d < 2; d++) {
+        if (stride) c.stride[d] = stride[d];
+        if (padding) c.padding[d] = padding[d];
+        if (dilation) c.dilation[d] = dilation[d];
+        CONV_CHECK(c.stride[d] >= 1 && c.dilation[d] >= 1 && c.padding[d] >= 0,
+                   "stride (%lld, %lld) and dilation (%lld, %lld) must be >= 1 and padding "
+                   "(%lld, %lld) >= 0 (NULL means 1, 1, 0)",
+                   (long long)c.stride[0], (long long)c.stride[1], (long long)c.dilation[0],
+                   (long long)c.dilation[1], (long long)c.padding[0], (long long)c.padding[1]);
+    }
+    int64_t N = x->shape[0], C = x->shape[1], CO = weight->shape[0], G = groups;
+    CONV_CHECK(G >= 1 && C % G == 0 && CO % G == 0,
+               "groups %lld must be >= 1 and divide both the input channels (%lld) and the "
+               "output channels (%lld)",
+               (long long)G, (long long)C, (long long)CO);
+    CONV_CHECK(weight->shape[1] * G == C,
+               "x %s has %lld channels but weight %s expects C_in = %lld * groups %lld = %lld; "
+               "weight must be (C_out, C_in / groups, kH, kW)",
+               tt__shape(x), (long long)C, tt__shape(weight), (long long)weight->shape[1],
+               (long long)G, (long long)(weight->shape[1] * G));
+    if (bias) {
+        tt__check_same_dtype(x, bias, "tt_conv2d");
+        CONV_CHECK(bias->ndim == 1 && bias->shape[0] == CO,
+                   "bias %s must be (%lld,), one value per output channel of weight %s",
+                   tt__shape(bias), (long long)CO, tt__shape(weight));
+    }
+    tt_k_conv_geom g = geometry(x, weight, &c);
+    for (int d = 0; d < 2; d++) {
+        int64_t in = x->shape[2 + d] + 2 * c.padding[d];
+        int64_t span = c.dilation[d] * (weight->shape[2 + d] - 1) + 1;
+        CONV_CHECK(
+            weight->shape[2 + d] >= 1 && span <= in,
+            "weight %s (kernel extent %lld along %s, dilated) is larger than the padded input "
+            "(%lld) of x %s; pad more or use a smaller kernel",
+            tt__shape(weight), (long long)span, d == 0 ? "H" : "W", (long long)in, tt__shape(x));
+    }
+    int64_t COG = CO / G, L = g.OH * g.OW, K = g.C * g.KH * g.KW, HW = g.H * g.W;
+    size_t es = tt_dtype_size(x->dtype);
+    tt_tensor *out = tt__new(x->dtype, 4, (int64_t[]){N, CO, g.OH, g.OW});
+    tt_tensor *xc = tt__contiguous_ref(x), *wc = tt__contiguous_ref(weight);
+    tt_tensor *bc = bias ? tt__contiguous_ref(bias) : NULL;
+    tt_tensor *col = tt__new(x->dtype, 2, (int64_t[]){K, L});  // (K, L)
+    char *xp = tt_data(xc), *wp = tt_data(wc), *op = tt_data(out), *cp = tt_data(col);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t gi = 0; gi < G; gi++) {
+            im2col(x->dtype, cp, xp + (size_t)((n * C + gi * g.C) * HW) * es, &g);
+            // out[n, group] (COG, L) = w[group] (COG, K) @ col (K, L)
+            gemm(x->dtype, COG, L, K, wp + (size_t)(gi * COG * K) * es, K, 1, cp, L, 1,
+                 op + (size_t)((n * CO + gi * COG) * L) * es, false);
+        }
+    if (bc) {
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t o = 0; o < CO; o++) {
+                size_t at = (size_t)((n * CO + o) * L);
+                if (x->dtype == TT_F32) {
+                    float *r = (float *)op + at, bv = ((const float *)tt_data(bc))[o];
+                    for (int64_t l = 0; l < L; l++) r[l] += bv;
+                } else {
+                    double *r = (double *)op + at, bv = ((const double *)tt_data(bc))[o];
+                    for (int64_t l = 0; l < L; l++) r[l] += bv;
+                }
+            }
+    }
+    tt_release(col);
+    tt_release(xc);
+    tt_release(wc);
+    tt_release(bc);
+    conv_ctx *ctx = tt__record(out, TT_OP_CONV2D, 3, (tt_tensor *[]){x, weight, bias}, sizeof *ctx);
+    if (ctx) *ctx = c;
+    return tt__autorelease(out);
+}
+
+// dcol (K, L) = w[group]^T (K, COG) @ g[n, group] (COG, L), then dx[n, group] += col2im(dcol);
+// dw[group] (COG, K) += g[n, group] (COG, L) @ col^T (L, K), col = im2col(x[n, group]);
+// db = the sum of g over N, OH, OW.
+void tt__backward_conv2d(tt_node *nd) {
+    tt_tensor *x = nd->inputs[0], *w = nd->inputs[1], *b = nd->inputs[2];
+    const conv_ctx *c = nd->ctx;
+    tt_k_conv_geom g = geometry(x, w, c);
+    int64_t N = x->shape[0], C = x->shape[1], CO = w->shape[0], G = c->groups;
+    int64_t COG = CO / G, L = g.OH * g.OW, K = g.C * g.KH * g.KW, HW = g.H * g.W;
+    tt_dtype dt = x->dtype;
+    size_t es = tt_dtype_size(dt);
+    tt_tensor *gc = tt__contiguous_ref(nd->grad);
+    char *gp = tt_data(gc);
+    tt_tensor *col = tt__new(dt, 2, (int64_t[]){K, L});  // (K, L)
+    char *cp = tt_data(col);
+    if (x->requires_grad) {
+        tt_tensor *wc = tt__contiguous_ref(w), *dx = tt__new_zeros(dt, 4, x->shape);
+        char *wp = tt_data(wc), *dxp = tt_data(dx);
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t gi = 0; gi < G; gi++) {
+                gemm(dt, K, L, COG, wp + (size_t)(gi * COG * K) * es, 1, K,
+                     gp + (size_t)((n * CO + gi * COG) * L) * es, L, 1, cp, false);
+                col2im(dt, dxp + (size_t)((n * C + gi * g.C) * HW) * es, cp, &g);
+            }
+        tt_release(wc);
+        tt__accum_grad_owned(x, dx);
+    }
+    if (w->requires_grad) {
+        tt_tensor *xc = tt__contiguous_ref(x), *dw = tt__new_zeros(dt, 4, w->shape);
+        char *xp = tt_data(xc), *dwp = tt_data(dw);
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t gi = 0; gi < G; gi++) {
+                im2col(dt, cp, xp + (size_t)((n * C + gi * g.C) * HW) * es, &g);
+                gemm(dt, COG, K, L, gp + (size_t)((n * CO + gi * COG) * L) * es, L, 1, cp, 1, L,
+                     dwp + (size_t)(gi * COG * K) * es, true);
+            }
+        tt_release(xc);
+        tt__accum_grad_owned(w, dw);
+    }
+    if (b && b->requires_grad) tt__accum_grad(b, tt_sum(gc, 3, (int[]){0, 2, 3}, false));
+    tt_release(col);
+    tt_release(gc);
+}
+
+// ---- padding "same" ----
+
+// PyTorch's padding="same" (stride 1): dilation (k - 1) zeros in all along each dim, the
+// smaller half before. Even totals become tt_conv2d's padding; an odd one pads x first with
+// tt_pad (a composition: its gradient comes from pad's and conv2d's).
+tt_tensor *tt_conv2d_same(tt_tensor *x, tt_tensor *weight, tt_tensor *bias,
+                          const int64_t dilation[2], int64_t groups) {
+    TT_CHECK(x && weight && weight->ndim == 4,
+             "x and a 4-D weight (C_out, C_in / groups, kH, kW) are needed, got weight %s",
+             weight ? tt__shape(weight) : "NULL");
+    int64_t dil[2] = {dilation ? dilation[0] : 1, dilation ? dilation[1] : 1};
+    int64_t total[2], pad[2];
+    bool even = true;
+    for (int d = 0; d < 2; d++) {
+        TT_CHECK(dil[d] >= 1, "dilation (%lld, %lld) must be >= 1", (long long)dil[0],
+                 (long long)dil[1]);
+        total[d] = dil[d] * (weight->shape[2 + d] - 1);
+        pad[d] = total[d] / 2;
+        even = even && total[d] % 2 == 0;
+    }
+    if (even) return tt_conv2d(x, weight, bias, NULL, pad, dil, groups);
+    tt_scope_begin();
+    // tt_pad's order: last dim first, (before, after) each
+    tt_tensor *xp = tt_pad(x, 4, (int64_t[]){pad[1], total[1] - pad[1], pad[0], total[0] - pad[0]},
+                           TT_PAD_CONSTANT, 0);
+    tt_tensor *y = tt_keep(tt_conv2d(xp, weight, bias, NULL, NULL, dil, groups));
+    tt_scope_end();
+    return y;
+}
+
+// ---- conv1d ----
+
+// x (N, C, L) as (N, C, 1, L) and w (CO, C / G, KL) as (CO, C / G, 1, KL): a composition, so
+// its gradient is conv2d's.
+tt_tensor *tt_conv1d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias, int64_t stride,
+                     int64_t padding, int64_t dilation, int64_t groups) {
+    TT_CHECK(x && weight, "%s is NULL", x ? "weight" : "x");
+    TT_CHECK(x->ndim == 3 && weight->ndim == 3,
+             "x %s must be 3-D (N, C, L) and weight %s 3-D (C_out, C_in / groups, k); for one "
+             "sequence use tt_unsqueeze(x, 0)",
+             tt__shape(x), tt__shape(weight));
+    tt_scope_begin();  // the views and the 4-D result are intermediates
+    tt_tensor *y =
+        tt_conv2d(tt_unsqueeze(x, 2), tt_unsqueeze(weight, 2), bias, (int64_t[]){1, stride},
+                  (int64_t[]){0, padding}, (int64_t[]){1, dilation}, groups);
+    y = tt_keep(tt_squeeze(y, 2));
+    tt_scope_end();
+    return y;
+}

@@ -1,0 +1,152 @@
+// Gradcheck cases of tt_conv2d: plain, stride, padding, dilation, all three with odd sizes,
+// groups (2 and depthwise), 1x1, no bias, a transposed (non-contiguous) x; tt_conv1d and
+// tt_conv2d_same through it. Then the Conv2d module (tt_conv2d_layer).
+// Value and abort tests are in tests/test_ops_conv.c.
+#include "gc_util.h"
+
+// ---- helpers ----
+
+typedef struct conv_args {
+    int64_t stride[2], padding[2], dilation[2], groups;
+    bool conv1d, same;  // tt_conv1d (the W pair) / tt_conv2d_same
+} conv_args;
+
+static tt_tensor *f_conv(tt_tensor *const *in, int n, void *ctx) {
+    const conv_args *a = ctx;
+    tt_tensor *b = n == 3 ? in[2] : NULL;
+    if (a->conv1d)
+        return tt_conv1d(in[0], in[1], b, a->stride[1], a->padding[1], a->dilation[1], a->groups);
+    if (a->same) return tt_conv2d_same(in[0], in[1], b, a->dilation, a->groups);
+    return tt_conv2d(in[0], in[1], b, a->stride, a->padding, a->dilation, a->groups);
+}
+
+// x (N, C, H, W), weight (CO, C / groups, KH, KW), bias (CO,) when with_bias; all in [-1, 1).
+static void check(gc_report *r, conv_args a, int64_t N, int64_t C, int64_t H, int64_t W, int64_t CO,
+                  int64_t KH, int64_t KW, bool with_bias) {
+    tt_tensor *in[3] = {
+        gc_input(TT_SHAPE(N, C, H, W), -1, 1),
+        gc_input(TT_SHAPE(CO, C / a.groups, KH, KW), -1, 1),
+        with_bias ? gc_input(TT_SHAPE(CO), -1, 1) : NULL,
+    };
+    gc_check(r, f_conv, &a, with_bias ? 3 : 2, in, NULL);
+}
+
+#define ARGS(sh, sw, ph, pw, dh, dw, g) ((conv_args){{sh, sw}, {ph, pw}, {dh, dw}, g, false, false})
+
+// ---- cases ----
+
+static void conv_plain(gc_report *r) {
+    check(r, ARGS(1, 1, 0, 0, 1, 1, 1), 2, 3, 5, 4, 4, 3, 2, true);
+}
+static void conv_stride(gc_report *r) {
+    check(r, ARGS(2, 3, 0, 0, 1, 1, 1), 2, 2, 7, 8, 3, 3, 2, true);
+}
+static void conv_padding(gc_report *r) {
+    check(r, ARGS(1, 1, 1, 2, 1, 1, 1), 1, 2, 4, 3, 3, 3, 3, true);
+}
+static void conv_dilation(gc_report *r) {
+    check(r, ARGS(1, 1, 0, 0, 2, 3, 1), 1, 2, 6, 7, 2, 2, 2, true);
+}
+
+// Stride, padding and dilation together on odd sizes where the last window does not fit.
+static void conv_odd(gc_report *r) {
+    check(r, ARGS(2, 3, 1, 2, 2, 1, 1), 2, 3, 7, 9, 2, 3, 2, true);
+}
+
+static void conv_groups(gc_report *r) {
+    check(r, ARGS(1, 2, 1, 0, 1, 1, 2), 2, 4, 5, 5, 6, 3, 2, true);
+}
+
+// groups == C_in == C_out, and a depth multiplier of 2 (C_out = 2 C_in).
+static void conv_depthwise(gc_report *r) {
+    check(r, ARGS(1, 1, 1, 1, 1, 1, 3), 2, 3, 4, 5, 3, 3, 3, true);
+    check(r, ARGS(2, 1, 1, 0, 1, 2, 2), 1, 2, 5, 6, 4, 3, 2, false);
+}
+
+static void conv_1x1(gc_report *r) {
+    check(r, ARGS(1, 1, 0, 0, 1, 1, 1), 2, 3, 3, 4, 5, 1, 1, true);
+}
+static void conv_no_bias(gc_report *r) {
+    check(r, ARGS(1, 2, 1, 1, 1, 1, 1), 2, 2, 4, 5, 3, 2, 3, false);
+}
+
+// x a transposed view (its H and W swapped in memory), read through a contiguous copy.
+static void conv_transposed_x(gc_report *r) {
+    conv_args a = ARGS(1, 1, 1, 0, 1, 1, 1);
+    tt_tensor *in[3] = {
+        gc_input_transposed(TT_SHAPE(2, 2, 5, 4), 2, 3, -1, 1),
+        gc_input(TT_SHAPE(3, 2, 2, 3), -1, 1),
+        gc_input(TT_SHAPE(3), -1, 1),
+    };
+    gc_check(r, f_conv, &a, 3, in, NULL);
+}
+
+// tt_conv1d: x (N, C, L), weight (CO, C / groups, k); stride 2, padding 1, dilation 2, groups 2.
+static void conv1d_all(gc_report *r) {
+    conv_args a = {{1, 2}, {0, 1}, {1, 2}, 2, true, false};
+    tt_tensor *in[3] = {
+        gc_input(TT_SHAPE(2, 4, 9), -1, 1),
+        gc_input(TT_SHAPE(6, 2, 3), -1, 1),
+        gc_input(TT_SHAPE(6), -1, 1),
+    };
+    gc_check(r, f_conv, &a, 3, in, NULL);
+}
+
+// tt_conv2d_same: an odd total padding (kernel 2, through tt_pad) and an even one (dilated 3).
+static void conv_same(gc_report *r) {
+    conv_args a = {{1, 1}, {0, 0}, {1, 2}, 1, false, true};
+    tt_tensor *in[3] = {
+        gc_input(TT_SHAPE(2, 2, 4, 5), -1, 1),
+        gc_input(TT_SHAPE(3, 2, 2, 3), -1, 1),
+        gc_input(TT_SHAPE(3), -1, 1),
+    };
+    gc_check(r, f_conv, &a, 3, in, NULL);
+}
+
+const gc_case gc_cases_conv[] = {
+    {TT_OP_CONV2D, "plain", conv_plain},
+    {TT_OP_CONV2D, "stride", conv_stride},
+    {TT_OP_CONV2D, "padding", conv_padding},
+    {TT_OP_CONV2D, "dilation", conv_dilation},
+    {TT_OP_CONV2D, "odd", conv_odd},
+    {TT_OP_CONV2D, "groups", conv_groups},
+    {TT_OP_CONV2D, "depthwise", conv_depthwise},
+    {TT_OP_CONV2D, "1x1", conv_1x1},
+    {TT_OP_CONV2D, "no_bias", conv_no_bias},
+    {TT_OP_CONV2D, "transposed_x", conv_transposed_x},
+    {TT_OP_CONV2D, "conv1d", conv1d_all},
+    {TT_OP_CONV2D, "same", conv_same},
+    {0, NULL, NULL},
+};
+
+// ---- Conv2d module (nn/conv.c) ----
+
+// in = {x, weight[, bias]}: the module's forward with its parameters swapped for the inputs.
+static tt_tensor *f_conv_layer(tt_tensor *const *in, int n, void *ctx) {
+    tt_conv2d_layer m = *(const tt_conv2d_layer *)ctx;
+    m.weight = in[1];
+    m.bias = n > 2 ? in[2] : NULL;
+    return tt_conv2d_layer_forward(&m, in[0]);
+}
+
+static void conv_layer_case(gc_report *r, const tt_conv2d_opts *opts, bool bias) {
+    tt_dtype prev = tt_set_default_dtype(TT_F64);
+    tt_conv2d_layer m;
+    tt_conv2d_layer_init(&m, 4, 6, 3, 2, opts, bias, gc_rng());
+    tt_set_default_dtype(prev);
+    tt_tensor *in[3] = {gc_input(TT_SHAPE(2, 4, 5, 4), -1, 1), m.weight, m.bias};
+    gc_check(r, f_conv_layer, &m, bias ? 3 : 2, in, NULL);
+    tt_conv2d_layer_free(&m);
+}
+
+static void conv_layer_default(gc_report *r) { conv_layer_case(r, NULL, true); }
+
+static void conv_layer_opts(gc_report *r) {
+    conv_layer_case(r, &(tt_conv2d_opts){.stride = {2, 1}, .padding = {1, 1}, .groups = 2}, false);
+}
+
+const gc_module_case gc_modules_conv[] = {
+    {"conv2d", "default", conv_layer_default},
+    {"conv2d", "stride_pad_groups", conv_layer_opts},
+    {NULL, NULL, NULL},
+};

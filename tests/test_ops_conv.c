@@ -1,0 +1,246 @@
+// Check suite of tt_conv2d and tt_conv1d (autograd/ops_conv.c): forward values and the
+// gradients of sum(y * g) (also of tt_conv2d_same) against PyTorch 1.13
+// (tests/reference/conv_values.h, written by tests/reference/conv_values.py) in f64 and f32, a
+// hand-computed case, no recording in no-grad mode, the Conv2d module (nn/conv.c), and the aborts
+// on misuse. Gradients against finite differences: tests/gc_ops_conv.c.
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "test_util.h"
+#include "reference/conv_values.h"
+
+#define N_REFS (int)(sizeof conv_refs / sizeof conv_refs[0])
+
+// ---- helpers ----
+
+static tt_tensor *ref_tensor(tt_dtype dt, int ndim, const int64_t *shape, const double *v) {
+    return tt_to_dtype(tt_from_data(TT_F64, ndim, shape, v), dt);
+}
+
+static int64_t numel(int ndim, const int64_t *shape) {
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= shape[d];
+    return n;
+}
+
+static void check_ref(const conv_ref *c, tt_dtype dt, double tol) {
+    int nd = c->dims + 2;
+    tt_tensor *x = tt_set_requires_grad(ref_tensor(dt, nd, c->x_shape, c->x), true);
+    tt_tensor *w = tt_set_requires_grad(ref_tensor(dt, nd, c->w_shape, c->w), true);
+    tt_tensor *b = c->bias ? tt_set_requires_grad(ref_tensor(dt, 1, c->w_shape, c->b), true) : NULL;
+    tt_tensor *y;
+    if (c->dims == 1)
+        y = tt_conv1d(x, w, b, c->stride[1], c->padding[1], c->dilation[1], c->groups);
+    else if (c->same)
+        y = tt_conv2d_same(x, w, b, c->dilation, c->groups);
+    else
+        y = tt_conv2d(x, w, b, c->stride, c->padding, c->dilation, c->groups);
+    ck_assert_int_eq(y->ndim, nd);
+    for (int d = 0; d < nd; d++) ck_assert_int_eq(y->shape[d], c->y_shape[d]);
+    tt_assert_values(y, c->y, numel(nd, c->y_shape), tol, tol, __FILE__, __LINE__);
+    tt_tensor *g = ref_tensor(dt, nd, c->y_shape, c->g);
+    tt_backward(tt_sum(tt_mul(y, g), 0, NULL, false));
+    tt_assert_values(tt_grad(x), c->dx, numel(nd, c->x_shape), tol, tol, __FILE__, __LINE__);
+    tt_assert_values(tt_grad(w), c->dw, numel(nd, c->w_shape), tol, tol, __FILE__, __LINE__);
+    if (b) tt_assert_values(tt_grad(b), c->db, c->w_shape[0], tol, tol, __FILE__, __LINE__);
+}
+
+// ---- values ----
+
+START_TEST(test_refs_f64) {
+    tt_scope_begin();
+    check_ref(&conv_refs[_i], TT_F64, 1e-12);
+    tt_scope_end();
+}
+END_TEST
+
+START_TEST(test_refs_f32) {
+    tt_scope_begin();
+    check_ref(&conv_refs[_i], TT_F32, 2e-5);
+    tt_scope_end();
+}
+END_TEST
+
+// x = 1..9 as (1, 1, 3, 3), w = [[1, 0], [0, -1]], bias 10: y[i, j] = x[i, j] - x[i+1, j+1]
+// + 10 = 6 everywhere; with padding 1 the border reads zeros: y (4, 4) worked out by hand.
+START_TEST(test_hand) {
+    tt_scope_begin();
+    tt_tensor *x = tt_test_tensor(TT_F64, TT_SHAPE(1, 1, 3, 3), 1, 2, 3, 4, 5, 6, 7, 8, 9);
+    tt_tensor *w = tt_test_tensor(TT_F64, TT_SHAPE(1, 1, 2, 2), 1, 0, 0, -1);
+    tt_tensor *b = tt_test_tensor(TT_F64, TT_SHAPE(1), 10);
+    ck_assert_values(tt_conv2d(x, w, b, NULL, NULL, NULL, 1), 0, 0, 6, 6, 6, 6);
+    ck_assert_values(tt_conv2d(x, w, b, NULL, (int64_t[]){1, 1}, NULL, 1), 0, 0, 9, 8, 7, 10, 6, 6,
+                     6, 13, 3, 6, 6, 16, 10, 17, 18, 19);
+    tt_scope_end();
+}
+END_TEST
+
+START_TEST(test_no_grad) {
+    tt_scope_begin();
+    tt_tensor *x = tt_set_requires_grad(tt_ones(TT_F32, TT_SHAPE(1, 2, 3, 3)), true);
+    tt_tensor *w = tt_set_requires_grad(tt_ones(TT_F32, TT_SHAPE(2, 2, 2, 2)), true);
+    bool prev = tt_set_grad_enabled(false);
+    tt_tensor *y = tt_conv2d(x, w, NULL, NULL, NULL, NULL, 1);
+    tt_set_grad_enabled(prev);
+    ck_assert(!y->requires_grad);
+    ck_assert_values(y, 0, 0, 8, 8, 8, 8, 8, 8, 8, 8);
+    tt_scope_end();
+}
+END_TEST
+
+// ---- aborts_conv ----
+
+START_TEST(test_abort_channels) {
+    tt_expect_abort("x (1, 3, 4, 4) has 3 channels but weight (2, 2, 3, 3) expects C_in = 2");
+    tt_conv2d(tt_zeros(TT_F32, TT_SHAPE(1, 3, 4, 4)), tt_zeros(TT_F32, TT_SHAPE(2, 2, 3, 3)), NULL,
+              NULL, NULL, NULL, 1);
+}
+END_TEST
+
+START_TEST(test_abort_kernel_too_large) {
+    tt_expect_abort("is larger than the padded input (4) of x (1, 1, 2, 3)");
+    tt_conv2d(tt_zeros(TT_F32, TT_SHAPE(1, 1, 2, 3)), tt_zeros(TT_F32, TT_SHAPE(1, 1, 5, 1)), NULL,
+              NULL, (int64_t[]){1, 0}, NULL, 1);
+}
+END_TEST
+
+START_TEST(test_abort_dilated_too_large) {
+    tt_expect_abort("(kernel extent 5 along W, dilated) is larger than the padded input (4)");
+    tt_conv2d(tt_zeros(TT_F32, TT_SHAPE(1, 1, 4, 4)), tt_zeros(TT_F32, TT_SHAPE(1, 1, 2, 3)), NULL,
+              NULL, NULL, (int64_t[]){1, 2}, 1);
+}
+END_TEST
+
+START_TEST(test_abort_groups) {
+    tt_expect_abort("groups 3 must be >= 1 and divide both the input channels (4)");
+    tt_conv2d(tt_zeros(TT_F32, TT_SHAPE(1, 4, 4, 4)), tt_zeros(TT_F32, TT_SHAPE(6, 2, 1, 1)), NULL,
+              NULL, NULL, NULL, 3);
+}
+END_TEST
+
+START_TEST(test_abort_groups_out) {
+    tt_expect_abort("and the output channels (5)");
+    tt_conv2d(tt_zeros(TT_F32, TT_SHAPE(1, 4, 4, 4)), tt_zeros(TT_F32, TT_SHAPE(5, 2, 1, 1)), NULL,
+              NULL, NULL, NULL, 2);
+}
+END_TEST
+
+START_TEST(test_abort_x_3d) {
+    tt_expect_abort("tt_conv2d: x (3, 4, 4) must be 4-D (N, C, H, W)");
+    tt_conv2d(tt_zeros(TT_F32, TT_SHAPE(3, 4, 4)), tt_zeros(TT_F32, TT_SHAPE(2, 3, 1, 1)), NULL,
+              NULL, NULL, NULL, 1);
+}
+END_TEST
+
+START_TEST(test_abort_bias) {
+    tt_expect_abort("bias (3,) must be (2,), one value per output channel");
+    tt_conv2d(tt_zeros(TT_F32, TT_SHAPE(1, 3, 4, 4)), tt_zeros(TT_F32, TT_SHAPE(2, 3, 1, 1)),
+              tt_zeros(TT_F32, TT_SHAPE(3)), NULL, NULL, NULL, 1);
+}
+END_TEST
+
+START_TEST(test_abort_stride) {
+    tt_expect_abort("must be >= 1 and padding (0, 0) >= 0");
+    tt_conv2d(tt_zeros(TT_F32, TT_SHAPE(1, 3, 4, 4)), tt_zeros(TT_F32, TT_SHAPE(2, 3, 1, 1)), NULL,
+              (int64_t[]){0, 1}, NULL, NULL, 1);
+}
+END_TEST
+
+START_TEST(test_abort_conv1d_dims) {
+    tt_expect_abort("tt_conv1d: x (3, 4) must be 3-D (N, C, L)");
+    tt_conv1d(tt_zeros(TT_F32, TT_SHAPE(3, 4)), tt_zeros(TT_F32, TT_SHAPE(2, 3, 1)), NULL, 1, 0, 1,
+              1);
+}
+END_TEST
+
+// ---- Conv2d module ----
+
+// Shapes, names, PyTorch's init bounds (1/sqrt(fan_in), fan_in = 4 / 2 * 3 * 2 = 12), the
+// forward equal to tt_conv2d bit for bit, gradients reaching both parameters.
+START_TEST(test_layer) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 7);
+    tt_conv2d_layer m;
+    tt_conv2d_layer_init(&m, 4, 6, 3, 2, &(tt_conv2d_opts){.padding = {1, 0}, .groups = 2}, true,
+                         &rng);
+    ck_assert_int_eq(m.opts.stride[0], 1);
+    ck_assert_int_eq(m.opts.dilation[1], 1);
+    int64_t ws[4] = {6, 2, 3, 2};
+    for (int d = 0; d < 4; d++) ck_assert_int_eq(m.weight->shape[d], ws[d]);
+    ck_assert_int_eq(m.bias->shape[0], 6);
+    double bound = 1 / sqrt(12.0), wmax = 0, bmax = 0;
+    for (int64_t i = 0; i < tt_numel(m.weight); i++) wmax = fmax(wmax, fabs(tt_at(m.weight, i)));
+    for (int64_t i = 0; i < 6; i++) bmax = fmax(bmax, fabs(tt_at(m.bias, i)));
+    ck_assert(wmax <= bound && wmax > 0.5 * bound && bmax <= bound);
+    tt_params ps;
+    tt_params_init(&ps);
+    tt_module_params(tt_conv2d_layer_module(&m), &ps, "conv1");
+    ck_assert_int_eq(ps.n, 2);
+    ck_assert_str_eq(ps.items[0].name, "conv1.weight");
+    ck_assert_str_eq(ps.items[1].name, "conv1.bias");
+    tt_params_free(&ps);
+
+    tt_scope_begin();
+    tt_tensor *x = tt_uniform(&rng, tt_default_dtype(), TT_SHAPE(2, 4, 5, 3), -1, 1);
+    tt_tensor *y = tt_module_forward(tt_conv2d_layer_module(&m), x);
+    tt_tensor *ref = tt_conv2d(x, m.weight, m.bias, NULL, (int64_t[]){1, 0}, NULL, 2);
+    ck_assert_int_eq(y->shape[1], 6);
+    ck_assert_int_eq(y->shape[2], 5);
+    ck_assert_int_eq(y->shape[3], 2);
+    for (int64_t i = 0; i < tt_numel(y); i++) ck_assert(tt_at(y, i) == tt_at(ref, i));
+    tt_backward(tt_sum(y, 0, NULL, false));
+    ck_assert(tt_grad(m.weight) && tt_grad(m.bias));
+    ck_assert_double_eq(tt_at(tt_grad(m.bias), 0), 2 * 5 * 2);  // N * OH * OW
+    tt_scope_end();
+    tt_conv2d_layer_free(&m);
+    tt_conv2d_layer_free(&m);  // safe on a zeroed struct
+}
+END_TEST
+
+START_TEST(test_abort_layer_groups) {
+    tt_expect_abort("groups 3 must be positive and divide in_channels 4 and out_channels 6");
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    tt_conv2d_layer m;
+    tt_conv2d_layer_init(&m, 4, 6, 3, 3, &(tt_conv2d_opts){.groups = 3}, true, &rng);
+}
+END_TEST
+
+START_TEST(test_abort_layer_input) {
+    tt_expect_abort("input (1, 3, 4, 4) must be (N, in_channels=2, H, W)");
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    tt_conv2d_layer m;
+    tt_conv2d_layer_init(&m, 2, 3, 1, 1, NULL, false, &rng);
+    tt_conv2d_layer_forward(&m, tt_zeros(TT_F32, TT_SHAPE(1, 3, 4, 4)));
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("ops_conv");
+    TCase *tc = tt_tcase("values");
+    tcase_add_loop_test(tc, test_refs_f64, 0, N_REFS);
+    tcase_add_loop_test(tc, test_refs_f32, 0, N_REFS);
+    tcase_add_test(tc, test_hand);
+    tcase_add_test(tc, test_no_grad);
+    tcase_add_test(tc, test_layer);
+    suite_add_tcase(s, tc);
+
+    TCase *ab = tt_tcase_aborts("aborts_conv");
+    tcase_add_test_raise_signal(ab, test_abort_channels, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_kernel_too_large, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_dilated_too_large, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_groups, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_groups_out, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_x_3d, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_bias, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_stride, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_conv1d_dims, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_layer_groups, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_layer_input, SIGABRT);
+    suite_add_tcase(s, ab);
+    return tt_test_run(s);
+}
