@@ -10,19 +10,9 @@
 #include <time.h>
 
 #include "tinytorch.h"
+#include "bench_util.h"
 
 #define TIMED_RUNS 7
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 typedef enum { NO_MASK, BOOL_PADDING, FLOAT_BIAS, FLOAT_BIAS_GRAD, MODE_COUNT } mode;
 static const char *const mode_names[MODE_COUNT] = {"none", "bool_padding", "float_bias",

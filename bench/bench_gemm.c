@@ -15,6 +15,7 @@
 #endif
 
 #include "tinytorch.h"
+#include "bench_util.h"
 #include "tensor/kernels/matmul.h"
 
 // Letters: C (M, N) = A (M, K) @ B (K, N). Layouts name how A and B sit in memory: nn both
@@ -22,17 +23,6 @@
 // (x^T @ g, a Linear's weight gradient).
 
 #define TIMED_RUNS 7
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static void set_threads(int t) {
 #ifdef _OPENMP

@@ -20,31 +20,10 @@
 #endif
 
 #include "tinytorch.h"
+#include "bench_util.h"
 #include "models/gpt/gpt.h"
 
 enum { WARMUP_STEPS = 1, TIMED_STEPS = 5, PROMPT = 16, NEW_TOKENS = 128, SAMPLE_RUNS = 3 };
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-static double peak_rss_mb(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_maxrss / 1024.0;  // ru_maxrss is in KiB on Linux
-}
 
 // The 124M model with dropout 0: the timed step is the deterministic part of GPT-2's step
 // (dropout would add three masks per layer and change nothing else).

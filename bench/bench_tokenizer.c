@@ -11,28 +11,13 @@
 #include <time.h>
 
 #include "tinytorch.h"
+#include "bench_util.h"
 #include "data/bpe.h"
 
 #define RUNS 7
 
 static const char ENCODER[] = "data/gpt2/encoder.json";
 static const char VOCAB[] = "data/gpt2/vocab.bpe";
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
 
 static void fail(const char *what) {
     fprintf(stderr, "bench tokenizer: %s: %s\n", what, tt_last_error());

@@ -15,6 +15,7 @@
 #endif
 
 #include "tinytorch.h"
+#include "bench_util.h"
 #include "models/gpt/gpt.h"
 
 typedef struct bench_config {
@@ -27,28 +28,6 @@ static const bench_config configs[] = {
     {"baby", 4, 4, 128, 64, 12, 65, 30},
     {"mid", 6, 6, 384, 256, 8, 65, 6},
 };
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-static double peak_rss_mb(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_maxrss / 1024.0;  // ru_maxrss is in KiB on Linux
-}
 
 static const bench_config *find_config(const char *name) {
     for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++)
