@@ -473,8 +473,7 @@ static void expect_gpt2_error(const char *enc, const char *voc, tt_status want,
 }
 
 START_TEST(test_gpt2_load_errors) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/tt_test_bpe_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    tt_test_mkdtemp(tmpdir, sizeof tmpdir, "bpe");
     char p1[128], p2[128];
     expect_gpt2_error("/nonexistent/encoder.json", VOCAB, TT_ERR_IO, "/nonexistent/encoder.json",
                       "run make data");
@@ -533,9 +532,7 @@ START_TEST(test_gpt2_load_errors) {
     tt_free(enc);
     tt_free(bad);
     tt_free(voc);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    ck_assert_int_eq(system(cmd), 0);
+    tt_test_rmdir(tmpdir);
 }
 END_TEST
 
@@ -551,8 +548,7 @@ static void expect_vocab_error(const char *text, tt_status want, const char *par
 }
 
 START_TEST(test_vocab_file_errors) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/tt_test_bpe_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    tt_test_mkdtemp(tmpdir, sizeof tmpdir, "bpe");
     tt_bpe bpe;
     ck_assert_int_eq(tt_bpe_load(&bpe, "/nonexistent.bpe"), TT_ERR_IO);
     ck_assert_ptr_nonnull(strstr(tt_last_error(), "/nonexistent.bpe: cannot open"));
@@ -578,9 +574,7 @@ START_TEST(test_vocab_file_errors) {
     check_encode(&bpe, "abc ab", 6, TT_BPE_ORDINARY, (const int32_t[]){257, ' ', 256}, 3,
                  __LINE__);
     tt_bpe_free(&bpe);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    ck_assert_int_eq(system(cmd), 0);
+    tt_test_rmdir(tmpdir);
 }
 END_TEST
 
@@ -595,8 +589,7 @@ static char *doubling_vocab(int K) {
 }
 
 START_TEST(test_vocab_file_token_bytes) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/tt_test_bpe_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    tt_test_mkdtemp(tmpdir, sizeof tmpdir, "bpe");
     // 25 merges: 64 MiB + 254 bytes, one merge too many; 28 and 30: what the old 2 GiB
     // bound let by and what it stopped. All stop at merge 24.
     for (int K = 25; K <= 30; K += K == 25 ? 3 : 2) {
@@ -618,9 +611,7 @@ START_TEST(test_vocab_file_token_bytes) {
     ck_assert_int_eq(ids[0], 256 + 19);
     tt_free(ids);
     tt_bpe_free(&bpe);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    ck_assert_int_eq(system(cmd), 0);
+    tt_test_rmdir(tmpdir);
 }
 END_TEST
 
@@ -678,8 +669,7 @@ static void write_mini_gpt2(int K, char *enc_path, char *voc_path, size_t cap) {
 }
 
 START_TEST(test_corrupt_files) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/tt_test_bpe_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    tt_test_mkdtemp(tmpdir, sizeof tmpdir, "bpe");
     char enc_path[128], voc_path[128], bad_path[128];
     write_mini_gpt2(300, enc_path, voc_path, sizeof enc_path);
     tt_bpe bpe;
@@ -734,9 +724,7 @@ START_TEST(test_corrupt_files) {
     ck_assert_int_gt(ok, 0);
     tt_free(voc);
     tt_free(buf);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    ck_assert_int_eq(system(cmd), 0);
+    tt_test_rmdir(tmpdir);
 }
 END_TEST
 

@@ -15,16 +15,9 @@
 
 static char tmpdir[64];
 
-static void make_tmpdir(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/tt_test_idx_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-}
+static void make_tmpdir(void) { tt_test_mkdtemp(tmpdir, sizeof tmpdir, "idx"); }
 
-static void remove_tmpdir(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    ck_assert_int_eq(system(cmd), 0);
-}
+static void remove_tmpdir(void) { tt_test_rmdir(tmpdir); }
 
 // Writes n bytes to tmpdir/name, gzip-compressed when gz; returns the path in buf.
 static const char *write_file(char *buf, size_t cap, const char *name, const void *data,

@@ -18,16 +18,9 @@
 
 static char tmpdir[64];
 
-static void make_tmpdir(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/tt_test_st_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-}
+static void make_tmpdir(void) { tt_test_mkdtemp(tmpdir, sizeof tmpdir, "st"); }
 
-static void remove_tmpdir(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    ck_assert_int_eq(system(cmd), 0);
-}
+static void remove_tmpdir(void) { tt_test_rmdir(tmpdir); }
 
 static const char *tmp_path(char *buf, size_t cap, const char *name) {
     snprintf(buf, cap, "%s/%s", tmpdir, name);

@@ -112,3 +112,14 @@ tt_tensor *tt_test_tensor_(tt_dtype dtype, int ndim, const int64_t *shape, const
     for (int64_t i = 0; i < n; i++) tt_set_at(t, i, v[i]);
     return t;
 }
+
+void tt_test_mkdtemp(char *dir, size_t cap, const char *tag) {
+    ck_assert(snprintf(dir, cap, "/tmp/tt_test_%s_XXXXXX", tag) < (int)cap);
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+void tt_test_rmdir(const char *dir) {
+    char cmd[128];
+    ck_assert(snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir) < (int)sizeof cmd);
+    ck_assert_int_eq(system(cmd), 0);
+}

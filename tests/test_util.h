@@ -30,6 +30,11 @@ void tt_expect_abort(const char *substring);
 // tests never get that far).
 TCase *tt_tcase_aborts(const char *name);
 
+// A fresh directory "/tmp/tt_test_<tag>_XXXXXX" written into dir (cap >= 64), and the removal
+// of one with everything in it; both fail the test when they cannot.
+void tt_test_mkdtemp(char *dir, size_t cap, const char *tag);
+void tt_test_rmdir(const char *dir);
+
 // Runs the suite (forking per test, so an abort fails only its test) and returns the exit
 // status: 0 when every test passed.
 int tt_test_run(Suite *s);
