@@ -64,7 +64,9 @@ void tt_params_zero_grad(const tt_params *p);
 // set, and the op that consumes it), when a leaf that requires grad reaches `loss` (a backward
 // from loss would fill its .grad) but is not in p, the sign of a forgotten tt_<name>_params
 // line that would silently leave a weight out of the optimizer and the checkpoint. Parameters
-// the loss does not reach are fine. Call it before tt_backward (which frees the graph).
+// the loss does not reach are fine, and so are buffers (they do not require grad), so the list
+// may be tt_module_params' or tt_module_state's. Call it before tt_backward (which frees the
+// graph).
 void tt_params_check_reaches(const tt_params *p, tt_tensor *loss);
 // "prefix.name" into buf (TT_NAME_MAX); returns buf. Aborts if it does not fit.
 char *tt_name_join(char *buf, const char *prefix, const char *name);
@@ -90,6 +92,9 @@ typedef struct tt_module_ops {
     // Releases what the module owns, children included (its tt_<name>_free); NULL: nothing.
     // Not called by tt_sequential, which borrows its modules.
     void (*free)(void *self);
+    // Its own buffers (PyTorch's register_buffer: state saved and loaded with the model but
+    // not trained, such as BatchNorm's running stats), appended like params; NULL: none.
+    void (*buffers)(const void *self, tt_params *out, const char *prefix);
 } tt_module_ops;
 
 struct tt_module {
@@ -103,6 +108,25 @@ void tt_module_params(tt_module m, tt_params *out, const char *prefix);
 void tt_module_train(tt_module m, bool training);  // itself, then each child
 void tt_module_children(tt_module m, tt_module_visit visit, void *ctx);  // direct children
 void tt_module_free(tt_module m);  // ops->free, if any
+// Buffers: tensors without requires_grad that a module updates itself (running statistics)
+// and that belong in a checkpoint but not in the optimizer. A buffer list is a tt_params;
+// tt_module_buffers appends its own buffers, then each child's under "prefix.name".
+void tt_module_buffers(tt_module m, tt_params *out, const char *prefix);
+// The module's whole state under PyTorch's state_dict names and order: its own parameters,
+// its own buffers, then each child's state ("0.weight", "1.weight", "1.bias",
+// "1.running_mean", "1.running_var", "1.num_batches_tracked", ...). Give the optimizer
+// tt_module_params and the checkpoint tt_module_state:
+//
+//     tt_params params, state;
+//     tt_params_init(&params);
+//     tt_params_init(&state);
+//     tt_module_params(model, &params, NULL);  // for the optimizer
+//     tt_module_state(model, &state, NULL);    // for tt_ckpt_add_params / _restore_params
+//     ...
+//     tt_ckpt_add_params(&ck, "model.", &state);          // save
+//     tt_ckpt_restore_params(&ck, "model.", &state);      // load: copies the values in place;
+//                                                         // buffers stay without requires_grad
+void tt_module_state(tt_module m, tt_params *out, const char *prefix);
 
 // torch.nn.Identity: returns x. No parameters.
 tt_module tt_identity_module(void);
@@ -624,6 +648,83 @@ tt_tensor *tt_conv2d_layer_forward(tt_conv2d_layer *m, tt_tensor *x);  // (N, in
 void tt_conv2d_layer_params(const tt_conv2d_layer *m, tt_params *out, const char *prefix);
 void tt_conv2d_layer_free(tt_conv2d_layer *m);
 tt_module tt_conv2d_layer_module(tt_conv2d_layer *m);
+
+// ---- batch norm and pooling modules: nn/norm_batch.c, nn/pool.c ----
+// torch.nn.BatchNorm1d ((N, C) or (N, C, L)) and BatchNorm2d ((N, C, H, W)) over
+// tt_batch_norm. Parameters "weight" (ones) and "bias" (zeros) when affine; buffers
+// "running_mean" (zeros), "running_var" (ones), both (C,) in tt_default_dtype(), and
+// "num_batches_tracked" (a 0-dim TT_I64) when track_running_stats, listed by
+// tt_batchnorm_buffers / tt_module_buffers and saved by a checkpoint of tt_module_state.
+// Training (the state after init): normalises with the batch's mean and biased variance and,
+// when tracking, adds 1 to num_batches_tracked and updates r = (1 - f) r + f s with s the
+// batch's mean and UNBIASED variance, f = momentum, or 1 / num_batches_tracked (a
+// cumulative moving average, PyTorch's momentum=None) when momentum is negative or NAN.
+// Eval (tt_batchnorm_train(m, false) or tt_module_train): the running stats; without
+// track_running_stats the batch's stats in both modes (as PyTorch).
+//
+//     tt_batchnorm_opts o = tt_batchnorm_default_opts();  // eps 1e-5, momentum 0.1, ...
+//     tt_batchnorm_layer bn;
+//     tt_batchnorm2d_init(&bn, 16, &o);                   // or NULL for the defaults
+
+typedef struct tt_batchnorm_opts {
+    double eps;                // 1e-5
+    double momentum;           // 0.1; < 0 or NAN: cumulative moving average
+    bool affine;               // true
+    bool track_running_stats;  // true
+} tt_batchnorm_opts;
+
+typedef struct tt_batchnorm_layer {
+    tt_tensor *weight, *bias;              // (C,) each, or NULL without affine
+    tt_tensor *running_mean, *running_var; // (C,) buffers, or NULL without tracking
+    tt_tensor *num_batches_tracked;        // 0-dim TT_I64 buffer, or NULL without tracking
+    int64_t num_features;
+    int dims;                              // 1: BatchNorm1d, 2: BatchNorm2d
+    tt_batchnorm_opts opts;
+    bool training;
+} tt_batchnorm_layer;
+
+tt_batchnorm_opts tt_batchnorm_default_opts(void);
+void tt_batchnorm1d_init(tt_batchnorm_layer *m, int64_t num_features,
+                         const tt_batchnorm_opts *opts);  // opts NULL: the defaults
+void tt_batchnorm2d_init(tt_batchnorm_layer *m, int64_t num_features,
+                         const tt_batchnorm_opts *opts);
+tt_tensor *tt_batchnorm_forward(tt_batchnorm_layer *m, tt_tensor *x);  // x's shape
+void tt_batchnorm_params(const tt_batchnorm_layer *m, tt_params *out, const char *prefix);
+void tt_batchnorm_buffers(const tt_batchnorm_layer *m, tt_params *out, const char *prefix);
+void tt_batchnorm_train(tt_batchnorm_layer *m, bool training);
+void tt_batchnorm_free(tt_batchnorm_layer *m);
+tt_module tt_batchnorm_module(tt_batchnorm_layer *m);  // "BatchNorm1d" / "BatchNorm2d"
+
+// torch.nn.MaxPool2d / AvgPool2d / AdaptiveAvgPool2d over tt_max_pool2d, tt_avg_pool2d and
+// tt_adaptive_avg_pool2d (x (N, C, H, W) or (C, H, W)); no parameters, nothing to free.
+// stride NULL or {0, 0} means the kernel (PyTorch's stride=None), padding NULL means 0.
+// No dilation, ceil_mode or return_indices (tt_max_pool2d gives the indices).
+typedef struct tt_maxpool2d_layer {
+    int64_t kernel[2], stride[2], padding[2];  // {H, W}
+} tt_maxpool2d_layer;
+
+void tt_maxpool2d_init(tt_maxpool2d_layer *m, int64_t kh, int64_t kw, const int64_t stride[2],
+                       const int64_t padding[2]);
+tt_tensor *tt_maxpool2d_forward(tt_maxpool2d_layer *m, tt_tensor *x);
+tt_module tt_maxpool2d_module(tt_maxpool2d_layer *m);
+
+typedef struct tt_avgpool2d_layer {
+    int64_t kernel[2], stride[2], padding[2];  // {H, W}
+    bool count_include_pad;                    // PyTorch's default: true
+} tt_avgpool2d_layer;
+
+void tt_avgpool2d_init(tt_avgpool2d_layer *m, int64_t kh, int64_t kw, const int64_t stride[2],
+                       const int64_t padding[2], bool count_include_pad);
+tt_tensor *tt_avgpool2d_forward(tt_avgpool2d_layer *m, tt_tensor *x);
+tt_module tt_avgpool2d_module(tt_avgpool2d_layer *m);
+
+typedef struct tt_adaptive_avgpool2d_layer {
+    int64_t out_h, out_w;
+} tt_adaptive_avgpool2d_layer;
+
+void tt_adaptive_avgpool2d_init(tt_adaptive_avgpool2d_layer *m, int64_t out_h, int64_t out_w);
+tt_tensor *tt_adaptive_avgpool2d_forward(tt_adaptive_avgpool2d_layer *m, tt_tensor *x);
+tt_module tt_adaptive_avgpool2d_module(tt_adaptive_avgpool2d_layer *m);
 
 #ifdef __cplusplus
 }

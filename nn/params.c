@@ -147,6 +147,32 @@ void tt_module_params(tt_module m, tt_params *out, const char *prefix) {
     tt_module_children(m, params_visit, &w);
 }
 
+static void buffers_visit(tt_module child, const char *name, void *ctx) {
+    const params_walk *w = ctx;
+    char joined[TT_NAME_MAX];
+    tt_module_buffers(child, w->out, tt_name_join(joined, w->prefix, name));
+}
+
+void tt_module_buffers(tt_module m, tt_params *out, const char *prefix) {
+    if (m.ops->buffers) m.ops->buffers(m.self, out, prefix);
+    params_walk w = {out, prefix};
+    tt_module_children(m, buffers_visit, &w);
+}
+
+// PyTorch's state_dict order: a module's own parameters, its own buffers, then its children.
+static void state_visit(tt_module child, const char *name, void *ctx) {
+    const params_walk *w = ctx;
+    char joined[TT_NAME_MAX];
+    tt_module_state(child, w->out, tt_name_join(joined, w->prefix, name));
+}
+
+void tt_module_state(tt_module m, tt_params *out, const char *prefix) {
+    if (m.ops->params) m.ops->params(m.self, out, prefix);
+    if (m.ops->buffers) m.ops->buffers(m.self, out, prefix);
+    params_walk w = {out, prefix};
+    tt_module_children(m, state_visit, &w);
+}
+
 static void train_visit(tt_module child, const char *name, void *ctx) {
     (void)name;
     tt_module_train(child, *(const bool *)ctx);
