@@ -9,6 +9,8 @@
 
 extern const gc_case gc_cases_pool[];            // tests/gc_ops_pool.c
 extern const gc_module_case gc_modules_pool[];  // tests/gc_ops_pool.c
+// ---- batch norm and pooling modules ----
+extern const gc_module_case gc_modules_nn_batchnorm[];  // tests/gc_nn_batchnorm.c
 
 static const gc_case *const families[] = {
     gc_cases_elementwise, gc_cases_reduce, gc_cases_matmul, gc_cases_nn, gc_cases_shape,
@@ -28,6 +30,7 @@ static const gc_module_case *const module_families[] = {
     gc_modules_nn_recurrent,
     gc_modules_pool,
     gc_modules_conv,
+    gc_modules_nn_batchnorm,
 };
 #define NMODULE_FAMILIES (int)(sizeof module_families / sizeof module_families[0])
 
