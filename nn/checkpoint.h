@@ -57,7 +57,10 @@ void tt_ckpt_add_tensor(tt_checkpoint *c, const char *name, tt_tensor *t);
 void tt_ckpt_add_params(tt_checkpoint *c, const char *prefix, const tt_params *p);
 tt_tensor *tt_ckpt_get_tensor(const tt_checkpoint *c, const char *name);  // borrowed or NULL
 // Copies every tensor of p from prefix + its name, checking dtype and shape. TT_ERR_MISMATCH
-// naming the first missing or different tensor; nothing is copied then.
+// naming the first missing or different tensor; nothing is copied then. Only the values are
+// copied: each tensor keeps its requires_grad, so a module's state list (tt_module_state:
+// parameters and buffers such as BatchNorm's running stats and its 0-dim i64
+// num_batches_tracked) saves with tt_ckpt_add_params and restores here, buffers untrained.
 tt_status tt_ckpt_restore_params(const tt_checkpoint *c, const char *prefix, const tt_params *p);
 
 // Writes a temp file in the same directory, fsyncs it, renames it over path and fsyncs the

@@ -21,7 +21,10 @@
 // scope); tt_<name>_forward(m, x, ...) returns a new reference like any op;
 // tt_<name>_params(m, list, prefix) appends its parameters under hierarchical names
 // ("blocks.3.attn.q_proj.weight"); tt_<name>_free(m) releases them and is safe on a zeroed
-// struct. Modules with dropout have tt_<name>_train(m, training); composites propagate it.
+// struct. Modules with dropout or batch norm have tt_<name>_train(m, training); composites
+// propagate it. State that is saved but not trained (BatchNorm's running stats) is a module's
+// buffers, tt_<name>_buffers(m, list, prefix); a checkpoint saves tt_module_state (parameters
+// and buffers, PyTorch's state_dict names) while the optimizer gets tt_module_params.
 // tt_<name>_module(m) wraps any module (layers, norms, MLP, attention, block, positional, a
 // nested sequential, a user's struct) as a tt_module for tt_sequential; a composite lists its
 // children once (tt_module_ops.children) and params/train/free walk them.
