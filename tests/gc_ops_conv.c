@@ -1,6 +1,8 @@
 // Gradcheck cases of tt_conv2d: plain, stride, padding, dilation, all three with odd sizes,
 // groups (2 and depthwise), 1x1, no bias, a transposed (non-contiguous) x; tt_conv1d and
-// tt_conv2d_same through it. Then the Conv2d module (tt_conv2d_layer).
+// tt_conv2d_same through it. tt_conv_transpose2d: plain, stride, padding, output_padding,
+// dilation, groups, depthwise, 1x1, odd sizes, no bias, a transposed x. Then the modules
+// (nn/conv.c) and the compositions dropout2d, upsample_nearest2d and unflatten.
 // Value and abort tests are in tests/test_ops_conv.c.
 #include "gc_util.h"
 
@@ -103,6 +105,71 @@ static void conv_same(gc_report *r) {
     gc_check(r, f_conv, &a, 3, in, NULL);
 }
 
+// ---- conv_transpose2d ----
+
+typedef struct convt_args {
+    int64_t stride[2], padding[2], output_padding[2], dilation[2], groups;
+} convt_args;
+
+static tt_tensor *f_convt(tt_tensor *const *in, int n, void *ctx) {
+    const convt_args *a = ctx;
+    return tt_conv_transpose2d(in[0], in[1], n == 3 ? in[2] : NULL, a->stride, a->padding,
+                               a->output_padding, a->groups, a->dilation);
+}
+
+// x (N, C, H, W), weight (C, CO / groups, KH, KW), bias (CO,) when with_bias.
+static void check_t(gc_report *r, convt_args a, int64_t N, int64_t C, int64_t H, int64_t W,
+                    int64_t CO, int64_t KH, int64_t KW, bool with_bias) {
+    tt_tensor *in[3] = {
+        gc_input(TT_SHAPE(N, C, H, W), -1, 1),
+        gc_input(TT_SHAPE(C, CO / a.groups, KH, KW), -1, 1),
+        with_bias ? gc_input(TT_SHAPE(CO), -1, 1) : NULL,
+    };
+    gc_check(r, f_convt, &a, with_bias ? 3 : 2, in, NULL);
+}
+
+// stride, padding, output_padding, dilation ({H, W} each), groups
+#define TARGS(sh, sw, ph, pw, oh, ow, dh, dw, g) \
+    ((convt_args){{sh, sw}, {ph, pw}, {oh, ow}, {dh, dw}, g})
+
+static void convt_plain(gc_report *r) {
+    check_t(r, TARGS(1, 1, 0, 0, 0, 0, 1, 1, 1), 2, 3, 3, 4, 2, 3, 2, true);
+}
+static void convt_stride_padding(gc_report *r) {
+    check_t(r, TARGS(2, 3, 1, 1, 0, 0, 1, 1, 1), 1, 2, 3, 3, 3, 3, 2, true);
+}
+static void convt_output_padding(gc_report *r) {
+    check_t(r, TARGS(2, 3, 1, 0, 1, 2, 1, 1, 1), 2, 2, 2, 3, 2, 3, 3, true);
+}
+// output_padding allowed by the dilation alone (stride 1).
+static void convt_dilation(gc_report *r) {
+    check_t(r, TARGS(1, 2, 1, 0, 1, 1, 2, 3, 1), 1, 2, 3, 3, 3, 2, 2, true);
+}
+static void convt_groups(gc_report *r) {
+    check_t(r, TARGS(2, 1, 0, 1, 1, 0, 1, 1, 2), 2, 4, 3, 3, 6, 2, 3, true);
+}
+static void convt_depthwise(gc_report *r) {
+    check_t(r, TARGS(1, 1, 1, 1, 0, 0, 1, 1, 3), 1, 3, 4, 3, 3, 3, 3, false);
+}
+static void convt_1x1(gc_report *r) {
+    check_t(r, TARGS(1, 1, 0, 0, 0, 0, 1, 1, 1), 2, 3, 3, 2, 4, 1, 1, true);
+}
+static void convt_odd(gc_report *r) {
+    check_t(r, TARGS(3, 2, 2, 1, 2, 1, 2, 1, 1), 1, 2, 3, 3, 2, 3, 2, true);
+}
+static void convt_no_bias(gc_report *r) {
+    check_t(r, TARGS(2, 2, 0, 1, 0, 1, 1, 1, 1), 2, 2, 2, 3, 3, 2, 2, false);
+}
+static void convt_transposed_x(gc_report *r) {
+    convt_args a = TARGS(2, 1, 1, 0, 1, 0, 1, 1, 1);
+    tt_tensor *in[3] = {
+        gc_input_transposed(TT_SHAPE(2, 2, 4, 3), 2, 3, -1, 1),
+        gc_input(TT_SHAPE(2, 3, 3, 2), -1, 1),
+        gc_input(TT_SHAPE(3), -1, 1),
+    };
+    gc_check(r, f_convt, &a, 3, in, NULL);
+}
+
 const gc_case gc_cases_conv[] = {
     {TT_OP_CONV2D, "plain", conv_plain},
     {TT_OP_CONV2D, "stride", conv_stride},
@@ -116,6 +183,16 @@ const gc_case gc_cases_conv[] = {
     {TT_OP_CONV2D, "transposed_x", conv_transposed_x},
     {TT_OP_CONV2D, "conv1d", conv1d_all},
     {TT_OP_CONV2D, "same", conv_same},
+    {TT_OP_CONV_TRANSPOSE2D, "plain", convt_plain},
+    {TT_OP_CONV_TRANSPOSE2D, "stride_padding", convt_stride_padding},
+    {TT_OP_CONV_TRANSPOSE2D, "output_padding", convt_output_padding},
+    {TT_OP_CONV_TRANSPOSE2D, "dilation", convt_dilation},
+    {TT_OP_CONV_TRANSPOSE2D, "groups", convt_groups},
+    {TT_OP_CONV_TRANSPOSE2D, "depthwise", convt_depthwise},
+    {TT_OP_CONV_TRANSPOSE2D, "1x1", convt_1x1},
+    {TT_OP_CONV_TRANSPOSE2D, "odd", convt_odd},
+    {TT_OP_CONV_TRANSPOSE2D, "no_bias", convt_no_bias},
+    {TT_OP_CONV_TRANSPOSE2D, "transposed_x", convt_transposed_x},
     {0, NULL, NULL},
 };
 
