@@ -1,6 +1,6 @@
-// tt_conv2d (PyTorch's F.conv2d: NCHW, stride, zero padding, dilation, groups) as one op with
-// its own backward, by im2col + the packed GEMM, and tt_conv1d as a view of it (H = 1). No
-// padding modes other than zeros, no transposed convolution.
+// tt_conv2d (PyTorch's F.conv2d: NCHW, stride, zero padding, dilation, groups) and
+// tt_conv_transpose2d as ops with their own backward, by im2col / col2im + the packed GEMM;
+// tt_conv1d as a view of conv2d (H = 1); dropout2d, nearest upsampling, unflatten composed.
 #include "autograd_internal.h"
 #include "../tensor/kernels/conv.h"
 #include "../tensor/kernels/matmul.h"

@@ -222,8 +222,97 @@ static void conv_layer_opts(gc_report *r) {
     conv_layer_case(r, &(tt_conv2d_opts){.stride = {2, 1}, .padding = {1, 1}, .groups = 2}, false);
 }
 
+// ---- ConvTranspose2d and Conv1d modules; dropout2d, upsample, unflatten (compositions) ----
+
+static tt_tensor *f_convt_layer(tt_tensor *const *in, int n, void *ctx) {
+    tt_conv_transpose2d_layer m = *(const tt_conv_transpose2d_layer *)ctx;
+    m.weight = in[1];
+    m.bias = n > 2 ? in[2] : NULL;
+    return tt_conv_transpose2d_layer_forward(&m, in[0]);
+}
+
+static void convt_layer_case(gc_report *r) {
+    tt_dtype prev = tt_set_default_dtype(TT_F64);
+    tt_conv_transpose2d_layer m;
+    tt_conv_transpose2d_opts o = {
+        .stride = {2, 1}, .padding = {1, 0}, .output_padding = {1, 0}, .groups = 2};
+    tt_conv_transpose2d_layer_init(&m, 4, 6, 3, 2, &o, true, gc_rng());
+    tt_set_default_dtype(prev);
+    tt_tensor *in[3] = {gc_input(TT_SHAPE(2, 4, 3, 3), -1, 1), m.weight, m.bias};
+    gc_check(r, f_convt_layer, &m, 3, in, NULL);
+    tt_conv_transpose2d_layer_free(&m);
+}
+
+static tt_tensor *f_conv1d_layer(tt_tensor *const *in, int n, void *ctx) {
+    tt_conv1d_layer m = *(const tt_conv1d_layer *)ctx;
+    m.weight = in[1];
+    m.bias = n > 2 ? in[2] : NULL;
+    return tt_conv1d_layer_forward(&m, in[0]);
+}
+
+static void conv1d_layer_case(gc_report *r) {
+    tt_dtype prev = tt_set_default_dtype(TT_F64);
+    tt_conv1d_layer m;
+    tt_conv1d_layer_init(&m, 4, 6, 3, &(tt_conv1d_opts){.stride = 2, .padding = 1, .groups = 2},
+                         true, gc_rng());
+    tt_set_default_dtype(prev);
+    tt_tensor *in[3] = {gc_input(TT_SHAPE(2, 4, 7), -1, 1), m.weight, m.bias};
+    gc_check(r, f_conv1d_layer, &m, 3, in, NULL);
+    tt_conv1d_layer_free(&m);
+}
+
+// The mask must be the same on every call: a fresh rng with a fixed seed each time.
+static tt_tensor *f_dropout2d(tt_tensor *const *in, int n, void *ctx) {
+    (void)n;
+    tt_rng rng;
+    tt_rng_seed(&rng, *(const uint64_t *)ctx);
+    return tt_dropout2d(in[0], 0.4, true, &rng);
+}
+
+static void dropout2d_case(gc_report *r) {
+    static const uint64_t seed = 21;
+    tt_tensor *x = gc_input(TT_SHAPE(3, 4, 2, 3), -1, 1);
+    gc_check(r, f_dropout2d, (void *)&seed, 1, &x, NULL);
+    tt_tensor *xt = gc_input_transposed(TT_SHAPE(2, 5, 4), 1, 2, -1, 1);  // 3-D (N, C, L)
+    gc_check(r, f_dropout2d, (void *)&seed, 1, &xt, NULL);
+}
+
+static tt_tensor *f_upsample(tt_tensor *const *in, int n, void *ctx) {
+    (void)n;
+    const int64_t *size = ctx;
+    if (size[0] == 0) return tt_upsample_nearest2d_scale(in[0], 1.5, 2.5);
+    return tt_upsample_nearest2d(in[0], size[0], size[1]);
+}
+
+static void upsample_case(gc_report *r) {
+    static const int64_t up[2] = {6, 5}, down[2] = {2, 3}, by_scale[2] = {0, 0};
+    tt_tensor *x = gc_input(TT_SHAPE(2, 2, 3, 4), -1, 1);
+    gc_check(r, f_upsample, (void *)up, 1, &x, NULL);
+    gc_check(r, f_upsample, (void *)down, 1, &x, NULL);
+    gc_check(r, f_upsample, (void *)by_scale, 1, &x, NULL);
+    tt_tensor *xt = gc_input_transposed(TT_SHAPE(1, 2, 4, 3), 2, 3, -1, 1);
+    gc_check(r, f_upsample, (void *)up, 1, &xt, NULL);
+}
+
+static tt_tensor *f_unflatten(tt_tensor *const *in, int n, void *ctx) {
+    (void)n;
+    (void)ctx;
+    return tt_mul(tt_unflatten(in[0], 1, (int64_t[]){2, -1}, 2), in[1]);
+}
+
+static void unflatten_case(gc_report *r) {
+    tt_tensor *in[2] = {gc_input_transposed(TT_SHAPE(6, 3), 0, 1, -1, 1),
+                        gc_input(TT_SHAPE(3, 2, 3), -1, 1)};
+    gc_check(r, f_unflatten, NULL, 2, in, NULL);
+}
+
 const gc_module_case gc_modules_conv[] = {
     {"conv2d", "default", conv_layer_default},
     {"conv2d", "stride_pad_groups", conv_layer_opts},
+    {"conv_transpose2d", "stride_pad_outpad_groups", convt_layer_case},
+    {"conv1d", "stride_pad_groups", conv1d_layer_case},
+    {"dropout2d", "nchw_ncl", dropout2d_case},
+    {"upsample_nearest2d", "size_scale_transposed", upsample_case},
+    {"unflatten", "transposed", unflatten_case},
     {NULL, NULL, NULL},
 };

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "test_util.h"
 #include "reference/conv_values.h"
@@ -457,6 +458,147 @@ START_TEST(test_abort_unflatten_two_infer) {
 }
 END_TEST
 
+
+// ---- ConvTranspose2d, Conv1d, Dropout2d, Upsample, Unflatten modules ----
+
+static double max_abs(const tt_tensor *t) {
+    double m = 0;
+    for (int64_t i = 0; i < tt_numel(t); i++) m = fmax(m, fabs(tt_at(t, i)));
+    return m;
+}
+
+// PyTorch's shapes, names and init bound; with PyTorch's weights loaded, its output (f64).
+static void check_layer(tt_module mod, tt_tensor *weight, tt_tensor *bias, int wdims,
+                        const int64_t *w_shape, double bound, const double *w, const double *b,
+                        int xdims, const int64_t *x_shape, const double *x, const int64_t *y_shape,
+                        const double *y) {
+    ck_assert_int_eq(weight->ndim, wdims);
+    for (int d = 0; d < wdims; d++) ck_assert_int_eq(weight->shape[d], w_shape[d]);
+    ck_assert(max_abs(weight) <= bound && max_abs(weight) > 0.5 * bound);
+    ck_assert(max_abs(bias) <= bound);
+    tt_params ps;
+    tt_params_init(&ps);
+    tt_module_params(mod, &ps, "up");
+    ck_assert_int_eq(ps.n, 2);
+    ck_assert_str_eq(ps.items[0].name, "up.weight");
+    ck_assert_str_eq(ps.items[1].name, "up.bias");
+    tt_params_free(&ps);
+    memcpy(tt_data(weight), w, sizeof(double) * (size_t)tt_numel(weight));
+    memcpy(tt_data(bias), b, sizeof(double) * (size_t)tt_numel(bias));
+    tt_scope_begin();
+    tt_tensor *out = tt_module_forward(mod, tt_from_data(TT_F64, xdims, x_shape, x));
+    for (int d = 0; d < xdims; d++) ck_assert_int_eq(out->shape[d], y_shape[d]);
+    tt_assert_values(out, y, numel(xdims, y_shape), 1e-12, 1e-12, __FILE__, __LINE__);
+    tt_backward(tt_sum(out, 0, NULL, false));
+    ck_assert(tt_grad(weight) && tt_grad(bias));
+    tt_scope_end();
+}
+
+START_TEST(test_convt_layer) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 5);
+    tt_dtype prev = tt_set_default_dtype(TT_F64);
+    tt_conv_transpose2d_layer m;
+    tt_conv_transpose2d_opts o = {
+        .stride = {2, 1}, .padding = {1, 0}, .output_padding = {1, 0}, .groups = 2};
+    tt_conv_transpose2d_layer_init(&m, 4, 6, 3, 2, &o, true, &rng);
+    tt_set_default_dtype(prev);
+    ck_assert_int_eq(m.opts.dilation[0], 1);
+    check_layer(tt_conv_transpose2d_layer_module(&m), m.weight, m.bias, 4, convt_layer_w_shape,
+                convt_layer_bound, convt_layer_w, convt_layer_b, TT_SHAPE(2, 4, 3, 5),
+                convt_layer_x, convt_layer_y_shape, convt_layer_y);
+    tt_module_free(tt_conv_transpose2d_layer_module(&m));
+    ck_assert_ptr_null(m.weight);
+}
+END_TEST
+
+START_TEST(test_conv1d_layer) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 6);
+    tt_dtype prev = tt_set_default_dtype(TT_F64);
+    tt_conv1d_layer m;
+    tt_conv1d_opts o = {.stride = 2, .padding = 1, .dilation = 2, .groups = 2};
+    tt_conv1d_layer_init(&m, 4, 6, 3, &o, true, &rng);
+    tt_set_default_dtype(prev);
+    check_layer(tt_conv1d_layer_module(&m), m.weight, m.bias, 3, conv1d_layer_w_shape,
+                conv1d_layer_bound, conv1d_layer_w, conv1d_layer_b, TT_SHAPE(2, 4, 9),
+                conv1d_layer_x, conv1d_layer_y_shape, conv1d_layer_y);
+    tt_conv1d_layer_free(&m);
+}
+END_TEST
+
+// Training drops whole channels; tt_module_train(false) makes it the identity.
+START_TEST(test_dropout2d_layer) {
+    tt_scope_begin();
+    tt_rng rng;
+    tt_rng_seed(&rng, 8);
+    tt_dropout2d_layer m;
+    tt_dropout2d_layer_init(&m, 0.5, &rng);
+    tt_module mod = tt_dropout2d_layer_module(&m);
+    tt_tensor *x = tt_ones(TT_F32, TT_SHAPE(4, 16, 2, 2));
+    tt_tensor *y = tt_module_forward(mod, x);
+    int zeros = 0;
+    for (int64_t i = 0; i < tt_numel(y); i++) {
+        ck_assert(tt_at(y, i) == tt_at(y, i - i % 4));  // one value per (n, c) plane
+        ck_assert(tt_at(y, i) == 0 || tt_at(y, i) == 2);
+        zeros += tt_at(y, i) == 0;
+    }
+    ck_assert(zeros > 0 && zeros < tt_numel(y));
+    tt_module_train(mod, false);
+    ck_assert_ptr_eq(tt_module_forward(mod, x), x);
+    tt_scope_end();
+}
+END_TEST
+
+// Upsample by size and by scale_factor: PyTorch's values (the refs); Unflatten: nn.Unflatten's
+// shapes.
+START_TEST(test_upsample_unflatten_modules) {
+    tt_scope_begin();
+    for (int i = 0; i < N_UPSAMPLE; i++) {
+        const upsample_ref *c = &upsample_refs[i];
+        tt_upsample_layer u = {.size = {c->y_shape[2], c->y_shape[3]}};
+        if (c->scale[0] > 0) u = (tt_upsample_layer){.scale = {c->scale[0], c->scale[1]}};
+        tt_tensor *y = tt_module_forward(tt_upsample_module(&u),
+                                         ref_tensor(TT_F64, 4, c->x_shape, c->x));
+        for (int d = 0; d < 4; d++) ck_assert_int_eq(y->shape[d], c->y_shape[d]);
+        tt_assert_values(y, c->y, numel(4, c->y_shape), 0, 0, __FILE__, __LINE__);
+    }
+    tt_unflatten_layer uf = {.dim = 1, .n = 3, .sizes = {2, -1, 4}};
+    tt_tensor *z = tt_module_forward(tt_unflatten_module(&uf), tt_zeros(TT_F32, TT_SHAPE(5, 24)));
+    ck_assert_int_eq(z->ndim, 4);
+    ck_assert_int_eq(z->shape[0], 5);
+    ck_assert_int_eq(z->shape[1], 2);
+    ck_assert_int_eq(z->shape[2], 3);
+    ck_assert_int_eq(z->shape[3], 4);
+    tt_scope_end();
+}
+END_TEST
+
+START_TEST(test_abort_upsample_module) {
+    tt_expect_abort("set exactly one of size (4, 4) and scale (2, 2)");
+    tt_upsample_module(&(tt_upsample_layer){.size = {4, 4}, .scale = {2, 2}});
+}
+END_TEST
+
+START_TEST(test_abort_convt_layer_input) {
+    tt_expect_abort("input (1, 3, 4, 4) must be (N, in_channels=2, H, W)");
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    tt_conv_transpose2d_layer m;
+    tt_conv_transpose2d_layer_init(&m, 2, 3, 1, 1, NULL, false, &rng);
+    tt_conv_transpose2d_layer_forward(&m, tt_zeros(TT_F32, TT_SHAPE(1, 3, 4, 4)));
+}
+END_TEST
+
+START_TEST(test_abort_conv1d_layer_groups) {
+    tt_expect_abort("groups 4 must be positive and divide in_channels 6 and out_channels 6");
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    tt_conv1d_layer m;
+    tt_conv1d_layer_init(&m, 6, 6, 3, &(tt_conv1d_opts){.groups = 4}, true, &rng);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("ops_conv");
     TCase *tc = tt_tcase("values");
@@ -473,6 +615,10 @@ int main(void) {
     tcase_add_test(tc, test_upsample_hand);
     tcase_add_test(tc, test_unflatten);
     tcase_add_test(tc, test_dropout2d);
+    tcase_add_test(tc, test_convt_layer);
+    tcase_add_test(tc, test_conv1d_layer);
+    tcase_add_test(tc, test_dropout2d_layer);
+    tcase_add_test(tc, test_upsample_unflatten_modules);
     suite_add_tcase(s, tc);
 
     TCase *ab = tt_tcase_aborts("aborts_conv");
@@ -502,6 +648,9 @@ int main(void) {
     tcase_add_test_raise_signal(at, test_abort_upsample_size, SIGABRT);
     tcase_add_test_raise_signal(at, test_abort_unflatten_sizes, SIGABRT);
     tcase_add_test_raise_signal(at, test_abort_unflatten_two_infer, SIGABRT);
+    tcase_add_test_raise_signal(at, test_abort_upsample_module, SIGABRT);
+    tcase_add_test_raise_signal(at, test_abort_convt_layer_input, SIGABRT);
+    tcase_add_test_raise_signal(at, test_abort_conv1d_layer_groups, SIGABRT);
     suite_add_tcase(s, at);
     return tt_test_run(s);
 }

@@ -1,6 +1,8 @@
 # Writes tests/reference/conv_transpose_values.h: reference numbers (f64) for
-# tt_conv_transpose2d, tt_upsample_nearest2d(_scale) and tt_unflatten, read by
-# tests/test_ops_conv.c. Per case: the forward of random inputs and the gradients of sum(y * g).
+# tt_conv_transpose2d and tt_upsample_nearest2d(_scale), read by tests/test_ops_conv.c. Per case:
+# the forward of random inputs and the gradients of sum(y * g). Then nn.ConvTranspose2d and
+# nn.Conv1d modules: their state_dict (names, values), the init bound PyTorch's fan-in gives, an
+# input and the output.
 # Run: /usr/bin/python3 tests/reference/conv_transpose_values.py [OUT]
 # (PyTorch 1.13; make test never does)
 import os
@@ -46,6 +48,32 @@ UPSAMPLE = [
     ("down", (1, 2, 6, 7), (4, 3), None),
     ("scale", (2, 1, 3, 5), None, (1.5, 2.7)),
 ]
+
+
+def modules():
+    text = []
+    layers = [
+        ("convt_layer", torch.nn.ConvTranspose2d(4, 6, (3, 2), stride=(2, 1), padding=(1, 0),
+                                                 output_padding=(1, 0), groups=2),
+         (2, 4, 3, 5)),
+        ("conv1d_layer", torch.nn.Conv1d(4, 6, 3, stride=2, padding=1, dilation=2, groups=2),
+         (2, 4, 9)),
+    ]
+    for name, m, xs in layers:
+        fan_in, _ = torch.nn.init._calculate_fan_in_and_fan_out(m.weight)
+        names = list(m.state_dict().keys())
+        assert names == ["weight", "bias"], names
+        x = torch.rand(xs) * 2 - 1
+        y = m(x)
+        text.append("static const double %s_bound = %.17g;  // 1 / sqrt(fan_in %d)\n"
+                    % (name, 1 / fan_in ** 0.5, fan_in))
+        text.append("static const int64_t %s_w_shape[] = {%s};\n"
+                    % (name, ", ".join(str(v) for v in m.weight.shape)))
+        text.append("static const int64_t %s_y_shape[] = {%s};\n"
+                    % (name, ", ".join(str(v) for v in y.shape)))
+        for k, t in (("w", m.weight), ("b", m.bias), ("x", x), ("y", y)):
+            text.append(carr("%s_%s" % (name, k), t))
+    return "".join(text)
 
 
 def main():
@@ -95,6 +123,7 @@ def main():
         rows.append('    {"%s", %s, %s, %s, %s_x, %s_g, %s_y, %s_dx},\n' % (
             name, shp(xs), shp(tuple(y.shape)), "{%r, %r}" % (scale or (0.0, 0.0)), p, p, p, p))
     text.append("static const upsample_ref upsample_refs[] = {\n" + "".join(rows) + "};\n")
+    text.append(modules())
     with open(out, "w") as fh:
         fh.write("".join(text))
 
