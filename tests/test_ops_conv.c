@@ -349,7 +349,8 @@ START_TEST(test_dropout2d) {
     tt_rng rng;
     tt_rng_seed(&rng, 11);
     double p = 0.25;
-    tt_tensor *x = tt_set_requires_grad(tt_uniform(&rng, TT_F64, TT_SHAPE(8, 50, 3, 2), 1, 2), true);
+    tt_tensor *x = tt_uniform(&rng, TT_F64, TT_SHAPE(8, 50, 3, 2), 1, 2);
+    x = tt_set_requires_grad(x, true);
     tt_tensor *y = tt_dropout2d(x, p, true, &rng);
     tt_backward(tt_sum(y, 0, NULL, false));
     int dropped = 0;

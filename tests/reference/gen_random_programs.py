@@ -23,8 +23,9 @@
 # running stats, which the draw folds into the output so they are checked too.
 #
 # Not drawn: multinomial, randint, randperm and bernoulli (tinytorch's xoshiro stream is not
-# PyTorch's), nor dropout2d with p > 0 when training (for the same reason); topk with sorted=False (PyTorch's CPU order is unspecified, tinytorch sorts);
-# scatter with duplicate targets (the winner is unspecified in PyTorch, see autograd.h).
+# PyTorch's), nor dropout2d with p > 0 when training (for the same reason); topk with
+# sorted=False (PyTorch's CPU order is unspecified, tinytorch sorts); scatter with duplicate
+# targets (the winner is unspecified in PyTorch, see autograd.h).
 #
 # File format (text, one record a line, '#' lines are comments):
 #   program N                      starts program N (0, 1, ...)
