@@ -403,6 +403,38 @@ tt_tensor *tt_conv2d_same(tt_tensor *x, tt_tensor *weight, tt_tensor *bias,
 tt_tensor *tt_conv1d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias, int64_t stride,
                      int64_t padding, int64_t dilation, int64_t groups);
 
+// ---- transposed convolution, channel dropout, nearest upsampling, unflatten ----
+// autograd/ops_conv.c.
+// PyTorch's F.conv_transpose2d (argument order as PyTorch's): x (N, C_in, H, W), weight (C_in,
+// C_out / groups, kH, kW), bias (C_out,) or NULL -> (N, C_out, OH, OW), OH = (H - 1) stride[0]
+// - 2 padding[0] + dilation[0] (kH - 1) + output_padding[0] + 1 (OW likewise): the adjoint
+// of tt_conv2d with the same stride, padding, dilation and groups. {H, W} pairs, NULL meaning
+// stride {1, 1}, padding {0, 0}, output_padding {0, 0}, dilation {1, 1}; output_padding must
+// be smaller than the stride or the dilation. One op: a GEMM (w^T x per group) and col2im;
+// its input gradient is im2col of the output gradient and a GEMM.
+tt_tensor *tt_conv_transpose2d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias,
+                               const int64_t stride[2], const int64_t padding[2],
+                               const int64_t output_padding[2], int64_t groups,
+                               const int64_t dilation[2]);
+// F.dropout2d: when training, every channel x[n, c] of x (N, C, H, W) is zeroed as a whole
+// with probability p and the rest scaled by 1 / (1 - p) (p == 1: all zeros); returns x
+// unchanged (a new reference) when !training or p == 0. A 3-D x is read as PyTorch 1.13 reads
+// it: (N, C, L), channels of one row each. A composition: x * mask, mask (N, C, 1, 1) drawn
+// with tt_bernoulli on rng (its stream is not PyTorch's).
+tt_tensor *tt_dropout2d(tt_tensor *x, double p, bool training, tt_rng *rng);
+// F.interpolate(x, size=(out_h, out_w), mode="nearest"): x (N, C, H, W) -> (N, C, out_h,
+// out_w), out[.., i, j] = x[.., src(i, H, out_h), src(j, W, out_w)] with src(d, in, out) =
+// min(floor(d * s), in - 1), s = in / out in single precision as PyTorch. Two tt_index_select
+// (the gradient adds up the pixels each source fed).
+tt_tensor *tt_upsample_nearest2d(tt_tensor *x, int64_t out_h, int64_t out_w);
+// The same with scale_factor=(scale_h, scale_w): out = floor(in * scale) and s = 1 / scale,
+// as F.interpolate (recompute_scale_factor unset). Scales > 0.
+tt_tensor *tt_upsample_nearest2d_scale(tt_tensor *x, double scale_h, double scale_w);
+// torch.unflatten: dim (negative counts from the end) of x split into sizes[0 .. n-1], whose
+// product must be x's size there; one entry may be -1 (inferred). A tt_reshape (a view when
+// the strides allow).
+tt_tensor *tt_unflatten(tt_tensor *x, int dim, const int64_t *sizes, int n);
+
 // ---- gradcheck ----
 
 typedef struct tt_gradcheck_opts {

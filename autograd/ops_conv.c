@@ -1,11 +1,12 @@
-// tt_conv2d (PyTorch's F.conv2d: NCHW, stride, zero padding, dilation, groups) as one op with
-// its own backward, by im2col + the packed GEMM, and tt_conv1d as a view of it (H = 1). No
-// padding modes other than zeros, no transposed convolution.
+// tt_conv2d (PyTorch's F.conv2d: NCHW, stride, zero padding, dilation, groups) and
+// tt_conv_transpose2d as ops with their own backward, by im2col / col2im + the packed GEMM;
+// tt_conv1d as a view of conv2d (H = 1); dropout2d, nearest upsampling, unflatten composed.
 #include "autograd_internal.h"
 #include "../tensor/kernels/conv.h"
 #include "../tensor/kernels/matmul.h"
 
 #include <stdbool.h>
+#include <math.h>
 #include <string.h>
 
 // Letters: x (N, C, H, W), w (CO, C / G, KH, KW), b (CO,), out (N, CO, OH, OW); G groups,
@@ -240,4 +241,269 @@ tt_tensor *tt_conv1d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias, int64_t s
     y = tt_keep(tt_squeeze(y, 2));
     tt_scope_end();
     return y;
+}
+
+// ---- conv_transpose2d ----
+
+// Letters: x (N, C, H, W), w (C, CO / G, KH, KW), out (N, CO, OH, OW), OH = (H - 1) sh - 2 ph +
+// dh (KH - 1) + oph + 1; CG = C / G, COG = CO / G, HW = H * W, K = COG * KH * KW. The
+// transposed convolution is the adjoint of a conv2d from out's shape to x's: its forward is
+// that conv's input gradient (col = w[group]^T x, then col2im) and its input gradient is that
+// conv's forward (im2col of the output gradient, then w[group] @).
+
+#define CONVT_CHECK(...) TT_CHECK_IN("tt_conv_transpose2d", __VA_ARGS__)
+
+typedef struct convt_ctx {
+    int64_t stride[2], padding[2], output_padding[2], dilation[2], groups;
+} convt_ctx;
+
+// The geometry of the adjoint conv2d, for one group of one image: its input is the (COG, OH,
+// OW) output slice, its output the (H, W) of x.
+static tt_k_conv_geom convt_geometry(const tt_tensor *x, const tt_tensor *w, const convt_ctx *c) {
+    tt_k_conv_geom g = {
+        .C = w->shape[1],
+        .KH = w->shape[2],
+        .KW = w->shape[3],
+        .OH = x->shape[2],
+        .OW = x->shape[3],
+        .sh = c->stride[0],
+        .sw = c->stride[1],
+        .ph = c->padding[0],
+        .pw = c->padding[1],
+        .dh = c->dilation[0],
+        .dw = c->dilation[1],
+    };
+    g.H = (g.OH - 1) * g.sh - 2 * g.ph + g.dh * (g.KH - 1) + c->output_padding[0] + 1;
+    g.W = (g.OW - 1) * g.sw - 2 * g.pw + g.dw * (g.KW - 1) + c->output_padding[1] + 1;
+    return g;
+}
+
+tt_tensor *tt_conv_transpose2d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias,
+                               const int64_t stride[2], const int64_t padding[2],
+                               const int64_t output_padding[2], int64_t groups,
+                               const int64_t dilation[2]) {
+    CONVT_CHECK(x && weight, "%s is NULL", x ? "weight" : "x");
+    tt__check_float(x, "tt_conv_transpose2d");
+    tt__check_same_dtype(x, weight, "tt_conv_transpose2d");
+    CONVT_CHECK(x->ndim == 4,
+                "x %s must be 4-D (N, C_in, H, W); for one image use tt_unsqueeze(x, 0)",
+                tt__shape(x));
+    CONVT_CHECK(weight->ndim == 4, "weight %s must be 4-D (C_in, C_out / groups, kH, kW)",
+                tt__shape(weight));
+    convt_ctx c = {{1, 1}, {0, 0}, {0, 0}, {1, 1}, groups};
+    for (int d = 0; d < 2; d++) {
+        if (stride) c.stride[d] = stride[d];
+        if (padding) c.padding[d] = padding[d];
+        if (output_padding) c.output_padding[d] = output_padding[d];
+        if (dilation) c.dilation[d] = dilation[d];
+        CONVT_CHECK(c.stride[d] >= 1 && c.dilation[d] >= 1 && c.padding[d] >= 0 &&
+                        c.output_padding[d] >= 0,
+                    "stride (%lld, %lld) and dilation (%lld, %lld) must be >= 1, padding (%lld, "
+                    "%lld) and output_padding (%lld, %lld) >= 0 (NULL means 1, 1, 0, 0)",
+                    (long long)c.stride[0], (long long)c.stride[1], (long long)c.dilation[0],
+                    (long long)c.dilation[1], (long long)c.padding[0], (long long)c.padding[1],
+                    (long long)c.output_padding[0], (long long)c.output_padding[1]);
+        CONVT_CHECK(c.output_padding[d] < c.stride[d] || c.output_padding[d] < c.dilation[d],
+                    "output_padding %lld along %s must be smaller than either the stride (%lld) "
+                    "or the dilation (%lld), as PyTorch",
+                    (long long)c.output_padding[d], d == 0 ? "H" : "W", (long long)c.stride[d],
+                    (long long)c.dilation[d]);
+    }
+    int64_t N = x->shape[0], C = x->shape[1], G = groups;
+    CONVT_CHECK(G >= 1 && C % G == 0,
+                "groups %lld must be >= 1 and divide the input channels (%lld) of x %s",
+                (long long)G, (long long)C, tt__shape(x));
+    CONVT_CHECK(weight->shape[0] == C,
+                "x %s has %lld channels but weight %s has %lld rows; weight must be (C_in, "
+                "C_out / groups, kH, kW)",
+                tt__shape(x), (long long)C, tt__shape(weight), (long long)weight->shape[0]);
+    int64_t CO = weight->shape[1] * G;
+    if (bias) {
+        tt__check_same_dtype(x, bias, "tt_conv_transpose2d");
+        CONVT_CHECK(bias->ndim == 1 && bias->shape[0] == CO,
+                    "bias %s must be (%lld,), one value per output channel (C_out = weight %s "
+                    "dim 1 * groups %lld)",
+                    tt__shape(bias), (long long)CO, tt__shape(weight), (long long)G);
+    }
+    tt_k_conv_geom g = convt_geometry(x, weight, &c);
+    CONVT_CHECK(g.H >= 1 && g.W >= 1 && weight->shape[2] >= 1 && weight->shape[3] >= 1,
+                "the output of x %s and weight %s would be %lld x %lld; use less padding",
+                tt__shape(x), tt__shape(weight), (long long)g.H, (long long)g.W);
+    int64_t CG = C / G, COG = weight->shape[1], HW = g.OH * g.OW, K = COG * g.KH * g.KW;
+    int64_t L = g.H * g.W;
+    size_t es = tt_dtype_size(x->dtype);
+    tt_tensor *out = tt__new_zeros(x->dtype, 4, (int64_t[]){N, CO, g.H, g.W});
+    tt_tensor *xc = tt__contiguous_ref(x), *wc = tt__contiguous_ref(weight);
+    tt_tensor *col = tt__new(x->dtype, 2, (int64_t[]){K, HW});  // (K, HW)
+    char *xp = tt_data(xc), *wp = tt_data(wc), *op = tt_data(out), *cp = tt_data(col);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t gi = 0; gi < G; gi++) {
+            // col (K, HW) = w[group]^T (K, CG) @ x[n, group] (CG, HW)
+            gemm(x->dtype, K, HW, CG, wp + (size_t)(gi * CG * K) * es, 1, K,
+                 xp + (size_t)((n * C + gi * CG) * HW) * es, HW, 1, cp, false);
+            col2im(x->dtype, op + (size_t)((n * CO + gi * COG) * L) * es, cp, &g);
+        }
+    if (bias) {
+        tt_tensor *bc = tt__contiguous_ref(bias);
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t o = 0; o < CO; o++) {
+                size_t at = (size_t)((n * CO + o) * L);
+                if (x->dtype == TT_F32) {
+                    float *r = (float *)op + at, bv = ((const float *)tt_data(bc))[o];
+                    for (int64_t l = 0; l < L; l++) r[l] += bv;
+                } else {
+                    double *r = (double *)op + at, bv = ((const double *)tt_data(bc))[o];
+                    for (int64_t l = 0; l < L; l++) r[l] += bv;
+                }
+            }
+        tt_release(bc);
+    }
+    tt_release(col);
+    tt_release(xc);
+    tt_release(wc);
+    convt_ctx *ctx = tt__record(out, TT_OP_CONV_TRANSPOSE2D, 3, (tt_tensor *[]){x, weight, bias},
+                                sizeof *ctx);
+    if (ctx) *ctx = c;
+    return tt__autorelease(out);
+}
+
+// col (K, HW) = im2col(g[n, group]) once per image and group, then
+// dx[n, group] (CG, HW) = w[group] (CG, K) @ col and dw[group] (CG, K) += x[n, group] (CG, HW)
+// @ col^T (HW, K); db = the sum of g over N, OH, OW.
+void tt__backward_conv_transpose2d(tt_node *nd) {
+    tt_tensor *x = nd->inputs[0], *w = nd->inputs[1], *b = nd->inputs[2];
+    const convt_ctx *c = nd->ctx;
+    tt_k_conv_geom g = convt_geometry(x, w, c);
+    int64_t N = x->shape[0], C = x->shape[1], G = c->groups;
+    int64_t CG = C / G, COG = w->shape[1], CO = COG * G, HW = g.OH * g.OW;
+    int64_t K = COG * g.KH * g.KW, L = g.H * g.W;
+    tt_dtype dt = x->dtype;
+    size_t es = tt_dtype_size(dt);
+    tt_tensor *gc = tt__contiguous_ref(nd->grad);
+    char *gp = tt_data(gc);
+    bool need_dx = x->requires_grad, need_dw = w->requires_grad;
+    if (need_dx || need_dw) {
+        tt_tensor *col = tt__new(dt, 2, (int64_t[]){K, HW});  // (K, HW)
+        tt_tensor *wc = need_dx ? tt__contiguous_ref(w) : NULL;
+        tt_tensor *xc = need_dw ? tt__contiguous_ref(x) : NULL;
+        tt_tensor *dx = need_dx ? tt__new(dt, 4, x->shape) : NULL;
+        tt_tensor *dw = need_dw ? tt__new_zeros(dt, 4, w->shape) : NULL;
+        char *cp = tt_data(col);
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t gi = 0; gi < G; gi++) {
+                im2col(dt, cp, gp + (size_t)((n * CO + gi * COG) * L) * es, &g);
+                if (dx)
+                    gemm(dt, CG, HW, K, (char *)tt_data(wc) + (size_t)(gi * CG * K) * es, K, 1,
+                         cp, HW, 1, (char *)tt_data(dx) + (size_t)((n * C + gi * CG) * HW) * es,
+                         false);
+                if (dw)
+                    gemm(dt, CG, K, HW, (char *)tt_data(xc) + (size_t)((n * C + gi * CG) * HW) * es,
+                         HW, 1, cp, 1, HW, (char *)tt_data(dw) + (size_t)(gi * CG * K) * es, true);
+            }
+        tt_release(col);
+        tt_release(wc);
+        tt_release(xc);
+        if (dx) tt__accum_grad_owned(x, dx);
+        if (dw) tt__accum_grad_owned(w, dw);
+    }
+    if (b && b->requires_grad) tt__accum_grad(b, tt_sum(gc, 3, (int[]){0, 2, 3}, false));
+    tt_release(gc);
+}
+
+// ---- dropout2d, upsample_nearest2d, unflatten: compositions ----
+
+// PyTorch's feature dropout: noise (N, C, 1, ...) = bernoulli(1 - p) / (1 - p), then x * noise.
+tt_tensor *tt_dropout2d(tt_tensor *x, double p, bool training, tt_rng *rng) {
+    TT_CHECK(x, "x is NULL");
+    tt__check_float(x, "tt_dropout2d");
+    TT_CHECK(p >= 0 && p <= 1, "p must be in [0, 1], got %g", p);
+    TT_CHECK(x->ndim == 3 || x->ndim == 4,
+             "x %s must be 4-D (N, C, H, W) or 3-D (N, C, L); for other shapes use tt_dropout",
+             tt__shape(x));
+    if (!training || p == 0) return tt__autorelease(tt_retain(x));
+    TT_CHECK(rng, "rng is NULL; training dropout2d draws its mask from an explicit tt_rng");
+    int64_t shape[4] = {x->shape[0], x->shape[1], 1, 1};  // (N, C, 1[, 1])
+    tt_scope_begin();
+    tt_tensor *noise;
+    if (p == 1) {
+        noise = tt_zeros(x->dtype, x->ndim, shape);
+    } else {
+        noise = tt_bernoulli(rng, tt_full(x->dtype, x->ndim, shape, 1 - p));
+        noise = tt_div_scalar(noise, 1 - p);
+    }
+    tt_tensor *y = tt_keep(tt_mul(x, noise));
+    tt_scope_end();
+    return y;
+}
+
+// index (out,) of TT_I64: the source row of every output row, as PyTorch's nearest_idx.
+static tt_tensor *nearest_index(int64_t in, int64_t out, float scale) {
+    tt_tensor *index = tt_empty(TT_I64, 1, (int64_t[]){out});
+    int64_t *ip = tt_data(index);
+    for (int64_t d = 0; d < out; d++) {
+        int64_t s = (int64_t)floorf((float)d * scale);
+        ip[d] = s < in - 1 ? s : in - 1;
+    }
+    return index;
+}
+
+static tt_tensor *upsample_nearest(tt_tensor *x, int64_t out_h, int64_t out_w, const float s[2],
+                                   const char *func) {
+    TT_CHECK_IN(func, x, "x is NULL");
+    tt__check_float(x, func);
+    TT_CHECK_IN(func, x->ndim == 4,
+                "x %s must be 4-D (N, C, H, W); for one image use tt_unsqueeze(x, 0)",
+                tt__shape(x));
+    TT_CHECK_IN(func, out_h >= 1 && out_w >= 1 && x->shape[2] >= 1 && x->shape[3] >= 1,
+                "the output size (%lld, %lld) and x %s's H and W must be >= 1",
+                (long long)out_h, (long long)out_w, tt__shape(x));
+    tt_scope_begin();
+    tt_tensor *y = tt_index_select(x, 2, nearest_index(x->shape[2], out_h, s[0]));
+    y = tt_keep(tt_index_select(y, 3, nearest_index(x->shape[3], out_w, s[1])));
+    tt_scope_end();
+    return y;
+}
+
+tt_tensor *tt_upsample_nearest2d(tt_tensor *x, int64_t out_h, int64_t out_w) {
+    TT_CHECK(x && x->ndim == 4, "x %s must be 4-D (N, C, H, W)", x ? tt__shape(x) : "NULL");
+    float s[2] = {(float)x->shape[2] / (float)out_h, (float)x->shape[3] / (float)out_w};
+    return upsample_nearest(x, out_h, out_w, s, "tt_upsample_nearest2d");
+}
+
+tt_tensor *tt_upsample_nearest2d_scale(tt_tensor *x, double scale_h, double scale_w) {
+    TT_CHECK(x && x->ndim == 4, "x %s must be 4-D (N, C, H, W)", x ? tt__shape(x) : "NULL");
+    TT_CHECK(scale_h > 0 && scale_w > 0, "scale factors (%g, %g) must be > 0", scale_h, scale_w);
+    int64_t oh = (int64_t)floor((double)x->shape[2] * scale_h);
+    int64_t ow = (int64_t)floor((double)x->shape[3] * scale_w);
+    float s[2] = {(float)(1.0 / scale_h), (float)(1.0 / scale_w)};
+    return upsample_nearest(x, oh, ow, s, "tt_upsample_nearest2d_scale");
+}
+
+tt_tensor *tt_unflatten(tt_tensor *x, int dim, const int64_t *sizes, int n) {
+    TT_CHECK(x && sizes, "%s is NULL", x ? "sizes" : "x");
+    int d = dim < 0 ? dim + x->ndim : dim;
+    TT_CHECK(d >= 0 && d < x->ndim, "dim %d is out of range for x %s", dim, tt__shape(x));
+    TT_CHECK(n >= 1 && x->ndim - 1 + n <= TT_MAX_DIMS,
+             "%d sizes for dim %d of x %s: need 1 .. %d (at most %d dims in all)", n, dim,
+             tt__shape(x), TT_MAX_DIMS - x->ndim + 1, TT_MAX_DIMS);
+    int64_t shape[TT_MAX_DIMS], known = 1;
+    int infer = -1;
+    for (int i = 0; i < n; i++) {
+        TT_CHECK(sizes[i] >= 0 || (sizes[i] == -1 && infer < 0),
+                 "sizes[%d] = %lld: sizes must be >= 0, with at most one -1", i,
+                 (long long)sizes[i]);
+        if (sizes[i] == -1)
+            infer = i;
+        else
+            known *= sizes[i];
+    }
+    int64_t size = x->shape[d];
+    TT_CHECK(infer >= 0 ? (known > 0 && size % known == 0) : known == size,
+             "sizes of product %lld%s cannot split dim %d of x %s (size %lld)", (long long)known,
+             infer >= 0 ? " (with one -1)" : "", dim, tt__shape(x), (long long)size);
+    int k = 0;
+    for (int i = 0; i < d; i++) shape[k++] = x->shape[i];
+    for (int i = 0; i < n; i++) shape[k++] = i == infer ? size / known : sizes[i];
+    for (int i = d + 1; i < x->ndim; i++) shape[k++] = x->shape[i];
+    return tt_reshape(x, k, shape);
 }

@@ -1,5 +1,6 @@
-// The convolution modules: Conv2d (tt_conv2d_layer) and its tt_module wrapper, with PyTorch's
-// default init. The op itself is tt_conv2d (autograd/ops_conv.c). No Conv1d module yet.
+// The convolution modules: Conv2d, ConvTranspose2d and Conv1d (tt_*_layer) with PyTorch's
+// default init, Dropout2d, Upsample (nearest) and Unflatten, each with its tt_module wrapper.
+// The ops themselves are in autograd/ops_conv.c.
 #include "nn_internal.h"
 
 #include <math.h>
@@ -65,3 +66,182 @@ static void conv2d_free(void *self) { tt_conv2d_layer_free(self); }
 static const tt_module_ops conv2d_ops = {
     .type = "Conv2d", .forward = conv2d_fwd, .params = conv2d_params, .free = conv2d_free};
 tt_module tt_conv2d_layer_module(tt_conv2d_layer *m) { return (tt_module){m, &conv2d_ops}; }
+
+// ---- ConvTranspose2d ----
+
+void tt_conv_transpose2d_layer_init(tt_conv_transpose2d_layer *m, int64_t in_channels,
+                                    int64_t out_channels, int64_t kh, int64_t kw,
+                                    const tt_conv_transpose2d_opts *opts, bool bias,
+                                    tt_rng *rng) {
+    tt_conv_transpose2d_opts o = opts ? *opts : (tt_conv_transpose2d_opts){0};
+    if (o.groups == 0) o.groups = 1;
+    for (int d = 0; d < 2; d++) {
+        if (o.stride[d] == 0) o.stride[d] = 1;
+        if (o.dilation[d] == 0) o.dilation[d] = 1;
+    }
+    TT_CHECK(in_channels > 0 && out_channels > 0 && kh > 0 && kw > 0,
+             "channels and kernel size must be positive, got in=%lld out=%lld kernel=(%lld, "
+             "%lld)",
+             (long long)in_channels, (long long)out_channels, (long long)kh, (long long)kw);
+    TT_CHECK(o.groups > 0 && in_channels % o.groups == 0 && out_channels % o.groups == 0,
+             "groups %lld must be positive and divide in_channels %lld and out_channels %lld",
+             (long long)o.groups, (long long)in_channels, (long long)out_channels);
+    memset(m, 0, sizeof *m);
+    m->in_channels = in_channels;
+    m->out_channels = out_channels;
+    m->opts = o;
+    // kaiming_uniform(a = sqrt 5) with PyTorch's fan_in of a (in, out / groups, kh, kw) weight:
+    // its dim 1 times the kernel size.
+    int64_t fan_in = out_channels / o.groups * kh * kw;
+    double bound = 1.0 / sqrt((double)fan_in);
+    m->weight = tt__param_new(4, (int64_t[]){in_channels, out_channels / o.groups, kh, kw});
+    tt_uniform_(m->weight, rng, -bound, bound);
+    if (bias) {
+        m->bias = tt__param_new(1, (int64_t[]){out_channels});
+        tt_uniform_(m->bias, rng, -bound, bound);
+    }
+}
+
+tt_tensor *tt_conv_transpose2d_layer_forward(tt_conv_transpose2d_layer *m, tt_tensor *x) {
+    TT_CHECK(x->ndim == 4 && x->shape[1] == m->in_channels,
+             "input %s must be (N, in_channels=%lld, H, W)", tt__shape(x),
+             (long long)m->in_channels);
+    return tt_conv_transpose2d(x, m->weight, m->bias, m->opts.stride, m->opts.padding,
+                               m->opts.output_padding, m->opts.groups, m->opts.dilation);
+}
+
+void tt_conv_transpose2d_layer_params(const tt_conv_transpose2d_layer *m, tt_params *out,
+                                      const char *prefix) {
+    tt_params_add(out, prefix, "weight", m->weight);
+    if (m->bias) tt_params_add(out, prefix, "bias", m->bias);
+}
+
+void tt_conv_transpose2d_layer_free(tt_conv_transpose2d_layer *m) {
+    tt_release(m->weight);
+    tt_release(m->bias);
+    memset(m, 0, sizeof *m);
+}
+
+static tt_tensor *convt_fwd(void *self, tt_tensor *x) {
+    return tt_conv_transpose2d_layer_forward(self, x);
+}
+static void convt_params(const void *self, tt_params *out, const char *prefix) {
+    tt_conv_transpose2d_layer_params(self, out, prefix);
+}
+static void convt_free(void *self) { tt_conv_transpose2d_layer_free(self); }
+static const tt_module_ops convt_ops = {
+    .type = "ConvTranspose2d", .forward = convt_fwd, .params = convt_params, .free = convt_free};
+tt_module tt_conv_transpose2d_layer_module(tt_conv_transpose2d_layer *m) {
+    return (tt_module){m, &convt_ops};
+}
+
+// ---- Conv1d ----
+
+void tt_conv1d_layer_init(tt_conv1d_layer *m, int64_t in_channels, int64_t out_channels,
+                          int64_t k, const tt_conv1d_opts *opts, bool bias, tt_rng *rng) {
+    tt_conv1d_opts o = opts ? *opts : (tt_conv1d_opts){0};
+    if (o.groups == 0) o.groups = 1;
+    if (o.stride == 0) o.stride = 1;
+    if (o.dilation == 0) o.dilation = 1;
+    TT_CHECK(in_channels > 0 && out_channels > 0 && k > 0,
+             "channels and kernel size must be positive, got in=%lld out=%lld kernel=%lld",
+             (long long)in_channels, (long long)out_channels, (long long)k);
+    TT_CHECK(o.groups > 0 && in_channels % o.groups == 0 && out_channels % o.groups == 0,
+             "groups %lld must be positive and divide in_channels %lld and out_channels %lld",
+             (long long)o.groups, (long long)in_channels, (long long)out_channels);
+    memset(m, 0, sizeof *m);
+    m->in_channels = in_channels;
+    m->out_channels = out_channels;
+    m->opts = o;
+    double bound = 1.0 / sqrt((double)(in_channels / o.groups * k));  // as Conv2d
+    m->weight = tt__param_new(3, (int64_t[]){out_channels, in_channels / o.groups, k});
+    tt_uniform_(m->weight, rng, -bound, bound);
+    if (bias) {
+        m->bias = tt__param_new(1, (int64_t[]){out_channels});
+        tt_uniform_(m->bias, rng, -bound, bound);
+    }
+}
+
+tt_tensor *tt_conv1d_layer_forward(tt_conv1d_layer *m, tt_tensor *x) {
+    TT_CHECK(x->ndim == 3 && x->shape[1] == m->in_channels,
+             "input %s must be (N, in_channels=%lld, L)", tt__shape(x),
+             (long long)m->in_channels);
+    return tt_conv1d(x, m->weight, m->bias, m->opts.stride, m->opts.padding, m->opts.dilation,
+                     m->opts.groups);  // (N, out_channels, OL)
+}
+
+void tt_conv1d_layer_params(const tt_conv1d_layer *m, tt_params *out, const char *prefix) {
+    tt_params_add(out, prefix, "weight", m->weight);
+    if (m->bias) tt_params_add(out, prefix, "bias", m->bias);
+}
+
+void tt_conv1d_layer_free(tt_conv1d_layer *m) {
+    tt_release(m->weight);
+    tt_release(m->bias);
+    memset(m, 0, sizeof *m);
+}
+
+static tt_tensor *conv1d_fwd(void *self, tt_tensor *x) { return tt_conv1d_layer_forward(self, x); }
+static void conv1d_params(const void *self, tt_params *out, const char *prefix) {
+    tt_conv1d_layer_params(self, out, prefix);
+}
+static void conv1d_free(void *self) { tt_conv1d_layer_free(self); }
+static const tt_module_ops conv1d_ops = {
+    .type = "Conv1d", .forward = conv1d_fwd, .params = conv1d_params, .free = conv1d_free};
+tt_module tt_conv1d_layer_module(tt_conv1d_layer *m) { return (tt_module){m, &conv1d_ops}; }
+
+// ---- Dropout2d ----
+
+void tt_dropout2d_layer_init(tt_dropout2d_layer *m, double p, tt_rng *rng) {
+    TT_CHECK(p >= 0 && p <= 1, "dropout probability %g is outside [0, 1]", p);
+    TT_CHECK(p == 0 || rng, "dropout2d with p=%g needs an rng", p);
+    m->p = p;
+    m->training = true;
+    m->rng = rng;
+}
+
+tt_tensor *tt_dropout2d_layer_forward(tt_dropout2d_layer *m, tt_tensor *x) {
+    return tt_dropout2d(x, m->p, m->training, m->rng);
+}
+
+void tt_dropout2d_layer_train(tt_dropout2d_layer *m, bool training) { m->training = training; }
+
+static tt_tensor *drop2d_fwd(void *self, tt_tensor *x) {
+    return tt_dropout2d_layer_forward(self, x);
+}
+static void drop2d_train(void *self, bool training) { tt_dropout2d_layer_train(self, training); }
+static const tt_module_ops drop2d_ops = {
+    .type = "Dropout2d", .forward = drop2d_fwd, .train = drop2d_train};
+tt_module tt_dropout2d_layer_module(tt_dropout2d_layer *m) { return (tt_module){m, &drop2d_ops}; }
+
+// ---- Upsample, Unflatten ----
+
+static tt_tensor *upsample_fwd(void *self, tt_tensor *x) {
+    const tt_upsample_layer *m = self;
+    if (m->size[0] > 0) return tt_upsample_nearest2d(x, m->size[0], m->size[1]);
+    return tt_upsample_nearest2d_scale(x, m->scale[0], m->scale[1]);
+}
+static const tt_module_ops upsample_ops = {.type = "Upsample", .forward = upsample_fwd};
+
+tt_module tt_upsample_module(tt_upsample_layer *m) {
+    TT_CHECK(m, "m is NULL");
+    bool by_size = m->size[0] > 0 && m->size[1] > 0;
+    bool by_scale = m->scale[0] > 0 && m->scale[1] > 0;
+    TT_CHECK(by_size != by_scale && (by_size || (m->size[0] == 0 && m->size[1] == 0)) &&
+                 (by_scale || (m->scale[0] == 0 && m->scale[1] == 0)),
+             "set exactly one of size (%lld, %lld) and scale (%g, %g), both entries > 0",
+             (long long)m->size[0], (long long)m->size[1], m->scale[0], m->scale[1]);
+    return (tt_module){m, &upsample_ops};
+}
+
+static tt_tensor *unflatten_fwd(void *self, tt_tensor *x) {
+    const tt_unflatten_layer *m = self;
+    return tt_unflatten(x, m->dim, m->sizes, m->n);
+}
+static const tt_module_ops unflatten_ops = {.type = "Unflatten", .forward = unflatten_fwd};
+
+tt_module tt_unflatten_module(tt_unflatten_layer *m) {
+    TT_CHECK(m && m->n >= 1 && m->n <= TT_MAX_DIMS, "n = %d sizes: need 1 .. %d",
+             m ? m->n : 0, TT_MAX_DIMS);
+    return (tt_module){m, &unflatten_ops};
+}

@@ -729,6 +729,86 @@ void tt_adaptive_avgpool2d_init(tt_adaptive_avgpool2d_layer *m, int64_t out_h, i
 tt_tensor *tt_adaptive_avgpool2d_forward(tt_adaptive_avgpool2d_layer *m, tt_tensor *x);
 tt_module tt_adaptive_avgpool2d_module(tt_adaptive_avgpool2d_layer *m);
 
+// ---- transposed and 1-D convolutions, channel dropout, upsampling, unflatten: nn/conv.c ----
+// torch.nn.ConvTranspose2d: y = tt_conv_transpose2d(x, weight, bias, ...), weight (in, out /
+// groups, kh, kw), bias (out,) or NULL. PyTorch's default init: U(-1/sqrt(fan_in),
+// 1/sqrt(fan_in)) on both with fan_in = weight.size(1) * kh * kw = out / groups * kh * kw
+// (PyTorch's fan of a transposed weight). Parameters "weight", "bias". Zeros (or NULL opts)
+// mean stride 1, padding 0, output_padding 0, dilation 1, groups 1.
+typedef struct tt_conv_transpose2d_opts {
+    int64_t stride[2], padding[2], output_padding[2], dilation[2];  // {H, W}
+    int64_t groups;
+} tt_conv_transpose2d_opts;
+
+typedef struct tt_conv_transpose2d_layer {
+    tt_tensor *weight;  // (in, out / groups, kh, kw)
+    tt_tensor *bias;    // (out,) or NULL
+    int64_t in_channels, out_channels;
+    tt_conv_transpose2d_opts opts;  // with the defaults filled in
+} tt_conv_transpose2d_layer;
+
+void tt_conv_transpose2d_layer_init(tt_conv_transpose2d_layer *m, int64_t in_channels,
+                                    int64_t out_channels, int64_t kh, int64_t kw,
+                                    const tt_conv_transpose2d_opts *opts, bool bias,
+                                    tt_rng *rng);
+tt_tensor *tt_conv_transpose2d_layer_forward(tt_conv_transpose2d_layer *m, tt_tensor *x);
+void tt_conv_transpose2d_layer_params(const tt_conv_transpose2d_layer *m, tt_params *out,
+                                      const char *prefix);
+void tt_conv_transpose2d_layer_free(tt_conv_transpose2d_layer *m);
+tt_module tt_conv_transpose2d_layer_module(tt_conv_transpose2d_layer *m);
+
+// torch.nn.Conv1d: y = tt_conv1d(x, weight, bias, ...), x (N, in, L), weight (out, in / groups,
+// k), bias (out,) or NULL; init as Conv2d (fan_in = in / groups * k). Parameters "weight",
+// "bias". Zeros (or NULL opts) mean stride 1, padding 0, dilation 1, groups 1.
+typedef struct tt_conv1d_opts {
+    int64_t stride, padding, dilation, groups;
+} tt_conv1d_opts;
+
+typedef struct tt_conv1d_layer {
+    tt_tensor *weight;  // (out, in / groups, k)
+    tt_tensor *bias;    // (out,) or NULL
+    int64_t in_channels, out_channels;
+    tt_conv1d_opts opts;  // with the defaults filled in
+} tt_conv1d_layer;
+
+void tt_conv1d_layer_init(tt_conv1d_layer *m, int64_t in_channels, int64_t out_channels,
+                          int64_t k, const tt_conv1d_opts *opts, bool bias, tt_rng *rng);
+tt_tensor *tt_conv1d_layer_forward(tt_conv1d_layer *m, tt_tensor *x);  // (N, in, L)
+void tt_conv1d_layer_params(const tt_conv1d_layer *m, tt_params *out, const char *prefix);
+void tt_conv1d_layer_free(tt_conv1d_layer *m);
+tt_module tt_conv1d_layer_module(tt_conv1d_layer *m);
+
+// torch.nn.Dropout2d: tt_dropout2d(x, p, training, rng); starts in training mode, as PyTorch;
+// tt_module_train switches it. No parameters.
+typedef struct tt_dropout2d_layer {
+    double p;
+    bool training;
+    tt_rng *rng;  // borrowed: the model owns its rng
+} tt_dropout2d_layer;
+
+void tt_dropout2d_layer_init(tt_dropout2d_layer *m, double p, tt_rng *rng);
+tt_tensor *tt_dropout2d_layer_forward(tt_dropout2d_layer *m, tt_tensor *x);
+void tt_dropout2d_layer_train(tt_dropout2d_layer *m, bool training);
+tt_module tt_dropout2d_layer_module(tt_dropout2d_layer *m);
+
+// torch.nn.Upsample(mode="nearest") with a size or a scale_factor: set exactly one of them,
+// e.g. &(tt_upsample_layer){.scale = {2, 2}}. tt_upsample_nearest2d(_scale). No parameters.
+typedef struct tt_upsample_layer {
+    int64_t size[2];  // {out_h, out_w}, or zeros
+    double scale[2];  // {scale_h, scale_w}, or zeros
+} tt_upsample_layer;
+
+tt_module tt_upsample_module(tt_upsample_layer *m);  // borrows m
+
+// torch.nn.Unflatten(dim, sizes): tt_unflatten(x, dim, sizes, n). No parameters.
+typedef struct tt_unflatten_layer {
+    int dim;
+    int n;                         // entries of sizes used, 1 .. TT_MAX_DIMS
+    int64_t sizes[TT_MAX_DIMS];    // one may be -1
+} tt_unflatten_layer;
+
+tt_module tt_unflatten_module(tt_unflatten_layer *m);  // borrows m
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,5 +1,6 @@
 // Check suite replaying tests/reference/random_programs.txt: random programs over the op
-// vocabulary (comparison, math, layout, indexing, losses) that PyTorch 1.13 ran in f64 and f32
+// vocabulary (comparison, math, layout, indexing, losses, convolutions, pooling, batch norm)
+// that PyTorch 1.13 ran in f64 and f32
 // (tests/reference/gen_random_programs.py describes the file). Each is replayed through the C
 // API; outputs and input gradients must match (f64 within 1e-10, f32 within 1e-5, relative to
 // 1 + |ref|; integer/bool results exactly).
@@ -199,6 +200,44 @@ static int op_cross_entropy(call *c) {  // ignore_index, reduction; label_smooth
     return one(c, tt_cross_entropy_ex(in0(c), c->in[1], opt(c, 2), c->k[0], c->k[1], c->f[0]));
 }
 
+// convolutions, pooling, batch norm and the rest of the CNN vocabulary (the script's order)
+static int op_conv2d(call *c) {
+    return one(c, tt_conv2d(in0(c), c->in[1], opt(c, 2), c->k, c->k + 2, c->k + 4, c->k[6]));
+}
+static int op_conv1d(call *c) {
+    return one(c, tt_conv1d(in0(c), c->in[1], opt(c, 2), c->k[0], c->k[1], c->k[2], c->k[3]));
+}
+static int op_conv_transpose2d(call *c) {
+    return one(c, tt_conv_transpose2d(in0(c), c->in[1], opt(c, 2), c->k, c->k + 2, c->k + 4,
+                                      c->k[6], c->k + 7));
+}
+static int op_max_pool2d(call *c) {
+    c->out[0] = tt_max_pool2d(in0(c), c->k, c->k + 2, c->k + 4, &c->out[1]);
+    return 2;
+}
+static int op_avg_pool2d(call *c) {
+    return one(c, tt_avg_pool2d(in0(c), c->k, c->k + 2, c->k + 4, c->k[6]));
+}
+static int op_adaptive_avg_pool2d(call *c) {
+    return one(c, tt_adaptive_avg_pool2d(in0(c), c->k[0], c->k[1]));
+}
+// y and copies of the running stats after the update (the inputs stay as they were)
+static int op_batch_norm(call *c) {
+    c->out[1] = tt_clone(c->in[1]);
+    c->out[2] = tt_clone(c->in[2]);
+    c->out[0] = tt_batch_norm(in0(c), c->out[1], c->out[2], opt(c, 3), opt(c, 4), c->k[0],
+                              c->f[0], c->f[1]);
+    return 3;
+}
+static int op_dropout2d(call *c) { return one(c, tt_dropout2d(in0(c), c->f[0], c->k[0], NULL)); }
+static int op_upsample_nearest2d(call *c) {
+    if (c->nk == 2) return one(c, tt_upsample_nearest2d(in0(c), c->k[0], c->k[1]));
+    return one(c, tt_upsample_nearest2d_scale(in0(c), c->f[0], c->f[1]));
+}
+static int op_unflatten(call *c) {
+    return one(c, tt_unflatten(in0(c), (int)c->k[0], c->k + 1, c->nk - 1));
+}
+
 // One line per op: the name in the file, the inputs (min and max), the integer and float
 // arguments it needs at least, the call.
 typedef struct op_row {
@@ -299,6 +338,16 @@ static const op_row ops[] = {
     {"bce_with_logits", 2, 3, 1, 0, op_bce_with_logits},
     {"nll_loss", 2, 3, 2, 0, op_nll_loss},
     {"cross_entropy", 2, 3, 2, 1, op_cross_entropy},
+    {"conv2d", 2, 3, 7, 0, op_conv2d},
+    {"conv1d", 2, 3, 4, 0, op_conv1d},
+    {"conv_transpose2d", 2, 3, 9, 0, op_conv_transpose2d},
+    {"max_pool2d", 1, 1, 6, 0, op_max_pool2d},
+    {"avg_pool2d", 1, 1, 7, 0, op_avg_pool2d},
+    {"adaptive_avg_pool2d", 1, 1, 2, 0, op_adaptive_avg_pool2d},
+    {"batch_norm", 3, 5, 1, 2, op_batch_norm},
+    {"dropout2d", 1, 1, 1, 1, op_dropout2d},
+    {"upsample_nearest2d", 1, 1, 0, 0, op_upsample_nearest2d},
+    {"unflatten", 1, 1, 2, 0, op_unflatten},
 };
 #define NOPS ((int)(sizeof ops / sizeof ops[0]))
 

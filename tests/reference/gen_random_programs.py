@@ -3,7 +3,9 @@
 # replays them (make test never runs this script). Deterministic for a given seed:
 #     /usr/bin/python3 tests/reference/gen_random_programs.py [OUT] [COUNT] [SEED]
 # (defaults tests/reference/random_programs.txt, 400, 11). When an op is then used by fewer
-# than 3 programs, programs that use one are added.
+# than 3 programs, programs that use one are added. Then COUNT / 8 programs over the CNN ops
+# (convolutions, pooling, batch norm, dropout2d, upsampling, unflatten) from a second stream
+# (SEED + 1), topped up the same way: the first programs do not depend on them.
 #
 # A program: 1-3 random float leaves (rank 0-4; some seen through a transpose, permute, slice
 # or expand view), then 2-6 random draws from the new ops (each draw may emit a few ops: an
@@ -16,9 +18,14 @@
 # and f64 runs disagree on an integer result or differ by more than 2e-6 (relative to
 # 1 + |x|) on a float, or whose values exceed 1e4, is drawn again.
 #
+# A CNN program: a 4-D leaf, 1-3 draws from the CNN ops (each maybe with fresh weight leaves),
+# then maybe one older draw. batch_norm has three outputs: y and the updated copies of its
+# running stats, which the draw folds into the output so they are checked too.
+#
 # Not drawn: multinomial, randint, randperm and bernoulli (tinytorch's xoshiro stream is not
-# PyTorch's); topk with sorted=False (PyTorch's CPU order is unspecified, tinytorch sorts);
-# scatter with duplicate targets (the winner is unspecified in PyTorch, see autograd.h).
+# PyTorch's), nor dropout2d with p > 0 when training (for the same reason); topk with
+# sorted=False (PyTorch's CPU order is unspecified, tinytorch sorts); scatter with duplicate
+# targets (the winner is unspecified in PyTorch, see autograd.h).
 #
 # File format (text, one record a line, '#' lines are comments):
 #   program N                      starts program N (0, 1, ...)
@@ -184,9 +191,56 @@ OPS = {
 for _n, _f in CMP.items():
     OPS[_n] = (lambda fn: lambda i, k, f: fn(i[0], i[1]))(_f)
     OPS[_n + '_scalar'] = (lambda fn: lambda i, k, f: fn(i[0], f[0]))(_f)
+BASE_OPS = set(OPS)  # the vocabulary of the first programs (their draws and coverage rule)
+
+
+def batch_norm(i, k, f):
+    """(y, running_mean, running_var after the update): the stats are copies, updated."""
+    rm, rv = i[1].detach().clone(), i[2].detach().clone()
+    w = i[3] if len(i) > 3 else None
+    b = i[4] if len(i) > 4 else None
+    return F.batch_norm(i[0], rm, rv, w, b, bool(k[0]), f[0], f[1]), rm, rv
+
+
+def upsample(i, k, f):
+    if k:
+        return F.interpolate(i[0], size=tuple(k), mode='nearest')
+    return F.interpolate(i[0], scale_factor=tuple(f), mode='nearest')
+
+
+# convolutions, pooling, batch norm and the rest of the CNN vocabulary
+OPS.update({
+    # ints: stride (2), padding (2), dilation (2), groups
+    'conv2d': lambda i, k, f: F.conv2d(i[0], i[1], i[2] if len(i) > 2 else None, k[0:2],
+                                       k[2:4], k[4:6], k[6]),
+    # ints: stride, padding, dilation, groups
+    'conv1d': lambda i, k, f: F.conv1d(i[0], i[1], i[2] if len(i) > 2 else None, k[0], k[1],
+                                       k[2], k[3]),
+    # ints: stride (2), padding (2), output_padding (2), groups, dilation (2)
+    'conv_transpose2d': lambda i, k, f: F.conv_transpose2d(
+        i[0], i[1], i[2] if len(i) > 2 else None, k[0:2], k[2:4], k[4:6], k[6], k[7:9]),
+    # ints: kernel (2), stride (2), padding (2); outputs: values, indices
+    'max_pool2d': lambda i, k, f: tuple(F.max_pool2d(i[0], k[0:2], k[2:4], k[4:6],
+                                                     return_indices=True)),
+    # ints: kernel (2), stride (2), padding (2), count_include_pad
+    'avg_pool2d': lambda i, k, f: F.avg_pool2d(i[0], k[0:2], k[2:4], k[4:6],
+                                               count_include_pad=bool(k[6])),
+    'adaptive_avg_pool2d': lambda i, k, f: F.adaptive_avg_pool2d(i[0], tuple(k)),
+    # inputs: x, running_mean, running_var[, weight, bias]; ints: training; floats: momentum,
+    # eps; outputs: y and the updated running stats
+    'batch_norm': batch_norm,
+    # ints: training; floats: p. Only the identity cases (p = 0, or not training): the masks
+    # of tinytorch's rng cannot match PyTorch's
+    'dropout2d': lambda i, k, f: F.dropout2d(i[0], f[0], bool(k[0])),
+    # ints: out_h, out_w; or none and floats: the scale factors
+    'upsample_nearest2d': upsample,
+    # ints: dim, sizes...
+    'unflatten': lambda i, k, f: torch.unflatten(i[0], k[0], tuple(k[1:])),
+})
+CNN_OPS = [n for n in OPS if n not in BASE_OPS]
 
 # The ops a draw is made of; each new differentiable op must appear in >= 3 programs.
-NEW_OPS = [n for n in OPS if n not in ('transpose', 'permute', 'slice', 'expand', 'unsqueeze',
+NEW_OPS = [n for n in BASE_OPS if n not in ('transpose', 'permute', 'slice', 'expand', 'unsqueeze',
                                         'reshape', 'add', 'mul', 'to_float', 'sigmoid',
                                         'log_softmax', 'max', 'argmax')]
 
@@ -816,6 +870,159 @@ DRAWS = [d_unary, d_zero_grad, d_act, d_clamp, d_softplus, d_reduce, d_scan, d_c
          d_flip_roll, d_pad, d_split, d_move, d_create, d_loss]
 
 
+# ---- CNN draws: x is a 4-D (N, C, H, W) register (3-D (N, C, L) for conv1d) ----
+
+def image(p, maxn=96):
+    """The current register as (N, C, H, W): a fresh leaf when it is not 4-D."""
+    x = p.cur()
+    if p.regs[x].dim() == 4 and p.regs[x].numel() <= maxn:
+        return x
+    rnd = p.rnd
+    while True:
+        s = [rnd.randint(1, 2), rnd.randint(1, 4), rnd.randint(2, 6), rnd.randint(2, 6)]
+        if math.prod(s) <= maxn:
+            break
+    return view_leaf(p, s)
+
+
+def d_conv2d(p):
+    x = image(p)
+    rnd = p.rnd
+    n, c, h, w = p.regs[x].shape
+    g = rnd.choice([g for g in (1, 2, 3) if c % g == 0])
+    co = g * rnd.randint(1, 3)
+    kh, kw = rnd.randint(1, 3), rnd.randint(1, 3)
+    st = [rnd.randint(1, 2), rnd.randint(1, 2)]
+    dl = [rnd.randint(1, 2), rnd.randint(1, 2)]
+    pd = [rnd.randint(0, 1), rnd.randint(0, 2)]
+    wt = view_leaf(p, [co, c // g, kh, kw])
+    ins = [x, wt] + ([view_leaf(p, [co])] if rnd.random() < 0.7 else [])
+    return p.op1('conv2d', ins, st + pd + dl + [g])
+
+
+def d_conv1d(p):
+    x = image(p)
+    rnd = p.rnd
+    n, c, h, w = p.regs[x].shape
+    x = p.op1('reshape', [x], [n, c, h * w])  # (N, C, L)
+    g = rnd.choice([g for g in (1, 2) if c % g == 0])
+    co = g * rnd.randint(1, 3)
+    wt = view_leaf(p, [co, c // g, rnd.randint(1, 3)])
+    ins = [x, wt] + ([view_leaf(p, [co])] if rnd.random() < 0.7 else [])
+    y = p.op1('conv1d', ins, [rnd.randint(1, 3), rnd.randint(0, 2), rnd.randint(1, 2), g])
+    return p.op1('unflatten', [y], [2, 1, -1])  # back to 4-D
+
+
+def d_conv_transpose2d(p):
+    x = image(p, 48)
+    rnd = p.rnd
+    n, c, h, w = p.regs[x].shape
+    g = rnd.choice([g for g in (1, 2) if c % g == 0])
+    co = g * rnd.randint(1, 2)
+    st = [rnd.randint(1, 2), rnd.randint(1, 3)]
+    dl = [rnd.randint(1, 2), rnd.randint(1, 2)]
+    op = [rnd.randrange(max(st[d], dl[d])) for d in range(2)]
+    pd = [rnd.randint(0, 1), rnd.randint(0, 1)]
+    wt = view_leaf(p, [c, co // g, rnd.randint(1, 3), rnd.randint(1, 3)])
+    ins = [x, wt] + ([view_leaf(p, [co])] if rnd.random() < 0.7 else [])
+    return p.op1('conv_transpose2d', ins, st + pd + op + [g] + dl)
+
+
+def d_pool(p):
+    x = image(p)
+    rnd = p.rnd
+    t = p.regs[x]
+    h, w = t.shape[2], t.shape[3]
+    name = rnd.choice(['max_pool2d', 'max_pool2d', 'avg_pool2d', 'adaptive_avg_pool2d'])
+    if name == 'adaptive_avg_pool2d':
+        return p.op1(name, [x], [rnd.randint(1, h + 1), rnd.randint(1, w + 1)])
+    kern = [rnd.randint(1, min(3, h)), rnd.randint(1, min(3, w))]
+    st = [rnd.randint(1, kern[0]), rnd.randint(1, kern[1])]
+    pd = [rnd.randint(0, kern[0] // 2), rnd.randint(0, kern[1] // 2)]
+    if name == 'avg_pool2d':
+        return p.op1(name, [x], kern + st + pd + [rnd.randint(0, 1)])
+    distinct(t, [2, 3])
+    vals, idx = p.op(name, [x], kern + st + pd)
+    if rnd.random() < 0.5:  # the indices matter: they gather another tensor's planes
+        n, c = t.shape[0], t.shape[1]
+        b = p.randn([n, c, h * w], 'g')
+        flat = p.op1('reshape', [idx], [n, c, -1])
+        got = p.op1('gather', [b, flat], [2])
+        return p.op1('add', [vals, p.op1('reshape', [got], list(p.regs[vals].shape))])
+    return vals
+
+
+def d_batch_norm(p):
+    x = image(p)
+    rnd = p.rnd
+    c = p.regs[x].shape[1]
+    training = int(rnd.random() < 0.7)
+    if training and p.regs[x].numel() // c < 2:
+        raise Reject('one value per channel')
+    ins = [x, p.randn([c], 'c'), p.uniform([c], 0.5, 2)]
+    if rnd.random() < 0.7:
+        ins += [view_leaf(p, [c]), view_leaf(p, [c])]
+    y, rm, rv = p.op('batch_norm', ins, [training], [rnd.choice([0.1, 0.3]),
+                                                     rnd.choice([1e-5, 1e-3])])
+    # the running stats take part in the output, so they are checked
+    y = p.op1('add', [y, p.op1('reshape', [rm], [c, 1, 1])])
+    return p.op1('mul', [y, p.op1('reshape', [rv], [c, 1, 1])])
+
+
+def d_resize(p):
+    x = image(p, 48)
+    rnd = p.rnd
+    h, w = p.regs[x].shape[2], p.regs[x].shape[3]
+    v = rnd.random()
+    if v < 0.4:
+        return p.op1('upsample_nearest2d', [x], [rnd.randint(1, 2 * h), rnd.randint(1, 2 * w)])
+    if v < 0.6:
+        return p.op1('upsample_nearest2d', [x], [], [rnd.choice([0.5, 1.5, 2.0]),
+                                                     rnd.choice([1.0, 1.7, 2.0])])
+    if v < 0.8:
+        n, c = p.regs[x].shape[0], p.regs[x].shape[1]
+        flat = p.op1('reshape', [x], [n, c * h * w])
+        return p.op1('unflatten', [flat], [-1, c, -1, w] if rnd.random() < 0.5 else [1, c, h, w])
+    training = rnd.randint(0, 1)
+    return p.op1('dropout2d', [x], [training], [0.0 if training else rnd.choice([0.3, 0.5])])
+
+
+CNN_DRAWS = [d_conv2d, d_conv1d, d_conv_transpose2d, d_pool, d_batch_norm, d_resize]
+
+
+def make_cnn(rnd, gen):
+    """A program of 1-3 CNN draws on a 4-D leaf, maybe followed by one of the older draws."""
+    p = Prog(rnd, gen)
+    s = [rnd.randint(1, 2), rnd.randint(1, 4), rnd.randint(2, 6), rnd.randint(2, 6)]
+    while math.prod(s) > 96:
+        s[rnd.randrange(4)] = 1
+    view_leaf(p, s)
+    ndraw = rnd.randint(1, 3)
+    done = tries = 0
+    while done < ndraw:
+        tries += 1
+        if tries > 60:
+            raise Reject('stuck')
+        draw = rnd.choice(CNN_DRAWS)
+        mark = (len(p.lines), len(p.regs), p.nnew)
+        try:
+            out = draw(p)
+            done += 1
+        except (Reject, RuntimeError, ValueError, IndexError):
+            del p.lines[mark[0]:], p.regs[mark[1]:], p.dep[mark[1]:]
+            p.nnew = mark[2]
+    if rnd.random() < 0.3:
+        mark = (len(p.lines), len(p.regs), p.nnew)
+        try:
+            out = rnd.choice([d_unary, d_act, d_reduce, d_loss])(p)
+        except (Reject, RuntimeError, ValueError, IndexError):
+            del p.lines[mark[0]:], p.regs[mark[1]:], p.dep[mark[1]:]
+            p.nnew = mark[2]
+    if p.regs[out].numel() == 0 or not p.dep[out] or not isfloat(p.regs[out]):
+        raise Reject('out')
+    return p, out
+
+
 def make(rnd, gen):
     p = Prog(rnd, gen)
     for _ in range(rnd.randint(1, 3)):
@@ -893,8 +1100,8 @@ def shp(t):
     return ' '.join([str(t.dim())] + [str(n) for n in t.shape])
 
 
-def program(rnd, gen):
-    p, out = make(rnd, gen)
+def program(rnd, gen, maker=make):
+    p, out = maker(rnd, gen)
     w = (torch.randn(p.regs[out].shape, generator=gen, dtype=torch.float64)
          .to(torch.float32).to(torch.float64))
     try:
@@ -959,25 +1166,33 @@ def main():
     n = 0
     rejected = 0
     tries = 0
-    # count programs; then, while an op is in fewer than 3, only programs that use such an op
-    while True:
-        missing = {o for o in OPS if uses.get(o, 0) < 3}
-        if n >= count and (not missing or tries > 100 * count):
-            break
-        tries += 1
-        try:
-            text, used = program(rnd, gen)
-        except Reject:
-            rejected += 1
-            continue
-        if n >= count and not used & missing:
-            continue
-        lines.append('program %d' % n)
-        lines += text
-        lines.append('end')
-        for u in used:
-            uses[u] = uses.get(u, 0) + 1
-        n += 1
+    # count programs; then, while an op is in fewer than 3, only programs that use such an op.
+    # Two phases with their own random streams: the older vocabulary (BASE_OPS), then count / 8
+    # programs over the CNN ops (CNN_DRAWS), so adding CNN ops left the first programs as they
+    # were.
+    phases = [(BASE_OPS, count, make, rnd, gen),
+              (set(CNN_OPS), count // 8, make_cnn, random.Random(seed + 1),
+               torch.Generator().manual_seed(seed + 1))]
+    for vocab, want, maker, prnd, pgen in phases:
+        start, tries = n, 0
+        while True:
+            missing = {o for o in vocab if uses.get(o, 0) < 3}
+            if n - start >= want and (not missing or tries > 100 * want):
+                break
+            tries += 1
+            try:
+                text, used = program(prnd, pgen, maker)
+            except Reject:
+                rejected += 1
+                continue
+            if n - start >= want and not used & missing:
+                continue
+            lines.append('program %d' % n)
+            lines += text
+            lines.append('end')
+            for u in used:
+                uses[u] = uses.get(u, 0) + 1
+            n += 1
     lines.append('count %d' % n)
     with open(out, 'w') as f:
         f.write('\n'.join(lines) + '\n')
