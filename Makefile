@@ -347,6 +347,15 @@ uninstall:
 	rm -rf $(INC_DIR) $(LIB_DIR)/libtinytorch.a $(LIB_DIR)/libtinytorch.so \
 	    $(LIB_DIR)/$(SO_NAME) $(LIB_DIR)/$(SO_FILE) $(LIB_DIR)/pkgconfig/tinytorch.pc
 
+# ---- datasets: scikit-learn's digits (data/csv.h) ----
+# make data also fetches data/digits.csv.gz (scripts/digits.sh: copied from ../shared/data or an
+# installed python3-sklearn, else extracted from `apt-get download python3-sklearn`,
+# sha256-checked); tests/test_csv.c reads it.
+data: data/digits.csv.gz
+data/digits.csv.gz:
+	@sh scripts/digits.sh
+$(BUILD)/tests/test_csv: | data
+
 -include $(shell find $(BUILD) $(FUZZ_BUILD) -name '*.d' 2>/dev/null)
 
 clean:
