@@ -2,7 +2,7 @@
 #   make                 build/libtinytorch.a, build/libtinytorch.so (-> .so.0 -> .so.0.1.0) and
 #                        the examples
 #   make test            deps, then every suite: Check suites, gradcheck, the fuzz corpus and a
-#                        30 s make fuzz, the examples, char_gpt and gpt end to end, a short
+#                        40 s make fuzz, the examples, char_gpt and gpt end to end, a short
 #                        make run, the install test
 #   make test SAN=1      the same under ASan + UBSan + LeakSanitizer, in build-san/
 #   make gradcheck       only the finite-difference gradient checks
@@ -131,6 +131,9 @@ $(BUILD)/tests/fuzz_safetensors_replay: tests/fuzz_safetensors.c $(BUILD)/libtin
 $(BUILD)/tests/fuzz_bpe_replay: tests/fuzz_bpe.c $(BUILD)/libtinytorch.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -I. -DTT_FUZZ_REPLAY $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
+$(BUILD)/tests/fuzz_idx_replay: tests/fuzz_idx.c $(BUILD)/libtinytorch.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(DEPFLAGS) -I. -DTT_FUZZ_REPLAY $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
 
 # Dependencies first (they decide the Check flags), then every suite runs to the end; the
 # target fails if any failed.
@@ -139,7 +142,8 @@ test:
 	@$(MAKE) --no-print-directory test-run
 
 test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuzz_replay \
-	$(BUILD)/tests/fuzz_safetensors_replay $(BUILD)/tests/fuzz_bpe_replay
+	$(BUILD)/tests/fuzz_safetensors_replay $(BUILD)/tests/fuzz_bpe_replay \
+	$(BUILD)/tests/fuzz_idx_replay
 	@fail=0; \
 	for t in $(SUITE_BINS) $(BUILD)/tests/gradcheck; do \
 	    echo "== $$t"; $$t || fail=1; \
@@ -147,6 +151,7 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuz
 	echo "== fuzz corpus replay"; $(BUILD)/tests/fuzz_replay tests/fuzz_corpus/* || fail=1; \
 	$(BUILD)/tests/fuzz_safetensors_replay tests/fuzz_corpus_safetensors/* || fail=1; \
 	$(BUILD)/tests/fuzz_bpe_replay tests/fuzz_corpus_bpe/* || fail=1; \
+	$(BUILD)/tests/fuzz_idx_replay tests/fuzz_corpus_idx/* || fail=1; \
 	echo "== make fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) (per target)"; \
 	if $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) \
 	        > $(BUILD)/fuzz_test.log 2>&1; then \
@@ -278,13 +283,14 @@ check-deps:
 # ---- fuzzing: libFuzzer + ASan + UBSan over the file parsers ----
 # Targets: fuzz_checkpoint (tests/fuzz_checkpoint.c, seeds in tests/fuzz_corpus/),
 # fuzz_safetensors (tests/fuzz_safetensors.c, seeds in tests/fuzz_corpus_safetensors/, JSON
-# words in tests/fuzz_safetensors.dict) and fuzz_bpe (tests/fuzz_bpe.c: the BPE vocab loaders
-# and encode, seeds in tests/fuzz_corpus_bpe/, words in tests/fuzz_bpe.dict), each run for
-# FUZZ_SECONDS in turn.
+# words in tests/fuzz_safetensors.dict), fuzz_bpe (tests/fuzz_bpe.c: the BPE vocab loaders
+# and encode, seeds in tests/fuzz_corpus_bpe/, words in tests/fuzz_bpe.dict) and fuzz_idx
+# (tests/fuzz_idx.c: the IDX and CSV readers, seeds in tests/fuzz_corpus_idx/, words in
+# tests/fuzz_idx.dict), each run for FUZZ_SECONDS in turn.
 # The library is rebuilt with clang into build-fuzz/ (no OpenMP); new inputs go to
 # build-fuzz/corpus-<target>, crashes to build-fuzz/<target>-crash-*.
 # Replay one input: build-fuzz/fuzz_checkpoint build-fuzz/fuzz_checkpoint-crash-<sha1>
-# make test runs each for TEST_FUZZ_SECONDS (10 s, 30 s in all) after the corpus replays.
+# make test runs each for TEST_FUZZ_SECONDS (10 s, 40 s in all) after the corpus replays.
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 TEST_FUZZ_SECONDS ?= 10
@@ -299,7 +305,7 @@ fuzz:
 	@FUZZ_CC=$(FUZZ_CC) sh scripts/deps.sh --quiet
 	@$(MAKE) --no-print-directory fuzz-build
 	@mkdir -p $(FUZZ_BUILD)/corpus-checkpoint $(FUZZ_BUILD)/corpus-safetensors \
-	    $(FUZZ_BUILD)/corpus-bpe
+	    $(FUZZ_BUILD)/corpus-bpe $(FUZZ_BUILD)/corpus-idx
 	$(FUZZ_BUILD)/fuzz_checkpoint -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	    -artifact_prefix=$(FUZZ_BUILD)/fuzz_checkpoint- $(FUZZ_BUILD)/corpus-checkpoint \
 	    tests/fuzz_corpus
@@ -309,7 +315,11 @@ fuzz:
 	$(FUZZ_BUILD)/fuzz_bpe -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	    -dict=tests/fuzz_bpe.dict -artifact_prefix=$(FUZZ_BUILD)/fuzz_bpe- \
 	    $(FUZZ_BUILD)/corpus-bpe tests/fuzz_corpus_bpe
-fuzz-build: $(FUZZ_BUILD)/fuzz_checkpoint $(FUZZ_BUILD)/fuzz_safetensors $(FUZZ_BUILD)/fuzz_bpe
+	$(FUZZ_BUILD)/fuzz_idx -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    -dict=tests/fuzz_idx.dict -artifact_prefix=$(FUZZ_BUILD)/fuzz_idx- \
+	    $(FUZZ_BUILD)/corpus-idx tests/fuzz_corpus_idx
+fuzz-build: $(FUZZ_BUILD)/fuzz_checkpoint $(FUZZ_BUILD)/fuzz_safetensors $(FUZZ_BUILD)/fuzz_bpe \
+	$(FUZZ_BUILD)/fuzz_idx
 
 $(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -70,6 +70,22 @@ static tt_status csv_read(const char *path, char **buf, size_t *n) {
 
 static bool csv_blank(char c) { return c == ' ' || c == '\t'; }
 
+// Up to 24 bytes of a field for a message: printable ASCII as is, others as \xNN, "..." when cut.
+static const char *csv_show(const char *a, const char *z, char *out, size_t cap) {
+    size_t k = 0;
+    for (const char *p = a; p < z && k + 8 < cap; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (p - a == 24) {
+            k += (size_t)snprintf(out + k, cap - k, "...");
+            break;
+        }
+        if (c >= 0x20 && c < 0x7f) out[k++] = (char)c;
+        else k += (size_t)snprintf(out + k, cap - k, "\\x%02x", c);
+    }
+    out[k] = '\0';
+    return out;
+}
+
 tt_status tt_csv_load(const char *path, tt_dtype dtype, bool header, tt_tensor **out) {
     TT_CHECK(out, "out is NULL; pass the address of a tt_tensor * to receive the tensor");
     TT_CHECK(path, "path is NULL; pass the path of a CSV file");
@@ -118,19 +134,24 @@ tt_status tt_csv_load(const char *path, tt_dtype dtype, bool header, tt_tensor *
             while (a < z && csv_blank(*a)) a++;
             while (z > a && csv_blank(z[-1])) z--;
             char num[64];
-            char *stop = num;
             double v = 0;
-            if (a < z && (size_t)(z - a) < sizeof num) {
-                memcpy(num, a, (size_t)(z - a));
-                num[z - a] = '\0';
-                v = strtod(num, &stop);
+            bool ok = false;
+            char *copy = (size_t)(z - a) < sizeof num ? num : malloc((size_t)(z - a) + 1);
+            if (a < z && copy) {  // strtod needs a terminated copy of the field
+                char *stop;
+                memcpy(copy, a, (size_t)(z - a));
+                copy[z - a] = '\0';
+                v = strtod(copy, &stop);
+                ok = stop == copy + (z - a);
             }
-            if (a == z || stop != num + (z - a) || stop == num) {
+            if (copy != num) free(copy);
+            if (!ok) {
+                char shown[128];
                 s = tt_set_error(TT_ERR_FORMAT, "tt_csv_load: '%s' line %lld column %lld: "
-                                 "'%.*s' is not a number; the file must hold only numbers "
+                                 "'%s' is not a number; the file must hold only numbers "
                                  "(pass header=true to skip a first line of names)", path,
-                                 (long long)line, (long long)col, (int)(z - a < 32 ? z - a : 32),
-                                 a);
+                                 (long long)line, (long long)col,
+                                 csv_show(a, z, shown, sizeof shown));
                 break;
             }
             if (nvals == capvals) {

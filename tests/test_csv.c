@@ -109,14 +109,25 @@ START_TEST(test_csv_errors) {
         EXPECT_ERROR("1,2\n3,4,\n", gz, false, TT_ERR_FORMAT, "line 2 column 3: ''");
         EXPECT_ERROR("1.5x,2\n", gz, false, TT_ERR_FORMAT, "line 1 column 1: '1.5x'");
         EXPECT_ERROR("1 2,3\n", gz, false, TT_ERR_FORMAT, "column 1: '1 2' is not a number");
+        EXPECT_ERROR("1,-1\r\a\n", gz, false, TT_ERR_FORMAT, "column 2: '-1\\x0d\\x07' is not");
+        EXPECT_ERROR("1,1234567890123456789012345678x\n", gz, false, TT_ERR_FORMAT,
+                     "'123456789012345678901234...' is not a number");
         EXPECT_ERROR("1\n\n2\n", gz, false, TT_ERR_FORMAT, "line 2 is empty");
         EXPECT_ERROR("1\n2\n\n", gz, false, TT_ERR_FORMAT, "line 3 is empty");
         EXPECT_ERROR("a,b\n", gz, false, TT_ERR_FORMAT, "header=true");
         EXPECT_ERROR("1\n2\0\n", gz, false, TT_ERR_FORMAT, "line 2 holds a NUL byte");
     }
     char path[128];
-    snprintf(path, sizeof path, "%s/missing.csv", tmpdir);
+    char longnum[200] = "1,0.";  // a number of 150 characters is read whole
+    memset(longnum + 4, '0', 150);
+    strcpy(longnum + 154, "25\n");
+    write_file(path, sizeof path, "long.csv", longnum, strlen(longnum), false);
     tt_tensor *t = NULL;
+    ck_assert_int_eq(tt_csv_load(path, TT_F64, false, &t), TT_OK);
+    ck_assert_values(t, 0, 0, 1, 25e-152);
+    tt_release(t);
+    snprintf(path, sizeof path, "%s/missing.csv", tmpdir);
+    t = NULL;
     ck_assert_int_eq(tt_csv_load(path, TT_F32, false, &t), TT_ERR_IO);
     ck_assert_ptr_nonnull(strstr(tt_last_error(), "cannot open"));
     ck_assert_int_eq(tt_csv_load(tmpdir, TT_F32, false, &t), TT_ERR_IO);
