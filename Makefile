@@ -358,6 +358,9 @@ uninstall:
 	rm -rf $(INC_DIR) $(LIB_DIR)/libtinytorch.a $(LIB_DIR)/libtinytorch.so \
 	    $(LIB_DIR)/$(SO_NAME) $(LIB_DIR)/$(SO_FILE) $(LIB_DIR)/pkgconfig/tinytorch.pc
 
+# ---- the data loader's prefetch thread (data/loader.c): POSIX threads ----
+LDLIBS += -pthread
+
 # ---- datasets: scikit-learn's digits (data/csv.h) ----
 # make data also fetches data/digits.csv.gz (scripts/digits.sh: copied from ../shared/data or an
 # installed python3-sklearn, else extracted from `apt-get download python3-sklearn`,

@@ -20,9 +20,10 @@
 //     tt_dataset_destroy(ds);
 //
 // Threads: tensor creation is not thread-safe (the buffer cache is process-wide and has no
-// lock; scopes and tt_last_error are per thread). So the prefetch thread never touches a
-// tensor: a dataset's get and a transform's apply write plain memory, and the calling thread
-// wraps each finished batch into new tensors (one memcpy). Batches, their order and every
+// lock; scopes and tt_last_error are per thread). So the prefetch thread never creates,
+// retains or releases a tensor: the calling thread creates each batch's tensors (two batches
+// ahead) and hands them out; the prefetch thread only writes their data, through a dataset's
+// get (or gather) and a transform's apply, which take plain memory. Batches, their order and every
 // random draw are the same with and without prefetch: the permutation is drawn when the epoch
 // begins, and item p of an epoch transforms with its own rng seeded from (an epoch seed drawn
 // from rng, p).
