@@ -3,7 +3,7 @@
 # Check (unit tests), xxHash (checksums), Jansson (JSON: safetensors headers, GPT-2's
 # encoder.json), PCRE2 (GPT-2's Unicode pre-tokenizer pattern), zlib (gzip IDX files),
 # Fashion-MNIST (Debian's dataset-fashion-mnist: tests/test_idx.c), pkg-config, gcc's OpenMP
-# runtime, and clang with its libFuzzer runtime (make fuzz, which make test runs for 30 s);
+# runtime, and clang with its libFuzzer runtime (make fuzz, which make test runs for 40 s);
 # and, for `make plot` only, gnuplot (without --quiet: `make test` does not need it).
 # With apt-get and root it installs them; otherwise it prints the exact command to run.
 # --quiet: say nothing when everything the build and tests need is already there.

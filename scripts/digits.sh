@@ -26,7 +26,11 @@ if [ -z "$from" ]; then
         fail "no apt-get/dpkg-deb: copy scikit-learn's sklearn/datasets/data/digits.csv.gz to $out"
     tmp=$(mktemp -d) || fail "mktemp failed"
     chmod 755 "$tmp"  # apt's download user writes here
-    if (cd "$tmp" && apt-get download -qq python3-sklearn >/dev/null 2>&1 &&
+    # A machine whose package lists were never fetched has no download address: as root,
+    # fetch them once and retry.
+    dl() { (cd "$tmp" && apt-get download -qq python3-sklearn >/dev/null 2>&1); }
+    dl || { [ "$(id -u)" = 0 ] && apt-get update -qq >/dev/null 2>&1 && dl; }
+    if (cd "$tmp" && ls python3-sklearn_*.deb >/dev/null 2>&1 &&
         dpkg-deb --fsys-tarfile python3-sklearn_*.deb | tar -x -O "./$member" > digits.csv.gz)
     then
         cp "$tmp/digits.csv.gz" "$out.part"
