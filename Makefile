@@ -67,6 +67,8 @@ SUITE_BINS  := $(SUITE_SRCS:tests/%.c=$(BUILD)/tests/%)
 GC_SRCS     := tests/test_gradcheck.c $(wildcard tests/gc_*.c)
 GC_OBJS     := $(GC_SRCS:%.c=$(BUILD)/obj/%.o)
 EXAMPLES    := tour mlp_moons char_gpt gpt char_lstm spiral_classify sort_digits
+# ---- LeNet on Fashion-MNIST ----
+EXAMPLES    += lenet
 
 .SECONDARY:
 .PHONY: all lib examples run data plot test test-run gradcheck bench bench-gpt2 deps install \
@@ -160,6 +162,7 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuz
 	echo "== char_lstm"; sh tests/run_char_lstm.sh $(BUILD) || fail=1; \
 	echo "== spiral_classify"; sh tests/run_spiral_classify.sh $(BUILD) || fail=1; \
 	echo "== sort_digits"; sh tests/run_sort_digits.sh $(BUILD) || fail=1; \
+	echo "== lenet"; sh tests/run_lenet.sh $(BUILD) || fail=1; \
 	echo "== abort tests name their messages"; sh tests/check_abort_tests.sh || fail=1; \
 	if [ "$(SAN)" != 1 ] && [ -s ../shared/data/tinyshakespeare.txt -o -s $(CORPUS) ]; \
 	then echo "== make run (short)"; \
@@ -351,3 +354,10 @@ uninstall:
 
 clean:
 	rm -rf build build-san build-fuzz
+
+# ---- LeNet on Fashion-MNIST ----
+# Trains examples/lenet.c with its defaults (10 epochs, out/lenet.ckpt); LENET_ARGS adds flags.
+.PHONY: lenet
+lenet:
+	@$(MAKE) --no-print-directory $(BUILD)/lenet
+	$(BUILD)/lenet $(LENET_ARGS)
