@@ -248,6 +248,8 @@ bench: $(BENCH_BINS)
 	    for c in baby mid; do for t in 1 2; do for p in f32 bf16; do \
 	        env $$sky /usr/bin/python3 bench/torch_ref.py $$c $$t $$p || fail=1; \
 	    done; done; done; \
+	    for p in f32 bf16; do \
+	        env $$sky /usr/bin/python3 bench/torch_ref.py lenet 2 $$p || fail=1; done; \
 	    $(BENCH_TORCH_GPT2) \
 	else echo "bench torch: skipped (no python3-torch; apt-get install python3-torch)"; fi; \
 	if command -v node >/dev/null 2>&1; then node bench/tiktoken_ref.mjs || fail=1; \
@@ -361,3 +363,5 @@ clean:
 lenet:
 	@$(MAKE) --no-print-directory $(BUILD)/lenet
 	$(BUILD)/lenet $(LENET_ARGS)
+# make bench: bench_lenet's epoch on 2 threads, against bench/torch_ref.py lenet 2 f32 and bf16.
+BENCH_ARGS_bench_lenet := 2
