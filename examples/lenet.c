@@ -16,7 +16,11 @@
 
 static const char usage[] =
     "usage: lenet [--epochs N] [--batch N] [--lr F] [--seed N] [--threads N] [--limit N]\n"
-    "             [--out FILE] [--resume FILE] [--data DIR]\n";
+    "             [--out FILE] [--resume FILE] [--data DIR]\n"
+    "Defaults: 10 epochs, batch 128, lr 0.002, seed 1, out/lenet.ckpt (written each epoch),\n"
+    "the data in " TT_FASHION_MNIST_DIR ". --limit N uses the first N train and test images.\n"
+    "--resume FILE continues to --epochs with FILE's batch, limit and lr (those flags are\n"
+    "ignored then), exactly as the uninterrupted run.\n";
 
 static void die(const char *fmt, ...) {
     va_list ap;
@@ -193,9 +197,10 @@ static int64_t restore(flags *f, lenet *m, tt_optim *o, tt_rng *rng) {
     bool ok = tt_ckpt_restore_params(&ck, "model.", &m->params) == TT_OK &&
               tt_ckpt_restore_params(&ck, "optim.", &s) == TT_OK &&
               tt_ckpt_get_i64(&ck, "optim.step", &step) && tt_ckpt_get_i64(&ck, "epoch", &epoch) &&
-              tt_ckpt_get_i64(&ck, "batch", &f->batch) && tt_ckpt_get_i64(&ck, "limit", &f->limit) &&
-              tt_ckpt_get_f64(&ck, "lr", &f->lr) && tt_ckpt_get_bytes(&ck, "rng", &b, &n) &&
-              n == sizeof rng->s && f->batch >= 1 && epoch >= 0 && step >= 0;
+              tt_ckpt_get_i64(&ck, "batch", &f->batch) &&
+              tt_ckpt_get_i64(&ck, "limit", &f->limit) && tt_ckpt_get_f64(&ck, "lr", &f->lr) &&
+              tt_ckpt_get_bytes(&ck, "rng", &b, &n) && n == sizeof rng->s && f->batch >= 1 &&
+              f->limit >= 0 && f->lr > 0 && f->lr < 1 && epoch >= 0 && step >= 0;
     tt_params_free(&s);
     if (ok) memcpy(rng->s, b, n);
     tt_ckpt_free(&ck);
@@ -232,7 +237,7 @@ int main(int argc, char **argv) {
     load_split(f.data, true, f.limit, &xtr, &ytr);
     load_split(f.data, false, f.limit, &xte, &yte);
     int64_t n = tt_numel(ytr);
-
+    double test_loss = 0, acc = 0;
     while (epoch < f.epochs) {
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -253,17 +258,14 @@ int main(int argc, char **argv) {
         }
         tt_scope_end();
         clock_gettime(CLOCK_MONOTONIC, &t1);
-        double ms = 1e3 * (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (double)(t1.tv_nsec - t0.tv_nsec);
-        double test_loss, acc;
+        double ms = 1e3 * (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (t1.tv_nsec - t0.tv_nsec);
         evaluate(&m, xte, yte, &test_loss, &acc);
         epoch++;
-        printf("epoch %lld train_loss=%.4f test_loss=%.4f test_accuracy=%.4f ms_per_epoch=%.1f\n",
-               (long long)epoch, loss_sum / (double)n, test_loss, acc, ms);
+        printf("epoch %lld train_loss=%.4f test_loss=%.4f test_accuracy=%.4f "
+               "ms_per_epoch=%.1f\n", (long long)epoch, loss_sum / (double)n, test_loss, acc, ms);
         fflush(stdout);
         save(&f, &m, &opt, &rng, epoch);
     }
-    double test_loss, acc;
-    evaluate(&m, xte, yte, &test_loss, &acc);
     printf("done test_accuracy=%.4f\n", acc);
 
     tt_optim_free(&opt);
