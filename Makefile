@@ -68,6 +68,8 @@ SUITE_BINS  := $(SUITE_SRCS:tests/%.c=$(BUILD)/tests/%)
 GC_SRCS     := tests/test_gradcheck.c $(wildcard tests/gc_*.c)
 GC_OBJS     := $(GC_SRCS:%.c=$(BUILD)/obj/%.o)
 EXAMPLES    := tour mlp_moons char_gpt gpt char_lstm spiral_classify sort_digits
+# ---- LeNet on Fashion-MNIST ----
+EXAMPLES    += lenet
 
 .SECONDARY:
 .PHONY: all lib examples run data plot test test-run gradcheck bench bench-gpt2 deps install \
@@ -166,6 +168,7 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuz
 	echo "== char_lstm"; sh tests/run_char_lstm.sh $(BUILD) || fail=1; \
 	echo "== spiral_classify"; sh tests/run_spiral_classify.sh $(BUILD) || fail=1; \
 	echo "== sort_digits"; sh tests/run_sort_digits.sh $(BUILD) || fail=1; \
+	echo "== lenet"; sh tests/run_lenet.sh $(BUILD) || fail=1; \
 	echo "== abort tests name their messages"; sh tests/check_abort_tests.sh || fail=1; \
 	if [ "$(SAN)" != 1 ] && [ -s ../shared/data/tinyshakespeare.txt -o -s $(CORPUS) ]; \
 	then echo "== make run (short)"; \
@@ -251,6 +254,8 @@ bench: $(BENCH_BINS)
 	    for c in baby mid; do for t in 1 2; do for p in f32 bf16; do \
 	        env $$sky /usr/bin/python3 bench/torch_ref.py $$c $$t $$p || fail=1; \
 	    done; done; done; \
+	    for p in f32 bf16; do \
+	        env $$sky /usr/bin/python3 bench/torch_ref.py lenet 2 $$p || fail=1; done; \
 	    $(BENCH_TORCH_GPT2) \
 	else echo "bench torch: skipped (no python3-torch; apt-get install python3-torch)"; fi; \
 	if command -v node >/dev/null 2>&1; then node bench/tiktoken_ref.mjs || fail=1; \
@@ -374,3 +379,12 @@ $(BUILD)/tests/test_csv: | data
 
 clean:
 	rm -rf build build-san build-fuzz
+
+# ---- LeNet on Fashion-MNIST ----
+# Trains examples/lenet.c with its defaults (10 epochs, out/lenet.ckpt); LENET_ARGS adds flags.
+.PHONY: lenet
+lenet:
+	@$(MAKE) --no-print-directory $(BUILD)/lenet
+	$(BUILD)/lenet $(LENET_ARGS)
+# make bench: bench_lenet's epoch on 2 threads, against bench/torch_ref.py lenet 2 f32 and bf16.
+BENCH_ARGS_bench_lenet := 2

@@ -8,6 +8,9 @@
 #include <stdbool.h>
 #include <math.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 // Letters: x (N, C, H, W), w (CO, C / G, KH, KW), b (CO,), out (N, CO, OH, OW); G groups,
 // CG = C / G and COG = CO / G channels per group, L = OH * OW, K = CG * KH * KW.
@@ -118,27 +121,40 @@ tt_tensor *tt_conv2d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias, const int
     tt_tensor *out = tt__new(x->dtype, 4, (int64_t[]){N, CO, g.OH, g.OW});
     tt_tensor *xc = tt__contiguous_ref(x), *wc = tt__contiguous_ref(weight);
     tt_tensor *bc = bias ? tt__contiguous_ref(bias) : NULL;
-    tt_tensor *col = tt__new(x->dtype, 2, (int64_t[]){K, L});  // (K, L)
+    // Images run in parallel (when there are several and the work is worth a thread), each
+    // thread im2col-ing into its own (K, L) slice of col; every output element is computed by
+    // one thread the same way, so the bits do not depend on the thread count. One image: the
+    // GEMM threads itself instead. The bias is added per image while its output is in cache.
+    int nt = tt_get_num_threads();
+    nt = (int)(N < nt ? N : nt);
+    bool par = nt > 1 && 2 * N * CO * K * L >= (1 << 20);
+    if (!par) nt = 1;
+    tt_tensor *col = tt__new(x->dtype, 2, (int64_t[]){nt * K, L});  // (nt, K, L)
     char *xp = tt_data(xc), *wp = tt_data(wc), *op = tt_data(out), *cp = tt_data(col);
-    for (int64_t n = 0; n < N; n++)
+    const char *bp = bc ? tt_data(bc) : NULL;
+#pragma omp parallel for schedule(static) num_threads(nt) if (par)
+    for (int64_t n = 0; n < N; n++) {
+#ifdef _OPENMP
+        char *tcol = cp + (size_t)((int64_t)omp_get_thread_num() * K * L) * es;  // (K, L)
+#else
+        char *tcol = cp;
+#endif
         for (int64_t gi = 0; gi < G; gi++) {
-            im2col(x->dtype, cp, xp + (size_t)((n * C + gi * g.C) * HW) * es, &g);
+            im2col(x->dtype, tcol, xp + (size_t)((n * C + gi * g.C) * HW) * es, &g);
             // out[n, group] (COG, L) = w[group] (COG, K) @ col (K, L)
-            gemm(x->dtype, COG, L, K, wp + (size_t)(gi * COG * K) * es, K, 1, cp, L, 1,
+            gemm(x->dtype, COG, L, K, wp + (size_t)(gi * COG * K) * es, K, 1, tcol, L, 1,
                  op + (size_t)((n * CO + gi * COG) * L) * es, false);
         }
-    if (bc) {
-        for (int64_t n = 0; n < N; n++)
-            for (int64_t o = 0; o < CO; o++) {
-                size_t at = (size_t)((n * CO + o) * L);
-                if (x->dtype == TT_F32) {
-                    float *r = (float *)op + at, bv = ((const float *)tt_data(bc))[o];
-                    for (int64_t l = 0; l < L; l++) r[l] += bv;
-                } else {
-                    double *r = (double *)op + at, bv = ((const double *)tt_data(bc))[o];
-                    for (int64_t l = 0; l < L; l++) r[l] += bv;
-                }
+        for (int64_t o = 0; bp && o < CO; o++) {
+            size_t at = (size_t)((n * CO + o) * L);
+            if (x->dtype == TT_F32) {
+                float *r = (float *)op + at, bv = ((const float *)bp)[o];
+                for (int64_t l = 0; l < L; l++) r[l] += bv;
+            } else {
+                double *r = (double *)op + at, bv = ((const double *)bp)[o];
+                for (int64_t l = 0; l < L; l++) r[l] += bv;
             }
+        }
     }
     tt_release(col);
     tt_release(xc);
@@ -162,29 +178,66 @@ void tt__backward_conv2d(tt_node *nd) {
     size_t es = tt_dtype_size(dt);
     tt_tensor *gc = tt__contiguous_ref(nd->grad);
     char *gp = tt_data(gc);
-    tt_tensor *col = tt__new(dt, 2, (int64_t[]){K, L});  // (K, L)
+    // Images run in parallel as in the forward, each thread with its own (K, L) slice of col.
+    // dx: each image's slice is written by one thread, bits independent of the thread count.
+    // dw: images are summed in fixed chunks of DW_CHUNK (a partial per chunk, then the
+    // partials in chunk order), so the bits depend on N but never on the thread count; a
+    // batch of at most DW_CHUNK images sums exactly as one serial loop.
+    enum { DW_CHUNK = 16 };
+    int nt = tt_get_num_threads();
+    nt = (int)(N < nt ? N : nt);
+    bool par = nt > 1 && 2 * N * CO * K * L >= (1 << 20);
+    if (!par) nt = 1;
+    tt_tensor *col = tt__new(dt, 2, (int64_t[]){nt * K, L});  // (nt, K, L)
     char *cp = tt_data(col);
     if (x->requires_grad) {
         tt_tensor *wc = tt__contiguous_ref(w), *dx = tt__new_zeros(dt, 4, x->shape);
         char *wp = tt_data(wc), *dxp = tt_data(dx);
-        for (int64_t n = 0; n < N; n++)
+#pragma omp parallel for schedule(static) num_threads(nt) if (par)
+        for (int64_t n = 0; n < N; n++) {
+#ifdef _OPENMP
+            char *tcol = cp + (size_t)((int64_t)omp_get_thread_num() * K * L) * es;
+#else
+            char *tcol = cp;
+#endif
             for (int64_t gi = 0; gi < G; gi++) {
                 gemm(dt, K, L, COG, wp + (size_t)(gi * COG * K) * es, 1, K,
-                     gp + (size_t)((n * CO + gi * COG) * L) * es, L, 1, cp, false);
-                col2im(dt, dxp + (size_t)((n * C + gi * g.C) * HW) * es, cp, &g);
+                     gp + (size_t)((n * CO + gi * COG) * L) * es, L, 1, tcol, false);
+                col2im(dt, dxp + (size_t)((n * C + gi * g.C) * HW) * es, tcol, &g);
             }
+        }
         tt_release(wc);
         tt__accum_grad_owned(x, dx);
     }
     if (w->requires_grad) {
+        int64_t nchunk = (N + DW_CHUNK - 1) / DW_CHUNK, WN = CO * K;
         tt_tensor *xc = tt__contiguous_ref(x), *dw = tt__new_zeros(dt, 4, w->shape);
-        char *xp = tt_data(xc), *dwp = tt_data(dw);
-        for (int64_t n = 0; n < N; n++)
-            for (int64_t gi = 0; gi < G; gi++) {
-                im2col(dt, cp, xp + (size_t)((n * C + gi * g.C) * HW) * es, &g);
-                gemm(dt, COG, K, L, gp + (size_t)((n * CO + gi * COG) * L) * es, L, 1, cp, 1, L,
-                     dwp + (size_t)(gi * COG * K) * es, true);
+        tt_tensor *part = nchunk > 1 ? tt__new_zeros(dt, 2, (int64_t[]){nchunk - 1, WN}) : NULL;
+        char *xp = tt_data(xc), *dwp = tt_data(dw), *pp = part ? tt_data(part) : NULL;
+#pragma omp parallel for schedule(static) num_threads(nt) if (par)
+        for (int64_t ch = 0; ch < nchunk; ch++) {
+#ifdef _OPENMP
+            char *tcol = cp + (size_t)((int64_t)omp_get_thread_num() * K * L) * es;
+#else
+            char *tcol = cp;
+#endif
+            char *acc = ch == 0 ? dwp : pp + (size_t)((ch - 1) * WN) * es;  // (CO, K)
+            int64_t end = (ch + 1) * DW_CHUNK < N ? (ch + 1) * DW_CHUNK : N;
+            for (int64_t n = ch * DW_CHUNK; n < end; n++)
+                for (int64_t gi = 0; gi < G; gi++) {
+                    im2col(dt, tcol, xp + (size_t)((n * C + gi * g.C) * HW) * es, &g);
+                    gemm(dt, COG, K, L, gp + (size_t)((n * CO + gi * COG) * L) * es, L, 1,
+                         tcol, 1, L, acc + (size_t)(gi * COG * K) * es, true);
+                }
+        }
+        for (int64_t ch = 1; ch < nchunk; ch++)  // dw += the partials, in chunk order
+            for (int64_t i = 0; i < WN; i++) {
+                if (dt == TT_F32)
+                    ((float *)dwp)[i] += ((const float *)pp)[(ch - 1) * WN + i];
+                else
+                    ((double *)dwp)[i] += ((const double *)pp)[(ch - 1) * WN + i];
             }
+        tt_release(part);
         tt_release(xc);
         tt__accum_grad_owned(w, dw);
     }

@@ -5,6 +5,10 @@ beta2 0.99 and weight decay 0.1 on matrices; clip 1.0) on random tokens, printin
 bench_train. Optional: needs Debian's python3-torch, never needed by `make test`.
 
     OPENBLAS_CORETYPE=SkylakeX /usr/bin/python3 bench/torch_ref.py [baby|mid] [threads] [f32|bf16]
+    OPENBLAS_CORETYPE=SkylakeX /usr/bin/python3 bench/torch_ref.py lenet [threads] [f32|bf16]
+
+lenet: one training epoch of bench_lenet's CNN (examples/lenet.c's layers, batch 128, AdamW)
+on 60,000 random 28 x 28 images in shuffled mini-batches, printing bench_lenet's fields.
 
 bf16 runs the forward under torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's fastest CPU
 setting (the backward follows the autocast dtypes); the master weights and AdamW stay f32.
@@ -84,10 +88,62 @@ def check_blas():
               "(apt-get install libopenblas0-pthread) for a fair comparison", file=sys.stderr)
 
 
+def lenet_model():
+    """examples/lenet.c's CNN: conv(1->16, 5x5, pad 2)-relu-pool, conv(16->32, 5x5)-relu-pool,
+    flatten, 800-120-84-10."""
+    return nn.Sequential(
+        nn.Conv2d(1, 16, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+        nn.Linear(800, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10))
+
+
+def lenet_step(model, opt, xb, yb, precision):
+    if precision == "bf16":
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = F.cross_entropy(model(xb), yb)
+    else:
+        loss = F.cross_entropy(model(xb), yb)
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return loss
+
+
+def bench_lenet(threads, precision):
+    n, batch = 60000, 128
+    torch.manual_seed(1337)
+    torch.set_num_threads(threads)
+    x = torch.randn(n, 1, 28, 28)
+    y = torch.randint(10, (n,))
+    model = lenet_model()
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 1e-4},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=2e-3)
+    perm = torch.randperm(n)
+    for s in range(5):  # warm-up
+        idx = perm[s * batch:(s + 1) * batch]
+        lenet_step(model, opt, x[idx], y[idx], precision)
+    t0 = time.perf_counter()
+    perm = torch.randperm(n)
+    for s in range(0, n, batch):
+        idx = perm[s:s + batch]
+        loss = lenet_step(model, opt, x.index_select(0, idx), y.index_select(0, idx), precision)
+    ms = (time.perf_counter() - t0) * 1e3
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    check_blas()
+    print(f"bench torch config=lenet threads={threads} precision={precision} batch={batch} "
+          f"ms_per_epoch={ms:.1f} images_per_s={n / (ms / 1e3):.0f} peak_rss_mb={rss:.1f} "
+          f"loss={loss.item():.4f} torch={torch.__version__}")
+
+
 def main():
     name = sys.argv[1] if len(sys.argv) > 1 else "baby"
     threads = int(sys.argv[2]) if len(sys.argv) > 2 else 2
     precision = sys.argv[3] if len(sys.argv) > 3 else "f32"  # f32, or bf16: CPU autocast
+    if name == "lenet":
+        bench_lenet(threads, precision)
+        return
     n_layer, nh, c, block, batch, vocab, steps = CONFIGS[name]
     torch.manual_seed(1337)
     torch.set_num_threads(threads)

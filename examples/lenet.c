@@ -1,0 +1,278 @@
+// lenet: a LeNet-style CNN (conv-relu-pool, conv-relu-pool, three linear layers) trained on
+// Fashion-MNIST with AdamW in shuffled mini-batches; evaluates on the 10,000 test images each
+// epoch and checkpoints (model, AdamW state, rng, epoch) for an exact --resume.
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "tinytorch.h"
+
+static const char usage[] =
+    "usage: lenet [--epochs N] [--batch N] [--lr F] [--seed N] [--threads N] [--limit N]\n"
+    "             [--out FILE] [--resume FILE] [--data DIR]\n"
+    "Defaults: 10 epochs, batch 128, lr 0.002, seed 1, out/lenet.ckpt (written each epoch),\n"
+    "the data in " TT_FASHION_MNIST_DIR ". --limit N uses the first N train and test images.\n"
+    "--resume FILE continues to --epochs with FILE's batch, limit and lr (those flags are\n"
+    "ignored then), exactly as the uninterrupted run.\n";
+
+static void die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("lenet: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(2);
+}
+
+// ---- the model: conv(1->16, 5x5, pad 2)-relu-pool, conv(16->32, 5x5)-relu-pool, 800-120-84-10
+
+static tt_tensor *pool_forward(void *self, tt_tensor *x) {  // nn.MaxPool2d(2)
+    (void)self;
+    return tt_max_pool2d(x, (int64_t[]){2, 2}, NULL, NULL, NULL);
+}
+static const tt_module_ops pool_ops = {.type = "maxpool2d", .forward = pool_forward};
+
+typedef struct lenet {
+    tt_conv2d_layer c1, c2;
+    tt_linear f1, f2, f3;
+    tt_sequential seq;
+    tt_params params;
+} lenet;
+
+static void lenet_init(lenet *m, tt_rng *rng) {
+    tt_conv2d_layer_init(&m->c1, 1, 16, 5, 5, &(tt_conv2d_opts){.padding = {2, 2}}, true, rng);
+    tt_conv2d_layer_init(&m->c2, 16, 32, 5, 5, NULL, true, rng);
+    tt_linear_init(&m->f1, 32 * 5 * 5, 120, true, rng);
+    tt_linear_init(&m->f2, 120, 84, true, rng);
+    tt_linear_init(&m->f3, 84, 10, true, rng);
+    tt_module pool = {NULL, &pool_ops};
+    tt_module mods[] = {tt_conv2d_layer_module(&m->c1), tt_act_module(TT_ACT_RELU), pool,
+                        tt_conv2d_layer_module(&m->c2), tt_act_module(TT_ACT_RELU), pool,
+                        tt_flatten_module(1, -1),       tt_linear_module(&m->f1),
+                        tt_act_module(TT_ACT_RELU),     tt_linear_module(&m->f2),
+                        tt_act_module(TT_ACT_RELU),     tt_linear_module(&m->f3)};
+    tt_sequential_init(&m->seq);
+    for (size_t i = 0; i < sizeof mods / sizeof mods[0]; i++) tt_sequential_add(&m->seq, mods[i]);
+    tt_params_init(&m->params);
+    tt_sequential_params(&m->seq, &m->params, NULL);
+}
+
+static void lenet_free(lenet *m) {
+    tt_params_free(&m->params);
+    tt_sequential_free(&m->seq);
+    tt_conv2d_layer_free(&m->c1);
+    tt_conv2d_layer_free(&m->c2);
+    tt_linear_free(&m->f1);
+    tt_linear_free(&m->f2);
+    tt_linear_free(&m->f3);
+}
+
+// ---- data ----
+
+// A split as (N, 1, 28, 28) normalized images (x / 255 - mean) / std and (N,) labels, the
+// first limit of them when limit > 0.
+static void load_split(const char *dir, bool train, int64_t limit, tt_tensor **x, tt_tensor **y) {
+    tt_tensor *img, *lab;
+    if (tt_fashion_mnist_load(dir, train, &img, &lab) != TT_OK) die("%s", tt_last_error());
+    int64_t n = limit > 0 && limit < tt_numel(lab) ? limit : tt_numel(lab);
+    tt_scope_begin();
+    tt_tensor *s = tt_mul_scalar(tt_narrow(img, 0, 0, n), 1.0 / (255.0 * 0.3530));
+    *x = tt_keep(tt_contiguous(tt_reshape(tt_add_scalar(s, -0.2860 / 0.3530),
+                                          TT_SHAPE(n, 1, 28, 28))));
+    *y = tt_keep(tt_contiguous(tt_narrow(lab, 0, 0, n)));
+    tt_scope_end();
+    tt_release(img);
+    tt_release(lab);
+}
+
+// The batch of rows perm[start .. start + b): (b, 1, 28, 28) images and (b,) labels.
+static void get_batch(tt_tensor *x, tt_tensor *y, tt_tensor *perm, int64_t start, int64_t b,
+                      tt_tensor **xb, tt_tensor **yb) {
+    tt_tensor *idx = tt_narrow(perm, 0, start, b);
+    *xb = tt_index_select(x, 0, idx);
+    *yb = tt_index_select(y, 0, idx);
+}
+
+// Mean cross-entropy and accuracy over a split, in batches of 1000, no grad.
+static void evaluate(lenet *m, tt_tensor *x, tt_tensor *y, double *loss, double *acc) {
+    bool prev = tt_set_grad_enabled(false);
+    int64_t n = tt_numel(y);
+    double ls = 0, hits = 0;
+    for (int64_t s = 0; s < n; s += 1000) {
+        int64_t b = n - s < 1000 ? n - s : 1000;
+        tt_scope_begin();
+        tt_tensor *yb = tt_narrow(y, 0, s, b);
+        tt_tensor *logits = tt_sequential_forward(&m->seq, tt_narrow(x, 0, s, b));
+        ls += tt_item(tt_cross_entropy(logits, yb, -1)) * (double)b;
+        hits += tt_item(tt_sum_all(tt_to_dtype(tt_eq(tt_argmax(logits, -1, false), yb), TT_F32)));
+        tt_scope_end();
+    }
+    tt_set_grad_enabled(prev);
+    *loss = ls / (double)n;
+    *acc = hits / (double)n;
+}
+
+// ---- command line and checkpoints ----
+
+typedef struct flags {
+    int64_t epochs, batch, seed, threads, limit;
+    double lr;
+    const char *out, *resume, *data;
+} flags;
+
+static int64_t int_flag(const char *name, const char *v, int64_t lo, int64_t hi) {
+    char *end;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (errno || *end || end == v || n < lo || n > hi)
+        die("%s '%s' is not an integer in [%lld, %lld]", name, v, (long long)lo, (long long)hi);
+    return n;
+}
+
+static void parse(int argc, char **argv, flags *f) {
+    *f = (flags){.epochs = 10, .batch = 128, .seed = 1, .lr = 2e-3, .out = "out/lenet.ckpt"};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage, stdout);
+            exit(0);
+        }
+        if (!v) die("%s needs a value (lenet --help lists the flags)", a);
+        i++;
+        char *end;
+        if (!strcmp(a, "--epochs")) f->epochs = int_flag(a, v, 1, 1000);
+        else if (!strcmp(a, "--batch")) f->batch = int_flag(a, v, 1, 60000);
+        else if (!strcmp(a, "--seed")) f->seed = int_flag(a, v, 0, INT64_MAX);
+        else if (!strcmp(a, "--threads")) f->threads = int_flag(a, v, 1, 1024);
+        else if (!strcmp(a, "--limit")) f->limit = int_flag(a, v, 1, 60000);
+        else if (!strcmp(a, "--out")) f->out = v;
+        else if (!strcmp(a, "--resume")) f->resume = v;
+        else if (!strcmp(a, "--data")) f->data = v;
+        else if (!strcmp(a, "--lr")) {
+            f->lr = strtod(v, &end);
+            if (*end || end == v || !(f->lr > 0 && f->lr < 1)) die("--lr '%s' is not in (0, 1)", v);
+        } else die("unknown flag '%s' (lenet --help lists the flags)", a);
+    }
+}
+
+static void save(const flags *f, lenet *m, tt_optim *o, const tt_rng *rng, int64_t epoch) {
+    tt_checkpoint ck;
+    tt_ckpt_init(&ck);
+    tt_ckpt_add_params(&ck, "model.", &m->params);
+    tt_params s;
+    tt_params_init(&s);
+    tt_optim_state(o, &s);
+    tt_ckpt_add_params(&ck, "optim.", &s);
+    tt_params_free(&s);
+    tt_ckpt_set_i64(&ck, "optim.step", o->step);
+    tt_ckpt_set_bytes(&ck, "rng", rng->s, sizeof rng->s);
+    tt_ckpt_set_i64(&ck, "epoch", epoch);
+    tt_ckpt_set_i64(&ck, "batch", f->batch);
+    tt_ckpt_set_i64(&ck, "limit", f->limit);
+    tt_ckpt_set_f64(&ck, "lr", f->lr);
+    tt_status st = tt_ckpt_save(&ck, f->out);
+    tt_ckpt_free(&ck);
+    if (st != TT_OK) die("%s; pick a writable --out", tt_last_error());
+}
+
+// Restores the model, the optimizer, the rng and the epoch from f->resume; the run's batch,
+// limit and lr come from the file.
+static int64_t restore(flags *f, lenet *m, tt_optim *o, tt_rng *rng) {
+    tt_checkpoint ck;
+    const unsigned char *b;
+    size_t n;
+    int64_t epoch, step;
+    if (tt_ckpt_load(&ck, f->resume) != TT_OK) die("%s", tt_last_error());
+    tt_params s;
+    tt_params_init(&s);
+    tt_optim_state(o, &s);
+    bool ok = tt_ckpt_restore_params(&ck, "model.", &m->params) == TT_OK &&
+              tt_ckpt_restore_params(&ck, "optim.", &s) == TT_OK &&
+              tt_ckpt_get_i64(&ck, "optim.step", &step) && tt_ckpt_get_i64(&ck, "epoch", &epoch) &&
+              tt_ckpt_get_i64(&ck, "batch", &f->batch) &&
+              tt_ckpt_get_i64(&ck, "limit", &f->limit) && tt_ckpt_get_f64(&ck, "lr", &f->lr) &&
+              tt_ckpt_get_bytes(&ck, "rng", &b, &n) && n == sizeof rng->s && f->batch >= 1 &&
+              f->limit >= 0 && f->lr > 0 && f->lr < 1 && epoch >= 0 && step >= 0;
+    tt_params_free(&s);
+    if (ok) memcpy(rng->s, b, n);
+    tt_ckpt_free(&ck);
+    if (!ok) die("--resume '%s' is not a lenet checkpoint of this model; pass a file lenet "
+                 "--out wrote", f->resume);
+    o->step = step;
+    return epoch;
+}
+
+int main(int argc, char **argv) {
+    flags f;
+    parse(argc, argv, &f);
+#ifdef _OPENMP
+    if (f.threads) omp_set_num_threads((int)f.threads);
+#endif
+    tt_rng rng;
+    tt_rng_seed(&rng, (uint64_t)f.seed);
+    lenet m;
+    lenet_init(&m, &rng);
+    tt_optim opt;
+    tt_optim_init(&opt, tt_adamw_config(f.lr));
+    tt_optim_add_decay_groups(&opt, &m.params, 1e-4);
+    int64_t epoch = f.resume ? restore(&f, &m, &opt, &rng) : 0;
+    tt_optim_set_lr(&opt, f.lr);
+    if (epoch >= f.epochs) die("--resume '%s' is at epoch %lld already; pass a larger --epochs",
+                               f.resume, (long long)epoch);
+    const char *slash = strrchr(f.out, '/');  // out/ of the default --out may not exist yet
+    if (slash && slash != f.out) {
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - f.out), f.out);
+        mkdir(dir, 0777);
+    }
+    tt_tensor *xtr, *ytr, *xte, *yte;
+    load_split(f.data, true, f.limit, &xtr, &ytr);
+    load_split(f.data, false, f.limit, &xte, &yte);
+    int64_t n = tt_numel(ytr);
+    double test_loss = 0, acc = 0;
+    while (epoch < f.epochs) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        tt_scope_begin();
+        tt_tensor *perm = tt_randperm(&rng, n);  // (N,) a new order every epoch
+        double loss_sum = 0;
+        for (int64_t start = 0; start < n; start += f.batch) {
+            int64_t b = n - start < f.batch ? n - start : f.batch;
+            tt_scope_begin();
+            tt_tensor *xb, *yb;
+            get_batch(xtr, ytr, perm, start, b, &xb, &yb);
+            tt_tensor *loss = tt_cross_entropy(tt_sequential_forward(&m.seq, xb), yb, -1);
+            loss_sum += tt_item(loss) * (double)b;
+            tt_backward(loss);
+            tt_optim_step(&opt);
+            tt_optim_zero_grad(&opt);
+            tt_scope_end();
+        }
+        tt_scope_end();
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double ms = 1e3 * (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (t1.tv_nsec - t0.tv_nsec);
+        evaluate(&m, xte, yte, &test_loss, &acc);
+        epoch++;
+        printf("epoch %lld train_loss=%.4f test_loss=%.4f test_accuracy=%.4f "
+               "ms_per_epoch=%.1f\n", (long long)epoch, loss_sum / (double)n, test_loss, acc, ms);
+        fflush(stdout);
+        save(&f, &m, &opt, &rng, epoch);
+    }
+    printf("done test_accuracy=%.4f\n", acc);
+
+    tt_optim_free(&opt);
+    lenet_free(&m);
+    tt_release(xtr);
+    tt_release(ytr);
+    tt_release(xte);
+    tt_release(yte);
+    return 0;
+}

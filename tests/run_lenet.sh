@@ -1,0 +1,46 @@
+#!/bin/sh
+# Runs the built lenet example on the first 2,000 train and test images of Fashion-MNIST and
+# checks: the `epoch N train_loss=F test_loss=F test_accuracy=F ms_per_epoch=F` and `done
+# test_accuracy=F` lines; that 2 epochs beat chance (0.1) by far (>= 0.5; 2 epochs on 2,000
+# images gave 0.69); that --resume from the epoch-1 checkpoint prints the same epoch-2 losses
+# as the uninterrupted run; that bad flags and a missing --data fail with one line on stderr.
+# Skipped (exit 0) when Debian's dataset-fashion-mnist is not installed.
+# Usage: sh tests/run_lenet.sh [builddir]
+build=${1:-build}
+if [ ! -d /usr/share/datasets/fashion-mnist ]; then
+    echo "lenet: skipped (no dataset-fashion-mnist; make deps installs it)"
+    exit 0
+fi
+ck="$build/lenet_test.ckpt"
+fail() { echo "lenet: $*" >&2; exit 1; }
+num='[0-9][0-9]*\.[0-9]*'
+line="^epoch [12] train_loss=$num test_loss=$num test_accuracy=$num ms_per_epoch=$num\$"
+
+full=$("$build/lenet" --epochs 2 --limit 2000 --threads 1 --out "$ck") ||
+    fail "the 2-epoch run exited non-zero"
+echo "$full"
+[ "$(echo "$full" | grep -c "$line")" = 2 ] || fail "want two 'epoch N ...' lines"
+acc=$(echo "$full" | sed -n "s/^done test_accuracy=\($num\)\$/\1/p")
+[ -n "$acc" ] && [ "$(echo "$full" | tail -n 1)" = "done test_accuracy=$acc" ] ||
+    fail "want 'done test_accuracy=F' last"
+awk -v a="$acc" 'BEGIN { exit !(a >= 0.5) }' || fail "test accuracy $acc is below 0.5"
+
+"$build/lenet" --epochs 1 --limit 2000 --threads 1 --out "$ck" > /dev/null ||
+    fail "the 1-epoch run exited non-zero"
+res=$("$build/lenet" --epochs 2 --threads 1 --resume "$ck" --out "$ck") ||
+    fail "--resume exited non-zero"
+echo "$res" | grep -q '^epoch 1 ' && fail "--resume repeated epoch 1"
+want=$(echo "$full" | sed -n 's/^\(epoch 2 .*\) ms_per_epoch=.*/\1/p')
+got=$(echo "$res" | sed -n 's/^\(epoch 2 .*\) ms_per_epoch=.*/\1/p')
+[ -n "$want" ] && [ "$want" = "$got" ] || fail "resumed epoch 2 '$got' differs from '$want'"
+
+for args in "--epochs x" "--batch 0" "--lr 2" "--bogus 1" "--epochs" "--data /nonexistent" \
+            "--resume /nonexistent"; do
+    # shellcheck disable=SC2086
+    err=$("$build/lenet" $args --limit 10 --out "$ck" 2>&1 >/dev/null) &&
+        fail "'lenet $args' exited 0"
+    [ "$(echo "$err" | head -n 1 | grep -c '^lenet: ')" = 1 ] ||
+        fail "'lenet $args' gave no 'lenet: ...' error: $err"
+done
+rm -f "$ck"
+echo "lenet: ok (accuracy $acc after 2 epochs on 2,000 images, resume exact, bad flags fail)"
