@@ -374,3 +374,7 @@ $(BUILD)/tests/test_csv: | data
 
 clean:
 	rm -rf build build-san build-fuzz
+
+# ---- the digits milestone: a small CNN trained on scikit-learn's digits in make test ----
+# tests/test_milestone_digits.c reads data/digits.csv.gz (make data); DIGITS_SEED=k reruns it.
+$(BUILD)/tests/test_milestone_digits: | data
