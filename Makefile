@@ -388,3 +388,7 @@ lenet:
 	$(BUILD)/lenet $(LENET_ARGS)
 # make bench: bench_lenet's epoch on 2 threads, against bench/torch_ref.py lenet 2 f32 and bf16.
 BENCH_ARGS_bench_lenet := 2
+
+# ---- the digits milestone: a small CNN trained on scikit-learn's digits in make test ----
+# tests/test_milestone_digits.c reads data/digits.csv.gz (make data); DIGITS_SEED=k reruns it.
+$(BUILD)/tests/test_milestone_digits: | data
