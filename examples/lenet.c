@@ -1,6 +1,8 @@
-// lenet: a LeNet-style CNN (conv-relu-pool, conv-relu-pool, three linear layers) trained on
-// Fashion-MNIST with AdamW in shuffled mini-batches; evaluates on the 10,000 test images each
-// epoch and checkpoints (model, AdamW state, rng, epoch) for an exact --resume.
+// lenet: a LeNet-style CNN (conv-relu-pool, conv-relu-pool, three linear layers; batch norm
+// after each conv with --bn) trained on Fashion-MNIST with AdamW, the batches from a shuffling
+// DataLoader (random crop and flip with --augment); evaluates on the 10,000 test images each
+// epoch and checkpoints (model state with the batch-norm buffers, AdamW state, rng, epoch)
+// for an exact --resume.
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,11 +18,13 @@
 
 static const char usage[] =
     "usage: lenet [--epochs N] [--batch N] [--lr F] [--seed N] [--threads N] [--limit N]\n"
-    "             [--out FILE] [--resume FILE] [--data DIR]\n"
+    "             [--bn] [--augment] [--out FILE] [--resume FILE] [--data DIR]\n"
     "Defaults: 10 epochs, batch 128, lr 0.002, seed 1, out/lenet.ckpt (written each epoch),\n"
     "the data in " TT_FASHION_MNIST_DIR ". --limit N uses the first N train and test images.\n"
-    "--resume FILE continues to --epochs with FILE's batch, limit and lr (those flags are\n"
-    "ignored then), exactly as the uninterrupted run.\n";
+    "--bn puts BatchNorm2d after each conv; --augment pads by 2, crops 28 x 28 at random and\n"
+    "flips half the training images. --resume FILE continues to --epochs with FILE's batch,\n"
+    "limit, lr, --bn and --augment (those flags are ignored then), exactly as the\n"
+    "uninterrupted run.\n";
 
 static void die(const char *fmt, ...) {
     va_list ap;
@@ -32,41 +36,53 @@ static void die(const char *fmt, ...) {
     exit(2);
 }
 
-// ---- the model: conv(1->16, 5x5, pad 2)-relu-pool, conv(16->32, 5x5)-relu-pool, 800-120-84-10
-
-static tt_tensor *pool_forward(void *self, tt_tensor *x) {  // nn.MaxPool2d(2)
-    (void)self;
-    return tt_max_pool2d(x, (int64_t[]){2, 2}, NULL, NULL, NULL);
-}
-static const tt_module_ops pool_ops = {.type = "maxpool2d", .forward = pool_forward};
+// ---- the model: conv(1->16, 5x5, pad 2)-[bn]-relu-pool, conv(16->32, 5x5)-[bn]-relu-pool,
+// 800-120-84-10; with bn the convs have no bias (the norm's shift replaces it)
 
 typedef struct lenet {
     tt_conv2d_layer c1, c2;
+    tt_batchnorm_layer n1, n2;
+    tt_maxpool2d_layer pool;  // nn.MaxPool2d(2), used twice (no state)
     tt_linear f1, f2, f3;
     tt_sequential seq;
-    tt_params params;
+    tt_params params;  // what AdamW trains
+    tt_params state;   // params and the batch-norm buffers: what a checkpoint holds
 } lenet;
 
-static void lenet_init(lenet *m, tt_rng *rng) {
-    tt_conv2d_layer_init(&m->c1, 1, 16, 5, 5, &(tt_conv2d_opts){.padding = {2, 2}}, true, rng);
-    tt_conv2d_layer_init(&m->c2, 16, 32, 5, 5, NULL, true, rng);
+static void lenet_init(lenet *m, bool bn, tt_rng *rng) {
+    *m = (lenet){0};
+    tt_conv2d_layer_init(&m->c1, 1, 16, 5, 5, &(tt_conv2d_opts){.padding = {2, 2}}, !bn, rng);
+    tt_conv2d_layer_init(&m->c2, 16, 32, 5, 5, NULL, !bn, rng);
+    tt_maxpool2d_init(&m->pool, 2, 2, NULL, NULL);
     tt_linear_init(&m->f1, 32 * 5 * 5, 120, true, rng);
     tt_linear_init(&m->f2, 120, 84, true, rng);
     tt_linear_init(&m->f3, 84, 10, true, rng);
-    tt_module pool = {NULL, &pool_ops};
-    tt_module mods[] = {tt_conv2d_layer_module(&m->c1), tt_act_module(TT_ACT_RELU), pool,
-                        tt_conv2d_layer_module(&m->c2), tt_act_module(TT_ACT_RELU), pool,
+    tt_sequential_init(&m->seq);
+    tt_sequential_add(&m->seq, tt_conv2d_layer_module(&m->c1));
+    if (bn) tt_batchnorm2d_init(&m->n1, 16, NULL);
+    if (bn) tt_sequential_add(&m->seq, tt_batchnorm_module(&m->n1));
+    tt_sequential_add(&m->seq, tt_act_module(TT_ACT_RELU));
+    tt_sequential_add(&m->seq, tt_maxpool2d_module(&m->pool));
+    tt_sequential_add(&m->seq, tt_conv2d_layer_module(&m->c2));
+    if (bn) tt_batchnorm2d_init(&m->n2, 32, NULL);
+    if (bn) tt_sequential_add(&m->seq, tt_batchnorm_module(&m->n2));
+    tt_module tail[] = {tt_act_module(TT_ACT_RELU),     tt_maxpool2d_module(&m->pool),
                         tt_flatten_module(1, -1),       tt_linear_module(&m->f1),
                         tt_act_module(TT_ACT_RELU),     tt_linear_module(&m->f2),
                         tt_act_module(TT_ACT_RELU),     tt_linear_module(&m->f3)};
-    tt_sequential_init(&m->seq);
-    for (size_t i = 0; i < sizeof mods / sizeof mods[0]; i++) tt_sequential_add(&m->seq, mods[i]);
+    for (size_t i = 0; i < sizeof tail / sizeof tail[0]; i++) tt_sequential_add(&m->seq, tail[i]);
+    tt_module seq = tt_sequential_module(&m->seq);
     tt_params_init(&m->params);
-    tt_sequential_params(&m->seq, &m->params, NULL);
+    tt_module_params(seq, &m->params, NULL);
+    tt_params_init(&m->state);
+    tt_module_state(seq, &m->state, NULL);
 }
 
 static void lenet_free(lenet *m) {
+    tt_params_free(&m->state);
     tt_params_free(&m->params);
+    tt_batchnorm_free(&m->n1);
+    tt_batchnorm_free(&m->n2);
     tt_sequential_free(&m->seq);
     tt_conv2d_layer_free(&m->c1);
     tt_conv2d_layer_free(&m->c2);
@@ -93,17 +109,11 @@ static void load_split(const char *dir, bool train, int64_t limit, tt_tensor **x
     tt_release(lab);
 }
 
-// The batch of rows perm[start .. start + b): (b, 1, 28, 28) images and (b,) labels.
-static void get_batch(tt_tensor *x, tt_tensor *y, tt_tensor *perm, int64_t start, int64_t b,
-                      tt_tensor **xb, tt_tensor **yb) {
-    tt_tensor *idx = tt_narrow(perm, 0, start, b);
-    *xb = tt_index_select(x, 0, idx);
-    *yb = tt_index_select(y, 0, idx);
-}
-
-// Mean cross-entropy and accuracy over a split, in batches of 1000, no grad.
+// Mean cross-entropy and accuracy over a split, in batches of 1000, no grad, in eval mode
+// (batch norm on its running statistics).
 static void evaluate(lenet *m, tt_tensor *x, tt_tensor *y, double *loss, double *acc) {
     bool prev = tt_set_grad_enabled(false);
+    tt_sequential_train(&m->seq, false);
     int64_t n = tt_numel(y);
     double ls = 0, hits = 0;
     for (int64_t s = 0; s < n; s += 1000) {
@@ -115,6 +125,7 @@ static void evaluate(lenet *m, tt_tensor *x, tt_tensor *y, double *loss, double 
         hits += tt_item(tt_sum_all(tt_to_dtype(tt_eq(tt_argmax(logits, -1, false), yb), TT_F32)));
         tt_scope_end();
     }
+    tt_sequential_train(&m->seq, true);
     tt_set_grad_enabled(prev);
     *loss = ls / (double)n;
     *acc = hits / (double)n;
@@ -124,6 +135,7 @@ static void evaluate(lenet *m, tt_tensor *x, tt_tensor *y, double *loss, double 
 
 typedef struct flags {
     int64_t epochs, batch, seed, threads, limit;
+    bool bn, augment;
     double lr;
     const char *out, *resume, *data;
 } flags;
@@ -144,6 +156,10 @@ static void parse(int argc, char **argv, flags *f) {
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(usage, stdout);
             exit(0);
+        }
+        if (!strcmp(a, "--bn") || !strcmp(a, "--augment")) {
+            *(a[2] == 'b' ? &f->bn : &f->augment) = true;
+            continue;
         }
         if (!v) die("%s needs a value (lenet --help lists the flags)", a);
         i++;
@@ -166,7 +182,7 @@ static void parse(int argc, char **argv, flags *f) {
 static void save(const flags *f, lenet *m, tt_optim *o, const tt_rng *rng, int64_t epoch) {
     tt_checkpoint ck;
     tt_ckpt_init(&ck);
-    tt_ckpt_add_params(&ck, "model.", &m->params);
+    tt_ckpt_add_params(&ck, "model.", &m->state);
     tt_params s;
     tt_params_init(&s);
     tt_optim_state(o, &s);
@@ -178,32 +194,43 @@ static void save(const flags *f, lenet *m, tt_optim *o, const tt_rng *rng, int64
     tt_ckpt_set_i64(&ck, "batch", f->batch);
     tt_ckpt_set_i64(&ck, "limit", f->limit);
     tt_ckpt_set_f64(&ck, "lr", f->lr);
+    tt_ckpt_set_i64(&ck, "bn", f->bn);
+    tt_ckpt_set_i64(&ck, "augment", f->augment);
     tt_status st = tt_ckpt_save(&ck, f->out);
     tt_ckpt_free(&ck);
     if (st != TT_OK) die("%s; pick a writable --out", tt_last_error());
 }
 
-// Restores the model, the optimizer, the rng and the epoch from f->resume; the run's batch,
-// limit and lr come from the file.
-static int64_t restore(flags *f, lenet *m, tt_optim *o, tt_rng *rng) {
-    tt_checkpoint ck;
+// The run's flags stored in f->resume's checkpoint ck (loaded here): batch, limit, lr, bn
+// and augment replace the command line's, so the model is built as it was saved.
+static void resume_flags(flags *f, tt_checkpoint *ck) {
+    int64_t bn, augment;
+    if (tt_ckpt_load(ck, f->resume) != TT_OK) die("%s", tt_last_error());
+    if (!tt_ckpt_get_i64(ck, "bn", &bn) || !tt_ckpt_get_i64(ck, "augment", &augment))
+        die("--resume '%s' is not a lenet checkpoint; pass a file lenet --out wrote", f->resume);
+    f->bn = bn != 0;
+    f->augment = augment != 0;
+}
+
+// Restores the model state, the optimizer, the rng and the epoch from ck (freed here); the
+// run's batch, limit and lr come from the file.
+static int64_t restore(flags *f, tt_checkpoint *ck, lenet *m, tt_optim *o, tt_rng *rng) {
     const unsigned char *b;
     size_t n;
     int64_t epoch, step;
-    if (tt_ckpt_load(&ck, f->resume) != TT_OK) die("%s", tt_last_error());
     tt_params s;
     tt_params_init(&s);
     tt_optim_state(o, &s);
-    bool ok = tt_ckpt_restore_params(&ck, "model.", &m->params) == TT_OK &&
-              tt_ckpt_restore_params(&ck, "optim.", &s) == TT_OK &&
-              tt_ckpt_get_i64(&ck, "optim.step", &step) && tt_ckpt_get_i64(&ck, "epoch", &epoch) &&
-              tt_ckpt_get_i64(&ck, "batch", &f->batch) &&
-              tt_ckpt_get_i64(&ck, "limit", &f->limit) && tt_ckpt_get_f64(&ck, "lr", &f->lr) &&
-              tt_ckpt_get_bytes(&ck, "rng", &b, &n) && n == sizeof rng->s && f->batch >= 1 &&
+    bool ok = tt_ckpt_restore_params(ck, "model.", &m->state) == TT_OK &&
+              tt_ckpt_restore_params(ck, "optim.", &s) == TT_OK &&
+              tt_ckpt_get_i64(ck, "optim.step", &step) && tt_ckpt_get_i64(ck, "epoch", &epoch) &&
+              tt_ckpt_get_i64(ck, "batch", &f->batch) &&
+              tt_ckpt_get_i64(ck, "limit", &f->limit) && tt_ckpt_get_f64(ck, "lr", &f->lr) &&
+              tt_ckpt_get_bytes(ck, "rng", &b, &n) && n == sizeof rng->s && f->batch >= 1 &&
               f->limit >= 0 && f->lr > 0 && f->lr < 1 && epoch >= 0 && step >= 0;
     tt_params_free(&s);
     if (ok) memcpy(rng->s, b, n);
-    tt_ckpt_free(&ck);
+    tt_ckpt_free(ck);
     if (!ok) die("--resume '%s' is not a lenet checkpoint of this model; pass a file lenet "
                  "--out wrote", f->resume);
     o->step = step;
@@ -216,14 +243,16 @@ int main(int argc, char **argv) {
 #ifdef _OPENMP
     if (f.threads) omp_set_num_threads((int)f.threads);
 #endif
+    tt_checkpoint ck;
+    if (f.resume) resume_flags(&f, &ck);
     tt_rng rng;
     tt_rng_seed(&rng, (uint64_t)f.seed);
     lenet m;
-    lenet_init(&m, &rng);
+    lenet_init(&m, f.bn, &rng);
     tt_optim opt;
     tt_optim_init(&opt, tt_adamw_config(f.lr));
     tt_optim_add_decay_groups(&opt, &m.params, 1e-4);
-    int64_t epoch = f.resume ? restore(&f, &m, &opt, &rng) : 0;
+    int64_t epoch = f.resume ? restore(&f, &ck, &m, &opt, &rng) : 0;
     tt_optim_set_lr(&opt, f.lr);
     if (epoch >= f.epochs) die("--resume '%s' is at epoch %lld already; pass a larger --epochs",
                                f.resume, (long long)epoch);
@@ -237,26 +266,31 @@ int main(int argc, char **argv) {
     load_split(f.data, true, f.limit, &xtr, &ytr);
     load_split(f.data, false, f.limit, &xte, &yte);
     int64_t n = tt_numel(ytr);
+    // torchvision's RandomCrop(28, padding=2) then RandomHorizontalFlip(), on normalized images:
+    // the padding is the normalized value of a black pixel.
+    tt_transform *aug = !f.augment ? NULL : tt_compose(2, (tt_transform *[]){
+        tt_random_crop(28, 28, 2, -0.2860 / 0.3530), tt_random_horizontal_flip(0.5)});
+    tt_dataset *train = tt_tensor_dataset(2, (tt_tensor *[]){xtr, ytr});
+    tt_dataloader *loader = tt_dataloader_new(train, &(tt_dataloader_opts){
+        .batch_size = f.batch, .shuffle = true, .transform = aug, .prefetch = true}, &rng);
     double test_loss = 0, acc = 0;
     while (epoch < f.epochs) {
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        tt_scope_begin();
-        tt_tensor *perm = tt_randperm(&rng, n);  // (N,) a new order every epoch
+        tt_dataloader_begin_epoch(loader);  // a new order (and crops) from rng every epoch
         double loss_sum = 0;
-        for (int64_t start = 0; start < n; start += f.batch) {
-            int64_t b = n - start < f.batch ? n - start : f.batch;
+        tt_tensor *xb, *yb;  // (B, 1, 28, 28) f32 and (B,) i64
+        while (tt_dataloader_next(loader, &xb, &yb)) {
             tt_scope_begin();
-            tt_tensor *xb, *yb;
-            get_batch(xtr, ytr, perm, start, b, &xb, &yb);
             tt_tensor *loss = tt_cross_entropy(tt_sequential_forward(&m.seq, xb), yb, -1);
-            loss_sum += tt_item(loss) * (double)b;
+            loss_sum += tt_item(loss) * (double)tt_numel(yb);
             tt_backward(loss);
             tt_optim_step(&opt);
             tt_optim_zero_grad(&opt);
             tt_scope_end();
+            tt_release(xb);
+            tt_release(yb);
         }
-        tt_scope_end();
         clock_gettime(CLOCK_MONOTONIC, &t1);
         double ms = 1e3 * (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (t1.tv_nsec - t0.tv_nsec);
         evaluate(&m, xte, yte, &test_loss, &acc);
@@ -268,6 +302,9 @@ int main(int argc, char **argv) {
     }
     printf("done test_accuracy=%.4f\n", acc);
 
+    tt_dataloader_free(loader);
+    tt_dataset_destroy(train);
+    tt_transform_destroy(aug);
     tt_optim_free(&opt);
     lenet_free(&m);
     tt_release(xtr);

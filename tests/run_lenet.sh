@@ -3,7 +3,7 @@
 # checks: the `epoch N train_loss=F test_loss=F test_accuracy=F ms_per_epoch=F` and `done
 # test_accuracy=F` lines; that 2 epochs beat chance (0.1) by far (>= 0.5; 2 epochs on 2,000
 # images gave 0.69); that --resume from the epoch-1 checkpoint prints the same epoch-2 losses
-# as the uninterrupted run; that bad flags and a missing --data fail with one line on stderr.
+# as the uninterrupted run, also with --bn --augment; that bad flags and a missing --data fail with one line on stderr.
 # Skipped (exit 0) when Debian's dataset-fashion-mnist is not installed.
 # Usage: sh tests/run_lenet.sh [builddir]
 build=${1:-build}
@@ -34,6 +34,17 @@ want=$(echo "$full" | sed -n 's/^\(epoch 2 .*\) ms_per_epoch=.*/\1/p')
 got=$(echo "$res" | sed -n 's/^\(epoch 2 .*\) ms_per_epoch=.*/\1/p')
 [ -n "$want" ] && [ "$want" = "$got" ] || fail "resumed epoch 2 '$got' differs from '$want'"
 
+# The same with batch norm (its running stats are in the checkpoint) and augmentation (the
+# crops and flips draw from the checkpointed rng); --resume takes both flags from the file.
+bn=$("$build/lenet" --bn --augment --epochs 2 --limit 1000 --out "$ck") ||
+    fail "the --bn --augment run exited non-zero"
+"$build/lenet" --bn --augment --epochs 1 --limit 1000 --out "$ck" > /dev/null ||
+    fail "the 1-epoch --bn --augment run exited non-zero"
+res=$("$build/lenet" --epochs 2 --resume "$ck" --out "$ck") || fail "--bn --resume exited non-zero"
+want=$(echo "$bn" | sed -n 's/^\(epoch 2 .*\) ms_per_epoch=.*/\1/p')
+got=$(echo "$res" | sed -n 's/^\(epoch 2 .*\) ms_per_epoch=.*/\1/p')
+[ -n "$want" ] && [ "$want" = "$got" ] || fail "--bn --augment resumed '$got' differs from '$want'"
+
 for args in "--epochs x" "--batch 0" "--lr 2" "--bogus 1" "--epochs" "--data /nonexistent" \
             "--resume /nonexistent"; do
     # shellcheck disable=SC2086
@@ -43,4 +54,4 @@ for args in "--epochs x" "--batch 0" "--lr 2" "--bogus 1" "--epochs" "--data /no
         fail "'lenet $args' gave no 'lenet: ...' error: $err"
 done
 rm -f "$ck"
-echo "lenet: ok (accuracy $acc after 2 epochs on 2,000 images, resume exact, bad flags fail)"
+echo "lenet: ok (accuracy $acc after 2 epochs on 2,000 images, resume exact with and without --bn --augment, bad flags fail)"
