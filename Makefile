@@ -384,6 +384,7 @@ clean:
 # Trains examples/lenet.c with its defaults (10 epochs, out/lenet.ckpt); LENET_ARGS adds flags.
 .PHONY: lenet
 lenet:
+	@$(MAKE) --no-print-directory check-deps
 	@$(MAKE) --no-print-directory $(BUILD)/lenet
 	$(BUILD)/lenet $(LENET_ARGS)
 # make bench: bench_lenet's epoch on 2 threads, against bench/torch_ref.py lenet 2 f32 and bf16.
