@@ -115,13 +115,27 @@ void tt_k_quantize_s8(int8_t *q, float *scale, const float *w, int64_t N, int64_
     }
 }
 
-// One row of activations (see qgemm.h): u (ldu) bytes, *scale, *zero from x (K).
-static void quantize_row_u8(uint8_t *u, float *scale, int32_t *zero, const float *x, int64_t K,
-                            int64_t ldu) {
+// One row of activations (see qgemm.h): u (ldu) bytes, *scale, *zero from x (K). Comparisons
+// written so that they vectorize (the loops are cloned for AVX2 and AVX-512) and send NaN to a
+// bound: the range ignores NaN, and a NaN element quantizes to 0, never to an undefined
+// conversion.
+TT_CLONES static void quantize_row_u8(uint8_t *u, float *scale, int32_t *zero, const float *x,
+                                      int64_t K, int64_t ldu) {
+    float lo16[16] = {0}, hi16[16] = {0};  // lane l: k = l mod 16 (vectors, no serial chain)
+    int64_t k16 = K / 16 * 16;
+    for (int64_t k = 0; k < k16; k += 16)
+        for (int l = 0; l < 16; l++) {
+            lo16[l] = x[k + l] < lo16[l] ? x[k + l] : lo16[l];
+            hi16[l] = x[k + l] > hi16[l] ? x[k + l] : hi16[l];
+        }
     float lo = 0, hi = 0;
-    for (int64_t k = 0; k < K; k++) {
-        lo = fminf(lo, x[k]);
-        hi = fmaxf(hi, x[k]);
+    for (int l = 0; l < 16; l++) {
+        lo = lo16[l] < lo ? lo16[l] : lo;
+        hi = hi16[l] > hi ? hi16[l] : hi;
+    }
+    for (int64_t k = k16; k < K; k++) {
+        lo = x[k] < lo ? x[k] : lo;
+        hi = x[k] > hi ? x[k] : hi;
     }
     float s = (hi - lo) / 255.0f;
     if (!(s > 0) || !isfinite(s)) {  // all zeros (or an infinite range): the row is 0
@@ -132,8 +146,12 @@ static void quantize_row_u8(uint8_t *u, float *scale, int32_t *zero, const float
     }
     float inv = 1.0f / s;
     float z = fmaxf(0.0f, fminf(255.0f, round_even(-lo * inv)));
-    for (int64_t k = 0; k < K; k++)  // NaN -> 255, never an undefined conversion
-        u[k] = (uint8_t)fmaxf(0.0f, fminf(255.0f, round_even(x[k] * inv) + z));
+    for (int64_t k = 0; k < K; k++) {
+        float v = round_even(x[k] * inv) + z;
+        v = v >= 0.0f ? v : 0.0f;  // NaN -> 0
+        v = v <= 255.0f ? v : 255.0f;
+        u[k] = (uint8_t)(int32_t)v;
+    }
     memset(u + K, 0, (size_t)(ldu - K));
     *scale = s;
     *zero = (int32_t)z;
@@ -246,24 +264,27 @@ typedef struct qjob {
     const float *bias;     // (N) or NULL
 } qjob;
 
-// Rows [m, m + mr) x channels [n0, n0 + nr) of the output from the tile c (mr, NR). The one
-// epilogue of every path: y = (float)(S - zx qsum) * (sx sw) + bias, in that order.
+// One row of the epilogue, y (nr) from the sums c (nr): y = (float)(c - z qsum) * (s sw) +
+// bias, in that order (the compiler vectorizes it; every clone gives the same bits: each
+// operation is one IEEE operation, nothing contracted).
+TT_CLONES static void dequant_row(float *y, const int32_t *c, int32_t z, float s,
+                                  const float *sw, const int32_t *qsum, const float *bias,
+                                  int nr) {
+    if (bias)
+        for (int j = 0; j < nr; j++) y[j] = (float)(c[j] - z * qsum[j]) * (s * sw[j]) + bias[j];
+    else
+        for (int j = 0; j < nr; j++) y[j] = (float)(c[j] - z * qsum[j]) * (s * sw[j]);
+}
+
+// Rows [m, m + mr) x channels [n0, n0 + nr) of the output from the tile c (mr, NR): the raw
+// sums, or the one epilogue of every path.
 static void store_tile(const qjob *j, const int32_t *c, int64_t m, int mr, int64_t n0, int nr) {
     for (int i = 0; i < mr; i++) {
-        const int32_t *ci = c + i * NR;
-        if (j->S) {
-            memcpy(j->S + (m + i) * j->N + n0, ci, (size_t)nr * sizeof(int32_t));
-            continue;
-        }
-        float s = j->sx[m + i];
-        int32_t z = j->zx[m + i];
-        float *yr = j->y + (m + i) * j->N + n0;  // (nr)
-        const float *sw = j->sw + n0, *bias = j->bias ? j->bias + n0 : NULL;
-        const int32_t *qs = j->qsum + n0;
-        for (int jj = 0; jj < nr; jj++) {
-            float v = (float)(ci[jj] - z * qs[jj]) * (s * sw[jj]);
-            yr[jj] = bias ? v + bias[jj] : v;
-        }
+        if (j->S)
+            memcpy(j->S + (m + i) * j->N + n0, c + i * NR, (size_t)nr * sizeof(int32_t));
+        else
+            dequant_row(j->y + (m + i) * j->N + n0, c + i * NR, j->zx[m + i], j->sx[m + i],
+                        j->sw + n0, j->qsum + n0, j->bias ? j->bias + n0 : NULL, nr);
     }
 }
 
