@@ -132,8 +132,9 @@ static void bench_linears(const char *what, const linears *l, bool with_f32) {
         macs += (double)l->M * (double)l->N[i] * (double)l->K[i];
         wbytes += (double)tt_k_qweight_bytes(&l->qw[i]);
     }
-    printf("bench qgemm path=%s %s m=%lld", tt_k_qgemm_path_name(tt_k_qgemm_active_path()),
-           what, (long long)l->M);
+    printf("bench qgemm path=%s f32_path=%s %s m=%lld",
+           tt_k_qgemm_path_name(tt_k_qgemm_active_path()),
+           tt_k_gemm_path_name(tt_k_gemm_active_path()), what, (long long)l->M);
     if (l->n == 1) printf(" n=%lld k=%lld", (long long)l->N[0], (long long)l->K[0]);
     printf(" threads=%d us=%.1f gops=%.1f weight_gbs=%.1f", threads_now(), mi * 1e6,
            2 * macs / mi * 1e-9, wbytes / mi * 1e-9);
@@ -167,11 +168,23 @@ static void bench_decode(int64_t M) {
     linears_free(&l);
 }
 
+// Forces the int8 path and the f32 GEMM's path of the same family, so the two products use
+// the same vector ISA (vnni with the AVX-512 f32 kernels, avx2 with the AVX2 ones, generic with
+// the portable ones); auto leaves both to the CPU.
+static void force_paths(tt_k_qgemm_path p) {
+    tt_k_qgemm_set_path(p);
+    tt_k_gemm_path g = p == TT_K_QGEMM_VNNI    ? TT_K_GEMM_AVX512
+                       : p == TT_K_QGEMM_AVX2 ? TT_K_GEMM_AVX2
+                       : p == TT_K_QGEMM_GENERIC ? TT_K_GEMM_GENERIC
+                                                 : TT_K_GEMM_AUTO;
+    tt_k_gemm_set_path(tt_k_gemm_path_supported(g) ? g : TT_K_GEMM_AUTO);
+}
+
 static bool set_path(const char *name) {
     for (int p = 0; p < TT_K_QGEMM_PATH_COUNT; p++)
         if (strcmp(name, tt_k_qgemm_path_name((tt_k_qgemm_path)p)) == 0 &&
             tt_k_qgemm_path_supported((tt_k_qgemm_path)p)) {
-            tt_k_qgemm_set_path((tt_k_qgemm_path)p);
+            force_paths((tt_k_qgemm_path)p);
             return true;
         }
     fprintf(stderr, "bench_qgemm: '%s' is not a path this CPU supports (auto, generic, avx2, "
@@ -197,11 +210,15 @@ int main(int argc, char **argv) {
         return 2;
     }
     const int64_t shapes[4][2] = {{1152, 384}, {384, 384}, {1536, 384}, {384, 1536}};  // N, K
+    int nt = threads_now();
     for (int p = TT_K_QGEMM_VNNI; p >= TT_K_QGEMM_GENERIC; p--) {
         if (!tt_k_qgemm_path_supported((tt_k_qgemm_path)p)) continue;
-        tt_k_qgemm_set_path((tt_k_qgemm_path)p);
-        bench_decode(1);
-        for (int i = 0; i < 4; i++) bench_shape(1, shapes[i][0], shapes[i][1], true);
+        force_paths((tt_k_qgemm_path)p);
+        for (int t = 1; t <= nt && t <= 2; t++) {  // one thread: steadier on a busy machine
+            set_threads(t);
+            bench_decode(1);
+            for (int i = 0; i < 4; i++) bench_shape(1, shapes[i][0], shapes[i][1], true);
+        }
         if (p != TT_K_QGEMM_GENERIC)  // the portable kernel would take minutes
             for (int i = 0; i < 4; i++) bench_shape(2048, shapes[i][0], shapes[i][1], true);
     }

@@ -162,6 +162,41 @@ START_TEST(test_quantize_u8_reference) {
 }
 END_TEST
 
+// NaN or inf in a row: scale NaN and bytes 0, so the outputs it touches are NaN (as in f32),
+// never a silent zero or a clamped value.
+START_TEST(test_quantize_nonfinite) {
+    float w[3 * 5] = {1, 2, NAN, 3, 4, 1, INFINITY, 0, 0, 0, 1, -2, 0.5f, 0, 0};
+    int8_t q[15];
+    float sw[3];
+    tt_k_quantize_s8(q, sw, w, 3, 5);
+    ck_assert(isnan(sw[0]) && isnan(sw[1]));
+    ck_assert_float_eq(sw[2], 2.0f / 127.0f);
+    for (int k = 0; k < 10; k++) ck_assert_int_eq(q[k], 0);
+    float x[3 * 20] = {0};
+    for (int k = 0; k < 20; k++) x[k] = x[20 + k] = x[40 + k] = 0.1f * (float)(k - 7);
+    x[17] = NAN;           // past the 16-lane part
+    x[20 + 3] = NAN;       // in it
+    x[40 + 5] = -INFINITY;
+    uint8_t u[3 * 20];
+    float sx[3];
+    int32_t zx[3];
+    tt_k_quantize_u8(u, sx, zx, x, 20, 20, 3, 20);
+    for (int m = 0; m < 3; m++) {
+        ck_assert_msg(isnan(sx[m]), "row %d: scale %g, expected NaN", m, sx[m]);
+        ck_assert_int_eq(zx[m], 0);
+        for (int k = 0; k < 20; k++) ck_assert_int_eq(u[m * 20 + k], 0);
+    }
+    // through the product: NaN rows give NaN outputs; a NaN weight row a NaN column
+    tt_k_qweight qw;
+    tt_k_qweight_init(&qw, w, 3, 5);
+    float xs[2 * 5] = {1, 2, 3, 4, 5, 1, NAN, 0, 0, 0}, y[2 * 3];
+    tt_k_qgemm_f32(y, xs, &qw, NULL, 2);
+    ck_assert(isnan(y[0]) && isnan(y[1]) && !isnan(y[2]));
+    ck_assert(isnan(y[3]) && isnan(y[4]) && isnan(y[5]));
+    tt_k_qweight_free(&qw);
+}
+END_TEST
+
 // ---- packing ----
 
 START_TEST(test_pack_layout) {
@@ -481,6 +516,7 @@ int main(void) {
     tcase_add_test(tq, test_quantize_s8_reference);
     tcase_add_test(tq, test_quantize_s8_ties_and_zeros);
     tcase_add_test(tq, test_quantize_u8_reference);
+    tcase_add_test(tq, test_quantize_nonfinite);
     tcase_add_test(tq, test_pack_layout);
     suite_add_tcase(s, tq);
     TCase *tp = tt_tcase("paths");

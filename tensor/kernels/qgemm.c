@@ -100,46 +100,48 @@ void tt_k_quantize_s8(int8_t *q, float *scale, const float *w, int64_t N, int64_
         const float *wr = w + n * K;  // (K)
         int8_t *qr = q + n * K;       // (K)
         float amax = 0;
-        for (int64_t k = 0; k < K; k++) amax = fmaxf(amax, fabsf(wr[k]));
+        for (int64_t k = 0; k < K; k++) {
+            float a = fabsf(wr[k]);
+            amax = a > amax || a != a ? a : amax;  // NaN sticks
+        }
         float s = amax / 127.0f;
         scale[n] = s;
-        if (!(s > 0) || !isfinite(s)) {  // a row of zeros (or of non-finite values): q = 0
-            scale[n] = s > 0 ? s : 0;
+        if (!(s > 0) || !isfinite(s)) {  // zeros: 0; NaN or inf: NaN, so its outputs are NaN
+            scale[n] = s == 0 ? 0.0f : NAN;
             memset(qr, 0, (size_t)K);
             continue;
         }
-        for (int64_t k = 0; k < K; k++) {
-            float v = fmaxf(-127.0f, fminf(127.0f, round_even(wr[k] / s)));  // NaN -> 127
-            qr[k] = (int8_t)v;
-        }
+        for (int64_t k = 0; k < K; k++)
+            qr[k] = (int8_t)fmaxf(-127.0f, fminf(127.0f, round_even(wr[k] / s)));
     }
 }
 
 // One row of activations (see qgemm.h): u (ldu) bytes, *scale, *zero from x (K). Comparisons
-// written so that they vectorize (the loops are cloned for AVX2 and AVX-512) and send NaN to a
-// bound: the range ignores NaN, and a NaN element quantizes to 0, never to an undefined
-// conversion.
+// written so that they vectorize (the loops are cloned for AVX2 and AVX-512). A NaN or an
+// infinity makes the range NaN or infinite: the row gets scale NaN (its outputs are NaN, as in
+// f32) and bytes 0.
 TT_CLONES static void quantize_row_u8(uint8_t *u, float *scale, int32_t *zero, const float *x,
                                       int64_t K, int64_t ldu) {
     float lo16[16] = {0}, hi16[16] = {0};  // lane l: k = l mod 16 (vectors, no serial chain)
     int64_t k16 = K / 16 * 16;
     for (int64_t k = 0; k < k16; k += 16)
         for (int l = 0; l < 16; l++) {
-            lo16[l] = x[k + l] < lo16[l] ? x[k + l] : lo16[l];
-            hi16[l] = x[k + l] > hi16[l] ? x[k + l] : hi16[l];
+            float v = x[k + l];
+            lo16[l] = v < lo16[l] || v != v ? v : lo16[l];  // NaN sticks
+            hi16[l] = v > hi16[l] ? v : hi16[l];
         }
     float lo = 0, hi = 0;
     for (int l = 0; l < 16; l++) {
-        lo = lo16[l] < lo ? lo16[l] : lo;
+        lo = lo16[l] < lo || lo16[l] != lo16[l] ? lo16[l] : lo;
         hi = hi16[l] > hi ? hi16[l] : hi;
     }
     for (int64_t k = k16; k < K; k++) {
-        lo = x[k] < lo ? x[k] : lo;
+        lo = x[k] < lo || x[k] != x[k] ? x[k] : lo;
         hi = x[k] > hi ? x[k] : hi;
     }
     float s = (hi - lo) / 255.0f;
-    if (!(s > 0) || !isfinite(s)) {  // all zeros (or an infinite range): the row is 0
-        *scale = 0;
+    if (!(s > 0) || !isfinite(s)) {  // zeros: scale 0; NaN or inf: scale NaN; bytes 0
+        *scale = s == 0 ? 0.0f : NAN;
         *zero = 0;
         memset(u, 0, (size_t)ldu);
         return;
@@ -148,7 +150,7 @@ TT_CLONES static void quantize_row_u8(uint8_t *u, float *scale, int32_t *zero, c
     float z = fmaxf(0.0f, fminf(255.0f, round_even(-lo * inv)));
     for (int64_t k = 0; k < K; k++) {
         float v = round_even(x[k] * inv) + z;
-        v = v >= 0.0f ? v : 0.0f;  // NaN -> 0
+        v = v >= 0.0f ? v : 0.0f;
         v = v <= 255.0f ? v : 255.0f;
         u[k] = (uint8_t)(int32_t)v;
     }

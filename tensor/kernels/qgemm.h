@@ -20,14 +20,17 @@
 // q[n, k] = round_half_even(w[n, k] / sw[n]) in [-127, 127], sw[n] = max_k |w[n, k]| / 127
 // (no -128, so |q| <= 127 and negation is safe); and the activations are unsigned with a
 // zero point per row (asymmetric, all 256 levels used, which pays after a GELU or a ReLU whose
-// outputs are mostly of one sign): u[m, k] = clamp(round_half_even(x[m, k] / sx[m]) + zx[m],
-// 0, 255), sx[m] = (max(0, max_k x) - min(0, min_k x)) / 255, zx[m] = round(-min(0, min x) /
-// sx[m]), so x = 0 is exact. Then
+// outputs are mostly of one sign): u[m, k] = clamp(round_half_even(x[m, k] * (1 / sx[m])) +
+// zx[m], 0, 255), sx[m] = (max(0, max_k x) - min(0, min_k x)) / 255, zx[m] =
+// round_half_even(-min(0, min x) * (1 / sx[m])), so x = 0 is exact. Then
 //     sum_k x w ~= sx[m] sw[n] sum_k (u - zx[m]) q = sx[m] sw[n] (S[m, n] - zx[m] qsum[n])
 // with S[m, n] = sum_k u[m, k] q[n, k] (what the kernels compute) and qsum[n] = sum_k q[n, k]
 // (computed once when the weight is packed). All of it in int32 and exact: |S| <= 255 * 127 *
 // K < 2^31 for K <= TT_K_QGEMM_KMAX. A row of zeros (or a weight row of zeros) has scale 0
-// and quantizes to zero point 0 and bytes 0, with no division by zero.
+// and quantizes to zero point 0 and bytes 0, with no division by zero. A row holding a NaN or
+// an infinity gets scale NaN (and bytes 0), so its outputs are NaN, as the f32 product's are.
+// The weights are divided by sw; the activations, quantized at run time, are multiplied by
+// 1 / sx (one division per row, not per element).
 //
 // Output: y[m, n] = (float)(S[m, n] - zx[m] qsum[n]) * (sx[m] * sw[n]) + bias[n], in that
 // order of float operations on every path, so every path gives the same bits (the int32 sums
@@ -39,7 +42,7 @@
 // ---- quantization ----
 
 // Symmetric per-row int8: q (N, K) and scale (N) from w (N, K), as above (round half to even:
-// 2.5 -> 2, 3.5 -> 4). A row whose max |w| is 0 gets scale 0 and q = 0.
+// 2.5 -> 2, 3.5 -> 4). A row whose max |w| is 0 gets scale 0 and q = 0; NaN or inf: scale NaN.
 void tt_k_quantize_s8(int8_t *q, float *scale, const float *w, int64_t N, int64_t K);
 
 // Dynamic asymmetric per-row u8: u (M, ldu) with bytes [K, ldu) of each row set to 0, scale
