@@ -16,8 +16,9 @@
 #define NR TT_K_QGEMM_NR
 #define MR_MAX 8   // the widest tile of any path
 #define MC 64      // rows per block: u's (MC, K) block stays in L2 while the panels pass
-// Products of fewer multiply-adds (M N K) stay on one thread (bench/bench_qgemm.c, 2 cores:
-// at M = 1 a 384 x 384 weight, 147 KB, is as fast on one thread as on two).
+// Products of fewer multiply-adds (M N K) stay on one thread. bench/bench_qgemm.c at M = 1, 2
+// cores: a 384 x 384 weight (147 K) takes 1.8 us on one thread, 1.6-1.8 on two; 1152 x 384
+// 3.8 and 2.7; 65 x 384 and 384 x 96 are slower on two.
 #define PAR_MIN_MACS (1 << 18)
 // From this many rows on, rows are split between threads (each reads every panel); below,
 // panels are (each thread reads its share of the weight once: decoding).

@@ -80,7 +80,7 @@ void tt_k_qgemm_s32(int32_t *S, const uint8_t *u, int64_t ldu, const int8_t *pac
                     int64_t M, int64_t N, int64_t K);
 
 // y (M, N) = dequant(quant(x) W^T) + bias: x (M, K) f32 rows quantized at run time (a
-// per-thread workspace), bias (N) or NULL. Threads: rows split between threads when M is
+// per-thread workspace), bias (N) or NULL; y must not overlap x. Threads: rows split between threads when M is
 // large, else output channels; each output is computed by the same code either way, so the
 // result does not depend on the number of threads.
 void tt_k_qgemm_f32(float *y, const float *x, const tt_k_qweight *qw, const float *bias,

@@ -26,6 +26,6 @@
 const tt_k_qgemm_kernel tt_k_qgemm_vnni = {"vnni 8x32", 8, uk_vnni_8x32, uk_vnni_1x32};
 
 #else
-// Not x86-64: the path is never supported, so never called; the portable kernel stands in.
+// Not x86-64: the path is never supported, so these are never called.
 const tt_k_qgemm_kernel tt_k_qgemm_vnni = {"vnni (portable)", 4, NULL, NULL};
 #endif
