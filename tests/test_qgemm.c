@@ -403,6 +403,21 @@ START_TEST(test_f32_paths_threads_epilogue) {
 END_TEST
 
 // With a bias, every output is the bias-free one plus the bias (one float addition).
+// The packed weight with its scales and sums: a bit over a quarter of the f32 weight.
+START_TEST(test_qweight_bytes) {
+    float *w = rand_f32(384 * 1536, 1.0);
+    tt_k_qweight qw;
+    tt_k_qweight_init(&qw, w, 384, 1536);
+    ck_assert_int_eq(tt_k_qweight_bytes(&qw), 384 * 1536 + 384 * 8);
+    tt_k_qweight_free(&qw);
+    tt_k_qweight_init(&qw, w, 65, 383);  // padded to 96 channels and 384 k
+    ck_assert_int_eq(tt_k_qweight_bytes(&qw), 96 * 384 + 65 * 8);
+    tt_k_qweight_free(&qw);
+    tt_k_qweight_free(&qw);  // safe on a zeroed struct
+    free(w);
+}
+END_TEST
+
 START_TEST(test_f32_bias) {
     qlinear l;
     qlinear_init(&l, 5, 45, 21, 300);
@@ -525,6 +540,7 @@ int main(void) {
     tcase_add_test(tp, test_sums_extremes);
     tcase_add_test(tp, test_f32_paths_threads_epilogue);
     tcase_add_test(tp, test_f32_bias);
+    tcase_add_test(tp, test_qweight_bytes);
     tcase_add_test(tp, test_f32_error_bound);
     suite_add_tcase(s, tp);
     TCase *sel = tt_tcase("selector");

@@ -341,6 +341,8 @@ static void qgemm_run(const qjob *j, int64_t K) {
     bool by_rows = j->M >= ROWS_SPLIT_MIN;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt) if (nt > 1)
+#else
+    (void)nt;
 #endif
     {
         int t = 0, n = 1;
