@@ -1,0 +1,405 @@
+// The int8 GEMM driver: run-time choice of the SIMD path, int8 quantization of weights and u8
+// quantization of activations, packing of the weight into vpdpbusd's panels, the loop over
+// tiles with its OpenMP split, the dequantizing epilogue, and the portable C micro-kernel.
+// The SIMD micro-kernels are in qgemm_avx2.c and qgemm_avx512.c. The scheme: qgemm.h.
+#include "qgemm.h"
+#include "../tensor_internal.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+// Letters: Y (M, N) = X (M, K) W^T; KG = ceil(K / 4) groups of 4 k; P = ceil(N / NR) panels.
+#define NR TT_K_QGEMM_NR
+#define MR_MAX 8   // the widest tile of any path
+#define MC 64      // rows per block: u's (MC, K) block stays in L2 while the panels pass
+// Products of fewer multiply-adds (M N K) stay on one thread. bench/bench_qgemm.c at M = 1, 2
+// cores: a 384 x 384 weight (147 K) takes 1.8 us on one thread, 1.6-1.8 on two; 1152 x 384
+// 3.8 and 2.7; 65 x 384 and 384 x 96 are slower on two.
+#define PAR_MIN_MACS (1 << 18)
+// From this many rows on, rows are split between threads (each reads every panel); below,
+// panels are (each thread reads its share of the weight once: decoding).
+#define ROWS_SPLIT_MIN 64
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// ---- SIMD path ----
+
+static _Atomic int path_forced = TT_K_QGEMM_AUTO;
+static _Atomic int path_detected = -1;
+
+static const char *const path_names[TT_K_QGEMM_PATH_COUNT] = {"auto", "generic", "avx2",
+                                                              "vnni"};
+
+const char *tt_k_qgemm_path_name(tt_k_qgemm_path path) {
+    return path >= 0 && path < TT_K_QGEMM_PATH_COUNT ? path_names[path] : "?";
+}
+
+bool tt_k_qgemm_path_supported(tt_k_qgemm_path path) {
+    switch (path) {
+        case TT_K_QGEMM_AUTO:
+        case TT_K_QGEMM_GENERIC: return true;
+#if defined(__x86_64__) && defined(__GNUC__)
+        // __builtin_cpu_supports also checks that the OS saves the vector registers (XCR0)
+        case TT_K_QGEMM_AVX2:
+            __builtin_cpu_init();
+            return __builtin_cpu_supports("avx2");
+        case TT_K_QGEMM_VNNI:
+            __builtin_cpu_init();
+            return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                   __builtin_cpu_supports("avx512vnni");
+#endif
+        default: return false;
+    }
+}
+
+tt_k_qgemm_path tt_k_qgemm_active_path(void) {
+    int p = atomic_load(&path_forced);
+    if (p != TT_K_QGEMM_AUTO) return (tt_k_qgemm_path)p;
+    p = atomic_load(&path_detected);
+    if (p < 0) {
+        p = tt_k_qgemm_path_supported(TT_K_QGEMM_VNNI)   ? TT_K_QGEMM_VNNI
+            : tt_k_qgemm_path_supported(TT_K_QGEMM_AVX2) ? TT_K_QGEMM_AVX2
+                                                         : TT_K_QGEMM_GENERIC;
+        atomic_store(&path_detected, p);
+    }
+    return (tt_k_qgemm_path)p;
+}
+
+tt_k_qgemm_path tt_k_qgemm_set_path(tt_k_qgemm_path path) {
+    TT_CHECK(path >= 0 && path < TT_K_QGEMM_PATH_COUNT, "int8 GEMM path %d out of range; "
+             "valid paths are 0 .. %d (TT_K_QGEMM_AUTO .. TT_K_QGEMM_VNNI)", (int)path,
+             TT_K_QGEMM_PATH_COUNT - 1);
+    TT_CHECK(tt_k_qgemm_path_supported(path), "int8 GEMM path %s: this CPU does not support "
+             "it; check tt_k_qgemm_path_supported first", tt_k_qgemm_path_name(path));
+    return (tt_k_qgemm_path)atomic_exchange(&path_forced, (int)path);
+}
+
+static const tt_k_qgemm_kernel *active_kernel(void) {
+    switch (tt_k_qgemm_active_path()) {
+        case TT_K_QGEMM_VNNI: return &tt_k_qgemm_vnni;
+        case TT_K_QGEMM_AVX2: return &tt_k_qgemm_avx2;
+        default: return &tt_k_qgemm_generic;
+    }
+}
+
+// ---- quantization ----
+
+// Round half to even for |v| <= 2^22 in the default rounding mode: adding 1.5 * 2^23 leaves no
+// fraction bits, so the addition rounds (to even on a tie) and the subtraction is exact. Plain
+// float arithmetic (no libm call, vectorizes, no -ffast-math to fold it away).
+static inline float round_even(float v) { return (v + 12582912.0f) - 12582912.0f; }
+
+void tt_k_quantize_s8(int8_t *q, float *scale, const float *w, int64_t N, int64_t K) {
+    TT_CHECK(N >= 0 && K >= 0, "N = %lld, K = %lld must be >= 0",
+             (long long)N, (long long)K);
+    for (int64_t n = 0; n < N; n++) {
+        const float *wr = w + n * K;  // (K)
+        int8_t *qr = q + n * K;       // (K)
+        float amax = 0;
+        for (int64_t k = 0; k < K; k++) {
+            float a = fabsf(wr[k]);
+            amax = a > amax || a != a ? a : amax;  // NaN sticks
+        }
+        float s = amax / 127.0f;
+        scale[n] = s;
+        if (!(s > 0) || !isfinite(s)) {  // zeros: 0; NaN or inf: NaN, so its outputs are NaN
+            scale[n] = s == 0 ? 0.0f : NAN;
+            memset(qr, 0, (size_t)K);
+            continue;
+        }
+        for (int64_t k = 0; k < K; k++)
+            qr[k] = (int8_t)fmaxf(-127.0f, fminf(127.0f, round_even(wr[k] / s)));
+    }
+}
+
+// One row of activations (see qgemm.h): u (ldu) bytes, *scale, *zero from x (K). Comparisons
+// written so that they vectorize (the loops are cloned for AVX2 and AVX-512). A NaN or an
+// infinity makes the range NaN or infinite: the row gets scale NaN (its outputs are NaN, as in
+// f32) and bytes 0.
+TT_CLONES static void quantize_row_u8(uint8_t *u, float *scale, int32_t *zero, const float *x,
+                                      int64_t K, int64_t ldu) {
+    float lo16[16] = {0}, hi16[16] = {0};  // lane l: k = l mod 16 (vectors, no serial chain)
+    int64_t k16 = K / 16 * 16;
+    for (int64_t k = 0; k < k16; k += 16)
+        for (int l = 0; l < 16; l++) {
+            float v = x[k + l];
+            lo16[l] = v < lo16[l] || v != v ? v : lo16[l];  // NaN sticks
+            hi16[l] = v > hi16[l] ? v : hi16[l];
+        }
+    float lo = 0, hi = 0;
+    for (int l = 0; l < 16; l++) {
+        lo = lo16[l] < lo || lo16[l] != lo16[l] ? lo16[l] : lo;
+        hi = hi16[l] > hi ? hi16[l] : hi;
+    }
+    for (int64_t k = k16; k < K; k++) {
+        lo = x[k] < lo || x[k] != x[k] ? x[k] : lo;
+        hi = x[k] > hi ? x[k] : hi;
+    }
+    float s = (hi - lo) / 255.0f;
+    if (!(s > 0) || !isfinite(s)) {  // zeros: scale 0; NaN or inf: scale NaN; bytes 0
+        *scale = s == 0 ? 0.0f : NAN;
+        *zero = 0;
+        memset(u, 0, (size_t)ldu);
+        return;
+    }
+    float inv = 1.0f / s;
+    float z = fmaxf(0.0f, fminf(255.0f, round_even(-lo * inv)));
+    for (int64_t k = 0; k < K; k++) {
+        float v = round_even(x[k] * inv) + z;
+        v = v >= 0.0f ? v : 0.0f;
+        v = v <= 255.0f ? v : 255.0f;
+        u[k] = (uint8_t)(int32_t)v;
+    }
+    memset(u + K, 0, (size_t)(ldu - K));
+    *scale = s;
+    *zero = (int32_t)z;
+}
+
+void tt_k_quantize_u8(uint8_t *u, float *scale, int32_t *zero, const float *x, int64_t ldx,
+                      int64_t ldu, int64_t M, int64_t K) {
+    TT_CHECK(M >= 0 && K >= 0 && ldu >= K && ldx >= K, "M = %lld, K = "
+             "%lld, ldx = %lld, ldu = %lld; need M, K >= 0 and ldx, ldu >= K", (long long)M,
+             (long long)K, (long long)ldx, (long long)ldu);
+    TT_PARALLEL_FOR(M > 1 && M * K >= (1 << 16))
+    for (int64_t m = 0; m < M; m++)
+        quantize_row_u8(u + m * ldu, scale + m, zero + m, x + m * ldx, K, ldu);
+}
+
+// ---- packed weights ----
+
+int64_t tt_k_qgemm_packed_bytes(int64_t N, int64_t K) {
+    return cdiv(N, NR) * cdiv(K, 4) * 4 * NR;
+}
+
+void tt_k_qgemm_pack(int8_t *packed, int32_t *qsum, const int8_t *q, int64_t N, int64_t K) {
+    TT_CHECK(N >= 0 && K >= 0, "N = %lld, K = %lld must be >= 0",
+             (long long)N, (long long)K);
+    int64_t KG = cdiv(K, 4);
+    memset(packed, 0, (size_t)tt_k_qgemm_packed_bytes(N, K));
+    for (int64_t n = 0; n < N; n++) {
+        const int8_t *qr = q + n * K;                                  // (K)
+        int8_t *dst = packed + (n / NR) * KG * 4 * NR + 4 * (n % NR);  // its panel and lane
+        int32_t s = 0;
+        for (int64_t k = 0; k < K; k++) {
+            dst[(k / 4) * 4 * NR + k % 4] = qr[k];
+            s += qr[k];
+        }
+        qsum[n] = s;
+    }
+}
+
+void tt_k_qweight_init(tt_k_qweight *qw, const float *w, int64_t N, int64_t K) {
+    TT_CHECK(N >= 1 && K >= 1 && K <= TT_K_QGEMM_KMAX, "weight (%lld, "
+             "%lld); need N >= 1 and 1 <= K <= %d (int32 sums of u8 x s8 products)",
+             (long long)N, (long long)K, TT_K_QGEMM_KMAX);
+    memset(qw, 0, sizeof *qw);
+    qw->N = N;
+    qw->K = K;
+    int8_t *q = TT_MALLOC((size_t)(N * K));  // (N, K)
+    qw->scale = TT_MALLOC((size_t)N * sizeof(float));
+    qw->qsum = TT_MALLOC((size_t)N * sizeof(int32_t));
+    qw->packed = TT_MALLOC((size_t)tt_k_qgemm_packed_bytes(N, K));
+    tt_k_quantize_s8(q, qw->scale, w, N, K);
+    tt_k_qgemm_pack(qw->packed, qw->qsum, q, N, K);
+    tt_free(q);
+}
+
+void tt_k_qweight_free(tt_k_qweight *qw) {
+    tt_free(qw->packed);
+    tt_free(qw->scale);
+    tt_free(qw->qsum);
+    memset(qw, 0, sizeof *qw);
+}
+
+int64_t tt_k_qweight_bytes(const tt_k_qweight *qw) {
+    return tt_k_qgemm_packed_bytes(qw->N, qw->K) + qw->N * (int64_t)(sizeof(float) +
+                                                                     sizeof(int32_t));
+}
+
+// ---- portable micro-kernel ----
+// The definition, one row at a time: for each group of 4 k, each channel j adds the 4 products
+// of its 4 bytes (at 4 j in the group) with the row's 4 bytes. A 4-row tile.
+
+static void generic_rows(int32_t *c, const uint8_t *const *x, int64_t kg, const int8_t *w,
+                         int mr) {
+    for (int i = 0; i < mr; i++) {
+        int32_t acc[NR] = {0};
+        for (int64_t g = 0; g < kg; g++) {
+            const uint8_t *xg = x[i] + 4 * g;    // (4)
+            const int8_t *wg = w + g * 4 * NR;   // (NR, 4)
+            for (int j = 0; j < NR; j++)
+                acc[j] += xg[0] * wg[4 * j] + xg[1] * wg[4 * j + 1] + xg[2] * wg[4 * j + 2] +
+                          xg[3] * wg[4 * j + 3];
+        }
+        memcpy(c + i * NR, acc, sizeof acc);
+    }
+}
+
+static void generic_tile(int32_t *c, const uint8_t *const *x, int64_t kg, const int8_t *w) {
+    generic_rows(c, x, kg, w, 4);
+}
+
+static void generic_row(int32_t *c, const uint8_t *const *x, int64_t kg, const int8_t *w) {
+    generic_rows(c, x, kg, w, 1);
+}
+
+const tt_k_qgemm_kernel tt_k_qgemm_generic = {"generic 4x32", 4, generic_tile, generic_row};
+
+// ---- driver ----
+
+typedef struct qjob {
+    const tt_k_qgemm_kernel *kern;
+    const uint8_t *u;  // (M, ldu)
+    int64_t ldu;
+    const int8_t *packed;
+    int64_t M, N, KG;
+    int32_t *S;            // (M, N) raw sums, or NULL for the f32 output below
+    float *y;              // (M, N)
+    const float *sx;       // (M)
+    const int32_t *zx;     // (M)
+    const float *sw;       // (N)
+    const int32_t *qsum;   // (N)
+    const float *bias;     // (N) or NULL
+} qjob;
+
+// One row of the epilogue, y (nr) from the sums c (nr): y = (float)(c - z qsum) * (s sw) +
+// bias, in that order (the compiler vectorizes it; every clone gives the same bits: each
+// operation is one IEEE operation, nothing contracted).
+TT_CLONES static void dequant_row(float *y, const int32_t *c, int32_t z, float s,
+                                  const float *sw, const int32_t *qsum, const float *bias,
+                                  int nr) {
+    if (bias)
+        for (int j = 0; j < nr; j++) y[j] = (float)(c[j] - z * qsum[j]) * (s * sw[j]) + bias[j];
+    else
+        for (int j = 0; j < nr; j++) y[j] = (float)(c[j] - z * qsum[j]) * (s * sw[j]);
+}
+
+// Rows [m, m + mr) x channels [n0, n0 + nr) of the output from the tile c (mr, NR): the raw
+// sums, or the one epilogue of every path.
+static void store_tile(const qjob *j, const int32_t *c, int64_t m, int mr, int64_t n0, int nr) {
+    for (int i = 0; i < mr; i++) {
+        if (j->S)
+            memcpy(j->S + (m + i) * j->N + n0, c + i * NR, (size_t)nr * sizeof(int32_t));
+        else
+            dequant_row(j->y + (m + i) * j->N + n0, c + i * NR, j->zx[m + i], j->sx[m + i],
+                        j->sw + n0, j->qsum + n0, j->bias ? j->bias + n0 : NULL, nr);
+    }
+}
+
+// Rows [m0, m1) x panels [p0, p1): blocks of MC rows; in a block, each panel meets every
+// tile of rows. A tile of more than MR / 2 rows runs the MR-row kernel (rows past the end
+// repeat the last one, their sums dropped), a smaller one the 1-row kernel row by row.
+static void qgemm_range(const qjob *j, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+    _Alignas(64) int32_t c[MR_MAX * NR];
+    const uint8_t *xr[MR_MAX];
+    int MR = j->kern->mr;
+    for (int64_t mb = m0; mb < m1; mb += MC) {
+        int64_t me = min64(mb + MC, m1);
+        for (int64_t p = p0; p < p1; p++) {
+            const int8_t *w = j->packed + p * j->KG * 4 * NR;  // (KG, NR, 4)
+            int64_t n0 = p * NR;
+            int nr = (int)min64(NR, j->N - n0);
+            for (int64_t m = mb; m < me;) {
+                int64_t rem = me - m;
+                if (rem > MR / 2) {
+                    int r = (int)min64(MR, rem);
+                    for (int i = 0; i < MR; i++)
+                        xr[i] = j->u + (m + (i < r ? i : r - 1)) * j->ldu;
+                    j->kern->tile(c, xr, j->KG, w);
+                    store_tile(j, c, m, r, n0, nr);
+                    m += r;
+                } else {
+                    xr[0] = j->u + m * j->ldu;
+                    j->kern->row(c, xr, j->KG, w);
+                    store_tile(j, c, m, 1, n0, nr);
+                    m += 1;
+                }
+            }
+        }
+    }
+}
+
+static int max_threads(void) {
+#ifdef _OPENMP
+    return omp_in_parallel() ? 1 : omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+// Splits the product between threads: contiguous shares of MR-row units (M >= ROWS_SPLIT_MIN)
+// or of panels, a function of (M, N, threads) only.
+static void qgemm_run(const qjob *j, int64_t K) {
+    int64_t P = cdiv(j->N, NR), MR = j->kern->mr;
+    int nt = max_threads();
+    if ((double)j->M * (double)j->N * (double)K < PAR_MIN_MACS) nt = 1;
+    bool by_rows = j->M >= ROWS_SPLIT_MIN;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt) if (nt > 1)
+#else
+    (void)nt;
+#endif
+    {
+        int t = 0, n = 1;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+        n = omp_get_num_threads();
+#endif
+        if (by_rows) {
+            int64_t units = cdiv(j->M, MR);
+            int64_t lo = units * t / n * MR, hi = min64(units * (t + 1) / n * MR, j->M);
+            if (lo < hi) qgemm_range(j, lo, hi, 0, P);
+        } else {
+            int64_t lo = P * t / n, hi = P * (t + 1) / n;
+            if (lo < hi) qgemm_range(j, 0, j->M, lo, hi);
+        }
+    }
+}
+
+void tt_k_qgemm_s32(int32_t *S, const uint8_t *u, int64_t ldu, const int8_t *packed,
+                    int64_t M, int64_t N, int64_t K) {
+    TT_CHECK(M >= 0 && N >= 0 && K >= 0 && K <= TT_K_QGEMM_KMAX && ldu >= 4 * cdiv(K, 4),
+             "M = %lld, N = %lld, K = %lld, ldu = %lld; need K <= %d and "
+             "ldu >= K rounded up to a multiple of 4", (long long)M, (long long)N,
+             (long long)K, (long long)ldu, TT_K_QGEMM_KMAX);
+    if (M == 0 || N == 0) return;
+    qjob j = {.kern = active_kernel(), .u = u, .ldu = ldu, .packed = packed, .M = M, .N = N,
+              .KG = cdiv(K, 4), .S = S};
+    qgemm_run(&j, K);
+}
+
+// The activations' workspace, per calling thread, grown on demand and kept (decoding runs the
+// same shapes token after token): u (M, ldu), then sx (M), zx (M). Plain memory.
+static _Thread_local struct {
+    char *p;
+    size_t cap;
+} ws;
+
+void tt_k_qgemm_f32(float *y, const float *x, const tt_k_qweight *qw, const float *bias,
+                    int64_t M) {
+    TT_CHECK(qw && qw->packed, "the weight is not initialized; call "
+             "tt_k_qweight_init first");
+    TT_CHECK(M >= 0, "M = %lld must be >= 0", (long long)M);
+    if (M == 0) return;
+    int64_t N = qw->N, K = qw->K, ldu = 4 * cdiv(K, 4);
+    ldu = cdiv(ldu, 64) * 64;  // rows on cache lines
+    size_t need = (size_t)(M * ldu) + (size_t)M * (sizeof(float) + sizeof(int32_t));
+    if (need > ws.cap) {
+        tt_free(ws.p);
+        ws.p = TT_MALLOC(need);
+        ws.cap = need;
+    }
+    uint8_t *u = (uint8_t *)ws.p;
+    float *sx = (float *)(ws.p + M * ldu);
+    int32_t *zx = (int32_t *)(sx + M);
+    tt_k_quantize_u8(u, sx, zx, x, K, ldu, M, K);
+    qjob j = {.kern = active_kernel(), .u = u, .ldu = ldu, .packed = qw->packed, .M = M,
+              .N = N, .KG = cdiv(K, 4), .y = y, .sx = sx, .zx = zx, .sw = qw->scale,
+              .qsum = qw->qsum, .bias = bias};
+    qgemm_run(&j, K);
+}
