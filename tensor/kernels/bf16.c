@@ -129,8 +129,8 @@ void tt_k_bf16_pack_generic(uint32_t *dst, const void *src, tt_k_bf16_src type, 
     }
 }
 
-// A 4 x 16 tile in plain C: per k pair, the even step then the odd one, each product exact in
-// float and added with one rounding (what an FMA does with these operands).
+// A 4 x 16 tile in plain C: per k pair, the odd step then the even one (vdpbf16ps's order),
+// each product exact in float and added with one rounding (what an FMA does with them).
 #define G_MR 4
 #define G_NR 16
 
@@ -146,8 +146,8 @@ TT_CLONES static void uk_generic(int64_t kp, const uint32_t *a, const uint32_t *
         for (int i = 0; i < G_MR; i++) {
             float ae = lo_f32(a[i]), ao = hi_f32(a[i]);
             for (int j = 0; j < G_NR; j++) {
-                acc[i][j] += ae * be[j];
                 acc[i][j] += ao * bo[j];
+                acc[i][j] += ae * be[j];
             }
         }
     }

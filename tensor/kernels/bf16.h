@@ -76,13 +76,13 @@ void tt_k_bf16_to_f32(float *dst, const tt_bf16 *src, int64_t n);
 //
 // Accuracy: the products of bf16 values are exact in f32; the only rounding is the f32
 // accumulation: each element of C is a chain of f32 additions over k, in blocks of up to
-// TT_K_BF16_KC steps of k added to C in f32, as the f32 GEMM does (no split-K in double). On the
-// AVX512-BF16 path the hardware takes subnormal bf16 inputs and outputs as zero (|x| < 2^-126,
-// never met by weights and activations); the other paths keep them.
+// TT_K_BF16_KC steps of k added to C in f32, as the f32 GEMM does (no split-K in double).
 //
-// Deterministic: the order of the sums depends only on M, N, K, the layout and the SIMD path,
-// never on the number of threads or timing. The AVX-512, AVX2 and portable paths give the
-// same bits as each other (each k pair is added as two fused steps, even k first).
+// Deterministic: the order of the sums depends only on M, N, K and the layout, never on the
+// number of threads or timing. Every path adds each k pair as vdpbf16ps is specified to (the
+// odd step's product, then the even step's, each rounded to f32), so all paths give the same
+// bits, except where a product or a partial sum is subnormal (|x| < 2^-126): vdpbf16ps takes
+// those as zero, the other paths keep them. Weights and activations never get there.
 #define TT_K_BF16_KC 384  // steps of k per block (even)
 
 // The element type of an operand.

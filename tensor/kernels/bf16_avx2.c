@@ -39,7 +39,8 @@ TARGET_AVX2 static void to_f32_avx2(float *dst, const tt_bf16 *src, int64_t n) {
     for (; i < n; i++) dst[i] = tt_bf16_to_f32(src[i]);
 }
 
-// 6 rows x 16 columns (two ymm of 8), 12 accumulators; per k pair the even step, then the odd.
+// 6 rows x 16 columns (two ymm of 8), 12 accumulators; per k pair the odd step, then the even
+// (vdpbf16ps's order, bf16.h).
 #define MR 6
 #define NR 16
 
@@ -60,10 +61,10 @@ TARGET_AVX2 static void uk_widen_6x16(int64_t kp, const uint32_t *a, const uint3
         for (int i = 0; i < MR; i++) {
             __m256 ae = _mm256_castsi256_ps(_mm256_set1_epi32((int)(a[i] << 16)));
             __m256 ao = _mm256_castsi256_ps(_mm256_set1_epi32((int)(a[i] & 0xffff0000u)));
-            acc[i][0] = _mm256_fmadd_ps(ae, e0, acc[i][0]);
-            acc[i][1] = _mm256_fmadd_ps(ae, e1, acc[i][1]);
             acc[i][0] = _mm256_fmadd_ps(ao, o0, acc[i][0]);
             acc[i][1] = _mm256_fmadd_ps(ao, o1, acc[i][1]);
+            acc[i][0] = _mm256_fmadd_ps(ae, e0, acc[i][0]);
+            acc[i][1] = _mm256_fmadd_ps(ae, e1, acc[i][1]);
         }
     }
     for (int i = 0; i < mr; i++) {

@@ -236,7 +236,7 @@ TARGET_AVX512BF16 static void uk_dpbf16_12x32(int64_t kp, const uint32_t *a, con
 }
 
 // Without AVX512-BF16: the words split into even-step and odd-step f32 vectors (a bf16 is the
-// upper half of an f32), two FMAs per pair, even step first.
+// upper half of an f32), two FMAs per pair, odd step first: the same bits as vdpbf16ps.
 TARGET_AVX512 static void uk_widen_12x32(int64_t kp, const uint32_t *a, const uint32_t *b,
                                          float *c, int64_t ldc, int mr, int nr, bool add) {
     const __m512i himask = _mm512_set1_epi32((int)0xffff0000u);
@@ -253,10 +253,10 @@ TARGET_AVX512 static void uk_widen_12x32(int64_t kp, const uint32_t *a, const ui
         for (int i = 0; i < MR; i++) {
             __m512 ae = _mm512_castsi512_ps(_mm512_set1_epi32((int)(a[i] << 16)));
             __m512 ao = _mm512_castsi512_ps(_mm512_set1_epi32((int)(a[i] & 0xffff0000u)));
-            acc[i][0] = _mm512_fmadd_ps(ae, e0, acc[i][0]);
-            acc[i][1] = _mm512_fmadd_ps(ae, e1, acc[i][1]);
             acc[i][0] = _mm512_fmadd_ps(ao, o0, acc[i][0]);
             acc[i][1] = _mm512_fmadd_ps(ao, o1, acc[i][1]);
+            acc[i][0] = _mm512_fmadd_ps(ae, e0, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(ae, e1, acc[i][1]);
         }
     }
     store_tile(acc, c, ldc, mr, nr, add);
