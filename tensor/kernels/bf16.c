@@ -113,7 +113,7 @@ static uint32_t elem_bits(const void *src, tt_k_bf16_src type, int64_t off) {
 void tt_k_bf16_pack_generic(uint32_t *dst, const void *src, tt_k_bf16_src type, int64_t ks,
                             int64_t js, int64_t kc, int64_t n, int w) {
     int64_t kp = cdiv(kc, 2);
-    for (int64_t j0 = 0; j0 < n; j0 += w, dst += kp * w) {
+    for (int64_t j0 = 0; j0 < n; j0 += w, dst += tt_k_bf16_panel(kc, w)) {
         int cols = (int)min64(w, n - j0);
         for (int64_t p = 0; p < kp; p++) {
             uint32_t *d = dst + p * w;
@@ -187,6 +187,9 @@ static void barrier(int nt) {
 #endif
 }
 
+// Words of a packed A block: MC / MR panels.
+#define A_WORDS(mr) ((size_t)(MC / (mr) * tt_k_bf16_panel(KC, (int)(mr))))
+
 static void share(int64_t n, int t, int nt, int64_t *lo, int64_t *hi) {
     *lo = n * t / nt;
     *hi = n * (t + 1) / nt;
@@ -237,14 +240,16 @@ static void pack(const bf16_job *g, uint32_t *dst, const char *src, tt_k_bf16_sr
 
 // Every tile of C[0:mc, 0:ncols] from the packed blocks ap (mc rows) and bp (ncols columns).
 static void macro_kernel(const bf16_job *g, const uint32_t *ap, const uint32_t *bp, int64_t mc,
-                         int64_t ncols, int64_t kp, float *c, bool add) {
+                         int64_t ncols, int64_t kc, float *c, bool add) {
     const tt_k_bf16_kernel *kn = g->kern;
+    int64_t kp = cdiv(kc, 2);
+    int64_t pa = tt_k_bf16_panel(kc, kn->mr), pb = tt_k_bf16_panel(kc, kn->nr);  // strides
     for (int64_t jr = 0; jr < ncols; jr += kn->nr) {
         int nr = (int)min64(kn->nr, ncols - jr);
         for (int64_t ir = 0; ir < mc; ir += kn->mr) {
             int mr = (int)min64(kn->mr, mc - ir);
-            kn->full(kp, ap + ir * kp, bp + jr * kp, c + ir * g->c_rs + jr, g->c_rs, mr, nr,
-                     add);
+            kn->full(kp, ap + ir / kn->mr * pa, bp + jr / kn->nr * pb, c + ir * g->c_rs + jr,
+                     g->c_rs, mr, nr, add);
         }
     }
 }
@@ -255,7 +260,7 @@ static void macro_kernel(const bf16_job *g, const uint32_t *ap, const uint32_t *
 static void gemm_thread(const bf16_job *g, int t, int nt) {
     const tt_k_bf16_kernel *kn = g->kern;
     int64_t MR = kn->mr, NR = kn->nr;
-    uint32_t *ap = g->split_n ? g->ap : ws_get(&ws_a, (size_t)(MC * KC / 2));
+    uint32_t *ap = g->split_n ? g->ap : ws_get(&ws_a, A_WORDS(MR));
     int64_t mlo, mhi;  // rows of this thread (rows split), as whole panels
     share(cdiv(g->M, MR), t, nt, &mlo, &mhi);
     mlo *= MR;
@@ -265,11 +270,11 @@ static void gemm_thread(const bf16_job *g, int t, int nt) {
         share(cdiv(nc, NR), t, nt, &qlo, &qhi);
         int64_t jlo = qlo * NR, jhi = min64(nc, qhi * NR);
         for (int64_t pc = 0; pc < g->K; pc += KC) {
-            int64_t kc = min64(KC, g->K - pc), kp = cdiv(kc, 2);
+            int64_t kc = min64(KC, g->K - pc);
             bool add = g->accumulate || pc > 0;
             const char *bk = g->B + (size_t)(pc * g->b_rs + (jc + jlo) * g->b_cs) * g->b_es;
             const char *ak = g->A + (size_t)(pc * g->a_cs) * g->a_es;
-            uint32_t *bp = g->bp + jlo * kp;
+            uint32_t *bp = g->bp + qlo * tt_k_bf16_panel(kc, (int)NR);
             if (jhi > jlo) pack(g, bp, bk, g->b_type, g->b_rs, g->b_cs, kc, jhi - jlo, NR);
             if (!g->split_n) {
                 barrier(nt);  // B's panels are packed
@@ -277,7 +282,7 @@ static void gemm_thread(const bf16_job *g, int t, int nt) {
                     int64_t mc = min64(MC, mhi - ic);
                     pack(g, ap, ak + (size_t)(ic * g->a_rs) * g->a_es, g->a_type, g->a_cs,
                          g->a_rs, kc, mc, MR);
-                    macro_kernel(g, ap, g->bp, mc, nc, kp, g->C + ic * g->c_rs + jc, add);
+                    macro_kernel(g, ap, g->bp, mc, nc, kc, g->C + ic * g->c_rs + jc, add);
                 }
                 barrier(nt);  // nobody reads B's panels any more
             } else {
@@ -286,11 +291,11 @@ static void gemm_thread(const bf16_job *g, int t, int nt) {
                     share(cdiv(mc, MR), t, nt, &plo, &phi);
                     int64_t ilo = plo * MR, ihi = min64(mc, phi * MR);
                     if (ihi > ilo)
-                        pack(g, ap + ilo * kp, ak + (size_t)((ic + ilo) * g->a_rs) * g->a_es,
+                        pack(g, ap + plo * tt_k_bf16_panel(kc, (int)MR), ak + (size_t)((ic + ilo) * g->a_rs) * g->a_es,
                              g->a_type, g->a_cs, g->a_rs, kc, ihi - ilo, MR);
                     barrier(nt);  // A's panels are packed
                     if (jhi > jlo)
-                        macro_kernel(g, ap, bp, mc, jhi - jlo, kp,
+                        macro_kernel(g, ap, bp, mc, jhi - jlo, kc,
                                      g->C + ic * g->c_rs + jc + jlo, add);
                     barrier(nt);  // nobody reads A's panels any more
                 }
@@ -319,8 +324,8 @@ static void gemm_packed(int64_t M, int64_t N, int64_t K, const void *A, tt_k_bf1
         double en = (double)npan / (double)(nt * cdiv(npan, nt));
         g.split_n = en > em;
     }
-    size_t bwords = (size_t)(KC / 2 * npan * kn->nr);
-    g.bp = ws_get(&ws_b, bwords + (g.split_n ? (size_t)(MC * KC / 2) : 0));
+    size_t bwords = (size_t)(npan * tt_k_bf16_panel(KC, kn->nr));
+    g.bp = ws_get(&ws_b, bwords + (g.split_n ? A_WORDS(kn->mr) : 0));
     g.ap = g.split_n ? g.bp + bwords : NULL;
     if (nt <= 1) {
         gemm_thread(&g, 0, 1);

@@ -105,10 +105,15 @@ typedef void (*tt_k_bf16_ukernel)(int64_t kp, const uint32_t *a, const uint32_t 
                                   int64_t ldc, int mr, int nr, bool add);
 
 // Packer: X (kc, n), X[k, j] = src[k * ks + j * js] (f32 or bf16 elements), into ceil(n / w)
-// panels of width w in the layout above, panel q at dst + q * kp * w. Every packer writes the
-// same words.
+// panels of width w in the layout above, panel q at dst + q * tt_k_bf16_panel(kc, w) words.
+// Every packer writes the same words (the padding between panels is never read).
 typedef void (*tt_k_bf16_packer)(uint32_t *dst, const void *src, tt_k_bf16_src type, int64_t ks,
                                  int64_t js, int64_t kc, int64_t n, int w);
+
+// Words from one panel to the next: kp w and 64 bytes more, so consecutive panels do not sit a
+// multiple of 4 KiB apart (at KC 384 and NR 32 they would be 24 KiB apart: the packer's stores
+// into every panel in turn would all fall in one L1 set).
+static inline int64_t tt_k_bf16_panel(int64_t kc, int w) { return (kc + 1) / 2 * w + 16; }
 
 typedef struct tt_k_bf16_kernel {
     const char *name;

@@ -134,18 +134,22 @@ INLINE_AVX512 void transpose16(__m512i ri[16]) {
     for (int i = 0; i < 16; i++) ri[i] = _mm512_castps_si512(r[i]);
 }
 
-// Rows of X contiguous (js == 1): each panel row is the pairs of two rows of X.
+// Rows of X contiguous (js == 1): each panel row is the pairs of two rows of X. Pair by pair
+// across every panel, so memory is read in order (a block of B is bigger than L2; walking it
+// panel by panel would read a few cache lines of each row, rows thousands of bytes apart).
 INLINE_AVX512 void pack_rows(uint32_t *dst, const char *src, tt_k_bf16_src type, size_t es,
                              int64_t ks, int64_t kc, int64_t n, int w) {
     int64_t kp = (kc + 1) / 2;
-    for (int64_t j0 = 0; j0 < n; j0 += w, dst += kp * w) {
-        int64_t cols = n - j0 < w ? n - j0 : w;
-        for (int64_t p = 0; p < kp; p++) {
-            const char *s = src + (size_t)(2 * p * ks + j0) * es;
+    for (int64_t p = 0; p < kp; p++) {
+        const char *s = src + (size_t)(2 * p * ks) * es;
+        bool odd = 2 * p + 1 < kc;
+        uint32_t *d = dst + p * w;
+        for (int64_t j0 = 0; j0 < n; j0 += w, d += tt_k_bf16_panel(kc, w)) {
+            int64_t cols = n - j0 < w ? n - j0 : w;
             for (int c = 0; c < w; c += 16)
-                _mm512_mask_storeu_epi32(dst + p * w + c, first16(w - c),
-                                         pair_rows(s + c * es, type, ks, first16(cols - c),
-                                                   2 * p + 1 < kc));
+                _mm512_mask_storeu_epi32(d + c, first16(w - c),
+                                         pair_rows(s + (size_t)(j0 + c) * es, type, ks,
+                                                   first16(cols - c), odd));
         }
     }
 }
@@ -154,8 +158,7 @@ INLINE_AVX512 void pack_rows(uint32_t *dst, const char *src, tt_k_bf16_src type,
 // words, transposed into 16 panel rows.
 INLINE_AVX512 void pack_lines(uint32_t *dst, const char *src, tt_k_bf16_src type, size_t es,
                               int64_t ls, int64_t kc, int64_t n, int w) {
-    int64_t kp = (kc + 1) / 2;
-    for (int64_t j0 = 0; j0 < n; j0 += w, dst += kp * w) {
+    for (int64_t j0 = 0; j0 < n; j0 += w, dst += tt_k_bf16_panel(kc, w)) {
         for (int c = 0; c < w; c += 16) {  // lines j0 + c ... of the panel
             int64_t lines = n - j0 - c;
             lines = lines < 0 ? 0 : lines > 16 ? 16 : lines;
