@@ -319,10 +319,13 @@ static void gemm_packed(int64_t M, int64_t N, int64_t K, const void *A, tt_k_bf1
     int64_t mpan = cdiv(M, kn->mr), npan = cdiv(min64(N, NC), kn->nr);
     int nt = 2.0 * (double)M * (double)N * (double)K < PAR_MIN_FLOPS ? 1 : max_threads();
     nt = (int)min64(nt, max64(mpan, npan));
+    // Threads: whichever split of C's panels balances better, rows on a tie; when C has more
+    // than MC rows, rows unless the columns balance clearly better (a column split has two
+    // barriers per (MC, KC) block, a row split two per KC block).
     if (nt > 1) {
         double em = (double)mpan / (double)(nt * cdiv(mpan, nt));
         double en = (double)npan / (double)(nt * cdiv(npan, nt));
-        g.split_n = en > em;
+        g.split_n = en > (M > MC ? 1.1 : 1.0) * em;
     }
     size_t bwords = (size_t)(npan * tt_k_bf16_panel(KC, kn->nr));
     g.bp = ws_get(&ws_b, bwords + (g.split_n ? A_WORDS(kn->mr) : 0));
