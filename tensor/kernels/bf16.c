@@ -291,8 +291,9 @@ static void gemm_thread(const bf16_job *g, int t, int nt) {
                     share(cdiv(mc, MR), t, nt, &plo, &phi);
                     int64_t ilo = plo * MR, ihi = min64(mc, phi * MR);
                     if (ihi > ilo)
-                        pack(g, ap + plo * tt_k_bf16_panel(kc, (int)MR), ak + (size_t)((ic + ilo) * g->a_rs) * g->a_es,
-                             g->a_type, g->a_cs, g->a_rs, kc, ihi - ilo, MR);
+                        pack(g, ap + plo * tt_k_bf16_panel(kc, (int)MR),
+                             ak + (size_t)((ic + ilo) * g->a_rs) * g->a_es, g->a_type, g->a_cs,
+                             g->a_rs, kc, ihi - ilo, MR);
                     barrier(nt);  // A's panels are packed
                     if (jhi > jlo)
                         macro_kernel(g, ap, bp, mc, jhi - jlo, kc,

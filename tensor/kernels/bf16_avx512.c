@@ -54,7 +54,8 @@ TARGET_AVX512BF16 static void to_bf16_avx512bf16(tt_bf16 *dst, const float *src,
     const __m512i absmask = _mm512_set1_epi32(0x7fffffff), minnorm = _mm512_set1_epi32(0x800000);
     for (int64_t i = 0; i < n; i += 32) {
         __mmask16 m0 = first16(n - i), m1 = first16(n - i - 16);
-        __m512 x0 = _mm512_maskz_loadu_ps(m0, src + i), x1 = _mm512_maskz_loadu_ps(m1, src + i + 16);
+        __m512 x0 = _mm512_maskz_loadu_ps(m0, src + i);
+        __m512 x1 = _mm512_maskz_loadu_ps(m1, src + i + 16);
         __m512i a0 = _mm512_and_si512(_mm512_castps_si512(x0), absmask);
         __m512i a1 = _mm512_and_si512(_mm512_castps_si512(x1), absmask);
         __mmask16 sub0 = _mm512_cmplt_epi32_mask(a0, minnorm) & _mm512_test_epi32_mask(a0, a0);
