@@ -156,7 +156,8 @@ TT_CLONES static void uk_generic(int64_t kp, const uint32_t *a, const uint32_t *
 }
 
 const tt_k_bf16_kernel tt_k_bf16_generic = {"generic bf16 4x16 (f32 FMA order)", G_MR, G_NR,
-                                            uk_generic, NULL, to_bf16_generic, to_f32_generic};
+                                            uk_generic, NULL, NULL, to_bf16_generic,
+                                            to_f32_generic};
 
 // ---- packed GEMM driver ----
 // Goto and van de Geijn (2008): for each NC-column block of C and each KC-step block of k, B's
@@ -246,9 +247,10 @@ static void macro_kernel(const bf16_job *g, const uint32_t *ap, const uint32_t *
     int64_t pa = tt_k_bf16_panel(kc, kn->mr), pb = tt_k_bf16_panel(kc, kn->nr);  // strides
     for (int64_t jr = 0; jr < ncols; jr += kn->nr) {
         int nr = (int)min64(kn->nr, ncols - jr);
+        tt_k_bf16_ukernel uk = kn->narrow && nr <= kn->nr / 2 ? kn->narrow : kn->full;
         for (int64_t ir = 0; ir < mc; ir += kn->mr) {
             int mr = (int)min64(kn->mr, mc - ir);
-            kn->full(kp, ap + ir / kn->mr * pa, bp + jr / kn->nr * pb, c + ir * g->c_rs + jr,
+            uk(kp, ap + ir / kn->mr * pa, bp + jr / kn->nr * pb, c + ir * g->c_rs + jr,
                      g->c_rs, mr, nr, add);
         }
     }

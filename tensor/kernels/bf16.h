@@ -119,6 +119,7 @@ typedef struct tt_k_bf16_kernel {
     const char *name;
     int mr, nr;                 // tile rows (broadcast from A) and columns (vectors of B)
     tt_k_bf16_ukernel full;     // any mr <= MR, nr <= NR
+    tt_k_bf16_ukernel narrow;   // nr <= NR / 2 (a cheaper last panel), or NULL
     tt_k_bf16_packer pack;      // SIMD packing for the contiguous cases, or NULL (portable)
     void (*to_bf16)(tt_bf16 *dst, const float *src, int64_t n);  // conversion kernels
     void (*to_f32)(float *dst, const tt_bf16 *src, int64_t n);

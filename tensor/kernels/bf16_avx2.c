@@ -90,10 +90,11 @@ TARGET_AVX2 static void uk_widen_6x16(int64_t kp, const uint32_t *a, const uint3
 #undef NR
 
 const tt_k_bf16_kernel tt_k_bf16_avx2 = {"avx2 6x16 widen + fma", 6, 16, uk_widen_6x16, NULL,
-                                         to_bf16_avx2, to_f32_avx2};
+                                         NULL, to_bf16_avx2, to_f32_avx2};
 
 #else  // not x86-64 with GCC or Clang: never selected
 
-const tt_k_bf16_kernel tt_k_bf16_avx2 = {"avx2 (unavailable)", 0, 0, NULL, NULL, NULL, NULL};
+const tt_k_bf16_kernel tt_k_bf16_avx2 = {"avx2 (unavailable)", 0, 0, NULL, NULL, NULL, NULL,
+                                         NULL};
 
 #endif

@@ -1,6 +1,7 @@
 // AVX-512 bf16 kernels: the f32 <-> bf16 conversions, the fused cast-and-pack into k-pair
 // panels, a 12 x 32 micro-kernel on vdpbf16ps (AVX512-BF16) and one that widens bf16 to f32
-// and uses FMA (AVX-512F + BW, for CPUs without AVX512-BF16). Compiled with function-level
+// and uses FMA (AVX-512F + BW, for CPUs without AVX512-BF16); a 12 x 16 vdpbf16ps variant for
+// a narrow last panel. Compiled with function-level
 // target attributes, so the library still runs on any x86-64; bf16.c calls them only when
 // cpuid reports the features.
 #include "bf16.h"
@@ -239,6 +240,21 @@ TARGET_AVX512BF16 static void uk_dpbf16_12x32(int64_t kp, const uint32_t *a, con
     store_tile(acc, c, ldc, mr, nr, add);
 }
 
+// The same for a last panel of at most 16 columns: half the work (the panel is still 32 wide).
+TARGET_AVX512BF16 static void uk_dpbf16_12x16(int64_t kp, const uint32_t *a, const uint32_t *b,
+                                              float *c, int64_t ldc, int mr, int nr, bool add) {
+    __m512 acc[MR][2];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < kp; p++, a += MR, b += NR) {
+        __m512bh b0 = (__m512bh)_mm512_load_si512(b);
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; i++)
+            acc[i][0] = _mm512_dpbf16_ps(acc[i][0], (__m512bh)_mm512_set1_epi32((int)a[i]), b0);
+    }
+    store_tile(acc, c, ldc, mr, nr, add);  // nr <= 16: the second vector is masked off
+}
+
 // Without AVX512-BF16: the words split into even-step and odd-step f32 vectors (a bf16 is the
 // upper half of an f32), two FMAs per pair, odd step first: the same bits as vdpbf16ps.
 TARGET_AVX512 static void uk_widen_12x32(int64_t kp, const uint32_t *a, const uint32_t *b,
@@ -270,16 +286,16 @@ TARGET_AVX512 static void uk_widen_12x32(int64_t kp, const uint32_t *a, const ui
 #undef NR
 
 const tt_k_bf16_kernel tt_k_bf16_avx512bf16 = {"avx512bf16 12x32 vdpbf16ps", 12, 32,
-                                               uk_dpbf16_12x32, pack_avx512,
+                                               uk_dpbf16_12x32, uk_dpbf16_12x16, pack_avx512,
                                                to_bf16_avx512bf16, to_f32_avx512};
 const tt_k_bf16_kernel tt_k_bf16_avx512 = {"avx512 12x32 widen + fma", 12, 32, uk_widen_12x32,
-                                           pack_avx512, to_bf16_avx512, to_f32_avx512};
+                                           NULL, pack_avx512, to_bf16_avx512, to_f32_avx512};
 
 #else  // not x86-64 with GCC or Clang: never selected (tt_k_bf16_path_supported says no)
 
 const tt_k_bf16_kernel tt_k_bf16_avx512bf16 = {"avx512bf16 (unavailable)", 0, 0, NULL, NULL,
-                                               NULL, NULL};
+                                               NULL, NULL, NULL};
 const tt_k_bf16_kernel tt_k_bf16_avx512 = {"avx512 (unavailable)", 0, 0, NULL, NULL, NULL,
-                                           NULL};
+                                           NULL, NULL};
 
 #endif
