@@ -146,6 +146,11 @@ INLINE_AVX512 void pack_rows(uint32_t *dst, const char *src, tt_k_bf16_src type,
         const char *s = src + (size_t)(2 * p * ks) * es;
         bool odd = 2 * p + 1 < kc;
         uint32_t *d = dst + p * w;
+        if (2 * p + 3 < kc)  // the next pair of rows, ahead of the loads
+            for (int64_t j = 0; j < n * (int64_t)es; j += 64) {
+                _mm_prefetch(s + 2 * ks * (int64_t)es + j, _MM_HINT_T0);
+                _mm_prefetch(s + 3 * ks * (int64_t)es + j, _MM_HINT_T0);
+            }
         for (int64_t j0 = 0; j0 < n; j0 += w, d += tt_k_bf16_panel(kc, w)) {
             int64_t cols = n - j0 < w ? n - j0 : w;
             for (int c = 0; c < w; c += 16)
