@@ -4,7 +4,7 @@
 // halves, bf16 -> f32 over all 65536 patterns; the bf16 GEMM of every path against a double
 // reference of the bf16-rounded inputs over many shapes, layouts and operand types, with the
 // f32-accumulation bound; every path, 1 and 2 threads, f32 or bf16 operands bitwise equal; the
-// path selector and its aborts.
+// bias epilogue; the path selector and its aborts.
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -307,6 +307,58 @@ START_TEST(test_gemm_bitwise) {
 }
 END_TEST
 
+// With a bias: the same bits as filling C's rows with the bias and accumulating, on every path,
+// over shapes with K = 0, 1, over several k blocks, narrow last panels, M = 1 and N = 1, and
+// within the accumulation bound of the reference.
+START_TEST(test_gemm_bias) {
+    static const int64_t bshapes[][3] = {{5, 7, 0},  {1, 9, 4},   {9, 1, 4},  {13, 33, 1},
+                                         {37, 47, 53}, {30, 70, 800}, {768, 384, 128}};
+    tt_k_bf16_path path = paths[_i];
+    if (!tt_k_bf16_path_supported(path)) return;
+    tt_k_bf16_path prev = tt_k_bf16_set_path(path);
+    for (int s = 0; s < (int)(sizeof bshapes / sizeof bshapes[0]); s++) {
+        int64_t M = bshapes[s][0], N = bshapes[s][1], K = bshapes[s][2];
+        rng_state = 99 + (uint64_t)s;
+        double *av = malloc((size_t)(M * K + 1) * sizeof *av);
+        double *bv = malloc((size_t)(K * N + 1) * sizeof *bv);
+        void *A = operand(TT_K_SRC_F32, M * K, av), *B = operand(TT_K_SRC_BF16, K * N, bv);
+        float *bias = malloc((size_t)N * sizeof *bias), *C = malloc((size_t)(M * N) * sizeof *C);
+        float *D = malloc((size_t)(M * N) * sizeof *D);
+        for (int64_t j = 0; j < N; j++) bias[j] = (float)urand();
+        for (int64_t i = 0; i < M * N; i++) C[i] = NAN;
+        tt_k_gemm_bias_bf16(M, N, K, A, TT_K_SRC_F32, K, 1, B, TT_K_SRC_BF16, N, 1, bias, C, N);
+        for (int64_t i = 0; i < M; i++) memcpy(D + i * N, bias, (size_t)N * sizeof *D);
+        tt_k_gemm_bf16(M, N, K, A, TT_K_SRC_F32, K, 1, B, TT_K_SRC_BF16, N, 1, D, N, 1, true);
+        double tol = (double)(K + 1) * ldexp(1, -24);
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double ref = bias[j], sabs = fabs(ref);
+                for (int64_t k = 0; k < K; k++) {
+                    ref += av[i * K + k] * bv[k * N + j];
+                    sabs += fabs(av[i * K + k] * bv[k * N + j]);
+                }
+                float got = C[i * N + j];
+                ck_assert_msg(bits_of(got) == bits_of(D[i * N + j]), "%s M=%lld N=%lld K=%lld: "
+                              "C[%lld, %lld] = %.9g with the bias, %.9g accumulated",
+                              tt_k_bf16_path_name(path), (long long)M, (long long)N,
+                              (long long)K, (long long)i, (long long)j, got, D[i * N + j]);
+                ck_assert_msg(fabs(got - ref) <= tol * sabs, "%s M=%lld N=%lld K=%lld: C[%lld, "
+                              "%lld] = %.9g, expected %.9g", tt_k_bf16_path_name(path),
+                              (long long)M, (long long)N, (long long)K, (long long)i,
+                              (long long)j, got, ref);
+            }
+        free(av);
+        free(bv);
+        free(A);
+        free(B);
+        free(bias);
+        free(C);
+        free(D);
+    }
+    tt_k_bf16_set_path(prev);
+}
+END_TEST
+
 // ---- the selector ----
 
 START_TEST(test_path_selector) {
@@ -372,6 +424,7 @@ int main(void) {
     TCase *gm = tt_tcase("gemm");
     tcase_set_timeout(gm, 600);
     tcase_add_loop_test(gm, test_gemm_vs_reference, 0, 4);
+    tcase_add_loop_test(gm, test_gemm_bias, 0, 4);
     tcase_add_loop_test(gm, test_gemm_bitwise, 0,
                         (int)(sizeof step_shapes / sizeof step_shapes[0]));
     tcase_add_test(gm, test_path_selector);

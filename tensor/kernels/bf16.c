@@ -138,7 +138,7 @@ static float lo_f32(uint32_t w) { return tt_bf16_to_f32((tt_bf16)(w & 0xffffu));
 static float hi_f32(uint32_t w) { return tt_bf16_to_f32((tt_bf16)(w >> 16)); }
 
 TT_CLONES static void uk_generic(int64_t kp, const uint32_t *a, const uint32_t *b, float *c,
-                                 int64_t ldc, int mr, int nr, bool add) {
+                                 int64_t ldc, int mr, int nr, bool add, const float *bias) {
     float acc[G_MR][G_NR] = {{0}};
     for (int64_t p = 0; p < kp; p++, a += G_MR, b += G_NR) {
         float be[G_NR], bo[G_NR];
@@ -152,7 +152,9 @@ TT_CLONES static void uk_generic(int64_t kp, const uint32_t *a, const uint32_t *
         }
     }
     for (int i = 0; i < mr; i++)
-        for (int j = 0; j < nr; j++) c[i * ldc + j] = add ? c[i * ldc + j] + acc[i][j] : acc[i][j];
+        for (int j = 0; j < nr; j++)
+            c[i * ldc + j] = add ? c[i * ldc + j] + acc[i][j]
+                             : bias ? bias[j] + acc[i][j] : acc[i][j];
 }
 
 const tt_k_bf16_kernel tt_k_bf16_generic = {"generic bf16 4x16 (f32 FMA order)", G_MR, G_NR,
@@ -225,6 +227,7 @@ typedef struct bf16_job {
     float *C;  // unit column stride
     int64_t c_rs;
     bool accumulate;
+    const float *bias;  // (N), added to every row with the first k block; or NULL
     bool split_n;   // threads split the columns of C (else its rows)
     uint32_t *bp;   // packed B block, shared
     uint32_t *ap;   // packed A block, shared when split_n
@@ -241,7 +244,7 @@ static void pack(const bf16_job *g, uint32_t *dst, const char *src, tt_k_bf16_sr
 
 // Every tile of C[0:mc, 0:ncols] from the packed blocks ap (mc rows) and bp (ncols columns).
 static void macro_kernel(const bf16_job *g, const uint32_t *ap, const uint32_t *bp, int64_t mc,
-                         int64_t ncols, int64_t kc, float *c, bool add) {
+                         int64_t ncols, int64_t kc, float *c, bool add, const float *bias) {
     const tt_k_bf16_kernel *kn = g->kern;
     int64_t kp = cdiv(kc, 2);
     int64_t pa = tt_k_bf16_panel(kc, kn->mr), pb = tt_k_bf16_panel(kc, kn->nr);  // strides
@@ -251,7 +254,7 @@ static void macro_kernel(const bf16_job *g, const uint32_t *ap, const uint32_t *
         for (int64_t ir = 0; ir < mc; ir += kn->mr) {
             int mr = (int)min64(kn->mr, mc - ir);
             uk(kp, ap + ir / kn->mr * pa, bp + jr / kn->nr * pb, c + ir * g->c_rs + jr,
-                     g->c_rs, mr, nr, add);
+                     g->c_rs, mr, nr, add, bias ? bias + jr : NULL);
         }
     }
 }
@@ -274,6 +277,7 @@ static void gemm_thread(const bf16_job *g, int t, int nt) {
         for (int64_t pc = 0; pc < g->K; pc += KC) {
             int64_t kc = min64(KC, g->K - pc);
             bool add = g->accumulate || pc > 0;
+            const float *bias = g->bias && !add ? g->bias + jc : NULL;
             const char *bk = g->B + (size_t)(pc * g->b_rs + (jc + jlo) * g->b_cs) * g->b_es;
             const char *ak = g->A + (size_t)(pc * g->a_cs) * g->a_es;
             uint32_t *bp = g->bp + qlo * tt_k_bf16_panel(kc, (int)NR);
@@ -284,7 +288,8 @@ static void gemm_thread(const bf16_job *g, int t, int nt) {
                     int64_t mc = min64(MC, mhi - ic);
                     pack(g, ap, ak + (size_t)(ic * g->a_rs) * g->a_es, g->a_type, g->a_cs,
                          g->a_rs, kc, mc, MR);
-                    macro_kernel(g, ap, g->bp, mc, nc, kc, g->C + ic * g->c_rs + jc, add);
+                    macro_kernel(g, ap, g->bp, mc, nc, kc, g->C + ic * g->c_rs + jc, add,
+                                 bias);
                 }
                 barrier(nt);  // nobody reads B's panels any more
             } else {
@@ -299,7 +304,8 @@ static void gemm_thread(const bf16_job *g, int t, int nt) {
                     barrier(nt);  // A's panels are packed
                     if (jhi > jlo)
                         macro_kernel(g, ap, bp, mc, jhi - jlo, kc,
-                                     g->C + ic * g->c_rs + jc + jlo, add);
+                                     g->C + ic * g->c_rs + jc + jlo, add,
+                                     bias ? bias + jlo : NULL);
                     barrier(nt);  // nobody reads A's panels any more
                 }
             }
@@ -307,17 +313,18 @@ static void gemm_thread(const bf16_job *g, int t, int nt) {
     }
 }
 
-// C (M, N), unit column stride, (+)= A B; M, N, K >= 1.
+// C (M, N), unit column stride, (+)= A B (+ bias, when not accumulating); M, N, K >= 1.
 static void gemm_packed(int64_t M, int64_t N, int64_t K, const void *A, tt_k_bf16_src a_type,
                         int64_t a_rs, int64_t a_cs, const void *B, tt_k_bf16_src b_type,
-                        int64_t b_rs, int64_t b_cs, float *C, int64_t c_rs, bool accumulate) {
+                        int64_t b_rs, int64_t b_cs, float *C, int64_t c_rs, bool accumulate,
+                        const float *bias) {
     const tt_k_bf16_kernel *kn = active_kernel();
     bf16_job g = {
         .kern = kn, .M = M, .N = N, .K = K, .A = A, .B = B,
         .a_es = a_type == TT_K_SRC_BF16 ? 2 : 4, .b_es = b_type == TT_K_SRC_BF16 ? 2 : 4,
         .a_type = a_type, .b_type = b_type,
         .a_rs = a_rs, .a_cs = a_cs, .b_rs = b_rs, .b_cs = b_cs,
-        .C = C, .c_rs = c_rs, .accumulate = accumulate,
+        .C = C, .c_rs = c_rs, .accumulate = accumulate, .bias = bias,
     };
     int64_t mpan = cdiv(M, kn->mr), npan = cdiv(min64(N, NC), kn->nr);
     int nt = 2.0 * (double)M * (double)N * (double)K < PAR_MIN_FLOPS ? 1 : max_threads();
@@ -343,16 +350,22 @@ static void gemm_packed(int64_t M, int64_t N, int64_t K, const void *A, tt_k_bf1
 #endif
 }
 
+// The checks shared by the public products, on behalf of `func`.
+static void check_args(const char *func, int64_t M, int64_t N, int64_t K, tt_k_bf16_src a_type,
+                       tt_k_bf16_src b_type) {
+    TT_CHECK_IN(func, M >= 0 && N >= 0 && K >= 0, "negative size M=%lld N=%lld K=%lld",
+                (long long)M, (long long)N, (long long)K);
+    TT_CHECK_IN(func, (a_type == TT_K_SRC_F32 || a_type == TT_K_SRC_BF16) &&
+                          (b_type == TT_K_SRC_F32 || b_type == TT_K_SRC_BF16),
+                "operand types %d, %d: each must be TT_K_SRC_F32 or TT_K_SRC_BF16",
+                (int)a_type, (int)b_type);
+}
+
 void tt_k_gemm_bf16(int64_t M, int64_t N, int64_t K, const void *A, tt_k_bf16_src a_type,
                     int64_t a_rs, int64_t a_cs, const void *B, tt_k_bf16_src b_type,
                     int64_t b_rs, int64_t b_cs, float *C, int64_t c_rs, int64_t c_cs,
                     bool accumulate) {
-    TT_CHECK(M >= 0 && N >= 0 && K >= 0, "negative size M=%lld N=%lld K=%lld",
-             (long long)M, (long long)N, (long long)K);
-    TT_CHECK((a_type == TT_K_SRC_F32 || a_type == TT_K_SRC_BF16) &&
-                 (b_type == TT_K_SRC_F32 || b_type == TT_K_SRC_BF16),
-             "operand types %d, %d: each must be TT_K_SRC_F32 or TT_K_SRC_BF16", (int)a_type,
-             (int)b_type);
+    check_args(__func__, M, N, K, a_type, b_type);
     if (M == 0 || N == 0) return;
     if (K == 0) {
         if (!accumulate)
@@ -365,18 +378,34 @@ void tt_k_gemm_bf16(int64_t M, int64_t N, int64_t K, const void *A, tt_k_bf16_sr
     if (K == 1) a_cs = 0, b_rs = 0;
     if (c_cs == 1 || N == 1) {
         gemm_packed(M, N, K, A, a_type, a_rs, a_cs, B, b_type, b_rs, b_cs, C, c_rs,
-                    accumulate);
+                    accumulate, NULL);
     } else if (c_rs == 1 || M == 1) {  // C^T (N, M) = B^T A^T, rows of C^T contiguous
         gemm_packed(N, M, K, B, b_type, b_cs, b_rs, A, a_type, a_cs, a_rs, C, c_cs,
-                    accumulate);
+                    accumulate, NULL);
     } else {  // through a contiguous copy of C
         float *t = TT_MALLOC((size_t)(M * N) * sizeof *t);  // (M, N)
         if (accumulate)
             for (int64_t i = 0; i < M; i++)
                 for (int64_t j = 0; j < N; j++) t[i * N + j] = C[i * c_rs + j * c_cs];
-        gemm_packed(M, N, K, A, a_type, a_rs, a_cs, B, b_type, b_rs, b_cs, t, N, accumulate);
+        gemm_packed(M, N, K, A, a_type, a_rs, a_cs, B, b_type, b_rs, b_cs, t, N, accumulate,
+                    NULL);
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++) C[i * c_rs + j * c_cs] = t[i * N + j];
         tt_free(t);
     }
+}
+
+void tt_k_gemm_bias_bf16(int64_t M, int64_t N, int64_t K, const void *A, tt_k_bf16_src a_type,
+                         int64_t a_rs, int64_t a_cs, const void *B, tt_k_bf16_src b_type,
+                         int64_t b_rs, int64_t b_cs, const float *bias, float *C, int64_t c_rs) {
+    check_args(__func__, M, N, K, a_type, b_type);
+    if (M == 0 || N == 0) return;
+    if (K == 0) {
+        for (int64_t i = 0; i < M; i++) memcpy(C + i * c_rs, bias, (size_t)N * sizeof *C);
+        return;
+    }
+    if (M == 1) a_rs = 0;  // strides along dims of size 1 are ignored
+    if (N == 1) b_cs = 0;
+    if (K == 1) a_cs = 0, b_rs = 0;
+    gemm_packed(M, N, K, A, a_type, a_rs, a_cs, B, b_type, b_rs, b_cs, C, c_rs, false, bias);
 }

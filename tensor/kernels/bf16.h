@@ -93,6 +93,13 @@ void tt_k_gemm_bf16(int64_t M, int64_t N, int64_t K, const void *A, tt_k_bf16_sr
                     int64_t b_rs, int64_t b_cs, float *C, int64_t c_rs, int64_t c_cs,
                     bool accumulate);
 
+// C = A B + bias, bias (N) f32 added to every row of C (unit column stride), as a Linear
+// layer's forward needs: the same bits as filling C's rows with bias and accumulating. The
+// bias enters in the micro-kernel's store of the first k block (no extra pass over C).
+void tt_k_gemm_bias_bf16(int64_t M, int64_t N, int64_t K, const void *A, tt_k_bf16_src a_type,
+                         int64_t a_rs, int64_t a_cs, const void *B, tt_k_bf16_src b_type,
+                         int64_t b_rs, int64_t b_cs, const float *bias, float *C, int64_t c_rs);
+
 // ---- micro-kernels and packers of the packed bf16 GEMM (bf16_*.c in this folder) ----
 // Packed layout: k in pairs. A panel of width w over kc steps of k holds kp = ceil(kc / 2)
 // rows of w 32-bit words, word (p, j) = bf16 of X[2p, j] in its low half and of X[2p + 1, j]
@@ -100,9 +107,11 @@ void tt_k_gemm_bf16(int64_t M, int64_t N, int64_t K, const void *A, tt_k_bf16_sr
 // vdpbf16ps. The driver packs A^T with w = MR and B with w = NR.
 //
 // Micro-kernel: c[i * ldc + j] (+)= sum_k a[k, i] b[k, j] for i < mr, j < nr, from a packed A
-// panel (kp, MR) and a B panel (kp, NR); add false overwrites the tile.
+// panel (kp, MR) and a B panel (kp, NR); add false overwrites the tile, with bias[j] added to
+// every row when bias is not NULL (bias + the sum: the same bits as accumulating into a C that
+// holds the bias); add true ignores bias.
 typedef void (*tt_k_bf16_ukernel)(int64_t kp, const uint32_t *a, const uint32_t *b, float *c,
-                                  int64_t ldc, int mr, int nr, bool add);
+                                  int64_t ldc, int mr, int nr, bool add, const float *bias);
 
 // Packer: X (kc, n), X[k, j] = src[k * ks + j * js] (f32 or bf16 elements), into ceil(n / w)
 // panels of width w in the layout above, panel q at dst + q * tt_k_bf16_panel(kc, w) words.

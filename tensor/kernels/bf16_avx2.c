@@ -45,7 +45,8 @@ TARGET_AVX2 static void to_f32_avx2(float *dst, const tt_bf16 *src, int64_t n) {
 #define NR 16
 
 TARGET_AVX2 static void uk_widen_6x16(int64_t kp, const uint32_t *a, const uint32_t *b,
-                                      float *c, int64_t ldc, int mr, int nr, bool add) {
+                                      float *c, int64_t ldc, int mr, int nr, bool add,
+                                      const float *bias) {
     const __m256i himask = _mm256_set1_epi32((int)0xffff0000u);
     __m256 acc[MR][2];
 #pragma GCC unroll 8
@@ -74,6 +75,9 @@ TARGET_AVX2 static void uk_widen_6x16(int64_t kp, const uint32_t *a, const uint3
             if (add) {
                 r0 = _mm256_add_ps(_mm256_loadu_ps(ci), r0);
                 r1 = _mm256_add_ps(_mm256_loadu_ps(ci + 8), r1);
+            } else if (bias) {
+                r0 = _mm256_add_ps(_mm256_loadu_ps(bias), r0);
+                r1 = _mm256_add_ps(_mm256_loadu_ps(bias + 8), r1);
             }
             _mm256_storeu_ps(ci, r0);
             _mm256_storeu_ps(ci + 8, r1);
@@ -81,7 +85,8 @@ TARGET_AVX2 static void uk_widen_6x16(int64_t kp, const uint32_t *a, const uint3
             float t[NR];
             _mm256_storeu_ps(t, acc[i][0]);
             _mm256_storeu_ps(t + 8, acc[i][1]);
-            for (int j = 0; j < nr; j++) ci[j] = add ? ci[j] + t[j] : t[j];
+            for (int j = 0; j < nr; j++)
+                ci[j] = add ? ci[j] + t[j] : bias ? bias[j] + t[j] : t[j];
         }
     }
 }

@@ -211,8 +211,13 @@ TARGET_AVX512 static void pack_avx512(uint32_t *dst, const void *src, tt_k_bf16_
 
 // Stores the tile: rows >= mr skipped, columns >= nr masked off.
 INLINE_AVX512 void store_tile(__m512 acc[MR][2], float *c, int64_t ldc, int mr, int nr,
-                              bool add) {
+                              bool add, const float *bias) {
     __mmask16 m0 = first16(nr), m1 = first16(nr - 16);
+    __m512 bias0 = _mm512_setzero_ps(), bias1 = _mm512_setzero_ps();  // first k block only
+    if (!add && bias) {
+        bias0 = _mm512_maskz_loadu_ps(m0, bias);
+        bias1 = _mm512_maskz_loadu_ps(m1, bias + 16);
+    }
     for (int i = 0; i < MR; i++) {
         if (i >= mr) break;
         float *ci = c + i * ldc;
@@ -220,6 +225,9 @@ INLINE_AVX512 void store_tile(__m512 acc[MR][2], float *c, int64_t ldc, int mr, 
         if (add) {
             r0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, ci), r0);
             r1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, ci + 16), r1);
+        } else if (bias) {
+            r0 = _mm512_add_ps(bias0, r0);
+            r1 = _mm512_add_ps(bias1, r1);
         }
         _mm512_mask_storeu_ps(ci, m0, r0);
         _mm512_mask_storeu_ps(ci + 16, m1, r1);
@@ -229,7 +237,8 @@ INLINE_AVX512 void store_tile(__m512 acc[MR][2], float *c, int64_t ldc, int mr, 
 // Per k pair: 2 loads of B words (16 columns x 2 steps each), 12 broadcasts of an A word,
 // 24 vdpbf16ps (each 16 lanes x 2 products).
 TARGET_AVX512BF16 static void uk_dpbf16_12x32(int64_t kp, const uint32_t *a, const uint32_t *b,
-                                              float *c, int64_t ldc, int mr, int nr, bool add) {
+                                              float *c, int64_t ldc, int mr, int nr, bool add,
+                                              const float *bias) {
     __m512 acc[MR][2];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
@@ -242,12 +251,13 @@ TARGET_AVX512BF16 static void uk_dpbf16_12x32(int64_t kp, const uint32_t *a, con
             acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
         }
     }
-    store_tile(acc, c, ldc, mr, nr, add);
+    store_tile(acc, c, ldc, mr, nr, add, bias);
 }
 
 // The same for a last panel of at most 16 columns: half the work (the panel is still 32 wide).
 TARGET_AVX512BF16 static void uk_dpbf16_12x16(int64_t kp, const uint32_t *a, const uint32_t *b,
-                                              float *c, int64_t ldc, int mr, int nr, bool add) {
+                                              float *c, int64_t ldc, int mr, int nr, bool add,
+                                              const float *bias) {
     __m512 acc[MR][2];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
@@ -257,13 +267,14 @@ TARGET_AVX512BF16 static void uk_dpbf16_12x16(int64_t kp, const uint32_t *a, con
         for (int i = 0; i < MR; i++)
             acc[i][0] = _mm512_dpbf16_ps(acc[i][0], (__m512bh)_mm512_set1_epi32((int)a[i]), b0);
     }
-    store_tile(acc, c, ldc, mr, nr, add);  // nr <= 16: the second vector is masked off
+    store_tile(acc, c, ldc, mr, nr, add, bias);  // nr <= 16: the second vector is masked off
 }
 
 // Without AVX512-BF16: the words split into even-step and odd-step f32 vectors (a bf16 is the
 // upper half of an f32), two FMAs per pair, odd step first: the same bits as vdpbf16ps.
 TARGET_AVX512 static void uk_widen_12x32(int64_t kp, const uint32_t *a, const uint32_t *b,
-                                         float *c, int64_t ldc, int mr, int nr, bool add) {
+                                         float *c, int64_t ldc, int mr, int nr, bool add,
+                                              const float *bias) {
     const __m512i himask = _mm512_set1_epi32((int)0xffff0000u);
     __m512 acc[MR][2];
 #pragma GCC unroll 16
@@ -284,7 +295,7 @@ TARGET_AVX512 static void uk_widen_12x32(int64_t kp, const uint32_t *a, const ui
             acc[i][1] = _mm512_fmadd_ps(ae, e1, acc[i][1]);
         }
     }
-    store_tile(acc, c, ldc, mr, nr, add);
+    store_tile(acc, c, ldc, mr, nr, add, bias);
 }
 
 #undef MR
