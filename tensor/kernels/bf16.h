@@ -83,6 +83,9 @@ void tt_k_bf16_to_f32(float *dst, const tt_bf16 *src, int64_t n);
 // odd step's product, then the even step's, each rounded to f32), so all paths give the same
 // bits, except where a product or a partial sum is subnormal (|x| < 2^-126): vdpbf16ps takes
 // those as zero, the other paths keep them. Weights and activations never get there.
+//
+// Threads: OpenMP, as the f32 GEMM: C's rows (or its columns, when they share out clearly
+// better) split into fixed contiguous parts; products under 3 MFLOP run on one thread.
 #define TT_K_BF16_KC 384  // steps of k per block (even)
 
 // The element type of an operand.
