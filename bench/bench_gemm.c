@@ -1,11 +1,15 @@
 // SGEMM throughput of the matrix-product kernel (tensor/kernels/matmul.c): 1024^3 at 1 and 2
 // threads, and the products of a baby and a mid GPT training step in the layouts the model runs
-// them (forward NT, input gradient NN, weight gradient TN). Prints `bench gemm ...` lines; never
-// part of `make test`, never an assertion.
+// them (forward NT, input gradient NN, weight gradient TN); beside each, the bf16 GEMM
+// (tensor/kernels/bf16.c: bf16 products, f32 accumulation, f32 operands cast while packed).
+// Prints `bench gemm ...` and `bench gemm bf16 path=...` lines; never part of `make test`,
+// never an assertion.
 //
 //   bench_gemm              every figure
-//   bench_gemm M N K LAYOUT THREADS [REPS]   one figure (LAYOUT nn, nt or tn)
+//   bench_gemm M N K LAYOUT THREADS [REPS [bf16]]   one figure (LAYOUT nn, nt or tn)
 //   TT_BENCH_GEMM_PATH=avx2 bench_gemm ...   force a SIMD path (generic, avx2, avx512)
+//   TT_BENCH_BF16_PATH=avx512 bench_gemm ... force a bf16 path (generic, avx2, avx512,
+//                                            avx512bf16)
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +20,7 @@
 
 #include "tinytorch.h"
 #include "bench_util.h"
+#include "tensor/kernels/bf16.h"
 #include "tensor/kernels/matmul.h"
 
 // Letters: C (M, N) = A (M, K) @ B (K, N). Layouts name how A and B sit in memory: nn both
@@ -48,10 +53,20 @@ static float *rand_buf(int64_t n, uint64_t *state) {
     return p;
 }
 
+// The product being timed: the f32 GEMM, or the bf16 one from the same f32 operands.
+static void product(bool bf16, int64_t M, int64_t N, int64_t K, const float *A, int64_t a_rs,
+                    int64_t a_cs, const float *B, int64_t b_rs, int64_t b_cs, float *C) {
+    if (bf16)
+        tt_k_gemm_bf16(M, N, K, A, TT_K_SRC_F32, a_rs, a_cs, B, TT_K_SRC_F32, b_rs, b_cs, C,
+                       N, 1, false);
+    else
+        tt_k_gemm_f32(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, N, 1, false);
+}
+
 // One figure: a warm-up, then TIMED_RUNS runs of `reps` products each (reps chosen so a run
 // takes about 20 ms unless given), and the median run's GFLOPS.
 static void bench_one(int64_t M, int64_t N, int64_t K, const char *layout, int threads,
-                      int reps) {
+                      int reps, bool bf16) {
     uint64_t state = 0x9e3779b97f4a7c15ull ^ (uint64_t)(M * 31 + N * 17 + K);
     float *A = rand_buf(M * K, &state), *B = rand_buf(K * N, &state);
     float *C = rand_buf(M * N, &state);
@@ -60,10 +75,10 @@ static void bench_one(int64_t M, int64_t N, int64_t K, const char *layout, int t
     int64_t b_rs = tb ? 1 : N, b_cs = tb ? K : 1;  // B (K, N), stored (N, K) when tb
     set_threads(threads);
     double flops = 2.0 * (double)M * (double)N * (double)K;
-    tt_k_gemm_f32(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, N, 1, false);  // warm-up
+    product(bf16, M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C);  // warm-up
     if (reps <= 0) {
         double t0 = now_s();
-        tt_k_gemm_f32(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, N, 1, false);
+        product(bf16, M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C);
         double dt = now_s() - t0;
         reps = dt > 0 ? (int)(0.02 / dt) : 1000;
         reps = reps < 1 ? 1 : reps > 10000 ? 10000 : reps;
@@ -71,13 +86,18 @@ static void bench_one(int64_t M, int64_t N, int64_t K, const char *layout, int t
     double gflops[TIMED_RUNS];
     for (int r = 0; r < TIMED_RUNS; r++) {
         double t0 = now_s();
-        for (int i = 0; i < reps; i++)
-            tt_k_gemm_f32(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, N, 1, false);
+        for (int i = 0; i < reps; i++) product(bf16, M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C);
         gflops[r] = flops * reps / (now_s() - t0) * 1e-9;
     }
     qsort(gflops, TIMED_RUNS, sizeof gflops[0], cmp_double);
-    printf("bench gemm m=%lld n=%lld k=%lld layout=%s threads=%d gflops=%.1f\n", (long long)M,
-           (long long)N, (long long)K, layout, threads, gflops[TIMED_RUNS / 2]);
+    if (bf16)
+        printf("bench gemm bf16 path=%s m=%lld n=%lld k=%lld layout=%s threads=%d "
+               "gflops=%.1f\n", tt_k_bf16_path_name(tt_k_bf16_active_path()), (long long)M,
+               (long long)N, (long long)K, layout, threads, gflops[TIMED_RUNS / 2]);
+    else
+        printf("bench gemm m=%lld n=%lld k=%lld layout=%s threads=%d gflops=%.1f\n",
+               (long long)M, (long long)N, (long long)K, layout, threads,
+               gflops[TIMED_RUNS / 2]);
     fflush(stdout);
     free(A);
     free(B);
@@ -85,11 +105,13 @@ static void bench_one(int64_t M, int64_t N, int64_t K, const char *layout, int t
 }
 
 // A Linear of `in` -> `out` features over R = B*T rows: forward R x out x in (NT), input
-// gradient R x in x out (NN), weight gradient in x out x R (TN).
+// gradient R x in x out (NN), weight gradient in x out x R (TN); each in f32 then in bf16.
 static void bench_linear(int64_t R, int64_t in, int64_t out, int threads) {
-    bench_one(R, out, in, "nt", threads, 0);
-    bench_one(R, in, out, "nn", threads, 0);
-    bench_one(in, out, R, "tn", threads, 0);
+    for (int bf16 = 0; bf16 < 2; bf16++) {
+        bench_one(R, out, in, "nt", threads, 0, bf16);
+        bench_one(R, in, out, "nn", threads, 0, bf16);
+        bench_one(in, out, R, "tn", threads, 0, bf16);
+    }
 }
 
 // Forces the SIMD path named by TT_BENCH_GEMM_PATH, if set; false if the name is unknown or
@@ -108,21 +130,41 @@ static bool force_path(void) {
     return false;
 }
 
+// The same for the bf16 GEMM's path, from TT_BENCH_BF16_PATH.
+static bool force_bf16_path(void) {
+    const char *want = getenv("TT_BENCH_BF16_PATH");
+    if (!want) return true;
+    for (int p = 0; p < TT_K_BF16_PATH_COUNT; p++)
+        if (strcmp(want, tt_k_bf16_path_name((tt_k_bf16_path)p)) == 0) {
+            if (!tt_k_bf16_path_supported((tt_k_bf16_path)p)) break;
+            tt_k_bf16_set_path((tt_k_bf16_path)p);
+            return true;
+        }
+    fprintf(stderr, "bench_gemm: TT_BENCH_BF16_PATH=%s is not a path this CPU supports "
+            "(generic, avx2, avx512, avx512bf16)\n", want);
+    return false;
+}
+
 int main(int argc, char **argv) {
-    if (!force_path()) return 2;
-    if (argc >= 6) {
+    if (!force_path() || !force_bf16_path()) return 2;
+    if (argc >= 6 && argc <= 8 && (argc < 8 || strcmp(argv[7], "bf16") == 0)) {
         bench_one(atoll(argv[1]), atoll(argv[2]), atoll(argv[3]), argv[4], atoi(argv[5]),
-                  argc >= 7 ? atoi(argv[6]) : 0);
+                  argc >= 7 ? atoi(argv[6]) : 0, argc == 8);
         return 0;
     }
     if (argc != 1) {
-        fprintf(stderr, "usage: %s [M N K nn|nt|tn THREADS [REPS]]\n", argv[0]);
+        fprintf(stderr, "usage: %s [M N K nn|nt|tn THREADS [REPS [bf16]]]\n", argv[0]);
         return 2;
     }
-    bench_one(1024, 1024, 1024, "nn", 1, 0);
-    bench_one(1024, 1024, 1024, "nn", 2, 0);
-    bench_one(1024, 1024, 1024, "nt", 2, 0);
-    bench_one(1024, 1024, 1024, "tn", 2, 0);
+    printf("bench gemm bf16 kernel: %s\n", tt_k_gemm_bf16_kernel_name());
+    bench_one(1024, 1024, 1024, "nn", 1, 0, false);
+    bench_one(1024, 1024, 1024, "nn", 2, 0, false);
+    bench_one(1024, 1024, 1024, "nt", 2, 0, false);
+    bench_one(1024, 1024, 1024, "tn", 2, 0, false);
+    bench_one(1024, 1024, 1024, "nn", 1, 0, true);
+    bench_one(1024, 1024, 1024, "nn", 2, 0, true);
+    bench_one(1024, 1024, 1024, "nt", 2, 0, true);
+    bench_one(1024, 1024, 1024, "tn", 2, 0, true);
     // baby GPT step: B*T = 12 * 64 rows, C = 128 (qkv 128 -> 384, MLP 128 -> 512 -> 128,
     // lm head 128 -> 65)
     const int64_t baby[4][2] = {{128, 384}, {128, 512}, {512, 128}, {128, 65}};

@@ -1,0 +1,317 @@
+// AVX-512 bf16 kernels: the f32 <-> bf16 conversions, the fused cast-and-pack into k-pair
+// panels, a 12 x 32 micro-kernel on vdpbf16ps (AVX512-BF16) and one that widens bf16 to f32
+// and uses FMA (AVX-512F + BW, for CPUs without AVX512-BF16); a 12 x 16 vdpbf16ps variant for
+// a narrow last panel. Compiled with function-level
+// target attributes, so the library still runs on any x86-64; bf16.c calls them only when
+// cpuid reports the features.
+#include "bf16.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,fma")))
+#define TARGET_AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma")))
+#define INLINE_AVX512 TARGET_AVX512 static inline __attribute__((always_inline))
+
+INLINE_AVX512 __mmask16 first16(int64_t n) {
+    return n >= 16 ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
+}
+INLINE_AVX512 __mmask32 first32(int64_t n) {
+    return n >= 32 ? (__mmask32)0xffffffffu : n <= 0 ? 0 : (__mmask32)((1u << n) - 1);
+}
+
+// ---- rounding ----
+// Each lane of x rounded to bf16 as tt_bf16_from_f32 does, the bf16 bits in the upper half of
+// the lane (the lower half is garbage): u + 0x7fff + (bit 16 of u), NaNs made quiet instead.
+INLINE_AVX512 __m512i round_hi(__m512 x) {
+    __m512i u = _mm512_castps_si512(x);
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+    __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+    return _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x00400000));
+}
+
+// ---- conversions ----
+
+TARGET_AVX512 static void to_bf16_avx512(tt_bf16 *dst, const float *src, int64_t n) {
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = first16(n - i);
+        __m512i r = _mm512_srli_epi32(round_hi(_mm512_maskz_loadu_ps(m, src + i)), 16);
+        _mm512_mask_cvtepi32_storeu_epi16(dst + i, m, r);
+    }
+}
+
+TARGET_AVX512 static void to_f32_avx512(float *dst, const tt_bf16 *src, int64_t n) {
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = first16(n - i);
+        __m512i h = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, src + i));
+        _mm512_mask_storeu_ps(dst + i, m, _mm512_castsi512_ps(_mm512_slli_epi32(h, 16)));
+    }
+}
+
+// vcvtne2ps2bf16 rounds to nearest even and makes NaNs quiet as tt_bf16_from_f32 does, but
+// takes subnormal inputs as zero: a block of 32 that holds one is redone by round_hi.
+TARGET_AVX512BF16 static void to_bf16_avx512bf16(tt_bf16 *dst, const float *src, int64_t n) {
+    const __m512i absmask = _mm512_set1_epi32(0x7fffffff), minnorm = _mm512_set1_epi32(0x800000);
+    for (int64_t i = 0; i < n; i += 32) {
+        __mmask16 m0 = first16(n - i), m1 = first16(n - i - 16);
+        __m512 x0 = _mm512_maskz_loadu_ps(m0, src + i);
+        __m512 x1 = _mm512_maskz_loadu_ps(m1, src + i + 16);
+        __m512i a0 = _mm512_and_si512(_mm512_castps_si512(x0), absmask);
+        __m512i a1 = _mm512_and_si512(_mm512_castps_si512(x1), absmask);
+        __mmask16 sub0 = _mm512_cmplt_epi32_mask(a0, minnorm) & _mm512_test_epi32_mask(a0, a0);
+        __mmask16 sub1 = _mm512_cmplt_epi32_mask(a1, minnorm) & _mm512_test_epi32_mask(a1, a1);
+        __mmask32 m = (__mmask32)m0 | (__mmask32)m1 << 16;
+        if (!(sub0 | sub1)) {
+            __m512i r = (__m512i)_mm512_cvtne2ps_pbh(x1, x0);
+            _mm512_mask_storeu_epi16(dst + i, m, r);
+        } else {
+            _mm512_mask_cvtepi32_storeu_epi16(dst + i, m0,
+                                              _mm512_srli_epi32(round_hi(x0), 16));
+            _mm512_mask_cvtepi32_storeu_epi16(dst + i + 16, m1,
+                                              _mm512_srli_epi32(round_hi(x1), 16));
+        }
+    }
+}
+
+// ---- fused cast-and-pack ----
+// X (kc, n), X[k, j] = src[k ks + j js], into w-wide k-pair panels (bf16.h, tt_k_bf16_packer).
+
+// 16 words from rows k (low halves) and k + 1 (high halves) of X, 16 columns from s (count
+// `cols`), rows ks elements apart; `odd` false when row k + 1 is past kc (zeros).
+INLINE_AVX512 __m512i pair_rows(const void *s, tt_k_bf16_src type, int64_t ks, __mmask16 cols,
+                                bool odd) {
+    if (type == TT_K_SRC_BF16) {
+        const tt_bf16 *h = s;
+        __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(cols, h));
+        __m512i hi = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(odd ? cols : 0, h + ks));
+        return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+    }
+    const float *f = s;
+    __m512i lo = _mm512_srli_epi32(round_hi(_mm512_maskz_loadu_ps(cols, f)), 16);
+    __m512i hi = round_hi(_mm512_maskz_loadu_ps(odd ? cols : 0, f + ks));
+    return _mm512_or_si512(lo, _mm512_and_si512(hi, _mm512_set1_epi32((int)0xffff0000u)));
+}
+
+// 16 words of one line contiguous along k: pairs (k, k + 1) of `steps` elements from s.
+INLINE_AVX512 __m512i pair_line(const void *s, tt_k_bf16_src type, int64_t steps) {
+    if (type == TT_K_SRC_BF16) return _mm512_maskz_loadu_epi16(first32(steps), s);
+    const float *f = s;
+    __m512i r0 = round_hi(_mm512_maskz_loadu_ps(first16(steps), f));
+    __m512i r1 = round_hi(_mm512_maskz_loadu_ps(first16(steps - 16), f + 16));
+    // the upper 16-bit halves of the 32 lanes, in order: 16-bit elements 1, 3, ..., 63
+    const __m512i idx = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39,
+                                         37, 35, 33, 31, 29, 27, 25, 23, 21, 19, 17, 15, 13,
+                                         11, 9, 7, 5, 3, 1);
+    return _mm512_permutex2var_epi16(r0, idx, r1);
+}
+
+// r[l] lane k <- r[k] lane l, 32-bit lanes: 2 x 2 blocks (unpack), 4 x 4 (shuffle), then
+// 128-bit quarters twice.
+INLINE_AVX512 void transpose16(__m512i ri[16]) {
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; i++) r[i] = _mm512_castsi512_ps(ri[i]);
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int m = 0; m < 4; m++) {
+        t[m] = _mm512_shuffle_f32x4(r[m], r[4 + m], 0x88);
+        t[4 + m] = _mm512_shuffle_f32x4(r[m], r[4 + m], 0xdd);
+        t[8 + m] = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0x88);
+        t[12 + m] = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0xdd);
+    }
+    for (int m = 0; m < 4; m++) {
+        r[m] = _mm512_shuffle_f32x4(t[m], t[8 + m], 0x88);
+        r[8 + m] = _mm512_shuffle_f32x4(t[m], t[8 + m], 0xdd);
+        r[4 + m] = _mm512_shuffle_f32x4(t[4 + m], t[12 + m], 0x88);
+        r[12 + m] = _mm512_shuffle_f32x4(t[4 + m], t[12 + m], 0xdd);
+    }
+    for (int i = 0; i < 16; i++) ri[i] = _mm512_castps_si512(r[i]);
+}
+
+// Rows of X contiguous (js == 1): each panel row is the pairs of two rows of X. Pair by pair
+// across every panel, so memory is read in order (a block of B is bigger than L2; walking it
+// panel by panel would read a few cache lines of each row, rows thousands of bytes apart).
+INLINE_AVX512 void pack_rows(uint32_t *dst, const char *src, tt_k_bf16_src type, size_t es,
+                             int64_t ks, int64_t kc, int64_t n, int w) {
+    int64_t kp = (kc + 1) / 2;
+    for (int64_t p = 0; p < kp; p++) {
+        const char *s = src + (size_t)(2 * p * ks) * es;
+        bool odd = 2 * p + 1 < kc;
+        uint32_t *d = dst + p * w;
+        if (2 * p + 3 < kc)  // the next pair of rows, ahead of the loads
+            for (int64_t j = 0; j < n * (int64_t)es; j += 64) {
+                _mm_prefetch(s + 2 * ks * (int64_t)es + j, _MM_HINT_T0);
+                _mm_prefetch(s + 3 * ks * (int64_t)es + j, _MM_HINT_T0);
+            }
+        for (int64_t j0 = 0; j0 < n; j0 += w, d += tt_k_bf16_panel(kc, w)) {
+            int64_t cols = n - j0 < w ? n - j0 : w;
+            for (int c = 0; c < w; c += 16)
+                _mm512_mask_storeu_epi32(d + c, first16(w - c),
+                                         pair_rows(s + (size_t)(j0 + c) * es, type, ks,
+                                                   first16(cols - c), odd));
+        }
+    }
+}
+
+// Columns of X contiguous (ks == 1): blocks of 16 lines x 32 steps become 16 lines x 16
+// words, transposed into 16 panel rows.
+INLINE_AVX512 void pack_lines(uint32_t *dst, const char *src, tt_k_bf16_src type, size_t es,
+                              int64_t ls, int64_t kc, int64_t n, int w) {
+    for (int64_t j0 = 0; j0 < n; j0 += w, dst += tt_k_bf16_panel(kc, w)) {
+        for (int c = 0; c < w; c += 16) {  // lines j0 + c ... of the panel
+            int64_t lines = n - j0 - c;
+            lines = lines < 0 ? 0 : lines > 16 ? 16 : lines;
+            if (lines > w - c) lines = w - c;
+            const char *s = src + (size_t)((j0 + c) * ls) * es;
+            for (int64_t k0 = 0; k0 < kc; k0 += 32) {
+                __m512i r[16];
+                if (k0 + 32 < kc)  // the lines' next cache lines, ahead of the loads
+                    for (int l = 0; l < lines; l++)
+                        _mm_prefetch(s + (size_t)(l * ls + k0 + 32) * es, _MM_HINT_T0);
+                for (int l = 0; l < 16; l++)
+                    r[l] = l < lines ? pair_line(s + (size_t)(l * ls + k0) * es, type, kc - k0)
+                                     : _mm512_setzero_si512();
+                transpose16(r);
+                int64_t pairs = (kc - k0 + 1) / 2;
+                if (pairs > 16) pairs = 16;
+                for (int i = 0; i < pairs; i++)
+                    _mm512_mask_storeu_epi32(dst + (k0 / 2 + i) * w + c, first16(w - c), r[i]);
+            }
+        }
+    }
+}
+
+// The tt_k_bf16_packer: the panel widths of this file's kernels (MR 12, NR 32) as constants.
+TARGET_AVX512 static void pack_avx512(uint32_t *dst, const void *src, tt_k_bf16_src type,
+                                      int64_t ks, int64_t js, int64_t kc, int64_t n, int w) {
+    size_t es = type == TT_K_SRC_BF16 ? 2 : 4;
+    if (js == 1 && ks != 1) {
+        if (w == 12) pack_rows(dst, src, type, es, ks, kc, n, 12);
+        else if (w == 32) pack_rows(dst, src, type, es, ks, kc, n, 32);
+        else pack_rows(dst, src, type, es, ks, kc, n, w);
+    } else {
+        if (w == 12) pack_lines(dst, src, type, es, js, kc, n, 12);
+        else if (w == 32) pack_lines(dst, src, type, es, js, kc, n, 32);
+        else pack_lines(dst, src, type, es, js, kc, n, w);
+    }
+}
+
+// ---- micro-kernels: 12 x 32 tiles, 24 zmm accumulators ----
+
+#define MR 12
+#define NR 32
+
+// Stores the tile: rows >= mr skipped, columns >= nr masked off.
+INLINE_AVX512 void store_tile(__m512 acc[MR][2], float *c, int64_t ldc, int mr, int nr,
+                              bool add, const float *bias) {
+    __mmask16 m0 = first16(nr), m1 = first16(nr - 16);
+    __m512 bias0 = _mm512_setzero_ps(), bias1 = _mm512_setzero_ps();  // first k block only
+    if (!add && bias) {
+        bias0 = _mm512_maskz_loadu_ps(m0, bias);
+        bias1 = _mm512_maskz_loadu_ps(m1, bias + 16);
+    }
+    for (int i = 0; i < MR; i++) {
+        if (i >= mr) break;
+        float *ci = c + i * ldc;
+        __m512 r0 = acc[i][0], r1 = acc[i][1];
+        if (add) {
+            r0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, ci), r0);
+            r1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, ci + 16), r1);
+        } else if (bias) {
+            r0 = _mm512_add_ps(bias0, r0);
+            r1 = _mm512_add_ps(bias1, r1);
+        }
+        _mm512_mask_storeu_ps(ci, m0, r0);
+        _mm512_mask_storeu_ps(ci + 16, m1, r1);
+    }
+}
+
+// Per k pair: 2 loads of B words (16 columns x 2 steps each), 12 broadcasts of an A word,
+// 24 vdpbf16ps (each 16 lanes x 2 products).
+TARGET_AVX512BF16 static void uk_dpbf16_12x32(int64_t kp, const uint32_t *a, const uint32_t *b,
+                                              float *c, int64_t ldc, int mr, int nr, bool add,
+                                              const float *bias) {
+    __m512 acc[MR][2];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < kp; p++, a += MR, b += NR) {
+        __m512bh b0 = (__m512bh)_mm512_load_si512(b), b1 = (__m512bh)_mm512_load_si512(b + 16);
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; i++) {
+            __m512bh ai = (__m512bh)_mm512_set1_epi32((int)a[i]);
+            acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
+            acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
+        }
+    }
+    store_tile(acc, c, ldc, mr, nr, add, bias);
+}
+
+// The same for a last panel of at most 16 columns: half the work (the panel is still 32 wide).
+TARGET_AVX512BF16 static void uk_dpbf16_12x16(int64_t kp, const uint32_t *a, const uint32_t *b,
+                                              float *c, int64_t ldc, int mr, int nr, bool add,
+                                              const float *bias) {
+    __m512 acc[MR][2];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < kp; p++, a += MR, b += NR) {
+        __m512bh b0 = (__m512bh)_mm512_load_si512(b);
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; i++)
+            acc[i][0] = _mm512_dpbf16_ps(acc[i][0], (__m512bh)_mm512_set1_epi32((int)a[i]), b0);
+    }
+    store_tile(acc, c, ldc, mr, nr, add, bias);  // nr <= 16: the second vector is masked off
+}
+
+// Without AVX512-BF16: the words split into even-step and odd-step f32 vectors (a bf16 is the
+// upper half of an f32), two FMAs per pair, odd step first: the same bits as vdpbf16ps.
+TARGET_AVX512 static void uk_widen_12x32(int64_t kp, const uint32_t *a, const uint32_t *b,
+                                         float *c, int64_t ldc, int mr, int nr, bool add,
+                                              const float *bias) {
+    const __m512i himask = _mm512_set1_epi32((int)0xffff0000u);
+    __m512 acc[MR][2];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < kp; p++, a += MR, b += NR) {
+        __m512i w0 = _mm512_load_si512(b), w1 = _mm512_load_si512(b + 16);
+        __m512 e0 = _mm512_castsi512_ps(_mm512_slli_epi32(w0, 16));
+        __m512 o0 = _mm512_castsi512_ps(_mm512_and_si512(w0, himask));
+        __m512 e1 = _mm512_castsi512_ps(_mm512_slli_epi32(w1, 16));
+        __m512 o1 = _mm512_castsi512_ps(_mm512_and_si512(w1, himask));
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; i++) {
+            __m512 ae = _mm512_castsi512_ps(_mm512_set1_epi32((int)(a[i] << 16)));
+            __m512 ao = _mm512_castsi512_ps(_mm512_set1_epi32((int)(a[i] & 0xffff0000u)));
+            acc[i][0] = _mm512_fmadd_ps(ao, o0, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(ao, o1, acc[i][1]);
+            acc[i][0] = _mm512_fmadd_ps(ae, e0, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(ae, e1, acc[i][1]);
+        }
+    }
+    store_tile(acc, c, ldc, mr, nr, add, bias);
+}
+
+#undef MR
+#undef NR
+
+const tt_k_bf16_kernel tt_k_bf16_avx512bf16 = {"avx512bf16 12x32 vdpbf16ps", 12, 32,
+                                               uk_dpbf16_12x32, uk_dpbf16_12x16, pack_avx512,
+                                               to_bf16_avx512bf16, to_f32_avx512};
+const tt_k_bf16_kernel tt_k_bf16_avx512 = {"avx512 12x32 widen + fma", 12, 32, uk_widen_12x32,
+                                           NULL, pack_avx512, to_bf16_avx512, to_f32_avx512};
+
+#else  // not x86-64 with GCC or Clang: never selected (tt_k_bf16_path_supported says no)
+
+const tt_k_bf16_kernel tt_k_bf16_avx512bf16 = {"avx512bf16 (unavailable)", 0, 0, NULL, NULL,
+                                               NULL, NULL, NULL};
+const tt_k_bf16_kernel tt_k_bf16_avx512 = {"avx512 (unavailable)", 0, 0, NULL, NULL, NULL,
+                                           NULL, NULL};
+
+#endif
