@@ -62,6 +62,42 @@ START_TEST(test_max_pool2d_values_indices_grad) {
 }
 END_TEST
 
+// nn.MaxPool2d(2)'s unrolled 2 x 2 path against a plain row-major scan with PyTorch's rule (v >
+// best or v is NaN; the first maximum wins): odd and even sizes, many ties (values in 0 .. 3),
+// planes with a NaN (the NaN-aware loop), f32 and f64, on enough planes to run in parallel.
+START_TEST(test_max_pool2d_2x2_scan) {
+    static const int64_t sizes[][2] = {{28, 28}, {7, 9}, {10, 5}};
+    for (int s = 0; s < 3; s++)
+        for (int d = 0; d < 2; d++) {
+            tt_dtype dt = d ? TT_F64 : TT_F32;
+            int64_t P = 96, H = sizes[s][0], W = sizes[s][1], OH = H / 2, OW = W / 2;
+            tt_scope_begin();
+            tt_tensor *x = tt_empty(dt, TT_SHAPE(2, P / 2, H, W));
+            for (int64_t i = 0; i < P * H * W; i++) tt_set_at(x, i, (double)(i * 7919 % 13 % 4));
+            for (int64_t p = 5; p < P; p += 17) tt_set_at(x, p * H * W + (p % H) * W + p % W, NAN);
+            tt_tensor *idx;
+            tt_tensor *y = tt_max_pool2d(x, (int64_t[]){2, 2}, NULL, NULL, &idx);
+            const int64_t *ip = tt_data(idx);
+            for (int64_t p = 0; p < P; p++)
+                for (int64_t i = 0; i < OH; i++)
+                    for (int64_t j = 0; j < OW; j++) {
+                        double best = -INFINITY;
+                        int64_t at = -1;
+                        for (int64_t h = 2 * i; h < 2 * i + 2; h++)
+                            for (int64_t w = 2 * j; w < 2 * j + 2; w++) {
+                                double v = tt_at(x, p * H * W + h * W + w);
+                                if (at < 0 || v > best || isnan(v)) best = v, at = h * W + w;
+                            }
+                        int64_t k = (p * OH + i) * OW + j;
+                        ck_assert_int_eq(ip[k], at);
+                        double got = tt_at(y, k);
+                        ck_assert(isnan(best) ? isnan(got) : got == best);
+                    }
+            tt_scope_end();
+        }
+}
+END_TEST
+
 // A NaN propagates (as PyTorch's); a window of -inf gives -inf.
 START_TEST(test_max_pool2d_nan_inf) {
     tt_scope_begin();
@@ -233,6 +269,7 @@ int main(void) {
     TCase *pool = tt_tcase("pool");
     tcase_add_test(pool, test_max_pool2d_values_indices_grad);
     tcase_add_test(pool, test_max_pool2d_nan_inf);
+    tcase_add_test(pool, test_max_pool2d_2x2_scan);
     tcase_add_test(pool, test_avg_pool2d_values_grad);
     tcase_add_test(pool, test_adaptive_avg_pool2d_values_grad);
     suite_add_tcase(s, pool);
