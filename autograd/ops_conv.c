@@ -54,7 +54,8 @@ static tt_k_conv_geom geometry(const tt_tensor *x, const tt_tensor *w, const con
 
 // ---- batched im2col: the patches of a chunk of images side by side ----
 
-// The most bytes of patches a convolution materializes at once; larger batches run in chunks.
+// The most bytes of patches tt_conv_transpose2d materializes at once (one GEMM per chunk of
+// images, threaded by the GEMM); larger batches run in chunks.
 #define COL_BYTES ((size_t)64 << 20)
 
 // Images per chunk, each with per_image elements of patches (G K L): at least 1, at most N.
@@ -73,7 +74,8 @@ static int image_threads(int64_t images, int64_t elems) {
 }
 
 // col (G, K, nn L) = the patches of x (nn, G CG, H, W): image n's at columns [n L, (n + 1) L)
-// of each group's (K, nn L) block. Images (and groups) in parallel, each writing its columns.
+// of each group's (K, nn L) block. With par, images (and groups) in parallel when worth a team,
+// each writing its own columns.
 static void batch_im2col(tt_dtype dt, char *col, const char *x, int64_t nn, int64_t G,
                          const tt_k_conv_geom *g, bool par) {
     int64_t L = g->OH * g->OW, K = g->C * g->KH * g->KW, ld = nn * L, CHW = g->C * g->H * g->W;
@@ -92,7 +94,7 @@ static void batch_im2col(tt_dtype dt, char *col, const char *x, int64_t nn, int6
 }
 
 // dx (nn, G CG, H, W) = the adjoint of batch_im2col applied to dcol (G, K, nn L): every image
-// zeroed and summed into by one thread, in a fixed order.
+// zeroed and summed into by one thread, in a fixed order (with par, images in parallel).
 static void batch_col2im(tt_dtype dt, char *dx, const char *dcol, int64_t nn, int64_t G,
                          const tt_k_conv_geom *g, bool par) {
     int64_t L = g->OH * g->OW, K = g->C * g->KH * g->KW, ld = nn * L, CHW = g->C * g->H * g->W;
@@ -113,7 +115,7 @@ static void batch_col2im(tt_dtype dt, char *dx, const char *dcol, int64_t nn, in
 }
 
 // out (nn, CO, L) = t (CO, nn L) + bias (CO,) (bias may be NULL): the NCHW layout of a batched
-// GEMM's result. Images in parallel.
+// GEMM's result. With par, images in parallel.
 static void batch_to_nchw(tt_dtype dt, char *out, const char *t, const char *bias, int64_t nn,
                           int64_t CO, int64_t L, bool par) {
     size_t es = tt_dtype_size(dt);
@@ -137,7 +139,8 @@ static void batch_to_nchw(tt_dtype dt, char *out, const char *t, const char *bia
         }
 }
 
-// t (CO, nn L) = g (nn, CO, L): a gradient in NCHW as the batched GEMMs' operand.
+// t (CO, nn L) = g (nn, CO, L): a gradient in NCHW as the batched GEMMs' operand. With par,
+// images in parallel.
 static void nchw_to_batch(tt_dtype dt, char *t, const char *g, int64_t nn, int64_t CO,
                           int64_t L, bool par) {
     size_t es = tt_dtype_size(dt);
@@ -240,12 +243,14 @@ tt_tensor *tt_conv2d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias, const int
     tt_tensor *bc = bias ? tt__contiguous_ref(bias) : NULL;
     // Chunks of nb images (chunk_plan): col (G, K, nb L) holds a chunk's patches side by side,
     // so each group is one GEMM with nb L columns, its (CO, nb L) result copied to NCHW with
-    // the bias added. Every output element is one GEMM dot product over K, the same for any
-    // nb: the bits depend neither on the thread count nor on the batch. With enough images,
+    // the bias added. Every output element is one GEMM dot product over K whose order the
+    // GEMM fixes by K: the bits never depend on the thread count and match those of the image
+    // alone (but for products tiny enough for the GEMM's dot path). With enough images,
     // threads take whole image groups (their GEMMs single-threaded); else the GEMM threads
     // itself. The patches are not kept for the backward (it makes them again): writing them
     // out of the cache costs the forward what it saves the backward.
     chunk_plan cp = plan_chunks(N, PI, es, 2 * N * CO * K * L);
+    bool inner = cp.nt == 1;  // serial groups: the passes over a chunk's images may thread
     tt_tensor *col = tt__new(dt, 2, (int64_t[]){cp.nt * cp.nb, PI});  // (nt, G, K, nb L)
     tt_tensor *tmp = tt__new(dt, 2, (int64_t[]){cp.nt * cp.nb, CO * L});  // (nt, CO, nb L)
     char *xp = tt_data(xc), *wp = tt_data(wc), *op = tt_data(out), *colp = tt_data(col);
@@ -259,12 +264,12 @@ tt_tensor *tt_conv2d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias, const int
             int64_t nn = end - n0 < cp.nb ? end - n0 : cp.nb, ld = nn * L;
             char *cc = colp + (size_t)(t * cp.nb * PI) * es;  // (G, K, ld)
             char *tt = tmpp + (size_t)(t * cp.nb * CO * L) * es;              // (CO, ld)
-            batch_im2col(dt, cc, xp + (size_t)(n0 * C * HW) * es, nn, G, &g, false);
+            batch_im2col(dt, cc, xp + (size_t)(n0 * C * HW) * es, nn, G, &g, inner);
             for (int64_t gi = 0; gi < G; gi++)  // tt[group] (COG, ld) = w[group] (COG, K) @ cc
                 gemm(dt, COG, ld, K, wp + (size_t)(gi * COG * K) * es, K, 1,
                      cc + (size_t)(gi * K * ld) * es, ld, 1, tt + (size_t)(gi * COG * ld) * es,
                      false);
-            batch_to_nchw(dt, op + (size_t)(n0 * CO * L) * es, tt, bp, nn, CO, L, false);
+            batch_to_nchw(dt, op + (size_t)(n0 * CO * L) * es, tt, bp, nn, CO, L, inner);
         }
     }
     tt_release(col);
@@ -282,7 +287,7 @@ tt_tensor *tt_conv2d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias, const int
 // of the chunk again; dcol[group] (K, nb L) = w[group]^T (K, COG) @ gt[group], then
 // dx[n, group] = col2im of image n's columns; db = the sum of g over N, OH, OW.
 // dx: each element from one dot product over COG and one col2im, bits independent of the
-// threads and of the batch. dw: a partial per group of GROUP_IMAGES images, its chunks in
+// threads and (as the forward's) of the batch. dw: a partial per group of GROUP_IMAGES images, its chunks in
 // order, then the partials in group order: the bits depend on N and the shapes, never on the
 // thread count, and differ from a sum of per-image gradients by rounding.
 void tt__backward_conv2d(tt_node *nd) {
@@ -298,6 +303,7 @@ void tt__backward_conv2d(tt_node *nd) {
     bool need_dx = x->requires_grad, need_dw = w->requires_grad;
     if (need_dx || need_dw) {
         chunk_plan cp = plan_chunks(N, PI, es, 2 * N * CO * K * L);
+        bool inner = cp.nt == 1;
         // buf: the patches for dw, then dcol for dx.
         tt_tensor *buf = tt__new(dt, 2, (int64_t[]){cp.nt * cp.nb, PI});  // (nt, G, K, nb L)
         tt_tensor *gt = tt__new(dt, 2, (int64_t[]){cp.nt * cp.nb, CO * L});  // (nt, CO, nb L)
@@ -321,9 +327,9 @@ void tt__backward_conv2d(tt_node *nd) {
             char *tg = gtp + (size_t)(t * cp.nb * CO * L) * es;             // (CO, ld)
             for (int64_t n0 = gr * GROUP_IMAGES; n0 < end; n0 += cp.nb) {
                 int64_t nn = end - n0 < cp.nb ? end - n0 : cp.nb, ld = nn * L;
-                nchw_to_batch(dt, tg, gp + (size_t)(n0 * CO * L) * es, nn, CO, L, false);
+                nchw_to_batch(dt, tg, gp + (size_t)(n0 * CO * L) * es, nn, CO, L, inner);
                 if (dw) {
-                    batch_im2col(dt, tb, xp + (size_t)(n0 * C * HW) * es, nn, G, &g, false);
+                    batch_im2col(dt, tb, xp + (size_t)(n0 * C * HW) * es, nn, G, &g, inner);
                     for (int64_t gi = 0; gi < G; gi++)
                         gemm(dt, COG, K, ld, tg + (size_t)(gi * COG * ld) * es, ld, 1,
                              tb + (size_t)(gi * K * ld) * es, 1, ld,
@@ -334,7 +340,7 @@ void tt__backward_conv2d(tt_node *nd) {
                         gemm(dt, K, ld, COG, wp + (size_t)(gi * COG * K) * es, 1, K,
                              tg + (size_t)(gi * COG * ld) * es, ld, 1,
                              tb + (size_t)(gi * K * ld) * es, false);
-                    batch_col2im(dt, dxp + (size_t)(n0 * C * HW) * es, tb, nn, G, &g, false);
+                    batch_col2im(dt, dxp + (size_t)(n0 * C * HW) * es, tb, nn, G, &g, inner);
                 }
             }
         }
