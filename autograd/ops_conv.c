@@ -262,8 +262,8 @@ tt_tensor *tt_conv2d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias, const int
         int64_t end = (gr + 1) * GROUP_IMAGES < N ? (gr + 1) * GROUP_IMAGES : N;
         for (int64_t n0 = gr * GROUP_IMAGES; n0 < end; n0 += cp.nb) {
             int64_t nn = end - n0 < cp.nb ? end - n0 : cp.nb, ld = nn * L;
-            char *cc = colp + (size_t)(t * cp.nb * PI) * es;  // (G, K, ld)
-            char *tt = tmpp + (size_t)(t * cp.nb * CO * L) * es;              // (CO, ld)
+            char *cc = colp + (size_t)(t * cp.nb * PI) * es;      // (G, K, ld)
+            char *tt = tmpp + (size_t)(t * cp.nb * CO * L) * es;  // (CO, ld)
             batch_im2col(dt, cc, xp + (size_t)(n0 * C * HW) * es, nn, G, &g, inner);
             for (int64_t gi = 0; gi < G; gi++)  // tt[group] (COG, ld) = w[group] (COG, K) @ cc
                 gemm(dt, COG, ld, K, wp + (size_t)(gi * COG * K) * es, K, 1,
@@ -323,8 +323,8 @@ void tt__backward_conv2d(tt_node *nd) {
             int t = thread_num();
             int64_t end = (gr + 1) * GROUP_IMAGES < N ? (gr + 1) * GROUP_IMAGES : N;
             char *acc = gr == 0 ? dwp : pp + (size_t)((gr - 1) * WN) * es;  // (CO, K)
-            char *tb = bufp + (size_t)(t * cp.nb * PI) * es;               // (G, K, ld)
-            char *tg = gtp + (size_t)(t * cp.nb * CO * L) * es;             // (CO, ld)
+            char *tb = bufp + (size_t)(t * cp.nb * PI) * es;      // (G, K, ld)
+            char *tg = gtp + (size_t)(t * cp.nb * CO * L) * es;   // (CO, ld)
             for (int64_t n0 = gr * GROUP_IMAGES; n0 < end; n0 += cp.nb) {
                 int64_t nn = end - n0 < cp.nb ? end - n0 : cp.nb, ld = nn * L;
                 nchw_to_batch(dt, tg, gp + (size_t)(n0 * CO * L) * es, nn, CO, L, inner);
