@@ -4,6 +4,7 @@
 #include "test_util.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <signal.h>
 
 // ---- helpers ----
@@ -65,6 +66,7 @@ END_TEST
 // nn.MaxPool2d(2)'s unrolled 2 x 2 path against a plain row-major scan with PyTorch's rule (v >
 // best or v is NaN; the first maximum wins): odd and even sizes, many ties (values in 0 .. 3),
 // planes with a NaN (the NaN-aware loop), f32 and f64, on enough planes to run in parallel.
+// dx: g at each window's index, 0 elsewhere.
 START_TEST(test_max_pool2d_2x2_scan) {
     static const int64_t sizes[][2] = {{28, 28}, {7, 9}, {10, 5}};
     for (int s = 0; s < 3; s++)
@@ -75,8 +77,13 @@ START_TEST(test_max_pool2d_2x2_scan) {
             tt_tensor *x = tt_empty(dt, TT_SHAPE(2, P / 2, H, W));
             for (int64_t i = 0; i < P * H * W; i++) tt_set_at(x, i, (double)(i * 7919 % 13 % 4));
             for (int64_t p = 5; p < P; p += 17) tt_set_at(x, p * H * W + (p % H) * W + p % W, NAN);
+            tt_set_requires_grad(x, true);
             tt_tensor *idx;
             tt_tensor *y = tt_max_pool2d(x, (int64_t[]){2, 2}, NULL, NULL, &idx);
+            tt_tensor *gy = tt_empty(dt, 4, y->shape);
+            for (int64_t k = 0; k < P * OH * OW; k++) tt_set_at(gy, k, (double)(k % 9) - 4);
+            tt_backward_with(y, gy);
+            double *want = calloc((size_t)(P * H * W), sizeof *want);
             const int64_t *ip = tt_data(idx);
             for (int64_t p = 0; p < P; p++)
                 for (int64_t i = 0; i < OH; i++)
@@ -92,7 +99,10 @@ START_TEST(test_max_pool2d_2x2_scan) {
                         ck_assert_int_eq(ip[k], at);
                         double got = tt_at(y, k);
                         ck_assert(isnan(best) ? isnan(got) : got == best);
+                        want[p * H * W + at] += tt_at(gy, k);
                     }
+            for (int64_t e = 0; e < P * H * W; e++) ck_assert(tt_at(tt_grad(x), e) == want[e]);
+            free(want);
             tt_scope_end();
         }
 }
