@@ -19,8 +19,8 @@ typedef struct conv_case {
 static const conv_case cases[] = {
     {40, 3, 12, 12, 8, 3, 1, 0, 1, false},
     {40, 4, 13, 11, 6, 3, 2, 1, 2, false},
-    {33, 1, 28, 28, 16, 5, 1, 2, 1, false},  // lenet's first layer: chunks of 6 images
-    {40, 16, 14, 14, 8, 5, 1, 0, 1, false},  // lenet's second layer's patches: chunks of 3
+    {33, 1, 28, 28, 16, 5, 1, 2, 1, false},  // lenet's first layer: chunks of 8, then 1
+    {40, 16, 14, 14, 8, 5, 1, 0, 1, false},  // lenet's second layer's patches: chunks of 4
     {40, 6, 7, 9, 4, 3, 2, 1, 2, true},
     {21, 8, 5, 5, 6, 4, 1, 0, 1, true},
 };
