@@ -290,9 +290,9 @@ tt_tensor *tt_conv2d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias, const int
 // of the chunk again; dcol[group] (K, nb L) = w[group]^T (K, COG) @ gt[group], then
 // dx[n, group] = col2im of image n's columns; db = the sum of g over N, OH, OW.
 // dx: each element from one dot product over COG and one col2im, bits independent of the
-// threads and (as the forward's) of the batch. dw: a partial per group of GROUP_IMAGES images, its chunks in
-// order, then the partials in group order: the bits depend on N and the shapes, never on the
-// thread count, and differ from a sum of per-image gradients by rounding.
+// threads and (as the forward's) of the batch. dw: a partial per group of GROUP_IMAGES
+// images, its chunks in order, then the partials in group order: the bits depend on N and the
+// shapes, never on the thread count, and differ from a sum of per-image gradients by rounding.
 void tt__backward_conv2d(tt_node *nd) {
     tt_tensor *x = nd->inputs[0], *w = nd->inputs[1], *b = nd->inputs[2];
     const conv_ctx *c = nd->ctx;
