@@ -285,10 +285,32 @@ tt_tensor *tt_conv2d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias, const int
     return tt__autorelease(out);
 }
 
+// acc[o] += the sum of row o of t (CO, ld), in double: eight running sums (element l into sum
+// l % 8, so the adds vectorize), then added pairwise; a fixed order.
+static void add_row_sums(tt_dtype dt, double *acc, const char *t, int64_t CO, int64_t ld) {
+    for (int64_t o = 0; o < CO; o++) {
+        double s[8] = {0};
+        int64_t l = 0;
+        if (dt == TT_F32) {
+            const float *r = (const float *)t + o * ld;
+            for (; l + 8 <= ld; l += 8)
+                for (int k = 0; k < 8; k++) s[k] += r[l + k];
+            for (; l < ld; l++) s[l % 8] += r[l];
+        } else {
+            const double *r = (const double *)t + o * ld;
+            for (; l + 8 <= ld; l += 8)
+                for (int k = 0; k < 8; k++) s[k] += r[l + k];
+            for (; l < ld; l++) s[l % 8] += r[l];
+        }
+        acc[o] += ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    }
+}
+
 // Per chunk of images (the forward's chunk_plan), with gt (CO, nb L) = g[chunk] gathered from
 // NCHW: dw[group] (COG, K) += gt[group] (COG, nb L) @ col[group]^T (nb L, K), col = im2col
 // of the chunk again; dcol[group] (K, nb L) = w[group]^T (K, COG) @ gt[group], then
-// dx[n, group] = col2im of image n's columns; db = the sum of g over N, OH, OW.
+// dx[n, group] = col2im of image n's columns; db = the sum of g over N, OH, OW (in double,
+// from gt while in cache: a partial per group, the partials in order).
 // dx: each element from one dot product over COG and one col2im, bits independent of the
 // threads and (as the forward's) of the batch. dw: a partial per group of GROUP_IMAGES
 // images, its chunks in order, then the partials in group order: the bits depend on N and the
@@ -303,7 +325,8 @@ void tt__backward_conv2d(tt_node *nd) {
     tt_dtype dt = x->dtype;
     size_t es = tt_dtype_size(dt);
     tt_tensor *gc = tt__contiguous_ref(nd->grad);
-    bool need_dx = x->requires_grad, need_dw = w->requires_grad;
+    bool need_dx = x->requires_grad, need_dw = w->requires_grad, need_db = b && b->requires_grad;
+    bool db_done = false;
     if (need_dx || need_dw) {
         chunk_plan cp = plan_chunks(N, PI, es, 2 * N * CO * K * L);
         bool inner = cp.nt == 1;
@@ -317,6 +340,8 @@ void tt__backward_conv2d(tt_node *nd) {
         tt_tensor *part = need_dw && cp.ngroups > 1
                               ? tt__new(dt, 2, (int64_t[]){cp.ngroups - 1, WN})
                               : NULL;  // (groups - 1, CO, K)
+        tt_tensor *dbpart = need_db ? tt__new(TT_F64, 2, (int64_t[]){cp.ngroups, CO}) : NULL;
+        double *dbp = dbpart ? tt_data(dbpart) : NULL;  // (groups, CO)
         char *gp = tt_data(gc), *gtp = tt_data(gt), *bufp = tt_data(buf);
         char *xp = xc ? tt_data(xc) : NULL;
         char *wp = wc ? tt_data(wc) : NULL, *dxp = dx ? tt_data(dx) : NULL;
@@ -328,9 +353,12 @@ void tt__backward_conv2d(tt_node *nd) {
             char *acc = gr == 0 ? dwp : pp + (size_t)((gr - 1) * WN) * es;  // (CO, K)
             char *tb = bufp + (size_t)(t * cp.nb * PI) * es;      // (G, K, ld)
             char *tg = gtp + (size_t)(t * cp.nb * CO * L) * es;   // (CO, ld)
+            double *dba = dbp ? dbp + gr * CO : NULL;               // (CO,)
+            for (int64_t o = 0; dba && o < CO; o++) dba[o] = 0;
             for (int64_t n0 = gr * GROUP_IMAGES; n0 < end; n0 += cp.nb) {
                 int64_t nn = end - n0 < cp.nb ? end - n0 : cp.nb, ld = nn * L;
                 nchw_to_batch(dt, tg, gp + (size_t)(n0 * CO * L) * es, nn, CO, L, inner);
+                if (dba) add_row_sums(dt, dba, tg, CO, ld);
                 if (dw) {
                     batch_im2col(dt, tb, xp + (size_t)(n0 * C * HW) * es, nn, G, &g, inner);
                     for (int64_t gi = 0; gi < G; gi++)
@@ -354,6 +382,20 @@ void tt__backward_conv2d(tt_node *nd) {
                 else
                     ((double *)dwp)[i] += ((const double *)pp)[(gr - 1) * WN + i];
             }
+        if (need_db) {  // db = the group partials, summed in order
+            tt_tensor *db = tt__new(dt, 1, &CO);
+            for (int64_t o = 0; o < CO; o++) {
+                double sum = 0;
+                for (int64_t gr = 0; gr < cp.ngroups; gr++) sum += dbp[gr * CO + o];
+                if (dt == TT_F32)
+                    ((float *)tt_data(db))[o] = (float)sum;
+                else
+                    ((double *)tt_data(db))[o] = sum;
+            }
+            tt__accum_grad_owned(b, db);
+            db_done = true;
+        }
+        tt_release(dbpart);
         tt_release(buf);
         tt_release(gt);
         tt_release(part);
@@ -362,7 +404,7 @@ void tt__backward_conv2d(tt_node *nd) {
         if (dx) tt__accum_grad_owned(x, dx);
         if (dw) tt__accum_grad_owned(w, dw);
     }
-    if (b && b->requires_grad) tt__accum_grad(b, tt_sum(gc, 3, (int[]){0, 2, 3}, false));
+    if (need_db && !db_done) tt__accum_grad(b, tt_sum(gc, 3, (int[]){0, 2, 3}, false));
     tt_release(gc);
 }
 

@@ -85,6 +85,15 @@ START_TEST(test_batch_paths) {
     ck_assert_msg(same_bits(one.y, two.y), "y differs between 1 and 2 threads");
     ck_assert_msg(same_bits(one.dx, two.dx), "dx differs between 1 and 2 threads");
     ck_assert_msg(same_bits(one.dw, two.dw), "dw differs between 1 and 2 threads");
+    ck_assert_msg(same_bits(one.db, two.db), "db differs between 1 and 2 threads");
+    // db = g summed over N, OH, OW (a sum in double as the reference)
+    const float *gv = tt_data(g), *dbv = tt_data(two.db);
+    for (int64_t o = 0; o < c->co; o++) {
+        double ref = 0;
+        for (int64_t n = 0; n < c->n; n++)
+            for (int64_t l = 0; l < oh * ow; l++) ref += gv[(n * c->co + o) * oh * ow + l];
+        ck_assert_close(dbv[o], ref, 1e-6, 1e-6);
+    }
 
     // x without grad: no dx is made, dw and db keep their bits.
     tt_tensor *xd = tt_detach(x);
