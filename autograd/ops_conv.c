@@ -32,20 +32,6 @@ static void gemm(tt_dtype dt, int64_t M, int64_t N, int64_t K, const void *A, in
         tt_k_gemm_f64(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, N, 1, acc);
 }
 
-static void im2col(tt_dtype dt, void *col, const void *x, const tt_k_conv_geom *g) {
-    if (dt == TT_F32)
-        tt_k_im2col_f32(col, x, g);
-    else
-        tt_k_im2col_f64(col, x, g);
-}
-
-static void col2im(tt_dtype dt, void *dx, const void *dcol, const tt_k_conv_geom *g) {
-    if (dt == TT_F32)
-        tt_k_col2im_f32(dx, dcol, g);
-    else
-        tt_k_col2im_f64(dx, dcol, g);
-}
-
 // The geometry of one group of one image.
 static tt_k_conv_geom geometry(const tt_tensor *x, const tt_tensor *w, const conv_ctx *c) {
     tt_k_conv_geom g = {
@@ -64,6 +50,141 @@ static tt_k_conv_geom geometry(const tt_tensor *x, const tt_tensor *w, const con
     g.OH = (g.H + 2 * g.ph - g.dh * (g.KH - 1) - 1) / g.sh + 1;
     g.OW = (g.W + 2 * g.pw - g.dw * (g.KW - 1) - 1) / g.sw + 1;
     return g;
+}
+
+// ---- batched im2col: the patches of a chunk of images side by side ----
+
+// The most bytes of patches tt_conv_transpose2d materializes at once (one GEMM per chunk of
+// images, threaded by the GEMM); larger batches run in chunks.
+#define COL_BYTES ((size_t)64 << 20)
+
+// Images per chunk, each with per_image elements of patches (G K L): at least 1, at most N.
+static int64_t chunk_images(int64_t N, int64_t per_image, size_t es) {
+    size_t per = (size_t)per_image * es;
+    int64_t nb = per ? (int64_t)(COL_BYTES / per) : N;
+    return nb < 1 ? 1 : nb > N ? N : nb;
+}
+
+// Whether a pass over the images of a chunk is worth a thread team: more than one thread and
+// enough elements.
+static int image_threads(int64_t images, int64_t elems) {
+    int nt = tt_get_num_threads();
+    if (nt > images) nt = (int)images;
+    return nt > 1 && elems >= 32768 ? nt : 1;
+}
+
+// col (G, K, nn L) = the patches of x (nn, G CG, H, W): image n's at columns [n L, (n + 1) L)
+// of each group's (K, nn L) block. With par, images (and groups) in parallel when worth a team,
+// each writing its own columns.
+static void batch_im2col(tt_dtype dt, char *col, const char *x, int64_t nn, int64_t G,
+                         const tt_k_conv_geom *g, bool par) {
+    int64_t L = g->OH * g->OW, K = g->C * g->KH * g->KW, ld = nn * L, CHW = g->C * g->H * g->W;
+    size_t es = tt_dtype_size(dt);
+    int nt = !par ? 1 : image_threads(nn * G, nn * G * K * L);
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+    for (int64_t t = 0; t < nn * G; t++) {
+        int64_t n = t / G, gi = t % G;
+        char *dst = col + (size_t)(gi * K * ld + n * L) * es;
+        const char *src = x + (size_t)((n * G + gi) * CHW) * es;
+        if (dt == TT_F32)
+            tt_k_im2col_f32((float *)dst, ld, (const float *)src, g);
+        else
+            tt_k_im2col_f64((double *)dst, ld, (const double *)src, g);
+    }
+}
+
+// dx (nn, G CG, H, W) = the adjoint of batch_im2col applied to dcol (G, K, nn L): every image
+// zeroed and summed into by one thread, in a fixed order (with par, images in parallel).
+static void batch_col2im(tt_dtype dt, char *dx, const char *dcol, int64_t nn, int64_t G,
+                         const tt_k_conv_geom *g, bool par) {
+    int64_t L = g->OH * g->OW, K = g->C * g->KH * g->KW, ld = nn * L, CHW = g->C * g->H * g->W;
+    size_t es = tt_dtype_size(dt);
+    int nt = !par ? 1 : image_threads(nn, nn * G * K * L);
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+    for (int64_t n = 0; n < nn; n++) {
+        memset(dx + (size_t)(n * G * CHW) * es, 0, (size_t)(G * CHW) * es);
+        for (int64_t gi = 0; gi < G; gi++) {
+            char *dst = dx + (size_t)((n * G + gi) * CHW) * es;
+            const char *src = dcol + (size_t)(gi * K * ld + n * L) * es;
+            if (dt == TT_F32)
+                tt_k_col2im_f32((float *)dst, (const float *)src, ld, g);
+            else
+                tt_k_col2im_f64((double *)dst, (const double *)src, ld, g);
+        }
+    }
+}
+
+// out (nn, CO, L) = t (CO, nn L) + bias (CO,) (bias may be NULL): the NCHW layout of a batched
+// GEMM's result. With par, images in parallel.
+static void batch_to_nchw(tt_dtype dt, char *out, const char *t, const char *bias, int64_t nn,
+                          int64_t CO, int64_t L, bool par) {
+    size_t es = tt_dtype_size(dt);
+    int nt = !par ? 1 : image_threads(nn, nn * CO * L);
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+    for (int64_t n = 0; n < nn; n++)
+        for (int64_t o = 0; o < CO; o++) {
+            char *dst = out + (size_t)((n * CO + o) * L) * es;
+            const char *src = t + (size_t)(o * nn * L + n * L) * es;
+            if (!bias) {
+                memcpy(dst, src, (size_t)L * es);
+            } else if (dt == TT_F32) {
+                float *d = (float *)dst, bv = ((const float *)bias)[o];
+                const float *s = (const float *)src;
+                for (int64_t l = 0; l < L; l++) d[l] = s[l] + bv;
+            } else {
+                double *d = (double *)dst, bv = ((const double *)bias)[o];
+                const double *s = (const double *)src;
+                for (int64_t l = 0; l < L; l++) d[l] = s[l] + bv;
+            }
+        }
+}
+
+// t (CO, nn L) = g (nn, CO, L): a gradient in NCHW as the batched GEMMs' operand. With par,
+// images in parallel.
+static void nchw_to_batch(tt_dtype dt, char *t, const char *g, int64_t nn, int64_t CO,
+                          int64_t L, bool par) {
+    size_t es = tt_dtype_size(dt);
+    int nt = !par ? 1 : image_threads(nn, nn * CO * L);
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+    for (int64_t n = 0; n < nn; n++)
+        for (int64_t o = 0; o < CO; o++)
+            memcpy(t + (size_t)(o * nn * L + n * L) * es, g + (size_t)((n * CO + o) * L) * es,
+                   (size_t)L * es);
+}
+
+// tt_conv2d splits a batch into groups of GROUP_IMAGES images (the unit of the weight
+// gradient's partial sums and of the threads' work) and each group into chunks of nb images
+// whose patches (G K, nb L) stay in a core's cache (CHUNK_BYTES): lenet's second layer takes 4
+// images (640 KB of f32 patches, one GEMM of N = 400 columns), its first 8. The plan depends
+// on the shapes only, never on the thread count.
+enum { GROUP_IMAGES = 16 };
+#define CHUNK_BYTES ((size_t)1 << 20)
+
+typedef struct chunk_plan {
+    int64_t nb;       // images per chunk, 1 .. GROUP_IMAGES
+    int64_t ngroups;  // ceil(N / GROUP_IMAGES)
+    int nt;           // threads over the groups (1: serial groups, the GEMMs thread themselves)
+} chunk_plan;
+
+static chunk_plan plan_chunks(int64_t N, int64_t per_image, size_t es, int64_t flops) {
+    chunk_plan p;
+    // The largest power of two (a divisor of GROUP_IMAGES: equal chunks) that fits.
+    size_t per = (size_t)(per_image > 0 ? per_image : 1) * es;
+    p.nb = 1;
+    while (p.nb < GROUP_IMAGES && (size_t)(2 * p.nb) * per <= CHUNK_BYTES) p.nb *= 2;
+    p.ngroups = (N + GROUP_IMAGES - 1) / GROUP_IMAGES;
+    p.nt = tt_get_num_threads();
+    // Threads over groups when each gets one and the work is worth a team.
+    if (p.nt > p.ngroups || flops < (1 << 20)) p.nt = 1;
+    return p;
+}
+
+static int thread_num(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
 }
 
 // ---- conv2d ----
@@ -117,46 +238,45 @@ tt_tensor *tt_conv2d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias, const int
             tt__shape(weight), (long long)span, d == 0 ? "H" : "W", (long long)in, tt__shape(x));
     }
     int64_t COG = CO / G, L = g.OH * g.OW, K = g.C * g.KH * g.KW, HW = g.H * g.W;
-    size_t es = tt_dtype_size(x->dtype);
-    tt_tensor *out = tt__new(x->dtype, 4, (int64_t[]){N, CO, g.OH, g.OW});
+    int64_t PI = G * K * L;  // patch elements per image
+    tt_dtype dt = x->dtype;
+    size_t es = tt_dtype_size(dt);
+    tt_tensor *out = tt__new(dt, 4, (int64_t[]){N, CO, g.OH, g.OW});
     tt_tensor *xc = tt__contiguous_ref(x), *wc = tt__contiguous_ref(weight);
     tt_tensor *bc = bias ? tt__contiguous_ref(bias) : NULL;
-    // Images run in parallel (when there are several and the work is worth a thread), each
-    // thread im2col-ing into its own (K, L) slice of col; every output element is computed by
-    // one thread the same way, so the bits do not depend on the thread count. One image: the
-    // GEMM threads itself instead. The bias is added per image while its output is in cache.
-    int nt = tt_get_num_threads();
-    nt = (int)(N < nt ? N : nt);
-    bool par = nt > 1 && 2 * N * CO * K * L >= (1 << 20);
-    if (!par) nt = 1;
-    tt_tensor *col = tt__new(x->dtype, 2, (int64_t[]){nt * K, L});  // (nt, K, L)
-    char *xp = tt_data(xc), *wp = tt_data(wc), *op = tt_data(out), *cp = tt_data(col);
+    // Chunks of nb images (chunk_plan): col (G, K, nb L) holds a chunk's patches side by side,
+    // so each group is one GEMM with nb L columns, its (CO, nb L) result copied to NCHW with
+    // the bias added. Every output element is one GEMM dot product over K whose order the
+    // GEMM fixes by K: the bits never depend on the thread count and match those of the image
+    // alone (but for products tiny enough for the GEMM's dot path). With enough images,
+    // threads take whole image groups (their GEMMs single-threaded); else the GEMM threads
+    // itself. The patches are not kept for the backward (it makes them again): writing them
+    // out of the cache costs the forward what it saves the backward.
+    chunk_plan cp = plan_chunks(N, PI, es, 2 * N * CO * K * L);
+    bool inner = cp.nt == 1;  // serial groups: the passes over a chunk's images may thread
+    tt_tensor *col = tt__new(dt, 2, (int64_t[]){cp.nt * cp.nb, PI});  // (nt, G, K, nb L)
+    tt_tensor *tmp = tt__new(dt, 2, (int64_t[]){cp.nt * cp.nb, CO * L});  // (nt, CO, nb L)
+    char *xp = tt_data(xc), *wp = tt_data(wc), *op = tt_data(out), *colp = tt_data(col);
+    char *tmpp = tt_data(tmp);
     const char *bp = bc ? tt_data(bc) : NULL;
-#pragma omp parallel for schedule(static) num_threads(nt) if (par)
-    for (int64_t n = 0; n < N; n++) {
-#ifdef _OPENMP
-        char *tcol = cp + (size_t)((int64_t)omp_get_thread_num() * K * L) * es;  // (K, L)
-#else
-        char *tcol = cp;
-#endif
-        for (int64_t gi = 0; gi < G; gi++) {
-            im2col(x->dtype, tcol, xp + (size_t)((n * C + gi * g.C) * HW) * es, &g);
-            // out[n, group] (COG, L) = w[group] (COG, K) @ col (K, L)
-            gemm(x->dtype, COG, L, K, wp + (size_t)(gi * COG * K) * es, K, 1, tcol, L, 1,
-                 op + (size_t)((n * CO + gi * COG) * L) * es, false);
-        }
-        for (int64_t o = 0; bp && o < CO; o++) {
-            size_t at = (size_t)((n * CO + o) * L);
-            if (x->dtype == TT_F32) {
-                float *r = (float *)op + at, bv = ((const float *)bp)[o];
-                for (int64_t l = 0; l < L; l++) r[l] += bv;
-            } else {
-                double *r = (double *)op + at, bv = ((const double *)bp)[o];
-                for (int64_t l = 0; l < L; l++) r[l] += bv;
-            }
+#pragma omp parallel for schedule(static) num_threads(cp.nt) if (cp.nt > 1)
+    for (int64_t gr = 0; gr < cp.ngroups; gr++) {
+        int t = thread_num();
+        int64_t end = (gr + 1) * GROUP_IMAGES < N ? (gr + 1) * GROUP_IMAGES : N;
+        for (int64_t n0 = gr * GROUP_IMAGES; n0 < end; n0 += cp.nb) {
+            int64_t nn = end - n0 < cp.nb ? end - n0 : cp.nb, ld = nn * L;
+            char *cc = colp + (size_t)(t * cp.nb * PI) * es;      // (G, K, ld)
+            char *tt = tmpp + (size_t)(t * cp.nb * CO * L) * es;  // (CO, ld)
+            batch_im2col(dt, cc, xp + (size_t)(n0 * C * HW) * es, nn, G, &g, inner);
+            for (int64_t gi = 0; gi < G; gi++)  // tt[group] (COG, ld) = w[group] (COG, K) @ cc
+                gemm(dt, COG, ld, K, wp + (size_t)(gi * COG * K) * es, K, 1,
+                     cc + (size_t)(gi * K * ld) * es, ld, 1, tt + (size_t)(gi * COG * ld) * es,
+                     false);
+            batch_to_nchw(dt, op + (size_t)(n0 * CO * L) * es, tt, bp, nn, CO, L, inner);
         }
     }
     tt_release(col);
+    tt_release(tmp);
     tt_release(xc);
     tt_release(wc);
     tt_release(bc);
@@ -165,84 +285,126 @@ tt_tensor *tt_conv2d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias, const int
     return tt__autorelease(out);
 }
 
-// dcol (K, L) = w[group]^T (K, COG) @ g[n, group] (COG, L), then dx[n, group] += col2im(dcol);
-// dw[group] (COG, K) += g[n, group] (COG, L) @ col^T (L, K), col = im2col(x[n, group]);
-// db = the sum of g over N, OH, OW.
+// acc[o] += the sum of row o of t (CO, ld), in double: eight running sums (element l into sum
+// l % 8, so the adds vectorize), then added pairwise; a fixed order.
+static void add_row_sums(tt_dtype dt, double *acc, const char *t, int64_t CO, int64_t ld) {
+    for (int64_t o = 0; o < CO; o++) {
+        double s[8] = {0};
+        int64_t l = 0;
+        if (dt == TT_F32) {
+            const float *r = (const float *)t + o * ld;
+            for (; l + 8 <= ld; l += 8)
+                for (int k = 0; k < 8; k++) s[k] += r[l + k];
+            for (; l < ld; l++) s[l % 8] += r[l];
+        } else {
+            const double *r = (const double *)t + o * ld;
+            for (; l + 8 <= ld; l += 8)
+                for (int k = 0; k < 8; k++) s[k] += r[l + k];
+            for (; l < ld; l++) s[l % 8] += r[l];
+        }
+        acc[o] += ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    }
+}
+
+// Per chunk of images (the forward's chunk_plan), with gt (CO, nb L) = g[chunk] gathered from
+// NCHW: dw[group] (COG, K) += gt[group] (COG, nb L) @ col[group]^T (nb L, K), col = im2col
+// of the chunk again; dcol[group] (K, nb L) = w[group]^T (K, COG) @ gt[group], then
+// dx[n, group] = col2im of image n's columns; db = the sum of g over N, OH, OW (in double,
+// from gt while in cache: a partial per group, the partials in order).
+// dx: each element from one dot product over COG and one col2im, bits independent of the
+// threads and (as the forward's) of the batch. dw: a partial per group of GROUP_IMAGES
+// images, its chunks in order, then the partials in group order: the bits depend on N and the
+// shapes, never on the thread count, and differ from a sum of per-image gradients by rounding.
 void tt__backward_conv2d(tt_node *nd) {
     tt_tensor *x = nd->inputs[0], *w = nd->inputs[1], *b = nd->inputs[2];
     const conv_ctx *c = nd->ctx;
     tt_k_conv_geom g = geometry(x, w, c);
     int64_t N = x->shape[0], C = x->shape[1], CO = w->shape[0], G = c->groups;
     int64_t COG = CO / G, L = g.OH * g.OW, K = g.C * g.KH * g.KW, HW = g.H * g.W;
+    int64_t PI = G * K * L, WN = CO * K;
     tt_dtype dt = x->dtype;
     size_t es = tt_dtype_size(dt);
     tt_tensor *gc = tt__contiguous_ref(nd->grad);
-    char *gp = tt_data(gc);
-    // Images run in parallel as in the forward, each thread with its own (K, L) slice of col.
-    // dx: each image's slice is written by one thread, bits independent of the thread count.
-    // dw: images are summed in fixed chunks of DW_CHUNK (a partial per chunk, then the
-    // partials in chunk order), so the bits depend on N but never on the thread count; a
-    // batch of at most DW_CHUNK images sums exactly as one serial loop.
-    enum { DW_CHUNK = 16 };
-    int nt = tt_get_num_threads();
-    nt = (int)(N < nt ? N : nt);
-    bool par = nt > 1 && 2 * N * CO * K * L >= (1 << 20);
-    if (!par) nt = 1;
-    tt_tensor *col = tt__new(dt, 2, (int64_t[]){nt * K, L});  // (nt, K, L)
-    char *cp = tt_data(col);
-    if (x->requires_grad) {
-        tt_tensor *wc = tt__contiguous_ref(w), *dx = tt__new_zeros(dt, 4, x->shape);
-        char *wp = tt_data(wc), *dxp = tt_data(dx);
-#pragma omp parallel for schedule(static) num_threads(nt) if (par)
-        for (int64_t n = 0; n < N; n++) {
-#ifdef _OPENMP
-            char *tcol = cp + (size_t)((int64_t)omp_get_thread_num() * K * L) * es;
-#else
-            char *tcol = cp;
-#endif
-            for (int64_t gi = 0; gi < G; gi++) {
-                gemm(dt, K, L, COG, wp + (size_t)(gi * COG * K) * es, 1, K,
-                     gp + (size_t)((n * CO + gi * COG) * L) * es, L, 1, tcol, false);
-                col2im(dt, dxp + (size_t)((n * C + gi * g.C) * HW) * es, tcol, &g);
+    bool need_dx = x->requires_grad, need_dw = w->requires_grad, need_db = b && b->requires_grad;
+    bool db_done = false;
+    if (need_dx || need_dw) {
+        chunk_plan cp = plan_chunks(N, PI, es, 2 * N * CO * K * L);
+        bool inner = cp.nt == 1;
+        // buf: the patches for dw, then dcol for dx.
+        tt_tensor *buf = tt__new(dt, 2, (int64_t[]){cp.nt * cp.nb, PI});  // (nt, G, K, nb L)
+        tt_tensor *gt = tt__new(dt, 2, (int64_t[]){cp.nt * cp.nb, CO * L});  // (nt, CO, nb L)
+        tt_tensor *xc = need_dw ? tt__contiguous_ref(x) : NULL;
+        tt_tensor *wc = need_dx ? tt__contiguous_ref(w) : NULL;
+        tt_tensor *dx = need_dx ? tt__new(dt, 4, x->shape) : NULL;
+        tt_tensor *dw = need_dw ? tt__new(dt, 4, w->shape) : NULL;
+        tt_tensor *part = need_dw && cp.ngroups > 1
+                              ? tt__new(dt, 2, (int64_t[]){cp.ngroups - 1, WN})
+                              : NULL;  // (groups - 1, CO, K)
+        tt_tensor *dbpart = need_db ? tt__new(TT_F64, 2, (int64_t[]){cp.ngroups, CO}) : NULL;
+        double *dbp = dbpart ? tt_data(dbpart) : NULL;  // (groups, CO)
+        char *gp = tt_data(gc), *gtp = tt_data(gt), *bufp = tt_data(buf);
+        char *xp = xc ? tt_data(xc) : NULL;
+        char *wp = wc ? tt_data(wc) : NULL, *dxp = dx ? tt_data(dx) : NULL;
+        char *dwp = dw ? tt_data(dw) : NULL, *pp = part ? tt_data(part) : NULL;
+#pragma omp parallel for schedule(static) num_threads(cp.nt) if (cp.nt > 1)
+        for (int64_t gr = 0; gr < cp.ngroups; gr++) {
+            int t = thread_num();
+            int64_t end = (gr + 1) * GROUP_IMAGES < N ? (gr + 1) * GROUP_IMAGES : N;
+            char *acc = gr == 0 ? dwp : pp + (size_t)((gr - 1) * WN) * es;  // (CO, K)
+            char *tb = bufp + (size_t)(t * cp.nb * PI) * es;      // (G, K, ld)
+            char *tg = gtp + (size_t)(t * cp.nb * CO * L) * es;   // (CO, ld)
+            double *dba = dbp ? dbp + gr * CO : NULL;               // (CO,)
+            for (int64_t o = 0; dba && o < CO; o++) dba[o] = 0;
+            for (int64_t n0 = gr * GROUP_IMAGES; n0 < end; n0 += cp.nb) {
+                int64_t nn = end - n0 < cp.nb ? end - n0 : cp.nb, ld = nn * L;
+                nchw_to_batch(dt, tg, gp + (size_t)(n0 * CO * L) * es, nn, CO, L, inner);
+                if (dba) add_row_sums(dt, dba, tg, CO, ld);
+                if (dw) {
+                    batch_im2col(dt, tb, xp + (size_t)(n0 * C * HW) * es, nn, G, &g, inner);
+                    for (int64_t gi = 0; gi < G; gi++)
+                        gemm(dt, COG, K, ld, tg + (size_t)(gi * COG * ld) * es, ld, 1,
+                             tb + (size_t)(gi * K * ld) * es, 1, ld,
+                             acc + (size_t)(gi * COG * K) * es, n0 > gr * GROUP_IMAGES);
+                }
+                if (dx) {
+                    for (int64_t gi = 0; gi < G; gi++)
+                        gemm(dt, K, ld, COG, wp + (size_t)(gi * COG * K) * es, 1, K,
+                             tg + (size_t)(gi * COG * ld) * es, ld, 1,
+                             tb + (size_t)(gi * K * ld) * es, false);
+                    batch_col2im(dt, dxp + (size_t)(n0 * C * HW) * es, tb, nn, G, &g, inner);
+                }
             }
         }
-        tt_release(wc);
-        tt__accum_grad_owned(x, dx);
-    }
-    if (w->requires_grad) {
-        int64_t nchunk = (N + DW_CHUNK - 1) / DW_CHUNK, WN = CO * K;
-        tt_tensor *xc = tt__contiguous_ref(x), *dw = tt__new_zeros(dt, 4, w->shape);
-        tt_tensor *part = nchunk > 1 ? tt__new_zeros(dt, 2, (int64_t[]){nchunk - 1, WN}) : NULL;
-        char *xp = tt_data(xc), *dwp = tt_data(dw), *pp = part ? tt_data(part) : NULL;
-#pragma omp parallel for schedule(static) num_threads(nt) if (par)
-        for (int64_t ch = 0; ch < nchunk; ch++) {
-#ifdef _OPENMP
-            char *tcol = cp + (size_t)((int64_t)omp_get_thread_num() * K * L) * es;
-#else
-            char *tcol = cp;
-#endif
-            char *acc = ch == 0 ? dwp : pp + (size_t)((ch - 1) * WN) * es;  // (CO, K)
-            int64_t end = (ch + 1) * DW_CHUNK < N ? (ch + 1) * DW_CHUNK : N;
-            for (int64_t n = ch * DW_CHUNK; n < end; n++)
-                for (int64_t gi = 0; gi < G; gi++) {
-                    im2col(dt, tcol, xp + (size_t)((n * C + gi * g.C) * HW) * es, &g);
-                    gemm(dt, COG, K, L, gp + (size_t)((n * CO + gi * COG) * L) * es, L, 1,
-                         tcol, 1, L, acc + (size_t)(gi * COG * K) * es, true);
-                }
-        }
-        for (int64_t ch = 1; ch < nchunk; ch++)  // dw += the partials, in chunk order
+        for (int64_t gr = 1; dw && gr < cp.ngroups; gr++)  // dw += the partials, in order
             for (int64_t i = 0; i < WN; i++) {
                 if (dt == TT_F32)
-                    ((float *)dwp)[i] += ((const float *)pp)[(ch - 1) * WN + i];
+                    ((float *)dwp)[i] += ((const float *)pp)[(gr - 1) * WN + i];
                 else
-                    ((double *)dwp)[i] += ((const double *)pp)[(ch - 1) * WN + i];
+                    ((double *)dwp)[i] += ((const double *)pp)[(gr - 1) * WN + i];
             }
+        if (need_db) {  // db = the group partials, summed in order
+            tt_tensor *db = tt__new(dt, 1, &CO);
+            for (int64_t o = 0; o < CO; o++) {
+                double sum = 0;
+                for (int64_t gr = 0; gr < cp.ngroups; gr++) sum += dbp[gr * CO + o];
+                if (dt == TT_F32)
+                    ((float *)tt_data(db))[o] = (float)sum;
+                else
+                    ((double *)tt_data(db))[o] = sum;
+            }
+            tt__accum_grad_owned(b, db);
+            db_done = true;
+        }
+        tt_release(dbpart);
+        tt_release(buf);
+        tt_release(gt);
         tt_release(part);
         tt_release(xc);
-        tt__accum_grad_owned(w, dw);
+        tt_release(wc);
+        if (dx) tt__accum_grad_owned(x, dx);
+        if (dw) tt__accum_grad_owned(w, dw);
     }
-    if (b && b->requires_grad) tt__accum_grad(b, tt_sum(gc, 3, (int[]){0, 2, 3}, false));
-    tt_release(col);
+    if (need_db && !db_done) tt__accum_grad(b, tt_sum(gc, 3, (int[]){0, 2, 3}, false));
     tt_release(gc);
 }
 
@@ -385,17 +547,25 @@ tt_tensor *tt_conv_transpose2d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias,
     int64_t CG = C / G, COG = weight->shape[1], HW = g.OH * g.OW, K = COG * g.KH * g.KW;
     int64_t L = g.H * g.W;
     size_t es = tt_dtype_size(x->dtype);
-    tt_tensor *out = tt__new_zeros(x->dtype, 4, (int64_t[]){N, CO, g.H, g.W});
+    tt_tensor *out = tt__new(x->dtype, 4, (int64_t[]){N, CO, g.H, g.W});
     tt_tensor *xc = tt__contiguous_ref(x), *wc = tt__contiguous_ref(weight);
-    tt_tensor *col = tt__new(x->dtype, 2, (int64_t[]){K, HW});  // (K, HW)
+    // Chunks of images as tt_conv2d's backward: xt (C, nb HW) = the chunk of x gathered,
+    // col[group] (K, nb HW) = w[group]^T (K, CG) @ xt[group] (CG, nb HW), then col2im of each
+    // image's columns. Bits independent of the thread count and of the batch size.
+    int64_t nb = chunk_images(N, G * K * HW, es);
+    tt_tensor *col = tt__new(x->dtype, 2, (int64_t[]){G * K, nb * HW});  // (G, K, nb HW)
+    tt_tensor *xt = tt__new(x->dtype, 2, (int64_t[]){C, nb * HW});       // (G, CG, nb HW)
     char *xp = tt_data(xc), *wp = tt_data(wc), *op = tt_data(out), *cp = tt_data(col);
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t gi = 0; gi < G; gi++) {
-            // col (K, HW) = w[group]^T (K, CG) @ x[n, group] (CG, HW)
-            gemm(x->dtype, K, HW, CG, wp + (size_t)(gi * CG * K) * es, 1, K,
-                 xp + (size_t)((n * C + gi * CG) * HW) * es, HW, 1, cp, false);
-            col2im(x->dtype, op + (size_t)((n * CO + gi * COG) * L) * es, cp, &g);
-        }
+    char *tp = tt_data(xt);
+    for (int64_t n0 = 0; n0 < N; n0 += nb) {
+        int64_t nn = N - n0 < nb ? N - n0 : nb, ld = nn * HW;
+        nchw_to_batch(x->dtype, tp, xp + (size_t)(n0 * C * HW) * es, nn, C, HW, true);
+        for (int64_t gi = 0; gi < G; gi++)
+            gemm(x->dtype, K, ld, CG, wp + (size_t)(gi * CG * K) * es, 1, K,
+                 tp + (size_t)(gi * CG * ld) * es, ld, 1, cp + (size_t)(gi * K * ld) * es, false);
+        batch_col2im(x->dtype, op + (size_t)(n0 * CO * L) * es, cp, nn, G, &g, true);
+    }
+    tt_release(xt);
     if (bias) {
         tt_tensor *bc = tt__contiguous_ref(bias);
         for (int64_t n = 0; n < N; n++)
@@ -420,9 +590,10 @@ tt_tensor *tt_conv_transpose2d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias,
     return tt__autorelease(out);
 }
 
-// col (K, HW) = im2col(g[n, group]) once per image and group, then
-// dx[n, group] (CG, HW) = w[group] (CG, K) @ col and dw[group] (CG, K) += x[n, group] (CG, HW)
-// @ col^T (HW, K); db = the sum of g over N, OH, OW.
+// Per chunk of images as the forward's: col (G, K, nb HW) = im2col of the chunk of g, then
+// dx[group] (CG, nb HW) = w[group] (CG, K) @ col[group], copied to NCHW, and dw[group] (CG, K)
+// += xt[group] (CG, nb HW) @ col[group]^T, xt the chunk of x gathered; db = the sum of g over
+// N, OH, OW. dx's bits depend on nothing but the values; dw's on N, never on the threads.
 void tt__backward_conv_transpose2d(tt_node *nd) {
     tt_tensor *x = nd->inputs[0], *w = nd->inputs[1], *b = nd->inputs[2];
     const convt_ctx *c = nd->ctx;
@@ -436,24 +607,36 @@ void tt__backward_conv_transpose2d(tt_node *nd) {
     char *gp = tt_data(gc);
     bool need_dx = x->requires_grad, need_dw = w->requires_grad;
     if (need_dx || need_dw) {
-        tt_tensor *col = tt__new(dt, 2, (int64_t[]){K, HW});  // (K, HW)
+        int64_t nb = chunk_images(N, G * K * HW, es);
+        tt_tensor *col = tt__new(dt, 2, (int64_t[]){G * K, nb * HW});  // (G, K, nb HW)
+        tt_tensor *t = tt__new(dt, 2, (int64_t[]){C, nb * HW});        // (G, CG, nb HW)
         tt_tensor *wc = need_dx ? tt__contiguous_ref(w) : NULL;
         tt_tensor *xc = need_dw ? tt__contiguous_ref(x) : NULL;
         tt_tensor *dx = need_dx ? tt__new(dt, 4, x->shape) : NULL;
-        tt_tensor *dw = need_dw ? tt__new_zeros(dt, 4, w->shape) : NULL;
-        char *cp = tt_data(col);
-        for (int64_t n = 0; n < N; n++)
-            for (int64_t gi = 0; gi < G; gi++) {
-                im2col(dt, cp, gp + (size_t)((n * CO + gi * COG) * L) * es, &g);
-                if (dx)
-                    gemm(dt, CG, HW, K, (char *)tt_data(wc) + (size_t)(gi * CG * K) * es, K, 1,
-                         cp, HW, 1, (char *)tt_data(dx) + (size_t)((n * C + gi * CG) * HW) * es,
-                         false);
-                if (dw)
-                    gemm(dt, CG, K, HW, (char *)tt_data(xc) + (size_t)((n * C + gi * CG) * HW) * es,
-                         HW, 1, cp, 1, HW, (char *)tt_data(dw) + (size_t)(gi * CG * K) * es, true);
+        tt_tensor *dw = need_dw ? tt__new(dt, 4, w->shape) : NULL;
+        char *cp = tt_data(col), *tp = tt_data(t);
+        for (int64_t n0 = 0; n0 < N; n0 += nb) {
+            int64_t nn = N - n0 < nb ? N - n0 : nb, ld = nn * HW;
+            batch_im2col(dt, cp, gp + (size_t)(n0 * CO * L) * es, nn, G, &g, true);
+            if (dw) {
+                nchw_to_batch(dt, tp, (char *)tt_data(xc) + (size_t)(n0 * C * HW) * es, nn, C,
+                              HW, true);
+                for (int64_t gi = 0; gi < G; gi++)
+                    gemm(dt, CG, K, ld, tp + (size_t)(gi * CG * ld) * es, ld, 1,
+                         cp + (size_t)(gi * K * ld) * es, 1, ld,
+                         (char *)tt_data(dw) + (size_t)(gi * CG * K) * es, n0 > 0);
             }
+            if (dx) {
+                for (int64_t gi = 0; gi < G; gi++)
+                    gemm(dt, CG, ld, K, (char *)tt_data(wc) + (size_t)(gi * CG * K) * es, K, 1,
+                         cp + (size_t)(gi * K * ld) * es, ld, 1, tp + (size_t)(gi * CG * ld) * es,
+                         false);
+                batch_to_nchw(dt, (char *)tt_data(dx) + (size_t)(n0 * C * HW) * es, tp, NULL,
+                              nn, C, HW, true);
+            }
+        }
         tt_release(col);
+        tt_release(t);
         tt_release(wc);
         tt_release(xc);
         if (dx) tt__accum_grad_owned(x, dx);

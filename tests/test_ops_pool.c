@@ -4,6 +4,7 @@
 #include "test_util.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <signal.h>
 
 // ---- helpers ----
@@ -59,6 +60,51 @@ START_TEST(test_max_pool2d_values_indices_grad) {
         ck_assert_double_eq(tt_at(idx32, i), tt_at(idx, i));
     }
     tt_scope_end();
+}
+END_TEST
+
+// nn.MaxPool2d(2)'s unrolled 2 x 2 path against a plain row-major scan with PyTorch's rule (v >
+// best or v is NaN; the first maximum wins): odd and even sizes, many ties (values in 0 .. 3),
+// planes with a NaN (the NaN-aware loop), f32 and f64, on enough planes to run in parallel.
+// dx: g at each window's index, 0 elsewhere.
+START_TEST(test_max_pool2d_2x2_scan) {
+    static const int64_t sizes[][2] = {{28, 28}, {7, 9}, {10, 5}};
+    for (int s = 0; s < 3; s++)
+        for (int d = 0; d < 2; d++) {
+            tt_dtype dt = d ? TT_F64 : TT_F32;
+            int64_t P = 96, H = sizes[s][0], W = sizes[s][1], OH = H / 2, OW = W / 2;
+            tt_scope_begin();
+            tt_tensor *x = tt_empty(dt, TT_SHAPE(2, P / 2, H, W));
+            for (int64_t i = 0; i < P * H * W; i++) tt_set_at(x, i, (double)(i * 7919 % 13 % 4));
+            for (int64_t p = 5; p < P; p += 17) tt_set_at(x, p * H * W + (p % H) * W + p % W, NAN);
+            tt_set_requires_grad(x, true);
+            tt_tensor *idx;
+            tt_tensor *y = tt_max_pool2d(x, (int64_t[]){2, 2}, NULL, NULL, &idx);
+            tt_tensor *gy = tt_empty(dt, 4, y->shape);
+            for (int64_t k = 0; k < P * OH * OW; k++) tt_set_at(gy, k, (double)(k % 9) - 4);
+            tt_backward_with(y, gy);
+            double *want = calloc((size_t)(P * H * W), sizeof *want);
+            const int64_t *ip = tt_data(idx);
+            for (int64_t p = 0; p < P; p++)
+                for (int64_t i = 0; i < OH; i++)
+                    for (int64_t j = 0; j < OW; j++) {
+                        double best = -INFINITY;
+                        int64_t at = -1;
+                        for (int64_t h = 2 * i; h < 2 * i + 2; h++)
+                            for (int64_t w = 2 * j; w < 2 * j + 2; w++) {
+                                double v = tt_at(x, p * H * W + h * W + w);
+                                if (at < 0 || v > best || isnan(v)) best = v, at = h * W + w;
+                            }
+                        int64_t k = (p * OH + i) * OW + j;
+                        ck_assert_int_eq(ip[k], at);
+                        double got = tt_at(y, k);
+                        ck_assert(isnan(best) ? isnan(got) : got == best);
+                        want[p * H * W + at] += tt_at(gy, k);
+                    }
+            for (int64_t e = 0; e < P * H * W; e++) ck_assert(tt_at(tt_grad(x), e) == want[e]);
+            free(want);
+            tt_scope_end();
+        }
 }
 END_TEST
 
@@ -233,6 +279,7 @@ int main(void) {
     TCase *pool = tt_tcase("pool");
     tcase_add_test(pool, test_max_pool2d_values_indices_grad);
     tcase_add_test(pool, test_max_pool2d_nan_inf);
+    tcase_add_test(pool, test_max_pool2d_2x2_scan);
     tcase_add_test(pool, test_avg_pool2d_values_grad);
     tcase_add_test(pool, test_adaptive_avg_pool2d_values_grad);
     suite_add_tcase(s, pool);

@@ -6,6 +6,8 @@
 // output height and width, L = OH * OW, K = C * KH * KW. Row k = (c * KH + i) * KW + j of col
 // holds, at column l = oh * OW + ow, x[c, oh * sh - ph + i * dh, ow * sw - pw + j * dw] (zero
 // outside the input): the layout of PyTorch's im2col, so W (C_out, K) @ col is the convolution.
+// ldc is col's row stride in elements (>= L): the columns of several images can sit side by
+// side in one (K, N L) matrix, image n at columns [n L, (n + 1) L), for one GEMM per batch.
 #ifndef TT_KERNELS_CONV_H
 #define TT_KERNELS_CONV_H
 
@@ -20,12 +22,13 @@ typedef struct tt_k_conv_geom {
     int64_t dh, dw;   // dilation
 } tt_k_conv_geom;
 
-// col (K, L) = the patches of x (C, H, W); every element of col is written.
-void tt_k_im2col_f32(float *col, const float *x, const tt_k_conv_geom *g);
-void tt_k_im2col_f64(double *col, const double *x, const tt_k_conv_geom *g);
-// dx (C, H, W) += the patches of dcol (K, L) added back to the pixels they were read from (the
-// adjoint of im2col). Serial, in a fixed order: deterministic.
-void tt_k_col2im_f32(float *dx, const float *dcol, const tt_k_conv_geom *g);
-void tt_k_col2im_f64(double *dx, const double *dcol, const tt_k_conv_geom *g);
+// col (K, L), rows ldc apart, = the patches of x (C, H, W); every element of col[:, :L] is
+// written.
+void tt_k_im2col_f32(float *col, int64_t ldc, const float *x, const tt_k_conv_geom *g);
+void tt_k_im2col_f64(double *col, int64_t ldc, const double *x, const tt_k_conv_geom *g);
+// dx (C, H, W) += the patches of dcol (K, L), rows ldc apart, added back to the pixels they
+// were read from (the adjoint of im2col). Serial, in a fixed order: deterministic.
+void tt_k_col2im_f32(float *dx, const float *dcol, int64_t ldc, const tt_k_conv_geom *g);
+void tt_k_col2im_f64(double *dx, const double *dcol, int64_t ldc, const tt_k_conv_geom *g);
 
 #endif  // TT_KERNELS_CONV_H
