@@ -81,7 +81,7 @@ static void batch_im2col(tt_dtype dt, char *col, const char *x, int64_t nn, int6
     int64_t L = g->OH * g->OW, K = g->C * g->KH * g->KW, ld = nn * L, CHW = g->C * g->H * g->W;
     size_t es = tt_dtype_size(dt);
     int nt = !par ? 1 : image_threads(nn * G, nn * G * K * L);
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+    TT_PARALLEL_FOR_N(nt)
     for (int64_t t = 0; t < nn * G; t++) {
         int64_t n = t / G, gi = t % G;
         char *dst = col + (size_t)(gi * K * ld + n * L) * es;
@@ -100,7 +100,7 @@ static void batch_col2im(tt_dtype dt, char *dx, const char *dcol, int64_t nn, in
     int64_t L = g->OH * g->OW, K = g->C * g->KH * g->KW, ld = nn * L, CHW = g->C * g->H * g->W;
     size_t es = tt_dtype_size(dt);
     int nt = !par ? 1 : image_threads(nn, nn * G * K * L);
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+    TT_PARALLEL_FOR_N(nt)
     for (int64_t n = 0; n < nn; n++) {
         memset(dx + (size_t)(n * G * CHW) * es, 0, (size_t)(G * CHW) * es);
         for (int64_t gi = 0; gi < G; gi++) {
@@ -120,7 +120,7 @@ static void batch_to_nchw(tt_dtype dt, char *out, const char *t, const char *bia
                           int64_t CO, int64_t L, bool par) {
     size_t es = tt_dtype_size(dt);
     int nt = !par ? 1 : image_threads(nn, nn * CO * L);
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+    TT_PARALLEL_FOR_N(nt)
     for (int64_t n = 0; n < nn; n++)
         for (int64_t o = 0; o < CO; o++) {
             char *dst = out + (size_t)((n * CO + o) * L) * es;
@@ -145,7 +145,7 @@ static void nchw_to_batch(tt_dtype dt, char *t, const char *g, int64_t nn, int64
                           int64_t L, bool par) {
     size_t es = tt_dtype_size(dt);
     int nt = !par ? 1 : image_threads(nn, nn * CO * L);
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+    TT_PARALLEL_FOR_N(nt)
     for (int64_t n = 0; n < nn; n++)
         for (int64_t o = 0; o < CO; o++)
             memcpy(t + (size_t)(o * nn * L + n * L) * es, g + (size_t)((n * CO + o) * L) * es,
@@ -259,7 +259,7 @@ tt_tensor *tt_conv2d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias, const int
     char *xp = tt_data(xc), *wp = tt_data(wc), *op = tt_data(out), *colp = tt_data(col);
     char *tmpp = tt_data(tmp);
     const char *bp = bc ? tt_data(bc) : NULL;
-#pragma omp parallel for schedule(static) num_threads(cp.nt) if (cp.nt > 1)
+    TT_PARALLEL_FOR_N(cp.nt)
     for (int64_t gr = 0; gr < cp.ngroups; gr++) {
         int t = thread_num();
         int64_t end = (gr + 1) * GROUP_IMAGES < N ? (gr + 1) * GROUP_IMAGES : N;
@@ -346,7 +346,7 @@ void tt__backward_conv2d(tt_node *nd) {
         char *xp = xc ? tt_data(xc) : NULL;
         char *wp = wc ? tt_data(wc) : NULL, *dxp = dx ? tt_data(dx) : NULL;
         char *dwp = dw ? tt_data(dw) : NULL, *pp = part ? tt_data(part) : NULL;
-#pragma omp parallel for schedule(static) num_threads(cp.nt) if (cp.nt > 1)
+    TT_PARALLEL_FOR_N(cp.nt)
         for (int64_t gr = 0; gr < cp.ngroups; gr++) {
             int t = thread_num();
             int64_t end = (gr + 1) * GROUP_IMAGES < N ? (gr + 1) * GROUP_IMAGES : N;

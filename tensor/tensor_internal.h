@@ -71,11 +71,15 @@ bool tt__iter_next(tt__iter *it);
 // ---- OpenMP ----
 // TT_PARALLEL_FOR(cond) before a for loop: its iterations are split statically between the
 // threads when cond holds (the same partition every run); serial without OpenMP.
+// TT_PARALLEL_FOR_N(nt): the same on a team of nt threads, serial when nt is 1.
 #ifdef _OPENMP
 #define TT_PRAGMA_(x) _Pragma(#x)
 #define TT_PARALLEL_FOR(cond) TT_PRAGMA_(omp parallel for schedule(static) if (cond))
+#define TT_PARALLEL_FOR_N(nt) \
+    TT_PRAGMA_(omp parallel for schedule(static) num_threads(nt) if ((nt) > 1))
 #else
 #define TT_PARALLEL_FOR(cond)
+#define TT_PARALLEL_FOR_N(nt) (void)(nt);
 #endif
 
 // ---- hot loops compiled for several ISAs ----
