@@ -275,8 +275,9 @@ tt_tensor *tt_affine(tt_tensor *x, tt_tensor *weight, tt_tensor *bias) {
     int64_t M = tt__shape_numel(x->ndim - 1, x->shape), x_rs;
     tt_tensor *xr = as_rows(x, &x_rs), *bc = bias ? tt__contiguous_ref(bias) : NULL;
     bool bf16 = use_bf16(x->dtype);
-    gemm(bf16, x->dtype, M, N, K, first_elem(xr), x_rs, xr->stride[xr->ndim - 1], first_elem(weight),
-         weight->stride[1], weight->stride[0], bc ? tt_data(bc) : NULL, tt_data(out));
+    gemm(bf16, x->dtype, M, N, K, first_elem(xr), x_rs, xr->stride[xr->ndim - 1],
+         first_elem(weight), weight->stride[1], weight->stride[0], bc ? tt_data(bc) : NULL,
+         tt_data(out));
     product_ctx *c = tt__record(out, TT_OP_AFFINE, 3, (tt_tensor *[]){x, weight, bias},
                                 sizeof *c);
     if (c) c->bf16 = bf16;

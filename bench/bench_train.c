@@ -95,10 +95,10 @@ static int bench_train(const bench_config *bc, int threads, tt_precision precisi
     double grads = 4.0 * (double)tt_params_numel(&gpt.params);  // f32 gradients, one per param
     double need_mb = ((double)held + grads) / (1024.0 * 1024.0);
     double rss = peak_rss_mb();
-    printf("bench train config=%s precision=%s threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mb=%.1f "
-           "needed_mb=%.1f rss_ratio=%.2f loss=%.4f steps=%d\n",
-           bc->name, tt_precision_name(precision), threads, med, (double)(bc->batch * bc->block) / (med / 1e3), rss, need_mb,
-           rss / need_mb, loss, n);
+    printf("bench train config=%s precision=%s threads=%d ms_per_step=%.2f tokens_per_s=%.0f "
+           "peak_rss_mb=%.1f needed_mb=%.1f rss_ratio=%.2f loss=%.4f steps=%d\n",
+           bc->name, tt_precision_name(precision), threads, med,
+           (double)(bc->batch * bc->block) / (med / 1e3), rss, need_mb, rss / need_mb, loss, n);
     free(ms);
     tt_optim_free(&opt);
     tt_gpt_free(&gpt);
