@@ -1,8 +1,9 @@
 // tt_matmul with NumPy semantics (dot, matrix, batched with broadcast batch dims, 1-D operands)
 // and tt_affine (x @ W^T + b, the bias in the GEMM's epilogue), each forward and backward side
-// by side. Operands are read in place through
-// their strides; the GEMM kernels (tensor/kernels/matmul.c) do the arithmetic.
+// by side. Operands are read in place through their strides; the GEMM kernels
+// (tensor/kernels/matmul.c, and bf16.c for f32 products under autocast) do the arithmetic.
 #include "autograd_internal.h"
+#include "../tensor/kernels/bf16.h"
 #include "../tensor/kernels/matmul.h"
 
 #include <string.h>
@@ -111,15 +112,61 @@ static tt_k_matrix transposed(tt_k_matrix m) {
     return m;
 }
 
+// ---- autocast ----
+
+// What a matmul or affine node remembers of its forward: whether its products ran in bf16
+// (autocast on and f32 operands), so that its backward does the same.
+typedef struct product_ctx {
+    bool bf16;
+} product_ctx;
+
+// Products of `dtype` operands run in bf16: autocast is on and they are f32 (f64 never casts).
+static bool use_bf16(tt_dtype dtype) { return dtype == TT_F32 && tt_autocast_enabled(); }
+
+// tt_k_gemm_batched's contract with bf16 products (f32 operands rounded while packed, f32
+// accumulation): one tt_k_gemm_bf16 per batch index, in row-major batch order, so products
+// summed into a broadcast C add up in the same order on every run.
+static void gemm_batched_bf16(int nb, const int64_t *batch, int64_t M, int64_t N, int64_t K,
+                              const tt_k_matrix *a, const tt_k_matrix *b, const tt_k_matrix *c,
+                              bool accumulate) {
+    int64_t count = tt__shape_numel(nb, batch), idx[TT_MAX_DIMS] = {0};
+    if (M <= 0 || N <= 0 || count == 0) return;
+    for (int64_t i = 0; i < count; i++) {
+        int64_t oa = 0, ob = 0, oc = 0;
+        for (int d = 0; d < nb; d++) {
+            oa += idx[d] * a->bs[d];
+            ob += idx[d] * b->bs[d];
+            oc += idx[d] * c->bs[d];
+        }
+        tt_k_gemm_bf16(M, N, K, (const float *)a->data + oa, TT_K_SRC_F32, a->rs, a->cs,
+                       (const float *)b->data + ob, TT_K_SRC_F32, b->rs, b->cs,
+                       (float *)c->data + oc, c->rs, c->cs, accumulate);
+        for (int d = nb - 1; d >= 0 && ++idx[d] == batch[d]; d--) idx[d] = 0;  // next index
+    }
+}
+
+// C[idx] (+)= A[idx] B[idx] for every batch index: tt_k_gemm_batched, or its bf16 twin.
+static void gemm_batched(bool bf16, tt_dtype dtype, int nb, const int64_t *batch, int64_t M,
+                         int64_t N, int64_t K, const tt_k_matrix *a, const tt_k_matrix *b,
+                         const tt_k_matrix *c, bool accumulate) {
+    if (bf16) gemm_batched_bf16(nb, batch, M, N, K, a, b, c, accumulate);
+    else tt_k_gemm_batched(dtype, nb, batch, M, N, K, a, b, c, accumulate);
+}
+
+// The node's precision: bf16 when the forward ran under autocast.
+static bool node_bf16(const tt_node *n) { return ((const product_ctx *)n->ctx)->bf16; }
+
 // ---- matmul ----
 
 // out[i, j] = sum_k a[i, k] b[k, j] for every batch index.
 tt_tensor *tt_matmul(tt_tensor *a, tt_tensor *b) {
     mm_plan p = plan_matmul(a, b);
+    bool bf16 = use_bf16(a->dtype);
     tt_tensor *out = tt__new(a->dtype, p.out_ndim, p.out_shape);
     tt_k_matrix ma = left_operand(a, &p), mb = right_operand(b, &p), mc = out_operand(out, &p);
-    tt_k_gemm_batched(a->dtype, p.nb, p.batch, p.M, p.N, p.K, &ma, &mb, &mc, false);
-    tt__record(out, TT_OP_MATMUL, 2, (tt_tensor *[]){a, b}, 0);
+    gemm_batched(bf16, a->dtype, p.nb, p.batch, p.M, p.N, p.K, &ma, &mb, &mc, false);
+    product_ctx *c = tt__record(out, TT_OP_MATMUL, 2, (tt_tensor *[]){a, b}, sizeof *c);
+    if (c) c->bf16 = bf16;
     return tt__autorelease(out);
 }
 
@@ -142,19 +189,20 @@ static bool broadcast_batch(const tt_tensor *t, bool vec, const mm_plan *p) {
 void tt__backward_matmul(tt_node *n) {
     tt_tensor *a = n->inputs[0], *b = n->inputs[1], *g = n->grad;
     mm_plan p = plan_matmul(a, b);
+    bool bf16 = node_bf16(n);
     tt_k_matrix mg = out_operand(g, &p);
     if (a->requires_grad) {
         bool acc = broadcast_batch(a, p.a_vec, &p);
         tt_tensor *da = (acc ? tt__new_zeros : tt__new)(a->dtype, a->ndim, a->shape);
         tt_k_matrix mda = left_operand(da, &p), mbt = transposed(right_operand(b, &p));
-        tt_k_gemm_batched(a->dtype, p.nb, p.batch, p.M, p.K, p.N, &mg, &mbt, &mda, acc);
+        gemm_batched(bf16, a->dtype, p.nb, p.batch, p.M, p.K, p.N, &mg, &mbt, &mda, acc);
         tt__accum_grad_owned(a, da);
     }
     if (b->requires_grad) {
         bool acc = broadcast_batch(b, p.b_vec, &p);
         tt_tensor *db = (acc ? tt__new_zeros : tt__new)(b->dtype, b->ndim, b->shape);
         tt_k_matrix mdb = right_operand(db, &p), mat = transposed(left_operand(a, &p));
-        tt_k_gemm_batched(b->dtype, p.nb, p.batch, p.K, p.N, p.M, &mat, &mg, &mdb, acc);
+        gemm_batched(bf16, b->dtype, p.nb, p.batch, p.K, p.N, p.M, &mat, &mg, &mdb, acc);
         tt__accum_grad_owned(b, db);
     }
 }
@@ -185,11 +233,18 @@ static tt_tensor *as_rows(tt_tensor *t, int64_t *rs) {
     return c;
 }
 
-// C (M, N), rows of N contiguous, = A B (+ bias on every row), in dtype dt.
-static void gemm(tt_dtype dt, int64_t M, int64_t N, int64_t K, const void *A, int64_t a_rs,
-                 int64_t a_cs, const void *B, int64_t b_rs, int64_t b_cs, const void *bias,
-                 void *C) {
-    if (dt == TT_F32 && bias)
+// C (M, N), rows of N contiguous, = A B (+ bias on every row), in dtype dt; with bf16 (f32
+// operands only), the products take bf16-rounded inputs and accumulate in f32.
+static void gemm(bool bf16, tt_dtype dt, int64_t M, int64_t N, int64_t K, const void *A,
+                 int64_t a_rs, int64_t a_cs, const void *B, int64_t b_rs, int64_t b_cs,
+                 const void *bias, void *C) {
+    if (bf16 && bias)
+        tt_k_gemm_bias_bf16(M, N, K, A, TT_K_SRC_F32, a_rs, a_cs, B, TT_K_SRC_F32, b_rs, b_cs,
+                            bias, C, N);
+    else if (bf16)
+        tt_k_gemm_bf16(M, N, K, A, TT_K_SRC_F32, a_rs, a_cs, B, TT_K_SRC_F32, b_rs, b_cs, C, N,
+                       1, false);
+    else if (dt == TT_F32 && bias)
         tt_k_gemm_bias_f32(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, bias, C, N);
     else if (dt == TT_F32)
         tt_k_gemm_f32(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, N, 1, false);
@@ -219,9 +274,13 @@ tt_tensor *tt_affine(tt_tensor *x, tt_tensor *weight, tt_tensor *bias) {
     tt_tensor *out = tt__new(x->dtype, x->ndim, shape);
     int64_t M = tt__shape_numel(x->ndim - 1, x->shape), x_rs;
     tt_tensor *xr = as_rows(x, &x_rs), *bc = bias ? tt__contiguous_ref(bias) : NULL;
-    gemm(x->dtype, M, N, K, first_elem(xr), x_rs, xr->stride[xr->ndim - 1], first_elem(weight),
-         weight->stride[1], weight->stride[0], bc ? tt_data(bc) : NULL, tt_data(out));
-    tt__record(out, TT_OP_AFFINE, 3, (tt_tensor *[]){x, weight, bias}, 0);
+    bool bf16 = use_bf16(x->dtype);
+    gemm(bf16, x->dtype, M, N, K, first_elem(xr), x_rs, xr->stride[xr->ndim - 1],
+         first_elem(weight), weight->stride[1], weight->stride[0], bc ? tt_data(bc) : NULL,
+         tt_data(out));
+    product_ctx *c = tt__record(out, TT_OP_AFFINE, 3, (tt_tensor *[]){x, weight, bias},
+                                sizeof *c);
+    if (c) c->bf16 = bf16;
     if (out->node && xr != x && weight->requires_grad)
         tt__save(out->node, 0, xr);  // the copy of x, for dW: not made twice
     tt_release(xr);
@@ -236,9 +295,10 @@ void tt__backward_affine(tt_node *n) {
     int64_t N = w->shape[0], K = w->shape[1], M = tt__shape_numel(x->ndim - 1, x->shape), g_rs;
     tt_tensor *g = as_rows(n->grad, &g_rs);
     int64_t g_cs = g->stride[g->ndim - 1];
+    bool bf16 = node_bf16(n);
     if (x->requires_grad) {
         tt_tensor *dx = tt__new(x->dtype, x->ndim, x->shape);
-        gemm(x->dtype, M, K, N, first_elem(g), g_rs, g_cs, first_elem(w), w->stride[0],
+        gemm(bf16, x->dtype, M, K, N, first_elem(g), g_rs, g_cs, first_elem(w), w->stride[0],
              w->stride[1], NULL, tt_data(dx));
         tt__accum_grad_owned(x, dx);
     }
@@ -246,7 +306,7 @@ void tt__backward_affine(tt_node *n) {
         int64_t x_rs;
         tt_tensor *xr = as_rows(n->saved[0] ? n->saved[0] : x, &x_rs);
         tt_tensor *dw = tt__new(w->dtype, 2, w->shape);
-        gemm(x->dtype, N, K, M, first_elem(g), g_cs, g_rs, first_elem(xr), x_rs,
+        gemm(bf16, x->dtype, N, K, M, first_elem(g), g_cs, g_rs, first_elem(xr), x_rs,
              xr->stride[xr->ndim - 1], NULL, tt_data(dw));
         tt_release(xr);
         tt__accum_grad_owned(w, dw);

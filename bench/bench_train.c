@@ -2,8 +2,11 @@
 // update) at the baby and mid configs, and 500-token generation with and without the KV cache.
 // Prints `bench ...` lines; never part of `make test`. Random tokens: no corpus needed.
 //
-//   bench_train train baby [threads]   median ms per step, tokens/s, peak RSS and its ratio to
-//                                       parameters + gradients + AdamW state + saved activations
+//   bench_train train baby [threads] [f32|bf16]
+//                                       median ms per step, tokens/s, peak RSS and its ratio to
+//                                       parameters + gradients + AdamW state + saved activations;
+//                                       bf16: the forward under tt_autocast_begin (bf16 products,
+//                                       f32 accumulation), as PyTorch's CPU autocast
 //   bench_train sample baby            tokens/s with the cache on and off
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +61,7 @@ static tt_tensor *random_tokens(tt_rng *rng, const bench_config *bc) {
     return t;
 }
 
-static int bench_train(const bench_config *bc, int threads) {
+static int bench_train(const bench_config *bc, int threads, tt_precision precision) {
     tt_rng rng;
     tt_rng_seed(&rng, 1337);
     tt_gpt gpt;
@@ -76,7 +79,9 @@ static int bench_train(const bench_config *bc, int threads) {
         double t0 = now_ms();
         tt_scope_begin();
         tt_tensor *x = random_tokens(&rng, bc), *y = random_tokens(&rng, bc);
+        tt_autocast_begin(precision);
         tt_tensor *l = tt_gpt_loss(&gpt, x, y);
+        tt_autocast_end();
         if (s == 0) held = tt_live_bytes();
         tt_backward(l);
         tt_clip_grad_norm(&gpt.params, 1.0);
@@ -90,10 +95,10 @@ static int bench_train(const bench_config *bc, int threads) {
     double grads = 4.0 * (double)tt_params_numel(&gpt.params);  // f32 gradients, one per param
     double need_mb = ((double)held + grads) / (1024.0 * 1024.0);
     double rss = peak_rss_mb();
-    printf("bench train config=%s threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mb=%.1f "
-           "needed_mb=%.1f rss_ratio=%.2f loss=%.4f steps=%d\n",
-           bc->name, threads, med, (double)(bc->batch * bc->block) / (med / 1e3), rss, need_mb,
-           rss / need_mb, loss, n);
+    printf("bench train config=%s precision=%s threads=%d ms_per_step=%.2f tokens_per_s=%.0f "
+           "peak_rss_mb=%.1f needed_mb=%.1f rss_ratio=%.2f loss=%.4f steps=%d\n",
+           bc->name, tt_precision_name(precision), threads, med,
+           (double)(bc->batch * bc->block) / (med / 1e3), rss, need_mb, rss / need_mb, loss, n);
     free(ms);
     tt_optim_free(&opt);
     tt_gpt_free(&gpt);
@@ -131,14 +136,21 @@ static int bench_sample(const bench_config *bc, int threads) {
 
 int main(int argc, char **argv) {
     if (argc < 3 || (strcmp(argv[1], "train") != 0 && strcmp(argv[1], "sample") != 0)) {
-        fprintf(stderr, "usage: bench_train train|sample baby|mid [threads]\n");
+        fprintf(stderr, "usage: bench_train train|sample baby|mid [threads] [f32|bf16]\n");
         return 2;
     }
     const bench_config *bc = find_config(argv[2]);
     int threads = 1;
+    tt_precision precision = TT_PRECISION_F32;
+    for (int i = 3; i < argc; i++) {
+        if (tt_precision_parse(argv[i], &precision)) continue;
 #ifdef _OPENMP
-    if (argc > 3) omp_set_num_threads(atoi(argv[3]));
+        omp_set_num_threads(atoi(argv[i]));
+#endif
+    }
+#ifdef _OPENMP
     threads = omp_get_max_threads();
 #endif
-    return strcmp(argv[1], "train") == 0 ? bench_train(bc, threads) : bench_sample(bc, threads);
+    if (strcmp(argv[1], "train") == 0) return bench_train(bc, threads, precision);
+    return bench_sample(bc, threads);
 }

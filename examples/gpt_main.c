@@ -48,7 +48,7 @@ static const char *char_usage_tail =
     "                 [--batch 12] [--iters 2000] [--decay-iters ITERS] [--lr 1e-3]\n"
     "                 [--min-lr 1e-4] [--warmup 100] [--weight-decay 0.1] [--beta2 0.99]\n"
     "                 [--grad-clip 1.0] [--eval-every 250] [--eval-iters 20] [--seed 1337]\n"
-    "                 [--threads N]\n"
+    "                 [--threads N] [--precision f32|bf16]\n"
     "  char_gpt sample --ckpt FILE [--prompt TEXT] [--tokens 500] [--temperature 0.8]\n"
     "                 [--top-k 200] [--top-p 1.0] [--seed 1337] [--no-cache] [--block N]\n"
     "                 [--threads N]\n"
@@ -64,7 +64,9 @@ static const char *char_usage_tail =
     "(default --iters) is where the cosine schedule reaches --min-lr, so a run can stop early\n"
     "and be resumed on the same schedule. A default that conflicts with a flag you give\n"
     "(--warmup 100 with --iters 40, --min-lr 1e-4 with --lr 1e-5) is lowered with a note on\n"
-    "stderr. stdout: `eval step=N train_loss=F val_loss=F` at each eval and\n"
+    "stderr. --precision bf16 trains with bf16 matmul products (f32 accumulation; weights,\n"
+    "gradients, optimizer and checkpoint stay f32). stdout: `eval step=N train_loss=F\n"
+    "val_loss=F` at each eval and\n"
     "`done steps=N train_loss=F val_loss=F ms_per_step=F tokens_per_s=F`.\n"
     "sample prints the prompt and the generated text; eval prints\n"
     "`eval train_loss=F val_loss=F` (mean over --eval-iters batches per split).\n";
@@ -169,6 +171,8 @@ typedef struct options {
     // gpt only
     const char *tokenizer, *preset, *init_from, *dtype;
     int64_t merges;
+    // train: "f32" or "bf16" (autocast of the products)
+    const char *precision;
 } options;
 
 typedef struct flag {
@@ -214,6 +218,7 @@ static flag flags[] = {
     {"--init-from", F_STR, &opt.init_from, CMD_TRAIN | CMD_SAMPLE | CMD_EVAL, false, 1},
     {"--merges", F_INT, &opt.merges, CMD_BPE_TRAIN, false, 1},
     {"--dtype", F_STR, &opt.dtype, CMD_EXPORT, false, 1},
+    {"--precision", F_STR, &opt.precision, CMD_TRAIN, false, 0},
 };
 #define NFLAGS ((int)(sizeof flags / sizeof flags[0]))
 #define MAX_FIELDS 64
@@ -293,6 +298,7 @@ static void set_defaults(void) {
     opt.eval_every = 250;
     opt.eval_iters = 20;
     opt.seed = 1337;
+    opt.precision = "f32";
     opt.threads = 0;  // OpenMP's default
     opt.prompt = "\n";
     opt.tokens = 500;
@@ -381,6 +387,9 @@ static void require_real(const char *name, double v, double lo, double hi, bool 
 static void set_threads(void) {
     if (opt.threads < 0 || opt.threads > 1024)
         die_usage("--threads %lld is out of range; use 1 .. 1024", (long long)opt.threads);
+    tt_precision prec;
+    if (!tt_precision_parse(opt.precision, &prec))
+        die_usage("--precision '%s' is not f32 nor bf16", opt.precision);
     if (given("--threads") && opt.threads == 0)
         die_usage("--threads 0 is out of range; use 1 .. 1024 (or leave it out)");
 #ifdef _OPENMP
@@ -620,6 +629,7 @@ static void ckpt_fill(tt_checkpoint *ck, const train_state *s, const tt_gpt *gpt
     tt_ckpt_set_i64(ck, "train.eval_every", opt.eval_every);
     tt_ckpt_set_i64(ck, "train.eval_iters", opt.eval_iters);
     tt_ckpt_set_i64(ck, "train.seed", opt.seed);
+    tt_ckpt_set_bytes(ck, "train.precision", opt.precision, strlen(opt.precision));
 }
 
 // Reads an i64 entry within [lo, hi] or exits naming the key.
@@ -975,6 +985,20 @@ static void resume_flags(const tt_checkpoint *ck, const char *path, const train_
     };
     for (size_t i = 0; i < sizeof tf / sizeof tf[0]; i++)
         if (!given(tf[i].flag)) *tf[i].dst = ck_f64(ck, path, tf[i].key);
+    // The precision of the products (a checkpoint from before the flag: f32).
+    const unsigned char *pb;
+    size_t pn;
+    static char prec[8];
+    if (!given("--precision") && tt_ckpt_get_bytes(ck, "train.precision", &pb, &pn)) {
+        if (pn >= sizeof prec) pn = sizeof prec - 1;
+        memcpy(prec, pb, pn);
+        prec[pn] = 0;
+        tt_precision p;
+        if (!tt_precision_parse(prec, &p))
+            die("checkpoint '%s': train.precision '%s' is not f32 nor bf16; it was written by "
+                "a newer program", path, prec);
+        opt.precision = prec;
+    }
     data_from_ckpt(ck);
 }
 
@@ -1199,9 +1223,10 @@ static int cmd_train(void) {
 
     int64_t B = opt.batch, T = s.cfg.block_size;
     fprintf(stderr, "%s: %.2fM parameters, vocab %lld, %lld train / %lld val tokens of '%s',"
-            " %d threads%s\n", prog->name, (double)tt_gpt_num_params(&gpt, true) / 1e6,
+            " %d threads%s%s\n", prog->name, (double)tt_gpt_num_params(&gpt, true) / 1e6,
             (long long)s.tok.n_vocab,
             (long long)ds.n_train, (long long)(ds.n - ds.n_train), opt.data, nthreads(),
+            strcmp(opt.precision, "bf16") == 0 ? ", bf16 products" : "",
             opt.resume ? ", resumed" : "");
     if (opt.resume)
         fprintf(stderr, "resumed from %s at step %lld (params fingerprint %016llx)\n",
@@ -1209,6 +1234,10 @@ static int cmd_train(void) {
                 (unsigned long long)tt_params_fingerprint(&gpt.params));
 
     progress pg = {isatty(STDERR_FILENO) != 0, 0, false};
+    // --precision bf16: every product of the steps and evals below runs under autocast.
+    tt_precision precision = TT_PRECISION_F32;
+    tt_precision_parse(opt.precision, &precision);
+    tt_autocast_begin(precision);
     tt_lr_schedule sched = tt_lr_cosine(opt.lr, opt.warmup, opt.decay_iters, opt.min_lr);
     tt_gpt_train(&gpt, true);
     double train_time = 0;
@@ -1279,6 +1308,7 @@ static int cmd_train(void) {
         }
         if (log) check_log(log, &s);
     }
+    tt_autocast_end();
     progress_clear(&pg);
     double ms = steps_run ? 1000.0 * train_time / (double)steps_run : 0;
     double tok_s = train_time > 0 ? (double)(B * T) * (double)steps_run / train_time : 0;

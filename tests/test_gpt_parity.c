@@ -1,6 +1,7 @@
 // PyTorch parity of the GPT: loads the reference files written by
 // tests/reference/gen_gpt_reference.py (format in tests/reference/README.md) into our model and
-// compares logits, loss, every parameter gradient and the losses of 10 AdamW steps, in f32.
+// compares logits, loss, every parameter gradient and the losses of 10 AdamW steps, in f32;
+// and the same model under bf16 autocast (gpt_<config>_bf16.bin).
 // Needs no Python: the reference files are committed. TT_REF_DIR overrides their directory.
 #include <stdio.h>
 #include <stdlib.h>
@@ -325,6 +326,118 @@ START_TEST(test_parity) {
 }
 END_TEST
 
+// ---- bf16 autocast parity ----
+// gpt_<config>_bf16.bin (gen_gpt_reference.py --autocast): the small GPT and batch of the f32
+// files, with its forward under tt_autocast_begin(TT_PRECISION_BF16) here, against two
+// references:
+// - "emu.*": PyTorch in f32 with tinytorch's autocast emulated (each product's inputs, and in
+//   the backward its incoming gradient, rounded to bf16; outputs f32): the same arithmetic
+//   but for the order of the f32 sums, so the f32 parity's tolerances (measured: within 6e-8
+//   on logits, 2e-8 on gradients). Plain f32 must fail them (it is 12-23x off), so they prove
+//   the switch works, forward and backward.
+// - the plain names: PyTorch's own torch.autocast("cpu", dtype=torch.bfloat16), whose products
+//   round the same inputs but which also rounds each product's output to bf16 and runs GELU
+//   and the residual adds on those: agreement to bf16 accuracy, not bit for bit.
+#define TOL_EMU_LOGITS 1e-4
+#define TOL_EMU_LOSS 1e-5
+#define TOL_EMU_GRAD_ABS 1e-5
+#define TOL_EMU_GRAD_REL 1e-3
+#define TOL_BF16_LOGITS_ABS 2e-3
+#define TOL_BF16_LOGITS_REL 1e-2
+#define TOL_BF16_LOSS 1e-3
+#define TOL_BF16_GRAD_ABS 5e-4
+#define TOL_BF16_GRAD_REL 3e-2
+
+typedef struct parity_err {
+    double logits, logits_ratio, loss, grad, grad_ratio;
+    char worst[TT_NAME_MAX];  // the parameter whose gradient is farthest off
+} parity_err;
+
+// One forward and backward of m on the reference's batch under `prec`, compared with the
+// entries "<prefix>logits", "<prefix>loss" and "<prefix>grad.<name>".
+static parity_err autocast_run(tt_gpt *m, ref_file *f, tt_precision prec, const char *prefix,
+                               double logits_atol, double logits_rtol, double grad_atol,
+                               double grad_rtol) {
+    parity_err e = {0};
+    char key[TT_NAME_MAX + 16];
+    tt_scope_begin();
+    tt_tensor *x = ref_tensor(ref_need(f, "tokens")), *y = ref_tensor(ref_need(f, "targets"));
+    tt_autocast_begin(prec);
+    tt_tensor *logits = tt_gpt_forward(m, x);  // (B, T, V)
+    tt_tensor *loss = tt_gpt_loss(m, x, y);
+    tt_autocast_end();
+    snprintf(key, sizeof key, "%slogits", prefix);
+    compare(logits, ref_need(f, key), logits_atol, logits_rtol, &e.logits, &e.logits_ratio);
+    snprintf(key, sizeof key, "%sloss", prefix);
+    e.loss = fabs(tt_item(loss) - ref_scalar(f, key));
+    tt_backward(loss);  // outside the region: each node remembers its precision
+    for (int i = 0; i < m->params.n; i++) {
+        snprintf(key, sizeof key, "%sgrad.%s", prefix, m->params.items[i].name);
+        tt_tensor *g = tt_grad(m->params.items[i].tensor);
+        ck_assert_msg(g, "'%s' got no gradient", m->params.items[i].name);
+        double before = e.grad_ratio;
+        compare(g, ref_need(f, key), grad_atol, grad_rtol, &e.grad, &e.grad_ratio);
+        if (e.grad_ratio > before) snprintf(e.worst, sizeof e.worst, "%s", m->params.items[i].name);
+    }
+    tt_params_zero_grad(&m->params);
+    tt_scope_end();
+    return e;
+}
+
+static void print_err(const char *cfg, const char *what, const parity_err *e) {
+    printf("parity gpt %-7s %-28s logits max_abs_err=%.2e (%.2f of tol)  loss abs_err=%.2e  "
+           "grads max_abs_err=%.2e (%.2f of tol, %s)\n", cfg, what, e->logits, e->logits_ratio,
+           e->loss, e->grad, e->grad_ratio, e->worst);
+}
+
+START_TEST(test_parity_bf16) {
+    const char *cfg_name = configs[_i];
+    const char *dir = getenv("TT_REF_DIR") ? getenv("TT_REF_DIR") : "tests/reference";
+    char path[1024];
+    snprintf(path, sizeof path, "%s/gpt_%s_bf16.bin", dir, cfg_name);
+    ref_file f;
+    const char *err = ref_load(&f, path);
+    ck_assert_msg(!err, "%s: %s", path, err);
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    tt_dtype prev = tt_set_default_dtype(TT_F32);
+    tt_gpt_config cfg = config_from(&f);
+    tt_gpt m;
+    ck_assert_msg(tt_gpt_init(&m, &cfg, &rng) == TT_OK, "%s", tt_last_error());
+    tt_set_default_dtype(prev);
+    tt_gpt_train(&m, true);
+    load_params(&m, &f);
+
+    parity_err emu = autocast_run(&m, &f, TT_PRECISION_BF16, "emu.", TOL_EMU_LOGITS, 0,
+                                  TOL_EMU_GRAD_ABS, TOL_EMU_GRAD_REL);
+    parity_err f32 = autocast_run(&m, &f, TT_PRECISION_F32, "emu.", TOL_EMU_LOGITS, 0,
+                                  TOL_EMU_GRAD_ABS, TOL_EMU_GRAD_REL);
+    parity_err torch = autocast_run(&m, &f, TT_PRECISION_BF16, "", TOL_BF16_LOGITS_ABS,
+                                    TOL_BF16_LOGITS_REL, TOL_BF16_GRAD_ABS, TOL_BF16_GRAD_REL);
+    print_err(cfg_name, "bf16 vs emulated autocast", &emu);
+    print_err(cfg_name, "(f32 vs emulated autocast)", &f32);
+    print_err(cfg_name, "bf16 vs torch.autocast", &torch);
+    fflush(stdout);
+    for (int i = 0; i < f.n; i++)
+        ck_assert_msg(f.e[i].used || strncmp(f.e[i].name, "config.", 7) == 0,
+                      "reference entry '%s' was not compared", f.e[i].name);
+    tt_gpt_free(&m);
+    ref_free(&f);
+    ck_assert_msg(emu.logits_ratio <= 1.0 && emu.loss <= TOL_EMU_LOSS && emu.grad_ratio <= 1.0,
+                  "%s: bf16 off the emulated autocast: logits %.2f x tol, loss %.2e, gradient "
+                  "of %s %.2f x tol", cfg_name, emu.logits_ratio, emu.loss, emu.worst,
+                  emu.grad_ratio);
+    // Plain f32 is not within them: the tolerances see the bf16 rounding.
+    ck_assert_msg(f32.logits_ratio > 2.0 && f32.grad_ratio > 2.0, "%s: f32 is within the "
+                  "emulated autocast's tolerances (logits %.2f, grads %.2f x tol)", cfg_name,
+                  f32.logits_ratio, f32.grad_ratio);
+    ck_assert_msg(torch.logits_ratio <= 1.0 && torch.loss <= TOL_BF16_LOSS &&
+                  torch.grad_ratio <= 1.0, "%s: bf16 off torch.autocast: logits %.2f x tol, "
+                  "loss %.2e, gradient of %s %.2f x tol", cfg_name, torch.logits_ratio,
+                  torch.loss, torch.worst, torch.grad_ratio);
+}
+END_TEST
+
 // The reader rejects malformed files (a corrupt reference must fail loudly, not crash).
 START_TEST(test_reader_rejects_truncated) {
     char path[] = "/tmp/tt_ref_XXXXXX";
@@ -352,5 +465,9 @@ int main(void) {
     tcase_add_loop_test(tc, test_parity, 0, (int)(sizeof configs / sizeof configs[0]));
     tcase_add_test(tc, test_reader_rejects_truncated);
     suite_add_tcase(s, tc);
+    TCase *tb = tt_tcase("autocast_bf16");
+    tcase_set_timeout(tb, 300);
+    tcase_add_loop_test(tb, test_parity_bf16, 0, (int)(sizeof configs / sizeof configs[0]));
+    suite_add_tcase(s, tb);
     return tt_test_run(s);
 }

@@ -4,6 +4,17 @@
 # (format: tests/reference/README.md). Needs torch; `make test` never runs it.
 #
 #     /usr/bin/python3 tests/reference/gen_gpt_reference.py [OUTDIR]
+#     /usr/bin/python3 tests/reference/gen_gpt_reference.py --autocast [OUTDIR]
+#
+# --autocast writes gpt_<config>_bf16.bin instead: the same models, weights and batch, with the
+# forward under torch.autocast("cpu", dtype=torch.bfloat16) (the Linear layers and the tied
+# head's matmul take bf16 inputs and accumulate in f32, their outputs are bf16), and the logits,
+# loss and gradients of that forward (no AdamW steps). One deviation from plain autocast, to
+# match tinytorch's fused attention, which stays f32 under autocast: the products inside
+# attention (q k^T and att v) run in f32 here too. Beside them, under "emu.", the same forward
+# and backward with tinytorch's autocast emulated in f32 (BF16Linear below: each product's
+# inputs, and in the backward the incoming gradient, rounded to bf16, the product and every
+# output in f32): what tinytorch should match to f32 accuracy.
 #
 # The modules are written out here (not taken from torch.nn where the formula could differ) so
 # they follow tinytorch's formulas: pre-norm blocks, attention scaled by 1/sqrt(HS) with a
@@ -120,10 +131,48 @@ class Attention(nn.Module):
         rep = self.nh // self.nkv  # kv head g serves query heads g*rep .. g*rep + rep - 1
         k = k.repeat_interleave(rep, dim=1)  # (B, NH, T, HS)
         v = v.repeat_interleave(rep, dim=1)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.hs))  # (B, NH, T, T)
-        att = att.masked_fill(self.mask[:t, :t], float("-inf"))
-        y = F.softmax(att, dim=-1) @ v                                 # (B, NH, T, HS)
+        with torch.autocast("cpu", enabled=False):  # f32 attention, under autocast too
+            q, k, v = q.float(), k.float(), v.float()
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.hs))  # (B, NH, T, T)
+            att = att.masked_fill(self.mask[:t, :t], float("-inf"))
+            y = F.softmax(att, dim=-1) @ v                                 # (B, NH, T, HS)
         return self.o_proj(y.transpose(1, 2).reshape(b, t, c))
+
+
+def bf16(t):  # rounded to bf16 (nearest even), back in f32
+    return t.bfloat16().float()
+
+
+class BF16Linear(torch.autograd.Function):
+    """x @ w^T (+ b) with bf16-rounded inputs and f32 outputs, forward and backward."""
+
+    @staticmethod
+    def forward(ctx, x, w, b):
+        ctx.save_for_backward(x, w)
+        ctx.has_bias = b is not None
+        y = bf16(x) @ bf16(w).t()
+        return y + b if b is not None else y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        gx = bf16(g) @ bf16(w)
+        gw = bf16(g).reshape(-1, g.shape[-1]).t() @ bf16(x).reshape(-1, x.shape[-1])
+        gb = g.reshape(-1, g.shape[-1]).sum(0) if ctx.has_bias else None
+        return gx, gw, gb
+
+
+EMULATE_BF16 = False  # set by generate_autocast: Linear and the tied head through BF16Linear
+_linear_forward = nn.Linear.forward
+
+
+def _emulated_linear_forward(self, x):
+    if EMULATE_BF16:
+        return BF16Linear.apply(x, self.weight, self.bias)
+    return _linear_forward(self, x)
+
+
+nn.Linear.forward = _emulated_linear_forward
 
 
 class MLP(nn.Module):
@@ -188,7 +237,11 @@ class GPT(nn.Module):
         for blk in self.blocks:
             x = blk(x)
         x = self.ln_f(x)
-        logits = x @ self.wte.weight.t() if self.cfg["tie_weights"] else self.lm_head(x)
+        if self.cfg["tie_weights"]:
+            logits = (BF16Linear.apply(x, self.wte.weight, None) if EMULATE_BF16
+                      else x @ self.wte.weight.t())
+        else:
+            logits = self.lm_head(x)
         loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
         return logits, loss
 
@@ -271,11 +324,50 @@ def generate(config_name, outdir):
            norms[0], norms[-1], ADAMW["clip"]))
 
 
+def generate_autocast(config_name, outdir):
+    cfg = CONFIGS[config_name]
+    torch.manual_seed(SEEDS[config_name])  # the same draws as generate(): weights and batch
+    model = GPT(cfg)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() == 1:
+                p.add_(PERTURB * torch.randn_like(p))
+    params = list(model.named_parameters())
+    initial = [(n, p.detach().clone()) for n, p in params]
+    tokens = torch.randint(0, cfg["vocab_size"], (B, T), dtype=torch.int64)
+    targets = torch.randint(0, cfg["vocab_size"], (B, T), dtype=torch.int64)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        logits, loss = model(tokens, targets)
+    loss.backward()
+    grads = [(n, p.grad.detach().clone()) for n, p in params]
+    model.zero_grad(set_to_none=True)
+    global EMULATE_BF16
+    EMULATE_BF16 = True
+    emu_logits, emu_loss = model(tokens, targets)
+    emu_loss.backward()
+    EMULATE_BF16 = False
+    emu_grads = [(n, p.grad.detach().clone()) for n, p in params]
+    entries = [("config." + k, scalar_i64(v)) for k, v in cfg.items()]
+    entries += [("param." + n, t) for n, t in initial]
+    entries += [("tokens", tokens.int()), ("targets", targets.int()),
+                ("logits", logits.float()), ("loss", loss.float())]
+    entries += [("grad." + n, g) for n, g in grads]
+    entries += [("emu.logits", emu_logits), ("emu.loss", emu_loss)]
+    entries += [("emu.grad." + n, g) for n, g in emu_grads]
+    path = os.path.join(outdir, "gpt_%s_bf16.bin" % config_name)
+    write_reference(path, entries)
+    print("wrote %s: %d entries, logits %s, loss %.6f (bf16 autocast), %.6f (emulated)" %
+          (path, len(entries), logits.dtype, loss.item(), emu_loss.item()))
+
+
 def main():
-    outdir = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+    args = sys.argv[1:]
+    autocast = "--autocast" in args
+    args = [a for a in args if a != "--autocast"]
+    outdir = args[0] if args else os.path.dirname(os.path.abspath(__file__))
     torch.set_num_threads(1)
     for name in CONFIGS:
-        generate(name, outdir)
+        (generate_autocast if autocast else generate)(name, outdir)
 
 
 if __name__ == "__main__":
