@@ -176,40 +176,27 @@ TGT_AVX512 INLINE void store512(float *cp, __m512 v0, __m512 v1, __m512 va, __mm
     _mm512_mask_storeu_ps(cp + 16, m1, o1);
 }
 
-// Rows r < R (R constant after inlining) of C, columns of two vectors (lanes m0, m1).
+// Rows r < R <= TILE_R (R constant after inlining) of C, columns of two vectors (lanes m0,
+// m1): 2 R accumulators, each element's products added in k order.
+#define TILE_R 8
 TGT_AVX512 INLINE void tile512(const int R, int64_t K, const float *a, int64_t a_rs,
                                int64_t a_cs, const float *b, int64_t b_rs, float *c,
                                int64_t c_rs, __m512 va, __mmask16 m0, __mmask16 m1, bool acc) {
-    __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00;
-    __m512 c20 = c00, c21 = c00, c30 = c00, c31 = c00;
-    const float *a0 = a, *a1 = R > 1 ? a + a_rs : a, *a2 = R > 2 ? a + 2 * a_rs : a;
-    const float *a3 = R > 3 ? a + 3 * a_rs : a;
+    __m512 c0[TILE_R], c1[TILE_R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) c0[r] = c1[r] = _mm512_setzero_ps();
     for (int64_t k = 0; k < K; k++, b += b_rs) {
         __m512 b0 = _mm512_maskz_loadu_ps(m0, b), b1 = _mm512_maskz_loadu_ps(m1, b + 16);
-        int64_t ak = k * a_cs;
-        __m512 x = _mm512_set1_ps(a0[ak]);
-        c00 = _mm512_fmadd_ps(x, b0, c00);
-        c01 = _mm512_fmadd_ps(x, b1, c01);
-        if (R > 1) {
-            x = _mm512_set1_ps(a1[ak]);
-            c10 = _mm512_fmadd_ps(x, b0, c10);
-            c11 = _mm512_fmadd_ps(x, b1, c11);
-        }
-        if (R > 2) {
-            x = _mm512_set1_ps(a2[ak]);
-            c20 = _mm512_fmadd_ps(x, b0, c20);
-            c21 = _mm512_fmadd_ps(x, b1, c21);
-        }
-        if (R > 3) {
-            x = _mm512_set1_ps(a3[ak]);
-            c30 = _mm512_fmadd_ps(x, b0, c30);
-            c31 = _mm512_fmadd_ps(x, b1, c31);
+        const float *ak = a + k * a_cs;
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            __m512 x = _mm512_set1_ps(ak[r * a_rs]);
+            c0[r] = _mm512_fmadd_ps(x, b0, c0[r]);
+            c1[r] = _mm512_fmadd_ps(x, b1, c1[r]);
         }
     }
-    store512(c, c00, c01, va, m0, m1, acc);
-    if (R > 1) store512(c + c_rs, c10, c11, va, m0, m1, acc);
-    if (R > 2) store512(c + 2 * c_rs, c20, c21, va, m0, m1, acc);
-    if (R > 3) store512(c + 3 * c_rs, c30, c31, va, m0, m1, acc);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) store512(c + r * c_rs, c0[r], c1[r], va, m0, m1, acc);
 }
 
 TGT_AVX512 static void gemm_avx512(int64_t M, int64_t N, int64_t K, const float *a,
@@ -219,6 +206,9 @@ TGT_AVX512 static void gemm_avx512(int64_t M, int64_t N, int64_t K, const float 
     for (int64_t n = 0; n < N; n += 32) {
         __mmask16 m0 = lanes16(N - n), m1 = lanes16(N - n - 16);
         int64_t i = 0;
+        for (; i + TILE_R <= M; i += TILE_R)
+            tile512(TILE_R, K, a + i * a_rs, a_rs, a_cs, b + n, b_rs, c + i * c_rs + n, c_rs,
+                    va, m0, m1, acc);
         for (; i + 4 <= M; i += 4)
             tile512(4, K, a + i * a_rs, a_rs, a_cs, b + n, b_rs, c + i * c_rs + n, c_rs, va, m0,
                     m1, acc);
