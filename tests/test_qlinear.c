@@ -148,6 +148,8 @@ START_TEST(test_linear_quantize_hook) {
     tt_linear_quantize(&fc);  // again: replaces the first
     tt_tensor *y = tt_linear_forward(&fc, x), *yq = tt_qlinear_forward(&q, x);
     ck_assert(same_values(y, yq));
+    tt_module mod = tt_qlinear_module(&q);  // the same behind the module interface
+    ck_assert(same_values(tt_module_forward(mod, x), yq));
     ck_assert(!same_values(y, before));
     ck_assert_int_gt(tt_qlinear_bytes(fc.quantized), 0);
     tt_linear_dequantize(&fc);
