@@ -69,7 +69,10 @@ static const char *char_usage_tail =
     "val_loss=F` at each eval and\n"
     "`done steps=N train_loss=F val_loss=F ms_per_step=F tokens_per_s=F`.\n"
     "sample prints the prompt and the generated text; eval prints\n"
-    "`eval train_loss=F val_loss=F` (mean over --eval-iters batches per split).\n";
+    "`eval train_loss=F val_loss=F` (mean over --eval-iters batches per split).\n"
+    "--quantize int8 (sample, eval) runs every Linear and the head in int8 (weights with a\n"
+    "scale per output channel, activations with a scale per token, int32 sums; embeddings,\n"
+    "norms, attention and the KV cache stay f32) and notes the weight bytes on stderr.\n";
 
 // gpt's usage text, the same way.
 static const char *gpt_usage_head =
@@ -106,7 +109,7 @@ static const char *gpt_usage_tail =
     "train_loss=F val_loss=F` at each eval and a `done ...` line.\n"
     "sample prints the prompt and the generated text (--temperature 0: greedy); eval prints\n"
     "`eval train_loss=F val_loss=F`. A --init-from FILE.safetensors holds GPT-2 weights and no\n"
-    "tokenizer: gpt2 unless --tokenizer names another.\n"
+    "tokenizer: gpt2 unless --tokenizer names another. --quantize int8 as char_gpt's.\n"
     "tokenize prints `tokens=N train=N val=N` (the text split 90/10 by characters, each part\n"
     "encoded on its own); encode prints the ids of stdin's bytes on one line; decode writes the\n"
     "bytes of the ids on stdin (whitespace-separated); bpe-train learns --merges merges from\n"

@@ -815,9 +815,10 @@ tt_module tt_unflatten_module(tt_unflatten_layer *m);  // borrows m
 // int8 with one scale per output channel, sw[n] = max_k |W[n, k]| / 127, q = round(W / sw);
 // each input row is quantized at run time to u8 with its own scale and zero point (255 levels
 // over [min(0, min x), max(0, max x)]); the product runs in int32 (AVX512-VNNI vpdpbusd, AVX2
-// or portable C, the same bits on each) and is scaled back to f32, plus the f32 bias. The error
-// of an output y[m, n] is at most about sx[m] / 2 sum_k |W[n, k]| + sw[n] / 2 sum_k |x[m, k]|
-// (half a step of each quantizer), a few parts per thousand of |x| |W| for typical rows.
+// or portable C, the same bits on each) and is scaled back to f32, plus the f32 bias. An
+// output y[m, n] differs from the f32 Linear's by at most sx[m] / 2 sum_k |W[n, k]| + sw[n] / 2
+// sum_k |x[m, k]| + K sx[m] sw[n] / 4 (half a step of each quantizer on every term; typically
+// a tenth to a half of that: the rounding errors partly cancel). tests/test_qlinear.c.
 // No autograd: the forward aborts when grad mode is on and its input requires grad (run it
 // under tt_no_grad_begin()/tt_no_grad_end() or tt_set_grad_enabled(false)).
 //
