@@ -378,8 +378,8 @@ START_TEST(test_abort_grad) {
 }
 END_TEST
 
+// The embedding output requires grad (wte does), so the first int8 Linear refuses it.
 START_TEST(test_abort_gpt_loss_grad) {
-    // The embedding output requires grad (wte does), so the first int8 Linear refuses it.
     tt_expect_abort("is inference only and has no gradient, but input (1, 4, 32) requires grad");
     tt_tensor *x = tt_zeros(TT_I32, TT_SHAPE(1, 4));
     tt_gpt_loss(&ab_gpt, x, x);
