@@ -51,9 +51,9 @@ static const char *char_usage_tail =
     "                 [--threads N] [--precision f32|bf16]\n"
     "  char_gpt sample --ckpt FILE [--prompt TEXT] [--tokens 500] [--temperature 0.8]\n"
     "                 [--top-k 200] [--top-p 1.0] [--seed 1337] [--no-cache] [--block N]\n"
-    "                 [--threads N]\n"
+    "                 [--threads N] [--quantize int8]\n"
     "  char_gpt eval --ckpt FILE [--data FILE] [--eval-iters N] [--batch N] [--seed N]\n"
-    "                 [--threads N]\n"
+    "                 [--threads N] [--quantize int8]\n"
     "\n"
     "train: --data defaults to " DEFAULT_DATA ", --out to out/char_gpt.ckpt (its directory is\n"
     "created). --out is written at each eval (every --eval-every steps and at the end), so it\n"
@@ -69,7 +69,10 @@ static const char *char_usage_tail =
     "val_loss=F` at each eval and\n"
     "`done steps=N train_loss=F val_loss=F ms_per_step=F tokens_per_s=F`.\n"
     "sample prints the prompt and the generated text; eval prints\n"
-    "`eval train_loss=F val_loss=F` (mean over --eval-iters batches per split).\n";
+    "`eval train_loss=F val_loss=F` (mean over --eval-iters batches per split).\n"
+    "--quantize int8 (sample, eval) runs every Linear and the head in int8 (weights with a\n"
+    "scale per output channel, activations with a scale per token, int32 sums; embeddings,\n"
+    "norms, attention and the KV cache stay f32) and notes the weight bytes on stderr.\n";
 
 // gpt's usage text, the same way.
 static const char *gpt_usage_head =
@@ -83,9 +86,9 @@ static const char *gpt_usage_tail =
     "            [--threads N]\n"
     "  gpt sample --ckpt FILE | --init-from FILE [--tokenizer T] [--prompt TEXT] [--tokens 500]\n"
     "            [--temperature 0.8] [--top-k 200] [--top-p 1.0] [--seed 1337] [--no-cache]\n"
-    "            [--block N] [--threads N]\n"
+    "            [--block N] [--threads N] [--quantize int8]\n"
     "  gpt eval --ckpt FILE | --init-from FILE [--tokenizer T] [--data FILE] [--eval-iters N]\n"
-    "            [--batch N] [--seed N] [--threads N]\n"
+    "            [--batch N] [--seed N] [--threads N] [--quantize int8]\n"
     "  gpt tokenize [--tokenizer T | --ckpt FILE] [--data FILE]\n"
     "  gpt encode [--tokenizer T | --ckpt FILE] [--data FILE]  < bytes  > ids\n"
     "  gpt decode [--tokenizer T | --ckpt FILE] [--data FILE]  < ids  > bytes\n"
@@ -106,7 +109,7 @@ static const char *gpt_usage_tail =
     "train_loss=F val_loss=F` at each eval and a `done ...` line.\n"
     "sample prints the prompt and the generated text (--temperature 0: greedy); eval prints\n"
     "`eval train_loss=F val_loss=F`. A --init-from FILE.safetensors holds GPT-2 weights and no\n"
-    "tokenizer: gpt2 unless --tokenizer names another.\n"
+    "tokenizer: gpt2 unless --tokenizer names another. --quantize int8 as char_gpt's.\n"
     "tokenize prints `tokens=N train=N val=N` (the text split 90/10 by characters, each part\n"
     "encoded on its own); encode prints the ids of stdin's bytes on one line; decode writes the\n"
     "bytes of the ids on stdin (whitespace-separated); bpe-train learns --merges merges from\n"
@@ -173,6 +176,8 @@ typedef struct options {
     int64_t merges;
     // train: "f32" or "bf16" (autocast of the products)
     const char *precision;
+    // sample, eval: "int8" runs the Linears and the head int8 (tt_gpt_quantize), "f32" not
+    const char *quantize;
 } options;
 
 typedef struct flag {
@@ -219,6 +224,7 @@ static flag flags[] = {
     {"--merges", F_INT, &opt.merges, CMD_BPE_TRAIN, false, 1},
     {"--dtype", F_STR, &opt.dtype, CMD_EXPORT, false, 1},
     {"--precision", F_STR, &opt.precision, CMD_TRAIN, false, 0},
+    {"--quantize", F_STR, &opt.quantize, CMD_SAMPLE | CMD_EVAL, false, 0},
 };
 #define NFLAGS ((int)(sizeof flags / sizeof flags[0]))
 #define MAX_FIELDS 64
@@ -1344,6 +1350,19 @@ static const char *model_path(const char *cmd) {
     return opt.ckpt;
 }
 
+// --quantize: "int8" quantizes gpt's Linears and head (a note on stderr with their weight
+// bytes before and after), "f32" (the default) leaves it; exits on another value.
+static void apply_quantize(tt_gpt *gpt) {
+    if (!opt.quantize || strcmp(opt.quantize, "f32") == 0) return;
+    if (strcmp(opt.quantize, "int8") != 0)
+        die_usage("--quantize must be int8 or f32, got '%s'", opt.quantize);
+    int64_t before = tt_gpt_matmul_weight_bytes(gpt);
+    tt_gpt_quantize(gpt);
+    fprintf(stderr, "quantized to int8: matmul weights %lld -> %lld bytes (%.2fx smaller)\n",
+            (long long)before, (long long)tt_gpt_matmul_weight_bytes(gpt),
+            (double)before / (double)tt_gpt_matmul_weight_bytes(gpt));
+}
+
 static int cmd_sample(void) {
     const char *path = model_path("sample");
     require_range("--tokens", opt.tokens, 0, 1 << 24);
@@ -1380,6 +1399,7 @@ static int cmd_sample(void) {
                       (long long)s.cfg.vocab_size, path);
     // A smaller context window than the model's: generation slides over --block tokens.
     if (given("--block")) gpt.cfg.block_size = opt.window;
+    apply_quantize(&gpt);
 
     tt_sample_opts so = tt_sample_opts_default();
     so.temperature = opt.temperature;
@@ -1397,9 +1417,9 @@ static int cmd_sample(void) {
     double dt = now_s() - t0;
     fputc('\n', stdout);
     check_stdout();
-    fprintf(stderr, "sampled %lld tokens in %.3f s (%.1f tokens/s, KV cache %s, %d threads)\n",
-            (long long)opt.tokens, dt, dt > 0 ? (double)opt.tokens / dt : 0.0,
-            so.use_cache ? "on" : "off", nthreads());
+    fprintf(stderr, "sampled %lld tokens in %.3f s (%.1f tokens/s, KV cache %s, %d threads, "
+            "%s)\n", (long long)opt.tokens, dt, dt > 0 ? (double)opt.tokens / dt : 0.0,
+            so.use_cache ? "on" : "off", nthreads(), tt_gpt_is_quantized(&gpt) ? "int8" : "f32");
     free(out);
     free(prompt);
     tt_gpt_free(&gpt);
@@ -1431,6 +1451,7 @@ static int cmd_eval(void) {
                   "pass the tokenizer it was trained with", path, (long long)s.cfg.vocab_size,
                   (long long)s.tok.n_vocab, tok_name(&s.tok));
 
+    apply_quantize(&gpt);
     tt_text_dataset ds;
     load_data(&ds, opt.data, &s.tok, s.cfg.block_size,
               "evaluate on a text whose characters the checkpoint knows");

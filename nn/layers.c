@@ -33,6 +33,7 @@ void tt_linear_init(tt_linear *m, int64_t in_features, int64_t out_features, boo
 tt_tensor *tt_linear_forward(tt_linear *m, tt_tensor *x) {
     TT_CHECK(x->ndim >= 1 && x->shape[x->ndim - 1] == m->in_features,
              "input %s must end in in_features=%lld", tt__shape(x), (long long)m->in_features);
+    if (m->quantized) return tt_qlinear_forward(m->quantized, x);  // (..., out), int8
     return tt_affine(x, m->weight, m->bias);  // (..., out)
 }
 
@@ -42,6 +43,7 @@ void tt_linear_params(const tt_linear *m, tt_params *out, const char *prefix) {
 }
 
 void tt_linear_free(tt_linear *m) {
+    tt_linear_dequantize(m);
     tt_release(m->weight);
     tt_release(m->bias);
     memset(m, 0, sizeof *m);

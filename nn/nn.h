@@ -164,6 +164,7 @@ typedef struct tt_linear {
     tt_tensor *weight;  // (out, in)
     tt_tensor *bias;    // (out,) or NULL
     int64_t in_features, out_features;
+    struct tt_qlinear *quantized;  // owned; when set the forward runs it (tt_linear_quantize)
 } tt_linear;
 
 void tt_linear_init(tt_linear *m, int64_t in_features, int64_t out_features, bool bias,
@@ -808,6 +809,49 @@ typedef struct tt_unflatten_layer {
 } tt_unflatten_layer;
 
 tt_module tt_unflatten_module(tt_unflatten_layer *m);  // borrows m
+
+// ---- QuantizedLinear: int8 inference (nn/qlinear.c) ----
+// Post-training dynamic quantization of a Linear for inference. The weight W (out, in) becomes
+// int8 with one scale per output channel, sw[n] = max_k |W[n, k]| / 127, q = round(W / sw);
+// each input row is quantized at run time to u8 with its own scale and zero point (255 levels
+// over [min(0, min x), max(0, max x)]); the product runs in int32 (AVX512-VNNI vpdpbusd, AVX2
+// or portable C, the same bits on each) and is scaled back to f32, plus the f32 bias. An
+// output y[m, n] differs from the f32 Linear's by at most sx[m] / 2 sum_k |W[n, k]| + sw[n] / 2
+// sum_k |x[m, k]| + K sx[m] sw[n] / 4 (half a step of each quantizer on every term; typically
+// a tenth to a half of that: the rounding errors partly cancel). tests/test_qlinear.c.
+// No autograd: the forward aborts when grad mode is on and its input requires grad (run it
+// under tt_no_grad_begin()/tt_no_grad_end() or tt_set_grad_enabled(false)).
+//
+//     tt_qlinear q;
+//     tt_qlinear_from_linear(&q, &fc);           // a copy: fc is unchanged and may be freed
+//     tt_no_grad_begin();
+//     tt_tensor *y = tt_qlinear_forward(&q, x);  // x (..., in) f32 -> (..., out) f32
+//     tt_no_grad_end();
+//     tt_qlinear_free(&q);
+// Or in place, so every module that calls tt_linear_forward runs int8 (a GPT: tt_gpt_quantize):
+//     tt_linear_quantize(&fc);   // fc's f32 weight stays (tt_linear_dequantize goes back)
+
+typedef struct tt_qlinear {
+    struct tt_k_qweight *qweight;  // packed int8 weight, per-channel scales (owned)
+    tt_tensor *bias;               // (out,) f32 or NULL (owned)
+    int64_t in_features, out_features;
+} tt_qlinear;
+
+// From a weight (out, in) and a bias (out,) or NULL of any float dtype (copied and rounded to
+// f32 first); in <= 65536. tt_qlinear_from_linear(q, m) is this with m's weight and bias.
+void tt_qlinear_init(tt_qlinear *q, const tt_tensor *weight, const tt_tensor *bias);
+void tt_qlinear_from_linear(tt_qlinear *q, const tt_linear *m);
+// x (..., in) f32, any layout -> y (..., out) f32, a new tensor without history.
+tt_tensor *tt_qlinear_forward(tt_qlinear *q, tt_tensor *x);
+// The bytes the forward reads for its parameters: packed int8 weight, scales, sums and bias.
+int64_t tt_qlinear_bytes(const tt_qlinear *q);
+void tt_qlinear_free(tt_qlinear *q);  // safe on a zeroed struct
+tt_module tt_qlinear_module(tt_qlinear *q);  // type "QuantizedLinear", no parameters
+
+// m->quantized from m's current weight (replacing an older one): tt_linear_forward then runs
+// int8. Re-quantize after changing the weight. _dequantize frees it (safe when not quantized).
+void tt_linear_quantize(tt_linear *m);
+void tt_linear_dequantize(tt_linear *m);
 
 #ifdef __cplusplus
 }

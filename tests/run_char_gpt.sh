@@ -139,6 +139,38 @@ else
     bad "eval (exit $rc): '$(cat "$d/eval.out")', want 'eval $want'"; cat "$d/eval.err" >&2
 fi
 
+# ---- --quantize int8: the Linears and the head in int8; sampling stays deterministic ----
+"$bin" sample --ckpt "$d/full.ckpt" --tokens 120 --seed 5 --prompt "ROMEO:" --quantize int8 \
+    > "$d/q_cache.txt" 2> "$d/q_cache.err"
+rc1=$?
+"$bin" sample --ckpt "$d/full.ckpt" --tokens 120 --seed 5 --prompt "ROMEO:" --quantize int8 \
+    --no-cache > "$d/q_nocache.txt" 2> "$d/q_nocache.err"
+rc2=$?
+if [ $rc1 = 0 ] && [ $rc2 = 0 ] && cmp -s "$d/q_cache.txt" "$d/q_nocache.txt" &&
+   [ "$(wc -c < "$d/q_cache.txt")" -ge 127 ] && grep -q "int8)$" "$d/q_cache.err" &&
+   grep -q "^quantized to int8: matmul weights [0-9]* -> [0-9]* bytes" "$d/q_cache.err"; then
+    ok "sample --quantize int8: KV cache and --no-cache print the same 120 characters"
+else
+    bad "sample --quantize int8 (exit $rc1, $rc2)"; cat "$d/q_cache.err" >&2
+fi
+"$bin" eval --ckpt "$d/full.ckpt" --quantize int8 > "$d/q_eval.out" 2> "$d/q_eval.err"
+rc=$?
+if [ $rc = 0 ] && grep -q "^eval train_loss=$num val_loss=$num\$" "$d/q_eval.out" &&
+   awk -v a="$(cut -d= -f3 "$d/eval.out")" -v b="$(cut -d= -f3 "$d/q_eval.out")" \
+       'BEGIN { d = a - b; exit !(d < 0.02 && d > -0.02) }'; then
+    ok "eval --quantize int8: $(cat "$d/q_eval.out") (f32: $(cat "$d/eval.out"))"
+else
+    bad "eval --quantize int8 (exit $rc): '$(cat "$d/q_eval.out")' vs '$(cat "$d/eval.out")'"
+    cat "$d/q_eval.err" >&2
+fi
+"$bin" eval --ckpt "$d/full.ckpt" --quantize int4 > /dev/null 2> "$d/q_bad.err"
+rc=$?
+if [ $rc = 2 ] && grep -q "quantize must be int8 or f32, got 'int4'" "$d/q_bad.err"; then
+    ok "eval --quantize int4: exit 2: $(tail -n 1 "$d/q_bad.err")"
+else
+    bad "eval --quantize int4: exit $rc"; cat "$d/q_bad.err" >&2
+fi
+
 # ---- best and last: --out holds the last eval's state, FILE.best.ckpt the best one ----
 # At --lr 0.03 the val loss of this run rises at step 25 (after its best, at step 20).
 bl="--layers 1 --embd 32 --heads 2 --block 16 --batch 4 --eval-every 5 --eval-iters 4"

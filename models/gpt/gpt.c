@@ -109,6 +109,7 @@ tt_status tt_gpt_init(tt_gpt *m, const tt_gpt_config *cfg, tt_rng *rng) {
 
 void tt_gpt_free(tt_gpt *m) {
     if (!m) return;
+    tt_gpt_dequantize(m);
     tt_params_free(&m->params);
     tt_embedding_free(&m->wte);
     tt_pos_embedding_free(&m->wpe);
@@ -164,6 +165,7 @@ tt_tensor *tt__gpt_embed(tt_gpt *m, tt_tensor *tokens, int64_t pos) {
 
 // x (..., C) -> logits (..., V): x wte^T when tied, lm_head otherwise (no bias either way).
 tt_tensor *tt__gpt_head(tt_gpt *m, tt_tensor *x) {
+    if (m->head_int8) return tt_qlinear_forward(m->head_int8, x);
     if (m->cfg.tie_weights) return tt_affine(x, m->wte.weight, NULL);
     return tt_linear_forward(&m->lm_head, x);
 }
@@ -195,4 +197,79 @@ tt_tensor *tt_gpt_loss(tt_gpt *m, tt_tensor *tokens, tt_tensor *targets) {
     tt_keep(loss);
     tt_scope_end();
     return loss;
+}
+
+// ---- int8 inference ----
+
+// Every Linear the forward calls, in parameter order, lm_head last (when untied).
+static int gpt_linears(tt_gpt *m, tt_linear **out) {
+    int n = 0;
+    for (int64_t l = 0; l < m->cfg.n_layer; l++) {
+        tt_attention *a = &m->blocks[l].attn;
+        tt_feedforward *f = &m->blocks[l].mlp;
+        tt_linear *each[] = {&a->q_proj, &a->k_proj, &a->v_proj, &a->o_proj, &f->fc, &f->proj};
+        for (int i = 0; i < 6; i++) {
+            if (out) out[n] = each[i];
+            n++;
+        }
+    }
+    if (m->lm_head.weight) {
+        if (out) out[n] = &m->lm_head;
+        n++;
+    }
+    return n;
+}
+
+void tt_gpt_quantize(tt_gpt *m) {
+    TT_CHECK(m && m->blocks, "the model is not initialized; call tt_gpt_init first");
+    tt_linear **lin = TT_MALLOC((size_t)gpt_linears(m, NULL) * sizeof *lin);
+    int n = gpt_linears(m, lin);
+    for (int i = 0; i < n; i++) tt_linear_quantize(lin[i]);
+    tt_free(lin);
+    if (m->cfg.tie_weights) {
+        if (m->head_int8) tt_qlinear_free(m->head_int8);
+        else m->head_int8 = TT_MALLOC(sizeof *m->head_int8);
+        tt_qlinear_init(m->head_int8, m->wte.weight, NULL);  // (V, C)
+    }
+}
+
+void tt_gpt_dequantize(tt_gpt *m) {
+    if (!m) return;
+    if (m->blocks) {
+        tt_linear **lin = TT_MALLOC((size_t)gpt_linears(m, NULL) * sizeof *lin);
+        int n = gpt_linears(m, lin);
+        for (int i = 0; i < n; i++) tt_linear_dequantize(lin[i]);
+        tt_free(lin);
+    }
+    if (m->head_int8) {
+        tt_qlinear_free(m->head_int8);
+        tt_free(m->head_int8);
+        m->head_int8 = NULL;
+    }
+}
+
+bool tt_gpt_is_quantized(const tt_gpt *m) {
+    return m && m->blocks && m->blocks[0].attn.q_proj.quantized != NULL;
+}
+
+int64_t tt_gpt_matmul_weight_bytes(const tt_gpt *m) {
+    TT_CHECK(m && m->blocks, "the model is not initialized; call tt_gpt_init first");
+    tt_gpt *mm = (tt_gpt *)m;
+    tt_linear **lin = TT_MALLOC((size_t)gpt_linears(mm, NULL) * sizeof *lin);
+    int n = gpt_linears(mm, lin);
+    int64_t bytes = 0;
+    for (int i = 0; i < n; i++) {
+        if (lin[i]->quantized) {
+            bytes += tt_qlinear_bytes(lin[i]->quantized);
+        } else {
+            bytes += tt_numel(lin[i]->weight) * (int64_t)tt_dtype_size(lin[i]->weight->dtype);
+            if (lin[i]->bias)
+                bytes += tt_numel(lin[i]->bias) * (int64_t)tt_dtype_size(lin[i]->bias->dtype);
+        }
+    }
+    tt_free(lin);
+    if (m->head_int8) bytes += tt_qlinear_bytes(m->head_int8);
+    else if (m->cfg.tie_weights)
+        bytes += tt_numel(m->wte.weight) * (int64_t)tt_dtype_size(m->wte.weight->dtype);
+    return bytes;
 }

@@ -114,6 +114,7 @@ typedef struct tt_gpt {
     tt_linear lm_head;        // weight is NULL when tied (wte.weight is used)
     tt_rng dropout_rng;       // the model's own stream for dropout masks
     tt_params params;         // every parameter by name: wte.weight, blocks.0.attn.q_proj.weight
+    tt_qlinear *head_int8;    // the tied head (wte) as int8, when quantized (tt_gpt_quantize)
 } tt_gpt;
 
 // Builds the model and initializes it as GPT-2/nanoGPT: normal(0, 0.02) for Linear and
@@ -133,6 +134,25 @@ tt_tensor *tt_gpt_forward(tt_gpt *m, tt_tensor *tokens);
 // Mean cross-entropy of the next-token logits against targets (B, T) (fused log-softmax + NLL);
 // targets equal to -1 are ignored, as PyTorch's ignore_index in nanoGPT.
 tt_tensor *tt_gpt_loss(tt_gpt *m, tt_tensor *tokens, tt_tensor *targets);
+
+// ---- int8 inference (gpt.c) ----
+// Post-training dynamic quantization (nn.h's QuantizedLinear): every Linear of the blocks
+// (attention q/k/v/o, MLP fc/proj) and the head (lm_head, or wte's matrix when tied) run int8
+// with per-output-channel weight scales and per-token activation scales; the embeddings, norms,
+// attention scores, softmax and the KV cache stay f32, and so do the f32 weights (the
+// embedding lookup and tt_gpt_dequantize use them; a checkpoint saves them as before).
+// Inference only: tt_gpt_forward / tt_gpt_loss abort under grad mode (use tt_no_grad_begin());
+// tt_gpt_generate already runs without grad. Quantizing again re-reads the f32 weights.
+//
+//     tt_gpt_quantize(&gpt);
+//     tt_gpt_generate(&gpt, prompt, n_prompt, n_new, &opts, &rng, out, NULL, NULL);
+void tt_gpt_quantize(tt_gpt *m);
+void tt_gpt_dequantize(tt_gpt *m);  // back to f32 (safe when not quantized)
+bool tt_gpt_is_quantized(const tt_gpt *m);
+// The bytes the forward reads for the weights of its matrix products (the Linears and the
+// head, biases included): 4 per f32 element, or the int8 packing's tt_qlinear_bytes when
+// quantized. Embedding tables and norms are not counted (a tied head counts once, as a head).
+int64_t tt_gpt_matmul_weight_bytes(const tt_gpt *m);
 
 // ---- checkpoints (gpt_config.c; the file format is docs/checkpoint.md's) ----
 // A GPT checkpoint holds "format" = "char_gpt", cfg.<field> for every table row (I64, BOOL and

@@ -1,0 +1,113 @@
+// QuantizedLinear: a Linear's weight as int8 with per-output-channel scales and a forward that
+// quantizes its input rows at run time and multiplies in int32 (tensor/kernels/qgemm.h).
+// Inference only: no autograd node. Also tt_linear_quantize, which makes a Linear run it.
+#include "nn_internal.h"
+
+#include "../tensor/kernels/qgemm.h"
+
+#include <string.h>
+
+// t (any float dtype, any layout) as a new contiguous f32 tensor, unscoped.
+static tt_tensor *to_f32(const tt_tensor *t) {
+    if (t->dtype == TT_F32) return tt__contiguous_ref((tt_tensor *)t);
+    int64_t n = tt_numel(t);
+    double *d = TT_MALLOC((size_t)(n > 0 ? n : 1) * sizeof *d);  // (n)
+    tt_to_f64_array(t, d);
+    tt_tensor *out = tt__new(TT_F32, t->ndim, t->shape);
+    float *o = tt_data_f32(out);
+    for (int64_t i = 0; i < n; i++) o[i] = (float)d[i];
+    tt_free(d);
+    return out;
+}
+
+void tt_qlinear_init(tt_qlinear *q, const tt_tensor *weight, const tt_tensor *bias) {
+    TT_CHECK(q, "the module must not be NULL");
+    TT_CHECK(weight && weight->ndim == 2 && tt_dtype_is_float(weight->dtype),
+             "weight must be a float matrix (out, in), got %s %s",
+             weight ? tt__shape(weight) : "NULL", weight ? tt_dtype_name(weight->dtype) : "");
+    int64_t N = weight->shape[0], K = weight->shape[1];
+    TT_CHECK(N >= 1 && K >= 1 && K <= TT_K_QGEMM_KMAX, "weight %s must have out >= 1 and "
+             "1 <= in <= %d (the int32 sums of longer rows could overflow); keep this layer "
+             "in f32", tt__shape(weight), TT_K_QGEMM_KMAX);
+    TT_CHECK(!bias || (bias->ndim == 1 && bias->shape[0] == N && tt_dtype_is_float(bias->dtype)),
+             "bias %s %s must be a float vector (%lld,) matching weight %s, or NULL",
+             bias ? tt__shape(bias) : "", bias ? tt_dtype_name(bias->dtype) : "", (long long)N,
+             tt__shape(weight));
+    memset(q, 0, sizeof *q);
+    q->in_features = K;
+    q->out_features = N;
+    tt_tensor *w = to_f32(weight);  // (N, K)
+    q->qweight = TT_MALLOC(sizeof *q->qweight);
+    tt_k_qweight_init(q->qweight, tt_data_f32(w), N, K);
+    tt_release(w);
+    if (bias) q->bias = to_f32(bias);  // (N)
+}
+
+void tt_qlinear_from_linear(tt_qlinear *q, const tt_linear *m) {
+    TT_CHECK(m && m->weight, "the Linear is not initialized; call tt_linear_init first");
+    tt_qlinear_init(q, m->weight, m->bias);
+}
+
+tt_tensor *tt_qlinear_forward(tt_qlinear *q, tt_tensor *x) {
+    TT_CHECK(q && q->qweight, "the module is not initialized; call tt_qlinear_from_linear");
+    TT_CHECK(x, "input is NULL");
+    TT_CHECK(!(x->requires_grad && tt_is_grad_enabled()), "the int8 Linear (in=%lld, out=%lld) "
+             "is inference only and has no gradient, but input %s requires grad with grad mode "
+             "on; run it inside tt_no_grad_begin()/tt_no_grad_end() (or "
+             "tt_set_grad_enabled(false)), or train with the f32 Linear "
+             "(tt_linear_dequantize)", (long long)q->in_features, (long long)q->out_features,
+             tt__shape(x));
+    TT_CHECK(x->dtype == TT_F32, "input %s must be f32, got %s; convert it with "
+             "tt_to_dtype(x, TT_F32)", tt__shape(x), tt_dtype_name(x->dtype));
+    TT_CHECK(x->ndim >= 1 && x->shape[x->ndim - 1] == q->in_features,
+             "input %s must end in in_features=%lld", tt__shape(x), (long long)q->in_features);
+    int64_t K = q->in_features, N = q->out_features, M = tt_numel(x) / K;
+    int64_t shape[TT_MAX_DIMS];
+    memcpy(shape, x->shape, (size_t)x->ndim * sizeof *shape);
+    shape[x->ndim - 1] = N;
+    tt_tensor *y = tt__new(TT_F32, x->ndim, shape);  // (..., N)
+    if (M > 0) {
+        tt_tensor *xc = tt__contiguous_ref(x);       // (M, K)
+        tt_k_qgemm_f32(tt_data_f32(y), tt_data_f32(xc), q->qweight,
+                       q->bias ? tt_data_f32(q->bias) : NULL, M);
+        tt_release(xc);
+    }
+    return tt__autorelease(y);
+}
+
+int64_t tt_qlinear_bytes(const tt_qlinear *q) {
+    if (!q || !q->qweight) return 0;
+    return tt_k_qweight_bytes(q->qweight) + (q->bias ? 4 * q->out_features : 0);
+}
+
+void tt_qlinear_free(tt_qlinear *q) {
+    if (!q) return;
+    if (q->qweight) {
+        tt_k_qweight_free(q->qweight);
+        tt_free(q->qweight);
+    }
+    tt_release(q->bias);
+    memset(q, 0, sizeof *q);
+}
+
+static tt_tensor *qlinear_fwd(void *self, tt_tensor *x) { return tt_qlinear_forward(self, x); }
+static void qlinear_free(void *self) { tt_qlinear_free(self); }
+static const tt_module_ops qlinear_ops = {.type = "QuantizedLinear", .forward = qlinear_fwd,
+                                          .free = qlinear_free};
+tt_module tt_qlinear_module(tt_qlinear *q) { return (tt_module){q, &qlinear_ops}; }
+
+// ---- a Linear that runs int8 ----
+
+void tt_linear_quantize(tt_linear *m) {
+    TT_CHECK(m && m->weight, "the Linear is not initialized; call tt_linear_init first");
+    tt_linear_dequantize(m);
+    m->quantized = TT_MALLOC(sizeof *m->quantized);
+    tt_qlinear_from_linear(m->quantized, m);
+}
+
+void tt_linear_dequantize(tt_linear *m) {
+    if (!m || !m->quantized) return;
+    tt_qlinear_free(m->quantized);
+    tt_free(m->quantized);
+    m->quantized = NULL;
+}
