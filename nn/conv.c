@@ -6,6 +6,34 @@
 #include <math.h>
 #include <string.h>
 
+// ---- shared by the conv layers ----
+
+// Checks the channel counts, the kernel and the groups, then creates the weight (wshape, its
+// ndim dims) and, with has_bias, the bias (out_channels,) with PyTorch's default init:
+// kaiming_uniform(a = sqrt 5), i.e. U(-1/sqrt(fan_in), 1/sqrt(fan_in)), the same bound for the
+// bias, the weight drawn first. kernel is the product of the kernel's sizes; who names the
+// public init in messages.
+static void conv_params_init(const char *who, tt_tensor **weight, tt_tensor **bias,
+                             int64_t in_channels, int64_t out_channels, int64_t kernel,
+                             int64_t groups, int ndim, const int64_t *wshape, int64_t fan_in,
+                             bool has_bias, tt_rng *rng) {
+    TT_CHECK_IN(who, in_channels > 0 && out_channels > 0 && kernel > 0,
+                "channels and kernel size must be positive, got in=%lld out=%lld kernel "
+                "elements=%lld",
+                (long long)in_channels, (long long)out_channels, (long long)kernel);
+    TT_CHECK_IN(who, groups > 0 && in_channels % groups == 0 && out_channels % groups == 0,
+                "groups %lld must be positive and divide in_channels %lld and out_channels %lld",
+                (long long)groups, (long long)in_channels, (long long)out_channels);
+    double bound = 1.0 / sqrt((double)fan_in);
+    *weight = tt__param_new(ndim, wshape);
+    tt_uniform_(*weight, rng, -bound, bound);
+    *bias = NULL;
+    if (has_bias) {
+        *bias = tt__param_new(1, (int64_t[]){out_channels});
+        tt_uniform_(*bias, rng, -bound, bound);
+    }
+}
+
 // ---- Conv2d ----
 
 void tt_conv2d_layer_init(tt_conv2d_layer *m, int64_t in_channels, int64_t out_channels, int64_t kh,
@@ -16,27 +44,15 @@ void tt_conv2d_layer_init(tt_conv2d_layer *m, int64_t in_channels, int64_t out_c
         if (o.stride[d] == 0) o.stride[d] = 1;
         if (o.dilation[d] == 0) o.dilation[d] = 1;
     }
-    TT_CHECK(in_channels > 0 && out_channels > 0 && kh > 0 && kw > 0,
-             "channels and kernel size must be positive, got in=%lld out=%lld kernel=(%lld, "
-             "%lld)",
-             (long long)in_channels, (long long)out_channels, (long long)kh, (long long)kw);
-    TT_CHECK(o.groups > 0 && in_channels % o.groups == 0 && out_channels % o.groups == 0,
-             "groups %lld must be positive and divide in_channels %lld and out_channels %lld",
-             (long long)o.groups, (long long)in_channels, (long long)out_channels);
     memset(m, 0, sizeof *m);
     m->in_channels = in_channels;
     m->out_channels = out_channels;
     m->opts = o;
-    // PyTorch's default: kaiming_uniform(a = sqrt 5) on W, i.e. U(-1/sqrt(fan_in),
-    // 1/sqrt(fan_in)) with fan_in = in_channels / groups * kh * kw, and the same bound for b.
-    int64_t fan_in = in_channels / o.groups * kh * kw;
-    double bound = 1.0 / sqrt((double)fan_in);
-    m->weight = tt__param_new(4, (int64_t[]){out_channels, in_channels / o.groups, kh, kw});
-    tt_uniform_(m->weight, rng, -bound, bound);
-    if (bias) {
-        m->bias = tt__param_new(1, (int64_t[]){out_channels});
-        tt_uniform_(m->bias, rng, -bound, bound);
-    }
+    int64_t g = o.groups > 0 ? o.groups : 1;  // checked in conv_params_init
+    conv_params_init(__func__, &m->weight, &m->bias, in_channels, out_channels,
+                     kh > 0 && kw > 0 ? kh * kw : 0, o.groups, 4,
+                     (int64_t[]){out_channels, in_channels / g, kh, kw},
+                     in_channels / g * kh * kw, bias, rng);  // fan_in = in / groups * kh * kw
 }
 
 tt_tensor *tt_conv2d_layer_forward(tt_conv2d_layer *m, tt_tensor *x) {
@@ -79,27 +95,16 @@ void tt_conv_transpose2d_layer_init(tt_conv_transpose2d_layer *m, int64_t in_cha
         if (o.stride[d] == 0) o.stride[d] = 1;
         if (o.dilation[d] == 0) o.dilation[d] = 1;
     }
-    TT_CHECK(in_channels > 0 && out_channels > 0 && kh > 0 && kw > 0,
-             "channels and kernel size must be positive, got in=%lld out=%lld kernel=(%lld, "
-             "%lld)",
-             (long long)in_channels, (long long)out_channels, (long long)kh, (long long)kw);
-    TT_CHECK(o.groups > 0 && in_channels % o.groups == 0 && out_channels % o.groups == 0,
-             "groups %lld must be positive and divide in_channels %lld and out_channels %lld",
-             (long long)o.groups, (long long)in_channels, (long long)out_channels);
     memset(m, 0, sizeof *m);
     m->in_channels = in_channels;
     m->out_channels = out_channels;
     m->opts = o;
-    // kaiming_uniform(a = sqrt 5) with PyTorch's fan_in of a (in, out / groups, kh, kw) weight:
-    // its dim 1 times the kernel size.
-    int64_t fan_in = out_channels / o.groups * kh * kw;
-    double bound = 1.0 / sqrt((double)fan_in);
-    m->weight = tt__param_new(4, (int64_t[]){in_channels, out_channels / o.groups, kh, kw});
-    tt_uniform_(m->weight, rng, -bound, bound);
-    if (bias) {
-        m->bias = tt__param_new(1, (int64_t[]){out_channels});
-        tt_uniform_(m->bias, rng, -bound, bound);
-    }
+    // PyTorch's fan_in of a (in, out / groups, kh, kw) weight: its dim 1 times the kernel size.
+    int64_t g = o.groups > 0 ? o.groups : 1;  // checked in conv_params_init
+    conv_params_init(__func__, &m->weight, &m->bias, in_channels, out_channels,
+                     kh > 0 && kw > 0 ? kh * kw : 0, o.groups, 4,
+                     (int64_t[]){in_channels, out_channels / g, kh, kw},
+                     out_channels / g * kh * kw, bias, rng);
 }
 
 tt_tensor *tt_conv_transpose2d_layer_forward(tt_conv_transpose2d_layer *m, tt_tensor *x) {
@@ -143,23 +148,14 @@ void tt_conv1d_layer_init(tt_conv1d_layer *m, int64_t in_channels, int64_t out_c
     if (o.groups == 0) o.groups = 1;
     if (o.stride == 0) o.stride = 1;
     if (o.dilation == 0) o.dilation = 1;
-    TT_CHECK(in_channels > 0 && out_channels > 0 && k > 0,
-             "channels and kernel size must be positive, got in=%lld out=%lld kernel=%lld",
-             (long long)in_channels, (long long)out_channels, (long long)k);
-    TT_CHECK(o.groups > 0 && in_channels % o.groups == 0 && out_channels % o.groups == 0,
-             "groups %lld must be positive and divide in_channels %lld and out_channels %lld",
-             (long long)o.groups, (long long)in_channels, (long long)out_channels);
     memset(m, 0, sizeof *m);
     m->in_channels = in_channels;
     m->out_channels = out_channels;
     m->opts = o;
-    double bound = 1.0 / sqrt((double)(in_channels / o.groups * k));  // as Conv2d
-    m->weight = tt__param_new(3, (int64_t[]){out_channels, in_channels / o.groups, k});
-    tt_uniform_(m->weight, rng, -bound, bound);
-    if (bias) {
-        m->bias = tt__param_new(1, (int64_t[]){out_channels});
-        tt_uniform_(m->bias, rng, -bound, bound);
-    }
+    int64_t g = o.groups > 0 ? o.groups : 1;  // checked in conv_params_init
+    conv_params_init(__func__, &m->weight, &m->bias, in_channels, out_channels, k, o.groups, 3,
+                     (int64_t[]){out_channels, in_channels / g, k}, in_channels / g * k, bias,
+                     rng);  // as Conv2d
 }
 
 tt_tensor *tt_conv1d_layer_forward(tt_conv1d_layer *m, tt_tensor *x) {
