@@ -69,6 +69,9 @@ bool tt__iter_init(tt__iter *it, int ndim, const int64_t *shape, int nops,
 bool tt__iter_next(tt__iter *it);
 
 // ---- OpenMP ----
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 // TT_PARALLEL_FOR(cond) before a for loop: its iterations are split statically between the
 // threads when cond holds (the same partition every run); serial without OpenMP.
 // TT_PARALLEL_FOR_N(nt): the same on a team of nt threads, serial when nt is 1.
@@ -81,6 +84,27 @@ bool tt__iter_next(tt__iter *it);
 #define TT_PARALLEL_FOR(cond)
 #define TT_PARALLEL_FOR_N(nt) (void)(nt);
 #endif
+
+// The threads a kernel may start: 1 inside a parallel region (no nested teams), else OpenMP's
+// count (1 without OpenMP).
+static inline int tt__kernel_threads(void) {
+#ifdef _OPENMP
+    return omp_in_parallel() ? 1 : omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+// A barrier of the enclosing team of nt threads; nothing when nt is 1 or without OpenMP.
+static inline void tt__team_barrier(int nt) {
+#ifdef _OPENMP
+    if (nt > 1) {
+#pragma omp barrier
+    }
+#else
+    (void)nt;
+#endif
+}
 
 // ---- hot loops compiled for several ISAs ----
 // The default build targets baseline x86-64 (SSE2). A loop marked TT_CLONES is also compiled

@@ -172,24 +172,6 @@ const tt_k_bf16_kernel tt_k_bf16_generic = {"generic bf16 4x16 (f32 FMA order)",
 #define NC 4096
 #define PAR_MIN_FLOPS (3 << 20)  // fewer flops stay on one thread (as in matmul.c)
 
-static int max_threads(void) {
-#ifdef _OPENMP
-    return omp_in_parallel() ? 1 : omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
-static void barrier(int nt) {
-#ifdef _OPENMP
-    if (nt > 1) {
-#pragma omp barrier
-    }
-#else
-    (void)nt;
-#endif
-}
-
 // Words of a packed A block: MC / MR panels.
 #define A_WORDS(mr) ((size_t)(MC / (mr) * tt_k_bf16_panel(KC, (int)(mr))))
 
@@ -283,7 +265,7 @@ static void gemm_thread(const bf16_job *g, int t, int nt) {
             uint32_t *bp = g->bp + qlo * tt_k_bf16_panel(kc, (int)NR);
             if (jhi > jlo) pack(g, bp, bk, g->b_type, g->b_rs, g->b_cs, kc, jhi - jlo, NR);
             if (!g->split_n) {
-                barrier(nt);  // B's panels are packed
+                tt__team_barrier(nt);  // B's panels are packed
                 for (int64_t ic = mlo; ic < mhi; ic += MC) {
                     int64_t mc = min64(MC, mhi - ic);
                     pack(g, ap, ak + (size_t)(ic * g->a_rs) * g->a_es, g->a_type, g->a_cs,
@@ -291,7 +273,7 @@ static void gemm_thread(const bf16_job *g, int t, int nt) {
                     macro_kernel(g, ap, g->bp, mc, nc, kc, g->C + ic * g->c_rs + jc, add,
                                  bias);
                 }
-                barrier(nt);  // nobody reads B's panels any more
+                tt__team_barrier(nt);  // nobody reads B's panels any more
             } else {
                 for (int64_t ic = 0; ic < g->M; ic += MC) {
                     int64_t mc = min64(MC, g->M - ic), plo, phi;
@@ -301,12 +283,12 @@ static void gemm_thread(const bf16_job *g, int t, int nt) {
                         pack(g, ap + plo * tt_k_bf16_panel(kc, (int)MR),
                              ak + (size_t)((ic + ilo) * g->a_rs) * g->a_es, g->a_type, g->a_cs,
                              g->a_rs, kc, ihi - ilo, MR);
-                    barrier(nt);  // A's panels are packed
+                    tt__team_barrier(nt);  // A's panels are packed
                     if (jhi > jlo)
                         macro_kernel(g, ap, bp, mc, jhi - jlo, kc,
                                      g->C + ic * g->c_rs + jc + jlo, add,
                                      bias ? bias + jlo : NULL);
-                    barrier(nt);  // nobody reads A's panels any more
+                    tt__team_barrier(nt);  // nobody reads A's panels any more
                 }
             }
         }
@@ -327,7 +309,7 @@ static void gemm_packed(int64_t M, int64_t N, int64_t K, const void *A, tt_k_bf1
         .C = C, .c_rs = c_rs, .accumulate = accumulate, .bias = bias,
     };
     int64_t mpan = cdiv(M, kn->mr), npan = cdiv(min64(N, NC), kn->nr);
-    int nt = 2.0 * (double)M * (double)N * (double)K < PAR_MIN_FLOPS ? 1 : max_threads();
+    int nt = 2.0 * (double)M * (double)N * (double)K < PAR_MIN_FLOPS ? 1 : tt__kernel_threads();
     nt = (int)min64(nt, max64(mpan, npan));
     // Threads: whichever split of C's panels balances better, rows on a tie; when C has more
     // than MC rows, rows unless the columns balance clearly better (a column split has two

@@ -101,24 +101,6 @@ static const tt_k_gemm_kernel *kernel_for(tt_dtype dtype) {
 
 // ---- threads ----
 
-static int max_threads(void) {
-#ifdef _OPENMP
-    return omp_in_parallel() ? 1 : omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
-static void barrier(int nt) {
-#ifdef _OPENMP
-    if (nt > 1) {
-#pragma omp barrier
-    }
-#else
-    (void)nt;
-#endif
-}
-
 // The part [*lo, *hi) of n items that thread t of nt takes: contiguous, sizes differing by at
 // most one. A function of (n, t, nt) only: the partition never depends on timing.
 static void share(int64_t n, int t, int nt, int64_t *lo, int64_t *hi) {
@@ -292,14 +274,14 @@ static void gemm_thread(const gemm_job *g, int t, int nt) {
             char *bp = g->bp + (size_t)(jlo * kc) * es;
             if (jhi > jlo) pack(g, bp, bk, g->b_rs, g->b_cs, kc, jhi - jlo, NR);
             if (!g->split_n) {
-                barrier(nt);  // B's panels are packed
+                tt__team_barrier(nt);  // B's panels are packed
                 for (int64_t ic = mlo; ic < mhi; ic += MC) {
                     int64_t mc = min64(MC, mhi - ic);
                     pack(g, ap, ak + (size_t)(ic * g->a_rs) * es, g->a_cs, g->a_rs, kc, mc, MR);
                     macro_kernel(g, ap, g->bp, mc, nc, kc,
                                  g->C + (size_t)(ic * g->c_rs + jc) * es, add, bias);
                 }
-                barrier(nt);  // nobody reads B's panels any more
+                tt__team_barrier(nt);  // nobody reads B's panels any more
             } else {
                 for (int64_t ic = 0; ic < g->M; ic += MC) {
                     int64_t mc = min64(MC, g->M - ic), plo, phi;
@@ -309,12 +291,12 @@ static void gemm_thread(const gemm_job *g, int t, int nt) {
                         pack(g, ap + (size_t)(ilo * kc) * es,
                              ak + (size_t)((ic + ilo) * g->a_rs) * es, g->a_cs, g->a_rs, kc,
                              ihi - ilo, MR);
-                    barrier(nt);  // A's panels are packed
+                    tt__team_barrier(nt);  // A's panels are packed
                     if (jhi > jlo)
                         macro_kernel(g, ap, bp, mc, jhi - jlo, kc,
                                      g->C + (size_t)(ic * g->c_rs + jc + jlo) * es, add,
                                      bias ? bias + (size_t)jlo * es : NULL);
-                    barrier(nt);  // nobody reads A's panels any more
+                    tt__team_barrier(nt);  // nobody reads A's panels any more
                 }
             }
         }
@@ -338,7 +320,7 @@ static void gemm_packed(tt_dtype dtype, int64_t M, int64_t N, int64_t K, const v
     };
     // Threads: whichever split of C's panels balances better (rows on a tie).
     int64_t mpan = cdiv(M, kn->mr), npan = cdiv(min64(N, NC), kn->nr);
-    int nt = 2.0 * (double)M * (double)N * (double)K < PAR_MIN_FLOPS ? 1 : max_threads();
+    int nt = 2.0 * (double)M * (double)N * (double)K < PAR_MIN_FLOPS ? 1 : tt__kernel_threads();
     nt = (int)min64(nt, max64(mpan, npan));
     if (nt > 1) {
         double em = (double)mpan / (double)(nt * cdiv(mpan, nt));
@@ -535,7 +517,7 @@ void tt_k_gemm_batched(tt_dtype dtype, int nbatch, const int64_t *batch, int64_t
     // C and share out evenly (or are each too small to split); otherwise in order, each split
     // between the threads. Either way each product is computed as it would be alone.
     double flops = 2.0 * (double)p.M * (double)p.N * (double)p.K;
-    int nt = max_threads();
+    int nt = tt__kernel_threads();
     if (!reduce && nt > 1 && items >= nt && flops * (double)items >= PAR_MIN_FLOPS &&
         (items % nt == 0 || items >= 4 * nt || flops < PAR_MIN_FLOPS)) {
 #ifdef _OPENMP

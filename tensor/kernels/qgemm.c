@@ -324,19 +324,11 @@ static void qgemm_range(const qjob *j, int64_t m0, int64_t m1, int64_t p0, int64
     }
 }
 
-static int max_threads(void) {
-#ifdef _OPENMP
-    return omp_in_parallel() ? 1 : omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
 // Splits the product between threads: contiguous shares of MR-row units (M >= ROWS_SPLIT_MIN)
 // or of panels, a function of (M, N, threads) only.
 static void qgemm_run(const qjob *j, int64_t K) {
     int64_t P = cdiv(j->N, NR), MR = j->kern->mr;
-    int nt = max_threads();
+    int nt = tt__kernel_threads();
     if ((double)j->M * (double)j->N * (double)K < PAR_MIN_MACS) nt = 1;
     bool by_rows = j->M >= ROWS_SPLIT_MIN;
 #ifdef _OPENMP
