@@ -323,24 +323,6 @@ static int write_seeds(const char *dir) {
     return 0;
 }
 
-static unsigned char *read_file(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, len = 0;
-    unsigned char *buf = malloc(cap);
-    for (size_t r; buf && (r = fread(buf + len, 1, cap - len, f)) > 0;) {
-        len += r;
-        if (len == cap) {
-            unsigned char *more = realloc(buf, cap *= 2);
-            if (!more) free(buf);
-            buf = more;
-        }
-    }
-    fclose(f);
-    *n = len;
-    return buf;
-}
-
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: fuzz_bpe_replay FILE...  |  fuzz_bpe_replay --write-seeds DIR\n");
@@ -353,13 +335,14 @@ int main(int argc, char **argv) {
         return rc;
     }
     for (int i = 1; i < argc; i++) {
-        size_t n = 0;
-        unsigned char *buf = read_file(argv[i], &n);
-        if (!buf) {
-            fprintf(stderr, "fuzz_bpe_replay: cannot read '%s': %s\n", argv[i], strerror(errno));
+        size_t n;
+        unsigned char *buf;  // NULL for an empty file
+        if (tt_read_file(argv[i], &buf, &n) != TT_OK) {
+            fprintf(stderr, "fuzz_bpe_replay: %s\n", tt_last_error());
             return 1;
         }
-        LLVMFuzzerTestOneInput(buf, n);
+        static const unsigned char empty[1];
+        LLVMFuzzerTestOneInput(buf ? buf : empty, n);
         free(buf);
     }
     printf("fuzz_bpe_replay: %d inputs ran clean (%d of them loaded a vocab)\n", argc - 1,
