@@ -3,7 +3,8 @@
 // many shapes (1, primes, tile and block edges +-1, split-K), layouts (NN, NT, TN, TT, strided
 // and transposed C) and modes (overwrite, accumulate); bitwise-identical results for 1 and 2
 // threads; the SIMD packers byte for byte, and the same bits from every operand layout; the
-// batched driver; the path selector. tt_matmul's own tests: test_ops_matmul.c.
+// batched driver; the path selector; matrix-vector products (decoding) bit for bit against
+// their documented order. tt_matmul's own tests: test_ops_matmul.c.
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,6 +226,72 @@ START_TEST(test_threads_bitwise) {
                 free(c1);
                 free(c2);
             }
+        }
+    }
+#ifdef _OPENMP
+    omp_set_num_threads(saved);
+#endif
+    tt_k_gemm_set_path(prev);
+}
+END_TEST
+
+// ---- matrix-vector products ----
+
+// The documented order of an f32 matrix-vector product (matmul.h): lane l of 8 takes k = l mod
+// 8 within each run of TT_K_GEMM_KC steps (a multiply, then an add), the lanes reduced
+// pairwise in float, the runs summed in double.
+static double ref_dot(const float *a, const float *x, int64_t K) {
+    double acc = 0;
+    for (int64_t k0 = 0; k0 < K; k0 += TT_K_GEMM_KC) {
+        float v[8] = {0};
+        for (int64_t k = k0; k < K && k < k0 + TT_K_GEMM_KC; k++) v[(k - k0) % 8] += a[k] * x[k];
+        acc += (double)(((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7])));
+    }
+    return acc;
+}
+
+// A Linear's forward at M = 1 (y (1, N) = x (1, K) W^T + bias, W (N, K) row-major: decoding)
+// and the column form (y (N, 1) = W x): on every path, in 1 and 2 threads, with and without a
+// bias, the bits of the order written out above, for row counts around the kernels' groups of
+// TT_K_DOT_ROWS rows and K around the runs and the 8 lanes.
+START_TEST(test_gemv_bitwise) {
+    tt_k_gemm_path path = paths[_i];
+    if (!tt_k_gemm_path_supported(path)) return;
+    tt_k_gemm_path prev = tt_k_gemm_set_path(path);
+#ifdef _OPENMP
+    int saved = omp_get_max_threads();
+#endif
+    static const int64_t Ns[] = {1, 7, 8, 9, 17, 65, 1152};
+    static const int64_t Ks[] = {1, 5, 8, 13, 255, 256, 257, 384, 1000};
+    rng_state = 7;
+    for (size_t in = 0; in < sizeof Ns / sizeof Ns[0]; in++) {
+        for (size_t ik = 0; ik < sizeof Ks / sizeof Ks[0]; ik++) {
+            int64_t N = Ns[in], K = Ks[ik];
+            float *W = rand_buf(TT_F32, N * K), *x = rand_buf(TT_F32, K);
+            float *bias = rand_buf(TT_F32, N), *y = malloc((size_t)N * sizeof *y);
+            for (int threads = 1; threads <= 2; threads++) {
+                set_threads(threads);
+                for (int form = 0; form < 3; form++) {  // x W^T, x W^T + bias, W x
+                    if (form == 0)
+                        tt_k_gemm_f32(1, N, K, x, K, 1, W, 1, K, y, N, 1, false);
+                    else if (form == 1)
+                        tt_k_gemm_bias_f32(1, N, K, x, K, 1, W, 1, K, bias, y, N);
+                    else
+                        tt_k_gemm_f32(N, 1, K, W, K, 1, x, 1, 1, y, 1, 1, false);
+                    for (int64_t n = 0; n < N; n++) {
+                        double s = ref_dot(W + n * K, x, K);
+                        float want = form == 1 ? (float)((double)bias[n] + s) : (float)s;
+                        ck_assert_msg(memcmp(&y[n], &want, sizeof want) == 0,
+                                      "path %s, N=%lld K=%lld, form %d, %d threads: y[%lld] = "
+                                      "%a, want %a", tt_k_gemm_path_name(path), (long long)N,
+                                      (long long)K, form, threads, (long long)n, y[n], want);
+                    }
+                }
+            }
+            free(W);
+            free(x);
+            free(bias);
+            free(y);
         }
     }
 #ifdef _OPENMP
@@ -548,6 +615,11 @@ int main(void) {
     tcase_add_test(th, test_batched_stack);
     tcase_add_test(th, test_batched_reduce);
     suite_add_tcase(s, th);
+
+    // ---- matrix-vector products (decoding) ----
+    TCase *mv = tt_tcase("gemv");
+    tcase_add_loop_test(mv, test_gemv_bitwise, 0, 3);
+    suite_add_tcase(s, mv);
 
     TCase *sel = tt_tcase("selector");
     tcase_add_test(sel, test_path_selector);

@@ -62,7 +62,9 @@ bool tt_k_gemm_path_supported(tt_k_gemm_path path) {
             return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
         case TT_K_GEMM_AVX512:
             __builtin_cpu_init();
-            return __builtin_cpu_supports("avx512f");
+            // VL too: the matrix-vector kernel uses ymm registers 16-31 (every AVX-512 CPU
+            // but Xeon Phi has it)
+            return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
 #endif
         default: return false;
     }

@@ -109,12 +109,27 @@ typedef void (*tt_k_ukernel)(int64_t kc, const void *a, const void *b, void *c, 
 typedef void (*tt_k_packer)(void *dst, const void *src, int64_t ks, int64_t js, int64_t kc,
                             int64_t n, int w);
 
+// Matrix-vector products (kernels/gemv_x86.c): out (TT_K_DOT_ROWS) = the dot products of the
+// rows a + r rs (K floats each, r < TT_K_DOT_ROWS) with x (K), each with exactly the bits of
+// the portable dot product of the accuracy note above (8 lanes by k mod 8, a multiply then an
+// add, runs of TT_K_GEMM_KC steps reduced pairwise in float and summed in double), so the path
+// changes the speed of a matrix-vector product, never its result. The rows are interleaved
+// so that their chains of additions overlap and x is loaded once for all of them.
+#define TT_K_DOT_ROWS 8
+// a and x point to floats (void, as in the micro-kernels' table).
+typedef void (*tt_k_dot_rows)(double *out, int64_t K, const void *a, int64_t rs,
+                              const void *x);
+void tt_k_dot_rows_f32_avx2(double *out, int64_t K, const void *a, int64_t rs, const void *x);
+void tt_k_dot_rows_f32_avx512(double *out, int64_t K, const void *a, int64_t rs,
+                              const void *x);
+
 typedef struct tt_k_gemm_kernel {
     const char *name;
     int mr, nr;            // tile rows (broadcast from A) and columns (vector loads of B)
     tt_k_ukernel full;     // any mr <= MR, nr <= NR
     tt_k_ukernel narrow;   // nr <= NR / 2 (a cheaper last panel), or NULL
     tt_k_packer pack;      // SIMD packing for this path, or NULL (the driver's SSE2 / C one)
+    tt_k_dot_rows dot_rows;  // f32 matrix-vector rows for this path, or NULL (portable C)
 } tt_k_gemm_kernel;
 
 extern const tt_k_gemm_kernel tt_k_gemm_generic_f32, tt_k_gemm_generic_f64;
