@@ -257,6 +257,7 @@ bench: $(BENCH_BINS)
 	    for p in f32 bf16; do \
 	        env $$sky /usr/bin/python3 bench/torch_ref.py lenet 2 $$p || fail=1; done; \
 	    $(BENCH_TORCH_GPT2) \
+	    $(BENCH_TORCH_DECODE) \
 	else echo "bench torch: skipped (no python3-torch; apt-get install python3-torch)"; fi; \
 	if command -v node >/dev/null 2>&1; then node bench/tiktoken_ref.mjs || fail=1; \
 	else echo "bench tiktoken: skipped (no node)"; fi; \
@@ -393,3 +394,11 @@ BENCH_ARGS_bench_lenet := 2
 # ---- the digits milestone: a small CNN trained on scikit-learn's digits in make test ----
 # tests/test_milestone_digits.c reads data/digits.csv.gz (make data); DIGITS_SEED=k reruns it.
 $(BUILD)/tests/test_milestone_digits: | data
+
+# ---- decoding with the KV cache: f32 against int8 (bench/bench_decode.c) ----
+# make bench: bench_decode's read bandwidth and baby / mid decoding on 1 and 2 threads; the
+# PyTorch side (inside the bench recipe, after `sky` is set): bench/torch_ref.py decode, f32 and
+# bf16 autocast, 1 thread.
+BENCH_TORCH_DECODE = for c in baby mid; do for p in f32 bf16; do \
+	        env $$sky /usr/bin/python3 bench/torch_ref.py decode $$c 1 $$p || fail=1; \
+	    done; done;

@@ -7,6 +7,10 @@ bench_train. Optional: needs Debian's python3-torch, never needed by `make test`
     OPENBLAS_CORETYPE=SkylakeX /usr/bin/python3 bench/torch_ref.py [baby|mid] [threads] [f32|bf16]
     OPENBLAS_CORETYPE=SkylakeX /usr/bin/python3 bench/torch_ref.py lenet [threads] [f32|bf16]
 
+    OPENBLAS_CORETYPE=SkylakeX /usr/bin/python3 bench/torch_ref.py decode [baby|mid] [threads] [f32|bf16]
+
+decode: bench_decode's sampling with the KV cache (block - 1 tokens, one at a time).
+
 lenet: one training epoch of bench_lenet's CNN (examples/lenet.c's layers, batch 128, AdamW)
 on 60,000 random 28 x 28 images in shuffled mini-batches, printing bench_lenet's fields.
 
@@ -52,6 +56,19 @@ class Block(nn.Module):
         x = x + self.proj(y.transpose(1, 2).contiguous().view(b, t, c))
         return x + self.fc_proj(F.gelu(self.fc(self.ln2(x))))
 
+    def step(self, x, ck, cv, pos):
+        """One token x (1, 1, c) at position pos with the KV cache ck, cv (1, nh, block, hs):
+        its keys and values are written at pos, its query attends to positions 0 .. pos."""
+        c = x.size(2)
+        q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
+        q = q.view(1, 1, self.nh, c // self.nh).transpose(1, 2)
+        ck[:, :, pos] = k.view(1, self.nh, c // self.nh)
+        cv[:, :, pos] = v.view(1, self.nh, c // self.nh)
+        att = (q @ ck[:, :, :pos + 1].transpose(-2, -1)) * (1.0 / math.sqrt(q.size(-1)))
+        y = F.softmax(att, dim=-1) @ cv[:, :, :pos + 1]
+        x = x + self.proj(y.transpose(1, 2).reshape(1, 1, c))
+        return x + self.fc_proj(F.gelu(self.fc(self.ln2(x))))
+
 
 class GPT(nn.Module):
     def __init__(self, n_layer, nh, c, block, vocab):
@@ -68,6 +85,13 @@ class GPT(nn.Module):
             if p.dim() >= 2:
                 std = 0.02 / math.sqrt(2 * n_layer) if name.endswith("proj.weight") else 0.02
                 nn.init.normal_(p, 0.0, std)
+
+    def decode_step(self, tok, pos, cache):
+        """Logits (vocab,) after token tok at position pos, through the KV cache."""
+        x = self.wte.weight[tok].view(1, 1, -1) + self.wpe.weight[pos].view(1, 1, -1)
+        for blk, (ck, cv) in zip(self.blocks, cache):
+            x = blk.step(x, ck, cv, pos)
+        return self.head(self.ln_f(x)).view(-1)
 
     def forward(self, idx, targets):
         t = idx.size(1)
@@ -137,7 +161,48 @@ def bench_lenet(threads, precision):
           f"loss={loss.item():.4f} torch={torch.__version__}")
 
 
+def bench_decode(name, threads, precision):
+    """bench_decode's figure: block - 1 tokens from a one-token prompt with the KV cache,
+    sampled at temperature 0.8 (top-k 200 keeps all 65 tokens), no grad; median of 5 runs."""
+    n_layer, nh, c, block, _, vocab, _ = CONFIGS[name]
+    torch.manual_seed(1337)
+    torch.set_num_threads(threads)
+    model = GPT(n_layer, nh, c, block, vocab).eval()
+    n = block - 1
+
+    def run():
+        cache = [(torch.zeros(1, nh, block, c // nh), torch.zeros(1, nh, block, c // nh))
+                 for _ in model.blocks]
+        tok = 0
+        t0 = time.perf_counter()
+        for pos in range(n):
+            logits = model.decode_step(tok, pos, cache).float()
+            tok = int(torch.multinomial(F.softmax(logits / 0.8, dim=-1), 1))
+        return time.perf_counter() - t0
+
+    times = []
+    with torch.inference_mode():
+        for r in range(6):
+            if precision == "bf16":
+                with torch.autocast("cpu", dtype=torch.bfloat16):
+                    dt = run()
+            else:
+                dt = run()
+            if r > 0:  # run 0 warms up
+                times.append(dt)
+    times.sort()
+    check_blas()
+    print(f"bench torch decode config={name} threads={threads} precision={precision} "
+          f"tokens={n} tokens_per_s={n / times[len(times) // 2]:.0f} init=random "
+          f"torch={torch.__version__}")
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "decode":
+        bench_decode(sys.argv[2] if len(sys.argv) > 2 else "mid",
+                     int(sys.argv[3]) if len(sys.argv) > 3 else 1,
+                     sys.argv[4] if len(sys.argv) > 4 else "f32")
+        return
     name = sys.argv[1] if len(sys.argv) > 1 else "baby"
     threads = int(sys.argv[2]) if len(sys.argv) > 2 else 2
     precision = sys.argv[3] if len(sys.argv) > 3 else "f32"  # f32, or bf16: CPU autocast
