@@ -378,7 +378,10 @@ static void gemm_unit_cs_f32(int64_t M, int64_t N, int64_t K, const float *A, in
 
 // ---- unpacked products and the single GEMM (matmul_gemm.inc) ----
 // dot: sum_k a[k as] b[k bs], each run of up to KC products summed in 8 lanes of T (lane l
-// takes k = l mod 8; the lanes are then added pairwise) and the runs in double. gemv_cols:
+// takes k = l mod 8; the lanes are then added pairwise) and the runs in double. A
+// matrix-vector product with contiguous rows and vector (a Linear at M = 1: decoding) runs the
+// f32 SIMD path's dot_rows kernel (gemv_x86.c) on groups of TT_K_DOT_ROWS rows, the same
+// order, so the same bits as dot. gemv_cols:
 // y[i] (+)= sum_k A[i, k] x[k] for A with contiguous columns (A[i, k] = a[i + k cs]): each run
 // of KC steps of k is summed in T by column updates, four steps per pass over y (evaluated left
 // to right, so the same rounding as four single updates), and the runs in double, 256 rows at a
