@@ -392,7 +392,7 @@ static void gemm_unit_cs_f32(int64_t M, int64_t N, int64_t K, const float *A, in
 #define GEMV_ROWS 256
 #define GEMV_PAR_MIN (1 << 14)  // elements of A: 64 KiB of f32
 #ifdef _OPENMP
-#define GEMV_PARALLEL _Pragma("omp parallel for schedule(static) num_threads(nt_) if (nt_ > 1)")
+#define GEMV_PARALLEL _Pragma("omp parallel for schedule(static) num_threads(nt_)")
 #else
 #define GEMV_PARALLEL
 #endif
@@ -402,6 +402,7 @@ static void gemm_unit_cs_f32(int64_t M, int64_t N, int64_t K, const float *A, in
 #define DT TT_F32
 #define BIAS_KMAX KSPLIT
 #define DOT dot_f32
+#define GEMV_DOTS gemv_dots_f32
 #define GEMV_COLS gemv_cols_f32
 #define GEMM_UNIT_CS gemm_unit_cs_f32
 #define GEMM tt_k_gemm_f32
@@ -411,6 +412,7 @@ static void gemm_unit_cs_f32(int64_t M, int64_t N, int64_t K, const float *A, in
 #undef DT
 #undef BIAS_KMAX
 #undef DOT
+#undef GEMV_DOTS
 #undef GEMV_COLS
 #undef GEMM_UNIT_CS
 #undef GEMM
@@ -420,6 +422,7 @@ static void gemm_unit_cs_f32(int64_t M, int64_t N, int64_t K, const float *A, in
 #define DT TT_F64
 #define BIAS_KMAX INT64_MAX
 #define DOT dot_f64
+#define GEMV_DOTS gemv_dots_f64
 #define GEMV_COLS gemv_cols_f64
 #define GEMM_UNIT_CS gemm_unit_cs_f64
 #define GEMM tt_k_gemm_f64
@@ -429,6 +432,7 @@ static void gemm_unit_cs_f32(int64_t M, int64_t N, int64_t K, const float *A, in
 #undef DT
 #undef BIAS_KMAX
 #undef DOT
+#undef GEMV_DOTS
 #undef GEMV_COLS
 #undef GEMM_UNIT_CS
 #undef GEMM

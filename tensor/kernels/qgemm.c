@@ -324,33 +324,34 @@ static void qgemm_range(const qjob *j, int64_t m0, int64_t m1, int64_t p0, int64
     }
 }
 
-// Splits the product between threads: contiguous shares of MR-row units (M >= ROWS_SPLIT_MIN)
-// or of panels, a function of (M, N, threads) only.
-static void qgemm_run(const qjob *j, int64_t K) {
+// Thread t of n's part: a contiguous share of MR-row units (M >= ROWS_SPLIT_MIN) or of
+// panels, a function of (M, N, t, n) only.
+static void qgemm_thread(const qjob *j, int t, int n) {
     int64_t P = cdiv(j->N, NR), MR = j->kern->mr;
+    if (j->M >= ROWS_SPLIT_MIN) {
+        int64_t units = cdiv(j->M, MR);
+        int64_t lo = units * t / n * MR, hi = min64(units * (t + 1) / n * MR, j->M);
+        if (lo < hi) qgemm_range(j, lo, hi, 0, P);
+    } else {
+        int64_t lo = P * t / n, hi = P * (t + 1) / n;
+        if (lo < hi) qgemm_range(j, 0, j->M, lo, hi);
+    }
+}
+
+// Splits the product between threads. One thread calls qgemm_thread directly: an OpenMP
+// region, even of one thread, allocates its team (a malloc and a free per product, which a
+// decoding step's profile showed).
+static void qgemm_run(const qjob *j, int64_t K) {
     int nt = tt__kernel_threads();
     if ((double)j->M * (double)j->N * (double)K < PAR_MIN_MACS) nt = 1;
-    bool by_rows = j->M >= ROWS_SPLIT_MIN;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(nt) if (nt > 1)
-#else
-    (void)nt;
-#endif
-    {
-        int t = 0, n = 1;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-        n = omp_get_num_threads();
-#endif
-        if (by_rows) {
-            int64_t units = cdiv(j->M, MR);
-            int64_t lo = units * t / n * MR, hi = min64(units * (t + 1) / n * MR, j->M);
-            if (lo < hi) qgemm_range(j, lo, hi, 0, P);
-        } else {
-            int64_t lo = P * t / n, hi = P * (t + 1) / n;
-            if (lo < hi) qgemm_range(j, 0, j->M, lo, hi);
-        }
+    if (nt == 1) {
+        qgemm_thread(j, 0, 1);
+        return;
     }
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt)
+    qgemm_thread(j, omp_get_thread_num(), omp_get_num_threads());
+#endif
 }
 
 void tt_k_qgemm_s32(int32_t *S, const uint8_t *u, int64_t ldu, const int8_t *packed,
