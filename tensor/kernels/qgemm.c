@@ -165,9 +165,14 @@ void tt_k_quantize_u8(uint8_t *u, float *scale, int32_t *zero, const float *x, i
     TT_CHECK(M >= 0 && K >= 0 && ldu >= K && ldx >= K, "M = %lld, K = "
              "%lld, ldx = %lld, ldu = %lld; need M, K >= 0 and ldx, ldu >= K", (long long)M,
              (long long)K, (long long)ldx, (long long)ldu);
-    TT_PARALLEL_FOR(M > 1 && M * K >= (1 << 16))
-    for (int64_t m = 0; m < M; m++)
-        quantize_row_u8(u + m * ldu, scale + m, zero + m, x + m * ldx, K, ldu);
+    if (M > 1 && M * K >= (1 << 16)) {
+        TT_PARALLEL_FOR(true)
+        for (int64_t m = 0; m < M; m++)
+            quantize_row_u8(u + m * ldu, scale + m, zero + m, x + m * ldx, K, ldu);
+    } else {  // no OpenMP region: even of one thread, it allocates a team (decoding: M = 1)
+        for (int64_t m = 0; m < M; m++)
+            quantize_row_u8(u + m * ldu, scale + m, zero + m, x + m * ldx, K, ldu);
+    }
 }
 
 // ---- packed weights ----
