@@ -32,8 +32,10 @@ TARGET_AVX2 static double finish_run(float *v, const float *a, const float *x, i
     return (double)(((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7])));
 }
 
-// The same code twice: for AVX2, and for AVX-512 (EVEX encoding, 32 vector registers), which
-// measured 20-25 % faster on decoding's shapes (bench/bench_decode.c) with the same ymm width.
+// The same code twice: for AVX2, and for AVX-512VL (EVEX encoding, 32 vector registers; the
+// width stays 8 lanes, the dot's). On the AMD EPYC (Zen 4) the two are within the noise of a
+// shared machine in bench_qgemm's decode figure; a standalone loop measured the AVX-512VL
+// build 20 % faster.
 
 #define DOT_ROWS_FN tt_k_dot_rows_f32_avx2
 #define TARGET TARGET_AVX2
