@@ -278,6 +278,48 @@ tt_profile_totals tt_profiler_totals(void) {
     return t;
 }
 
+// ---- set aside (nn/summary.c) ----
+
+typedef struct saved_state {
+    tt_op_profile ops[TT_OP_COUNT];
+    bool running, tracing, peak_started;
+    int64_t wall_ns, cache_hits, cache_misses, peak_bytes;
+} saved_state;
+
+static saved_state saved;
+static bool pushed;
+
+void tt__prof_push(void) {
+    TT_CHECK(!pushed, "the profiler is already set aside (tt__prof_push twice)");
+    bool was_running = running;
+    tt_profiler_end();  // closes a running interval, so its time and peak are kept
+    saved = (saved_state){.running = was_running, .tracing = tracing,
+                          .peak_started = peak_started, .wall_ns = wall_ns,
+                          .cache_hits = cache_hits, .cache_misses = cache_misses,
+                          .peak_bytes = peak_bytes};
+    memcpy(saved.ops, ops, sizeof ops);
+    pushed = true;
+    memset(ops, 0, sizeof ops);
+    wall_ns = cache_hits = cache_misses = peak_bytes = 0;
+    peak_started = false;
+    tracing = false;
+    tt_profiler_begin();
+}
+
+void tt__prof_pop(void) {
+    TT_CHECK(pushed, "the profiler was not set aside (tt__prof_pop without tt__prof_push)");
+    tt_profiler_end();
+    memcpy(ops, saved.ops, sizeof ops);
+    wall_ns = saved.wall_ns;
+    cache_hits = saved.cache_hits;
+    cache_misses = saved.cache_misses;
+    peak_bytes = saved.peak_bytes;
+    peak_started = saved.peak_started;
+    tracing = saved.tracing;
+    pushed = false;
+    if (saved.running) tt_profiler_begin();
+}
+
 // ---- the report ----
 
 static int by_time_desc(const void *a, const void *b) {

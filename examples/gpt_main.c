@@ -1274,6 +1274,11 @@ static int cmd_train(void) {
     bool profiling = opt.profile || opt.trace;
     if (opt.trace) tt_profiler_set_trace(true);
     tt_gpt_train(&gpt, true);
+    if (opt.profile) {  // the model at the training batch's shape
+        tt_scope_begin();
+        tt_model_summary(stderr, tt_gpt_module(&gpt), tt_zeros(TT_I32, TT_SHAPE(B, T)));
+        tt_scope_end();
+    }
     double train_time = 0;
     int64_t steps_run = 0, live_after_first = -1;
     while (s.st.step < opt.iters) {

@@ -1,7 +1,9 @@
 // Check suite of the profiler (autograd/profiler.h): per-op counts, FLOPs and bytes of a few ops
 // by hand; a GPT training step's FLOPs against the analytic count (6 per token per matrix
 // parameter plus attention); the trace is strict JSON with one event per recorded op; losses
-// are the same bits with the profiler on and off; the report's rows; bad paths and arguments.
+// are the same bits with the profiler on and off; the report's rows; bad paths and arguments;
+// tt_model_summary's parameters against the parameter lists and its FLOPs against the
+// profiler's and a count by hand.
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -422,6 +424,95 @@ START_TEST(test_profiling_leaves_the_losses_bitwise_the_same) {
 }
 END_TEST
 
+// ---- the model summary ----
+
+START_TEST(test_summary_of_the_gpt) {
+    tt_gpt m;
+    gpt_make(&m);
+    tt_scope_begin();
+    tt_tensor *x, *y;
+    gpt_batch(3, &x, &y);
+    // The profiler's forward FLOPs of tt_gpt_forward, and figures that must survive the summary.
+    tt_profiler_begin();
+    tt_gpt_forward(&m, x);
+    int64_t calls = tt_profiler_totals().calls;
+    int64_t fwd = tt_profiler_totals().forward_flops;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    tt_model_stats st = tt_model_summary(f, tt_gpt_module(&m), x);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert(tt_profiler_enabled());  // still running, its figures unchanged
+    ck_assert_int_eq(tt_profiler_totals().calls, calls);
+    tt_profiler_end();
+    ck_assert_int_eq(st.params, tt_params_numel(&m.params));
+    ck_assert_int_eq(st.params, tt_gpt_num_params(&m, false));
+    ck_assert_int_eq(st.trainable_params, st.params);
+    ck_assert_int_eq(st.param_bytes, 4 * st.params);
+    ck_assert_int_eq(st.forward_flops, fwd);
+    ck_assert_int_eq(st.out_ndim, 3);
+    ck_assert_int_eq(st.out_shape[0], B);
+    ck_assert_int_eq(st.out_shape[1], T);
+    ck_assert_int_eq(st.out_shape[2], V);
+    // Under grad mode the graph keeps at least the logits and every block's input.
+    ck_assert_int_ge(st.activation_bytes, (int64_t)4 * B * T * (V + L * C));
+    ck_assert_msg(strstr(buf, "blocks.1.attn.q_proj") == NULL &&  // names are shown per level
+                  strstr(buf, "  wte (Embedding)") && strstr(buf, "q_proj (Linear)") &&
+                  strstr(buf, "head (TiedHead)") && strstr(buf, "(2, 32, 40)") &&
+                  strstr(buf, "262,144"),  // q_proj: 256 x 256
+                  "summary:\n%s", buf);
+    free(buf);
+    tt_scope_end();
+    tt_gpt_free(&m);
+}
+END_TEST
+
+// A Sequential gets a row per child, each with its own FLOPs: Linear 2 B in out + B out.
+START_TEST(test_summary_of_a_sequential) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    tt_linear l1, l2;
+    tt_linear_init(&l1, 5, 16, true, &rng);
+    tt_linear_init(&l2, 16, 3, false, &rng);
+    tt_sequential net;
+    tt_sequential_init(&net);
+    tt_sequential_add(&net, tt_linear_module(&l1));
+    tt_sequential_add(&net, tt_act_module(TT_ACT_RELU));
+    tt_sequential_add(&net, tt_linear_module(&l2));
+    tt_params p;
+    tt_params_init(&p);
+    tt_sequential_params(&net, &p, NULL);
+    tt_scope_begin();
+    tt_tensor *x = tt_ones(TT_F32, TT_SHAPE(4, 5));
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    tt_no_grad_begin();
+    tt_model_stats st = tt_model_summary(f, tt_sequential_module(&net), x);
+    tt_no_grad_end();
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_int_eq(st.params, tt_params_numel(&p));
+    ck_assert_int_eq(st.params, 5 * 16 + 16 + 16 * 3);
+    int64_t flops1 = 2 * 4 * 5 * 16 + 4 * 16, flops2 = 2 * 4 * 16 * 3;
+    ck_assert_int_eq(st.forward_flops, flops1 + 4 * 16 + flops2);
+    ck_assert_int_eq(st.out_shape[0], 4);
+    ck_assert_int_eq(st.out_shape[1], 3);
+    ck_assert_msg(strstr(buf, "  0 (Linear)                             (4, 16)") &&
+                  strstr(buf, "  2 (Linear)                             (4, 3)") &&
+                  strstr(buf, "(no grad)") && strstr(buf, "           96 "),  // 0's parameters
+                  "summary:\n%s", buf);
+    free(buf);
+    tt_scope_end();
+    ck_assert_int_eq(tt_profiler_totals().calls, 0);  // the summary left no figures behind
+    tt_params_free(&p);
+    tt_sequential_free(&net);
+    tt_linear_free(&l2);
+    tt_linear_free(&l1);
+}
+END_TEST
+
 // ---- misuse ----
 
 START_TEST(test_report_to_null_aborts) {
@@ -447,6 +538,8 @@ int main(void) {
     tcase_add_test(tc, test_trace_to_a_bad_path_is_an_error);
     tcase_add_test(tc, test_gpt_step_flops_match_the_analytic_count);
     tcase_add_test(tc, test_profiling_leaves_the_losses_bitwise_the_same);
+    tcase_add_test(tc, test_summary_of_the_gpt);
+    tcase_add_test(tc, test_summary_of_a_sequential);
     suite_add_tcase(s, tc);
     TCase *ab = tt_tcase_aborts("aborts_profiler");
     tcase_add_test_raise_signal(ab, test_report_to_null_aborts, SIGABRT);
