@@ -67,9 +67,9 @@ static bool jnumber(json *j) {
     size_t i = j->i;
     if (i < j->n && j->s[i] == '-') i++;
     if (i >= j->n) return false;
-    if (j->s[i] == '0') i++;
-    else if (j->s[i] >= '1' && j->s[i] <= '9') while (i < j->n && j->s[i] >= '0' && j->s[i] <= '9') i++;
-    else return false;
+    if (j->s[i] < '0' || j->s[i] > '9') return false;
+    if (j->s[i] == '0') i++;  // no leading zeros
+    else while (i < j->n && j->s[i] >= '0' && j->s[i] <= '9') i++;
     if (i < j->n && j->s[i] == '.') {
         size_t d = ++i;
         while (i < j->n && j->s[i] >= '0' && j->s[i] <= '9') i++;
