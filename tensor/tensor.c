@@ -263,9 +263,9 @@ tt_alloc_stats tt_alloc_get_stats(void) {
 
 // ---- profiler hooks ----
 
-bool tt__prof_on;
+_Atomic bool tt__prof_on;
 _Thread_local int64_t tt__prof_first_new;
-static int64_t prof_peak;
+static atomic_llong prof_peak;  // any thread may allocate: a lock-free running maximum
 
 int64_t tt__now_ns(void) {
     struct timespec ts;
@@ -273,12 +273,12 @@ int64_t tt__now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-void tt__prof_peak_reset(void) { prof_peak = tt_live_bytes(); }
-int64_t tt__prof_peak(void) { return prof_peak; }
+void tt__prof_peak_reset(void) { atomic_store(&prof_peak, (long long)tt_live_bytes()); }
+int64_t tt__prof_peak(void) { return (int64_t)atomic_load(&prof_peak); }
 
 static void prof_track_peak(void) {
-    int64_t live = tt_live_bytes();
-    if (live > prof_peak) prof_peak = live;
+    long long live = (long long)tt_live_bytes(), peak = atomic_load(&prof_peak);
+    while (live > peak && !atomic_compare_exchange_weak(&prof_peak, &peak, live)) {}
 }
 
 // ---- storage ----

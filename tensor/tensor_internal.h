@@ -138,7 +138,7 @@ tt_status tt__write_atomic(const char *path, const char *what, bool (*fill)(int 
 // profiler last cleared it (0: none): an op's forward is timed from there (its first buffer)
 // to its tt__record, and the profiler clears it after each op. The allocator tracks the peak
 // of the live storage bytes. Off, each hook is one predictable branch.
-extern bool tt__prof_on;
+extern _Atomic bool tt__prof_on;  // read by any thread (loader threads make tensors)
 extern _Thread_local int64_t tt__prof_first_new;
 int64_t tt__now_ns(void);       // CLOCK_MONOTONIC in nanoseconds
 void tt__prof_peak_reset(void);  // the peak starts again from the live bytes now
