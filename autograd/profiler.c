@@ -283,7 +283,7 @@ tt_profile_totals tt_profiler_totals(void) {
 typedef struct saved_state {
     tt_op_profile ops[TT_OP_COUNT];
     bool running, tracing, peak_started;
-    int64_t wall_ns, cache_hits, cache_misses, peak_bytes;
+    int64_t wall_ns, cache_hits, cache_misses, peak_bytes, origin_ns;
 } saved_state;
 
 static saved_state saved;
@@ -296,7 +296,7 @@ void tt__prof_push(void) {
     saved = (saved_state){.running = was_running, .tracing = tracing,
                           .peak_started = peak_started, .wall_ns = wall_ns,
                           .cache_hits = cache_hits, .cache_misses = cache_misses,
-                          .peak_bytes = peak_bytes};
+                          .peak_bytes = peak_bytes, .origin_ns = origin_ns};
     memcpy(saved.ops, ops, sizeof ops);
     pushed = true;
     memset(ops, 0, sizeof ops);
@@ -316,6 +316,7 @@ void tt__prof_pop(void) {
     peak_bytes = saved.peak_bytes;
     peak_started = saved.peak_started;
     tracing = saved.tracing;
+    origin_ns = saved.origin_ns;  // a trace keeps its time origin
     pushed = false;
     if (saved.running) tt_profiler_begin();
 }
