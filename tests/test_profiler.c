@@ -235,6 +235,33 @@ START_TEST(test_counts_flops_bytes_by_hand) {
 }
 END_TEST
 
+// Convolutions count 2 FLOPs per multiply-add: conv2d per output element, conv_transpose2d
+// per input element, times the kernel volume (in / groups * kH * kW, out / groups * kH * kW).
+START_TEST(test_conv_flops_by_hand) {
+    tt_scope_begin();
+    tt_rng rng;
+    tt_rng_seed(&rng, 2);
+    tt_tensor *x = tt_set_requires_grad(tt_randn(&rng, TT_F32, TT_SHAPE(2, 4, 6, 6)), true);
+    tt_tensor *w = tt_set_requires_grad(tt_randn(&rng, TT_F32, TT_SHAPE(6, 2, 3, 3)), true);
+    tt_tensor *b = tt_set_requires_grad(tt_zeros(TT_F32, TT_SHAPE(6)), true);
+    tt_tensor *xt = tt_randn(&rng, TT_F32, TT_SHAPE(1, 4, 3, 3));  // no grad: only dw
+    tt_tensor *wt = tt_set_requires_grad(tt_randn(&rng, TT_F32, TT_SHAPE(4, 3, 2, 2)), true);
+    tt_profiler_begin();
+    tt_tensor *y = tt_conv2d(x, w, b, NULL, NULL, NULL, 2);           // (2, 6, 4, 4)
+    tt_tensor *yt = tt_conv_transpose2d(xt, wt, NULL, (const int64_t[]){2, 2}, NULL, NULL, 1,
+                                        NULL);                         // (1, 3, 6, 6)
+    tt_backward(tt_add(tt_sum_all(y), tt_sum_all(yt)));
+    tt_profiler_end();
+    ck_assert_int_eq(yt->shape[2], 6);
+    tt_op_profile c = tt_profiler_op(TT_OP_CONV2D), t = tt_profiler_op(TT_OP_CONV_TRANSPOSE2D);
+    ck_assert_int_eq(c.forward_flops, 2 * 192 * (2 * 3 * 3) + 192);
+    ck_assert_int_eq(c.backward_flops, 2 * (2 * 192 * 18) + 192);  // dx, dw, db
+    ck_assert_int_eq(t.forward_flops, 2 * 36 * (3 * 2 * 2));
+    ck_assert_int_eq(t.backward_flops, 2 * 36 * 12);               // dw only
+    tt_scope_end();
+}
+END_TEST
+
 START_TEST(test_report_lists_the_ops) {
     tt_profiler_begin();
     ck_assert(tt_profiler_enabled());
@@ -533,6 +560,7 @@ int main(void) {
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_json_checker_rejects_bad_json);
     tcase_add_test(tc, test_counts_flops_bytes_by_hand);
+    tcase_add_test(tc, test_conv_flops_by_hand);
     tcase_add_test(tc, test_report_lists_the_ops);
     tcase_add_test(tc, test_trace_is_json_with_one_event_per_op);
     tcase_add_test(tc, test_trace_to_a_bad_path_is_an_error);
