@@ -240,6 +240,8 @@ BENCH_ARGS_bench_gpt2 := $(foreach b,$(BENCH_GPT2_BATCHES),train $(b);) sample
 # bench_threads runs bench_train's baby step per thread count and wait policy, with the cores
 # free and with one core busy.
 BENCH_ARGS_bench_threads := $(BUILD)/bench_train
+# ---- profiler: its cost on the baby step, off / on / on with the trace ----
+BENCH_ARGS_bench_train += ; profile baby
 
 $(BUILD)/bench_%: bench/bench_%.c $(BUILD)/libtinytorch.a
 	$(CC) $(CFLAGS) $(DEPFLAGS) -I. $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)

@@ -13,6 +13,7 @@
 // data/idx.h           IDX files (MNIST family, plain or gzip), Fashion-MNIST
 // data/loader.h        datasets, the data loader (batches, shuffle, prefetch), image transforms
 // data/csv.h           numeric CSV files (plain or gzip), scikit-learn's digits
+// autograd/profiler.h  per-op time, FLOPs and bytes, allocator figures, a Chrome trace
 //
 // Models are not part of the framework's umbrella: a program that uses one includes its header,
 // e.g. #include "models/gpt/gpt.h" (the GPT: config, forward, loss, generation, KV cache).
@@ -30,5 +31,6 @@
 #include "data/idx.h"
 #include "data/loader.h"
 #include "data/csv.h"
+#include "autograd/profiler.h"
 
 #endif  // TINYTORCH_H

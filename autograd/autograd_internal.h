@@ -88,4 +88,17 @@ void tt__check_same_dtype_at(const tt_tensor *a, const tt_tensor *b, const char 
 #define tt__check_same_dtype(a, b, func) \
     tt__check_same_dtype_at((a), (b), __FILE__, __LINE__, (func))
 
+// ---- profiler (profiler.c): called by the tape only while tt__prof_on ----
+// One op's forward: counted at its tt__record, timed from the first tensor this thread made
+// since the previous op (tt__prof_first_new) to now.
+// Ops a backward runs are not counted as forwards.
+void tt__prof_forward(const tt_tensor *out, tt_op op, int n_inputs, tt_tensor *const *inputs);
+// Runs backward(n), timed and counted under n's op.
+void tt__prof_backward(tt_node *n, void (*backward)(tt_node *n));
+// Sets the profiler's figures aside and starts it from zero, without trace events, on this
+// thread (nn/summary.c measures forwards with it); tt__prof_pop puts them back, running or not
+// as before. One level: a push while pushed aborts.
+void tt__prof_push(void);
+void tt__prof_pop(void);
+
 #endif  // TT_AUTOGRAD_INTERNAL_H

@@ -142,6 +142,7 @@ static bool needs_grad(int n, tt_tensor *const *inputs) {
 
 void *tt__record(tt_tensor *out, tt_op op, int n_inputs, tt_tensor *const *inputs,
                  size_t ctx_size) {
+    if (tt__prof_on) tt__prof_forward(out, op, n_inputs, inputs);
     if (!needs_grad(n_inputs, inputs)) return NULL;
     TT_CHECK(!out->node, "output already has a node");
     size_t head = (sizeof(node_box) + 15) & ~(size_t)15;
@@ -476,7 +477,8 @@ void tt_backward_ex(tt_tensor *out, tt_tensor *grad, bool retain_graph) {
         check_versions(n);
         output_hooks(n);
         tt_scope_begin();
-        op_table[n->op].backward(n);
+        if (tt__prof_on) tt__prof_backward(n, op_table[n->op].backward);
+        else op_table[n->op].backward(n);
         tt_scope_end();
         tt_release(n->grad);
         n->grad = NULL;

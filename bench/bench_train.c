@@ -8,6 +8,9 @@
 //                                       bf16: the forward under tt_autocast_begin (bf16 products,
 //                                       f32 accumulation), as PyTorch's CPU autocast
 //   bench_train sample baby            tokens/s with the cache on and off
+//   bench_train profile baby [threads] the profiler's cost: median ms per step with it off, on
+//                                       (the table's counters) and on with the trace, the
+//                                       three modes taking turns step by step
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +108,53 @@ static int bench_train(const bench_config *bc, int threads, tt_precision precisi
     return 0;
 }
 
+// ---- profiler overhead ----
+
+static double one_step(tt_gpt *gpt, tt_optim *opt, tt_rng *rng, const bench_config *bc) {
+    double t0 = now_ms();
+    tt_scope_begin();
+    tt_tensor *x = random_tokens(rng, bc), *y = random_tokens(rng, bc);
+    tt_backward(tt_gpt_loss(gpt, x, y));
+    tt_clip_grad_norm(&gpt->params, 1.0);
+    tt_optim_step(opt);
+    tt_optim_zero_grad(opt);
+    tt_scope_end();
+    return now_ms() - t0;
+}
+
+static int bench_profile(const bench_config *bc, int threads) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 1337);
+    tt_gpt gpt;
+    build(&gpt, bc, &rng);
+    tt_optim opt;
+    tt_optim_init(&opt, tt_adamw_config(1e-3));
+    tt_optim_add_decay_groups(&opt, &gpt.params, 0.1);
+    enum { MODES = 3 };  // off, on, on with the trace
+    int warmup = 3, n = bc->steps;
+    double *ms[MODES];
+    for (int m = 0; m < MODES; m++) ms[m] = malloc((size_t)n * sizeof *ms[m]);
+    for (int s = 0; s < warmup + n; s++) {
+        for (int m = 0; m < MODES; m++) {
+            tt_profiler_set_trace(m == 2);
+            if (m > 0) tt_profiler_begin();
+            double t = one_step(&gpt, &opt, &rng, bc);
+            if (m > 0) tt_profiler_end();
+            if (s >= warmup) ms[m][s - warmup] = t;
+        }
+    }
+    double off = median(ms[0], n), on = median(ms[1], n), trace = median(ms[2], n);
+    printf("bench profile config=%s threads=%d off_ms=%.2f on_ms=%.2f trace_ms=%.2f "
+           "on_overhead=%.1f%% trace_overhead=%.1f%% events=%lld steps=%d\n", bc->name, threads,
+           off, on, trace, 100.0 * (on / off - 1), 100.0 * (trace / off - 1),
+           (long long)tt_profiler_totals().events, n);
+    for (int m = 0; m < MODES; m++) free(ms[m]);
+    tt_profiler_reset();
+    tt_optim_free(&opt);
+    tt_gpt_free(&gpt);
+    return 0;
+}
+
 static int bench_sample(const bench_config *bc, int threads) {
     tt_rng rng;
     tt_rng_seed(&rng, 1337);
@@ -135,8 +185,10 @@ static int bench_sample(const bench_config *bc, int threads) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3 || (strcmp(argv[1], "train") != 0 && strcmp(argv[1], "sample") != 0)) {
-        fprintf(stderr, "usage: bench_train train|sample baby|mid [threads] [f32|bf16]\n");
+    if (argc < 3 || (strcmp(argv[1], "train") != 0 && strcmp(argv[1], "sample") != 0 &&
+                     strcmp(argv[1], "profile") != 0)) {
+        fprintf(stderr, "usage: bench_train train|sample|profile baby|mid [threads] "
+                "[f32|bf16]\n");
         return 2;
     }
     const bench_config *bc = find_config(argv[2]);
@@ -152,5 +204,6 @@ int main(int argc, char **argv) {
     threads = omp_get_max_threads();
 #endif
     if (strcmp(argv[1], "train") == 0) return bench_train(bc, threads, precision);
+    if (strcmp(argv[1], "profile") == 0) return bench_profile(bc, threads);
     return bench_sample(bc, threads);
 }

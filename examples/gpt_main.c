@@ -48,7 +48,7 @@ static const char *char_usage_tail =
     "                 [--batch 12] [--iters 2000] [--decay-iters ITERS] [--lr 1e-3]\n"
     "                 [--min-lr 1e-4] [--warmup 100] [--weight-decay 0.1] [--beta2 0.99]\n"
     "                 [--grad-clip 1.0] [--eval-every 250] [--eval-iters 20] [--seed 1337]\n"
-    "                 [--threads N] [--precision f32|bf16]\n"
+    "                 [--threads N] [--precision f32|bf16] [--profile] [--trace FILE.json]\n"
     "  char_gpt sample --ckpt FILE [--prompt TEXT] [--tokens 500] [--temperature 0.8]\n"
     "                 [--top-k 200] [--top-p 1.0] [--seed 1337] [--no-cache] [--block N]\n"
     "                 [--threads N] [--quantize int8]\n"
@@ -68,6 +68,10 @@ static const char *char_usage_tail =
     "gradients, optimizer and checkpoint stay f32). stdout: `eval step=N train_loss=F\n"
     "val_loss=F` at each eval and\n"
     "`done steps=N train_loss=F val_loss=F ms_per_step=F tokens_per_s=F`.\n"
+    "--profile prints the model summary before training and, at the end, a table of the\n"
+    "training steps' ops (calls, forward / backward time, share of the step time, FLOPs, bytes\n"
+    "moved, peak memory) on stderr; --trace FILE.json writes one event per op of the steps\n"
+    "(open it in ui.perfetto.dev or chrome://tracing). Evals are not profiled.\n"
     "sample prints the prompt and the generated text; eval prints\n"
     "`eval train_loss=F val_loss=F` (mean over --eval-iters batches per split).\n"
     "--quantize int8 (sample, eval) runs every Linear and the head in int8 (weights with a\n"
@@ -83,7 +87,7 @@ static const char *gpt_usage_tail =
     "            [--batch 12] [--iters 2000] [--decay-iters ITERS] [--lr 1e-3]\n"
     "            [--min-lr 1e-4] [--warmup 100] [--weight-decay 0.1] [--beta2 0.99]\n"
     "            [--grad-clip 1.0] [--eval-every 250] [--eval-iters 20] [--seed 1337]\n"
-    "            [--threads N]\n"
+    "            [--threads N] [--profile] [--trace FILE.json]\n"
     "  gpt sample --ckpt FILE | --init-from FILE [--tokenizer T] [--prompt TEXT] [--tokens 500]\n"
     "            [--temperature 0.8] [--top-k 200] [--top-p 1.0] [--seed 1337] [--no-cache]\n"
     "            [--block N] [--threads N] [--quantize int8]\n"
@@ -178,6 +182,9 @@ typedef struct options {
     const char *precision;
     // sample, eval: "int8" runs the Linears and the head int8 (tt_gpt_quantize), "f32" not
     const char *quantize;
+    // ---- profiling (train): the per-op table, a Chrome trace of the steps ----
+    bool profile;
+    const char *trace;
 } options;
 
 typedef struct flag {
@@ -225,6 +232,9 @@ static flag flags[] = {
     {"--dtype", F_STR, &opt.dtype, CMD_EXPORT, false, 1},
     {"--precision", F_STR, &opt.precision, CMD_TRAIN, false, 0},
     {"--quantize", F_STR, &opt.quantize, CMD_SAMPLE | CMD_EVAL, false, 0},
+    // ---- profiling ----
+    {"--profile", F_BOOL, &opt.profile, CMD_TRAIN, false, 0},
+    {"--trace", F_STR, &opt.trace, CMD_TRAIN, false, 0},
 };
 #define NFLAGS ((int)(sizeof flags / sizeof flags[0]))
 #define MAX_FIELDS 64
@@ -453,6 +463,21 @@ static void probe_writable(const char *path) {
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0)
         die("cannot write --out '%s': %s; pick a writable path", path, strerror(errno));
+    close(fd);
+    unlink(tmp);
+}
+
+// Fails early when --trace cannot be written (its directory must exist).
+static void probe_trace(const char *path) {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        die_usage("--trace '%s' is a directory; pass a file path such as %s/trace.json", path,
+                  path);
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0)
+        die("cannot write --trace '%s': %s; pick a writable path", path, strerror(errno));
     close(fd);
     unlink(tmp);
 }
@@ -1217,6 +1242,7 @@ static int cmd_train(void) {
 
     // Everything is valid: now touch files.
     probe_writable(opt.out);
+    if (opt.trace) probe_trace(opt.trace);
     FILE *log = NULL;
     if (opt.log) {
         struct stat lst;
@@ -1245,13 +1271,21 @@ static int cmd_train(void) {
     tt_precision_parse(opt.precision, &precision);
     tt_autocast_begin(precision);
     tt_lr_schedule sched = tt_lr_cosine(opt.lr, opt.warmup, opt.decay_iters, opt.min_lr);
+    bool profiling = opt.profile || opt.trace;
+    if (opt.trace) tt_profiler_set_trace(true);
     tt_gpt_train(&gpt, true);
+    if (opt.profile) {  // the model at the training batch's shape
+        tt_scope_begin();
+        tt_model_summary(stderr, tt_gpt_module(&gpt), tt_zeros(TT_I32, TT_SHAPE(B, T)));
+        tt_scope_end();
+    }
     double train_time = 0;
     int64_t steps_run = 0, live_after_first = -1;
     while (s.st.step < opt.iters) {
         double lr = tt_lr_at(&sched, s.st.step);
         tt_optim_set_lr(&o, lr);
         double t0 = now_s();
+        if (profiling) tt_profiler_begin();
         tt_scope_begin();
         tt_tensor *x, *y;
         tt_dataset_batch(&ds, TT_SPLIT_TRAIN, B, T, &s.st.data_rng, &x, &y);  // (B, T) each
@@ -1278,6 +1312,7 @@ static int cmd_train(void) {
         tt_optim_step(&o);
         tt_optim_zero_grad(&o);
         tt_scope_end();
+        if (profiling) tt_profiler_end();
         double dt = now_s() - t0;
         s.st.step++;
         steps_run++;
@@ -1321,6 +1356,12 @@ static int cmd_train(void) {
     printf("done steps=%lld train_loss=%.6f val_loss=%.6f ms_per_step=%.3f tokens_per_s=%.1f\n",
            (long long)s.st.step, s.st.train_loss, s.st.val_loss, ms, tok_s);
     check_stdout();
+    if (opt.profile) tt_profiler_report(stderr);
+    if (opt.trace) {
+        if (tt_profiler_write_trace(opt.trace) != TT_OK) die("--trace: %s", tt_last_error());
+        fprintf(stderr, "%s: wrote %s (%lld events; open it in ui.perfetto.dev)\n", prog->name,
+                opt.trace, (long long)tt_profiler_totals().events);
+    }
     if (log && fclose(log) != 0) die("cannot write --log '%s': %s", opt.log, strerror(errno));
     tt_optim_free(&o);
     tt_gpt_free(&gpt);

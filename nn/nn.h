@@ -98,6 +98,9 @@ typedef struct tt_module_ops {
     // Its own buffers (PyTorch's register_buffer: state saved and loaded with the model but
     // not trained, such as BatchNorm's running stats), appended like params; NULL: none.
     void (*buffers)(const void *self, tt_params *out, const char *prefix);
+    // True when the forward is its children run one after another, each on the previous one's
+    // output (a Sequential): tt_model_summary then measures each child on its own input.
+    bool chain;
 } tt_module_ops;
 
 struct tt_module {
@@ -852,6 +855,25 @@ tt_module tt_qlinear_module(tt_qlinear *q);  // type "QuantizedLinear", no param
 // int8. Re-quantize after changing the weight. _dequantize frees it (safe when not quantized).
 void tt_linear_quantize(tt_linear *m);
 void tt_linear_dequantize(tt_linear *m);
+
+// ---- model summary (nn/summary.c), like torchinfo's summary ----
+// Runs m's forward on x once (in the caller's grad mode) under the profiler and writes to f
+// (NULL: nothing) a tree of its modules under their state_dict names: type, output shape,
+// parameters, forward FLOPs (autograd/profiler.h's conventions) and activation memory (the
+// storage bytes alive after the forward: under grad mode, what the backward keeps). A
+// Sequential's children run one after another and get a row each; other composites list their
+// children with parameters only. The profiler's own figures are set aside meanwhile. Returns
+// the totals; a tensor listed twice (tied weights) counts once.
+//
+//     tt_model_summary(stdout, tt_sequential_module(&net), x);
+typedef struct tt_model_stats {
+    int64_t params, trainable_params, param_bytes;
+    int64_t forward_flops;     // one forward at x
+    int64_t activation_bytes;  // live after that forward, the output included
+    int out_ndim;
+    int64_t out_shape[TT_MAX_DIMS];
+} tt_model_stats;
+tt_model_stats tt_model_summary(FILE *f, tt_module m, tt_tensor *x);
 
 #ifdef __cplusplus
 }

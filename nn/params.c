@@ -235,7 +235,7 @@ static tt_tensor *sequential_fwd(void *self, tt_tensor *x) {
     return tt_sequential_forward(self, x);
 }
 static const tt_module_ops sequential_ops = {.type = "Sequential", .forward = sequential_fwd,
-                                             .children = sequential_children};
+                                             .children = sequential_children, .chain = true};
 tt_module tt_sequential_module(tt_sequential *s) { return (tt_module){s, &sequential_ops}; }
 
 void tt_sequential_params(const tt_sequential *s, tt_params *out, const char *prefix) {

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 // ---- errors ----
 
@@ -260,6 +261,26 @@ tt_alloc_stats tt_alloc_get_stats(void) {
     return s;
 }
 
+// ---- profiler hooks ----
+
+_Atomic bool tt__prof_on;
+_Thread_local int64_t tt__prof_first_new;
+static atomic_llong prof_peak;  // any thread may allocate: a lock-free running maximum
+
+int64_t tt__now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void tt__prof_peak_reset(void) { atomic_store(&prof_peak, (long long)tt_live_bytes()); }
+int64_t tt__prof_peak(void) { return (int64_t)atomic_load(&prof_peak); }
+
+static void prof_track_peak(void) {
+    long long live = (long long)tt_live_bytes(), peak = atomic_load(&prof_peak);
+    while (live > peak && !atomic_compare_exchange_weak(&prof_peak, &peak, live)) {}
+}
+
 // ---- storage ----
 
 static tt_storage *storage_new(size_t nbytes) {
@@ -271,6 +292,7 @@ static tt_storage *storage_new(size_t nbytes) {
     s->version = 0;
     s->writer = NULL;
     count(&counters()->bytes, (long long)nbytes);
+    if (tt__prof_on) prof_track_peak();
     return s;
 }
 
@@ -398,6 +420,7 @@ static tt_tensor *tensor_struct(tt_dtype dtype, int ndim, const int64_t *shape) 
     t->ndim = ndim;
     for (int i = 0; i < ndim; i++) t->shape[i] = shape[i];
     count(&counters()->tensors, 1);
+    if (tt__prof_on && !tt__prof_first_new) tt__prof_first_new = tt__now_ns();
     return t;
 }
 

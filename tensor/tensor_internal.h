@@ -133,6 +133,17 @@ bool tt__write_all(int fd, const void *data, size_t n);
 tt_status tt__write_atomic(const char *path, const char *what, bool (*fill)(int fd, void *ctx),
                            void *ctx);
 
+// ---- profiler hooks (autograd/profiler.c turns them on; main thread only) ----
+// While tt__prof_on, tt__prof_first_new holds when this thread made its first tensor since the
+// profiler last cleared it (0: none): an op's forward is timed from there (its first buffer)
+// to its tt__record, and the profiler clears it after each op. The allocator tracks the peak
+// of the live storage bytes. Off, each hook is one predictable branch.
+extern _Atomic bool tt__prof_on;  // read by any thread (loader threads make tensors)
+extern _Thread_local int64_t tt__prof_first_new;
+int64_t tt__now_ns(void);       // CLOCK_MONOTONIC in nanoseconds
+void tt__prof_peak_reset(void);  // the peak starts again from the live bytes now
+int64_t tt__prof_peak(void);     // the highest live storage bytes seen while tt__prof_on
+
 // ---- typed element access on raw storage (strided fallbacks) ----
 // TT_BOOL is one byte holding 0 or 1; storing any nonzero value (NaN too) stores 1.
 static inline double tt__load(const void *base, tt_dtype dt, int64_t i) {

@@ -408,4 +408,25 @@ else
     bad "a checkpoint or log changed after bad input"
 fi
 
+# ---- profiling: --profile prints the summary and the op table, --trace writes one event per
+# op, and the losses are those of the plain run ----
+"$bin" train $model --iters 30 --out "$d/prof.ckpt" --log "$d/prof.csv" --profile \
+    --trace "$d/trace.json" > /dev/null 2> "$d/prof.err"
+rc=$?
+fwd=$(awk '$1 == "ops" && $2 == "total" { print $3 + $4 }' "$d/prof.err")
+events=$(grep -c '"ph":"X"' "$d/trace.json" 2> /dev/null)
+if [ $rc = 0 ] && cmp -s "$d/prof.csv" "$d/plain.csv" &&
+   grep -q '^(model) (GPT) ' "$d/prof.err" && grep -q '^affine ' "$d/prof.err" &&
+   grep -q '^memory: .* peak; buffer cache: ' "$d/prof.err" &&
+   [ "$(head -c 17 "$d/trace.json")" = '{"displayTimeUnit' ] &&
+   [ -n "$fwd" ] && [ "$events" = "$fwd" ] && ! ls "$d"/trace.json.tmp.* > /dev/null 2>&1; then
+    ok "train --profile --trace: summary, op table, $events trace events, the same losses"
+else
+    bad "train --profile --trace (exit $rc, $events events for $fwd ops)"; cat "$d/prof.err" >&2
+fi
+"$bin" train $model --iters 6 --out "$d/prof2.ckpt" --trace "$d/no/such/dir/t.json" \
+    > /dev/null 2> "$d/bad.err"
+last_line_is "--trace into a missing directory" $? \
+    "cannot write --trace '.*t.json': No such file or directory; pick a writable path"
+
 if [ $fails = 0 ]; then echo "char_gpt: ok"; else echo "char_gpt: $fails failed" >&2; exit 1; fi

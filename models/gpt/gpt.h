@@ -248,6 +248,15 @@ tt_status tt_gpt_load_hf(tt_gpt *m, const char *path, int64_t n_head);
 // grouped-query attention, QK-norm).
 tt_status tt_gpt_save_hf(const tt_gpt *m, const char *path, tt_st_dtype dtype);
 
+// ---- the GPT as a tt_module (models/gpt/gpt_module.c) ----
+// Forward: tt_gpt_forward on tokens (B, T). Its children, a chain in forward order: wte, wpe
+// (learned positions), drop, blocks (a chain of "0" ..), ln_f, and lm_head (untied) or head
+// (tied to wte: no parameters), so tt_module_params lists m->params' tensors under the same
+// names in the same order. The module borrows m (tt_gpt_free frees the model).
+//
+//     tt_model_summary(stderr, tt_gpt_module(&gpt), tokens);  // parameters, FLOPs, memory
+tt_module tt_gpt_module(tt_gpt *m);
+
 #ifdef __cplusplus
 }
 #endif
