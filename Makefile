@@ -50,6 +50,11 @@ endif
 ifeq ($(WERROR),1)
 CFLAGS  += -Werror
 endif
+# make MPI=1: dist/ over Open MPI, in its own build folder (build-mpi/); see "data parallelism".
+MPI     ?= 0
+ifeq ($(MPI),1)
+BUILD   := $(BUILD)-mpi
+endif
 
 # Expanded when used: `make test` installs Check first, then builds against it.
 CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
@@ -169,6 +174,8 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuz
 	echo "== spiral_classify"; sh tests/run_spiral_classify.sh $(BUILD) || fail=1; \
 	echo "== sort_digits"; sh tests/run_sort_digits.sh $(BUILD) || fail=1; \
 	echo "== lenet"; sh tests/run_lenet.sh $(BUILD) || fail=1; \
+	if [ "$(MPI)" = 1 ]; then echo "== char_gpt on 2 MPI ranks"; \
+	    MPIRUN="$(MPIRUN)" sh tests/run_char_gpt_mpi.sh $(BUILD) || fail=1; fi; \
 	echo "== abort tests name their messages"; sh tests/check_abort_tests.sh || fail=1; \
 	if [ "$(SAN)" != 1 ] && [ -s ../shared/data/tinyshakespeare.txt -o -s $(CORPUS) ]; \
 	then echo "== make run (short)"; \
@@ -281,10 +288,10 @@ bench-gpt2: $(BUILD)/bench_gpt2
 	test $$fail = 0
 
 deps:
-	@FUZZ_CC=$(FUZZ_CC) sh scripts/deps.sh
+	@FUZZ_CC=$(FUZZ_CC) MPI=$(MPI) sh scripts/deps.sh
 
 check-deps:
-	@FUZZ_CC=$(FUZZ_CC) sh scripts/deps.sh --quiet
+	@FUZZ_CC=$(FUZZ_CC) MPI=$(MPI) sh scripts/deps.sh --quiet
 
 # ---- fuzzing: libFuzzer + ASan + UBSan over the file parsers ----
 # Targets: fuzz_checkpoint (tests/fuzz_checkpoint.c, seeds in tests/fuzz_corpus/),
@@ -393,3 +400,39 @@ BENCH_ARGS_bench_lenet := 2
 # ---- the digits milestone: a small CNN trained on scikit-learn's digits in make test ----
 # tests/test_milestone_digits.c reads data/digits.csv.gz (make data); DIGITS_SEED=k reruns it.
 $(BUILD)/tests/test_milestone_digits: | data
+
+# ---- data parallelism over Open MPI (dist/) ----
+# The library always has dist/dist.h: by default dist/dist_serial.c (one process, no MPI);
+# with MPI=1 dist/dist_mpi.c, compiled and linked with Open MPI's flags (pkg-config ompi-c),
+# in build-mpi/. `make deps MPI=1` installs libopenmpi-dev and openmpi-bin.
+#   make test MPI=1       every suite on the MPI build, and tests/run_char_gpt_mpi.sh
+#   make test-mpi MPI=1   only the MPI suite (CI)
+#   make bench MPI=1      bench_dist: 2 ranks x 1 thread against 1 rank x 2 threads
+# MPIRUN launches the local jobs: every rank may share a core (--oversubscribe), ranks are not
+# pinned to cores (--bind-to none: a rank's OpenMP threads may use every core), shared memory
+# without the single-copy mechanism containers forbid, and root allowed (containers, CI).
+MPIRUN ?= mpirun --oversubscribe --bind-to none --mca btl self,vader,tcp \
+	--mca btl_vader_single_copy_mechanism none $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
+ifeq ($(MPI),1)
+DIST_SRC   := dist/dist_mpi.c
+MPI_CFLAGS := $(shell pkg-config --cflags ompi-c 2>/dev/null)
+LDLIBS     += $(shell pkg-config --libs ompi-c 2>/dev/null)
+$(BUILD)/obj/dist/dist_mpi.o: CFLAGS += $(MPI_CFLAGS)
+else
+DIST_SRC   := dist/dist_serial.c
+endif
+$(BUILD)/libtinytorch.a $(BUILD)/$(SO_FILE): $(BUILD)/obj/$(DIST_SRC:.c=.o)
+HEADERS        += dist/dist.h
+PUBLIC_HEADERS += dist/dist.h
+
+.PHONY: test-mpi
+test-mpi:
+	@if [ "$(MPI)" != 1 ]; then echo "test-mpi: run make test-mpi MPI=1" >&2; exit 2; fi
+	@$(MAKE) --no-print-directory check-deps
+	@$(MAKE) --no-print-directory $(BUILD)/char_gpt
+	MPIRUN="$(MPIRUN)" sh tests/run_char_gpt_mpi.sh $(BUILD)
+
+clean: clean-mpi
+.PHONY: clean-mpi
+clean-mpi:
+	rm -rf build-mpi build-san-mpi
