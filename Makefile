@@ -174,8 +174,8 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuz
 	echo "== spiral_classify"; sh tests/run_spiral_classify.sh $(BUILD) || fail=1; \
 	echo "== sort_digits"; sh tests/run_sort_digits.sh $(BUILD) || fail=1; \
 	echo "== lenet"; sh tests/run_lenet.sh $(BUILD) || fail=1; \
-	if [ "$(MPI)" = 1 ]; then echo "== char_gpt on 2 MPI ranks"; \
-	    MPIRUN="$(MPIRUN)" sh tests/run_char_gpt_mpi.sh $(BUILD) || fail=1; fi; \
+	echo "== char_gpt data parallel"; MPIRUN="$(if $(filter 1,$(MPI)),$(MPIRUN))" \
+	    sh tests/run_char_gpt_dist.sh $(BUILD) || fail=1; \
 	echo "== abort tests name their messages"; sh tests/check_abort_tests.sh || fail=1; \
 	if [ "$(SAN)" != 1 ] && [ -s ../shared/data/tinyshakespeare.txt -o -s $(CORPUS) ]; \
 	then echo "== make run (short)"; \
@@ -405,7 +405,8 @@ $(BUILD)/tests/test_milestone_digits: | data
 # The library always has dist/dist.h: by default dist/dist_serial.c (one process, no MPI);
 # with MPI=1 dist/dist_mpi.c, compiled and linked with Open MPI's flags (pkg-config ompi-c),
 # in build-mpi/. `make deps MPI=1` installs libopenmpi-dev and openmpi-bin.
-#   make test MPI=1       every suite on the MPI build, and tests/run_char_gpt_mpi.sh
+#   make test MPI=1       every suite on the MPI build; tests/run_char_gpt_dist.sh runs its
+#                         mpirun jobs too (without MPI=1 only its --grad-accum checks)
 #   make test-mpi MPI=1   only the MPI suite (CI)
 #   make bench MPI=1      bench_dist: 2 ranks x 1 thread against 1 rank x 2 threads
 # MPIRUN launches the local jobs: every rank may share a core (--oversubscribe), ranks are not
@@ -430,7 +431,7 @@ test-mpi:
 	@if [ "$(MPI)" != 1 ]; then echo "test-mpi: run make test-mpi MPI=1" >&2; exit 2; fi
 	@$(MAKE) --no-print-directory check-deps
 	@$(MAKE) --no-print-directory $(BUILD)/char_gpt
-	MPIRUN="$(MPIRUN)" sh tests/run_char_gpt_mpi.sh $(BUILD)
+	MPIRUN="$(MPIRUN)" sh tests/run_char_gpt_dist.sh $(BUILD)
 
 clean: clean-mpi
 .PHONY: clean-mpi

@@ -137,14 +137,19 @@ static const char *gpt_usage_tail =
 __attribute__((noreturn))
 #endif
 static void vdie(int code, const char *fmt, va_list ap) {
-    if (tt_dist_world_size() > 1)
-        fprintf(stderr, "%s (rank %d of %d): ", prog->name, tt_dist_rank(), tt_dist_world_size());
-    else
+    if (tt_dist_world_size() == 1) {
         fprintf(stderr, "%s: ", prog->name);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    fflush(stderr);
-    tt_dist_abort(code);  // with several ranks, ends them all (mpirun reports the code)
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+    } else {  // one write per line: the ranks' lines do not interleave
+        char line[8192];
+        int n = snprintf(line, sizeof line, "%s (rank %d of %d): ", prog->name, tt_dist_rank(),
+                         tt_dist_world_size());
+        vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+        fprintf(stderr, "%s\n", line);
+        fflush(stderr);
+        tt_dist_abort(code);  // ends every rank (mpirun reports the code); does not return
+    }
     tt_dist_finalize();
     exit(code);
 }
