@@ -426,6 +426,19 @@ $(BUILD)/libtinytorch.a $(BUILD)/$(SO_FILE): $(BUILD)/obj/$(DIST_SRC:.c=.o)
 HEADERS        += dist/dist.h
 PUBLIC_HEADERS += dist/dist.h
 
+# make bench: bench_dist runs only with MPI=1, under $(MPIRUN): the baby and mid steps on
+# 2 ranks x 1 thread and on 1 rank x 2 threads with 2 micro-batches (the same global batch).
+BENCH_BINS := $(filter-out $(BUILD)/bench_dist,$(BENCH_BINS))
+ifeq ($(MPI),1)
+.PHONY: bench-dist
+bench: bench-dist
+bench-dist: $(BUILD)/bench_dist
+	@for c in baby mid; do \
+	    $(MPIRUN) -np 2 $(BUILD)/bench_dist $$c 1 1 || exit 1; \
+	    $(MPIRUN) -np 1 $(BUILD)/bench_dist $$c 2 2 || exit 1; \
+	done
+endif
+
 .PHONY: test-mpi
 test-mpi:
 	@if [ "$(MPI)" != 1 ]; then echo "test-mpi: run make test-mpi MPI=1" >&2; exit 2; fi
