@@ -1577,6 +1577,8 @@ static int cmd_train(void) {
                         (long long)s.st.step, s.st.train_loss, s.st.val_loss,
                         improved ? " (best so far)" : "");
                 save_or_die(&s, &gpt, &o, opt.data, &pg, improved);
+            } else {
+                s.saved_step = s.st.step;  // rank 0 saved it (or stopped every rank)
             }
         }
         if (log) check_log(log, &s);
