@@ -1593,10 +1593,11 @@ static int cmd_train(void) {
                tok_s);
         check_stdout();
     }
-    if (ranks > 1 && lead)
-        fprintf(stderr, "%s: gradient all-reduce %.3f ms per step (%.1f%% of the step)\n",
-                prog->name, 1000.0 * tt_dist_allreduce_seconds() / (double)(steps_run ? steps_run : 1),
-                train_time > 0 ? 100.0 * tt_dist_allreduce_seconds() / train_time : 0.0);
+    double ar_s = tt_dist_allreduce_seconds();
+    if (ranks > 1 && lead && steps_run > 0)
+        fprintf(stderr, "%s: gradient all-reduce %.3f ms per step, the wait for the slowest rank "
+                "included (%.1f%% of the step)\n", prog->name, 1000.0 * ar_s / (double)steps_run,
+                train_time > 0 ? 100.0 * ar_s / train_time : 0.0);
     free(slots);
     free(all_slots);
     free(accum);

@@ -183,12 +183,13 @@ if [ -n "$pid" ]; then
     wait $job
     rc=$?
     step=$(sed -n 's/^saved .*(step \([0-9]*\),.*/\1/p' "$d/kill.err" | tail -n 1)
-    if [ $rc != 0 ] && grep -q "process rank 1 .*exited on signal 9" "$d/kill.err" && [ -n "$step" ] &&
+    if [ $rc != 0 ] && grep -q "process rank 1 .*exited on signal 9" "$d/kill.err" &&
+       [ -n "$step" ] &&
        "$bin" eval --ckpt "$d/kill.ckpt" > "$d/kill_eval.out" 2> "$d/kill_eval.err" &&
        $MPIRUN -np 2 "$bin" train --resume "$d/kill.ckpt" --iters $((step + 2)) \
            --out "$d/kill2.ckpt" > "$d/kill2.out" 2> "$d/kill2.err" &&
        grep -q "^done steps=$((step + 2)) " "$d/kill2.out"; then
-        ok "rank 1 killed: the job ended (exit $rc); $d/kill.ckpt (step $step) evaluates and resumes"
+        ok "rank 1 killed: the job ended (exit $rc); kill.ckpt (step $step) evaluates, resumes"
     else
         bad "killed rank (exit $rc, step '$step')"; tail -5 "$d/kill.err" "$d/kill2.err" >&2
     fi
