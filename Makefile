@@ -439,11 +439,17 @@ bench-dist: $(BUILD)/bench_dist
 	done
 endif
 
+# tests/dist_check.c: the collectives on known numbers, under mpirun (run_char_gpt_dist.sh).
+$(BUILD)/tests/dist_check: tests/dist_check.c $(BUILD)/libtinytorch.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(DEPFLAGS) -I. $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
+test-run: $(BUILD)/tests/dist_check
+
 .PHONY: test-mpi
 test-mpi:
 	@if [ "$(MPI)" != 1 ]; then echo "test-mpi: run make test-mpi MPI=1" >&2; exit 2; fi
 	@$(MAKE) --no-print-directory check-deps
-	@$(MAKE) --no-print-directory $(BUILD)/char_gpt
+	@$(MAKE) --no-print-directory $(BUILD)/char_gpt $(BUILD)/tests/dist_check
 	MPIRUN="$(MPIRUN)" sh tests/run_char_gpt_dist.sh $(BUILD)
 
 clean: clean-mpi

@@ -44,11 +44,14 @@ void tt_dist_abort(int code);
 tt_status tt_dist_broadcast_params(const tt_params *p);
 // Each parameter's .grad becomes the mean over the ranks: the sum (MPI_Allreduce, MPI_SUM),
 // then x / world_size in the grad's dtype. Gradients travel in buckets of at most
-// TT_DIST_BUCKET elements packed into one buffer (one MPI call per bucket, not per tensor).
+// TT_DIST_BUCKET elements (tt_dist_set_bucket_size) packed into one buffer, one MPI call per
+// bucket rather than per tensor; a gradient larger than a bucket is reduced in place in pieces.
 // A parameter without a .grad takes part with zeros (its .grad is allocated). With one rank it
 // leaves the gradients untouched.
 #define TT_DIST_BUCKET ((size_t)1 << 22)
 tt_status tt_dist_allreduce_grads(const tt_params *p);
+// Elements per bucket, 1 .. INT32_MAX (aborts otherwise); TT_DIST_BUCKET until set.
+void tt_dist_set_bucket_size(size_t elements);
 // x[0 .. n) summed over the ranks, in place.
 tt_status tt_dist_allreduce_f64(double *x, size_t n);
 // Every rank's nbytes of send, in rank order, into recv (world_size * nbytes bytes) on every

@@ -15,7 +15,8 @@ static int g_rank = 0, g_size = 1;
 static bool g_init = false;  // this module called MPI_Init
 static char g_host[MPI_MAX_PROCESSOR_NAME + 1] = "localhost";
 static double g_allreduce_s = 0;
-static float *g_buf = NULL;  // the bucket: TT_DIST_BUCKET elements, allocated on first use
+static size_t g_bucket = TT_DIST_BUCKET;  // elements per bucket
+static float *g_buf = NULL;  // the bucket: g_bucket elements, allocated on first use
 static double *g_buf64 = NULL;
 
 bool tt_dist_available(void) { return true; }
@@ -54,11 +55,22 @@ tt_status tt_dist_init(int *argc, char ***argv) {
     return TT_OK;
 }
 
-void tt_dist_finalize(void) {
+static void free_buckets(void) {
     free(g_buf);
     free(g_buf64);
     g_buf = NULL;
     g_buf64 = NULL;
+}
+
+void tt_dist_set_bucket_size(size_t elements) {
+    TT_CHECK(elements >= 1 && elements <= INT32_MAX, "tt_dist_set_bucket_size: %zu elements; "
+             "pass 1 .. %d (MPI counts are ints)", elements, INT32_MAX);
+    free_buckets();
+    g_bucket = elements;
+}
+
+void tt_dist_finalize(void) {
+    free_buckets();
     int fin = 0;
     MPI_Finalized(&fin);
     if (g_init && !fin) MPI_Finalize();
@@ -84,8 +96,8 @@ tt_status tt_dist_broadcast_params(const tt_params *p) {
         // Large tensors go in pieces: MPI counts are ints.
         char *d = tt_data(t);
         size_t n = (size_t)tt_numel(t), es = tt_dtype_size(t->dtype);
-        for (size_t off = 0; off < n; off += TT_DIST_BUCKET) {
-            size_t k = n - off < TT_DIST_BUCKET ? n - off : TT_DIST_BUCKET;
+        for (size_t off = 0; off < n; off += g_bucket) {
+            size_t k = n - off < g_bucket ? n - off : g_bucket;
             int rc = MPI_Bcast(d + off * es, (int)k, ty, 0, MPI_COMM_WORLD);
             if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Bcast of the parameters");
         }
@@ -126,16 +138,16 @@ static tt_status reduce_dtype(const tt_params *p, tt_dtype dt) {
         tt_tensor *t = p->items[i].tensor, *g = t->grad;
         if (t->dtype != dt) continue;
         size_t m = (size_t)tt_numel(g);
-        if (n > 0 && n + m > TT_DIST_BUCKET) {  // the bucket is full: reduce it first
+        if (n > 0 && n + m > g_bucket) {  // the bucket is full: reduce it first
             tt_status st = reduce_bucket(p, lo, i, n, dt);
             if (st != TT_OK) return st;
             n = 0;
             lo = i;
         }
-        if (m > TT_DIST_BUCKET) {  // a tensor larger than a bucket goes alone, in place
+        if (m > g_bucket) {  // a tensor larger than a bucket goes alone, in place
             void *d = tt_data(g);
-            for (size_t off = 0; off < m; off += TT_DIST_BUCKET) {
-                size_t k = m - off < TT_DIST_BUCKET ? m - off : TT_DIST_BUCKET;
+            for (size_t off = 0; off < m; off += g_bucket) {
+                size_t k = m - off < g_bucket ? m - off : g_bucket;
                 int rc = MPI_Allreduce(MPI_IN_PLACE, (char *)d + off * tt_dtype_size(dt),
                                        (int)k, dt == TT_F32 ? MPI_FLOAT : MPI_DOUBLE, MPI_SUM,
                                        MPI_COMM_WORLD);
@@ -173,11 +185,11 @@ tt_status tt_dist_allreduce_grads(const tt_params *p) {
         f32 |= t->dtype == TT_F32;
         f64 |= t->dtype == TT_F64;
     }
-    if (f32 && !g_buf) g_buf = malloc(TT_DIST_BUCKET * sizeof *g_buf);
-    if (f64 && !g_buf64) g_buf64 = malloc(TT_DIST_BUCKET * sizeof *g_buf64);
+    if (f32 && !g_buf) g_buf = malloc(g_bucket * sizeof *g_buf);
+    if (f64 && !g_buf64) g_buf64 = malloc(g_bucket * sizeof *g_buf64);
     if ((f32 && !g_buf) || (f64 && !g_buf64))
         return tt_set_error(TT_ERR_NOMEM, "tt_dist_allreduce_grads: no memory for its bucket "
-                            "(%zu elements)", TT_DIST_BUCKET);
+                            "(%zu elements)", g_bucket);
     tt_status st = f32 ? reduce_dtype(p, TT_F32) : TT_OK;
     if (st == TT_OK && f64) st = reduce_dtype(p, TT_F64);
     for (int i = 0; i < p->n && st == TT_OK; i++)

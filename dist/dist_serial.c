@@ -2,6 +2,7 @@
 // collectives have nothing to exchange; `make MPI=1` builds dist/dist_mpi.c instead.
 #include "dist.h"
 
+#include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -48,3 +49,8 @@ tt_status tt_dist_allgather(void *recv, const void *send, size_t nbytes) {
 }
 
 double tt_dist_allreduce_seconds(void) { return 0; }
+
+void tt_dist_set_bucket_size(size_t elements) {
+    TT_CHECK(elements >= 1 && elements <= INT32_MAX, "tt_dist_set_bucket_size: %zu elements; "
+             "pass 1 .. %d (MPI counts are ints)", elements, INT32_MAX);
+}

@@ -1,9 +1,10 @@
 #!/bin/sh
 # Data-parallel training of build/char_gpt. In any build: --grad-accum 2 gives other losses
 # than one micro-batch, --resume of a --grad-accum run reproduces the uninterrupted losses bit
-# for bit, bad values are refused. With MPIRUN set (make test MPI=1, make test-mpi MPI=1): a
-# 2-rank run of 50 steps prints only rank 0's lines and gives the losses, evals and parameters
-# of the 1-rank --grad-accum 2 run bit for bit; its checkpoint evaluates like that run's;
+# for bit, bad values are refused. With MPIRUN set (make test MPI=1, make test-mpi MPI=1):
+# tests/dist_check's collectives on 2 ranks; a 2-rank run of 50 steps prints only rank 0's
+# lines and gives the losses, evals and parameters of the 1-rank --grad-accum 2 run bit for
+# bit; its checkpoint evaluates like that run's;
 # --resume continues it bit for bit on 2 ranks and on 1 (which takes --grad-accum 2 from the
 # checkpoint), and refuses a rank count that cannot share its micro-batches; ranks given
 # another model or another --data stop at start naming what differs; a rank killed with
@@ -83,6 +84,14 @@ if [ -z "$MPIRUN" ]; then
     [ $fails = 0 ] && echo "run_char_gpt_dist: all passed" && exit 0
     echo "run_char_gpt_dist: $fails failed" >&2
     exit 1
+fi
+
+# ---- the collectives on known numbers (tests/dist_check.c) ----
+if [ -x "$build/tests/dist_check" ] && $MPIRUN -np 2 "$build/tests/dist_check" > "$d/dc.out" \
+        2> "$d/dc.err" && grep -q "agree on 2 ranks" "$d/dc.out"; then
+    ok "$(cat "$d/dc.out")"
+else
+    bad "dist_check on 2 ranks"; cat "$d/dc.out" "$d/dc.err" >&2
 fi
 
 # ---- 2 ranks against 1 rank with --grad-accum 2 ----
