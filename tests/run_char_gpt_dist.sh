@@ -1,8 +1,8 @@
 #!/bin/sh
 # Data-parallel training of build/char_gpt. In any build: --grad-accum 2 gives other losses
 # than one micro-batch, --resume of a --grad-accum run reproduces the uninterrupted losses bit
-# for bit, bad values are refused. With MPIRUN set (make test MPI=1, make test-mpi MPI=1):
-# tests/dist_check's collectives on 2 ranks; a 2-rank run of 50 steps prints only rank 0's
+# for bit, bad values are refused, tests/dist_check passes as rank 0 of 1. With MPIRUN set
+# (make test MPI=1, make test-mpi MPI=1): tests/dist_check's collectives on 2 ranks; a 2-rank run of 50 steps prints only rank 0's
 # lines and gives the losses, evals and parameters of the 1-rank --grad-accum 2 run bit for
 # bit; its checkpoint evaluates like that run's;
 # --resume continues it bit for bit on 2 ranks and on 1 (which takes --grad-accum 2 from the
@@ -77,6 +77,14 @@ if [ $rc = 2 ] && grep -q "takes 2 micro-batches per step, but 1 ranks x --grad-
     ok "--resume with another global batch refused"
 else
     bad "--resume --grad-accum 1 (exit $rc)"; cat "$d/bad.err" >&2
+fi
+
+# The collectives alone (rank 0 of 1; under mpirun below on 2 ranks).
+if [ -x "$build/tests/dist_check" ] && "$build/tests/dist_check" > "$d/dc1.out" 2> "$d/dc1.err" &&
+   grep -q "agree on 1 rank" "$d/dc1.out"; then
+    ok "$(cat "$d/dc1.out")"
+else
+    bad "dist_check alone"; cat "$d/dc1.out" "$d/dc1.err" >&2
 fi
 
 if [ -z "$MPIRUN" ]; then
