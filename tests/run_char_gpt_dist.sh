@@ -2,10 +2,10 @@
 # Data-parallel training of build/char_gpt. In any build: --grad-accum 2 gives other losses
 # than one micro-batch, --resume of a --grad-accum run reproduces the uninterrupted losses bit
 # for bit, bad values are refused, tests/dist_check passes as rank 0 of 1. With MPIRUN set
-# (make test MPI=1, make test-mpi MPI=1): tests/dist_check's collectives on 2 ranks; a 2-rank run of 50 steps prints only rank 0's
-# lines and gives the losses, evals and parameters of the 1-rank --grad-accum 2 run bit for
-# bit; its checkpoint evaluates like that run's;
-# --resume continues it bit for bit on 2 ranks and on 1 (which takes --grad-accum 2 from the
+# (make test MPI=1, make test-mpi MPI=1): tests/dist_check's collectives on 2 ranks; a 2-rank
+# run of 50 steps prints only rank 0's lines and gives the losses, evals and parameters of the
+# 1-rank --grad-accum 2 run bit for bit; its checkpoint evaluates like that run's; --resume
+# continues it bit for bit on 2 ranks and on 1 (which takes --grad-accum 2 from the
 # checkpoint), and refuses a rank count that cannot share its micro-batches; ranks given
 # another model or another --data stop at start naming what differs; a rank killed with
 # SIGKILL ends the job (non-zero exit, mpirun's message) and leaves the last checkpoint
