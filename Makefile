@@ -50,6 +50,11 @@ endif
 ifeq ($(WERROR),1)
 CFLAGS  += -Werror
 endif
+# make MPI=1: dist/ over Open MPI, in its own build folder (build-mpi/); see "data parallelism".
+MPI     ?= 0
+ifeq ($(MPI),1)
+BUILD   := $(BUILD)-mpi
+endif
 
 # Expanded when used: `make test` installs Check first, then builds against it.
 CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
@@ -169,6 +174,8 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuz
 	echo "== spiral_classify"; sh tests/run_spiral_classify.sh $(BUILD) || fail=1; \
 	echo "== sort_digits"; sh tests/run_sort_digits.sh $(BUILD) || fail=1; \
 	echo "== lenet"; sh tests/run_lenet.sh $(BUILD) || fail=1; \
+	echo "== char_gpt data parallel"; MPIRUN="$(if $(filter 1,$(MPI)),$(MPIRUN))" \
+	    sh tests/run_char_gpt_dist.sh $(BUILD) || fail=1; \
 	echo "== abort tests name their messages"; sh tests/check_abort_tests.sh || fail=1; \
 	if [ "$(SAN)" != 1 ] && [ -s ../shared/data/tinyshakespeare.txt -o -s $(CORPUS) ]; \
 	then echo "== make run (short)"; \
@@ -284,10 +291,10 @@ bench-gpt2: $(BUILD)/bench_gpt2
 	test $$fail = 0
 
 deps:
-	@FUZZ_CC=$(FUZZ_CC) sh scripts/deps.sh
+	@FUZZ_CC=$(FUZZ_CC) MPI=$(MPI) sh scripts/deps.sh
 
 check-deps:
-	@FUZZ_CC=$(FUZZ_CC) sh scripts/deps.sh --quiet
+	@FUZZ_CC=$(FUZZ_CC) MPI=$(MPI) sh scripts/deps.sh --quiet
 
 # ---- fuzzing: libFuzzer + ASan + UBSan over the file parsers ----
 # Targets: fuzz_checkpoint (tests/fuzz_checkpoint.c, seeds in tests/fuzz_corpus/),
@@ -404,3 +411,59 @@ $(BUILD)/tests/test_milestone_digits: | data
 BENCH_TORCH_DECODE = for c in baby mid; do for p in f32 bf16; do \
 	        env $$sky /usr/bin/python3 bench/torch_ref.py decode $$c 1 $$p || fail=1; \
 	    done; done;
+
+# ---- data parallelism over Open MPI (dist/) ----
+# The library always has dist/dist.h: by default dist/dist_serial.c (one process, no MPI);
+# with MPI=1 dist/dist_mpi.c, compiled and linked with Open MPI's flags (pkg-config ompi-c),
+# in build-mpi/. `make deps MPI=1` installs libopenmpi-dev and openmpi-bin.
+#   make test MPI=1       every suite on the MPI build; tests/run_char_gpt_dist.sh runs its
+#                         mpirun jobs too (without MPI=1 only its --grad-accum checks)
+#   make test-mpi MPI=1   only the MPI suite (CI)
+#   make bench MPI=1      bench_dist: 2 ranks x 1 thread against 1 rank x 2 threads
+# MPIRUN launches the local jobs: every rank may share a core (--oversubscribe), ranks are not
+# pinned to cores (--bind-to none: a rank's OpenMP threads may use every core), shared memory
+# without the single-copy mechanism containers forbid, and root allowed (containers, CI).
+MPIRUN ?= mpirun --oversubscribe --bind-to none --mca btl self,vader,tcp \
+	--mca btl_vader_single_copy_mechanism none $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
+ifeq ($(MPI),1)
+DIST_SRC   := dist/dist_mpi.c
+MPI_CFLAGS := $(shell pkg-config --cflags ompi-c 2>/dev/null)
+LDLIBS     += $(shell pkg-config --libs ompi-c 2>/dev/null)
+$(BUILD)/obj/dist/dist_mpi.o: CFLAGS += $(MPI_CFLAGS)
+else
+DIST_SRC   := dist/dist_serial.c
+endif
+$(BUILD)/libtinytorch.a $(BUILD)/$(SO_FILE): $(BUILD)/obj/$(DIST_SRC:.c=.o)
+HEADERS        += dist/dist.h
+PUBLIC_HEADERS += dist/dist.h
+
+# make bench: bench_dist runs only with MPI=1, under $(MPIRUN): the baby and mid steps on
+# 2 ranks x 1 thread and on 1 rank x 2 threads with 2 micro-batches (the same global batch).
+BENCH_BINS := $(filter-out $(BUILD)/bench_dist,$(BENCH_BINS))
+ifeq ($(MPI),1)
+.PHONY: bench-dist
+bench: bench-dist
+bench-dist: $(BUILD)/bench_dist
+	@for c in baby mid; do \
+	    $(MPIRUN) -np 2 $(BUILD)/bench_dist $$c 1 1 || exit 1; \
+	    $(MPIRUN) -np 1 $(BUILD)/bench_dist $$c 2 2 || exit 1; \
+	done
+endif
+
+# tests/dist_check.c: the collectives on known numbers, under mpirun (run_char_gpt_dist.sh).
+$(BUILD)/tests/dist_check: tests/dist_check.c $(BUILD)/libtinytorch.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(DEPFLAGS) -I. $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
+test-run: $(BUILD)/tests/dist_check
+
+.PHONY: test-mpi
+test-mpi:
+	@if [ "$(MPI)" != 1 ]; then echo "test-mpi: run make test-mpi MPI=1" >&2; exit 2; fi
+	@$(MAKE) --no-print-directory check-deps
+	@$(MAKE) --no-print-directory $(BUILD)/char_gpt $(BUILD)/tests/dist_check
+	MPIRUN="$(MPIRUN)" sh tests/run_char_gpt_dist.sh $(BUILD)
+
+clean: clean-mpi
+.PHONY: clean-mpi
+clean-mpi:
+	rm -rf build-mpi build-san-mpi

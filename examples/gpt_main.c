@@ -8,6 +8,7 @@
 
 #include "tinytorch.h"
 #include "models/gpt/gpt.h"
+#include "dist/dist.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +22,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <xxhash.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -39,6 +41,16 @@
 
 static const gpt_program *prog;  // which program runs: its name, default --out, commands
 
+// Data-parallel training, in both programs' usage texts.
+#define DIST_USAGE \
+    "--batch is per micro-batch; --grad-accum N sums the gradients of N micro-batches per\n" \
+    "step. `mpirun -np R char_gpt train ...` (a build with make MPI=1) trains on R processes:\n" \
+    "each takes --grad-accum micro-batches of --batch from its own streams, the gradients are\n" \
+    "averaged over all R x N micro-batches, and rank 0 alone prints and writes --out and\n" \
+    "--log. A run of R ranks and --grad-accum N sees the same batches as one of 1 rank and\n" \
+    "--grad-accum R x N (with R = 2 and N = 1, bit for bit the same losses). --resume works on\n" \
+    "any R that divides the checkpoint's micro-batches per step (--grad-accum follows).\n"
+
 // The usage text of char_gpt: the model flags between head and tail come from the config's
 // field table.
 static const char *char_usage_head =
@@ -48,7 +60,8 @@ static const char *char_usage_tail =
     "                 [--batch 12] [--iters 2000] [--decay-iters ITERS] [--lr 1e-3]\n"
     "                 [--min-lr 1e-4] [--warmup 100] [--weight-decay 0.1] [--beta2 0.99]\n"
     "                 [--grad-clip 1.0] [--eval-every 250] [--eval-iters 20] [--seed 1337]\n"
-    "                 [--threads N] [--precision f32|bf16] [--profile] [--trace FILE.json]\n"
+    "                 [--threads N] [--precision f32|bf16] [--grad-accum 1] [--profile]\n"
+    "                 [--trace FILE.json]\n"
     "  char_gpt sample --ckpt FILE [--prompt TEXT] [--tokens 500] [--temperature 0.8]\n"
     "                 [--top-k 200] [--top-p 1.0] [--seed 1337] [--no-cache] [--block N]\n"
     "                 [--threads N] [--quantize int8]\n"
@@ -72,6 +85,7 @@ static const char *char_usage_tail =
     "training steps' ops (calls, forward / backward time, share of the step time, FLOPs, bytes\n"
     "moved, peak memory) on stderr; --trace FILE.json writes one event per op of the steps\n"
     "(open it in ui.perfetto.dev or chrome://tracing). Evals are not profiled.\n"
+    DIST_USAGE
     "sample prints the prompt and the generated text; eval prints\n"
     "`eval train_loss=F val_loss=F` (mean over --eval-iters batches per split).\n"
     "--quantize int8 (sample, eval) runs every Linear and the head in int8 (weights with a\n"
@@ -87,7 +101,7 @@ static const char *gpt_usage_tail =
     "            [--batch 12] [--iters 2000] [--decay-iters ITERS] [--lr 1e-3]\n"
     "            [--min-lr 1e-4] [--warmup 100] [--weight-decay 0.1] [--beta2 0.99]\n"
     "            [--grad-clip 1.0] [--eval-every 250] [--eval-iters 20] [--seed 1337]\n"
-    "            [--threads N] [--profile] [--trace FILE.json]\n"
+    "            [--threads N] [--grad-accum 1] [--profile] [--trace FILE.json]\n"
     "  gpt sample --ckpt FILE | --init-from FILE [--tokenizer T] [--prompt TEXT] [--tokens 500]\n"
     "            [--temperature 0.8] [--top-k 200] [--top-p 1.0] [--seed 1337] [--no-cache]\n"
     "            [--block N] [--threads N] [--quantize int8]\n"
@@ -110,7 +124,8 @@ static const char *gpt_usage_tail =
     "refused; the optimizer starts fresh). The rest is char_gpt's: --out holds the last state,\n"
     "its .best name (out/gpt.best.ckpt) the best val loss; --resume continues bit for bit; a\n"
     "default that conflicts with a flag you give is lowered with a note; stdout: `eval step=N\n"
-    "train_loss=F val_loss=F` at each eval and a `done ...` line.\n"
+    "train_loss=F val_loss=F` at each eval and a `done ...` line. --grad-accum and mpirun\n"
+    "as char_gpt's.\n"
     "sample prints the prompt and the generated text (--temperature 0: greedy); eval prints\n"
     "`eval train_loss=F val_loss=F`. A --init-from FILE.safetensors holds GPT-2 weights and no\n"
     "tokenizer: gpt2 unless --tokenizer names another. --quantize int8 as char_gpt's.\n"
@@ -127,9 +142,20 @@ static const char *gpt_usage_tail =
 __attribute__((noreturn))
 #endif
 static void vdie(int code, const char *fmt, va_list ap) {
-    fprintf(stderr, "%s: ", prog->name);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    if (tt_dist_world_size() == 1) {
+        fprintf(stderr, "%s: ", prog->name);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+    } else {  // one write per line: the ranks' lines do not interleave
+        char line[8192];
+        int n = snprintf(line, sizeof line, "%s (rank %d of %d): ", prog->name, tt_dist_rank(),
+                         tt_dist_world_size());
+        vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+        fprintf(stderr, "%s\n", line);
+        fflush(stderr);
+        tt_dist_abort(code);  // ends every rank (mpirun reports the code); does not return
+    }
+    tt_dist_finalize();
     exit(code);
 }
 
@@ -169,6 +195,7 @@ typedef struct options {
     tt_gpt_config cfg;  // the model flags (the field table's), vocab_size from the data
     int64_t batch, iters, decay_iters, warmup;
     int64_t eval_every, eval_iters, seed, threads;
+    int64_t grad_accum;  // micro-batches per step on each rank
     double lr, min_lr, weight_decay, beta2, grad_clip;
     // sample
     const char *ckpt, *prompt;
@@ -235,6 +262,7 @@ static flag flags[] = {
     // ---- profiling ----
     {"--profile", F_BOOL, &opt.profile, CMD_TRAIN, false, 0},
     {"--trace", F_STR, &opt.trace, CMD_TRAIN, false, 0},
+    {"--grad-accum", F_INT, &opt.grad_accum, CMD_TRAIN, false, 0},
 };
 #define NFLAGS ((int)(sizeof flags / sizeof flags[0]))
 #define MAX_FIELDS 64
@@ -314,6 +342,7 @@ static void set_defaults(void) {
     opt.eval_every = 250;
     opt.eval_iters = 20;
     opt.seed = 1337;
+    opt.grad_accum = 1;
     opt.precision = "f32";
     opt.threads = 0;  // OpenMP's default
     opt.prompt = "\n";
@@ -639,7 +668,51 @@ typedef struct train_state {
     tokenizer tok;
     tt_gpt_state st;     // step, data stream, best / last eval losses
     int64_t saved_step;  // step of the last file this run wrote to --out; -1 before
+    // Micro-batches per step over all ranks, and the streams of slots 1 .. micro_batches - 1
+    // (slot_bytes; slot 0's are st.data_rng and the model's dropout stream): see "micro-batch
+    // slots" below.
+    int64_t micro_batches;
+    unsigned char *slot_bytes;
 } train_state;
+
+// ---- micro-batch slots ----
+// A step takes micro_batches = ranks x --grad-accum micro-batches; rank r runs slots
+// r * grad_accum .. r * grad_accum + grad_accum - 1. Each slot has its own batch stream and
+// dropout stream, so what a step sees does not depend on how its slots are spread over ranks:
+// a run of 2 ranks and one of 1 rank with --grad-accum 2 draw the same batches and masks, and
+// --resume may change the number of ranks. Slot 0's streams are the single-process ones
+// (rng.data, rng.model): with one slot, training is what it was before slots existed. A slot's
+// two streams are saved as 8 little-endian u64 (SLOT_BYTES) in the checkpoint's
+// train.rng_slots, slots 1 .. micro_batches - 1 in order.
+
+typedef struct slot_rngs {
+    tt_rng data, drop;
+} slot_rngs;
+#define SLOT_BYTES 64
+
+// The fresh streams of slot g >= 1, from --seed (slot 0's come from the model and
+// train_data_seed).
+static void slot_seed(slot_rngs *r, int64_t seed, int64_t g) {
+    tt_rng_seed(&r->data, ((uint64_t)seed ^ 0xDA7A5EEDull) + (uint64_t)g * 0x9E3779B97F4A7C15ull);
+    tt_rng_seed(&r->drop, ((uint64_t)seed ^ 0xD80F0D7ull) + (uint64_t)g * 0xBF58476D1CE4E5B9ull);
+}
+
+static void slot_pack(unsigned char *b, const slot_rngs *r) {
+    const tt_rng *two[2] = {&r->data, &r->drop};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 8; j++) *b++ = (unsigned char)(two[k]->s[i] >> (8 * j));
+}
+
+static void slot_unpack(slot_rngs *r, const unsigned char *b) {
+    tt_rng *two[2] = {&r->data, &r->drop};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 4; i++) {
+            uint64_t v = 0;
+            for (int j = 0; j < 8; j++) v |= (uint64_t)*b++ << (8 * j);
+            two[k]->s[i] = v;
+        }
+}
 
 // The GPT checkpoint (models/gpt: config, model, optimizer, training state) plus this program's
 // entries: the tokenizer and the training flags --resume and eval read back.
@@ -661,6 +734,12 @@ static void ckpt_fill(tt_checkpoint *ck, const train_state *s, const tt_gpt *gpt
     tt_ckpt_set_i64(ck, "train.eval_iters", opt.eval_iters);
     tt_ckpt_set_i64(ck, "train.seed", opt.seed);
     tt_ckpt_set_bytes(ck, "train.precision", opt.precision, strlen(opt.precision));
+    tt_ckpt_set_i64(ck, "train.grad_accum", opt.grad_accum);
+    tt_ckpt_set_i64(ck, "train.ranks", tt_dist_world_size());
+    tt_ckpt_set_i64(ck, "train.micro_batches", s->micro_batches);
+    if (s->micro_batches > 1)
+        tt_ckpt_set_bytes(ck, "train.rng_slots", s->slot_bytes,
+                          (size_t)(s->micro_batches - 1) * SLOT_BYTES);
 }
 
 // Reads an i64 entry within [lo, hi] or exits naming the key.
@@ -760,14 +839,23 @@ static double estimate_split(tt_gpt *gpt, const tt_text_dataset *ds, tt_data_spl
     tt_gpt_train(gpt, false);
     tt_rng r;
     eval_rng(&r, seed, split);
-    double sum = 0;
+    // With several ranks, batch i is rank i % ranks's (every rank draws every batch to keep
+    // the stream); the losses are summed over the ranks (each has zeros at the others'
+    // places, so the sum is exact) and added up in order: the same bits on any number of ranks.
+    int rank = tt_dist_rank(), ranks = tt_dist_world_size();
+    double *losses = calloc((size_t)iters, sizeof *losses), sum = 0;
+    if (!losses) die("out of memory");
     for (int64_t i = 0; i < iters; i++) {
         tt_scope_begin();
         tt_tensor *x, *y;
         tt_dataset_batch(ds, split, batch, block, &r, &x, &y);
-        sum += tt_item(tt_gpt_loss(gpt, x, y));
+        if (i % ranks == rank) losses[i] = tt_item(tt_gpt_loss(gpt, x, y));
         tt_scope_end();
     }
+    if (tt_dist_allreduce_f64(losses, (size_t)iters) != TT_OK)
+        die("evaluation: %s", tt_last_error());
+    for (int64_t i = 0; i < iters; i++) sum += losses[i];
+    free(losses);
     tt_gpt_train(gpt, training);
     tt_set_grad_enabled(grad);
     return sum / (double)iters;
@@ -1016,6 +1104,22 @@ static void resume_flags(const tt_checkpoint *ck, const char *path, const train_
     };
     for (size_t i = 0; i < sizeof tf / sizeof tf[0]; i++)
         if (!given(tf[i].flag)) *tf[i].dst = ck_f64(ck, path, tf[i].key);
+    // Micro-batches per step (a checkpoint from before them: 1). Their streams continue, so
+    // the number of ranks may change as long as it divides them; --grad-accum follows.
+    int64_t mb = 1, ranks = tt_dist_world_size();
+    if (given("--grad-accum")) require_range("--grad-accum", opt.grad_accum, 1, 1 << 16);
+    if (tt_ckpt_get_i64(ck, "train.micro_batches", &mb))
+        mb = ck_i64(ck, path, "train.micro_batches", 1, 1 << 20);
+    if (!given("--grad-accum") && mb % ranks != 0)
+        die_usage("--resume: '%s' takes %lld micro-batches per step, which %lld ranks cannot "
+                  "share; run a number of ranks that divides %lld", path, (long long)mb,
+                  (long long)ranks, (long long)mb);
+    if (!given("--grad-accum")) opt.grad_accum = mb / ranks;
+    if (opt.grad_accum * ranks != mb)
+        die_usage("--resume: '%s' takes %lld micro-batches per step, but %lld ranks x "
+                  "--grad-accum %lld take %lld; leave out --grad-accum (it follows the number "
+                  "of ranks) or start a new run", path, (long long)mb, (long long)ranks,
+                  (long long)opt.grad_accum, (long long)(opt.grad_accum * ranks));
     // The precision of the products (a checkpoint from before the flag: f32).
     const unsigned char *pb;
     size_t pn;
@@ -1062,6 +1166,7 @@ static void validate_train_flags(void) {
         }
     }
     require_range("--batch", opt.batch, 1, 1 << 16);
+    require_range("--grad-accum", opt.grad_accum, 1, 1 << 16);
     require_range("--iters", opt.iters, 1, INT64_MAX / 2);
     if (opt.decay_iters == 0 && !given("--decay-iters")) opt.decay_iters = opt.iters;
     require_range("--decay-iters", opt.decay_iters, 1, INT64_MAX / 2);
@@ -1158,6 +1263,117 @@ static const char *model_flag_given(void) {
     return NULL;
 }
 
+// One step's micro-batches on this rank (slots of A; M over all ranks; (B, T) tokens each):
+// each takes its batch and dropout masks from its slot's streams, and the .grad of every
+// parameter ends as the mean over all M micro-batches. Returns the mean loss over all M.
+// The gradient sum runs micro-batch by micro-batch (accum holds it; the last is added into
+// .grad), is divided by A, then summed over the ranks and divided by their number
+// (tt_dist_allreduce_grads): 1 rank with A = 2 and 2 ranks with A = 1 both compute
+// (g0 + g1) / 2, bit for bit.
+static double micro_batches(tt_gpt *gpt, const tt_text_dataset *ds, slot_rngs *slots,
+                            int64_t A, int64_t M, int64_t B, int64_t T, float *accum) {
+    const tt_params *p = &gpt->params;
+    double sum = 0;
+    for (int64_t a = 0; a < A; a++) {
+        gpt->dropout_rng = slots[a].drop;
+        tt_tensor *x, *y;
+        tt_dataset_batch(ds, TT_SPLIT_TRAIN, B, T, &slots[a].data, &x, &y);  // (B, T) each
+        tt_tensor *loss = tt_gpt_loss(gpt, x, y);
+        sum += tt_item(loss);
+        tt_backward(loss);
+        slots[a].drop = gpt->dropout_rng;
+        if (A == 1) break;
+        size_t off = 0;
+        for (int i = 0; i < p->n; i++) {
+            tt_tensor *g = p->items[i].tensor->grad;
+            if (!g || g->dtype != TT_F32 || !tt_is_contiguous(g))
+                die("internal error: --grad-accum needs a contiguous f32 gradient for '%s'",
+                    p->items[i].name);
+            float *d = tt_data(g);  // (numel)
+            size_t n = (size_t)tt_numel(g);
+            if (a == 0) {
+                memcpy(accum + off, d, n * sizeof *d);
+            } else if (a < A - 1) {
+                for (size_t j = 0; j < n; j++) accum[off + j] += d[j];
+            } else {
+                for (size_t j = 0; j < n; j++) d[j] = (accum[off + j] + d[j]) / (float)A;
+                tt_bump_version(g, "grad-accum");
+            }
+            off += n;
+        }
+        if (a < A - 1) tt_params_zero_grad(p);
+    }
+    gpt->dropout_rng = slots[0].drop;
+    if (tt_dist_allreduce_grads(p) != TT_OK || tt_dist_allreduce_f64(&sum, 1) != TT_OK)
+        die("%s", tt_last_error());
+    return sum / (double)M;
+}
+
+// ---- several ranks: the same run everywhere ----
+
+// XXH3-64 of what every rank must agree on, one hash per item of rank_items.
+enum { RANK_CONFIG, RANK_FLAGS, RANK_DATA, RANK_PARAMS, RANK_STEP, RANK_NITEMS };
+static const char *const rank_items[RANK_NITEMS][2] = {
+    {"model config", "pass the same model flags to every rank"},
+    {"training flags", "pass the same train flags to every rank"},
+    {"data", "give every rank the same --data file (the same bytes at that path)"},
+    {"initial parameters", "run the same build on every machine, and --resume every rank from "
+                           "the same checkpoint"},
+    {"step", "--resume every rank from the same checkpoint"},
+};
+
+static uint64_t hash_f64s(const double *v, size_t n) { return XXH3_64bits(v, n * sizeof *v); }
+
+// Every rank hashes its config, flags, data, parameters (before rank 0's are broadcast) and
+// step; each compares the table of all ranks with rank 0's and exits naming the first item
+// and rank that differ (every rank reaches the same verdict, so all of them stop).
+static void check_ranks_agree(const train_state *s, const tt_gpt *gpt,
+                              const tt_text_dataset *ds) {
+    int ranks = tt_dist_world_size();
+    if (ranks == 1) return;
+    uint64_t mine[RANK_NITEMS];
+    double cfg[MAX_FIELDS];
+    for (int i = 0; i < tt_gpt_nfields; i++) cfg[i] = tt_gpt_field_get(&s->cfg, &tt_gpt_fields[i]);
+    mine[RANK_CONFIG] = hash_f64s(cfg, (size_t)tt_gpt_nfields);
+    double fl[] = {(double)opt.batch, (double)opt.grad_accum, (double)opt.iters,
+                   (double)opt.decay_iters, (double)opt.warmup, (double)opt.eval_every,
+                   (double)opt.eval_iters, (double)opt.seed, opt.lr, opt.min_lr,
+                   opt.weight_decay, opt.beta2, opt.grad_clip,
+                   strcmp(opt.precision, "bf16") == 0 ? 1.0 : 0.0};
+    mine[RANK_FLAGS] = hash_f64s(fl, sizeof fl / sizeof fl[0]);
+    mine[RANK_DATA] = XXH3_64bits_withSeed(ds->tokens, (size_t)ds->n * sizeof *ds->tokens,
+                                           (uint64_t)ds->n_train);
+    mine[RANK_PARAMS] = tt_params_fingerprint(&gpt->params);
+    mine[RANK_STEP] = (uint64_t)s->st.step;
+    uint64_t *all = malloc((size_t)ranks * sizeof mine);
+    if (!all) die("out of memory");
+    if (tt_dist_allgather(all, mine, sizeof mine) != TT_OK) die("%s", tt_last_error());
+    for (int r = 1; r < ranks; r++)
+        for (int i = 0; i < RANK_NITEMS; i++)
+            if (all[(size_t)r * RANK_NITEMS + i] != all[i]) {
+                free(all);
+                die_usage("rank %d's %s differs from rank 0's; %s", r, rank_items[i][0],
+                          rank_items[i][1]);
+            }
+    free(all);
+}
+
+// Slot streams of this rank into the packed table of all slots (rank 0 keeps it for the
+// checkpoint): an all-gather, so every rank calls it at the same steps.
+static void gather_slots(train_state *s, const slot_rngs *mine, int64_t accum,
+                         unsigned char *all) {
+    unsigned char *packed = malloc((size_t)accum * SLOT_BYTES);
+    if (!packed) die("out of memory");
+    for (int64_t a = 0; a < accum; a++) slot_pack(packed + a * SLOT_BYTES, &mine[a]);
+    if (tt_dist_allgather(all, packed, (size_t)accum * SLOT_BYTES) != TT_OK)
+        die("saving the micro-batch streams: %s", tt_last_error());
+    free(packed);
+    slot_rngs first;
+    slot_unpack(&first, all);
+    s->st.data_rng = first.data;  // slot 0 (the model's dropout stream is slot 0's on rank 0)
+    s->slot_bytes = all + SLOT_BYTES;
+}
+
 static int cmd_train(void) {
     train_state s;
     memset(&s, 0, sizeof s);
@@ -1238,13 +1454,48 @@ static int cmd_train(void) {
     } else if (tt_gpt_ckpt_optim(&o, &ck) != TT_OK) {  // load_ckpt read s.st
         die("--resume: '%s': %s", opt.resume, tt_last_error());
     }
+
+    // The micro-batch slots of this rank: fresh, or the checkpoint's streams.
+    int rank = tt_dist_rank(), ranks = tt_dist_world_size();
+    bool lead = rank == 0;  // prints, writes --out and --log
+    int64_t A = opt.grad_accum, M = A * ranks;
+    s.micro_batches = M;
+    unsigned char *all_slots = malloc((size_t)M * SLOT_BYTES);
+    slot_rngs *slots = malloc((size_t)A * sizeof *slots);
+    if (!all_slots || !slots) die("out of memory");
+    const unsigned char *saved = NULL;
+    size_t saved_n = 0;
+    if (opt.resume && M > 1 &&
+        (!tt_ckpt_get_bytes(&ck, "train.rng_slots", &saved, &saved_n) ||
+         saved_n != (size_t)(M - 1) * SLOT_BYTES))
+        die("checkpoint '%s': train.rng_slots is missing or not %lld bytes; the file is not a "
+            "valid %s checkpoint", opt.resume, (long long)(M - 1) * SLOT_BYTES, prog->name);
+    for (int64_t a = 0; a < A; a++) {
+        int64_t g = rank * A + a;
+        if (g == 0) {
+            slots[a].data = s.st.data_rng;
+            slots[a].drop = gpt.dropout_rng;
+        } else if (opt.resume) {
+            slot_unpack(&slots[a], saved + (g - 1) * SLOT_BYTES);
+        } else {
+            slot_seed(&slots[a], opt.seed, g);
+        }
+    }
     tt_ckpt_free(&ck);
 
+    // Several ranks: the same run everywhere, from rank 0's weights.
+    check_ranks_agree(&s, &gpt, &ds);
+    if (tt_dist_broadcast_params(&gpt.params) != TT_OK) die("%s", tt_last_error());
+    if (ranks > 1)
+        fprintf(stderr, "%s: rank %d of %d on %s, pid %ld, micro-batches %lld..%lld of %lld\n",
+                prog->name, rank, ranks, tt_dist_host(), (long)getpid(), (long long)(rank * A),
+                (long long)(rank * A + A - 1), (long long)M);
+
     // Everything is valid: now touch files.
-    probe_writable(opt.out);
-    if (opt.trace) probe_trace(opt.trace);
+    if (lead) probe_writable(opt.out);
+    if (lead && opt.trace) probe_trace(opt.trace);
     FILE *log = NULL;
-    if (opt.log) {
+    if (opt.log && lead) {
         struct stat lst;
         bool append = opt.resume && stat(opt.log, &lst) == 0 && lst.st_size > 0;
         log = fopen(opt.log, append ? "a" : "w");
@@ -1254,27 +1505,36 @@ static int cmd_train(void) {
     }
 
     int64_t B = opt.batch, T = s.cfg.block_size;
-    fprintf(stderr, "%s: %.2fM parameters, vocab %lld, %lld train / %lld val tokens of '%s',"
-            " %d threads%s%s\n", prog->name, (double)tt_gpt_num_params(&gpt, true) / 1e6,
-            (long long)s.tok.n_vocab,
-            (long long)ds.n_train, (long long)(ds.n - ds.n_train), opt.data, nthreads(),
-            strcmp(opt.precision, "bf16") == 0 ? ", bf16 products" : "",
-            opt.resume ? ", resumed" : "");
-    if (opt.resume)
+    char par[120] = "";
+    if (M > 1)
+        snprintf(par, sizeof par, ", %d rank%s x %lld micro-batch%s of %lld", ranks,
+                 ranks > 1 ? "s" : "", (long long)A, A > 1 ? "es" : "", (long long)B);
+    if (lead)
+        fprintf(stderr, "%s: %.2fM parameters, vocab %lld, %lld train / %lld val tokens of "
+                "'%s', %d threads%s%s%s\n", prog->name,
+                (double)tt_gpt_num_params(&gpt, true) / 1e6, (long long)s.tok.n_vocab,
+                (long long)ds.n_train, (long long)(ds.n - ds.n_train), opt.data, nthreads(),
+                par, strcmp(opt.precision, "bf16") == 0 ? ", bf16 products" : "",
+                opt.resume ? ", resumed" : "");
+    if (opt.resume && lead)
         fprintf(stderr, "resumed from %s at step %lld (params fingerprint %016llx)\n",
                 opt.resume, (long long)s.st.step,
                 (unsigned long long)tt_params_fingerprint(&gpt.params));
 
-    progress pg = {isatty(STDERR_FILENO) != 0, 0, false};
+    progress pg = {lead && isatty(STDERR_FILENO) != 0, 0, false};
     // --precision bf16: every product of the steps and evals below runs under autocast.
     tt_precision precision = TT_PRECISION_F32;
     tt_precision_parse(opt.precision, &precision);
+    float *accum = NULL;  // the running sum of a rank's micro-batch gradients
+    if (A > 1 && !(accum = malloc((size_t)tt_params_numel(&gpt.params) * sizeof *accum)))
+        die("out of memory for --grad-accum's gradient sum (%lld floats)",
+            (long long)tt_params_numel(&gpt.params));
     tt_autocast_begin(precision);
     tt_lr_schedule sched = tt_lr_cosine(opt.lr, opt.warmup, opt.decay_iters, opt.min_lr);
-    bool profiling = opt.profile || opt.trace;
-    if (opt.trace) tt_profiler_set_trace(true);
+    bool profiling = lead && (opt.profile || opt.trace);  // rank 0 profiles its own steps
+    if (lead && opt.trace) tt_profiler_set_trace(true);
     tt_gpt_train(&gpt, true);
-    if (opt.profile) {  // the model at the training batch's shape
+    if (lead && opt.profile) {  // the model at the training batch's shape
         tt_scope_begin();
         tt_model_summary(stderr, tt_gpt_module(&gpt), tt_zeros(TT_I32, TT_SHAPE(B, T)));
         tt_scope_end();
@@ -1287,11 +1547,16 @@ static int cmd_train(void) {
         double t0 = now_s();
         if (profiling) tt_profiler_begin();
         tt_scope_begin();
-        tt_tensor *x, *y;
-        tt_dataset_batch(&ds, TT_SPLIT_TRAIN, B, T, &s.st.data_rng, &x, &y);  // (B, T) each
-        tt_tensor *loss = tt_gpt_loss(&gpt, x, y);
-        double lossv = tt_item(loss);
-        tt_backward(loss);
+        double lossv;
+        if (M == 1) {
+            tt_tensor *x, *y;
+            tt_dataset_batch(&ds, TT_SPLIT_TRAIN, B, T, &s.st.data_rng, &x, &y);  // (B, T)
+            tt_tensor *loss = tt_gpt_loss(&gpt, x, y);
+            lossv = tt_item(loss);
+            tt_backward(loss);
+        } else {
+            lossv = micro_batches(&gpt, &ds, slots, A, M, B, T, accum);
+        }
         double norm = opt.grad_clip > 0 ? tt_clip_grad_norm(&gpt.params, opt.grad_clip)
                                         : tt_grad_norm(&gpt.params);
         if (!isfinite(lossv) || !isfinite(norm)) {
@@ -1324,10 +1589,10 @@ static int cmd_train(void) {
                 (long long)tt_live_tensors(), (long long)s.st.step, (long long)live_after_first);
 
         double ms = 1000.0 * train_time / (double)steps_run;
-        double tok_s = (double)(B * T) * (double)steps_run / train_time;
+        double tok_s = (double)(B * T * M) * (double)steps_run / train_time;
         bool eval_now = s.st.step % opt.eval_every == 0 || s.st.step == opt.iters;
         if (log && !eval_now) fprintf(log, "%lld,%.9g,,%.9g\n", (long long)s.st.step, lossv, lr);
-        progress_step(&pg, s.st.step, opt.iters, lossv, ms, tok_s);
+        if (lead) progress_step(&pg, s.st.step, opt.iters, lossv, ms, tok_s);
         if (eval_now) {
             s.st.train_loss = estimate_split(&gpt, &ds, TT_SPLIT_TRAIN, B, T, opt.eval_iters,
                                           opt.seed);
@@ -1336,32 +1601,48 @@ static int cmd_train(void) {
             if (log)
                 fprintf(log, "%lld,%.9g,%.9g,%.9g\n", (long long)s.st.step, lossv,
                         s.st.val_loss, lr);
-            progress_clear(&pg);
-            printf("eval step=%lld train_loss=%.6f val_loss=%.6f\n", (long long)s.st.step,
-                   s.st.train_loss, s.st.val_loss);
-            check_stdout();
             bool improved = s.st.val_loss < s.st.best_val_loss;
-            fprintf(stderr, "step %lld: train loss %.4f, val loss %.4f%s\n",
-                    (long long)s.st.step, s.st.train_loss, s.st.val_loss,
-                    improved ? " (best so far)" : "");
             if (improved) s.st.best_val_loss = s.st.val_loss;
-            save_or_die(&s, &gpt, &o, opt.data, &pg, improved);
+            if (M > 1) gather_slots(&s, slots, A, all_slots);
+            if (lead) {
+                progress_clear(&pg);
+                printf("eval step=%lld train_loss=%.6f val_loss=%.6f\n", (long long)s.st.step,
+                       s.st.train_loss, s.st.val_loss);
+                check_stdout();
+                fprintf(stderr, "step %lld: train loss %.4f, val loss %.4f%s\n",
+                        (long long)s.st.step, s.st.train_loss, s.st.val_loss,
+                        improved ? " (best so far)" : "");
+                save_or_die(&s, &gpt, &o, opt.data, &pg, improved);
+            } else {
+                s.saved_step = s.st.step;  // rank 0 saved it (or stopped every rank)
+            }
         }
         if (log) check_log(log, &s);
     }
     tt_autocast_end();
     progress_clear(&pg);
     double ms = steps_run ? 1000.0 * train_time / (double)steps_run : 0;
-    double tok_s = train_time > 0 ? (double)(B * T) * (double)steps_run / train_time : 0;
-    printf("done steps=%lld train_loss=%.6f val_loss=%.6f ms_per_step=%.3f tokens_per_s=%.1f\n",
-           (long long)s.st.step, s.st.train_loss, s.st.val_loss, ms, tok_s);
-    check_stdout();
-    if (opt.profile) tt_profiler_report(stderr);
-    if (opt.trace) {
+    double tok_s = train_time > 0 ? (double)(B * T * M) * (double)steps_run / train_time : 0;
+    if (lead) {
+        printf("done steps=%lld train_loss=%.6f val_loss=%.6f ms_per_step=%.3f "
+               "tokens_per_s=%.1f\n", (long long)s.st.step, s.st.train_loss, s.st.val_loss, ms,
+               tok_s);
+        check_stdout();
+    }
+    if (lead && opt.profile) tt_profiler_report(stderr);
+    if (lead && opt.trace) {
         if (tt_profiler_write_trace(opt.trace) != TT_OK) die("--trace: %s", tt_last_error());
         fprintf(stderr, "%s: wrote %s (%lld events; open it in ui.perfetto.dev)\n", prog->name,
                 opt.trace, (long long)tt_profiler_totals().events);
     }
+    double ar_s = tt_dist_allreduce_seconds();
+    if (ranks > 1 && lead && steps_run > 0)
+        fprintf(stderr, "%s: gradient all-reduce %.3f ms per step, the wait for the slowest rank "
+                "included (%.1f%% of the step)\n", prog->name, 1000.0 * ar_s / (double)steps_run,
+                train_time > 0 ? 100.0 * ar_s / train_time : 0.0);
+    free(slots);
+    free(all_slots);
+    free(accum);
     if (log && fclose(log) != 0) die("cannot write --log '%s': %s", opt.log, strerror(errno));
     tt_optim_free(&o);
     tt_gpt_free(&gpt);
@@ -1726,6 +2007,9 @@ int gpt_main(int argc, char **argv, const gpt_program *p) {
             continue;
         if (commands[i].cmd == CMD_TRAIN && !p->char_only) apply_preset(argc, argv);
         parse_args(argc, argv, commands[i].cmd, cmd);
+        // Training runs on every rank of an mpirun job (make MPI=1); other commands alone.
+        if (commands[i].cmd == CMD_TRAIN && tt_dist_init(&argc, &argv) != TT_OK)
+            die("%s", tt_last_error());
         code = commands[i].run();
         break;
     }
@@ -1737,5 +2021,6 @@ int gpt_main(int argc, char **argv, const gpt_program *p) {
     // Everything was freed: a leftover tensor is a bug.
     if (tt_live_tensors() != 0)
         die("internal error: %lld tensors still alive at exit", (long long)tt_live_tensors());
+    tt_dist_finalize();
     return code;
 }

@@ -4,7 +4,8 @@
 # encoder.json), PCRE2 (GPT-2's Unicode pre-tokenizer pattern), zlib (gzip IDX files),
 # Fashion-MNIST (Debian's dataset-fashion-mnist: tests/test_idx.c), pkg-config, gcc's OpenMP
 # runtime, and clang with its libFuzzer runtime (make fuzz, which make test runs for 40 s);
-# and, for `make plot` only, gnuplot (without --quiet: `make test` does not need it).
+# and, for `make plot` only, gnuplot (without --quiet: `make test` does not need it); with
+# MPI=1 in the environment (make deps MPI=1) also Open MPI (libopenmpi-dev, openmpi-bin).
 # With apt-get and root it installs them; otherwise it prints the exact command to run.
 # --quiet: say nothing when everything the build and tests need is already there.
 quiet=0
@@ -52,6 +53,12 @@ elif ! have_fuzzer; then
     rt=$(fuzz_rt)
     missing="$missing ${rt:-clang}"
 fi
+# Open MPI, only for `make MPI=1` (data-parallel training, dist/dist_mpi.c): its headers and
+# library (pkg-config ompi-c) and mpirun.
+if [ "${MPI:-0}" = 1 ]; then
+    pkg-config --exists ompi-c 2>/dev/null || missing="$missing libopenmpi-dev"
+    command -v mpirun >/dev/null 2>&1 || missing="$missing openmpi-bin"
+fi
 if [ $quiet = 0 ] && ! command -v gnuplot >/dev/null 2>&1; then
     missing="$missing gnuplot-nox"
 fi
@@ -59,7 +66,8 @@ fi
 if [ -z "$missing" ]; then
     [ $quiet = 1 ] ||
         echo "deps: everything is installed (check, libxxhash-dev, libjansson-dev, libpcre2-dev," \
-             "zlib1g-dev, dataset-fashion-mnist, pkg-config, OpenMP, clang with libFuzzer, gnuplot)"
+             "zlib1g-dev, dataset-fashion-mnist, pkg-config, OpenMP, clang with libFuzzer," \
+             "gnuplot$( [ "${MPI:-0}" = 1 ] && echo ", Open MPI"))"
     exit 0
 fi
 

@@ -1,0 +1,56 @@
+// tinytorch.c dist without MPI (the default build): one process, rank 0 of a world of 1. The
+// collectives have nothing to exchange; `make MPI=1` builds dist/dist_mpi.c instead.
+#include "dist.h"
+
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+static char g_host[256];
+
+bool tt_dist_available(void) { return false; }
+
+tt_status tt_dist_init(int *argc, char ***argv) {
+    (void)argc;
+    (void)argv;
+    return TT_OK;
+}
+
+int tt_dist_rank(void) { return 0; }
+int tt_dist_world_size(void) { return 1; }
+
+const char *tt_dist_host(void) {
+    if (!g_host[0] && gethostname(g_host, sizeof g_host - 1) != 0) strcpy(g_host, "localhost");
+    return g_host;
+}
+
+void tt_dist_finalize(void) {}
+void tt_dist_abort(int code) { (void)code; }
+
+tt_status tt_dist_broadcast_params(const tt_params *p) {
+    (void)p;
+    return TT_OK;
+}
+
+tt_status tt_dist_allreduce_grads(const tt_params *p) {
+    (void)p;
+    return TT_OK;
+}
+
+tt_status tt_dist_allreduce_f64(double *x, size_t n) {
+    (void)x;
+    (void)n;
+    return TT_OK;
+}
+
+tt_status tt_dist_allgather(void *recv, const void *send, size_t nbytes) {
+    memmove(recv, send, nbytes);
+    return TT_OK;
+}
+
+double tt_dist_allreduce_seconds(void) { return 0; }
+
+void tt_dist_set_bucket_size(size_t elements) {
+    TT_CHECK(elements >= 1 && elements <= INT32_MAX, "tt_dist_set_bucket_size: %zu elements; "
+             "pass 1 .. %d (MPI counts are ints)", elements, INT32_MAX);
+}
