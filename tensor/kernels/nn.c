@@ -15,6 +15,8 @@
 
 // Below this many elements a kernel stays on one thread.
 #define PAR_MIN 32768
+// Columns per parallel task of the layernorm's dweight and dbias sums over rows.
+#define LN_COLS 32
 
 #ifdef _OPENMP
 #define PARALLEL_ROWS _Pragma("omp parallel for schedule(static) if (par)")
