@@ -397,6 +397,23 @@ void tt__accum_grad_owned(tt_tensor *x, tt_tensor *g) {
     tt_release(g);
 }
 
+void tt__accum_grad_node(tt_tensor *x, const tt_node *n, tt_tensor *g) {
+    if (!x || !x->requires_grad) return;
+    tt_tensor **slot = grad_slot(x, g), *ng = n->grad;
+    // Nothing but the node holds its gradient, and nothing but g (when g is a view made by this
+    // backward, owned by its scope) shares the storage: after this backward the node drops its
+    // reference, so g can become x's gradient without a copy. A later add into x's gradient
+    // writes that storage; nobody reads it any more.
+    bool alone = g == ng ? ng->refcount == 1 && ng->storage->refcount == 1
+                         : ng->refcount == 1 && g->refcount == 1 && g->storage == ng->storage &&
+                               ng->storage->refcount == 2;
+    if (!*slot && alone && !g->node && tt_same_shape(x, g) && tt_is_contiguous(g)) {
+        *slot = tt_retain(g);
+        return;
+    }
+    accum_to(slot, x, g);
+}
+
 // ---- backward ----
 
 typedef struct node_list {
