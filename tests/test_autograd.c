@@ -2,6 +2,10 @@
 // misuse aborts, and tt_gradcheck catching a wrong gradient.
 #include "test_util.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include <signal.h>
 
 static tt_tensor *leaf(tt_tensor *t) { return tt_set_requires_grad(t, true); }
@@ -615,6 +619,34 @@ START_TEST(test_pass_through_gradients) {
 }
 END_TEST
 
+// Gradients big enough for the parallel accumulation: x reaches the loss three ways, so its
+// gradient is a moved buffer plus two adds; every element is checked with 1 and 2 threads.
+START_TEST(test_large_gradient_accumulates) {
+#ifdef _OPENMP
+    int saved = omp_get_max_threads();
+#endif
+    for (int threads = 1; threads <= 2; threads++) {
+#ifdef _OPENMP
+        omp_set_num_threads(threads);
+#endif
+        tt_scope_begin();
+        tt_tensor *x = leaf(tt_ones(TT_F32, TT_SHAPE(512, 600)));
+        tt_tensor *l = tt_add(tt_add(tt_sum_all(tt_mul_scalar(x, 2)),
+                                     tt_sum_all(tt_mul_scalar(x, 3))),
+                              tt_sum_all(tt_mul_scalar(x, 0.5)));
+        tt_backward(l);
+        const float *g = tt_data(tt_grad(x));
+        int64_t bad = 0;
+        for (int64_t i = 0; i < 512 * 600; i++) bad += g[i] != 5.5f;
+        ck_assert_int_eq(bad, 0);
+        tt_scope_end();
+    }
+#ifdef _OPENMP
+    omp_set_num_threads(saved);
+#endif
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("autograd");
     TCase *tc = tt_tcase("tape");
@@ -632,6 +664,7 @@ int main(void) {
     tcase_add_test(tc, test_gradcheck_same_tensor_twice);
     tcase_add_test(tc, test_op_table);
     tcase_add_test(tc, test_pass_through_gradients);
+    tcase_add_test(tc, test_large_gradient_accumulates);
     suite_add_tcase(s, tc);
     TCase *ab = tt_tcase_aborts("aborts");
     tcase_add_test_raise_signal(ab, test_backward_twice_aborts, SIGABRT);
