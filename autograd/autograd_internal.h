@@ -19,7 +19,9 @@
 //     }
 //
 // A backward may build its result with public ops (they land in the backward's scope) or
-// with raw kernels into tt__new tensors it then releases. tt__accum_grad copies, never keeps.
+// with raw kernels into tt__new tensors it then releases. tt__accum_grad copies, never keeps;
+// a backward that passes n->grad (or a view of it) on unchanged uses tt__accum_grad_node,
+// which moves the storage instead when nobody else holds it.
 #ifndef TT_AUTOGRAD_INTERNAL_H
 #define TT_AUTOGRAD_INTERNAL_H
 

@@ -8,9 +8,10 @@
 
 #include "../tensor/tensor_internal.h"
 
-// n: elements of one parameter. Long tensors are cut into chunks that threads update
-// independently; every element is computed the same way, so results do not depend on the
-// thread count.
+// n: elements of one parameter. SGD and the clipping norm cut long tensors into chunks that
+// threads process independently; Adam and AdamW cut all the parameters' elements into one
+// range per thread (adam_update_all). Every element is computed the same way, so results do
+// not depend on the thread count.
 #define CHUNK (1 << 16)
 
 // ---- configuration ----
