@@ -19,7 +19,9 @@
 //     }
 //
 // A backward may build its result with public ops (they land in the backward's scope) or
-// with raw kernels into tt__new tensors it then releases. tt__accum_grad copies, never keeps.
+// with raw kernels into tt__new tensors it then releases. tt__accum_grad copies, never keeps;
+// a backward that passes n->grad (or a view of it) on unchanged uses tt__accum_grad_node,
+// which moves the storage instead when nobody else holds it.
 #ifndef TT_AUTOGRAD_INTERNAL_H
 #define TT_AUTOGRAD_INTERNAL_H
 
@@ -75,6 +77,11 @@ void tt__accum_grad(tt_tensor *x, tt_tensor *g);
 // The same, taking ownership of g (an unscoped reference from tt__new): when x has no gradient
 // yet and g is a contiguous, unshared tensor of x's shape, g itself becomes the gradient.
 void tt__accum_grad_owned(tt_tensor *x, tt_tensor *g);
+// The same for a pass-through backward (add, reshape, contiguous...): g is n->grad itself or a
+// view of it made in this backward. When nothing else holds n->grad's storage and g is
+// contiguous and shaped like x, the storage moves to x's empty gradient instead of being copied
+// (the node drops n->grad right after its backward). Otherwise as tt__accum_grad.
+void tt__accum_grad_node(tt_tensor *x, const tt_node *n, tt_tensor *g);
 // A zeroed gradient buffer shaped like x when x (may be NULL) needs one, else NULL. Unscoped:
 // hand it over with tt__accum_grad_owned (which skips an x without grad and releases NULL).
 tt_tensor *tt__grad_buffer(const tt_tensor *x);

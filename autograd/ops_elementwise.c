@@ -175,7 +175,7 @@ void tt__backward_unary(tt_node *n) {
     const ew_row *r = &ew_rows[n->op];
     const scalar_ctx *c = n->ctx;
     if (r->flags & TT_EW_PASS_A) {  // the gradient is g itself
-        tt__accum_grad(x, n->grad);
+        tt__accum_grad_node(x, n, n->grad);
         return;
     }
     tt_tensor *v = (r->flags & TT_EW_OUT) ? n->saved[0]
@@ -222,7 +222,7 @@ void tt__backward_binary(tt_node *n) {
         tt_tensor *x = n->inputs[wrt];
         if (!x->requires_grad) continue;
         if (r->flags & (wrt == 0 ? TT_EW_PASS_A : TT_EW_PASS_B)) {  // the gradient is g
-            tt__accum_grad(x, g);
+            tt__accum_grad_node(x, n, g);
             continue;
         }
         tt_tensor *d = tt__new(n->dtype, n->ndim, n->shape);  // (S)

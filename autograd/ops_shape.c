@@ -160,7 +160,7 @@ tt_tensor *tt_flatten(tt_tensor *x) {
 // d x = reshape(d out, x's shape): the same elements in the same row-major order.
 void tt__backward_reshape(tt_node *n) {
     tt_tensor *x = n->inputs[0];
-    tt__accum_grad(x, tt_reshape(n->grad, x->ndim, x->shape));
+    tt__accum_grad_node(x, n, tt_reshape(n->grad, x->ndim, x->shape));
 }
 
 // ---- transpose ----
@@ -185,7 +185,7 @@ tt_tensor *tt_transpose(tt_tensor *x, int dim0, int dim1) {
 // d x = transpose(d out, d0, d1): a transpose is its own inverse.
 void tt__backward_transpose(tt_node *n) {
     const transpose_ctx *c = n->ctx;
-    tt__accum_grad(n->inputs[0], tt_transpose(n->grad, c->d0, c->d1));
+    tt__accum_grad_node(n->inputs[0], n, tt_transpose(n->grad, c->d0, c->d1));
 }
 
 // ---- permute ----
@@ -220,7 +220,7 @@ tt_tensor *tt_permute(tt_tensor *x, const int *dims) {
 // d x = permute(d out, inverse of dims).
 void tt__backward_permute(tt_node *n) {
     const permute_ctx *c = n->ctx;
-    tt__accum_grad(n->inputs[0], tt_permute(n->grad, c->inv));
+    tt__accum_grad_node(n->inputs[0], n, tt_permute(n->grad, c->inv));
 }
 
 // ---- slice / narrow ----
@@ -322,7 +322,7 @@ tt_tensor *tt_broadcast_to(tt_tensor *x, int ndim, const int64_t *shape) {
 }
 
 // d x = d out summed over the expanded dims (tt__accum_grad sums down to x's shape).
-void tt__backward_expand(tt_node *n) { tt__accum_grad(n->inputs[0], n->grad); }
+void tt__backward_expand(tt_node *n) { tt__accum_grad_node(n->inputs[0], n, n->grad); }
 
 // ---- squeeze / unsqueeze ----
 
@@ -345,7 +345,7 @@ tt_tensor *tt_squeeze(tt_tensor *x, int dim) {
 // d x = unsqueeze(d out, dim).
 void tt__backward_squeeze(tt_node *n) {
     const dim_ctx *c = n->ctx;
-    tt__accum_grad(n->inputs[0], tt_unsqueeze(n->grad, c->dim));
+    tt__accum_grad_node(n->inputs[0], n, tt_unsqueeze(n->grad, c->dim));
 }
 
 tt_tensor *tt_unsqueeze(tt_tensor *x, int dim) {
@@ -372,7 +372,7 @@ tt_tensor *tt_unsqueeze(tt_tensor *x, int dim) {
 // d x = squeeze(d out, dim).
 void tt__backward_unsqueeze(tt_node *n) {
     const dim_ctx *c = n->ctx;
-    tt__accum_grad(n->inputs[0], tt_squeeze(n->grad, c->dim));
+    tt__accum_grad_node(n->inputs[0], n, tt_squeeze(n->grad, c->dim));
 }
 
 // ---- cat / stack ----
@@ -478,7 +478,7 @@ tt_tensor *tt_contiguous(tt_tensor *x) {
 }
 
 // d x = d out (a copy is the identity).
-void tt__backward_contiguous(tt_node *n) { tt__accum_grad(n->inputs[0], n->grad); }
+void tt__backward_contiguous(tt_node *n) { tt__accum_grad_node(n->inputs[0], n, n->grad); }
 
 tt_tensor *tt_clone(tt_tensor *x) {
     check_tensor(x, __func__);
@@ -488,7 +488,7 @@ tt_tensor *tt_clone(tt_tensor *x) {
 }
 
 // d x = d out.
-void tt__backward_clone(tt_node *n) { tt__accum_grad(n->inputs[0], n->grad); }
+void tt__backward_clone(tt_node *n) { tt__accum_grad_node(n->inputs[0], n, n->grad); }
 
 tt_tensor *tt_to_dtype(tt_tensor *x, tt_dtype dtype) {
     check_tensor(x, __func__);

@@ -237,9 +237,33 @@ static void accum_run_f64(double *dst, int64_t ds, const double *src, int64_t ss
     }
 }
 
+// Below this many elements an accumulation stays on one thread; above, the same-shape
+// contiguous case is cut into chunks of this size (elementwise: the same bits for any thread
+// count).
+#define ACCUM_PAR_MIN ((int64_t)1 << 18)
+
 // out (shape broadcastable to g's) += g, summing over the broadcast dims.
 static void accum_into(tt_tensor *out, tt_tensor *g) {
     tt__check_same_dtype(out, g, __func__);
+    int64_t n = tt_numel(g);
+    if (n >= ACCUM_PAR_MIN && tt_same_shape(out, g) && tt_is_contiguous(out) &&
+        tt_is_contiguous(g)) {
+        int64_t nchunks = (n + ACCUM_PAR_MIN - 1) / ACCUM_PAR_MIN;
+        size_t es = tt_dtype_size(g->dtype);
+        char *o = tt_data(out);
+        const char *s = tt_data(g);
+        TT_PARALLEL_FOR(tt__kernel_threads() > 1)
+        for (int64_t c = 0; c < nchunks; c++) {
+            int64_t i0 = c * ACCUM_PAR_MIN, len = n - i0 < ACCUM_PAR_MIN ? n - i0 : ACCUM_PAR_MIN;
+            if (out->dtype == TT_F32)
+                accum_run_f32((float *)(o + i0 * (int64_t)es), 1,
+                              (const float *)(s + i0 * (int64_t)es), 1, len);
+            else
+                accum_run_f64((double *)(o + i0 * (int64_t)es), 1,
+                              (const double *)(s + i0 * (int64_t)es), 1, len);
+        }
+        return;
+    }
     int64_t ost[TT_MAX_DIMS];
     tt__broadcast_strides(out, g->ndim, g->shape, ost);
     const int64_t *strides[2] = {ost, g->stride};
@@ -396,6 +420,23 @@ void tt__accum_grad_owned(tt_tensor *x, tt_tensor *g) {
         accum_to(slot, x, g);
     }
     tt_release(g);
+}
+
+void tt__accum_grad_node(tt_tensor *x, const tt_node *n, tt_tensor *g) {
+    if (!x || !x->requires_grad) return;
+    tt_tensor **slot = grad_slot(x, g), *ng = n->grad;
+    // Nothing but the node holds its gradient, and nothing but g (when g is a view made by this
+    // backward, owned by its scope) shares the storage: after this backward the node drops its
+    // reference, so g can become x's gradient without a copy. A later add into x's gradient
+    // writes that storage; nobody reads it any more.
+    bool alone = g == ng ? ng->refcount == 1 && ng->storage->refcount == 1
+                         : ng->refcount == 1 && g->refcount == 1 && g->storage == ng->storage &&
+                               ng->storage->refcount == 2;
+    if (!*slot && alone && !g->node && tt_same_shape(x, g) && tt_is_contiguous(g)) {
+        *slot = tt_retain(g);
+        return;
+    }
+    accum_to(slot, x, g);
 }
 
 // ---- backward ----

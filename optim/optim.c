@@ -8,9 +8,10 @@
 
 #include "../tensor/tensor_internal.h"
 
-// n: elements of one parameter. Long tensors are cut into chunks that threads update
-// independently; every element is computed the same way, so results do not depend on the
-// thread count.
+// n: elements of one parameter. SGD and the clipping norm cut long tensors into chunks that
+// threads process independently; Adam and AdamW cut all the parameters' elements into one
+// range per thread (adam_update_all). Every element is computed the same way, so results do
+// not depend on the thread count.
 #define CHUNK (1 << 16)
 
 // ---- configuration ----
@@ -302,15 +303,35 @@ static void sgd_update(tt_tensor *p, tt_tensor *buf, const tt_tensor *g, const s
     }
 }
 
-static void adam_update(tt_tensor *p, tt_tensor *m, tt_tensor *v, const tt_tensor *g,
-                        const adam_args *a) {
-    int64_t n = tt_numel(p), nchunks = (n + CHUNK - 1) / CHUNK;
-    bool f32 = p->dtype == TT_F32;
-    TT_PARALLEL_FOR(nchunks > 1)
-    for (int64_t c = 0; c < nchunks; c++) {
-        int64_t i0 = c * CHUNK, len = n - i0 < CHUNK ? n - i0 : CHUNK;
-        if (f32) adam_f32(at(p, i0), at(m, i0), at(v, i0), at(g, i0), len, a);
-        else adam_f64(at(p, i0), at(m, i0), at(v, i0), at(g, i0), len, a);
+// One parameter's share of an Adam step: its tensors and its bias-corrected arguments.
+typedef struct adam_seg {
+    tt_tensor *p, *m, *v;
+    const tt_tensor *g;
+    adam_args a;
+    int64_t start;  // index of its first element in the concatenation of every segment
+} adam_seg;
+
+// Every segment in one parallel pass: the concatenated elements are cut into one contiguous
+// range per thread (the small tensors no longer run one by one on the calling thread, and the
+// threads get equal shares). Each element is updated by the same adam_f32/adam_f64 formula
+// whichever range it falls in, so results do not depend on the thread count.
+static void adam_update_all(const adam_seg *seg, int nseg, int64_t total) {
+    int nt = total >= 2 * CHUNK ? tt__kernel_threads() : 1;
+    TT_PARALLEL_FOR_N(nt)
+    for (int t = 0; t < nt; t++) {
+        int64_t lo = total * t / nt, hi = total * (t + 1) / nt;
+        for (int s = 0; s < nseg; s++) {
+            const adam_seg *q = &seg[s];
+            int64_t n = tt_numel(q->p), a = q->start, b = q->start + n;
+            int64_t i0 = (lo > a ? lo : a) - a, i1 = (hi < b ? hi : b) - a;
+            if (i1 <= i0) continue;
+            if (q->p->dtype == TT_F32)
+                adam_f32(at(q->p, i0), at(q->m, i0), at(q->v, i0), at(q->g, i0), i1 - i0,
+                         &q->a);
+            else
+                adam_f64(at(q->p, i0), at(q->m, i0), at(q->v, i0), at(q->g, i0), i1 - i0,
+                         &q->a);
+        }
     }
 }
 
@@ -326,6 +347,12 @@ static void check_grad(const char *name, const tt_tensor *p, const tt_tensor *g,
 
 void tt_optim_step(tt_optim *o) {
     const tt_optim_config *c = &o->cfg;
+    bool adam = c->kind != TT_OPTIM_SGD;
+    int nparams = 0;
+    for (int gi = 0; gi < o->ngroups; gi++) nparams += o->groups[gi].params.n;
+    adam_seg *seg = adam && nparams ? TT_MALLOC((size_t)nparams * sizeof *seg) : NULL;
+    int nseg = 0;
+    int64_t total = 0;
     for (int gi = 0; gi < o->ngroups; gi++) {
         tt_optim_group *gr = &o->groups[gi];
         double lr = o->lr * gr->lr_scale, wd = gr->weight_decay;
@@ -335,20 +362,24 @@ void tt_optim_step(tt_optim *o) {
             check_grad(gr->params.items[i].name, p, g, __func__);
             tt_tensor **st = &gr->state[i * TT_OPTIM_SLOT_COUNT];
             int64_t *step = st[TT_OPTIM_SLOT_STEP] ? tt_data(st[TT_OPTIM_SLOT_STEP]) : NULL;
-            if (c->kind == TT_OPTIM_SGD) {
+            if (!adam) {
                 sgd_args a = {lr, wd, c->momentum, c->dampening, c->nesterov,
                               step && *step == 0};
                 sgd_update(p, st[TT_OPTIM_SLOT_MOMENTUM], g, &a);
             } else {
                 double t = (double)(*step + 1);
-                adam_args a = {
-                    .beta1 = c->beta1, .beta2 = c->beta2, .eps = c->eps,
-                    .l2 = c->kind == TT_OPTIM_ADAM ? wd : 0.0,
-                    .decay = c->kind == TT_OPTIM_ADAMW ? 1.0 - lr * wd : 1.0,
-                    .step_size = lr / (1.0 - pow(c->beta1, t)),
-                    .bc2_sqrt = sqrt(1.0 - pow(c->beta2, t)),
+                seg[nseg++] = (adam_seg){
+                    .p = p, .m = st[TT_OPTIM_SLOT_EXP_AVG], .v = st[TT_OPTIM_SLOT_EXP_AVG_SQ],
+                    .g = g, .start = total,
+                    .a = {
+                        .beta1 = c->beta1, .beta2 = c->beta2, .eps = c->eps,
+                        .l2 = c->kind == TT_OPTIM_ADAM ? wd : 0.0,
+                        .decay = c->kind == TT_OPTIM_ADAMW ? 1.0 - lr * wd : 1.0,
+                        .step_size = lr / (1.0 - pow(c->beta1, t)),
+                        .bc2_sqrt = sqrt(1.0 - pow(c->beta2, t)),
+                    },
                 };
-                adam_update(p, st[TT_OPTIM_SLOT_EXP_AVG], st[TT_OPTIM_SLOT_EXP_AVG_SQ], g, &a);
+                total += tt_numel(p);
             }
             // In-place writes (tensor.h's version counter): the parameter and its state.
             tt_bump_version(p, "tt_optim_step");
@@ -357,6 +388,8 @@ void tt_optim_step(tt_optim *o) {
             if (step) (*step)++;
         }
     }
+    if (nseg) adam_update_all(seg, nseg, total);
+    tt_free(seg);
     o->step++;
 }
 

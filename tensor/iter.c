@@ -92,8 +92,32 @@ bool tt__iter_next(tt__iter *it) {
 
 // ---- copy ----
 
+// Below this many elements a copy stays on one thread.
+#define COPY_PAR_MIN ((int64_t)1 << 18)
+
+// Every run of `it` from s (dtype st) to d (dtype dt).
+static void copy_runs(tt__iter *it, char *d, tt_dtype dt, const char *s, tt_dtype st) {
+    size_t des = tt_dtype_size(dt), ses = tt_dtype_size(st);
+    do {
+        void *dp = d + it->off[0] * (int64_t)des;
+        const void *sp = s + it->off[1] * (int64_t)ses;
+        if (dt == st) {
+            tt_kcopy_run(dp, it->istride[0], sp, it->istride[1], it->inner, des);
+        } else if (dt == TT_F64 && st == TT_F32) {
+            tt_kcvt_f32_f64(dp, it->istride[0], sp, it->istride[1], it->inner);
+        } else if (dt == TT_F32 && st == TT_F64) {
+            tt_kcvt_f64_f32(dp, it->istride[0], sp, it->istride[1], it->inner);
+        } else {
+            for (int64_t i = 0; i < it->inner; i++)
+                tt__store(dp, dt, i * it->istride[0], tt__load(sp, st, i * it->istride[1]));
+        }
+    } while (tt__iter_next(it));
+}
+
 // One inner run at a time: same dtype, bit copies (tt_kcopy_run); f32 <-> f64, the typed
-// conversions; any other pair goes through double (tt__load / tt__store).
+// conversions; any other pair goes through double (tt__load / tt__store). A large copy into a
+// contiguous dst splits dst's first dim between threads (each element is written once, so
+// the result is the same for any thread count).
 void tt_copy_(tt_tensor *dst, const tt_tensor *src) {
     TT_CHECK(dst && src, "dst or src is NULL");
     bool fits = src->ndim <= dst->ndim;
@@ -106,28 +130,25 @@ void tt_copy_(tt_tensor *dst, const tt_tensor *src) {
     tt_bump_version(dst, "copy_");
     int64_t sst[TT_MAX_DIMS];
     tt__broadcast_strides(src, dst->ndim, dst->shape, sst);
+    char *d = tt__base(dst);
+    const char *s = tt__base(src);
+    if (dst->ndim >= 2 && dst->shape[0] > 1 && tt_numel(dst) >= COPY_PAR_MIN &&
+        tt_is_contiguous(dst) && tt__kernel_threads() > 1) {
+        const int64_t *strides[2] = {dst->stride + 1, sst + 1};
+        TT_PARALLEL_FOR(true)
+        for (int64_t i = 0; i < dst->shape[0]; i++) {  // dst[i] = src[i], (shape[1:])
+            int64_t offs[2] = {dst->offset + i * dst->stride[0], src->offset + i * sst[0]};
+            tt__iter it;
+            if (tt__iter_init(&it, dst->ndim - 1, dst->shape + 1, 2, strides, offs))
+                copy_runs(&it, d, dst->dtype, s, src->dtype);
+        }
+        return;
+    }
     const int64_t *strides[2] = {dst->stride, sst};
     int64_t offs[2] = {dst->offset, src->offset};
     tt__iter it;
-    if (!tt__iter_init(&it, dst->ndim, dst->shape, 2, strides, offs)) return;
-    tt_dtype dt = dst->dtype, st = src->dtype;
-    size_t des = tt_dtype_size(dt), ses = tt_dtype_size(st);
-    char *d = tt__base(dst);
-    const char *s = tt__base(src);
-    do {
-        void *dp = d + it.off[0] * (int64_t)des;
-        const void *sp = s + it.off[1] * (int64_t)ses;
-        if (dt == st) {
-            tt_kcopy_run(dp, it.istride[0], sp, it.istride[1], it.inner, des);
-        } else if (dt == TT_F64 && st == TT_F32) {
-            tt_kcvt_f32_f64(dp, it.istride[0], sp, it.istride[1], it.inner);
-        } else if (dt == TT_F32 && st == TT_F64) {
-            tt_kcvt_f64_f32(dp, it.istride[0], sp, it.istride[1], it.inner);
-        } else {
-            for (int64_t i = 0; i < it.inner; i++)
-                tt__store(dp, dt, i * it.istride[0], tt__load(sp, st, i * it.istride[1]));
-        }
-    } while (tt__iter_next(&it));
+    if (tt__iter_init(&it, dst->ndim, dst->shape, 2, strides, offs))
+        copy_runs(&it, d, dst->dtype, s, src->dtype);
 }
 
 tt_tensor *tt__contiguous_copy(const tt_tensor *t) {

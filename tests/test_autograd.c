@@ -2,6 +2,10 @@
 // misuse aborts, and tt_gradcheck catching a wrong gradient.
 #include "test_util.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include <signal.h>
 
 static tt_tensor *leaf(tt_tensor *t) { return tt_set_requires_grad(t, true); }
@@ -589,6 +593,60 @@ START_TEST(test_hook_needs_requires_grad_aborts) {
 }
 END_TEST
 
+// Pass-through backwards (add, reshape, transpose) hand their gradient on without a copy when
+// nothing else holds it; the same tensor reached twice, a retained gradient and a second
+// backward over a kept graph must still see their own values. s = 2x + 2x (x reaches add
+// twice), L = sum(reshape(s) * c) + sum(s * d) + sum((s - s) * d): dL/ds = c' + d,
+// dL/dx = 4 (c' + d).
+START_TEST(test_pass_through_gradients) {
+    tt_scope_begin();
+    tt_tensor *x = leaf(tt_test_tensor(TT_F64, TT_SHAPE(2, 3), 1, 2, 3, 4, 5, 6));
+    tt_tensor *c = tt_test_tensor(TT_F64, TT_SHAPE(3, 2), 1, -1, 2, -2, 3, -3);
+    tt_tensor *d = tt_test_tensor(TT_F64, TT_SHAPE(2, 3), 10, 20, 30, 40, 50, 60);
+    tt_tensor *h = tt_mul_scalar(x, 2);
+    tt_tensor *s = tt_add(h, h);
+    tt_retain_grad(s);
+    tt_tensor *r = tt_transpose(tt_transpose(tt_reshape(s, TT_SHAPE(3, 2)), 0, 1), 0, 1);
+    tt_tensor *l = tt_add(tt_add(tt_sum_all(tt_mul(r, c)), tt_sum_all(tt_mul(s, d))),
+                          tt_sum_all(tt_mul(tt_sub(s, s), d)));
+    tt_backward_ex(l, NULL, true);
+    ck_assert_values(tt_grad(s), 0, 0, 11, 19, 32, 38, 53, 57);
+    ck_assert_values(tt_grad(x), 0, 0, 44, 76, 128, 152, 212, 228);
+    tt_backward(l);  // accumulates
+    ck_assert_values(tt_grad(s), 0, 0, 22, 38, 64, 76, 106, 114);
+    ck_assert_values(tt_grad(x), 0, 0, 88, 152, 256, 304, 424, 456);
+    tt_scope_end();
+}
+END_TEST
+
+// Gradients big enough for the parallel accumulation: x reaches the loss three ways, so its
+// gradient is a moved buffer plus two adds; every element is checked with 1 and 2 threads.
+START_TEST(test_large_gradient_accumulates) {
+#ifdef _OPENMP
+    int saved = omp_get_max_threads();
+#endif
+    for (int threads = 1; threads <= 2; threads++) {
+#ifdef _OPENMP
+        omp_set_num_threads(threads);
+#endif
+        tt_scope_begin();
+        tt_tensor *x = leaf(tt_ones(TT_F32, TT_SHAPE(512, 600)));
+        tt_tensor *l = tt_add(tt_add(tt_sum_all(tt_mul_scalar(x, 2)),
+                                     tt_sum_all(tt_mul_scalar(x, 3))),
+                              tt_sum_all(tt_mul_scalar(x, 0.5)));
+        tt_backward(l);
+        const float *g = tt_data(tt_grad(x));
+        int64_t bad = 0;
+        for (int64_t i = 0; i < 512 * 600; i++) bad += g[i] != 5.5f;
+        ck_assert_int_eq(bad, 0);
+        tt_scope_end();
+    }
+#ifdef _OPENMP
+    omp_set_num_threads(saved);
+#endif
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("autograd");
     TCase *tc = tt_tcase("tape");
@@ -605,6 +663,8 @@ int main(void) {
     tcase_add_test(tc, test_gradcheck_passes_and_catches);
     tcase_add_test(tc, test_gradcheck_same_tensor_twice);
     tcase_add_test(tc, test_op_table);
+    tcase_add_test(tc, test_pass_through_gradients);
+    tcase_add_test(tc, test_large_gradient_accumulates);
     suite_add_tcase(s, tc);
     TCase *ab = tt_tcase_aborts("aborts");
     tcase_add_test_raise_signal(ab, test_backward_twice_aborts, SIGABRT);

@@ -2,6 +2,10 @@
 // raw views, element access, copy, the printer and the error helpers.
 #include "test_util.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -392,6 +396,47 @@ START_TEST(test_copy_broadcast_convert) {
 }
 END_TEST
 
+// A copy big enough to be split between threads (dst's first dim): a permuted f32 source, a
+// broadcast f64 one converted to f32, each element checked, with 1 and 2 threads.
+START_TEST(test_copy_large_threads) {
+    enum { A = 6, B = 256, C = 200 };  // 307200 elements
+    tt_scope_begin();
+    tt_tensor *src = tt_empty(TT_F32, TT_SHAPE(C, A, B));
+    float *sp = tt_data(src);
+    for (int64_t i = 0; i < (int64_t)A * B * C; i++) sp[i] = (float)(i % 9973) - 0.25f;
+    tt_tensor *perm = tt_as_strided(src, TT_SHAPE(A, B, C), (int64_t[]){B, 1, A * B}, 0);
+    tt_tensor *row = tt_empty(TT_F64, TT_SHAPE(B, C));
+    double *rp = tt_data(row);
+    for (int64_t i = 0; i < (int64_t)B * C; i++) rp[i] = (double)i * 0.5;
+#ifdef _OPENMP
+    int saved = omp_get_max_threads();
+#endif
+    for (int threads = 1; threads <= 2; threads++) {
+#ifdef _OPENMP
+        omp_set_num_threads(threads);
+#endif
+        tt_tensor *dst = tt_zeros(TT_F32, TT_SHAPE(A, B, C));
+        tt_copy_(dst, perm);
+        const float *dp = tt_data(dst);
+        int64_t bad = 0;
+        for (int64_t a = 0; a < A; a++)
+            for (int64_t b = 0; b < B; b++)
+                for (int64_t c = 0; c < C; c++)
+                    bad += dp[(a * B + b) * C + c] != sp[(c * A + a) * B + b];
+        ck_assert_int_eq(bad, 0);
+        tt_copy_(dst, row);
+        for (int64_t a = 0; a < A; a++)
+            for (int64_t i = 0; i < (int64_t)B * C; i++)
+                bad += dp[a * B * C + i] != (float)rp[i];
+        ck_assert_int_eq(bad, 0);
+    }
+#ifdef _OPENMP
+    omp_set_num_threads(saved);
+#endif
+    tt_scope_end();
+}
+END_TEST
+
 START_TEST(test_copy_bad_broadcast_aborts) {
     tt_expect_abort("tt_copy_: cannot copy src (2,) into dst (2, 3)");
     tt_scope_begin();
@@ -647,6 +692,7 @@ int main(void) {
     tcase_add_test(tc, test_rng_distributions);
     tcase_add_test(tc, test_as_strided_and_access);
     tcase_add_test(tc, test_copy_broadcast_convert);
+    tcase_add_test(tc, test_copy_large_threads);
     tcase_add_test(tc, test_printer);
     tcase_add_test(tc, test_cache_reuses_buffers);
     tcase_add_test(tc, test_status_messages);

@@ -15,6 +15,10 @@
 
 // Below this many elements a kernel stays on one thread.
 #define PAR_MIN 32768
+// Columns per parallel task of the layernorm's dweight and dbias sums over rows.
+#define LN_COLS 32
+// Rows whose layernorm sums are interleaved.
+#define LN_GROUP 4
 
 #ifdef _OPENMP
 #define PARALLEL_ROWS _Pragma("omp parallel for schedule(static) if (par)")
@@ -37,6 +41,8 @@
 #define KMASKED_FILL_BACKWARD tt_kmasked_fill_backward_f32
 #define KLAYERNORM_FORWARD tt_klayernorm_forward_f32
 #define KLAYERNORM_BACKWARD tt_klayernorm_backward_f32
+#define LAYERNORM_FORWARD_ROWS layernorm_forward_rows_f32
+#define LAYERNORM_BACKWARD_ROWS layernorm_backward_rows_f32
 #define KRMSNORM_FORWARD tt_krmsnorm_forward_f32
 #define KRMSNORM_BACKWARD tt_krmsnorm_backward_f32
 #define KEMBEDDING_FORWARD tt_kembedding_forward_f32
@@ -62,6 +68,8 @@
 #define KMASKED_FILL_BACKWARD tt_kmasked_fill_backward_f64
 #define KLAYERNORM_FORWARD tt_klayernorm_forward_f64
 #define KLAYERNORM_BACKWARD tt_klayernorm_backward_f64
+#define LAYERNORM_FORWARD_ROWS layernorm_forward_rows_f64
+#define LAYERNORM_BACKWARD_ROWS layernorm_backward_rows_f64
 #define KRMSNORM_FORWARD tt_krmsnorm_forward_f64
 #define KRMSNORM_BACKWARD tt_krmsnorm_backward_f64
 #define KEMBEDDING_FORWARD tt_kembedding_forward_f64
