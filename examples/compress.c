@@ -2,6 +2,7 @@
 // --ckpt from `char_gpt train`) as f32, int8 (tt_gpt_quantize), 50% magnitude-pruned (global
 // over the block weights) before and after a short fine-tune, and with every block Linear at
 // half rank before and after one; one table of parameters, FLOPs, bytes, val loss, tokens/s.
+// The f32+ft row fine-tunes the dense model the same way, the control for the +ft rows.
 //
 //     build/compress                                  # trains the baby GPT first (~1 min)
 //     build/compress --ckpt out/char_gpt.best.ckpt    # a char_gpt checkpoint
@@ -33,7 +34,8 @@ static const char *usage =
     "                [--ft-iters 100] [--ft-lr 3e-4] [--eval-iters 20] [--tokens 256]\n"
     "                [--seed 1337] [--threads N]\n"
     "Without --ckpt a GPT of the given shape is trained for --iters steps on --data first.\n"
-    "Then prints one table: f32, int8, 50% pruned (+ fine-tune), rank/2 (+ fine-tune).\n";
+    "Then prints one table: f32, int8, f32 + fine-tune, 50% pruned (+ fine-tune) and rank/2\n"
+    "(+ fine-tune).\n";
 
 static void die(const char *fmt, const char *arg) {
     fprintf(stderr, "compress: ");
@@ -278,6 +280,14 @@ int main(int argc, char **argv) {
     row r = measure("int8", &q, &ds, f32_other);
     print_row(&r);
     tt_gpt_free(&q);
+
+    // The control: the dense model fine-tuned as the compressed ones are.
+    tt_gpt ft;
+    clone(&ft, &ck);
+    train(&ft, &ds, opt.ft_iters, opt.ft_lr, (uint64_t)opt.seed + 2, NULL);
+    r = measure("f32+ft", &ft, &ds, f32_other);
+    print_row(&r);
+    tt_gpt_free(&ft);
 
     tt_gpt p;
     clone(&p, &ck);

@@ -1,5 +1,5 @@
 #!/bin/sh
-# End-to-end test of build/compress on a small config: the table has its header and the six
+# End-to-end test of build/compress on a small config: the table has its header and the seven
 # rows in order, ten numeric columns each; the int8 matmul weights take < 1/3.5 of the f32
 # ones; both pruned rows have sparsity 0.500 +- 0.001 and fewer nonzero FLOPs than dense ones;
 # the rank-halved rows have fewer parameters and FLOPs; every val loss is finite, int8 within
@@ -32,14 +32,14 @@ head -n 1 "$d/a.out" | grep -q '^# compress: L2 H2 C64 T32 V[0-9]*, trained here
 [ "$(sed -n 2p "$d/a.out")" = "$(printf '%-12s %8s %8s %8s %9s %9s %9s %9s %8s %8s' model \
     params nonzero sparsity MFLOP/tok nz_MFLOP size_KB matmul_KB val_loss tok/s)" ] ||
     fail "the header"
-[ "$(sed -n '3,8p' "$d/a.out" | awk '{ printf "%s ", $1 }')" = \
-  "f32 int8 pruned50 pruned50+ft rank/2 rank/2+ft " ] || fail "the rows"
-[ "$(wc -l < "$d/a.out")" = 9 ] && tail -n 1 "$d/a.out" | grep -q '^# train ' ||
-    fail "want 9 lines, the last '# train ...'"
-sed -n '3,8p' "$d/a.out" | awk 'NF != 10 { exit 1 }
+[ "$(sed -n '3,9p' "$d/a.out" | awk '{ printf "%s ", $1 }')" = \
+  "f32 int8 f32+ft pruned50 pruned50+ft rank/2 rank/2+ft " ] || fail "the rows"
+[ "$(wc -l < "$d/a.out")" = 10 ] && tail -n 1 "$d/a.out" | grep -q '^# train ' ||
+    fail "want 10 lines, the last '# train ...'"
+sed -n '3,9p' "$d/a.out" | awk 'NF != 10 { exit 1 }
     { for (i = 2; i <= 10; i++) if ($i !~ /^[0-9][0-9.]*$/) exit 1 }' ||
     fail "every row has ten columns of plain numbers"
-sed -n '3,8p' "$d/a.out" | awk '
+sed -n '3,9p' "$d/a.out" | awk '
     { n[$1] = $2; nz[$1] = $3; sp[$1] = $4; fl[$1] = $5; fnz[$1] = $6; kb[$1] = $7
       mm[$1] = $8; vl[$1] = $9 }
     function check(c, what) { if (!c) { print "compress: FAIL " what > "/dev/stderr"; bad = 1 } }
@@ -47,6 +47,7 @@ sed -n '3,8p' "$d/a.out" | awk '
         check(mm["int8"] * 3.5 < mm["f32"], "int8 matmul bytes < f32 / 3.5")
         check(kb["int8"] < kb["f32"], "int8 size < f32 size")
         check(nz["f32"] == n["f32"] && sp["f32"] == 0, "f32 dense")
+        check(n["f32+ft"] == n["f32"] && sp["f32+ft"] == 0, "f32+ft dense")
         for (r in sp) if (r ~ /^pruned/) {
             check(sp[r] >= 0.499 && sp[r] <= 0.501, r " sparsity 0.5")
             check(nz[r] < n[r] && fnz[r] < fl[r] && fl[r] == fl["f32"], r " nonzero counts")
@@ -56,13 +57,14 @@ sed -n '3,8p' "$d/a.out" | awk '
             check(n[r] < n["f32"] && fl[r] < fl["f32"] && mm[r] < mm["f32"], r " smaller")
         for (r in vl) check(vl[r] > 0 && vl[r] < 10, r " val loss finite")
         d = vl["int8"] - vl["f32"]; check(d < 0.05 && d > -0.05, "int8 val loss near f32")
+        check(vl["f32+ft"] < vl["f32"] + 0.5, "f32+ft val loss")
         check(vl["pruned50+ft"] < vl["f32"] + 0.5, "pruned50+ft val loss")
         check(vl["rank/2+ft"] < vl["f32"] + 0.5, "rank/2+ft val loss")
         exit bad
     }' || fail "relations between the rows"
 
 "$bin" $args > "$d/b.out" 2> "$d/b.err" || fail "second run"
-[ "$(sed -n '1,8p' "$d/a.out" | cut -c1-88)" = "$(sed -n '1,8p' "$d/b.out" | cut -c1-88)" ] ||
+[ "$(sed -n '1,9p' "$d/a.out" | cut -c1-88)" = "$(sed -n '1,9p' "$d/b.out" | cut -c1-88)" ] ||
     fail "two runs of one seed differ"
 
 # --ckpt: a checkpoint of char_gpt train.
@@ -72,7 +74,7 @@ sed -n '3,8p' "$d/a.out" | awk '
 "$bin" --ckpt "$d/m.ckpt" --data "$d/text.txt" --ft-iters 2 --eval-iters 1 --tokens 8 \
     --batch 4 --threads 2 > "$d/c.out" 2> "$d/c.err" || { cat "$d/c.err" >&2; fail "--ckpt"; }
 head -n 1 "$d/c.out" | grep -q "^# compress: L1 H2 C32 T16 V[0-9]*, $d/m.ckpt" &&
-    [ "$(wc -l < "$d/c.out")" = 9 ] || { cat "$d/c.out" >&2; fail "--ckpt table"; }
+    [ "$(wc -l < "$d/c.out")" = 10 ] || { cat "$d/c.out" >&2; fail "--ckpt table"; }
 
 "$bin" --iters 0 > "$d/e.out" 2> "$d/e.err"
 rc=$?
