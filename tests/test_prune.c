@@ -395,6 +395,57 @@ START_TEST(test_gpt_global_prune) {
 }
 END_TEST
 
+// A pruned GPT through a checkpoint: its state and masks (model.<name>_mask) saved together,
+// tt_gpt_load builds the model (the masks are extra entries it ignores) and tt_prune_restore
+// brings the masks back: the same masks, the same sparsity, and tt_prune_apply holds them.
+START_TEST(test_gpt_prune_checkpoint) {
+    char dir[64], path[128];
+    tt_test_mkdtemp(dir, sizeof dir, "prune_gpt");
+    snprintf(path, sizeof path, "%s/gpt.ckpt", dir);
+    tt_gpt_config c = tiny_config(4);
+    tt_rng rng;
+    tt_rng_seed(&rng, 14);
+    tt_gpt m, back;
+    ck_assert_int_eq(tt_gpt_init(&m, &c, &rng), TT_OK);
+    tt_params w, wb;
+    tt_params_init(&w);
+    tt_params_init(&wb);
+    tt_gpt_block_weights(&m, &w);
+    tt_pruning pr, pb;
+    tt_pruning_init(&pr);
+    tt_pruning_init(&pb);
+    tt_prune_global_unstructured(&pr, &w, 0.3);
+    tt_checkpoint ck;
+    tt_ckpt_init(&ck);
+    tt_gpt_ckpt_fill(&ck, &m, NULL, NULL);
+    tt_ckpt_add_params(&ck, "model.", &pr.masks);
+    ck_assert_int_eq(tt_ckpt_save(&ck, path), TT_OK);
+    tt_ckpt_free(&ck);
+    ck_assert_int_eq(tt_gpt_load(path, &back, &ck), TT_OK);
+    ck_assert_int_eq(tt_prune_restore(&pb, &ck, "model.", &back.params), TT_OK);
+    ck_assert_int_eq(pb.masks.n, 12);
+    tt_gpt_block_weights(&back, &wb);
+    ck_assert_double_eq(tt_sparsity(&wb), tt_sparsity(&w));
+    for (int i = 0; i < pr.masks.n; i++) {
+        ck_assert_str_eq(pb.masks.items[i].name, pr.masks.items[i].name);
+        ck_assert_uint_eq(tt_tensor_hash(pb.masks.items[i].tensor),
+                          tt_tensor_hash(pr.masks.items[i].tensor));
+    }
+    tt_fill_(back.blocks[0].attn.q_proj.weight, 1.0);
+    tt_prune_apply(&pb);
+    ck_assert_int_eq(tt_count_nonzero(back.blocks[0].attn.q_proj.weight),
+                     tt_count_nonzero(m.blocks[0].attn.q_proj.weight));
+    tt_ckpt_free(&ck);
+    tt_pruning_free(&pb);
+    tt_pruning_free(&pr);
+    tt_params_free(&wb);
+    tt_params_free(&w);
+    tt_gpt_free(&back);
+    tt_gpt_free(&m);
+    tt_test_rmdir(dir);
+}
+END_TEST
+
 // ---- SVD ----
 
 #define NSVD ((int)(sizeof svd_refs / sizeof svd_refs[0]))
@@ -684,6 +735,7 @@ int main(void) {
     tcase_add_test(pr, test_prune_checkpoint);
     tcase_add_loop_test(pr, test_gpt_prune_heads, 0, 2);
     tcase_add_test(pr, test_gpt_global_prune);
+    tcase_add_test(pr, test_gpt_prune_checkpoint);
     suite_add_tcase(s, pr);
 
     TCase *lr = tt_tcase("low_rank");
