@@ -10,9 +10,6 @@
 
 // ---- init / free ----
 
-// nanoGPT's _init_weights plus the scaled residual projections (GPT-2 paper, sec. 2.3):
-// matrices N(0, 0.02), attn.o_proj / mlp.proj N(0, 0.02 / sqrt(2 L)), biases 0, gains 1.
-// Draws from rng in parameter order.
 // Names as nanoGPT's modules, flattened: wte, wpe, blocks.<l>.*, ln_f, lm_head.
 void tt__gpt_list_params(tt_gpt *m) {
     char name[TT_NAME_MAX];
@@ -25,6 +22,9 @@ void tt__gpt_list_params(tt_gpt *m) {
     if (m->lm_head.weight) tt_linear_params(&m->lm_head, &m->params, "lm_head");
 }
 
+// nanoGPT's _init_weights plus the scaled residual projections (GPT-2 paper, sec. 2.3):
+// matrices N(0, 0.02), attn.o_proj / mlp.proj N(0, 0.02 / sqrt(2 L)), biases 0, gains 1.
+// Draws from rng in parameter order.
 static bool ends_with(const char *s, const char *suffix) {
     size_t n = strlen(s), k = strlen(suffix);
     return n >= k && strcmp(s + n - k, suffix) == 0;
