@@ -75,6 +75,8 @@ GC_OBJS     := $(GC_SRCS:%.c=$(BUILD)/obj/%.o)
 EXAMPLES    := tour mlp_moons char_gpt gpt char_lstm spiral_classify sort_digits
 # ---- LeNet on Fashion-MNIST ----
 EXAMPLES    += lenet
+# ---- compression: the milestone table (examples/compress.c) ----
+EXAMPLES    += compress
 
 .SECONDARY:
 .PHONY: all lib examples run data plot test test-run gradcheck bench bench-gpt2 deps install \
@@ -176,6 +178,7 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuz
 	echo "== lenet"; sh tests/run_lenet.sh $(BUILD) || fail=1; \
 	echo "== char_gpt data parallel"; MPIRUN="$(if $(filter 1,$(MPI)),$(MPIRUN))" \
 	    sh tests/run_char_gpt_dist.sh $(BUILD) || fail=1; \
+	echo "== compress"; sh tests/run_compress.sh $(BUILD) || fail=1; \
 	echo "== abort tests name their messages"; sh tests/check_abort_tests.sh || fail=1; \
 	if [ "$(SAN)" != 1 ] && [ -s ../shared/data/tinyshakespeare.txt -o -s $(CORPUS) ]; \
 	then echo "== make run (short)"; \
@@ -467,3 +470,12 @@ clean: clean-mpi
 .PHONY: clean-mpi
 clean-mpi:
 	rm -rf build-mpi build-san-mpi
+
+# ---- compression: the milestone table (examples/compress.c) ----
+# Trains the baby char GPT (or COMPRESS_ARGS="--ckpt FILE") and prints f32, int8, pruned and
+# low-rank side by side.
+.PHONY: compress
+compress:
+	@$(MAKE) --no-print-directory check-deps
+	@$(MAKE) --no-print-directory data/tinyshakespeare.txt $(BUILD)/compress
+	$(BUILD)/compress $(COMPRESS_ARGS)

@@ -34,16 +34,29 @@ tt_tensor *tt_linear_forward(tt_linear *m, tt_tensor *x) {
     TT_CHECK(x->ndim >= 1 && x->shape[x->ndim - 1] == m->in_features,
              "input %s must end in in_features=%lld", tt__shape(x), (long long)m->in_features);
     if (m->quantized) return tt_qlinear_forward(m->quantized, x);  // (..., out), int8
+    if (m->factors)  // low rank: (..., in) -> (..., r) -> (..., out)
+        return tt_linear_forward(&m->factors[1], tt_linear_forward(&m->factors[0], x));
     return tt_affine(x, m->weight, m->bias);  // (..., out)
 }
 
 void tt_linear_params(const tt_linear *m, tt_params *out, const char *prefix) {
+    if (m->factors) {  // torch.nn.Sequential's names: prefix.0.weight, prefix.1.weight, ...
+        char name[TT_NAME_MAX];
+        tt_linear_params(&m->factors[0], out, tt_name_index(name, prefix, 0));
+        tt_linear_params(&m->factors[1], out, tt_name_index(name, prefix, 1));
+        return;
+    }
     tt_params_add(out, prefix, "weight", m->weight);
     if (m->bias) tt_params_add(out, prefix, "bias", m->bias);
 }
 
 void tt_linear_free(tt_linear *m) {
     tt_linear_dequantize(m);
+    if (m->factors) {
+        tt_linear_free(&m->factors[0]);
+        tt_linear_free(&m->factors[1]);
+        tt_free(m->factors);
+    }
     tt_release(m->weight);
     tt_release(m->bias);
     memset(m, 0, sizeof *m);

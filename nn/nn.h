@@ -168,6 +168,7 @@ typedef struct tt_linear {
     tt_tensor *bias;    // (out,) or NULL
     int64_t in_features, out_features;
     struct tt_qlinear *quantized;  // owned; when set the forward runs it (tt_linear_quantize)
+    struct tt_linear *factors;     // owned pair when low rank (tt_linear_low_rank); weight NULL
 } tt_linear;
 
 void tt_linear_init(tt_linear *m, int64_t in_features, int64_t out_features, bool bias,
@@ -874,6 +875,92 @@ typedef struct tt_model_stats {
     int64_t out_shape[TT_MAX_DIMS];
 } tt_model_stats;
 tt_model_stats tt_model_summary(FILE *f, tt_module m, tt_tensor *x);
+
+// ---- pruning (nn/prune.c) ----
+// torch.nn.utils.prune's magnitude and structured pruning over named tensors. A tt_pruning
+// records each pruned tensor and its mask (same shape and dtype, 1 kept, 0 pruned), the masks
+// named as PyTorch's buffers: "<parameter name>_mask" ("blocks.0.mlp.fc.weight_mask").
+// Unlike PyTorch, which keeps weight_orig and recomputes weight = weight_orig * mask in a
+// forward pre-hook, the pruned entries of the tensor itself are set to 0, so a model runs
+// unchanged. To fine-tune, call tt_prune_apply after every optimizer step: it sets the pruned
+// entries to exactly +0.0 again, so neither their gradient (which is not zero: dW = dY^T X
+// does not depend on W), AdamW's momentum nor its weight decay can revive them (their
+// optimizer state keeps moving; only the weight is held).
+//
+//     tt_pruning pr;
+//     tt_pruning_init(&pr);
+//     tt_prune_global_unstructured(&pr, &weights, 0.5);   // the 50% smallest |w| of the list
+//     for (...) { ...; tt_optim_step(&o); tt_prune_apply(&pr); }
+//     tt_ckpt_add_params(&ck, "model.", &pr.masks);       // saved as model.<name>_mask
+//     tt_prune_remove(&pr, NULL);                          // permanent: forget the masks
+//     tt_pruning_free(&pr);
+//
+// amount is a fraction in [0, 1] (aborts otherwise) of the units (entries, or slices along
+// dim) that are still unpruned, as PyTorch's PruningContainer: pruning 0.5 twice leaves 25%.
+// round(amount * units) units are pruned (round half to even, Python's round), those of the
+// smallest magnitude; ties go in index order (the lower flat index, or the lower slice,
+// is pruned first; a global list is indexed in list order). Tensors are float and contiguous
+// (parameters are); pruning a tensor again under the same name combines the masks.
+
+typedef struct tt_pruning {
+    tt_params params;  // the pruned tensors (retained) under their names
+    tt_params masks;   // params.items[i]'s mask as "<name>_mask": buffers, no grad
+} tt_pruning;
+
+void tt_pruning_init(tt_pruning *p);
+void tt_pruning_free(tt_pruning *p);  // releases the references; the tensors keep their values
+
+// prune.l1_unstructured: the round(amount * n) unpruned entries of t with the smallest |t|.
+void tt_prune_l1_unstructured(tt_pruning *p, const char *name, tt_tensor *t, double amount);
+// prune.global_unstructured with L1Unstructured: one threshold over every entry of every
+// tensor of list, so layers lose different fractions.
+void tt_prune_global_unstructured(tt_pruning *p, const tt_params *list, double amount);
+// prune.ln_structured: whole slices along dim (dim 0 of a Linear's (out, in) weight: output
+// channels, i.e. rows) with the smallest L-n norm of the masked tensor, n > 0 or INFINITY.
+void tt_prune_ln_structured(tt_pruning *p, const char *name, tt_tensor *t, double amount,
+                            double n, int dim);
+// Prunes exactly the entries where keep[i] is false (keep: numel(t) flags, row-major), as
+// prune.custom_from_mask; other pruners and tt_gpt_prune_heads build on it.
+void tt_prune_custom(tt_pruning *p, const char *name, tt_tensor *t, const bool *keep);
+// Sets every pruned entry to 0 (after each optimizer step while fine-tuning).
+void tt_prune_apply(const tt_pruning *p);
+// prune.remove: applies the mask of the tensor named name one last time and forgets it, so the
+// zeros become ordinary weights; name NULL removes every one. Aborts for an unknown name.
+void tt_prune_remove(tt_pruning *p, const char *name);
+// The mask of name (borrowed), NULL when it is not pruned.
+tt_tensor *tt_prune_mask(const tt_pruning *p, const char *name);
+// Restores masks saved with tt_ckpt_add_params(ck, prefix, &p->masks): for each tensor of list
+// with a prefix + "<name>_mask" entry in ck (struct tt_checkpoint of nn/checkpoint.h), records
+// it as pruned with that mask and applies it. TT_ERR_MISMATCH for a mask whose dtype or shape
+// differs from its tensor, TT_ERR_FORMAT for values other than 0 and 1; nothing changes then.
+struct tt_checkpoint;
+tt_status tt_prune_restore(tt_pruning *p, const struct tt_checkpoint *ck, const char *prefix,
+                           const tt_params *list);
+
+// The fraction of entries equal to 0 (either sign) of a tensor, and over a whole list.
+int64_t tt_count_nonzero(const tt_tensor *t);
+double tt_tensor_sparsity(const tt_tensor *t);
+double tt_sparsity(const tt_params *list);
+
+// ---- low rank (nn/lowrank.c) ----
+
+// The thin SVD A = U diag(S) Vt of a row-major (m, n) f64 matrix by one-sided Jacobi
+// (Hestenes: rotate column pairs of A, or of A^T when m < n, until they are orthogonal to
+// machine precision), k = min(m, n): U (m, k), S (k) descending and >= 0, Vt (k, n), all
+// row-major, caller-allocated. Columns of U for zero singular values are zero.
+void tt_svd_jacobi(double *U, double *S, double *Vt, const double *A, int64_t m, int64_t n);
+// The same on a float matrix (m, n) (any layout): new f64 tensors U (m, k), S (k), Vh (k, n),
+// as torch.linalg.svd(A, full_matrices=False) up to the signs of singular vector pairs.
+void tt_svd(const tt_tensor *A, tt_tensor **U, tt_tensor **S, tt_tensor **Vh);
+
+// Replaces m's weight W (out, in) by its best rank-r approximation (Eckart-Young) as two
+// Linears, torch.nn.Sequential(Linear(in, r, bias=False), Linear(r, out)): m->factors[0]
+// weight sqrt(S_r) Vt_r (r, in), m->factors[1] weight U_r sqrt(S_r) (out, r) and m's bias.
+// The forward then runs both (2 r (in + out) FLOPs per row instead of 2 in out);
+// tt_linear_params lists "prefix.0.weight", "prefix.1.weight", "prefix.1.bias" (Sequential's
+// names), so rebuild a parameter list made before. The dense weight is released. Aborts for
+// rank outside [1, min(in, out)], a quantized Linear or one already factored.
+void tt_linear_low_rank(tt_linear *m, int64_t rank);
 
 #ifdef __cplusplus
 }

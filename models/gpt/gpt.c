@@ -10,6 +10,18 @@
 
 // ---- init / free ----
 
+// Names as nanoGPT's modules, flattened: wte, wpe, blocks.<l>.*, ln_f, lm_head.
+void tt__gpt_list_params(tt_gpt *m) {
+    char name[TT_NAME_MAX];
+    tt_params_free(&m->params);
+    tt_embedding_params(&m->wte, &m->params, "wte");
+    if (m->wpe.weight) tt_pos_embedding_params(&m->wpe, &m->params, "wpe");
+    for (int64_t l = 0; l < m->cfg.n_layer; l++)
+        tt_block_params(&m->blocks[l], &m->params, tt_name_index(name, "blocks", (int)l));
+    tt_norm_params(&m->ln_f, &m->params, "ln_f");
+    if (m->lm_head.weight) tt_linear_params(&m->lm_head, &m->params, "lm_head");
+}
+
 // nanoGPT's _init_weights plus the scaled residual projections (GPT-2 paper, sec. 2.3):
 // matrices N(0, 0.02), attn.o_proj / mlp.proj N(0, 0.02 / sqrt(2 L)), biases 0, gains 1.
 // Draws from rng in parameter order.
@@ -92,16 +104,8 @@ tt_status tt_gpt_init(tt_gpt *m, const tt_gpt_config *cfg, tt_rng *rng) {
     tt_norm_init(&m->ln_f, c->norm, c->n_embd, 1e-5, c->bias);
     if (!c->tie_weights) tt_linear_init(&m->lm_head, c->n_embd, c->vocab_size, false, scratch);
 
-    // Names as nanoGPT's modules, flattened: wte, wpe, blocks.<l>.*, ln_f, lm_head.
-    char name[TT_NAME_MAX];
     tt_params_init(&m->params);
-    tt_embedding_params(&m->wte, &m->params, "wte");
-    if (m->wpe.weight) tt_pos_embedding_params(&m->wpe, &m->params, "wpe");
-    for (int64_t l = 0; l < c->n_layer; l++)
-        tt_block_params(&m->blocks[l], &m->params, tt_name_index(name, "blocks", (int)l));
-    tt_norm_params(&m->ln_f, &m->params, "ln_f");
-    if (m->lm_head.weight) tt_linear_params(&m->lm_head, &m->params, "lm_head");
-
+    tt__gpt_list_params(m);
     init_weights(m, rng);
     tt_rng_seed(&m->dropout_rng, tt_rng_u64(rng));
     return TT_OK;
@@ -261,6 +265,12 @@ int64_t tt_gpt_matmul_weight_bytes(const tt_gpt *m) {
     for (int i = 0; i < n; i++) {
         if (lin[i]->quantized) {
             bytes += tt_qlinear_bytes(lin[i]->quantized);
+        } else if (lin[i]->factors) {  // low rank (tt_gpt_low_rank): both factors, f32
+            for (int f = 0; f < 2; f++) {
+                const tt_linear *x = &lin[i]->factors[f];
+                bytes += tt_numel(x->weight) * (int64_t)tt_dtype_size(x->weight->dtype);
+                if (x->bias) bytes += tt_numel(x->bias) * (int64_t)tt_dtype_size(x->bias->dtype);
+            }
         } else {
             bytes += tt_numel(lin[i]->weight) * (int64_t)tt_dtype_size(lin[i]->weight->dtype);
             if (lin[i]->bias)

@@ -257,6 +257,28 @@ tt_status tt_gpt_save_hf(const tt_gpt *m, const char *path, tt_st_dtype dtype);
 //     tt_model_summary(stderr, tt_gpt_module(&gpt), tokens);  // parameters, FLOPs, memory
 tt_module tt_gpt_module(tt_gpt *m);
 
+// ---- compression (models/gpt/compress.c): pruning and low rank on a GPT ----
+
+// The weights of every block's Linears (attn.q/k/v/o_proj, mlp.fc/proj) under their names in
+// m->params (retained into out): what magnitude pruning of a GPT prunes. The embeddings, the
+// norms and the head (tied to wte, or lm_head) are left out. A low-rank Linear contributes its
+// two factors.
+void tt_gpt_block_weights(const tt_gpt *m, tt_params *out);
+// Structured pruning of whole attention heads: for each head h of heads (in [0, n_head)) of
+// block layer, masks the rows h*HS .. (h+1)*HS of attn.q_proj.weight, the columns of the same
+// range of attn.o_proj.weight (so the head adds nothing to the residual stream) and, without
+// grouped-query attention, the rows of k_proj and v_proj too (shared by several heads
+// otherwise, so kept). Recorded in p under m->params' names; biases are not masked (the head's
+// output is cut by o_proj). Aborts for a layer, head or Linear that does not fit.
+void tt_gpt_prune_heads(tt_gpt *m, tt_pruning *p, int64_t layer, const int64_t *heads, int n);
+// Replaces every block Linear by its truncated SVD at rank max(1, floor(fraction * min(in,
+// out))) (nn.h's tt_linear_low_rank; fraction in (0, 1]) and rebuilds m->params, whose names
+// become blocks.<l>.mlp.fc.0.weight, ...fc.1.weight, ...fc.1.bias. The head is kept dense (the
+// tied one is the embedding table). Build an optimizer after this call, not before. A low-rank
+// GPT cannot be quantized, saved with tt_gpt_save and reloaded (the loader builds dense
+// Linears), or factored again; tt_gpt_matmul_weight_bytes counts both factors.
+void tt_gpt_low_rank(tt_gpt *m, double fraction);
+
 #ifdef __cplusplus
 }
 #endif

@@ -11,6 +11,10 @@ tt_tensor *tt__gpt_embed(tt_gpt *m, tt_tensor *tokens, int64_t pos);
 // x (..., C) after ln_f -> logits (..., V) with the tied or untied head.
 tt_tensor *tt__gpt_head(tt_gpt *m, tt_tensor *x);
 
+// Rebuilds m->params from the modules (after tt_gpt_init, or a change such as
+// tt_gpt_low_rank that replaces parameters). gpt.c.
+void tt__gpt_list_params(tt_gpt *m);
+
 // ---- KV cache ----
 // Per layer, the keys and values of positions 0 .. len-1 after QK-norm and RoPE and before the
 // grouped-query repeat: k[l], v[l] are (1, NKV, block_size, HS) buffers of the model's dtype.
