@@ -853,6 +853,26 @@ tt_module tt_qlinear_module(tt_qlinear *q);  // type "QuantizedLinear", no param
 void tt_linear_quantize(tt_linear *m);
 void tt_linear_dequantize(tt_linear *m);
 
+// ---- dynamic quantization of a module tree (nn/qlinear.c) ----
+// PyTorch's torch.ao.quantization.quantize_dynamic for Linear: walks m and its children
+// (tt_module_ops.children, depth first) and runs tt_linear_quantize on every Linear it
+// reaches, so their forwards run int8 (QuantizedLinear above); everything else stays f32, as
+// PyTorch's dynamic quantization leaves convolutions, norms and embeddings. Returns how many
+// Linears it quantized (a Linear reached twice counts twice; one with in > 65536, the int8
+// product's limit, stays f32 and is not counted). Quantizing again re-reads the f32 weights.
+// tt_dequantize_model frees them again (the forwards are then the f32 ones, bit for bit) and
+// returns how many it freed. A Linear is recognized by tt_linear_module's ops, so a custom
+// module's Linears are reached when its children callback lists them. The GPT's tied head is
+// no Linear: tt_gpt_quantize (models/gpt/gpt.h) handles it.
+//
+//     int n = tt_quantize_dynamic(tt_sequential_module(&seq));  // seq: conv, ..., 3 Linears
+//     tt_no_grad_begin();
+//     tt_tensor *logits = tt_sequential_forward(&seq, x);      // Linears int8, convs f32
+//     tt_no_grad_end();
+//     tt_dequantize_model(tt_sequential_module(&seq));          // back to f32
+int tt_quantize_dynamic(tt_module m);
+int tt_dequantize_model(tt_module m);
+
 #ifdef __cplusplus
 }
 #endif

@@ -111,3 +111,45 @@ void tt_linear_dequantize(tt_linear *m) {
     tt_free(m->quantized);
     m->quantized = NULL;
 }
+
+// ---- a module tree: every Linear in place ----
+
+typedef struct quantize_walk {
+    bool quantize;  // false: dequantize
+    int count;
+} quantize_walk;
+
+// A Linear is recognized by its ops table (tt_linear_module's), not by its type string, so a
+// user's module that calls itself "Linear" is walked as any other module.
+static bool is_linear(tt_module m) { return m.ops == tt_linear_module(NULL).ops; }
+
+static void quantize_visit(tt_module m, const char *name, void *ctx) {
+    (void)name;
+    quantize_walk *w = ctx;
+    if (is_linear(m)) {
+        tt_linear *lin = m.self;
+        if (w->quantize && lin->weight && lin->in_features <= TT_K_QGEMM_KMAX) {
+            tt_linear_quantize(lin);
+            w->count++;
+        } else if (!w->quantize && lin->quantized) {
+            tt_linear_dequantize(lin);
+            w->count++;
+        }
+        return;
+    }
+    tt_module_children(m, quantize_visit, w);
+}
+
+int tt_quantize_dynamic(tt_module m) {
+    TT_CHECK(m.ops, "the module is not initialized (ops is NULL); pass tt_<name>_module(&layer)");
+    quantize_walk w = {true, 0};
+    quantize_visit(m, NULL, &w);
+    return w.count;
+}
+
+int tt_dequantize_model(tt_module m) {
+    TT_CHECK(m.ops, "the module is not initialized (ops is NULL); pass tt_<name>_module(&layer)");
+    quantize_walk w = {false, 0};
+    quantize_visit(m, NULL, &w);
+    return w.count;
+}
