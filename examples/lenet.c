@@ -2,7 +2,8 @@
 // after each conv with --bn) trained on Fashion-MNIST with AdamW, the batches from a shuffling
 // DataLoader (random crop and flip with --augment); evaluates on the 10,000 test images each
 // epoch and checkpoints (model state with the batch-norm buffers, AdamW state, rng, epoch)
-// for an exact --resume.
+// for an exact --resume. --eval FILE evaluates a checkpoint instead; --quantize int8 adds the
+// test figures with the Linears int8 (tt_quantize_dynamic: convolutions stay f32).
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,12 +20,15 @@
 static const char usage[] =
     "usage: lenet [--epochs N] [--batch N] [--lr F] [--seed N] [--threads N] [--limit N]\n"
     "             [--bn] [--augment] [--out FILE] [--resume FILE] [--data DIR]\n"
+    "             [--eval FILE] [--quantize int8|f32]\n"
     "Defaults: 10 epochs, batch 128, lr 0.002, seed 1, out/lenet.ckpt (written each epoch),\n"
     "the data in " TT_FASHION_MNIST_DIR ". --limit N uses the first N train and test images.\n"
     "--bn puts BatchNorm2d after each conv; --augment pads by 2, crops 28 x 28 at random and\n"
     "flips half the training images. --resume FILE continues to --epochs with FILE's batch,\n"
     "limit, lr, --bn and --augment (those flags are ignored then), exactly as the\n"
-    "uninterrupted run.\n";
+    "uninterrupted run. --eval FILE evaluates FILE's model on the test images (no training);\n"
+    "--quantize int8 also evaluates it with its Linears int8 (dynamic quantization: per-channel\n"
+    "int8 weights, activations quantized per row at run time; the convolutions stay f32).\n";
 
 static void die(const char *fmt, ...) {
     va_list ap;
@@ -131,13 +135,45 @@ static void evaluate(lenet *m, tt_tensor *x, tt_tensor *y, double *loss, double 
     *acc = hits / (double)n;
 }
 
+// The bytes the three Linears' weights and biases take: f32, or their int8 packing.
+static int64_t linear_bytes(const lenet *m) {
+    const tt_linear *fc[] = {&m->f1, &m->f2, &m->f3};
+    int64_t bytes = 0;
+    for (int i = 0; i < 3; i++)
+        bytes += fc[i]->quantized ? tt_qlinear_bytes(fc[i]->quantized)
+                                  : 4 * (tt_numel(fc[i]->weight) + tt_numel(fc[i]->bias));
+    return bytes;
+}
+
+// evaluate, timed, printed on one line under the name what.
+static void report(lenet *m, tt_tensor *x, tt_tensor *y, const char *what) {
+    struct timespec t0, t1;
+    double loss, acc;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    evaluate(m, x, y, &loss, &acc);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ms = 1e3 * (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (t1.tv_nsec - t0.tv_nsec);
+    printf("%-4s test_loss=%.4f test_accuracy=%.4f linear_bytes=%lld eval_ms=%.1f\n", what, loss,
+           acc, (long long)linear_bytes(m), ms);
+    fflush(stdout);
+}
+
+// The f32 figures and, with --quantize int8, the int8 ones (the Linears quantized, then back).
+static void report_int8(lenet *m, tt_tensor *x, tt_tensor *y, bool int8) {
+    report(m, x, y, "f32");
+    if (!int8) return;
+    tt_quantize_dynamic(tt_sequential_module(&m->seq));
+    report(m, x, y, "int8");
+    tt_dequantize_model(tt_sequential_module(&m->seq));
+}
+
 // ---- command line and checkpoints ----
 
 typedef struct flags {
     int64_t epochs, batch, seed, threads, limit;
-    bool bn, augment;
+    bool bn, augment, int8;
     double lr;
-    const char *out, *resume, *data;
+    const char *out, *resume, *data, *eval;
 } flags;
 
 static int64_t int_flag(const char *name, const char *v, int64_t lo, int64_t hi) {
@@ -172,6 +208,11 @@ static void parse(int argc, char **argv, flags *f) {
         else if (!strcmp(a, "--out")) f->out = v;
         else if (!strcmp(a, "--resume")) f->resume = v;
         else if (!strcmp(a, "--data")) f->data = v;
+        else if (!strcmp(a, "--eval")) f->eval = v;
+        else if (!strcmp(a, "--quantize")) {
+            if (strcmp(v, "int8") && strcmp(v, "f32")) die("--quantize '%s' is not int8 or f32", v);
+            f->int8 = !strcmp(v, "int8");
+        }
         else if (!strcmp(a, "--lr")) {
             f->lr = strtod(v, &end);
             if (*end || end == v || !(f->lr > 0 && f->lr < 1)) die("--lr '%s' is not in (0, 1)", v);
@@ -237,12 +278,38 @@ static int64_t restore(flags *f, tt_checkpoint *ck, lenet *m, tt_optim *o, tt_rn
     return epoch;
 }
 
+// --eval FILE: FILE's model (its --bn from the file) on the test images.
+static void eval_checkpoint(const flags *f) {
+    tt_checkpoint ck;
+    int64_t bn;
+    if (tt_ckpt_load(&ck, f->eval) != TT_OK) die("%s", tt_last_error());
+    if (!tt_ckpt_get_i64(&ck, "bn", &bn))
+        die("--eval '%s' is not a lenet checkpoint; pass a file lenet --out wrote", f->eval);
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    lenet m;
+    lenet_init(&m, bn != 0, &rng);
+    if (tt_ckpt_restore_params(&ck, "model.", &m.state) != TT_OK)
+        die("--eval '%s' is not a lenet checkpoint of this model (%s)", f->eval, tt_last_error());
+    tt_ckpt_free(&ck);
+    tt_tensor *x, *y;
+    load_split(f->data, false, f->limit, &x, &y);
+    report_int8(&m, x, y, f->int8);
+    tt_release(x);
+    tt_release(y);
+    lenet_free(&m);
+}
+
 int main(int argc, char **argv) {
     flags f;
     parse(argc, argv, &f);
 #ifdef _OPENMP
     if (f.threads) omp_set_num_threads((int)f.threads);
 #endif
+    if (f.eval) {
+        eval_checkpoint(&f);
+        return 0;
+    }
     tt_checkpoint ck;
     if (f.resume) resume_flags(&f, &ck);
     tt_rng rng;
@@ -301,6 +368,7 @@ int main(int argc, char **argv) {
         save(&f, &m, &opt, &rng, epoch);
     }
     printf("done test_accuracy=%.4f\n", acc);
+    if (f.int8) report_int8(&m, xte, yte, true);
 
     tt_dataloader_free(loader);
     tt_dataset_destroy(train);
