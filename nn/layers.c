@@ -34,6 +34,7 @@ tt_tensor *tt_linear_forward(tt_linear *m, tt_tensor *x) {
     TT_CHECK(x->ndim >= 1 && x->shape[x->ndim - 1] == m->in_features,
              "input %s must end in in_features=%lld", tt__shape(x), (long long)m->in_features);
     if (m->quantized) return tt_qlinear_forward(m->quantized, x);  // (..., out), int8
+    if (m->observer) tt_observer_update(m->observer, x);  // static quantization's calibration
     return tt_affine(x, m->weight, m->bias);  // (..., out)
 }
 

@@ -165,6 +165,7 @@ typedef struct tt_linear {
     tt_tensor *bias;    // (out,) or NULL
     int64_t in_features, out_features;
     struct tt_qlinear *quantized;  // owned; when set the forward runs it (tt_linear_quantize)
+    struct tt_observer *observer;  // owned; when set the f32 forward records its input's range
 } tt_linear;
 
 void tt_linear_init(tt_linear *m, int64_t in_features, int64_t out_features, bool bias,
@@ -835,6 +836,11 @@ typedef struct tt_qlinear {
     struct tt_k_qweight *qweight;  // packed int8 weight, per-channel scales (owned)
     tt_tensor *bias;               // (out,) f32 or NULL (owned)
     int64_t in_features, out_features;
+    // Static activations (tt_qlinear_set_static): every row quantized with this one scale and
+    // zero point instead of its own range. false: dynamic, per row.
+    bool act_static;
+    float act_scale;
+    int32_t act_zero;
 } tt_qlinear;
 
 // From a weight (out, in) and a bias (out,) or NULL of any float dtype (copied and rounded to
@@ -849,7 +855,8 @@ void tt_qlinear_free(tt_qlinear *q);  // safe on a zeroed struct
 tt_module tt_qlinear_module(tt_qlinear *q);  // type "QuantizedLinear", no parameters
 
 // m->quantized from m's current weight (replacing an older one): tt_linear_forward then runs
-// int8. Re-quantize after changing the weight. _dequantize frees it (safe when not quantized).
+// int8. Re-quantize after changing the weight. _dequantize frees it, and a calibration
+// observer if any (safe when there is neither).
 void tt_linear_quantize(tt_linear *m);
 void tt_linear_dequantize(tt_linear *m);
 
@@ -872,6 +879,35 @@ void tt_linear_dequantize(tt_linear *m);
 //     tt_dequantize_model(tt_sequential_module(&seq));          // back to f32
 int tt_quantize_dynamic(tt_module m);
 int tt_dequantize_model(tt_module m);
+
+// ---- static quantization: calibrated activation ranges (nn/qlinear.c) ----
+// PyTorch's prepare / calibrate / convert with MinMaxObserver (affine quint8, per tensor):
+// tt_quantize_static_prepare attaches an observer to every Linear of m (their forwards stay
+// f32 and record the min and max of their inputs); run calibration batches through m's
+// forward (under tt_no_grad_begin()); tt_quantize_static_convert then quantizes each observed
+// Linear as tt_linear_quantize does, with its input quantized by one fixed scale and zero
+// point from the recorded range (tt_k_qact_from_range: the range widened to hold 0, 255 steps)
+// instead of per row at run time, and frees the observers. Inputs outside the calibrated range
+// clamp to its ends. Both return how many Linears they handled; convert aborts for a Linear
+// whose observer saw no input. tt_dequantize_model undoes either (and frees the observers).
+// tests/test_quantize.c, tests/test_milestone_digits.c.
+//
+//     tt_quantize_static_prepare(tt_sequential_module(&seq));
+//     tt_no_grad_begin();
+//     for (int b = 0; b < n_calib; b++) tt_scope_begin(), tt_sequential_forward(&seq, xb[b]),
+//                                        tt_scope_end();
+//     tt_no_grad_end();
+//     tt_quantize_static_convert(tt_sequential_module(&seq));  // the Linears run static int8
+typedef struct tt_observer {
+    double min, max;  // of every input element seen (NaNs skipped); +inf, -inf before any
+    int64_t batches;  // forwards observed
+} tt_observer;
+
+void tt_observer_update(tt_observer *o, const tt_tensor *x);  // x: any float dtype and layout
+int tt_quantize_static_prepare(tt_module m);
+int tt_quantize_static_convert(tt_module m);
+// Fixes q's activation quantization to the range [lo, hi] (widened to hold 0).
+void tt_qlinear_set_static(tt_qlinear *q, double lo, double hi);
 
 #ifdef __cplusplus
 }

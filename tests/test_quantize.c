@@ -1,7 +1,8 @@
 // Dynamic quantization of a module tree (tt_quantize_dynamic, tt_dequantize_model): an MLP
 // against a double-precision emulation of the int8 scheme layer by layer and against PyTorch
 // 1.13's quantize_dynamic; the counts over sequential, MLP, nested and LeNet-shaped trees;
-// convolutions left f32; dequantizing restores the f32 outputs bit for bit; the GPT.
+// convolutions left f32; dequantizing restores the f32 outputs bit for bit; the GPT; static
+// quantization (observers, calibration, fixed activation scales) against the emulation.
 #include "test_util.h"
 
 #include "../models/gpt/gpt.h"
@@ -31,17 +32,19 @@ static bool same_values(const tt_tensor *a, const tt_tensor *b) {
 
 // y (M, N) = the int8 product of x (M, K) and w (N, K) plus b: per-output-channel symmetric
 // int8 weights sw = max|w| / 127, per-row asymmetric u8 activations over [min(0, min x),
-// max(0, max x)] in 255 steps, round half to even, the int32 sum scaled back.
+// max(0, max x)] in 255 steps, round half to even, the int32 sum scaled back. With range
+// non-NULL (static quantization) every row uses [min(0, range[0]), max(0, range[1])] instead.
 static void emulate_linear(double *y, const double *x, const double *w, const double *b,
-                           int64_t M, int64_t N, int64_t K) {
+                           int64_t M, int64_t N, int64_t K, const double *range) {
     for (int64_t m = 0; m < M; m++) {
         double lo = 0, hi = 0;
         for (int64_t k = 0; k < K; k++) {
-            lo = fmin(lo, x[m * K + k]);
-            hi = fmax(hi, x[m * K + k]);
+            lo = fmin(lo, range ? range[0] : x[m * K + k]);
+            hi = fmax(hi, range ? range[1] : x[m * K + k]);
         }
         float sx = (float)(hi - lo) / 255.0f, inv = sx > 0 ? 1.0f / sx : 0;
         int32_t zx = (int32_t)nearbyintf(-(float)lo * inv);
+        zx = zx < 0 ? 0 : zx > 255 ? 255 : zx;
         for (int64_t n = 0; n < N; n++) {
             double mx = 0;
             for (int64_t k = 0; k < K; k++) mx = fmax(mx, fabs(w[n * K + k]));
@@ -99,7 +102,9 @@ static void ref_mlp_free(ref_mlp *m) {
 
 // The emulated int8 MLP on x (B, widths[0]): each layer in double on the previous layer's
 // output rounded to f32 (what the C forward hands on), ReLU between. out (B, widths[last]).
-static void emulate_mlp(double *out, const ref_mlp *m, const double *x, int64_t B) {
+// ranges: NULL (dynamic) or layer l's static input range at ranges[2 l], ranges[2 l + 1].
+static void emulate_mlp(double *out, const ref_mlp *m, const double *x, int64_t B,
+                        const double *ranges) {
     int64_t wmax = 0;
     for (int i = 0; i <= NQ_LAYERS; i++) wmax = quant_widths[i] > wmax ? quant_widths[i] : wmax;
     double *h = malloc((size_t)(B * wmax) * sizeof *h), *y = malloc((size_t)(B * wmax) *
@@ -108,7 +113,7 @@ static void emulate_mlp(double *out, const ref_mlp *m, const double *x, int64_t 
     for (int l = 0; l < NQ_LAYERS; l++) {
         int64_t K = quant_widths[l], N = quant_widths[l + 1];
         double *w = values(m->fc[l].weight), *b = values(m->fc[l].bias);
-        emulate_linear(y, h, w, b, B, N, K);
+        emulate_linear(y, h, w, b, B, N, K, ranges ? ranges + 2 * l : NULL);
         for (int64_t i = 0; i < B * N; i++) {
             double v = (double)(float)y[i];
             h[i] = l + 1 < NQ_LAYERS && v < 0 ? 0 : v;
@@ -143,7 +148,7 @@ START_TEST(test_mlp_vs_emulation_and_torch) {
     for (int i = 0; i < NQ_LAYERS; i++) ck_assert_ptr_nonnull(m.fc[i].quantized);
     tt_tensor *yq = tt_module_forward(mod, x);
     double *got = values(yq), *xd = values(x), *emu = malloc((size_t)(B * N) * sizeof *emu);
-    emulate_mlp(emu, &m, xd, B);
+    emulate_mlp(emu, &m, xd, B, NULL);
     double worst_emu = 0, worst_torch = 0, worst_f32 = 0;
     for (int64_t i = 0; i < B * N; i++) {
         worst_emu = fmax(worst_emu, fabs(got[i] - emu[i]));
@@ -371,7 +376,133 @@ START_TEST(test_gpt_blocks) {
 }
 END_TEST
 
+// ---- static quantization ----
+
+// A Linear with a fixed input range [-1.5, 2.5] on normal inputs (some beyond it: clamped):
+// the output equals the double emulation with that range; a range of zeros gives the bias.
+START_TEST(test_static_vs_emulation) {
+    const int64_t K = 40, N = 24, M = 7;
+    tt_rng rng;
+    tt_rng_seed(&rng, 6);
+    tt_linear fc;
+    tt_linear_init(&fc, K, N, true, &rng);
+    tt_qlinear q;
+    tt_qlinear_from_linear(&q, &fc);
+    tt_qlinear_set_static(&q, -1.5, 2.5);
+    ck_assert(q.act_static);
+    tt_no_grad_begin();
+    tt_scope_begin();
+    tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(M, K));
+    tt_tensor *y = tt_qlinear_forward(&q, x);
+    double *xd = values(x), *w = values(fc.weight), *b = values(fc.bias), *got = values(y);
+    double *ref = malloc((size_t)(M * N) * sizeof *ref), range[2] = {-1.5, 2.5}, scale = 0;
+    int clamped = 0;
+    for (int64_t i = 0; i < M * K; i++) clamped += xd[i] < -1.5 || xd[i] > 2.5;
+    ck_assert_int_gt(clamped, 0);
+    emulate_linear(ref, xd, w, b, M, N, K, range);
+    for (int64_t i = 0; i < M * N; i++) scale = fmax(scale, fabs(ref[i]));
+    for (int64_t i = 0; i < M * N; i++)
+        ck_assert_msg(fabs(got[i] - ref[i]) <= 1e-6 * scale, "y[%lld] = %.9g, emulated %.9g",
+                      (long long)i, got[i], ref[i]);
+    tt_qlinear_set_static(&q, 0, 0);
+    double *only_bias = values(tt_qlinear_forward(&q, x));
+    for (int64_t i = 0; i < M * N; i++) ck_assert_double_eq(only_bias[i], b[i % N]);
+    free(xd), free(w), free(b), free(got), free(ref), free(only_bias);
+    tt_scope_end();
+    tt_no_grad_end();
+    tt_qlinear_free(&q);
+    tt_linear_free(&fc);
+}
+END_TEST
+
+// Calibration of the reference MLP on its input: prepare attaches 3 observers and leaves the
+// f32 output's bits alone; each observer holds the exact range of its Linear's input (the
+// first: the input's); convert gives the double emulation with those ranges (to f32
+// rounding), within 3% of the output's scale of f32; dequantizing restores f32 bitwise.
+START_TEST(test_static_calibration_mlp) {
+    ref_mlp m;
+    ref_mlp_init(&m);
+    const int64_t B = QUANT_BATCH, K = quant_widths[0], N = quant_widths[NQ_LAYERS];
+    tt_module mod = tt_sequential_module(&m.seq);
+    tt_no_grad_begin();
+    tt_scope_begin();
+    tt_tensor *x = tt_from_data(TT_F32, TT_SHAPE(B, K), quant_x);
+    tt_tensor *yf = tt_module_forward(mod, x);
+    ck_assert_int_eq(tt_quantize_static_prepare(mod), NQ_LAYERS);
+    for (int i = 0; i < NQ_LAYERS; i++) ck_assert_int_eq(m.fc[i].observer->batches, 0);
+    ck_assert(same_values(tt_module_forward(mod, x), yf));
+    // Two halves of the batch: the ranges merge.
+    tt_module_forward(mod, tt_narrow(x, 0, 0, 2));
+    tt_module_forward(mod, tt_narrow(x, 0, 2, B - 2));
+    double lo = INFINITY, hi = -INFINITY, ranges[2 * NQ_LAYERS];
+    for (int64_t i = 0; i < B * K; i++) lo = fmin(lo, quant_x[i]), hi = fmax(hi, quant_x[i]);
+    ck_assert_double_eq(m.fc[0].observer->min, lo);
+    ck_assert_double_eq(m.fc[0].observer->max, hi);
+    for (int i = 0; i < NQ_LAYERS; i++) {
+        ck_assert_int_eq(m.fc[i].observer->batches, 3);
+        ranges[2 * i] = m.fc[i].observer->min;
+        ranges[2 * i + 1] = m.fc[i].observer->max;
+    }
+    ck_assert_double_eq(m.fc[1].observer->min, 0);  // after a ReLU
+    ck_assert_int_eq(tt_quantize_static_convert(mod), NQ_LAYERS);
+    for (int i = 0; i < NQ_LAYERS; i++) {
+        ck_assert_ptr_null(m.fc[i].observer);
+        ck_assert(m.fc[i].quantized && m.fc[i].quantized->act_static);
+    }
+    ck_assert_int_eq(tt_quantize_static_convert(mod), 0);  // nothing observed any more
+    tt_tensor *ys = tt_module_forward(mod, x);
+    double *got = values(ys), *f32 = values(yf), *xd = values(x);
+    double *emu = malloc((size_t)(B * N) * sizeof *emu), scale = 0, worst_emu = 0, worst = 0;
+    emulate_mlp(emu, &m, xd, B, ranges);
+    for (int64_t i = 0; i < B * N; i++) {
+        scale = fmax(scale, fabs(f32[i]));
+        worst_emu = fmax(worst_emu, fabs(got[i] - emu[i]));
+        worst = fmax(worst, fabs(got[i] - f32[i]));
+    }
+    printf("static int8 MLP: max |static - emulation| %.3g, |static - f32| %.3g (max |y| "
+           "%.4g)\n", worst_emu, worst, scale);
+    ck_assert_msg(worst_emu <= 1e-5 * scale, "static output %.3g from the emulation", worst_emu);
+    ck_assert_msg(worst > 0 && worst <= 0.03 * scale, "static output %.3g from f32", worst);
+    ck_assert_int_eq(tt_dequantize_model(mod), NQ_LAYERS);
+    ck_assert(same_values(tt_module_forward(mod, x), yf));
+    // Prepared and never converted: dequantize frees the observers (counts no quantized one).
+    ck_assert_int_eq(tt_quantize_static_prepare(mod), NQ_LAYERS);
+    ck_assert_int_eq(tt_dequantize_model(mod), 0);
+    ck_assert_ptr_null(m.fc[0].observer);
+    ck_assert_int_eq(tt_quantize_static_prepare(mod), NQ_LAYERS);  // freed by tt_linear_free
+    free(got), free(f32), free(xd), free(emu);
+    tt_scope_end();
+    tt_no_grad_end();
+    ref_mlp_free(&m);
+}
+END_TEST
+
 // ---- errors ----
+
+static tt_linear ab_fc;
+
+static void abort_setup(void) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    tt_linear_init(&ab_fc, 8, 4, true, &rng);
+}
+
+static void abort_teardown(void) { tt_linear_free(&ab_fc); }
+
+START_TEST(test_abort_convert_uncalibrated) {
+    tt_expect_abort("tt_quantize_static_convert: a Linear (in=8, out=4) has an observer that "
+                    "saw no input; run calibration batches");
+    tt_quantize_static_prepare(tt_linear_module(&ab_fc));
+    tt_quantize_static_convert(tt_linear_module(&ab_fc));
+}
+END_TEST
+
+START_TEST(test_abort_static_range) {
+    tt_expect_abort("the range [2, 1] must be ordered");
+    tt_linear_quantize(&ab_fc);
+    tt_qlinear_set_static(ab_fc.quantized, 2, 1);
+}
+END_TEST
 
 START_TEST(test_abort_uninitialized) {
     tt_expect_abort("tt_quantize_dynamic: the module is not initialized");
@@ -393,10 +524,15 @@ static Suite *quantize_suite(void) {
     tcase_add_test(tc, test_nested_counts);
     tcase_add_test(tc, test_lenet_shape);
     tcase_add_test(tc, test_gpt_blocks);
+    tcase_add_test(tc, test_static_vs_emulation);
+    tcase_add_test(tc, test_static_calibration_mlp);
     suite_add_tcase(s, tc);
     TCase *ab = tt_tcase_aborts("aborts_quantize");
     tcase_add_test_raise_signal(ab, test_abort_uninitialized, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_dequantize_uninitialized, SIGABRT);
+    tcase_add_checked_fixture(ab, abort_setup, abort_teardown);
+    tcase_add_test_raise_signal(ab, test_abort_convert_uncalibrated, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_static_range, SIGABRT);
     suite_add_tcase(s, ab);
     return s;
 }
