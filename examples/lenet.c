@@ -3,7 +3,8 @@
 // DataLoader (random crop and flip with --augment); evaluates on the 10,000 test images each
 // epoch and checkpoints (model state with the batch-norm buffers, AdamW state, rng, epoch)
 // for an exact --resume. --eval FILE evaluates a checkpoint instead; --quantize int8 adds the
-// test figures with the Linears int8 (tt_quantize_dynamic: convolutions stay f32).
+// test figures with the Linears int8 (tt_quantize_dynamic: convolutions stay f32), --quantize
+// static those with activation ranges calibrated on 1,000 training images.
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,7 +21,7 @@
 static const char usage[] =
     "usage: lenet [--epochs N] [--batch N] [--lr F] [--seed N] [--threads N] [--limit N]\n"
     "             [--bn] [--augment] [--out FILE] [--resume FILE] [--data DIR]\n"
-    "             [--eval FILE] [--quantize int8|f32]\n"
+    "             [--eval FILE] [--quantize int8|static|f32]\n"
     "Defaults: 10 epochs, batch 128, lr 0.002, seed 1, out/lenet.ckpt (written each epoch),\n"
     "the data in " TT_FASHION_MNIST_DIR ". --limit N uses the first N train and test images.\n"
     "--bn puts BatchNorm2d after each conv; --augment pads by 2, crops 28 x 28 at random and\n"
@@ -28,7 +29,9 @@ static const char usage[] =
     "limit, lr, --bn and --augment (those flags are ignored then), exactly as the\n"
     "uninterrupted run. --eval FILE evaluates FILE's model on the test images (no training);\n"
     "--quantize int8 also evaluates it with its Linears int8 (dynamic quantization: per-channel\n"
-    "int8 weights, activations quantized per row at run time; the convolutions stay f32).\n";
+    "int8 weights, activations quantized per row at run time; the convolutions stay f32);\n"
+    "--quantize static also with each Linear's input range calibrated on the first 1,000\n"
+    "training images and fixed (static quantization).\n";
 
 static void die(const char *fmt, ...) {
     va_list ap;
@@ -39,6 +42,9 @@ static void die(const char *fmt, ...) {
     va_end(ap);
     exit(2);
 }
+
+// --quantize: f32 only, also dynamic int8, also static int8.
+typedef enum quant_mode { Q_F32, Q_INT8, Q_STATIC } quant_mode;
 
 // ---- the model: conv(1->16, 5x5, pad 2)-[bn]-relu-pool, conv(16->32, 5x5)-[bn]-relu-pool,
 // 800-120-84-10; with bn the convs have no bias (the norm's shift replaces it)
@@ -153,25 +159,41 @@ static void report(lenet *m, tt_tensor *x, tt_tensor *y, const char *what) {
     evaluate(m, x, y, &loss, &acc);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double ms = 1e3 * (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (t1.tv_nsec - t0.tv_nsec);
-    printf("%-4s test_loss=%.4f test_accuracy=%.4f linear_bytes=%lld eval_ms=%.1f\n", what, loss,
+    printf("%-6s test_loss=%.4f test_accuracy=%.4f linear_bytes=%lld eval_ms=%.1f\n", what, loss,
            acc, (long long)linear_bytes(m), ms);
     fflush(stdout);
 }
 
-// The f32 figures and, with --quantize int8, the int8 ones (the Linears quantized, then back).
-static void report_int8(lenet *m, tt_tensor *x, tt_tensor *y, bool int8) {
+// The f32 figures; with --quantize int8 or static, the dynamic int8 ones (the Linears
+// quantized, then back); with static, also those calibrated on calib (N, 1, 28, 28).
+static void report_int8(lenet *m, tt_tensor *x, tt_tensor *y, quant_mode quantize,
+                        tt_tensor *calib) {
+    tt_module seq = tt_sequential_module(&m->seq);
     report(m, x, y, "f32");
-    if (!int8) return;
-    tt_quantize_dynamic(tt_sequential_module(&m->seq));
+    if (quantize == Q_F32) return;
+    tt_quantize_dynamic(seq);
     report(m, x, y, "int8");
-    tt_dequantize_model(tt_sequential_module(&m->seq));
+    tt_dequantize_model(seq);
+    if (quantize != Q_STATIC) return;
+    tt_quantize_static_prepare(seq);
+    bool prev = tt_set_grad_enabled(false);
+    tt_sequential_train(&m->seq, false);
+    tt_scope_begin();
+    tt_sequential_forward(&m->seq, calib);  // the observers record the ranges
+    tt_scope_end();
+    tt_sequential_train(&m->seq, true);
+    tt_set_grad_enabled(prev);
+    tt_quantize_static_convert(seq);
+    report(m, x, y, "static");
+    tt_dequantize_model(seq);
 }
 
 // ---- command line and checkpoints ----
 
 typedef struct flags {
     int64_t epochs, batch, seed, threads, limit;
-    bool bn, augment, int8;
+    bool bn, augment;
+    quant_mode quantize;
     double lr;
     const char *out, *resume, *data, *eval;
 } flags;
@@ -210,8 +232,10 @@ static void parse(int argc, char **argv, flags *f) {
         else if (!strcmp(a, "--data")) f->data = v;
         else if (!strcmp(a, "--eval")) f->eval = v;
         else if (!strcmp(a, "--quantize")) {
-            if (strcmp(v, "int8") && strcmp(v, "f32")) die("--quantize '%s' is not int8 or f32", v);
-            f->int8 = !strcmp(v, "int8");
+            if (!strcmp(v, "int8")) f->quantize = Q_INT8;
+            else if (!strcmp(v, "static")) f->quantize = Q_STATIC;
+            else if (!strcmp(v, "f32")) f->quantize = Q_F32;
+            else die("--quantize '%s' is not int8, static or f32", v);
         }
         else if (!strcmp(a, "--lr")) {
             f->lr = strtod(v, &end);
@@ -292,11 +316,14 @@ static void eval_checkpoint(const flags *f) {
     if (tt_ckpt_restore_params(&ck, "model.", &m.state) != TT_OK)
         die("--eval '%s' is not a lenet checkpoint of this model (%s)", f->eval, tt_last_error());
     tt_ckpt_free(&ck);
-    tt_tensor *x, *y;
+    tt_tensor *x, *y, *cx = NULL, *cy = NULL;
     load_split(f->data, false, f->limit, &x, &y);
-    report_int8(&m, x, y, f->int8);
+    if (f->quantize == Q_STATIC) load_split(f->data, true, 1000, &cx, &cy);
+    report_int8(&m, x, y, f->quantize, cx);
     tt_release(x);
     tt_release(y);
+    tt_release(cx);
+    tt_release(cy);
     lenet_free(&m);
 }
 
@@ -368,7 +395,11 @@ int main(int argc, char **argv) {
         save(&f, &m, &opt, &rng, epoch);
     }
     printf("done test_accuracy=%.4f\n", acc);
-    if (f.int8) report_int8(&m, xte, yte, true);
+    if (f.quantize != Q_F32) {
+        tt_tensor *calib = tt_narrow(xtr, 0, 0, n < 1000 ? n : 1000);
+        report_int8(&m, xte, yte, f.quantize, calib);
+        tt_release(calib);
+    }
 
     tt_dataloader_free(loader);
     tt_dataset_destroy(train);
