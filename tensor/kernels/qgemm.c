@@ -391,12 +391,13 @@ static _Thread_local struct {
     size_t cap;
 } ws;
 
-// Both products: rows quantized each with its own range (fixed NULL) or all with *fixed's.
+// Both products: rows quantized each with its own range (fixed NULL) or all with *fixed's;
+// func names the public function in messages.
 static void qgemm_f32(float *y, const float *x, const tt_k_qweight *qw, const float *bias,
-                      int64_t M, const tt_k_qact *fixed) {
-    TT_CHECK(qw && qw->packed, "the weight is not initialized; call "
-             "tt_k_qweight_init first");
-    TT_CHECK(M >= 0, "M = %lld must be >= 0", (long long)M);
+                      int64_t M, const tt_k_qact *fixed, const char *func) {
+    TT_CHECK_IN(func, qw && qw->packed, "the weight is not initialized; call "
+                "tt_k_qweight_init first");
+    TT_CHECK_IN(func, M >= 0, "M = %lld must be >= 0", (long long)M);
     if (M == 0) return;
     int64_t N = qw->N, K = qw->K, ldu = 4 * cdiv(K, 4);
     ldu = cdiv(ldu, 64) * 64;  // rows on cache lines
@@ -430,7 +431,7 @@ static void qgemm_f32(float *y, const float *x, const tt_k_qweight *qw, const fl
 
 void tt_k_qgemm_f32(float *y, const float *x, const tt_k_qweight *qw, const float *bias,
                     int64_t M) {
-    qgemm_f32(y, x, qw, bias, M, NULL);
+    qgemm_f32(y, x, qw, bias, M, NULL, "tt_k_qgemm_f32");
 }
 
 void tt_k_qgemm_f32_static(float *y, const float *x, const tt_k_qweight *qw, const float *bias,
@@ -438,7 +439,7 @@ void tt_k_qgemm_f32_static(float *y, const float *x, const tt_k_qweight *qw, con
     TT_CHECK(act.scale >= 0 && isfinite(act.scale) && act.zero >= 0 && act.zero <= 255,
              "activation scale %g, zero point %d; need a finite scale >= 0 and a zero point "
              "in [0, 255] (tt_k_qact_from_range makes them)", (double)act.scale, (int)act.zero);
-    qgemm_f32(y, x, qw, bias, M, &act);
+    qgemm_f32(y, x, qw, bias, M, &act, "tt_k_qgemm_f32_static");
 }
 
 tt_k_qact tt_k_qact_from_range(float lo, float hi) {
