@@ -829,7 +829,8 @@ tt_module tt_unflatten_module(tt_unflatten_layer *m);  // borrows m
 //     tt_tensor *y = tt_qlinear_forward(&q, x);  // x (..., in) f32 -> (..., out) f32
 //     tt_no_grad_end();
 //     tt_qlinear_free(&q);
-// Or in place, so every module that calls tt_linear_forward runs int8 (a GPT: tt_gpt_quantize):
+// Or in place, so every module that calls tt_linear_forward runs int8 (a whole module tree:
+// tt_quantize_dynamic below; a GPT: tt_gpt_quantize):
 //     tt_linear_quantize(&fc);   // fc's f32 weight stays (tt_linear_dequantize goes back)
 
 typedef struct tt_qlinear {
