@@ -2,7 +2,9 @@
 // after each conv with --bn) trained on Fashion-MNIST with AdamW, the batches from a shuffling
 // DataLoader (random crop and flip with --augment); evaluates on the 10,000 test images each
 // epoch and checkpoints (model state with the batch-norm buffers, AdamW state, rng, epoch)
-// for an exact --resume.
+// for an exact --resume. --eval FILE evaluates a checkpoint instead; --quantize int8 adds the
+// test figures with the Linears int8 (tt_quantize_dynamic: convolutions stay f32), --quantize
+// static those with activation ranges calibrated on 1,000 training images.
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,12 +21,17 @@
 static const char usage[] =
     "usage: lenet [--epochs N] [--batch N] [--lr F] [--seed N] [--threads N] [--limit N]\n"
     "             [--bn] [--augment] [--out FILE] [--resume FILE] [--data DIR]\n"
+    "             [--eval FILE] [--quantize int8|static|f32]\n"
     "Defaults: 10 epochs, batch 128, lr 0.002, seed 1, out/lenet.ckpt (written each epoch),\n"
     "the data in " TT_FASHION_MNIST_DIR ". --limit N uses the first N train and test images.\n"
     "--bn puts BatchNorm2d after each conv; --augment pads by 2, crops 28 x 28 at random and\n"
     "flips half the training images. --resume FILE continues to --epochs with FILE's batch,\n"
     "limit, lr, --bn and --augment (those flags are ignored then), exactly as the\n"
-    "uninterrupted run.\n";
+    "uninterrupted run. --eval FILE evaluates FILE's model on the test images (no training);\n"
+    "--quantize int8 also evaluates it with its Linears int8 (dynamic quantization: per-channel\n"
+    "int8 weights, activations quantized per row at run time; the convolutions stay f32);\n"
+    "--quantize static also with each Linear's input range calibrated on the first 1,000\n"
+    "training images and fixed (static quantization).\n";
 
 static void die(const char *fmt, ...) {
     va_list ap;
@@ -35,6 +42,9 @@ static void die(const char *fmt, ...) {
     va_end(ap);
     exit(2);
 }
+
+// --quantize: f32 only, also dynamic int8, also static int8.
+typedef enum quant_mode { Q_F32, Q_INT8, Q_STATIC } quant_mode;
 
 // ---- the model: conv(1->16, 5x5, pad 2)-[bn]-relu-pool, conv(16->32, 5x5)-[bn]-relu-pool,
 // 800-120-84-10; with bn the convs have no bias (the norm's shift replaces it)
@@ -131,13 +141,61 @@ static void evaluate(lenet *m, tt_tensor *x, tt_tensor *y, double *loss, double 
     *acc = hits / (double)n;
 }
 
+// The bytes the three Linears' weights and biases take: f32, or their int8 packing.
+static int64_t linear_bytes(const lenet *m) {
+    const tt_linear *fc[] = {&m->f1, &m->f2, &m->f3};
+    int64_t bytes = 0;
+    for (int i = 0; i < 3; i++)
+        bytes += fc[i]->quantized ? tt_qlinear_bytes(fc[i]->quantized)
+                                  : 4 * (tt_numel(fc[i]->weight) + tt_numel(fc[i]->bias));
+    return bytes;
+}
+
+// evaluate, timed, printed on one line under the name what.
+static void report(lenet *m, tt_tensor *x, tt_tensor *y, const char *what) {
+    struct timespec t0, t1;
+    double loss, acc;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    evaluate(m, x, y, &loss, &acc);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ms = 1e3 * (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (t1.tv_nsec - t0.tv_nsec);
+    printf("%-6s test_loss=%.4f test_accuracy=%.4f linear_bytes=%lld eval_ms=%.1f\n", what, loss,
+           acc, (long long)linear_bytes(m), ms);
+    fflush(stdout);
+}
+
+// The f32 figures; with --quantize int8 or static, the dynamic int8 ones (the Linears
+// quantized, then back); with static, also those calibrated on calib (N, 1, 28, 28).
+static void report_int8(lenet *m, tt_tensor *x, tt_tensor *y, quant_mode quantize,
+                        tt_tensor *calib) {
+    tt_module seq = tt_sequential_module(&m->seq);
+    report(m, x, y, "f32");
+    if (quantize == Q_F32) return;
+    tt_quantize_dynamic(seq);
+    report(m, x, y, "int8");
+    tt_dequantize_model(seq);
+    if (quantize != Q_STATIC) return;
+    tt_quantize_static_prepare(seq);
+    bool prev = tt_set_grad_enabled(false);
+    tt_sequential_train(&m->seq, false);
+    tt_scope_begin();
+    tt_sequential_forward(&m->seq, calib);  // the observers record the ranges
+    tt_scope_end();
+    tt_sequential_train(&m->seq, true);
+    tt_set_grad_enabled(prev);
+    tt_quantize_static_convert(seq);
+    report(m, x, y, "static");
+    tt_dequantize_model(seq);
+}
+
 // ---- command line and checkpoints ----
 
 typedef struct flags {
     int64_t epochs, batch, seed, threads, limit;
     bool bn, augment;
+    quant_mode quantize;
     double lr;
-    const char *out, *resume, *data;
+    const char *out, *resume, *data, *eval;
 } flags;
 
 static int64_t int_flag(const char *name, const char *v, int64_t lo, int64_t hi) {
@@ -172,6 +230,13 @@ static void parse(int argc, char **argv, flags *f) {
         else if (!strcmp(a, "--out")) f->out = v;
         else if (!strcmp(a, "--resume")) f->resume = v;
         else if (!strcmp(a, "--data")) f->data = v;
+        else if (!strcmp(a, "--eval")) f->eval = v;
+        else if (!strcmp(a, "--quantize")) {
+            if (!strcmp(v, "int8")) f->quantize = Q_INT8;
+            else if (!strcmp(v, "static")) f->quantize = Q_STATIC;
+            else if (!strcmp(v, "f32")) f->quantize = Q_F32;
+            else die("--quantize '%s' is not int8, static or f32", v);
+        }
         else if (!strcmp(a, "--lr")) {
             f->lr = strtod(v, &end);
             if (*end || end == v || !(f->lr > 0 && f->lr < 1)) die("--lr '%s' is not in (0, 1)", v);
@@ -237,12 +302,41 @@ static int64_t restore(flags *f, tt_checkpoint *ck, lenet *m, tt_optim *o, tt_rn
     return epoch;
 }
 
+// --eval FILE: FILE's model (its --bn from the file) on the test images.
+static void eval_checkpoint(const flags *f) {
+    tt_checkpoint ck;
+    int64_t bn;
+    if (tt_ckpt_load(&ck, f->eval) != TT_OK) die("%s", tt_last_error());
+    if (!tt_ckpt_get_i64(&ck, "bn", &bn))
+        die("--eval '%s' is not a lenet checkpoint; pass a file lenet --out wrote", f->eval);
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    lenet m;
+    lenet_init(&m, bn != 0, &rng);
+    if (tt_ckpt_restore_params(&ck, "model.", &m.state) != TT_OK)
+        die("--eval '%s' is not a lenet checkpoint of this model (%s)", f->eval, tt_last_error());
+    tt_ckpt_free(&ck);
+    tt_tensor *x, *y, *cx = NULL, *cy = NULL;
+    load_split(f->data, false, f->limit, &x, &y);
+    if (f->quantize == Q_STATIC) load_split(f->data, true, 1000, &cx, &cy);
+    report_int8(&m, x, y, f->quantize, cx);
+    tt_release(x);
+    tt_release(y);
+    tt_release(cx);
+    tt_release(cy);
+    lenet_free(&m);
+}
+
 int main(int argc, char **argv) {
     flags f;
     parse(argc, argv, &f);
 #ifdef _OPENMP
     if (f.threads) omp_set_num_threads((int)f.threads);
 #endif
+    if (f.eval) {
+        eval_checkpoint(&f);
+        return 0;
+    }
     tt_checkpoint ck;
     if (f.resume) resume_flags(&f, &ck);
     tt_rng rng;
@@ -301,6 +395,11 @@ int main(int argc, char **argv) {
         save(&f, &m, &opt, &rng, epoch);
     }
     printf("done test_accuracy=%.4f\n", acc);
+    if (f.quantize != Q_F32) {
+        tt_tensor *calib = tt_narrow(xtr, 0, 0, n < 1000 ? n : 1000);
+        report_int8(&m, xte, yte, f.quantize, calib);
+        tt_release(calib);
+    }
 
     tt_dataloader_free(loader);
     tt_dataset_destroy(train);

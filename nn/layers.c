@@ -36,6 +36,7 @@ tt_tensor *tt_linear_forward(tt_linear *m, tt_tensor *x) {
     if (m->quantized) return tt_qlinear_forward(m->quantized, x);  // (..., out), int8
     if (m->factors)  // low rank: (..., in) -> (..., r) -> (..., out)
         return tt_linear_forward(&m->factors[1], tt_linear_forward(&m->factors[0], x));
+    if (m->observer) tt_observer_update(m->observer, x);  // static quantization's calibration
     return tt_affine(x, m->weight, m->bias);  // (..., out)
 }
 

@@ -169,6 +169,7 @@ typedef struct tt_linear {
     int64_t in_features, out_features;
     struct tt_qlinear *quantized;  // owned; when set the forward runs it (tt_linear_quantize)
     struct tt_linear *factors;     // owned pair when low rank (tt_linear_low_rank); weight NULL
+    struct tt_observer *observer;  // owned; when set the f32 forward records its input's range
 } tt_linear;
 
 void tt_linear_init(tt_linear *m, int64_t in_features, int64_t out_features, bool bias,
@@ -832,13 +833,19 @@ tt_module tt_unflatten_module(tt_unflatten_layer *m);  // borrows m
 //     tt_tensor *y = tt_qlinear_forward(&q, x);  // x (..., in) f32 -> (..., out) f32
 //     tt_no_grad_end();
 //     tt_qlinear_free(&q);
-// Or in place, so every module that calls tt_linear_forward runs int8 (a GPT: tt_gpt_quantize):
+// Or in place, so every module that calls tt_linear_forward runs int8 (a whole module tree:
+// tt_quantize_dynamic below; a GPT: tt_gpt_quantize):
 //     tt_linear_quantize(&fc);   // fc's f32 weight stays (tt_linear_dequantize goes back)
 
 typedef struct tt_qlinear {
     struct tt_k_qweight *qweight;  // packed int8 weight, per-channel scales (owned)
     tt_tensor *bias;               // (out,) f32 or NULL (owned)
     int64_t in_features, out_features;
+    // Static activations (tt_qlinear_set_static): every row quantized with this one scale and
+    // zero point instead of its own range. false: dynamic, per row.
+    bool act_static;
+    float act_scale;
+    int32_t act_zero;
 } tt_qlinear;
 
 // From a weight (out, in) and a bias (out,) or NULL of any float dtype (copied and rounded to
@@ -853,7 +860,8 @@ void tt_qlinear_free(tt_qlinear *q);  // safe on a zeroed struct
 tt_module tt_qlinear_module(tt_qlinear *q);  // type "QuantizedLinear", no parameters
 
 // m->quantized from m's current weight (replacing an older one): tt_linear_forward then runs
-// int8. Re-quantize after changing the weight. _dequantize frees it (safe when not quantized).
+// int8. Re-quantize after changing the weight. _dequantize frees it, and a calibration
+// observer if any (safe when there is neither).
 void tt_linear_quantize(tt_linear *m);
 void tt_linear_dequantize(tt_linear *m);
 
@@ -961,6 +969,55 @@ void tt_svd(const tt_tensor *A, tt_tensor **U, tt_tensor **S, tt_tensor **Vh);
 // names), so rebuild a parameter list made before. The dense weight is released. Aborts for
 // rank outside [1, min(in, out)], a quantized Linear or one already factored.
 void tt_linear_low_rank(tt_linear *m, int64_t rank);
+
+// ---- dynamic quantization of a module tree (nn/qlinear.c) ----
+// PyTorch's torch.ao.quantization.quantize_dynamic for Linear: walks m and its children
+// (tt_module_ops.children, depth first) and runs tt_linear_quantize on every Linear it
+// reaches, so their forwards run int8 (QuantizedLinear above); everything else stays f32, as
+// PyTorch's dynamic quantization leaves convolutions, norms and embeddings. Returns how many
+// Linears it quantized (a Linear reached twice counts twice; one with in > 65536, the int8
+// product's limit, stays f32 and is not counted). Quantizing again re-reads the f32 weights.
+// tt_dequantize_model frees them again (the forwards are then the f32 ones, bit for bit) and
+// returns how many it freed. A Linear is recognized by tt_linear_module's ops, so a custom
+// module's Linears are reached when its children callback lists them. The GPT's tied head is
+// no Linear: tt_gpt_quantize (models/gpt/gpt.h) handles it.
+//
+//     int n = tt_quantize_dynamic(tt_sequential_module(&seq));  // seq: conv, ..., 3 Linears
+//     tt_no_grad_begin();
+//     tt_tensor *logits = tt_sequential_forward(&seq, x);      // Linears int8, convs f32
+//     tt_no_grad_end();
+//     tt_dequantize_model(tt_sequential_module(&seq));          // back to f32
+int tt_quantize_dynamic(tt_module m);
+int tt_dequantize_model(tt_module m);
+
+// ---- static quantization: calibrated activation ranges (nn/qlinear.c) ----
+// PyTorch's prepare / calibrate / convert with MinMaxObserver (affine quint8, per tensor):
+// tt_quantize_static_prepare attaches an observer to every Linear of m (their forwards stay
+// f32 and record the min and max of their inputs); run calibration batches through m's
+// forward (under tt_no_grad_begin()); tt_quantize_static_convert then quantizes each observed
+// Linear as tt_linear_quantize does, with its input quantized by one fixed scale and zero
+// point from the recorded range (tt_k_qact_from_range: the range widened to hold 0, 255 steps)
+// instead of per row at run time, and frees the observers. Inputs outside the calibrated range
+// clamp to its ends. Both return how many Linears they handled; convert aborts for a Linear
+// whose observer saw no input. tt_dequantize_model undoes either (and frees the observers).
+// tests/test_quantize.c, tests/test_milestone_digits.c.
+//
+//     tt_quantize_static_prepare(tt_sequential_module(&seq));
+//     tt_no_grad_begin();
+//     for (int b = 0; b < n_calib; b++) tt_scope_begin(), tt_sequential_forward(&seq, xb[b]),
+//                                        tt_scope_end();
+//     tt_no_grad_end();
+//     tt_quantize_static_convert(tt_sequential_module(&seq));  // the Linears run static int8
+typedef struct tt_observer {
+    double min, max;  // of every input element seen (NaNs skipped); +inf, -inf before any
+    int64_t batches;  // forwards observed
+} tt_observer;
+
+void tt_observer_update(tt_observer *o, const tt_tensor *x);  // x: any float dtype and layout
+int tt_quantize_static_prepare(tt_module m);
+int tt_quantize_static_convert(tt_module m);
+// Fixes q's activation quantization to the range [lo, hi] (widened to hold 0).
+void tt_qlinear_set_static(tt_qlinear *q, double lo, double hi);
 
 #ifdef __cplusplus
 }

@@ -5,6 +5,7 @@
 
 #include "../tensor/kernels/qgemm.h"
 
+#include <math.h>
 #include <string.h>
 
 // t (any float dtype, any layout) as a new contiguous f32 tensor, unscoped.
@@ -68,8 +69,12 @@ tt_tensor *tt_qlinear_forward(tt_qlinear *q, tt_tensor *x) {
     tt_tensor *y = tt__new(TT_F32, x->ndim, shape);  // (..., N)
     if (M > 0) {
         tt_tensor *xc = tt__contiguous_ref(x);       // (M, K)
-        tt_k_qgemm_f32(tt_data_f32(y), tt_data_f32(xc), q->qweight,
-                       q->bias ? tt_data_f32(q->bias) : NULL, M);
+        const float *b = q->bias ? tt_data_f32(q->bias) : NULL;
+        if (q->act_static)
+            tt_k_qgemm_f32_static(tt_data_f32(y), tt_data_f32(xc), q->qweight, b, M,
+                                  (tt_k_qact){q->act_scale, q->act_zero});
+        else
+            tt_k_qgemm_f32(tt_data_f32(y), tt_data_f32(xc), q->qweight, b, M);
         tt_release(xc);
     }
     return tt__autorelease(y);
@@ -106,8 +111,124 @@ void tt_linear_quantize(tt_linear *m) {
 }
 
 void tt_linear_dequantize(tt_linear *m) {
-    if (!m || !m->quantized) return;
+    if (!m) return;
+    tt_free(m->observer);
+    m->observer = NULL;
+    if (!m->quantized) return;
     tt_qlinear_free(m->quantized);
     tt_free(m->quantized);
     m->quantized = NULL;
+}
+
+// ---- a module tree: every Linear in place ----
+
+typedef enum walk_action {
+    WALK_DYNAMIC,     // tt_quantize_dynamic
+    WALK_DEQUANTIZE,  // tt_dequantize_model
+    WALK_PREPARE,     // tt_quantize_static_prepare
+    WALK_CONVERT,     // tt_quantize_static_convert
+} walk_action;
+
+typedef struct quantize_walk {
+    walk_action action;
+    int count;
+} quantize_walk;
+
+static void convert_linear(tt_linear *lin) {
+    const tt_observer *o = lin->observer;
+    TT_CHECK_IN("tt_quantize_static_convert", o->batches > 0, "a Linear (in=%lld, out=%lld) "
+                "has an observer that saw no input; run calibration batches through the "
+                "model's forward between tt_quantize_static_prepare and "
+                "tt_quantize_static_convert", (long long)lin->in_features,
+                (long long)lin->out_features);
+    double lo = o->min, hi = o->max;
+    tt_linear_quantize(lin);  // frees the observer
+    tt_qlinear_set_static(lin->quantized, lo, hi);
+}
+
+// A Linear is recognized by its ops table (tt_linear_module's), not by its type string, so a
+// user's module that calls itself "Linear" is walked as any other module.
+static bool is_linear(tt_module m) { return m.ops == tt_linear_module(NULL).ops; }
+
+static void quantize_visit(tt_module m, const char *name, void *ctx) {
+    (void)name;
+    quantize_walk *w = ctx;
+    if (is_linear(m)) {
+        tt_linear *lin = m.self;
+        bool fits = lin->weight && lin->in_features <= TT_K_QGEMM_KMAX;
+        if (w->action == WALK_DYNAMIC && fits) {
+            tt_linear_quantize(lin);
+            w->count++;
+        } else if (w->action == WALK_DEQUANTIZE && (lin->quantized || lin->observer)) {
+            w->count += lin->quantized != NULL;
+            tt_linear_dequantize(lin);
+        } else if (w->action == WALK_PREPARE && fits) {
+            tt_linear_dequantize(lin);
+            lin->observer = TT_MALLOC(sizeof *lin->observer);
+            *lin->observer = (tt_observer){.min = INFINITY, .max = -INFINITY, .batches = 0};
+            w->count++;
+        } else if (w->action == WALK_CONVERT && lin->observer) {
+            convert_linear(lin);
+            w->count++;
+        }
+        return;
+    }
+    tt_module_children(m, quantize_visit, w);
+}
+
+int tt_quantize_dynamic(tt_module m) {
+    TT_CHECK(m.ops, "the module is not initialized (ops is NULL); pass tt_<name>_module(&layer)");
+    quantize_walk w = {WALK_DYNAMIC, 0};
+    quantize_visit(m, NULL, &w);
+    return w.count;
+}
+
+int tt_dequantize_model(tt_module m) {
+    TT_CHECK(m.ops, "the module is not initialized (ops is NULL); pass tt_<name>_module(&layer)");
+    quantize_walk w = {WALK_DEQUANTIZE, 0};
+    quantize_visit(m, NULL, &w);
+    return w.count;
+}
+
+// ---- static quantization ----
+
+void tt_qlinear_set_static(tt_qlinear *q, double lo, double hi) {
+    TT_CHECK(q && q->qweight, "the module is not initialized; call tt_qlinear_from_linear");
+    TT_CHECK(lo == lo && hi == hi && lo <= hi, "the range [%g, %g] must be ordered and hold no "
+             "NaN", lo, hi);
+    tt_k_qact a = tt_k_qact_from_range((float)lo, (float)hi);
+    q->act_static = true;
+    q->act_scale = a.scale;
+    q->act_zero = a.zero;
+}
+
+void tt_observer_update(tt_observer *o, const tt_tensor *x) {
+    TT_CHECK(o && x, "the observer and the input must not be NULL");
+    TT_CHECK(tt_dtype_is_float(x->dtype), "input %s must be a float tensor, got %s",
+             tt__shape(x), tt_dtype_name(x->dtype));
+    tt_tensor *xf = to_f32(x);
+    const float *v = tt_data_f32(xf);
+    double lo = o->min, hi = o->max;
+    for (int64_t i = 0; i < tt_numel(xf); i++) {
+        lo = v[i] < lo ? v[i] : lo;  // NaN compares false: skipped
+        hi = v[i] > hi ? v[i] : hi;
+    }
+    tt_release(xf);
+    o->min = lo;
+    o->max = hi;
+    o->batches++;
+}
+
+int tt_quantize_static_prepare(tt_module m) {
+    TT_CHECK(m.ops, "the module is not initialized (ops is NULL); pass tt_<name>_module(&layer)");
+    quantize_walk w = {WALK_PREPARE, 0};
+    quantize_visit(m, NULL, &w);
+    return w.count;
+}
+
+int tt_quantize_static_convert(tt_module m) {
+    TT_CHECK(m.ops, "the module is not initialized (ops is NULL); pass tt_<name>_module(&layer)");
+    quantize_walk w = {WALK_CONVERT, 0};
+    quantize_visit(m, NULL, &w);
+    return w.count;
 }

@@ -226,10 +226,10 @@ static int gpt_linears(tt_gpt *m, tt_linear **out) {
 
 void tt_gpt_quantize(tt_gpt *m) {
     TT_CHECK(m && m->blocks, "the model is not initialized; call tt_gpt_init first");
-    tt_linear **lin = TT_MALLOC((size_t)gpt_linears(m, NULL) * sizeof *lin);
-    int n = gpt_linears(m, lin);
-    for (int i = 0; i < n; i++) tt_linear_quantize(lin[i]);
-    tt_free(lin);
+    // Each block's Linears through the module tree walk, then the head.
+    for (int64_t l = 0; l < m->cfg.n_layer; l++)
+        tt_quantize_dynamic(tt_block_module(&m->blocks[l]));
+    if (m->lm_head.weight) tt_linear_quantize(&m->lm_head);
     if (m->cfg.tie_weights) {
         if (m->head_int8) tt_qlinear_free(m->head_int8);
         else m->head_int8 = TT_MALLOC(sizeof *m->head_int8);
@@ -239,12 +239,10 @@ void tt_gpt_quantize(tt_gpt *m) {
 
 void tt_gpt_dequantize(tt_gpt *m) {
     if (!m) return;
-    if (m->blocks) {
-        tt_linear **lin = TT_MALLOC((size_t)gpt_linears(m, NULL) * sizeof *lin);
-        int n = gpt_linears(m, lin);
-        for (int i = 0; i < n; i++) tt_linear_dequantize(lin[i]);
-        tt_free(lin);
-    }
+    if (m->blocks)
+        for (int64_t l = 0; l < m->cfg.n_layer; l++)
+            tt_dequantize_model(tt_block_module(&m->blocks[l]));
+    tt_linear_dequantize(&m->lm_head);
     if (m->head_int8) {
         tt_qlinear_free(m->head_int8);
         tt_free(m->head_int8);

@@ -160,6 +160,19 @@ TT_CLONES static void quantize_row_u8(uint8_t *u, float *scale, int32_t *zero, c
     *zero = (int32_t)z;
 }
 
+// One row with a fixed scale s > 0 and zero point z in [0, 255] (static quantization): u (ldu)
+// bytes from x (K), values outside the range clamped to 0 or 255 (a NaN gives 0).
+TT_CLONES static void quantize_row_u8_fixed(uint8_t *u, const float *x, int64_t K, int64_t ldu,
+                                            float inv, float z) {
+    for (int64_t k = 0; k < K; k++) {
+        float v = round_even(x[k] * inv) + z;
+        v = v >= 0.0f ? v : 0.0f;
+        v = v <= 255.0f ? v : 255.0f;
+        u[k] = (uint8_t)(int32_t)v;
+    }
+    memset(u + K, 0, (size_t)(ldu - K));
+}
+
 void tt_k_quantize_u8(uint8_t *u, float *scale, int32_t *zero, const float *x, int64_t ldx,
                       int64_t ldu, int64_t M, int64_t K) {
     TT_CHECK(M >= 0 && K >= 0 && ldu >= K && ldx >= K, "M = %lld, K = "
@@ -378,11 +391,13 @@ static _Thread_local struct {
     size_t cap;
 } ws;
 
-void tt_k_qgemm_f32(float *y, const float *x, const tt_k_qweight *qw, const float *bias,
-                    int64_t M) {
-    TT_CHECK(qw && qw->packed, "the weight is not initialized; call "
-             "tt_k_qweight_init first");
-    TT_CHECK(M >= 0, "M = %lld must be >= 0", (long long)M);
+// Both products: rows quantized each with its own range (fixed NULL) or all with *fixed's;
+// func names the public function in messages.
+static void qgemm_f32(float *y, const float *x, const tt_k_qweight *qw, const float *bias,
+                      int64_t M, const tt_k_qact *fixed, const char *func) {
+    TT_CHECK_IN(func, qw && qw->packed, "the weight is not initialized; call "
+                "tt_k_qweight_init first");
+    TT_CHECK_IN(func, M >= 0, "M = %lld must be >= 0", (long long)M);
     if (M == 0) return;
     int64_t N = qw->N, K = qw->K, ldu = 4 * cdiv(K, 4);
     ldu = cdiv(ldu, 64) * 64;  // rows on cache lines
@@ -395,9 +410,43 @@ void tt_k_qgemm_f32(float *y, const float *x, const tt_k_qweight *qw, const floa
     uint8_t *u = (uint8_t *)ws.p;
     float *sx = (float *)(ws.p + M * ldu);
     int32_t *zx = (int32_t *)(sx + M);
-    tt_k_quantize_u8(u, sx, zx, x, K, ldu, M, K);
+    if (!fixed) {
+        tt_k_quantize_u8(u, sx, zx, x, K, ldu, M, K);
+    } else if (fixed->scale > 0) {
+        float inv = 1.0f / fixed->scale, z = (float)fixed->zero;
+        for (int64_t m = 0; m < M; m++) {
+            quantize_row_u8_fixed(u + m * ldu, x + m * K, K, ldu, inv, z);
+            sx[m] = fixed->scale;
+            zx[m] = fixed->zero;
+        }
+    } else {  // an all-zero calibration range: every input quantizes to 0
+        memset(u, 0, (size_t)(M * ldu));
+        for (int64_t m = 0; m < M; m++) sx[m] = 0, zx[m] = 0;
+    }
     qjob j = {.kern = active_kernel(), .u = u, .ldu = ldu, .packed = qw->packed, .M = M,
               .N = N, .KG = cdiv(K, 4), .y = y, .sx = sx, .zx = zx, .sw = qw->scale,
               .qsum = qw->qsum, .bias = bias};
     qgemm_run(&j, K);
+}
+
+void tt_k_qgemm_f32(float *y, const float *x, const tt_k_qweight *qw, const float *bias,
+                    int64_t M) {
+    qgemm_f32(y, x, qw, bias, M, NULL, "tt_k_qgemm_f32");
+}
+
+void tt_k_qgemm_f32_static(float *y, const float *x, const tt_k_qweight *qw, const float *bias,
+                           int64_t M, tt_k_qact act) {
+    TT_CHECK(act.scale >= 0 && isfinite(act.scale) && act.zero >= 0 && act.zero <= 255,
+             "activation scale %g, zero point %d; need a finite scale >= 0 and a zero point "
+             "in [0, 255] (tt_k_qact_from_range makes them)", (double)act.scale, (int)act.zero);
+    qgemm_f32(y, x, qw, bias, M, &act, "tt_k_qgemm_f32_static");
+}
+
+tt_k_qact tt_k_qact_from_range(float lo, float hi) {
+    lo = fminf(lo, 0.0f);
+    hi = fmaxf(hi, 0.0f);
+    float s = (hi - lo) / 255.0f;
+    if (!(s > 0) || !isfinite(s)) return (tt_k_qact){0.0f, 0};
+    float z = fmaxf(0.0f, fminf(255.0f, round_even(-lo * (1.0f / s))));
+    return (tt_k_qact){s, (int32_t)z};
 }

@@ -86,6 +86,23 @@ void tt_k_qgemm_s32(int32_t *S, const uint8_t *u, int64_t ldu, const int8_t *pac
 void tt_k_qgemm_f32(float *y, const float *x, const tt_k_qweight *qw, const float *bias,
                     int64_t M);
 
+// ---- static activations ----
+// Static (calibrated) quantization: one scale and zero point for every row, from a range
+// [lo, hi] recorded over calibration data (PyTorch's MinMaxObserver, affine quint8): the range
+// widened to hold 0, s = (hi - lo) / 255, z = round_half_even(-lo / s) (computed as -lo * (1 /
+// s), as the dynamic rows are); an empty or non-finite range gives s = 0, z = 0 (inputs
+// quantize to 0). Inputs outside the range clamp to 0 or 255, a NaN to 0.
+typedef struct tt_k_qact {
+    float scale;
+    int32_t zero;
+} tt_k_qact;
+
+tt_k_qact tt_k_qact_from_range(float lo, float hi);
+// tt_k_qgemm_f32 with every row of x quantized with act instead of its own range; the same
+// epilogue, so a row whose own range gives act's scale and zero point gets the same bits.
+void tt_k_qgemm_f32_static(float *y, const float *x, const tt_k_qweight *qw, const float *bias,
+                           int64_t M, tt_k_qact act);
+
 // ---- SIMD path ----
 // AUTO picks AVX512-VNNI (vpdpbusd on zmm, with AVX-512BW) when cpuid reports it, else AVX2,
 // else the portable C kernel. The AVX2 path widens bytes to int16 (vpmovzxbw, vpmovsxbw) and
