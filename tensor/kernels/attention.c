@@ -17,7 +17,12 @@
 //
 // Code written once for both dtypes: attention_portable.inc (the portable block operations)
 // and attention_driver.inc (the tiled forward and backward), each included per dtype below.
+//
+// bf16 products (dims.bf16, attention.h): the f32 driver with a table whose gemm rounds its
+// operands to bf16 and accumulates in f32, on vdpbf16ps (gemm_dpbf16) or in portable C
+// (gemm_bf16_portable); the same bits either way.
 #include "attention.h"
+#include "bf16.h"
 
 #include <math.h>
 
@@ -124,6 +129,55 @@ static float exp_flush(float x) { return x < EXP_MIN ? 0.0f : expf(x); }
 #undef ROW_DS_PORTABLE
 #undef ROW_SCALE_PORTABLE
 #undef OPS_PORTABLE
+
+// ---- bf16 products, portable C (f32 only) ----
+
+static float round_bf16(float x) { return tt_bf16_to_f32(tt_bf16_from_f32(x)); }
+
+// C (M, N) = alpha A B [+ C] as the f32 gemm, with every element of A and B rounded to bf16
+// and each element's products summed in f32 per k pair, the odd step's product first, then
+// the even step's (vdpbf16ps's order; an odd K gets a zero odd step), from 0. Products of bf16
+// values are exact in f32, so each step is one rounding, as in vdpbf16ps. In chunks of 64
+// columns of accumulators.
+static void gemm_bf16_portable(int64_t M, int64_t N, int64_t K, const float *a, int64_t a_rs,
+                               int64_t a_cs, const float *b, int64_t b_rs, float *c,
+                               int64_t c_rs, float alpha, bool acc) {
+    float t[64];
+    for (int64_t n0 = 0; n0 < N; n0 += 64) {
+        int64_t nn = min64(64, N - n0);
+        for (int64_t i = 0; i < M; i++) {
+            const float *ar = a + i * a_rs;
+            for (int64_t n = 0; n < nn; n++) t[n] = 0;
+            for (int64_t k = 0; k < K; k += 2) {
+                const float *b0 = b + k * b_rs + n0;
+                float a0 = round_bf16(ar[k * a_cs]);
+                if (k + 1 < K) {
+                    const float *b1 = b0 + b_rs;
+                    float a1 = round_bf16(ar[(k + 1) * a_cs]);
+                    for (int64_t n = 0; n < nn; n++) {
+                        t[n] += a1 * round_bf16(b1[n]);
+                        t[n] += a0 * round_bf16(b0[n]);
+                    }
+                } else {
+                    for (int64_t n = 0; n < nn; n++) {
+                        t[n] += 0.0f;  // the zero odd step (+0: turns a -0 into +0)
+                        t[n] += a0 * round_bf16(b0[n]);
+                    }
+                }
+            }
+            float *cr = c + i * c_rs + n0;
+            for (int64_t n = 0; n < nn; n++) {
+                float o = t[n] * alpha;
+                cr[n] = acc ? o + cr[n] : o;
+            }
+        }
+    }
+}
+
+static const ops_f32 ops_portable_bf16 = {
+    gemm_bf16_portable, row_max_portable_f32, row_exp_portable_f32, row_ds_portable_f32,
+    row_scale_portable_f32,
+};
 
 #if ATTN_X86
 
@@ -405,6 +459,144 @@ static const ops_f32 ops_avx2_f32 = {
     gemm_avx2, row_max_avx2, row_exp_avx2, row_ds_avx2, row_scale_avx2,
 };
 
+// ---- bf16 products on vdpbf16ps (AVX512-BF16, f32 only) ----
+// Both operands are packed into k pairs on the stack (the layout of tensor/kernels/bf16.h: a
+// 32-bit word holds the bf16 of step 2p in its low half and of step 2p + 1 in its high half),
+// A as (M, KP) words, B one block of 32 columns at a time as (KP, 32); tiles of up to 8 rows x
+// 32 columns accumulate from 0 over the pairs, then store as the f32 gemm does.
+
+#define TGT_BF16 __attribute__((target("avx512f,avx512bw,avx512bf16,avx2,fma")))
+#define KP_MAX 128  // k pairs packed on the stack (K <= 256); a longer K runs the portable code
+
+// Each lane of x rounded to bf16 as tt_bf16_from_f32 (subnormals kept, NaNs made quiet), the
+// bits in the lane's upper half (the lower half is garbage).
+TGT_BF16 INLINE __m512i round_hi512(__m512 x) {
+    __m512i u = _mm512_castps_si512(x);
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+    __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+    return _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x00400000));
+}
+
+// 16 words: low halves from r0[0 .. 16), high halves from r1[0 .. 16) (zeros when r1 is
+// NULL), lanes outside m zero.
+TGT_BF16 INLINE __m512i pair_rows16(const float *r0, const float *r1, __mmask16 m) {
+    __m512i lo = _mm512_srli_epi32(round_hi512(_mm512_maskz_loadu_ps(m, r0)), 16);
+    if (!r1) return lo;
+    __m512i hi = round_hi512(_mm512_maskz_loadu_ps(m, r1));
+    return _mm512_or_si512(lo, _mm512_and_si512(hi, _mm512_set1_epi32((int)0xffff0000u)));
+}
+
+// 16 words of pairs (x[2q], x[2q + 1]) from the `steps` (<= 32) floats at x, zeros past them.
+TGT_BF16 INLINE __m512i pair_line16(const float *x, int64_t steps) {
+    __m512i r0 = round_hi512(_mm512_maskz_loadu_ps(lanes16(steps), x));
+    __m512i r1 = round_hi512(_mm512_maskz_loadu_ps(lanes16(steps - 16), x + 16));
+    // the upper 16-bit halves of the 32 lanes, in order: 16-bit elements 1, 3, ..., 63
+    const __m512i idx = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39,
+                                         37, 35, 33, 31, 29, 27, 25, 23, 21, 19, 17, 15, 13,
+                                         11, 9, 7, 5, 3, 1);
+    return _mm512_permutex2var_epi16(r0, idx, r1);
+}
+
+// ap (M, KP) words from A (M, K), A[i, k] = a[i a_rs + k a_cs]; zero odd step past K.
+TGT_BF16 static void pack_a_bf16(uint32_t *ap, int64_t KP, int64_t M, int64_t K, const float *a,
+                                 int64_t a_rs, int64_t a_cs) {
+    if (a_cs == 1) {  // rows contiguous along k: 32 steps -> 16 words
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t p = 0; p < KP; p += 16)
+                _mm512_mask_storeu_epi32(ap + i * KP + p, lanes16(KP - p),
+                                         pair_line16(a + i * a_rs + 2 * p, K - 2 * p));
+    } else if (a_rs == 1) {  // columns contiguous along i: 16 rows' words of one pair
+        const __m512i idx = _mm512_mullo_epi32(
+            _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+            _mm512_set1_epi32((int)KP));
+        for (int64_t p = 0; p < KP; p++) {
+            const float *r0 = a + 2 * p * a_cs, *r1 = 2 * p + 1 < K ? r0 + a_cs : NULL;
+            for (int64_t i = 0; i < M; i += 16) {
+                __mmask16 m = lanes16(M - i);
+                _mm512_mask_i32scatter_epi32(ap + i * KP + p, m, idx,
+                                             pair_rows16(r0 + i, r1 ? r1 + i : NULL, m), 4);
+            }
+        }
+    } else {
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t p = 0; p < KP; p++) {
+                uint32_t lo = tt_bf16_from_f32(a[i * a_rs + 2 * p * a_cs]);
+                uint32_t hi = 2 * p + 1 < K ? tt_bf16_from_f32(a[i * a_rs + (2 * p + 1) * a_cs])
+                                            : 0;
+                ap[i * KP + p] = lo | hi << 16;
+            }
+    }
+}
+
+// Rows r < R <= TILE_R of C, 32 columns (lanes m0, m1): 2 R accumulators over the KP pairs.
+TGT_BF16 INLINE void tile_dpbf16(const int R, int64_t KP, const uint32_t *ap, const uint32_t *bp,
+                                 float *c, int64_t c_rs, __m512 va, __mmask16 m0, __mmask16 m1,
+                                 bool acc) {
+    __m512 c0[TILE_R], c1[TILE_R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) c0[r] = c1[r] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < KP; p++) {
+        __m512bh b0 = (__m512bh)_mm512_loadu_si512(bp + p * 32);
+        __m512bh b1 = (__m512bh)_mm512_loadu_si512(bp + p * 32 + 16);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            __m512bh x = (__m512bh)_mm512_set1_epi32((int)ap[r * KP + p]);
+            c0[r] = _mm512_dpbf16_ps(c0[r], x, b0);
+            c1[r] = _mm512_dpbf16_ps(c1[r], x, b1);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) store512(c + r * c_rs, c0[r], c1[r], va, m0, m1, acc);
+}
+
+// The bf16 block product (the contract of gemm_bf16_portable) on vdpbf16ps; M <= BQ.
+TGT_BF16 static void gemm_dpbf16(int64_t M, int64_t N, int64_t K, const float *a, int64_t a_rs,
+                                 int64_t a_cs, const float *b, int64_t b_rs, float *c,
+                                 int64_t c_rs, float alpha, bool acc) {
+    int64_t KP = (K + 1) / 2;
+    if (KP > KP_MAX || M > BQ) {
+        gemm_bf16_portable(M, N, K, a, a_rs, a_cs, b, b_rs, c, c_rs, alpha, acc);
+        return;
+    }
+    uint32_t ap[BQ * KP_MAX], bp[KP_MAX * 32];  // (M, KP), (KP, 32) words
+    pack_a_bf16(ap, KP, M, K, a, a_rs, a_cs);
+    __m512 va = _mm512_set1_ps(alpha);
+    for (int64_t n = 0; n < N; n += 32) {
+        __mmask16 m0 = lanes16(N - n), m1 = lanes16(N - n - 16);
+        for (int64_t p = 0; p < KP; p++) {
+            const float *r0 = b + 2 * p * b_rs + n, *r1 = 2 * p + 1 < K ? r0 + b_rs : NULL;
+            _mm512_storeu_si512(bp + p * 32, pair_rows16(r0, r1, m0));
+            _mm512_storeu_si512(bp + p * 32 + 16,
+                                pair_rows16(r0 + 16, r1 ? r1 + 16 : NULL, m1));
+        }
+        int64_t i = 0;
+        for (; i + TILE_R <= M; i += TILE_R)
+            tile_dpbf16(TILE_R, KP, ap + i * KP, bp, c + i * c_rs + n, c_rs, va, m0, m1, acc);
+        for (; i + 4 <= M; i += 4)
+            tile_dpbf16(4, KP, ap + i * KP, bp, c + i * c_rs + n, c_rs, va, m0, m1, acc);
+        for (; i < M; i++)
+            tile_dpbf16(1, KP, ap + i * KP, bp, c + i * c_rs + n, c_rs, va, m0, m1, acc);
+    }
+}
+
+static const ops_f32 ops_avx512_dpbf16 = {
+    gemm_dpbf16, row_max_avx512, row_exp_avx512, row_ds_avx512, row_scale_avx512,
+};
+static const ops_f32 ops_avx512_bf16 = {
+    gemm_bf16_portable, row_max_avx512, row_exp_avx512, row_ds_avx512, row_scale_avx512,
+};
+static const ops_f32 ops_avx2_dpbf16 = {
+    gemm_dpbf16, row_max_avx2, row_exp_avx2, row_ds_avx2, row_scale_avx2,
+};
+static const ops_f32 ops_avx2_bf16 = {
+    gemm_bf16_portable, row_max_avx2, row_exp_avx2, row_ds_avx2, row_scale_avx2,
+};
+static const ops_f32 ops_portable_dpbf16 = {
+    gemm_dpbf16, row_max_portable_f32, row_exp_portable_f32, row_ds_portable_f32,
+    row_scale_portable_f32,
+};
+
 #endif  // ATTN_X86
 
 // ---- dispatch ----
@@ -435,17 +627,28 @@ tt_kattn_isa tt_kattention_set_isa(tt_kattn_isa isa) {
     return prev;
 }
 
-static const ops_f32 *ops_get_f32(void) {
-    switch (tt_kattention_isa()) {
+// The f32 table: its row operations by tt_kattention_isa; with d->bf16, a gemm with bf16
+// products, on vdpbf16ps when the bf16 GEMM's path is AVX512-BF16.
+static const ops_f32 *ops_get_f32(const tt_kattn_dims *d) {
 #if ATTN_X86
-        case TT_KATTN_AVX512: return &ops_avx512_f32;
-        case TT_KATTN_AVX2: return &ops_avx2_f32;
-#endif
-        default: return &ops_portable_f32;
+    bool dp = d->bf16 && tt_k_bf16_active_path() == TT_K_BF16_AVX512BF16;
+    switch (tt_kattention_isa()) {
+        case TT_KATTN_AVX512:
+            return !d->bf16 ? &ops_avx512_f32 : dp ? &ops_avx512_dpbf16 : &ops_avx512_bf16;
+        case TT_KATTN_AVX2:
+            return !d->bf16 ? &ops_avx2_f32 : dp ? &ops_avx2_dpbf16 : &ops_avx2_bf16;
+        default:
+            return !d->bf16 ? &ops_portable_f32 : dp ? &ops_portable_dpbf16 : &ops_portable_bf16;
     }
+#else
+    return d->bf16 ? &ops_portable_bf16 : &ops_portable_f32;
+#endif
 }
 
-static const ops_f64 *ops_get_f64(void) { return &ops_portable_f64; }
+static const ops_f64 *ops_get_f64(const tt_kattn_dims *d) {
+    (void)d;  // f64 products stay f64
+    return &ops_portable_f64;
+}
 
 // ---- forward and backward drivers ----
 // Causal rows: query i sees keys j <= i, so the keys a tile row sees are lim = i + 1 - j0
