@@ -468,80 +468,76 @@ static const ops_f32 ops_avx2_f32 = {
 #define TGT_BF16 __attribute__((target("avx512f,avx512bw,avx512bf16,avx2,fma")))
 #define KP_MAX 128  // k pairs packed on the stack (K <= 256); a longer K runs the portable code
 
-// Each lane of x rounded to bf16 as tt_bf16_from_f32 (subnormals kept, NaNs made quiet), the
-// bits in the lane's upper half (the lower half is garbage).
-TGT_BF16 INLINE __m512i round_hi512(__m512 x) {
-    __m512i u = _mm512_castps_si512(x);
-    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
-    __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-    return _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x00400000));
-}
+// vcvtne2ps2bf16 rounds to nearest even and makes NaNs quiet as tt_bf16_from_f32 does, but
+// takes a subnormal input as zero, as vdpbf16ps would anyway.
 
 // 16 words: low halves from r0[0 .. 16), high halves from r1[0 .. 16) (zeros when r1 is
 // NULL), lanes outside m zero.
 TGT_BF16 INLINE __m512i pair_rows16(const float *r0, const float *r1, __mmask16 m) {
-    __m512i lo = _mm512_srli_epi32(round_hi512(_mm512_maskz_loadu_ps(m, r0)), 16);
-    if (!r1) return lo;
-    __m512i hi = round_hi512(_mm512_maskz_loadu_ps(m, r1));
-    return _mm512_or_si512(lo, _mm512_and_si512(hi, _mm512_set1_epi32((int)0xffff0000u)));
+    __m512 x0 = _mm512_maskz_loadu_ps(m, r0);
+    __m512 x1 = r1 ? _mm512_maskz_loadu_ps(m, r1) : _mm512_setzero_ps();
+    // 16-bit elements: x0's in 0 .. 15, x1's in 16 .. 31; interleaved into (x0[j], x1[j])
+    const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9,
+                                         24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1,
+                                         16, 0);
+    return _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(x1, x0));
 }
 
-// 16 words of pairs (x[2q], x[2q + 1]) from the `steps` (<= 32) floats at x, zeros past them.
-TGT_BF16 INLINE __m512i pair_line16(const float *x, int64_t steps) {
-    __m512i r0 = round_hi512(_mm512_maskz_loadu_ps(lanes16(steps), x));
-    __m512i r1 = round_hi512(_mm512_maskz_loadu_ps(lanes16(steps - 16), x + 16));
-    // the upper 16-bit halves of the 32 lanes, in order: 16-bit elements 1, 3, ..., 63
-    const __m512i idx = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39,
-                                         37, 35, 33, 31, 29, 27, 25, 23, 21, 19, 17, 15, 13,
-                                         11, 9, 7, 5, 3, 1);
-    return _mm512_permutex2var_epi16(r0, idx, r1);
+// 16 words of pairs (x[2q], x[2q + 1]) from the floats x[0 .. 16) (lanes m0) and
+// x[16 .. 32) (lanes m1), zeros outside them.
+TGT_BF16 INLINE __m512i pair_line16(const float *x, __mmask16 m0, __mmask16 m1) {
+    __m512 x0 = _mm512_maskz_loadu_ps(m0, x);
+    __m512 x1 = _mm512_maskz_loadu_ps(m1, x + 16);
+    return (__m512i)_mm512_cvtne2ps_pbh(x1, x0);
 }
 
-// ap (M, KP) words from A (M, K), A[i, k] = a[i a_rs + k a_cs]; zero odd step past K.
-TGT_BF16 static void pack_a_bf16(uint32_t *ap, int64_t KP, int64_t M, int64_t K, const float *a,
-                                 int64_t a_rs, int64_t a_cs) {
-    if (a_cs == 1) {  // rows contiguous along k: 32 steps -> 16 words
-        for (int64_t i = 0; i < M; i++)
-            for (int64_t p = 0; p < KP; p += 16)
-                _mm512_mask_storeu_epi32(ap + i * KP + p, lanes16(KP - p),
-                                         pair_line16(a + i * a_rs + 2 * p, K - 2 * p));
-    } else if (a_rs == 1) {  // columns contiguous along i: 16 rows' words of one pair
-        const __m512i idx = _mm512_mullo_epi32(
-            _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-            _mm512_set1_epi32((int)KP));
+// A (M, K), A[i, k] = a[i a_rs + k a_cs], into words: pair p of row i at ap[i *ai + p *ap_],
+// zero odd step past K. Rows contiguous along k: i-major (ai = KP, ap_ = 1); columns
+// contiguous along i: p-major (ai = 1, ap_ = BQ); else i-major, one element at a time.
+TGT_BF16 static void pack_a_bf16(uint32_t *ap, int64_t *ai, int64_t *ap_, int64_t KP, int64_t M,
+                                 int64_t K, const float *a, int64_t a_rs, int64_t a_cs) {
+    if (a_rs == 1 && a_cs != 1) {
+        *ai = 1, *ap_ = BQ;
         for (int64_t p = 0; p < KP; p++) {
             const float *r0 = a + 2 * p * a_cs, *r1 = 2 * p + 1 < K ? r0 + a_cs : NULL;
-            for (int64_t i = 0; i < M; i += 16) {
-                __mmask16 m = lanes16(M - i);
-                _mm512_mask_i32scatter_epi32(ap + i * KP + p, m, idx,
-                                             pair_rows16(r0 + i, r1 ? r1 + i : NULL, m), 4);
-            }
+            for (int64_t i = 0; i < M; i += 16)
+                _mm512_storeu_si512(ap + p * BQ + i,
+                                    pair_rows16(r0 + i, r1 ? r1 + i : NULL, lanes16(M - i)));
         }
-    } else {
-        for (int64_t i = 0; i < M; i++)
-            for (int64_t p = 0; p < KP; p++) {
-                uint32_t lo = tt_bf16_from_f32(a[i * a_rs + 2 * p * a_cs]);
-                uint32_t hi = 2 * p + 1 < K ? tt_bf16_from_f32(a[i * a_rs + (2 * p + 1) * a_cs])
-                                            : 0;
-                ap[i * KP + p] = lo | hi << 16;
-            }
+        return;
     }
+    *ai = KP, *ap_ = 1;
+    if (a_cs == 1) {  // 32 steps of k -> 16 words, the masks shared by the rows
+        for (int64_t p = 0; p < KP; p += 16) {
+            __mmask16 mw = lanes16(KP - p), m0 = lanes16(K - 2 * p), m1 = lanes16(K - 2 * p - 16);
+            for (int64_t i = 0; i < M; i++)
+                _mm512_mask_storeu_epi32(ap + i * KP + p, mw,
+                                         pair_line16(a + i * a_rs + 2 * p, m0, m1));
+        }
+        return;
+    }
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t p = 0; p < KP; p++) {
+            uint32_t lo = tt_bf16_from_f32(a[i * a_rs + 2 * p * a_cs]);
+            uint32_t hi = 2 * p + 1 < K ? tt_bf16_from_f32(a[i * a_rs + (2 * p + 1) * a_cs]) : 0;
+            ap[i * KP + p] = lo | hi << 16;
+        }
 }
 
-// Rows r < R <= TILE_R of C, 32 columns (lanes m0, m1): 2 R accumulators over the KP pairs.
-TGT_BF16 INLINE void tile_dpbf16(const int R, int64_t KP, const uint32_t *ap, const uint32_t *bp,
-                                 float *c, int64_t c_rs, __m512 va, __mmask16 m0, __mmask16 m1,
-                                 bool acc) {
+// Rows r < R <= TILE_R of C, 32 columns (lanes m0, m1): 2 R accumulators over the KP pairs;
+// pair p of row r at ap[r ai + p ap_].
+TGT_BF16 INLINE void tile_dpbf16(const int R, int64_t KP, const uint32_t *ap, int64_t ai,
+                                 int64_t ap_, const uint32_t *bp, float *c, int64_t c_rs,
+                                 __m512 va, __mmask16 m0, __mmask16 m1, bool acc) {
     __m512 c0[TILE_R], c1[TILE_R];
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) c0[r] = c1[r] = _mm512_setzero_ps();
-    for (int64_t p = 0; p < KP; p++) {
+    for (int64_t p = 0; p < KP; p++, ap += ap_) {
         __m512bh b0 = (__m512bh)_mm512_loadu_si512(bp + p * 32);
         __m512bh b1 = (__m512bh)_mm512_loadu_si512(bp + p * 32 + 16);
 #pragma GCC unroll 8
         for (int r = 0; r < R; r++) {
-            __m512bh x = (__m512bh)_mm512_set1_epi32((int)ap[r * KP + p]);
+            __m512bh x = (__m512bh)_mm512_set1_epi32((int)ap[r * ai]);
             c0[r] = _mm512_dpbf16_ps(c0[r], x, b0);
             c1[r] = _mm512_dpbf16_ps(c1[r], x, b1);
         }
@@ -559,8 +555,9 @@ TGT_BF16 static void gemm_dpbf16(int64_t M, int64_t N, int64_t K, const float *a
         gemm_bf16_portable(M, N, K, a, a_rs, a_cs, b, b_rs, c, c_rs, alpha, acc);
         return;
     }
-    uint32_t ap[BQ * KP_MAX], bp[KP_MAX * 32];  // (M, KP), (KP, 32) words
-    pack_a_bf16(ap, KP, M, K, a, a_rs, a_cs);
+    uint32_t ap[BQ * KP_MAX], bp[KP_MAX * 32];  // A's words (pack_a_bf16), (KP, 32) words
+    int64_t ai, ap_;
+    pack_a_bf16(ap, &ai, &ap_, KP, M, K, a, a_rs, a_cs);
     __m512 va = _mm512_set1_ps(alpha);
     for (int64_t n = 0; n < N; n += 32) {
         __mmask16 m0 = lanes16(N - n), m1 = lanes16(N - n - 16);
@@ -572,11 +569,14 @@ TGT_BF16 static void gemm_dpbf16(int64_t M, int64_t N, int64_t K, const float *a
         }
         int64_t i = 0;
         for (; i + TILE_R <= M; i += TILE_R)
-            tile_dpbf16(TILE_R, KP, ap + i * KP, bp, c + i * c_rs + n, c_rs, va, m0, m1, acc);
+            tile_dpbf16(TILE_R, KP, ap + i * ai, ai, ap_, bp, c + i * c_rs + n, c_rs, va, m0, m1,
+                        acc);
         for (; i + 4 <= M; i += 4)
-            tile_dpbf16(4, KP, ap + i * KP, bp, c + i * c_rs + n, c_rs, va, m0, m1, acc);
+            tile_dpbf16(4, KP, ap + i * ai, ai, ap_, bp, c + i * c_rs + n, c_rs, va, m0, m1,
+                        acc);
         for (; i < M; i++)
-            tile_dpbf16(1, KP, ap + i * KP, bp, c + i * c_rs + n, c_rs, va, m0, m1, acc);
+            tile_dpbf16(1, KP, ap + i * ai, ai, ap_, bp, c + i * c_rs + n, c_rs, va, m0, m1,
+                        acc);
     }
 }
 
