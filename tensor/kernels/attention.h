@@ -94,17 +94,20 @@ const char *tt_kattention_isa_name(tt_kattn_isa isa);  // "portable", "avx2", "a
 tt_kattn_isa tt_kattention_set_isa(tt_kattn_isa isa);
 
 // ---- bf16 products (dims.bf16) ----
-// Every block product (q k^T and P v forward; P^T dy, dy v^T, dS k and dS^T q backward) rounds
-// both operands to bf16 (nearest even: q, k, v, dy, the probabilities P and dS) and
-// accumulates in f32, as PyTorch's bf16 autocast feeds its matmuls; the softmax statistics
-// (row max, sum, lse), D = rowsum(dy y), dS = P (dP - D) and the rescaling of y stay f32. The
-// forward rounds the unnormalized weights exp(s - m) and divides y by their f32 sum at the
-// end (FlashAttention's order); the backward rounds P = exp(s - lse). Each product is one f32
-// chain over k that adds each k pair as vdpbf16ps is specified to (the odd step's product,
-// then the even step's; products of bf16 values are exact in f32), so its vdpbf16ps kernel
-// (AVX512-BF16 CPUs) and the portable one that widens to f32 give the same bits, except where
-// a product or a partial sum is subnormal (vdpbf16ps takes those as zero). Which one runs
-// follows the bf16 GEMM's path (tensor/kernels/bf16.h: tt_k_bf16_set_path); the other block
-// operations follow tt_kattention_isa as in f32.
+// Every block product (q k^T and P v forward; P^T dy, dy v^T, dS k and dS^T q backward) rounds both
+// operands to bf16 (nearest even: q, k, v, dy, the probabilities P and dS) and accumulates in f32,
+// as PyTorch's bf16 autocast feeds its matmuls; the softmax statistics (row max, sum, lse), D =
+// rowsum(dy y), dS = P (dP - D) and the rescaling of y stay f32. The forward rounds the
+// unnormalized weights exp(s - m) and divides y by their f32 sum at the end (FlashAttention's
+// order); the backward rounds P = exp(s - lse). Each product is one f32 chain over k that adds each
+// k pair as vdpbf16ps is specified to (the odd step's product, then the even step's; products of
+// bf16 values are exact in f32), so its vdpbf16ps kernel (AVX512-BF16 CPUs) and the portable one
+// that widens to f32 give the same bits, except where an input, a product or a partial sum is
+// subnormal (|x| < 2^-126: vdpbf16ps and vcvtne2ps2bf16 take those as zero; the forward's weights
+// are >= exp(-87), above that). The portable kernel is correct, not tuned for speed (no SIMD of its
+// own). The vdpbf16ps kernel packs both operands per call, on the stack, for K <= 256 (a longer K,
+// HS > 256, runs the portable code). Which one runs follows the bf16 GEMM's path
+// (tensor/kernels/bf16.h: tt_k_bf16_set_path); the other block operations follow tt_kattention_isa
+// as in f32.
 
 #endif  // TT_KERNELS_ATTENTION_H
