@@ -1,8 +1,8 @@
 // The fused attention under bf16 autocast (tensor/kernels/attention.h, "bf16 products"):
 // forward and the three gradients against an emulation in double that rounds the products'
 // inputs to bf16 (q, k, v, the weights, dy, dS) and follows the kernel's key tiles and running
-// max; plain f32 is far outside its tolerance. The vdpbf16ps and the portable products give
-// the same bits on every instruction set of the row operations; 1 and 2 threads the same bits;
+// max, on every kernel of the products; plain f32 is far outside its tolerance. vdpbf16ps and
+// the widening (AVX-512F, AVX2) or portable products give the same bits; 1 and 2 threads too;
 // f64 and f32 outside autocast untouched by the switch. GPT parity with PyTorch's autocast:
 // test_gpt_parity.
 #include <stdint.h>
@@ -180,9 +180,13 @@ START_TEST(test_bf16_matches_emulation) {
     double *dk = calloc((size_t)nk, sizeof *dk), *dv = calloc((size_t)nk, sizeof *dv);
     emulate(y, dq, dk, dv, tt_data(q), tt_data(k), tt_data(v), tt_data(dy), c, scale);
     const char *names[4] = {"y", "dq", "dk", "dv"};
-    for (int isa = 0; isa < TT_KATTN_ISA_COUNT; isa++) {
-        tt_kattention_set_isa((tt_kattn_isa)isa);
+    // the bf16 path AUTO (vdpbf16ps where the CPU has it) and GENERIC (the ISA's widening
+    // kernel, or portable C), under each ISA of the row operations
+    for (int run_i = 0; run_i < 2 * TT_KATTN_ISA_COUNT; run_i++) {
+        tt_kattention_set_isa((tt_kattn_isa)(run_i / 2));
+        tt_k_bf16_path prev = tt_k_bf16_set_path(run_i % 2 ? TT_K_BF16_GENERIC : TT_K_BF16_AUTO);
         run_out r = run(q, k, v, dy, c->causal, scale, TT_PRECISION_BF16);
+        tt_k_bf16_set_path(prev);
         run_out f = run(q, k, v, dy, c->causal, scale, TT_PRECISION_F32);
         const tt_tensor *rt[4] = {r.y, r.dq, r.dk, r.dv}, *ft[4] = {f.y, f.dq, f.dk, f.dv};
         const double *ref[4] = {y, dq, dk, dv};
@@ -190,8 +194,9 @@ START_TEST(test_bf16_matches_emulation) {
         for (int t = 0; t < 4; t++) {
             err e = errors(rt[t], ref[t], n[t]), ef = errors(ft[t], ref[t], n[t]);
             const char *isa_name = tt_kattention_isa_name(tt_kattention_isa());
-            printf("attention bf16 shape %d isa %-8s %s: max_err %.2e mean %.2e (f32 %.2e, "
-                   "mean %.2e)\n", _i, isa_name, names[t], e.max, e.mean, ef.max, ef.mean);
+            printf("attention bf16 shape %d isa %-8s path %-7s %s: max_err %.2e mean %.2e (f32 "
+                   "%.2e, mean %.2e)\n", _i, isa_name, run_i % 2 ? "generic" : "auto", names[t],
+                   e.max, e.mean, ef.max, ef.mean);
             ck_assert_msg(e.max <= TOL_EMU_MAX && e.mean <= TOL_EMU_MEAN, "shape %d, %s: bf16 "
                           "%s off the emulation by %.3g (mean %.3g)", _i, isa_name, names[t],
                           e.max, e.mean);
@@ -211,7 +216,8 @@ END_TEST
 
 // ---- same bits ----
 
-// vdpbf16ps against the portable products under each ISA of the row operations.
+// vdpbf16ps against the widening (AVX-512F, AVX2) and portable products: tt_kattention_isa
+// picks the one that runs on the GENERIC bf16 path, and the row operations.
 START_TEST(test_dpbf16_same_bits_as_portable) {
     if (!tt_k_bf16_path_supported(TT_K_BF16_AVX512BF16)) {
         printf("attention bf16: no AVX512-BF16 on this CPU, vdpbf16ps products not checked\n");
@@ -235,7 +241,7 @@ START_TEST(test_dpbf16_same_bits_as_portable) {
         tt_k_bf16_set_path(TT_K_BF16_GENERIC);
         run_out b = run(q, k, v, dy, c->causal, scale, TT_PRECISION_BF16);
         tt_k_bf16_set_path(prev);
-        ck_assert_msg(same_run(a, b), "shape %d, %s: vdpbf16ps and portable products differ",
+        ck_assert_msg(same_run(a, b), "shape %d, %s: vdpbf16ps and widened products differ",
                       _i, tt_kattention_isa_name(tt_kattention_isa()));
         // and bf16 is not f32: the switch reaches the kernel
         run_out f = run(q, k, v, dy, c->causal, scale, TT_PRECISION_F32);

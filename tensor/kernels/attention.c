@@ -19,8 +19,8 @@
 // and attention_driver.inc (the tiled forward and backward), each included per dtype below.
 //
 // bf16 products (dims.bf16, attention.h): the f32 driver with a table whose gemm rounds its
-// operands to bf16 and accumulates in f32, on vdpbf16ps (gemm_dpbf16) or in portable C
-// (gemm_bf16_portable); the same bits either way.
+// operands to bf16 and accumulates in f32, on vdpbf16ps (gemm_dpbf16), widened to f32 with
+// FMA (gemm_widen512, gemm_widen256) or in portable C (gemm_bf16_portable); the same bits.
 #include "attention.h"
 #include "bf16.h"
 
@@ -580,17 +580,172 @@ TGT_BF16 static void gemm_dpbf16(int64_t M, int64_t N, int64_t K, const float *a
     }
 }
 
+// ---- bf16 products widened to f32 (AVX-512F; AVX2 + FMA; f32 only) ----
+// For CPUs without AVX512-BF16: both operands rounded to bf16 and kept as f32 values on the
+// stack with the two steps of each k pair swapped (step k stored at k ^ 1, K padded to even
+// with a zero step), then the f32 tiles (tile512, tile256) add the products in the stored
+// order with FMA: per pair the odd step's product, then the even one's, each exact, from 0:
+// vdpbf16ps's sums, so the same bits as gemm_dpbf16 and gemm_bf16_portable.
+
+#define KW_MAX 256  // steps of k (padded to even) widened on the stack; a longer K runs portable C
+
+// Each lane of x rounded to bf16 as tt_bf16_from_f32, as an f32 value.
+TGT_AVX512 INLINE __m512 round512(__m512 x) {
+    __m512i u = _mm512_castps_si512(x);
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+    __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+    r = _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x00400000));  // quiet NaN
+    return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u)));
+}
+
+// A (M, K), A[i, k] = a[i a_rs + k a_cs], rounded and pair-swapped into aw: step k of row i at
+// aw[i *wi + (k ^ 1) *wk], kw = K rounded up to even. Columns contiguous along i: k-major
+// (wi = 1, wk = BQ); else i-major (wi = kw, wk = 1).
+TGT_AVX512 static void widen_a512(float *aw, int64_t *wi, int64_t *wk, int64_t M, int64_t K,
+                                  int64_t kw, const float *a, int64_t a_rs, int64_t a_cs) {
+    if (a_rs == 1 && a_cs != 1) {
+        *wi = 1, *wk = BQ;
+        for (int64_t k = 0; k < kw; k++)
+            for (int64_t i = 0; i < M; i += 16) {
+                __mmask16 m = lanes16(M - i);
+                __m512 x = k < K ? _mm512_maskz_loadu_ps(m, a + k * a_cs + i) : _mm512_setzero_ps();
+                _mm512_mask_storeu_ps(aw + (k ^ 1) * BQ + i, m, round512(x));
+            }
+        return;
+    }
+    *wi = kw, *wk = 1;
+    for (int64_t i = 0; i < M; i++) {
+        float *dst = aw + i * kw;
+        const float *ar = a + i * a_rs;
+        if (a_cs == 1) {
+            for (int64_t k = 0; k < kw; k += 16) {  // k even: pairs stay within a vector
+                __m512 x = round512(_mm512_maskz_loadu_ps(lanes16(K - k), ar + k));
+                _mm512_mask_storeu_ps(dst + k, lanes16(kw - k),
+                                      _mm512_permute_ps(x, _MM_SHUFFLE(2, 3, 0, 1)));
+            }
+        } else {
+            for (int64_t k = 0; k < kw; k++) dst[k ^ 1] = k < K ? round_bf16(ar[k * a_cs]) : 0;
+        }
+    }
+}
+
+// The bf16 block product (the contract of gemm_bf16_portable) on AVX-512F FMA; M <= BQ.
+TGT_AVX512 static void gemm_widen512(int64_t M, int64_t N, int64_t K, const float *a,
+                                     int64_t a_rs, int64_t a_cs, const float *b, int64_t b_rs,
+                                     float *c, int64_t c_rs, float alpha, bool acc) {
+    int64_t kw = (K + 1) / 2 * 2;
+    if (kw > KW_MAX || M > BQ) {
+        gemm_bf16_portable(M, N, K, a, a_rs, a_cs, b, b_rs, c, c_rs, alpha, acc);
+        return;
+    }
+    float aw[BQ * KW_MAX], bw[KW_MAX * 32];  // A widened (widen_a512), B (kw, 32)
+    int64_t wi, wk;
+    widen_a512(aw, &wi, &wk, M, K, kw, a, a_rs, a_cs);
+    __m512 va = _mm512_set1_ps(alpha);
+    for (int64_t n = 0; n < N; n += 32) {
+        __mmask16 m0 = lanes16(N - n), m1 = lanes16(N - n - 16);
+        for (int64_t k = 0; k < kw; k++) {
+            float *dst = bw + (k ^ 1) * 32;
+            const float *br = b + k * b_rs + n;
+            __m512 x0 = k < K ? _mm512_maskz_loadu_ps(m0, br) : _mm512_setzero_ps();
+            __m512 x1 = k < K ? _mm512_maskz_loadu_ps(m1, br + 16) : _mm512_setzero_ps();
+            _mm512_storeu_ps(dst, round512(x0));
+            _mm512_storeu_ps(dst + 16, round512(x1));
+        }
+        int64_t i = 0;
+        for (; i + TILE_R <= M; i += TILE_R)
+            tile512(TILE_R, kw, aw + i * wi, wi, wk, bw, 32, c + i * c_rs + n, c_rs, va, m0, m1,
+                    acc);
+        for (; i + 4 <= M; i += 4)
+            tile512(4, kw, aw + i * wi, wi, wk, bw, 32, c + i * c_rs + n, c_rs, va, m0, m1, acc);
+        for (; i < M; i++)
+            tile512(1, kw, aw + i * wi, wi, wk, bw, 32, c + i * c_rs + n, c_rs, va, m0, m1, acc);
+    }
+}
+
+// Each lane of x rounded to bf16 as tt_bf16_from_f32, as an f32 value.
+TGT_AVX2 INLINE __m256 round256(__m256 x) {
+    __m256i u = _mm256_castps_si256(x);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
+    __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+    __m256 q = _mm256_castsi256_ps(_mm256_or_si256(u, _mm256_set1_epi32(0x00400000)));
+    __m256 v = _mm256_blendv_ps(_mm256_castsi256_ps(r), q, nan);  // quiet NaN
+    return _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32((int)0xffff0000u)));
+}
+
+// widen_a512 in 8 lanes.
+TGT_AVX2 static void widen_a256(float *aw, int64_t *wi, int64_t *wk, int64_t M, int64_t K,
+                                int64_t kw, const float *a, int64_t a_rs, int64_t a_cs) {
+    if (a_rs == 1 && a_cs != 1) {
+        *wi = 1, *wk = BQ;
+        for (int64_t k = 0; k < kw; k++)
+            for (int64_t i = 0; i < M; i += 8) {
+                __m256i m = lanes8(M - i);
+                __m256 x = k < K ? _mm256_maskload_ps(a + k * a_cs + i, m) : _mm256_setzero_ps();
+                _mm256_maskstore_ps(aw + (k ^ 1) * BQ + i, m, round256(x));
+            }
+        return;
+    }
+    *wi = kw, *wk = 1;
+    for (int64_t i = 0; i < M; i++) {
+        float *dst = aw + i * kw;
+        const float *ar = a + i * a_rs;
+        if (a_cs == 1) {
+            for (int64_t k = 0; k < kw; k += 8) {
+                __m256 x = round256(_mm256_maskload_ps(ar + k, lanes8(K - k)));
+                _mm256_maskstore_ps(dst + k, lanes8(kw - k),
+                                    _mm256_permute_ps(x, _MM_SHUFFLE(2, 3, 0, 1)));
+            }
+        } else {
+            for (int64_t k = 0; k < kw; k++) dst[k ^ 1] = k < K ? round_bf16(ar[k * a_cs]) : 0;
+        }
+    }
+}
+
+// The bf16 block product (the contract of gemm_bf16_portable) on AVX2 FMA; M <= BQ.
+TGT_AVX2 static void gemm_widen256(int64_t M, int64_t N, int64_t K, const float *a,
+                                   int64_t a_rs, int64_t a_cs, const float *b, int64_t b_rs,
+                                   float *c, int64_t c_rs, float alpha, bool acc) {
+    int64_t kw = (K + 1) / 2 * 2;
+    if (kw > KW_MAX || M > BQ) {
+        gemm_bf16_portable(M, N, K, a, a_rs, a_cs, b, b_rs, c, c_rs, alpha, acc);
+        return;
+    }
+    float aw[BQ * KW_MAX], bw[KW_MAX * 16];  // A widened (widen_a256), B (kw, 16)
+    int64_t wi, wk;
+    widen_a256(aw, &wi, &wk, M, K, kw, a, a_rs, a_cs);
+    __m256 va = _mm256_set1_ps(alpha);
+    for (int64_t n = 0; n < N; n += 16) {
+        __m256i m0 = lanes8(N - n), m1 = lanes8(N - n - 8);
+        for (int64_t k = 0; k < kw; k++) {
+            float *dst = bw + (k ^ 1) * 16;
+            const float *br = b + k * b_rs + n;
+            __m256 x0 = k < K ? _mm256_maskload_ps(br, m0) : _mm256_setzero_ps();
+            __m256 x1 = k < K ? _mm256_maskload_ps(br + 8, m1) : _mm256_setzero_ps();
+            _mm256_storeu_ps(dst, round256(x0));
+            _mm256_storeu_ps(dst + 8, round256(x1));
+        }
+        int64_t i = 0;
+        for (; i + 4 <= M; i += 4)
+            tile256(4, kw, aw + i * wi, wi, wk, bw, 16, c + i * c_rs + n, c_rs, va, m0, m1, acc);
+        for (; i < M; i++)
+            tile256(1, kw, aw + i * wi, wi, wk, bw, 16, c + i * c_rs + n, c_rs, va, m0, m1, acc);
+    }
+}
+
 static const ops_f32 ops_avx512_dpbf16 = {
     gemm_dpbf16, row_max_avx512, row_exp_avx512, row_ds_avx512, row_scale_avx512,
 };
 static const ops_f32 ops_avx512_bf16 = {
-    gemm_bf16_portable, row_max_avx512, row_exp_avx512, row_ds_avx512, row_scale_avx512,
+    gemm_widen512, row_max_avx512, row_exp_avx512, row_ds_avx512, row_scale_avx512,
 };
 static const ops_f32 ops_avx2_dpbf16 = {
     gemm_dpbf16, row_max_avx2, row_exp_avx2, row_ds_avx2, row_scale_avx2,
 };
 static const ops_f32 ops_avx2_bf16 = {
-    gemm_bf16_portable, row_max_avx2, row_exp_avx2, row_ds_avx2, row_scale_avx2,
+    gemm_widen256, row_max_avx2, row_exp_avx2, row_ds_avx2, row_scale_avx2,
 };
 static const ops_f32 ops_portable_dpbf16 = {
     gemm_dpbf16, row_max_portable_f32, row_exp_portable_f32, row_ds_portable_f32,

@@ -101,13 +101,13 @@ tt_kattn_isa tt_kattention_set_isa(tt_kattn_isa isa);
 // unnormalized weights exp(s - m) and divides y by their f32 sum at the end (FlashAttention's
 // order); the backward rounds P = exp(s - lse). Each product is one f32 chain over k that adds each
 // k pair as vdpbf16ps is specified to (the odd step's product, then the even step's; products of
-// bf16 values are exact in f32), so its vdpbf16ps kernel (AVX512-BF16 CPUs) and the portable one
-// that widens to f32 give the same bits, except where an input, a product or a partial sum is
-// subnormal (|x| < 2^-126: vdpbf16ps and vcvtne2ps2bf16 take those as zero; the forward's weights
-// are >= exp(-87), above that). The portable kernel is correct, not tuned for speed (no SIMD of its
-// own). The vdpbf16ps kernel packs both operands per call, on the stack, for K <= 256 (a longer K,
-// HS > 256, runs the portable code). Which one runs follows the bf16 GEMM's path
-// (tensor/kernels/bf16.h: tt_k_bf16_set_path); the other block operations follow tt_kattention_isa
-// as in f32.
+// bf16 values are exact in f32), so its kernels give the same bits: vdpbf16ps on AVX512-BF16 CPUs,
+// else bf16 values widened to f32 and FMA (AVX-512F, AVX2), else portable C; except where an input,
+// a product or a partial sum is subnormal (|x| < 2^-126: vdpbf16ps and vcvtne2ps2bf16 take those as
+// zero; the forward's weights are >= exp(-87), above that). The SIMD kernels round and pack both
+// operands per call, on the stack, for K <= 256 (a longer K, HS > 256, runs the portable code).
+// vdpbf16ps runs when the bf16 GEMM's path is AVX512-BF16 (tensor/kernels/bf16.h:
+// tt_k_bf16_set_path), the widening kernels by tt_kattention_isa, which also picks the other block
+// operations as in f32.
 
 #endif  // TT_KERNELS_ATTENTION_H
