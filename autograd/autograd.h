@@ -510,9 +510,12 @@ void tt_register_hook(tt_tensor *t, tt_grad_hook fn, void *ctx);
 // operands compute their products with bf16 inputs (each operand rounded to nearest even) and
 // f32 accumulation (tensor/kernels/bf16.h), forward AND backward: the op remembers at record
 // time that it ran under autocast, so dx and dW use bf16 products too even when tt_backward
-// runs outside the region. Everything else is unchanged: f64 operands never autocast (gradcheck
-// stays exact), and elementwise ops, norms, softmax, cross-entropy, fused attention, gradients,
-// AdamW state and the parameters stay f32. tt_autocast_begin(TT_PRECISION_F32) turns autocast
+// runs outside the region. So does the fused attention (tt_scaled_dot_product_attention): its
+// block products q k^T, P v and those of its backward take bf16 inputs (q, k, v, the
+// probabilities, dy, dS) with f32 accumulation, while its softmax statistics stay f32.
+// Everything else is unchanged: f64 operands never autocast (gradcheck stays exact), and
+// elementwise ops, norms, softmax, cross-entropy, gradients, AdamW state and the parameters
+// stay f32. tt_autocast_begin(TT_PRECISION_F32) turns autocast
 // off inside a region (torch.autocast(enabled=False)). Outside every region results are
 // bitwise those of plain f32.
 //
@@ -522,9 +525,10 @@ void tt_register_hook(tt_tensor *t, tt_grad_hook fn, void *ctx);
 // them. The products are the same bf16 x bf16 -> f32 ones; what differs is that PyTorch also
 // rounds each product's output to bf16 (and the elementwise ops that read it then run in bf16),
 // where ours stay f32 until the next product: at most 1 bf16 ulp more accuracy, never less.
-// Keeping f32 storage also means no op outside matmul/affine needs a bf16 variant. The fused
-// attention (tt_scaled_dot_product_attention) stays f32 under autocast, where PyTorch's
-// unfused q @ k^T and att @ v would run in bf16.
+// Keeping f32 storage also means no op outside matmul/affine/attention needs a bf16 variant.
+// The fused attention rounds its unnormalized weights exp(s - max) to bf16 and divides by
+// their f32 sum after P v, as a fused (flash) attention does, where PyTorch's unfused
+// softmax(q @ k^T) @ v rounds the scores and the normalized weights.
 //
 // Weights are not cast ahead: each product rounds its f32 operands to bf16 while packing them
 // (tensor/kernels/bf16.h), so there is no bf16 copy to cache per step. Measured on one Zen 4

@@ -72,6 +72,8 @@ static void check_mask(const tt_tensor *mask, const tt_tensor *q, const tt_kattn
 // alias of y and lse = log sum_j exp(q_i . k_j scale) (B, NH, T): O(B NH T) memory, never the
 // (T, S) weights, which the backward recomputes tile by tile. The mask is the node's input 3
 // (NULL when none): the backward reads it again, so writing into it in between is caught.
+// Under bf16 autocast (f32 operands) every block product, forward and backward, takes bf16
+// inputs and accumulates in f32 (tensor/kernels/attention.h, "bf16 products").
 
 tt_tensor *tt_scaled_dot_product_attention(tt_tensor *q, tt_tensor *k, tt_tensor *v,
                                            tt_tensor *mask, bool causal, double scale) {
@@ -98,7 +100,10 @@ tt_tensor *tt_scaled_dot_product_attention(tt_tensor *q, tt_tensor *k, tt_tensor
     TT_CHECK(isfinite(scale), "scale must be finite, got %g (1 / sqrt(HS) is the usual one)",
              scale);
 
-    tt_kattn_dims dims = {B, NH, NKV, T, S, HS, causal, scale};
+    // under bf16 autocast the block products take bf16 inputs (the kernel's dims.bf16); the
+    // node keeps the dims, so its backward does the same
+    bool bf16 = q->dtype == TT_F32 && tt_autocast_enabled();
+    tt_kattn_dims dims = {B, NH, NKV, T, S, HS, causal, scale, bf16};
     if (mask) check_mask(mask, q, &dims);
     tt_kattn_mask mk = mask ? mask_of(mask, &dims) : (tt_kattn_mask){0};
     const tt_kattn_mask *pmk = mask ? &mk : NULL;

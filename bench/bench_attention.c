@@ -1,7 +1,8 @@
 // Time of the fused attention op (tt_scaled_dot_product_attention), forward + backward, causal,
 // without a mask and with the masks of autograd.h: a bool key-padding mask (B, 1, 1, T) and an
-// additive (T, T) bias with and without its gradient. Prints `bench attention ...` lines; never
-// part of `make test`, never an assertion.
+// additive (T, T) bias with and without its gradient, and without a mask under bf16 autocast
+// (bf16 block products). Prints `bench attention ...` lines; never part of `make test`, never
+// an assertion.
 //
 //   bench_attention                  every figure at B=4 NH=6 T=256 HS=64, the threads OpenMP picks
 //   bench_attention B NH T HS [REPS] one size
@@ -53,6 +54,42 @@ static double time_mode(mode md, int64_t B, int64_t NH, int64_t T, int64_t HS, i
     return t[TIMED_RUNS / 2];
 }
 
+// No mask in f32 and under bf16 autocast, the two taking turns run by run (so that a noisy
+// neighbour slows both alike): the medians in ms per forward + backward pass.
+static void time_precisions(double ms[2], int64_t B, int64_t NH, int64_t T, int64_t HS,
+                            int reps) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    tt_scope_begin();
+    tt_tensor *q = tt_set_requires_grad(tt_uniform(&rng, TT_F32, TT_SHAPE(B, NH, T, HS), -1, 1),
+                                        true);
+    tt_tensor *k = tt_set_requires_grad(tt_uniform(&rng, TT_F32, TT_SHAPE(B, NH, T, HS), -1, 1),
+                                        true);
+    tt_tensor *v = tt_set_requires_grad(tt_uniform(&rng, TT_F32, TT_SHAPE(B, NH, T, HS), -1, 1),
+                                        true);
+    tt_tensor *g = tt_uniform(&rng, TT_F32, TT_SHAPE(B, NH, T, HS), -1, 1);
+    double t[2][TIMED_RUNS];
+    for (int run = -1; run < TIMED_RUNS; run++) {  // run -1 warms up
+        for (int p = 0; p < 2; p++) {
+            double t0 = now_s();
+            for (int r = 0; r < reps; r++) {
+                tt_scope_begin();
+                tt_autocast_begin(p ? TT_PRECISION_BF16 : TT_PRECISION_F32);
+                tt_tensor *y = tt_scaled_dot_product_attention(q, k, v, NULL, true, 0.125);
+                tt_autocast_end();
+                tt_backward_with(y, g);
+                tt_scope_end();
+            }
+            if (run >= 0) t[p][run] = (now_s() - t0) * 1e3 / reps;
+        }
+    }
+    tt_scope_end();
+    for (int p = 0; p < 2; p++) {
+        qsort(t[p], TIMED_RUNS, sizeof t[p][0], cmp_double);
+        ms[p] = t[p][TIMED_RUNS / 2];
+    }
+}
+
 int main(int argc, char **argv) {
     int64_t B = 4, NH = 6, T = 256, HS = 64;
     int reps = 3;
@@ -75,5 +112,10 @@ int main(int argc, char **argv) {
                "(%.2fx no mask)\n", (long long)B, (long long)NH, (long long)T, (long long)HS,
                mode_names[md], ms, ms / base);
     }
+    double ms[2];
+    time_precisions(ms, B, NH, T, HS, reps);
+    printf("bench attention B=%lld NH=%lld T=%lld HS=%lld mask=none precision=bf16 fwd+bwd "
+           "%8.3f ms, f32 %8.3f ms taking turns (%.2fx faster)\n", (long long)B, (long long)NH,
+           (long long)T, (long long)HS, ms[1], ms[0], ms[0] / ms[1]);
     return 0;
 }

@@ -17,7 +17,12 @@
 //
 // Code written once for both dtypes: attention_portable.inc (the portable block operations)
 // and attention_driver.inc (the tiled forward and backward), each included per dtype below.
+//
+// bf16 products (dims.bf16, attention.h): the f32 driver with a table whose gemm rounds its
+// operands to bf16 and accumulates in f32, on vdpbf16ps (gemm_dpbf16), widened to f32 with
+// FMA (gemm_widen512, gemm_widen256) or in portable C (gemm_bf16_portable); the same bits.
 #include "attention.h"
+#include "bf16.h"
 
 #include <math.h>
 
@@ -124,6 +129,55 @@ static float exp_flush(float x) { return x < EXP_MIN ? 0.0f : expf(x); }
 #undef ROW_DS_PORTABLE
 #undef ROW_SCALE_PORTABLE
 #undef OPS_PORTABLE
+
+// ---- bf16 products, portable C (f32 only) ----
+
+static float round_bf16(float x) { return tt_bf16_to_f32(tt_bf16_from_f32(x)); }
+
+// C (M, N) = alpha A B [+ C] as the f32 gemm, with every element of A and B rounded to bf16
+// and each element's products summed in f32 per k pair, the odd step's product first, then
+// the even step's (vdpbf16ps's order; an odd K gets a zero odd step), from 0. Products of bf16
+// values are exact in f32, so each step is one rounding, as in vdpbf16ps. In chunks of 64
+// columns of accumulators.
+static void gemm_bf16_portable(int64_t M, int64_t N, int64_t K, const float *a, int64_t a_rs,
+                               int64_t a_cs, const float *b, int64_t b_rs, float *c,
+                               int64_t c_rs, float alpha, bool acc) {
+    float t[64];
+    for (int64_t n0 = 0; n0 < N; n0 += 64) {
+        int64_t nn = min64(64, N - n0);
+        for (int64_t i = 0; i < M; i++) {
+            const float *ar = a + i * a_rs;
+            for (int64_t n = 0; n < nn; n++) t[n] = 0;
+            for (int64_t k = 0; k < K; k += 2) {
+                const float *b0 = b + k * b_rs + n0;
+                float a0 = round_bf16(ar[k * a_cs]);
+                if (k + 1 < K) {
+                    const float *b1 = b0 + b_rs;
+                    float a1 = round_bf16(ar[(k + 1) * a_cs]);
+                    for (int64_t n = 0; n < nn; n++) {
+                        t[n] += a1 * round_bf16(b1[n]);
+                        t[n] += a0 * round_bf16(b0[n]);
+                    }
+                } else {
+                    for (int64_t n = 0; n < nn; n++) {
+                        t[n] += 0.0f;  // the zero odd step (+0: turns a -0 into +0)
+                        t[n] += a0 * round_bf16(b0[n]);
+                    }
+                }
+            }
+            float *cr = c + i * c_rs + n0;
+            for (int64_t n = 0; n < nn; n++) {
+                float o = t[n] * alpha;
+                cr[n] = acc ? o + cr[n] : o;
+            }
+        }
+    }
+}
+
+static const ops_f32 ops_portable_bf16 = {
+    gemm_bf16_portable, row_max_portable_f32, row_exp_portable_f32, row_ds_portable_f32,
+    row_scale_portable_f32,
+};
 
 #if ATTN_X86
 
@@ -405,6 +459,299 @@ static const ops_f32 ops_avx2_f32 = {
     gemm_avx2, row_max_avx2, row_exp_avx2, row_ds_avx2, row_scale_avx2,
 };
 
+// ---- bf16 products on vdpbf16ps (AVX512-BF16, f32 only) ----
+// Both operands are packed into k pairs on the stack (the layout of tensor/kernels/bf16.h: a
+// 32-bit word holds the bf16 of step 2p in its low half and of step 2p + 1 in its high half),
+// A as (M, KP) words, B one block of 32 columns at a time as (KP, 32); tiles of up to 8 rows x
+// 32 columns accumulate from 0 over the pairs, then store as the f32 gemm does.
+
+#define TGT_BF16 __attribute__((target("avx512f,avx512bw,avx512bf16,avx2,fma")))
+#define KP_MAX 128  // k pairs packed on the stack (K <= 256); a longer K runs the portable code
+
+// vcvtne2ps2bf16 rounds to nearest even and makes NaNs quiet as tt_bf16_from_f32 does, but
+// takes a subnormal input as zero, as vdpbf16ps would anyway.
+
+// 16 words: low halves from r0[0 .. 16), high halves from r1[0 .. 16) (zeros when r1 is
+// NULL), lanes outside m zero.
+TGT_BF16 INLINE __m512i pair_rows16(const float *r0, const float *r1, __mmask16 m) {
+    __m512 x0 = _mm512_maskz_loadu_ps(m, r0);
+    __m512 x1 = r1 ? _mm512_maskz_loadu_ps(m, r1) : _mm512_setzero_ps();
+    // 16-bit elements: x0's in 0 .. 15, x1's in 16 .. 31; interleaved into (x0[j], x1[j])
+    const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9,
+                                         24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1,
+                                         16, 0);
+    return _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(x1, x0));
+}
+
+// 16 words of pairs (x[2q], x[2q + 1]) from the floats x[0 .. 16) (lanes m0) and
+// x[16 .. 32) (lanes m1), zeros outside them.
+TGT_BF16 INLINE __m512i pair_line16(const float *x, __mmask16 m0, __mmask16 m1) {
+    __m512 x0 = _mm512_maskz_loadu_ps(m0, x);
+    __m512 x1 = _mm512_maskz_loadu_ps(m1, x + 16);
+    return (__m512i)_mm512_cvtne2ps_pbh(x1, x0);
+}
+
+// A (M, K), A[i, k] = a[i a_rs + k a_cs], into words: pair p of row i at ap[i *ai + p *ap_],
+// zero odd step past K. Rows contiguous along k: i-major (ai = KP, ap_ = 1); columns
+// contiguous along i: p-major (ai = 1, ap_ = BQ); else i-major, one element at a time.
+TGT_BF16 static void pack_a_bf16(uint32_t *ap, int64_t *ai, int64_t *ap_, int64_t KP, int64_t M,
+                                 int64_t K, const float *a, int64_t a_rs, int64_t a_cs) {
+    if (a_rs == 1 && a_cs != 1) {
+        *ai = 1, *ap_ = BQ;
+        for (int64_t p = 0; p < KP; p++) {
+            const float *r0 = a + 2 * p * a_cs, *r1 = 2 * p + 1 < K ? r0 + a_cs : NULL;
+            for (int64_t i = 0; i < M; i += 16)
+                _mm512_storeu_si512(ap + p * BQ + i,
+                                    pair_rows16(r0 + i, r1 ? r1 + i : NULL, lanes16(M - i)));
+        }
+        return;
+    }
+    *ai = KP, *ap_ = 1;
+    if (a_cs == 1) {  // 32 steps of k -> 16 words, the masks shared by the rows
+        for (int64_t p = 0; p < KP; p += 16) {
+            __mmask16 mw = lanes16(KP - p), m0 = lanes16(K - 2 * p), m1 = lanes16(K - 2 * p - 16);
+            for (int64_t i = 0; i < M; i++)
+                _mm512_mask_storeu_epi32(ap + i * KP + p, mw,
+                                         pair_line16(a + i * a_rs + 2 * p, m0, m1));
+        }
+        return;
+    }
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t p = 0; p < KP; p++) {
+            uint32_t lo = tt_bf16_from_f32(a[i * a_rs + 2 * p * a_cs]);
+            uint32_t hi = 2 * p + 1 < K ? tt_bf16_from_f32(a[i * a_rs + (2 * p + 1) * a_cs]) : 0;
+            ap[i * KP + p] = lo | hi << 16;
+        }
+}
+
+// Rows r < R <= TILE_R of C, 32 columns (lanes m0, m1): 2 R accumulators over the KP pairs;
+// pair p of row r at ap[r ai + p ap_].
+TGT_BF16 INLINE void tile_dpbf16(const int R, int64_t KP, const uint32_t *ap, int64_t ai,
+                                 int64_t ap_, const uint32_t *bp, float *c, int64_t c_rs,
+                                 __m512 va, __mmask16 m0, __mmask16 m1, bool acc) {
+    __m512 c0[TILE_R], c1[TILE_R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) c0[r] = c1[r] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < KP; p++, ap += ap_) {
+        __m512bh b0 = (__m512bh)_mm512_loadu_si512(bp + p * 32);
+        __m512bh b1 = (__m512bh)_mm512_loadu_si512(bp + p * 32 + 16);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            __m512bh x = (__m512bh)_mm512_set1_epi32((int)ap[r * ai]);
+            c0[r] = _mm512_dpbf16_ps(c0[r], x, b0);
+            c1[r] = _mm512_dpbf16_ps(c1[r], x, b1);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) store512(c + r * c_rs, c0[r], c1[r], va, m0, m1, acc);
+}
+
+// The bf16 block product (the contract of gemm_bf16_portable) on vdpbf16ps; M <= BQ.
+TGT_BF16 static void gemm_dpbf16(int64_t M, int64_t N, int64_t K, const float *a, int64_t a_rs,
+                                 int64_t a_cs, const float *b, int64_t b_rs, float *c,
+                                 int64_t c_rs, float alpha, bool acc) {
+    int64_t KP = (K + 1) / 2;
+    if (KP > KP_MAX || M > BQ) {
+        gemm_bf16_portable(M, N, K, a, a_rs, a_cs, b, b_rs, c, c_rs, alpha, acc);
+        return;
+    }
+    uint32_t ap[BQ * KP_MAX], bp[KP_MAX * 32];  // A's words (pack_a_bf16), (KP, 32) words
+    int64_t ai, ap_;
+    pack_a_bf16(ap, &ai, &ap_, KP, M, K, a, a_rs, a_cs);
+    __m512 va = _mm512_set1_ps(alpha);
+    for (int64_t n = 0; n < N; n += 32) {
+        __mmask16 m0 = lanes16(N - n), m1 = lanes16(N - n - 16);
+        for (int64_t p = 0; p < KP; p++) {
+            const float *r0 = b + 2 * p * b_rs + n, *r1 = 2 * p + 1 < K ? r0 + b_rs : NULL;
+            _mm512_storeu_si512(bp + p * 32, pair_rows16(r0, r1, m0));
+            _mm512_storeu_si512(bp + p * 32 + 16,
+                                pair_rows16(r0 + 16, r1 ? r1 + 16 : NULL, m1));
+        }
+        int64_t i = 0;
+        for (; i + TILE_R <= M; i += TILE_R)
+            tile_dpbf16(TILE_R, KP, ap + i * ai, ai, ap_, bp, c + i * c_rs + n, c_rs, va, m0, m1,
+                        acc);
+        for (; i + 4 <= M; i += 4)
+            tile_dpbf16(4, KP, ap + i * ai, ai, ap_, bp, c + i * c_rs + n, c_rs, va, m0, m1,
+                        acc);
+        for (; i < M; i++)
+            tile_dpbf16(1, KP, ap + i * ai, ai, ap_, bp, c + i * c_rs + n, c_rs, va, m0, m1,
+                        acc);
+    }
+}
+
+// ---- bf16 products widened to f32 (AVX-512F; AVX2 + FMA; f32 only) ----
+// For CPUs without AVX512-BF16: both operands rounded to bf16 and kept as f32 values on the
+// stack with the two steps of each k pair swapped (step k stored at k ^ 1, K padded to even
+// with a zero step), then the f32 tiles (tile512, tile256) add the products in the stored
+// order with FMA: per pair the odd step's product, then the even one's, each exact, from 0:
+// vdpbf16ps's sums, so the same bits as gemm_dpbf16 and gemm_bf16_portable.
+
+#define KW_MAX 256  // steps of k (padded to even) widened on the stack; a longer K runs portable C
+
+// Each lane of x rounded to bf16 as tt_bf16_from_f32, as an f32 value.
+TGT_AVX512 INLINE __m512 round512(__m512 x) {
+    __m512i u = _mm512_castps_si512(x);
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+    __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+    r = _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x00400000));  // quiet NaN
+    return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u)));
+}
+
+// A (M, K), A[i, k] = a[i a_rs + k a_cs], rounded and pair-swapped into aw: step k of row i at
+// aw[i *wi + (k ^ 1) *wk], kw = K rounded up to even. Columns contiguous along i: k-major
+// (wi = 1, wk = BQ); else i-major (wi = kw, wk = 1).
+TGT_AVX512 static void widen_a512(float *aw, int64_t *wi, int64_t *wk, int64_t M, int64_t K,
+                                  int64_t kw, const float *a, int64_t a_rs, int64_t a_cs) {
+    if (a_rs == 1 && a_cs != 1) {
+        *wi = 1, *wk = BQ;
+        for (int64_t k = 0; k < kw; k++)
+            for (int64_t i = 0; i < M; i += 16) {
+                __mmask16 m = lanes16(M - i);
+                __m512 x = k < K ? _mm512_maskz_loadu_ps(m, a + k * a_cs + i) : _mm512_setzero_ps();
+                _mm512_mask_storeu_ps(aw + (k ^ 1) * BQ + i, m, round512(x));
+            }
+        return;
+    }
+    *wi = kw, *wk = 1;
+    for (int64_t i = 0; i < M; i++) {
+        float *dst = aw + i * kw;
+        const float *ar = a + i * a_rs;
+        if (a_cs == 1) {
+            for (int64_t k = 0; k < kw; k += 16) {  // k even: pairs stay within a vector
+                __m512 x = round512(_mm512_maskz_loadu_ps(lanes16(K - k), ar + k));
+                _mm512_mask_storeu_ps(dst + k, lanes16(kw - k),
+                                      _mm512_permute_ps(x, _MM_SHUFFLE(2, 3, 0, 1)));
+            }
+        } else {
+            for (int64_t k = 0; k < kw; k++) dst[k ^ 1] = k < K ? round_bf16(ar[k * a_cs]) : 0;
+        }
+    }
+}
+
+// The bf16 block product (the contract of gemm_bf16_portable) on AVX-512F FMA; M <= BQ.
+TGT_AVX512 static void gemm_widen512(int64_t M, int64_t N, int64_t K, const float *a,
+                                     int64_t a_rs, int64_t a_cs, const float *b, int64_t b_rs,
+                                     float *c, int64_t c_rs, float alpha, bool acc) {
+    int64_t kw = (K + 1) / 2 * 2;
+    if (kw > KW_MAX || M > BQ) {
+        gemm_bf16_portable(M, N, K, a, a_rs, a_cs, b, b_rs, c, c_rs, alpha, acc);
+        return;
+    }
+    float aw[BQ * KW_MAX], bw[KW_MAX * 32];  // A widened (widen_a512), B (kw, 32)
+    int64_t wi, wk;
+    widen_a512(aw, &wi, &wk, M, K, kw, a, a_rs, a_cs);
+    __m512 va = _mm512_set1_ps(alpha);
+    for (int64_t n = 0; n < N; n += 32) {
+        __mmask16 m0 = lanes16(N - n), m1 = lanes16(N - n - 16);
+        for (int64_t k = 0; k < kw; k++) {
+            float *dst = bw + (k ^ 1) * 32;
+            const float *br = b + k * b_rs + n;
+            __m512 x0 = k < K ? _mm512_maskz_loadu_ps(m0, br) : _mm512_setzero_ps();
+            __m512 x1 = k < K ? _mm512_maskz_loadu_ps(m1, br + 16) : _mm512_setzero_ps();
+            _mm512_storeu_ps(dst, round512(x0));
+            _mm512_storeu_ps(dst + 16, round512(x1));
+        }
+        int64_t i = 0;
+        for (; i + TILE_R <= M; i += TILE_R)
+            tile512(TILE_R, kw, aw + i * wi, wi, wk, bw, 32, c + i * c_rs + n, c_rs, va, m0, m1,
+                    acc);
+        for (; i + 4 <= M; i += 4)
+            tile512(4, kw, aw + i * wi, wi, wk, bw, 32, c + i * c_rs + n, c_rs, va, m0, m1, acc);
+        for (; i < M; i++)
+            tile512(1, kw, aw + i * wi, wi, wk, bw, 32, c + i * c_rs + n, c_rs, va, m0, m1, acc);
+    }
+}
+
+// Each lane of x rounded to bf16 as tt_bf16_from_f32, as an f32 value.
+TGT_AVX2 INLINE __m256 round256(__m256 x) {
+    __m256i u = _mm256_castps_si256(x);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
+    __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+    __m256 q = _mm256_castsi256_ps(_mm256_or_si256(u, _mm256_set1_epi32(0x00400000)));
+    __m256 v = _mm256_blendv_ps(_mm256_castsi256_ps(r), q, nan);  // quiet NaN
+    return _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32((int)0xffff0000u)));
+}
+
+// widen_a512 in 8 lanes.
+TGT_AVX2 static void widen_a256(float *aw, int64_t *wi, int64_t *wk, int64_t M, int64_t K,
+                                int64_t kw, const float *a, int64_t a_rs, int64_t a_cs) {
+    if (a_rs == 1 && a_cs != 1) {
+        *wi = 1, *wk = BQ;
+        for (int64_t k = 0; k < kw; k++)
+            for (int64_t i = 0; i < M; i += 8) {
+                __m256i m = lanes8(M - i);
+                __m256 x = k < K ? _mm256_maskload_ps(a + k * a_cs + i, m) : _mm256_setzero_ps();
+                _mm256_maskstore_ps(aw + (k ^ 1) * BQ + i, m, round256(x));
+            }
+        return;
+    }
+    *wi = kw, *wk = 1;
+    for (int64_t i = 0; i < M; i++) {
+        float *dst = aw + i * kw;
+        const float *ar = a + i * a_rs;
+        if (a_cs == 1) {
+            for (int64_t k = 0; k < kw; k += 8) {
+                __m256 x = round256(_mm256_maskload_ps(ar + k, lanes8(K - k)));
+                _mm256_maskstore_ps(dst + k, lanes8(kw - k),
+                                    _mm256_permute_ps(x, _MM_SHUFFLE(2, 3, 0, 1)));
+            }
+        } else {
+            for (int64_t k = 0; k < kw; k++) dst[k ^ 1] = k < K ? round_bf16(ar[k * a_cs]) : 0;
+        }
+    }
+}
+
+// The bf16 block product (the contract of gemm_bf16_portable) on AVX2 FMA; M <= BQ.
+TGT_AVX2 static void gemm_widen256(int64_t M, int64_t N, int64_t K, const float *a,
+                                   int64_t a_rs, int64_t a_cs, const float *b, int64_t b_rs,
+                                   float *c, int64_t c_rs, float alpha, bool acc) {
+    int64_t kw = (K + 1) / 2 * 2;
+    if (kw > KW_MAX || M > BQ) {
+        gemm_bf16_portable(M, N, K, a, a_rs, a_cs, b, b_rs, c, c_rs, alpha, acc);
+        return;
+    }
+    float aw[BQ * KW_MAX], bw[KW_MAX * 16];  // A widened (widen_a256), B (kw, 16)
+    int64_t wi, wk;
+    widen_a256(aw, &wi, &wk, M, K, kw, a, a_rs, a_cs);
+    __m256 va = _mm256_set1_ps(alpha);
+    for (int64_t n = 0; n < N; n += 16) {
+        __m256i m0 = lanes8(N - n), m1 = lanes8(N - n - 8);
+        for (int64_t k = 0; k < kw; k++) {
+            float *dst = bw + (k ^ 1) * 16;
+            const float *br = b + k * b_rs + n;
+            __m256 x0 = k < K ? _mm256_maskload_ps(br, m0) : _mm256_setzero_ps();
+            __m256 x1 = k < K ? _mm256_maskload_ps(br + 8, m1) : _mm256_setzero_ps();
+            _mm256_storeu_ps(dst, round256(x0));
+            _mm256_storeu_ps(dst + 8, round256(x1));
+        }
+        int64_t i = 0;
+        for (; i + 4 <= M; i += 4)
+            tile256(4, kw, aw + i * wi, wi, wk, bw, 16, c + i * c_rs + n, c_rs, va, m0, m1, acc);
+        for (; i < M; i++)
+            tile256(1, kw, aw + i * wi, wi, wk, bw, 16, c + i * c_rs + n, c_rs, va, m0, m1, acc);
+    }
+}
+
+static const ops_f32 ops_avx512_dpbf16 = {
+    gemm_dpbf16, row_max_avx512, row_exp_avx512, row_ds_avx512, row_scale_avx512,
+};
+static const ops_f32 ops_avx512_bf16 = {
+    gemm_widen512, row_max_avx512, row_exp_avx512, row_ds_avx512, row_scale_avx512,
+};
+static const ops_f32 ops_avx2_dpbf16 = {
+    gemm_dpbf16, row_max_avx2, row_exp_avx2, row_ds_avx2, row_scale_avx2,
+};
+static const ops_f32 ops_avx2_bf16 = {
+    gemm_widen256, row_max_avx2, row_exp_avx2, row_ds_avx2, row_scale_avx2,
+};
+static const ops_f32 ops_portable_dpbf16 = {
+    gemm_dpbf16, row_max_portable_f32, row_exp_portable_f32, row_ds_portable_f32,
+    row_scale_portable_f32,
+};
+
 #endif  // ATTN_X86
 
 // ---- dispatch ----
@@ -435,17 +782,28 @@ tt_kattn_isa tt_kattention_set_isa(tt_kattn_isa isa) {
     return prev;
 }
 
-static const ops_f32 *ops_get_f32(void) {
-    switch (tt_kattention_isa()) {
+// The f32 table: its row operations by tt_kattention_isa; with d->bf16, a gemm with bf16
+// products, on vdpbf16ps when the bf16 GEMM's path is AVX512-BF16.
+static const ops_f32 *ops_get_f32(const tt_kattn_dims *d) {
 #if ATTN_X86
-        case TT_KATTN_AVX512: return &ops_avx512_f32;
-        case TT_KATTN_AVX2: return &ops_avx2_f32;
-#endif
-        default: return &ops_portable_f32;
+    bool dp = d->bf16 && tt_k_bf16_active_path() == TT_K_BF16_AVX512BF16;
+    switch (tt_kattention_isa()) {
+        case TT_KATTN_AVX512:
+            return !d->bf16 ? &ops_avx512_f32 : dp ? &ops_avx512_dpbf16 : &ops_avx512_bf16;
+        case TT_KATTN_AVX2:
+            return !d->bf16 ? &ops_avx2_f32 : dp ? &ops_avx2_dpbf16 : &ops_avx2_bf16;
+        default:
+            return !d->bf16 ? &ops_portable_f32 : dp ? &ops_portable_dpbf16 : &ops_portable_bf16;
     }
+#else
+    return d->bf16 ? &ops_portable_bf16 : &ops_portable_f32;
+#endif
 }
 
-static const ops_f64 *ops_get_f64(void) { return &ops_portable_f64; }
+static const ops_f64 *ops_get_f64(const tt_kattn_dims *d) {
+    (void)d;  // f64 products stay f64
+    return &ops_portable_f64;
+}
 
 // ---- forward and backward drivers ----
 // Causal rows: query i sees keys j <= i, so the keys a tile row sees are lim = i + 1 - j0

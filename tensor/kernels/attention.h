@@ -21,6 +21,9 @@ typedef struct tt_kattn_dims {
     int64_t B, NH, NKV, T, S, HS;
     bool causal;   // query i sees keys 0 .. i (needs T == S)
     double scale;  // multiplies q k^T before the softmax
+    // f32 only (f64 ignores it): the block products take bf16 inputs and accumulate in f32
+    // (bf16 autocast; see "bf16 products" below).
+    bool bf16;
 } tt_kattn_dims;
 
 // Element strides of a (B, heads, rows, HS) buffer; the HS dim has stride 1.
@@ -89,5 +92,22 @@ const char *tt_kattention_isa_name(tt_kattn_isa isa);  // "portable", "avx2", "a
 // Caps the ISA (for tests and benchmarks; not thread-safe against running kernels). A request
 // above what the CPU supports gives the best supported one. Returns the previous cap.
 tt_kattn_isa tt_kattention_set_isa(tt_kattn_isa isa);
+
+// ---- bf16 products (dims.bf16) ----
+// Every block product (q k^T and P v forward; P^T dy, dy v^T, dS k and dS^T q backward) rounds both
+// operands to bf16 (nearest even: q, k, v, dy, the probabilities P and dS) and accumulates in f32,
+// as PyTorch's bf16 autocast feeds its matmuls; the softmax statistics (row max, sum, lse), D =
+// rowsum(dy y), dS = P (dP - D) and the rescaling of y stay f32. The forward rounds the
+// unnormalized weights exp(s - m) and divides y by their f32 sum at the end (FlashAttention's
+// order); the backward rounds P = exp(s - lse). Each product is one f32 chain over k that adds each
+// k pair as vdpbf16ps is specified to (the odd step's product, then the even step's; products of
+// bf16 values are exact in f32), so its kernels give the same bits: vdpbf16ps on AVX512-BF16 CPUs,
+// else bf16 values widened to f32 and FMA (AVX-512F, AVX2), else portable C; except where an input,
+// a product or a partial sum is subnormal (|x| < 2^-126: vdpbf16ps and vcvtne2ps2bf16 take those as
+// zero; the forward's weights are >= exp(-87), above that). The SIMD kernels round and pack both
+// operands per call, on the stack, for K <= 256 (a longer K, HS > 256, runs the portable code).
+// vdpbf16ps runs when the bf16 GEMM's path is AVX512-BF16 (tensor/kernels/bf16.h:
+// tt_k_bf16_set_path), the widening kernels by tt_kattention_isa, which also picks the other block
+// operations as in f32.
 
 #endif  // TT_KERNELS_ATTENTION_H

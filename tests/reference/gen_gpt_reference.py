@@ -9,12 +9,12 @@
 # --autocast writes gpt_<config>_bf16.bin instead: the same models, weights and batch, with the
 # forward under torch.autocast("cpu", dtype=torch.bfloat16) (the Linear layers and the tied
 # head's matmul take bf16 inputs and accumulate in f32, their outputs are bf16), and the logits,
-# loss and gradients of that forward (no AdamW steps). One deviation from plain autocast, to
-# match tinytorch's fused attention, which stays f32 under autocast: the products inside
-# attention (q k^T and att v) run in f32 here too. Beside them, under "emu.", the same forward
+# loss and gradients of that forward (no AdamW steps); attention is plain autocast too (q k^T
+# and att v in bf16, as an unfused attention runs). Beside them, under "emu.", the same forward
 # and backward with tinytorch's autocast emulated in f32 (BF16Linear below: each product's
 # inputs, and in the backward the incoming gradient, rounded to bf16, the product and every
-# output in f32): what tinytorch should match to f32 accuracy.
+# output in f32; BF16Attention: the fused attention's products with bf16 inputs, its softmax
+# statistics in f32): what tinytorch should match to f32 accuracy.
 #
 # The modules are written out here (not taken from torch.nn where the formula could differ) so
 # they follow tinytorch's formulas: pre-norm blocks, attention scaled by 1/sqrt(HS) with a
@@ -131,11 +131,13 @@ class Attention(nn.Module):
         rep = self.nh // self.nkv  # kv head g serves query heads g*rep .. g*rep + rep - 1
         k = k.repeat_interleave(rep, dim=1)  # (B, NH, T, HS)
         v = v.repeat_interleave(rep, dim=1)
-        with torch.autocast("cpu", enabled=False):  # f32 attention, under autocast too
-            q, k, v = q.float(), k.float(), v.float()
-            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.hs))  # (B, NH, T, T)
+        scale = 1.0 / math.sqrt(self.hs)
+        if EMULATE_BF16:
+            y = BF16Attention.apply(q, k, v, self.mask[:t, :t], scale)
+        else:
+            att = (q @ k.transpose(-2, -1)) * scale  # (B, NH, T, T)
             att = att.masked_fill(self.mask[:t, :t], float("-inf"))
-            y = F.softmax(att, dim=-1) @ v                                 # (B, NH, T, HS)
+            y = F.softmax(att, dim=-1) @ v            # (B, NH, T, HS)
         return self.o_proj(y.transpose(1, 2).reshape(b, t, c))
 
 
@@ -160,6 +162,39 @@ class BF16Linear(torch.autograd.Function):
         gw = bf16(g).reshape(-1, g.shape[-1]).t() @ bf16(x).reshape(-1, x.shape[-1])
         gb = g.reshape(-1, g.shape[-1]).sum(0) if ctx.has_bias else None
         return gx, gw, gb
+
+
+class BF16Attention(torch.autograd.Function):
+    """softmax(q k^T scale, masked) v as tinytorch's fused attention computes it under bf16
+    autocast when all keys fit one tile of 32 (T <= 32 here): products with bf16 inputs and f32
+    outputs; the unnormalized weights exp(s - max) rounded to bf16 for the product with v and
+    the result divided by their f32 sum. Backward (FlashAttention's formulas): P = exp(s - lse),
+    dv = R(P)^T R(dy), dP = R(dy) R(v)^T, dS = P (dP - rowsum(dy y)), dq = scale R(dS) R(k),
+    dk = scale R(dS)^T R(q), R rounding to bf16."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, mask, scale):
+        assert q.shape[-2] <= 32
+        s = (bf16(q) @ bf16(k).transpose(-2, -1)) * scale
+        s = s.masked_fill(mask, float("-inf"))
+        m = s.amax(-1, keepdim=True)
+        e = torch.exp(s - m)
+        l = e.sum(-1, keepdim=True)
+        y = (bf16(e) @ bf16(v)) / l
+        ctx.save_for_backward(q, k, v, s, m + torch.log(l), y)
+        ctx.scale = scale
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        q, k, v, s, lse, y = ctx.saved_tensors
+        p = torch.exp(s - lse)
+        dv = bf16(p).transpose(-2, -1) @ bf16(dy)
+        dp = bf16(dy) @ bf16(v).transpose(-2, -1)
+        ds = p * (dp - (dy * y).sum(-1, keepdim=True))
+        dq = (bf16(ds) @ bf16(k)) * ctx.scale
+        dk = (bf16(ds).transpose(-2, -1) @ bf16(q)) * ctx.scale
+        return dq, dk, dv, None, None
 
 
 EMULATE_BF16 = False  # set by generate_autocast: Linear and the tied head through BF16Linear
