@@ -54,3 +54,21 @@ void tt_dist_set_bucket_size(size_t elements) {
     TT_CHECK(elements >= 1 && elements <= INT32_MAX, "tt_dist_set_bucket_size: %zu elements; "
              "pass 1 .. %d (MPI counts are ints)", elements, INT32_MAX);
 }
+
+static tt_dist_grad_prepare g_prepare;
+static void *g_prepare_ctx;
+
+tt_status tt_dist_overlap_begin(const tt_params *p, tt_dist_grad_prepare prepare, void *ctx) {
+    (void)p;
+    g_prepare = prepare;
+    g_prepare_ctx = ctx;
+    return TT_OK;
+}
+
+tt_status tt_dist_overlap_end(const tt_params *p) {
+    for (int i = 0; i < p->n && g_prepare; i++)
+        if (p->items[i].tensor->grad) g_prepare(i, p->items[i].tensor->grad, g_prepare_ctx);
+    g_prepare = NULL;
+    g_prepare_ctx = NULL;
+    return TT_OK;
+}
