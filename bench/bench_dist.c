@@ -9,6 +9,11 @@
 // and reports the median step, the tokens/s of the global batch, the median time of the
 // gradients' all-reduce per step with its share of the step, and before it the median wait for
 // the slowest rank (a one-number all-reduce), so that the all-reduce times communication alone.
+// A fourth argument `overlap` starts the all-reduce during the last micro-batch's backward
+// (tt_dist_overlap_begin/end; `blocking`, the default, after it), a fifth sets the bucket
+// size in elements. Overlapped, allreduce_ms is what the all-reduce adds to the backward and
+// after it (announcements, packing, the wait in tt_dist_overlap_end, which then includes the
+// wait for the slowest rank: no sync is taken), so ms_per_step is the figure to compare.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,9 +58,16 @@ int main(int argc, char **argv) {
     const bench_config *bc = NULL;
     for (size_t i = 0; argc > 1 && i < sizeof configs / sizeof configs[0]; i++)
         if (strcmp(configs[i].name, argv[1]) == 0) bc = &configs[i];
-    if (!bc || argc > 4) fail("usage: [mpirun -np R] bench_dist baby|mid [threads] [accum]");
+    const char *usage = "usage: [mpirun -np R] bench_dist baby|mid [threads] [accum] "
+                        "[blocking|overlap] [bucket elements]";
+    if (!bc || argc > 6) fail(usage);
     int threads = argc > 2 ? atoi(argv[2]) : 1, accum = argc > 3 ? atoi(argv[3]) : 1;
     if (threads < 1 || accum < 1) fail("threads and accum must be positive");
+    bool overlap = argc > 4 && strcmp(argv[4], "overlap") == 0;
+    if (argc > 4 && !overlap && strcmp(argv[4], "blocking") != 0) fail(usage);
+    long long bucket = argc > 5 ? atoll(argv[5]) : (long long)TT_DIST_BUCKET;
+    if (bucket < 1 || bucket > INT32_MAX) fail("the bucket size must be in 1 .. 2^31 - 1");
+    tt_dist_set_bucket_size((size_t)bucket);
 #ifdef _OPENMP
     omp_set_num_threads(threads);
 #endif
@@ -87,17 +99,27 @@ int main(int argc, char **argv) {
     for (int s = 0; s < warmup + n; s++) {
         double t0 = now_ms();
         tt_scope_begin();
+        double r0 = tt_dist_allreduce_seconds();
         for (int a = 0; a < accum; a++) {  // backward sums the micro-batches' gradients
             tt_tensor *x = random_tokens(&rng, bc), *y = random_tokens(&rng, bc);
-            tt_backward(tt_gpt_loss(&gpt, x, y));
+            tt_tensor *loss = tt_gpt_loss(&gpt, x, y);
+            if (overlap && a == accum - 1 &&
+                tt_dist_overlap_begin(&gpt.params, NULL, NULL) != TT_OK)
+                fail(tt_last_error());
+            tt_backward(loss);
         }
-        // A one-number all-reduce first: the wait for the slowest rank (sync), so that the
-        // gradients' all-reduce below times the communication alone.
-        double w0 = now_ms(), one = 1;
-        if (tt_dist_allreduce_f64(&one, 1) != TT_OK) fail(tt_last_error());
-        double w1 = now_ms();
-        double r0 = tt_dist_allreduce_seconds();
-        if (tt_dist_allreduce_grads(&gpt.params) != TT_OK) fail(tt_last_error());
+        double w0 = now_ms(), w1 = w0;
+        if (overlap) {
+            if (tt_dist_overlap_end(&gpt.params) != TT_OK) fail(tt_last_error());
+        } else {
+            // A one-number all-reduce first: the wait for the slowest rank (sync), so that the
+            // gradients' all-reduce below times the communication alone.
+            double one = 1;
+            if (tt_dist_allreduce_f64(&one, 1) != TT_OK) fail(tt_last_error());
+            w1 = now_ms();
+            r0 = tt_dist_allreduce_seconds();
+            if (tt_dist_allreduce_grads(&gpt.params) != TT_OK) fail(tt_last_error());
+        }
         double r1 = tt_dist_allreduce_seconds();
         tt_clip_grad_norm(&gpt.params, 1.0);
         tt_optim_step(&opt);
@@ -114,9 +136,10 @@ int main(int argc, char **argv) {
     int64_t global = bc->batch * accum * ranks;
     if (rank == 0)
         printf("bench dist config=%s ranks=%d threads=%d micro_batches=%d global_batch=%lld "
-               "ms_per_step=%.2f tokens_per_s=%.0f allreduce_ms=%.3f allreduce_share=%.1f%% "
-               "sync_wait_ms=%.3f grad_mb=%.2f steps=%d\n", bc->name, ranks, threads, accum,
-               (long long)global, med, (double)(global * bc->block) / (med / 1e3), med_ar,
+               "allreduce=%s bucket=%lld ms_per_step=%.2f tokens_per_s=%.0f allreduce_ms=%.3f "
+               "allreduce_share=%.1f%% sync_wait_ms=%.3f grad_mb=%.2f steps=%d\n", bc->name,
+               ranks, threads, accum, (long long)global, overlap ? "overlap" : "blocking",
+               bucket, med, (double)(global * bc->block) / (med / 1e3), med_ar,
                100.0 * med_ar / med, med_sy,
                4.0 * (double)tt_params_numel(&gpt.params) / (1024.0 * 1024.0), n);
     free(ms);
