@@ -10,7 +10,8 @@
 # (which takes --grad-accum 2 from the checkpoint), and refuses a rank count that cannot
 # share its micro-batches; ranks given another model or another --data stop at start naming
 # what differs; a rank killed with SIGKILL ends the job (non-zero exit, mpirun's message) and
-# leaves the last checkpoint loadable and resumable. Usage: MPIRUN="mpirun ..." sh tests/run_char_gpt_dist.sh [builddir]
+# leaves the last checkpoint loadable and resumable.
+# Usage: MPIRUN="mpirun ..." sh tests/run_char_gpt_dist.sh [builddir]
 build=${1:-build}
 bin=$build/char_gpt
 [ -x "$bin" ] || { echo "run_char_gpt_dist: $bin is not built" >&2; exit 1; }
