@@ -66,9 +66,13 @@ static void free_buckets(void) {
     free_overlap();
 }
 
+static bool overlap_running(void);
+
 void tt_dist_set_bucket_size(size_t elements) {
     TT_CHECK(elements >= 1 && elements <= INT32_MAX, "tt_dist_set_bucket_size: %zu elements; "
              "pass 1 .. %d (MPI counts are ints)", elements, INT32_MAX);
+    TT_CHECK(!overlap_running(), "called between "
+             "tt_dist_overlap_begin and tt_dist_overlap_end; set it before begin");
     free_buckets();
     g_bucket = elements;
 }
@@ -262,7 +266,10 @@ static struct {
     tt_status st;          // the first failure
 } ov;
 
+static bool overlap_running(void) { return ov.p != NULL; }
+
 static void free_overlap(void) {
+    if (ov.p && g_size > 1) tt_backward_set_grad_ready(NULL, NULL);
     tt_free(ov.b);
     tt_free(ov.bucket_of);
     tt_free(ov.offset_of);
@@ -405,12 +412,15 @@ static void ov_ready(tt_tensor *leaf, void *ctx) {
 }
 
 tt_status tt_dist_overlap_begin(const tt_params *p, tt_dist_grad_prepare prepare, void *ctx) {
-    TT_CHECK(p, "tt_dist_overlap_begin: params is NULL");
+    TT_CHECK(p, "params is NULL");
     TT_CHECK(!ov.p, "tt_dist_overlap_begin called twice; call tt_dist_overlap_end after the "
              "backward");
     ov.prepare = prepare;
     ov.ctx = ctx;
-    if (g_size == 1) return TT_OK;
+    if (g_size == 1) {  // nothing to start: end prepares every gradient
+        ov.p = p;
+        return TT_OK;
+    }
     for (int i = 0; i < p->n; i++)
         mpi_type(p->items[i].tensor, "tt_dist_overlap_begin", p->items[i].name);
     if (p->n > ov.capp) {
@@ -489,15 +499,16 @@ static void ov_unpack(int k) {
 }
 
 tt_status tt_dist_overlap_end(const tt_params *p) {
+    TT_CHECK(ov.p == p, "%s", ov.p ? "these are not the parameters "
+             "tt_dist_overlap_begin was given" : "call tt_dist_overlap_begin before the backward");
     if (g_size == 1) {
         for (int i = 0; i < p->n && ov.prepare; i++)
             if (p->items[i].tensor->grad) ov.prepare(i, p->items[i].tensor->grad, ov.ctx);
+        ov.p = NULL;
         ov.prepare = NULL;
         ov.ctx = NULL;
         return TT_OK;
     }
-    TT_CHECK(ov.p == p, "tt_dist_overlap_end: %s", ov.p ? "these are not the parameters "
-             "tt_dist_overlap_begin was given" : "call tt_dist_overlap_begin before the backward");
     tt_backward_set_grad_ready(NULL, NULL);
     double t0 = MPI_Wtime();
     for (int i = 0; i < p->n && ov.st == TT_OK; i++)
