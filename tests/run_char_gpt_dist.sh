@@ -81,7 +81,7 @@ else
     bad "--resume --grad-accum 1 (exit $rc)"; cat "$d/bad.err" >&2
 fi
 
-"$bin" train $model --iters 5 --bucket 0 --out "$d/bad.ckpt" > /dev/null 2> "$d/bad.err"
+"$bin" train $model --iters 10 --bucket 0 --out "$d/bad.ckpt" > /dev/null 2> "$d/bad.err"
 rc=$?
 if [ $rc = 2 ] && grep -q -- "--bucket 0 is out of range" "$d/bad.err"; then
     ok "--bucket 0 refused (exit 2)"
