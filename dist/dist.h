@@ -82,7 +82,11 @@ double tt_dist_allreduce_seconds(void);
 // not announce (zeros for one without a gradient), starts what is left, waits, divides by the
 // world size. With one rank (or without MPI) begin does nothing and end calls prepare on every
 // parameter with a gradient. Failures: as tt_dist_allreduce_grads, returned by end.
-// Whether it pays: see README ("overlapping the all-reduce"); off unless a trainer asks.
+// It pays when the bytes move without the cores that run the backward (a NIC between
+// machines, a slow link: the all-reduce a sizeable share of the step). On one machine over
+// shared memory the same cores copy the buckets, and MPI_Iallreduce is no faster than
+// MPI_Allreduce, so it does not: bench_dist `alternate` measured it slower or level there.
+// char_gpt turns it on with --overlap only.
 typedef void (*tt_dist_grad_prepare)(int index, tt_tensor *grad, void *ctx);
 tt_status tt_dist_overlap_begin(const tt_params *p, tt_dist_grad_prepare prepare, void *ctx);
 tt_status tt_dist_overlap_end(const tt_params *p);
