@@ -440,6 +440,7 @@ tt_status tt_dist_overlap_begin(const tt_params *p, tt_dist_grad_prepare prepare
         ov_layout_dtype(p, dt);
         for (int k = first; k < ov.nb; k++) {  // the packed buffers, one after another
             if (ov.b[k].big >= 0) continue;
+            bytes = (bytes + 63) & ~(size_t)63;  // f64 after f32: aligned, on a cache line
             ov.b[k].arena_off = bytes;
             bytes += ov.b[k].n * tt_dtype_size(dt);
         }
