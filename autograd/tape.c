@@ -502,7 +502,7 @@ static void count_down(tt_node *n, leaf_count *v, size_t nleaves) {
         leaf_count key = {in, 0}, *c = bsearch(&key, v, nleaves, sizeof *v, by_leaf);
         if (--c->left > 0) continue;
         finish_leaf(in);
-        ready_fn(in, ready_ctx);
+        if (ready_fn) ready_fn(in, ready_ctx);  // a callback may have turned itself off
     }
 }
 
