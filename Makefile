@@ -441,7 +441,9 @@ HEADERS        += dist/dist.h
 PUBLIC_HEADERS += dist/dist.h
 
 # make bench: bench_dist runs only with MPI=1, under $(MPIRUN): the baby and mid steps on
-# 2 ranks x 1 thread and on 1 rank x 2 threads with 2 micro-batches (the same global batch).
+# 2 ranks x 1 thread and on 1 rank x 2 threads with 2 micro-batches (the same global batch),
+# then 2 ranks with the all-reduce blocking and overlapped with the backward, step by step in
+# turns, in buckets of 256K elements (1 MB).
 BENCH_BINS := $(filter-out $(BUILD)/bench_dist,$(BENCH_BINS))
 ifeq ($(MPI),1)
 .PHONY: bench-dist
@@ -450,6 +452,7 @@ bench-dist: $(BUILD)/bench_dist
 	@for c in baby mid; do \
 	    $(MPIRUN) -np 2 $(BUILD)/bench_dist $$c 1 1 || exit 1; \
 	    $(MPIRUN) -np 1 $(BUILD)/bench_dist $$c 2 2 || exit 1; \
+	    $(MPIRUN) -np 2 $(BUILD)/bench_dist $$c 1 1 alternate 262144 || exit 1; \
 	done
 endif
 

@@ -552,6 +552,19 @@ const char *tt_precision_name(tt_precision precision);  // "f32", "bf16"; "?" ou
 // Parses "f32" or "bf16" into *out; false (and *out untouched) for anything else.
 bool tt_precision_parse(const char *name, tt_precision *out);
 
+// ---- gradient-ready notifications (autograd/tape.c) ----
+// tt_backward_set_grad_ready(fn, ctx): every later backward on this thread calls fn(leaf, ctx)
+// once for each leaf (a tensor that requires grad and no op made) the graph reaches, as soon
+// as the leaf's .grad is final for this backward: every node that feeds it has run, its hooks
+// ran and the gradient was added to .grad. The leaves nearest the loss come first; the rest of
+// the backward runs after fn returns. .grad is NULL when no gradient reached the leaf and it
+// had none. fn runs with grad mode off; it may read and write .grad's values (bump its
+// version) but must not run ops that record or start another backward. fn = NULL turns it
+// off. A data-parallel trainer starts each gradient's all-reduce here while the backward goes
+// on (dist/dist.h, tt_dist_overlap_begin), like PyTorch's register_post_accumulate_grad_hook.
+typedef void (*tt_grad_ready_fn)(tt_tensor *leaf, void *ctx);
+void tt_backward_set_grad_ready(tt_grad_ready_fn fn, void *ctx);
+
 #ifdef __cplusplus
 }
 #endif

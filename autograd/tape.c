@@ -357,15 +357,22 @@ static tt_tensor *run_hooks(tt_tensor *x, tt_tensor *g) {
     return g;
 }
 
+// Leaf x's hooks on its pending gradient, then the accumulation into its .grad (no-op when
+// nothing is pending: finish_leaf ran already).
+static void finish_leaf(tt_tensor *x) {
+    tt_tensor *g = x->hooks ? x->hooks->pending : NULL;
+    if (!g) return;
+    x->hooks->pending = NULL;
+    g = run_hooks(x, g);
+    accum_to(&x->grad, x, g);
+    tt_release(g);
+}
+
 // The hooks of the leaves that received a gradient, then the accumulation into their .grad.
 static void finish_pending(void) {
     for (size_t i = 0; i < npending; i++) {
-        tt_tensor *x = pending[i], *g = x->hooks->pending;
-        x->hooks->pending = NULL;
-        g = run_hooks(x, g);
-        accum_to(&x->grad, x, g);
-        tt_release(g);
-        tt_release(x);
+        finish_leaf(pending[i]);
+        tt_release(pending[i]);
     }
     npending = 0;
     tt_free(pending);
@@ -439,6 +446,66 @@ void tt__accum_grad_node(tt_tensor *x, const tt_node *n, tt_tensor *g) {
     accum_to(slot, x, g);
 }
 
+// ---- gradient-ready notifications ----
+// With a callback set, backward counts for each leaf the inputs of the collected nodes that
+// are that leaf (its pending consumers); after each node's backward it counts down, and the
+// leaf whose count reaches zero has its final gradient for this backward: its hooks run, the
+// gradient reaches .grad, and the callback hears of it, before the rest of the graph runs.
+
+static _Thread_local tt_grad_ready_fn ready_fn;
+static _Thread_local void *ready_ctx;
+
+void tt_backward_set_grad_ready(tt_grad_ready_fn fn, void *ctx) {
+    ready_fn = fn;
+    ready_ctx = fn ? ctx : NULL;
+}
+
+typedef struct leaf_count {
+    tt_tensor *leaf;
+    size_t left;  // consumers whose backward has not run yet
+} leaf_count;
+
+static int by_leaf(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t)((const leaf_count *)a)->leaf;
+    uintptr_t y = (uintptr_t)((const leaf_count *)b)->leaf;
+    return x < y ? -1 : x > y;
+}
+
+static bool is_leaf_input(const tt_tensor *in) {
+    return in && in->requires_grad && !in->node;
+}
+
+// The leaves that the nodes' inputs name, each with its number of uses; sorted by address.
+static leaf_count *count_leaves(tt_node *const *nodes, size_t n, size_t *nleaves) {
+    size_t cap = 0, k = 0;
+    for (size_t i = 0; i < n; i++) cap += (size_t)nodes[i]->n_inputs;
+    leaf_count *v = TT_MALLOC((cap ? cap : 1) * sizeof *v);
+    for (size_t i = 0; i < n; i++)
+        for (int j = 0; j < nodes[i]->n_inputs; j++)
+            if (is_leaf_input(nodes[i]->inputs[j])) v[k++] = (leaf_count){nodes[i]->inputs[j], 1};
+    qsort(v, k, sizeof *v, by_leaf);
+    size_t m = 0;  // merge the uses of one leaf
+    for (size_t i = 0; i < k; i++) {
+        if (m > 0 && v[m - 1].leaf == v[i].leaf) v[m - 1].left++;
+        else v[m++] = v[i];
+    }
+    *nleaves = m;
+    return v;
+}
+
+// After node n's backward (or its skip: no gradient reached it): n's leaf inputs have one
+// consumer fewer; those with none left are final.
+static void count_down(tt_node *n, leaf_count *v, size_t nleaves) {
+    for (int j = 0; j < n->n_inputs; j++) {
+        tt_tensor *in = n->inputs[j];
+        if (!is_leaf_input(in)) continue;
+        leaf_count key = {in, 0}, *c = bsearch(&key, v, nleaves, sizeof *v, by_leaf);
+        if (--c->left > 0) continue;
+        finish_leaf(in);
+        if (ready_fn) ready_fn(in, ready_ctx);  // a callback may have turned itself off
+    }
+}
+
 // ---- backward ----
 
 typedef struct node_list {
@@ -507,14 +574,20 @@ void tt_backward_ex(tt_tensor *out, tt_tensor *grad, bool retain_graph) {
     tt_scope_end();
     if (!out->node) {
         finish_pending();
+        if (ready_fn) ready_fn(out, ready_ctx);
         tt_set_grad_enabled(prev);
         return;
     }
     node_list nodes = {0};
     collect(out->node, &nodes, "tt_backward");
+    size_t nleaves = 0;
+    leaf_count *leaves = ready_fn ? count_leaves(nodes.v, nodes.n, &nleaves) : NULL;
     for (size_t i = 0; i < nodes.n; i++) {
         tt_node *n = nodes.v[i];
-        if (!n->grad) continue;  // no gradient reached it
+        if (!n->grad) {  // no gradient reached it
+            if (leaves) count_down(n, leaves, nleaves);
+            continue;
+        }
         check_versions(n);
         output_hooks(n);
         tt_scope_begin();
@@ -523,7 +596,9 @@ void tt_backward_ex(tt_tensor *out, tt_tensor *grad, bool retain_graph) {
         tt_scope_end();
         tt_release(n->grad);
         n->grad = NULL;
+        if (leaves) count_down(n, leaves, nleaves);
     }
+    tt_free(leaves);
     finish_pending();
     if (!retain_graph) {
         // Move every reference out first: releasing may free nodes of this very list.

@@ -9,6 +9,13 @@
 // and reports the median step, the tokens/s of the global batch, the median time of the
 // gradients' all-reduce per step with its share of the step, and before it the median wait for
 // the slowest rank (a one-number all-reduce), so that the all-reduce times communication alone.
+// A fourth argument `overlap` starts the all-reduce during the last micro-batch's backward
+// (tt_dist_overlap_begin/end; `blocking`, the default, after it); `alternate` takes turns step
+// by step and prints a line for each (on a loaded machine, the fair comparison); a fifth sets
+// the bucket size in elements. Overlapped, allreduce_ms is what the all-reduce adds to the
+// backward and after it (announcements, packing, the wait in tt_dist_overlap_end, which then
+// includes the wait for the slowest rank: no sync is taken), so ms_per_step is the figure to
+// compare.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,9 +60,18 @@ int main(int argc, char **argv) {
     const bench_config *bc = NULL;
     for (size_t i = 0; argc > 1 && i < sizeof configs / sizeof configs[0]; i++)
         if (strcmp(configs[i].name, argv[1]) == 0) bc = &configs[i];
-    if (!bc || argc > 4) fail("usage: [mpirun -np R] bench_dist baby|mid [threads] [accum]");
+    const char *usage = "usage: [mpirun -np R] bench_dist baby|mid [threads] [accum] "
+                        "[blocking|overlap|alternate] [bucket elements]";
+    if (!bc || argc > 6) fail(usage);
     int threads = argc > 2 ? atoi(argv[2]) : 1, accum = argc > 3 ? atoi(argv[3]) : 1;
     if (threads < 1 || accum < 1) fail("threads and accum must be positive");
+    enum { MODE_BLOCKING, MODE_OVERLAP, MODE_ALTERNATE } mode = MODE_BLOCKING;
+    if (argc > 4 && strcmp(argv[4], "overlap") == 0) mode = MODE_OVERLAP;
+    else if (argc > 4 && strcmp(argv[4], "alternate") == 0) mode = MODE_ALTERNATE;
+    else if (argc > 4 && strcmp(argv[4], "blocking") != 0) fail(usage);
+    long long bucket = argc > 5 ? atoll(argv[5]) : (long long)TT_DIST_BUCKET;
+    if (bucket < 1 || bucket > INT32_MAX) fail("the bucket size must be in 1 .. 2^31 - 1");
+    tt_dist_set_bucket_size((size_t)bucket);
 #ifdef _OPENMP
     omp_set_num_threads(threads);
 #endif
@@ -80,45 +96,66 @@ int main(int argc, char **argv) {
     tt_optim_init(&opt, oc);
     tt_optim_add_decay_groups(&opt, &gpt.params, 0.1);
 
-    int warmup = 3, n = bc->steps;
-    double *ms = malloc((size_t)n * sizeof *ms), *ar = malloc((size_t)n * sizeof *ar);
-    double *sy = malloc((size_t)n * sizeof *sy);
+    // Alternating, the steps take turns (overlap on the odd ones) and each mode gets
+    // bc->steps of them: both see the same load from the rest of the machine.
+    int warmup = 3, n = bc->steps, nmodes = mode == MODE_ALTERNATE ? 2 : 1;
+    double *ms = malloc((size_t)(2 * n) * sizeof *ms);
+    double *ar = malloc((size_t)(2 * n) * sizeof *ar), *sy = malloc((size_t)(2 * n) * sizeof *sy);
     if (!ms || !ar || !sy) fail("out of memory");
-    for (int s = 0; s < warmup + n; s++) {
+    for (int s = 0; s < warmup + nmodes * n; s++) {
+        bool overlap = mode == MODE_OVERLAP || (mode == MODE_ALTERNATE && s % 2 == 1);
         double t0 = now_ms();
         tt_scope_begin();
+        double r0 = tt_dist_allreduce_seconds();
         for (int a = 0; a < accum; a++) {  // backward sums the micro-batches' gradients
             tt_tensor *x = random_tokens(&rng, bc), *y = random_tokens(&rng, bc);
-            tt_backward(tt_gpt_loss(&gpt, x, y));
+            tt_tensor *loss = tt_gpt_loss(&gpt, x, y);
+            if (overlap && a == accum - 1 &&
+                tt_dist_overlap_begin(&gpt.params, NULL, NULL) != TT_OK)
+                fail(tt_last_error());
+            tt_backward(loss);
         }
-        // A one-number all-reduce first: the wait for the slowest rank (sync), so that the
-        // gradients' all-reduce below times the communication alone.
-        double w0 = now_ms(), one = 1;
-        if (tt_dist_allreduce_f64(&one, 1) != TT_OK) fail(tt_last_error());
-        double w1 = now_ms();
-        double r0 = tt_dist_allreduce_seconds();
-        if (tt_dist_allreduce_grads(&gpt.params) != TT_OK) fail(tt_last_error());
+        double w0 = now_ms(), w1 = w0;
+        if (overlap) {
+            if (tt_dist_overlap_end(&gpt.params) != TT_OK) fail(tt_last_error());
+        } else {
+            // A one-number all-reduce first: the wait for the slowest rank (sync), so that the
+            // gradients' all-reduce below times the communication alone.
+            double one = 1;
+            if (tt_dist_allreduce_f64(&one, 1) != TT_OK) fail(tt_last_error());
+            w1 = now_ms();
+            r0 = tt_dist_allreduce_seconds();
+            if (tt_dist_allreduce_grads(&gpt.params) != TT_OK) fail(tt_last_error());
+        }
         double r1 = tt_dist_allreduce_seconds();
         tt_clip_grad_norm(&gpt.params, 1.0);
         tt_optim_step(&opt);
         tt_optim_zero_grad(&opt);
         tt_scope_end();
-        if (s >= warmup) {
-            ms[s - warmup] = now_ms() - t0;
-            ar[s - warmup] = 1e3 * (r1 - r0);
-            sy[s - warmup] = w1 - w0;
+        if (s >= warmup) {  // blocking steps in [0, n), overlapped ones in [n, 2n)
+            int i = (overlap ? n : 0) + (s - warmup) / nmodes;
+            ms[i] = now_ms() - t0;
+            ar[i] = 1e3 * (r1 - r0);
+            sy[i] = w1 - w0;
         }
     }
     // Rank 0's view: the step ends for every rank at the all-reduce, so its time is the job's.
-    double med = median(ms, n), med_ar = median(ar, n), med_sy = median(sy, n);
     int64_t global = bc->batch * accum * ranks;
-    if (rank == 0)
-        printf("bench dist config=%s ranks=%d threads=%d micro_batches=%d global_batch=%lld "
-               "ms_per_step=%.2f tokens_per_s=%.0f allreduce_ms=%.3f allreduce_share=%.1f%% "
-               "sync_wait_ms=%.3f grad_mb=%.2f steps=%d\n", bc->name, ranks, threads, accum,
-               (long long)global, med, (double)(global * bc->block) / (med / 1e3), med_ar,
-               100.0 * med_ar / med, med_sy,
-               4.0 * (double)tt_params_numel(&gpt.params) / (1024.0 * 1024.0), n);
+    for (int m = 0; m < 2; m++) {
+        bool overlap = m == 1;
+        if ((overlap && mode == MODE_BLOCKING) || (!overlap && mode == MODE_OVERLAP)) continue;
+        double *v = ms + m * n, *va = ar + m * n, *vs = sy + m * n;
+        double med = median(v, n), med_ar = median(va, n), med_sy = median(vs, n);
+        if (rank == 0)
+            printf("bench dist config=%s ranks=%d threads=%d micro_batches=%d "
+                   "global_batch=%lld allreduce=%s%s bucket=%lld ms_per_step=%.2f "
+                   "tokens_per_s=%.0f allreduce_ms=%.3f allreduce_share=%.1f%% "
+                   "sync_wait_ms=%.3f grad_mb=%.2f steps=%d\n", bc->name, ranks, threads,
+                   accum, (long long)global, overlap ? "overlap" : "blocking",
+                   mode == MODE_ALTERNATE ? "(alternating)" : "", bucket, med,
+                   (double)(global * bc->block) / (med / 1e3), med_ar, 100.0 * med_ar / med,
+                   med_sy, 4.0 * (double)tt_params_numel(&gpt.params) / (1024.0 * 1024.0), n);
+    }
     free(ms);
     free(ar);
     free(sy);

@@ -57,7 +57,38 @@ tt_status tt_dist_allreduce_f64(double *x, size_t n);
 // Every rank's nbytes of send, in rank order, into recv (world_size * nbytes bytes) on every
 // rank.
 tt_status tt_dist_allgather(void *recv, const void *send, size_t nbytes);
-// Seconds spent in tt_dist_allreduce_grads since the start (for benchmarks and logs).
+// Seconds spent in tt_dist_allreduce_grads, and in tt_dist_overlap_end and the overlap's
+// announcements, since the start (for benchmarks and logs).
 double tt_dist_allreduce_seconds(void);
+
+// ---- the all-reduce overlapped with the backward ----
+// The same mean as tt_dist_allreduce_grads, started while the backward runs: call
+// tt_dist_overlap_begin before the backward that completes the step's gradients and
+// tt_dist_overlap_end after it, in place of tt_dist_allreduce_grads:
+//
+//     tt_dist_overlap_begin(&gpt.params, NULL, NULL);
+//     tt_backward(loss);                  // buckets start as their gradients become final
+//     tt_dist_overlap_end(&gpt.params);   // waits for them: .grad = the mean over the ranks
+//
+// The buckets are those of tt_dist_allreduce_grads (same contents, same order of elements),
+// so the sums are its sums; with 2 ranks each element is a + b either way, the same bits.
+// Backward announces each parameter when its gradient is final (tt_backward_set_grad_ready);
+// prepare(i, grad, ctx), when given, may then rewrite p->items[i]'s gradient in place (a
+// trainer's last micro-batch adds its running sum there) before it is packed; the parameter's
+// bucket starts (MPI_Iallreduce) once all of it is packed and the buckets after it have
+// started, last bucket first, so that every rank starts them in the same order. Each
+// announcement also progresses the started ones (MPI_Test: Open MPI moves a non-blocking
+// collective on only inside MPI calls). tt_dist_overlap_end packs the parameters backward did
+// not announce (zeros for one without a gradient), starts what is left, waits, divides by the
+// world size. With one rank (or without MPI) begin does nothing and end calls prepare on every
+// parameter with a gradient. Failures: as tt_dist_allreduce_grads, returned by end.
+// It pays when the bytes move without the cores that run the backward (a NIC between
+// machines, a slow link: the all-reduce a sizeable share of the step). On one machine over
+// shared memory the same cores copy the buckets, and MPI_Iallreduce is no faster than
+// MPI_Allreduce, so it does not: bench_dist `alternate` measured it slower or level there.
+// char_gpt turns it on with --overlap only.
+typedef void (*tt_dist_grad_prepare)(int index, tt_tensor *grad, void *ctx);
+tt_status tt_dist_overlap_begin(const tt_params *p, tt_dist_grad_prepare prepare, void *ctx);
+tt_status tt_dist_overlap_end(const tt_params *p);
 
 #endif  // TT_DIST_H

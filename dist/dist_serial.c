@@ -54,3 +54,30 @@ void tt_dist_set_bucket_size(size_t elements) {
     TT_CHECK(elements >= 1 && elements <= INT32_MAX, "tt_dist_set_bucket_size: %zu elements; "
              "pass 1 .. %d (MPI counts are ints)", elements, INT32_MAX);
 }
+
+static const tt_params *g_overlap;  // between tt_dist_overlap_begin and end
+static tt_dist_grad_prepare g_prepare;
+static void *g_prepare_ctx;
+
+tt_status tt_dist_overlap_begin(const tt_params *p, tt_dist_grad_prepare prepare, void *ctx) {
+    TT_CHECK(p, "params is NULL");
+    TT_CHECK(!g_overlap, "tt_dist_overlap_begin called twice; call tt_dist_overlap_end after "
+             "the backward");
+    g_overlap = p;
+    g_prepare = prepare;
+    g_prepare_ctx = ctx;
+    return TT_OK;
+}
+
+// One rank: nothing was started; every gradient is prepared here, in parameter order.
+tt_status tt_dist_overlap_end(const tt_params *p) {
+    TT_CHECK(g_overlap == p, "%s", g_overlap ? "these are not the "
+             "parameters tt_dist_overlap_begin was given" : "call tt_dist_overlap_begin before "
+             "the backward");
+    for (int i = 0; i < p->n && g_prepare; i++)
+        if (p->items[i].tensor->grad) g_prepare(i, p->items[i].tensor->grad, g_prepare_ctx);
+    g_overlap = NULL;
+    g_prepare = NULL;
+    g_prepare_ctx = NULL;
+    return TT_OK;
+}

@@ -49,7 +49,10 @@ static const gpt_program *prog;  // which program runs: its name, default --out,
     "averaged over all R x N micro-batches, and rank 0 alone prints and writes --out and\n" \
     "--log. A run of R ranks and --grad-accum N sees the same batches as one of 1 rank and\n" \
     "--grad-accum R x N (with R = 2 and N = 1, bit for bit the same losses). --resume works on\n" \
-    "any R that divides the checkpoint's micro-batches per step (--grad-accum follows).\n"
+    "any R that divides the checkpoint's micro-batches per step (--grad-accum follows).\n" \
+    "Gradients travel in buckets of --bucket elements. --overlap starts each bucket's\n" \
+    "all-reduce during the last micro-batch's backward, as soon as its gradients are final\n" \
+    "(the same bits; it pays when the network, not the cores, is the bottleneck: README).\n"
 
 // The usage text of char_gpt: the model flags between head and tail come from the config's
 // field table.
@@ -61,7 +64,7 @@ static const char *char_usage_tail =
     "                 [--min-lr 1e-4] [--warmup 100] [--weight-decay 0.1] [--beta2 0.99]\n"
     "                 [--grad-clip 1.0] [--eval-every 250] [--eval-iters 20] [--seed 1337]\n"
     "                 [--threads N] [--precision f32|bf16] [--grad-accum 1] [--profile]\n"
-    "                 [--trace FILE.json]\n"
+    "                 [--trace FILE.json] [--overlap] [--bucket 4194304]\n"
     "  char_gpt sample --ckpt FILE [--prompt TEXT] [--tokens 500] [--temperature 0.8]\n"
     "                 [--top-k 200] [--top-p 1.0] [--seed 1337] [--no-cache] [--block N]\n"
     "                 [--threads N] [--quantize int8]\n"
@@ -101,7 +104,8 @@ static const char *gpt_usage_tail =
     "            [--batch 12] [--iters 2000] [--decay-iters ITERS] [--lr 1e-3]\n"
     "            [--min-lr 1e-4] [--warmup 100] [--weight-decay 0.1] [--beta2 0.99]\n"
     "            [--grad-clip 1.0] [--eval-every 250] [--eval-iters 20] [--seed 1337]\n"
-    "            [--threads N] [--grad-accum 1] [--profile] [--trace FILE.json]\n"
+    "            [--threads N] [--grad-accum 1] [--profile] [--trace FILE.json] [--overlap]\n"
+    "            [--bucket 4194304]\n"
     "  gpt sample --ckpt FILE | --init-from FILE [--tokenizer T] [--prompt TEXT] [--tokens 500]\n"
     "            [--temperature 0.8] [--top-k 200] [--top-p 1.0] [--seed 1337] [--no-cache]\n"
     "            [--block N] [--threads N] [--quantize int8]\n"
@@ -212,6 +216,10 @@ typedef struct options {
     // ---- profiling (train): the per-op table, a Chrome trace of the steps ----
     bool profile;
     const char *trace;
+    // train on several ranks: start the gradients' all-reduce during the last backward, in
+    // buckets of this many elements
+    bool overlap;
+    int64_t bucket;
 } options;
 
 typedef struct flag {
@@ -263,6 +271,9 @@ static flag flags[] = {
     {"--profile", F_BOOL, &opt.profile, CMD_TRAIN, false, 0},
     {"--trace", F_STR, &opt.trace, CMD_TRAIN, false, 0},
     {"--grad-accum", F_INT, &opt.grad_accum, CMD_TRAIN, false, 0},
+    // ---- the all-reduce overlapped with the backward ----
+    {"--overlap", F_BOOL, &opt.overlap, CMD_TRAIN, false, 0},
+    {"--bucket", F_INT, &opt.bucket, CMD_TRAIN, false, 0},
 };
 #define NFLAGS ((int)(sizeof flags / sizeof flags[0]))
 #define MAX_FIELDS 64
@@ -343,6 +354,7 @@ static void set_defaults(void) {
     opt.eval_iters = 20;
     opt.seed = 1337;
     opt.grad_accum = 1;
+    opt.bucket = (int64_t)TT_DIST_BUCKET;
     opt.precision = "f32";
     opt.threads = 0;  // OpenMP's default
     opt.prompt = "\n";
@@ -1270,19 +1282,58 @@ static const char *model_flag_given(void) {
 // .grad), is divided by A, then summed over the ranks and divided by their number
 // (tt_dist_allreduce_grads): 1 rank with A = 2 and 2 ranks with A = 1 both compute
 // (g0 + g1) / 2, bit for bit.
+// The last micro-batch's gradient of parameter i, as it becomes final during an overlapped
+// backward (tt_dist_overlap_begin's prepare): (accum + g) / A in place, as micro_batches does
+// after a blocking one.
+typedef struct accum_prepare {
+    const float *accum;
+    const size_t *offset;  // per parameter: its first element in accum
+    int64_t A;
+    const tt_params *p;
+} accum_prepare;
+
+static void add_accum(int i, tt_tensor *g, void *ctx) {
+    const accum_prepare *ap = ctx;
+    if (g->dtype != TT_F32 || !tt_is_contiguous(g))
+        die("internal error: --grad-accum needs a contiguous f32 gradient for '%s'",
+            ap->p->items[i].name);
+    float *d = tt_data(g);  // (numel)
+    const float *s = ap->accum + ap->offset[i];
+    size_t n = (size_t)tt_numel(g);
+    for (size_t j = 0; j < n; j++) d[j] = (s[j] + d[j]) / (float)ap->A;
+    tt_bump_version(g, "grad-accum");
+}
+
 static double micro_batches(tt_gpt *gpt, const tt_text_dataset *ds, slot_rngs *slots,
-                            int64_t A, int64_t M, int64_t B, int64_t T, float *accum) {
+                            int64_t A, int64_t M, int64_t B, int64_t T, float *accum,
+                            bool overlap) {
     const tt_params *p = &gpt->params;
     double sum = 0;
+    size_t *offset = NULL;
+    accum_prepare ap = {accum, NULL, A, p};
+    if (overlap && A > 1) {
+        offset = malloc((size_t)p->n * sizeof *offset);
+        if (!offset) die("out of memory");
+        size_t off = 0;
+        for (int i = 0; i < p->n; i++) {
+            offset[i] = off;
+            off += (size_t)tt_numel(p->items[i].tensor);
+        }
+        ap.offset = offset;
+    }
     for (int64_t a = 0; a < A; a++) {
         gpt->dropout_rng = slots[a].drop;
         tt_tensor *x, *y;
         tt_dataset_batch(ds, TT_SPLIT_TRAIN, B, T, &slots[a].data, &x, &y);  // (B, T) each
         tt_tensor *loss = tt_gpt_loss(gpt, x, y);
         sum += tt_item(loss);
+        // Overlapped: the last backward starts the all-reduce (and adds accum as it goes).
+        bool start = overlap && a == A - 1;
+        if (start && tt_dist_overlap_begin(p, A > 1 ? add_accum : NULL, &ap) != TT_OK)
+            die("%s", tt_last_error());
         tt_backward(loss);
         slots[a].drop = gpt->dropout_rng;
-        if (A == 1) break;
+        if (start || A == 1) break;
         size_t off = 0;
         for (int i = 0; i < p->n; i++) {
             tt_tensor *g = p->items[i].tensor->grad;
@@ -1304,8 +1355,9 @@ static double micro_batches(tt_gpt *gpt, const tt_text_dataset *ds, slot_rngs *s
         if (a < A - 1) tt_params_zero_grad(p);
     }
     gpt->dropout_rng = slots[0].drop;
-    if (tt_dist_allreduce_grads(p) != TT_OK || tt_dist_allreduce_f64(&sum, 1) != TT_OK)
-        die("%s", tt_last_error());
+    tt_status st = overlap ? tt_dist_overlap_end(p) : tt_dist_allreduce_grads(p);
+    free(offset);
+    if (st != TT_OK || tt_dist_allreduce_f64(&sum, 1) != TT_OK) die("%s", tt_last_error());
     return sum / (double)M;
 }
 
@@ -1485,6 +1537,8 @@ static int cmd_train(void) {
 
     // Several ranks: the same run everywhere, from rank 0's weights.
     check_ranks_agree(&s, &gpt, &ds);
+    require_range("--bucket", opt.bucket, 1, INT32_MAX);
+    tt_dist_set_bucket_size((size_t)opt.bucket);
     if (tt_dist_broadcast_params(&gpt.params) != TT_OK) die("%s", tt_last_error());
     if (ranks > 1)
         fprintf(stderr, "%s: rank %d of %d on %s, pid %ld, micro-batches %lld..%lld of %lld\n",
@@ -1555,7 +1609,8 @@ static int cmd_train(void) {
             lossv = tt_item(loss);
             tt_backward(loss);
         } else {
-            lossv = micro_batches(&gpt, &ds, slots, A, M, B, T, accum);
+            lossv = micro_batches(&gpt, &ds, slots, A, M, B, T, accum,
+                                  opt.overlap && ranks > 1);
         }
         double norm = opt.grad_clip > 0 ? tt_clip_grad_norm(&gpt.params, opt.grad_clip)
                                         : tt_grad_norm(&gpt.params);

@@ -4,12 +4,14 @@
 # for bit, bad values are refused, tests/dist_check passes as rank 0 of 1. With MPIRUN set
 # (make test MPI=1, make test-mpi MPI=1): tests/dist_check's collectives on 2 ranks; a 2-rank
 # run of 50 steps prints only rank 0's lines and gives the losses, evals and parameters of the
-# 1-rank --grad-accum 2 run bit for bit; its checkpoint evaluates like that run's; --resume
-# continues it bit for bit on 2 ranks and on 1 (which takes --grad-accum 2 from the
-# checkpoint), and refuses a rank count that cannot share its micro-batches; ranks given
-# another model or another --data stop at start naming what differs; a rank killed with
-# SIGKILL ends the job (non-zero exit, mpirun's message) and leaves the last checkpoint
-# loadable and resumable. Usage: MPIRUN="mpirun ..." sh tests/run_char_gpt_dist.sh [builddir]
+# 1-rank --grad-accum 2 run bit for bit, and so does one with --overlap (the all-reduce
+# started during the backward; with --grad-accum 2 too, against 2 ranks without it); its
+# checkpoint evaluates like that run's; --resume continues it bit for bit on 2 ranks and on 1
+# (which takes --grad-accum 2 from the checkpoint), and refuses a rank count that cannot
+# share its micro-batches; ranks given another model or another --data stop at start naming
+# what differs; a rank killed with SIGKILL ends the job (non-zero exit, mpirun's message) and
+# leaves the last checkpoint loadable and resumable.
+# Usage: MPIRUN="mpirun ..." sh tests/run_char_gpt_dist.sh [builddir]
 build=${1:-build}
 bin=$build/char_gpt
 [ -x "$bin" ] || { echo "run_char_gpt_dist: $bin is not built" >&2; exit 1; }
@@ -79,6 +81,14 @@ else
     bad "--resume --grad-accum 1 (exit $rc)"; cat "$d/bad.err" >&2
 fi
 
+"$bin" train $model --iters 10 --bucket 0 --out "$d/bad.ckpt" > /dev/null 2> "$d/bad.err"
+rc=$?
+if [ $rc = 2 ] && grep -q -- "--bucket 0 is out of range" "$d/bad.err"; then
+    ok "--bucket 0 refused (exit 2)"
+else
+    bad "--bucket 0 (exit $rc)"; cat "$d/bad.err" >&2
+fi
+
 # The collectives alone (rank 0 of 1; under mpirun below on 2 ranks).
 if [ -x "$build/tests/dist_check" ] && "$build/tests/dist_check" > "$d/dc1.out" 2> "$d/dc1.err" &&
    grep -q "agree on 1 rank" "$d/dc1.out"; then
@@ -126,6 +136,36 @@ if [ $? = 0 ] && grep -q '^eval train_loss=' "$d/r2_eval.out" &&
     ok "the 2-rank checkpoint evaluates like the 1-rank one: $(cat "$d/r2_eval.out")"
 else
     bad "eval of the 2-rank checkpoint"; cat "$d/r2_eval.err" >&2
+fi
+
+# ---- the all-reduce overlapped with the backward: the same bits ----
+# Buckets of 2000 elements: the model's gradients fill 14, each started during the backward as
+# soon as its gradients are final (the one holding the token embedding last).
+$MPIRUN -np 2 "$bin" train $model --iters 50 --eval-every 10 --overlap --bucket 2000 \
+    --out "$d/o2.ckpt" --log "$d/o2.csv" > "$d/o2.out" 2> "$d/o2.err"
+rc=$?
+if [ $rc = 0 ] && cmp -s "$d/o2.csv" "$d/a2.csv" &&
+   [ "$(losses "$d/o2.out")" = "$(losses "$d/a2.out")" ] &&
+   [ "$(fp "$d/o2.err" 50)" = "$(fp "$d/a2.err" 50)" ]; then
+    ok "2 ranks --overlap --bucket 2000 = 1 rank --grad-accum 2 bit for bit"
+else
+    bad "2 ranks --overlap (exit $rc)"; cat "$d/o2.err" >&2
+    diff "$d/o2.csv" "$d/a2.csv" | head >&2
+fi
+# --grad-accum 2 on 2 ranks: the first micro-batch accumulates, the last one's backward
+# overlaps (each gradient gets the running sum as it becomes final); the same bits as blocking.
+for m in blocking overlap; do
+    f=; [ $m = overlap ] && f=--overlap
+    $MPIRUN -np 2 "$bin" train $model --iters 20 --eval-every 10 --grad-accum 2 $f \
+        --bucket 2000 --out "$d/g$m.ckpt" --log "$d/g$m.csv" > /dev/null 2> "$d/g$m.err" ||
+        bad "2 ranks --grad-accum 2 $f"
+done
+if [ "$(wc -l < "$d/goverlap.csv")" = 21 ] && cmp -s "$d/gblocking.csv" "$d/goverlap.csv" &&
+   [ -n "$(fp "$d/goverlap.err" 20)" ] &&
+   [ "$(fp "$d/goverlap.err" 20)" = "$(fp "$d/gblocking.err" 20)" ]; then
+    ok "2 ranks --grad-accum 2 --overlap = without --overlap bit for bit: 20 losses, parameters"
+else
+    bad "2 ranks --grad-accum 2 --overlap differs"; cat "$d/goverlap.err" >&2
 fi
 
 # ---- resume on 2 ranks and on 1 ----

@@ -593,6 +593,93 @@ START_TEST(test_hook_needs_requires_grad_aborts) {
 }
 END_TEST
 
+// ---- gradient-ready notifications ----
+
+typedef struct ready_log {
+    int calls;
+    tt_tensor *leaf[4];
+    double grad[4][2];  // the leaf's .grad when it was announced
+    bool other_null[4];  // the other leaf's .grad was still NULL then
+    tt_tensor *other;
+} ready_log;
+
+static void log_ready(tt_tensor *leaf, void *ctx) {
+    ready_log *log = ctx;
+    ck_assert(!tt_is_grad_enabled());
+    int k = log->calls++;
+    ck_assert_int_lt(k, 4);
+    log->leaf[k] = leaf;
+    tt_tensor *g = tt_grad(leaf);
+    for (int64_t i = 0; i < tt_numel(leaf) && i < 2; i++) log->grad[k][i] = g ? tt_at(g, i) : -1;
+    log->other_null[k] = log->other && !tt_grad(log->other);
+}
+
+// L = sum(3 x^2 w) + sum(w): dL/dw = 3 x^2 + 1, dL/dx = 6 x w. w (two consumers, a hook that
+// scales by 10) is final as soon as the product with it ran, before x's nodes: announced first
+// with its hooked total, while x has no gradient yet; x (used twice) last.
+START_TEST(test_grad_ready_order_and_values) {
+    tt_scope_begin();
+    tt_tensor *x = leaf(tt_test_tensor(TT_F64, TT_SHAPE(2), 1, 2));
+    tt_tensor *w = leaf(tt_test_tensor(TT_F64, TT_SHAPE(2), 5, 7));
+    hook_log hook = {.scale = 10};
+    tt_register_hook(w, record_and_scale, &hook);
+    ready_log log = {.other = x};
+    tt_backward_set_grad_ready(log_ready, &log);
+    tt_tensor *b = tt_mul(tt_mul_scalar(x, 3), x);
+    tt_backward(tt_add(tt_sum_all(tt_mul(b, w)), tt_sum_all(w)));
+    ck_assert_int_eq(log.calls, 2);
+    ck_assert_ptr_eq(log.leaf[0], w);
+    ck_assert(log.other_null[0]);
+    ck_assert_int_eq(hook.calls, 1);
+    ck_assert_double_eq(log.grad[0][0], 40);   // 10 (3 + 1)
+    ck_assert_double_eq(log.grad[0][1], 130);  // 10 (12 + 1)
+    ck_assert_ptr_eq(log.leaf[1], x);
+    ck_assert_double_eq(log.grad[1][0], 30);   // 6 * 1 * 5
+    ck_assert_double_eq(log.grad[1][1], 84);   // 6 * 2 * 7
+    // A second backward: announced again, with .grad holding both backwards' sums.
+    log = (ready_log){0};
+    tt_tensor *b2 = tt_mul(tt_mul_scalar(x, 3), x);
+    tt_backward(tt_add(tt_sum_all(tt_mul(b2, w)), tt_sum_all(w)));
+    ck_assert_int_eq(log.calls, 2);
+    ck_assert_double_eq(log.grad[0][1], 260);
+    ck_assert_double_eq(log.grad[1][0], 60);
+    // A leaf that is the output itself; then off.
+    log = (ready_log){0};
+    tt_tensor *s = leaf(tt_test_tensor(TT_F64, TT_SHAPE(1), 4));
+    tt_backward(s);
+    ck_assert_int_eq(log.calls, 1);
+    ck_assert_ptr_eq(log.leaf[0], s);
+    ck_assert_double_eq(log.grad[0][0], 1);
+    tt_backward_set_grad_ready(NULL, NULL);
+    log = (ready_log){0};
+    tt_backward(tt_sum_all(tt_mul(x, w)));
+    ck_assert_int_eq(log.calls, 0);
+    ck_assert_values(tt_grad(x), 0, 0, 65, 175);  // 60 + 5, 168 + 7
+    tt_scope_end();
+}
+END_TEST
+
+// Only the leaves the output reaches are announced: z feeds a recorded op the loss does not
+// use, so it is neither announced nor given a gradient.
+START_TEST(test_grad_ready_unreachable_leaf) {
+    tt_scope_begin();
+    tt_tensor *x = leaf(tt_test_tensor(TT_F64, TT_SHAPE(2), 1, 2));
+    tt_tensor *z = leaf(tt_test_tensor(TT_F64, TT_SHAPE(2), 3, 4));
+    tt_tensor *dead = tt_mul(z, z);  // recorded, but the loss below does not use it
+    tt_tensor *l = tt_sum_all(tt_mul_scalar(x, 2));
+    (void)dead;
+    ready_log log = {0};
+    tt_backward_set_grad_ready(log_ready, &log);
+    tt_backward(l);
+    tt_backward_set_grad_ready(NULL, NULL);
+    ck_assert_int_eq(log.calls, 1);  // z is not reachable from l: not announced
+    ck_assert_ptr_eq(log.leaf[0], x);
+    ck_assert_double_eq(log.grad[0][0], 2);
+    ck_assert_ptr_null(tt_grad(z));
+    tt_scope_end();
+}
+END_TEST
+
 // Pass-through backwards (add, reshape, transpose) hand their gradient on without a copy when
 // nothing else holds it; the same tensor reached twice, a retained gradient and a second
 // backward over a kept graph must still see their own values. s = 2x + 2x (x reaches add
@@ -697,6 +784,8 @@ int main(void) {
     tcase_add_test(hk, test_retain_grad);
     tcase_add_test(hk, test_hook_on_intermediate);
     tcase_add_test(hk, test_hook_on_leaf);
+    tcase_add_test(hk, test_grad_ready_order_and_values);
+    tcase_add_test(hk, test_grad_ready_unreachable_leaf);
     suite_add_tcase(s, hk);
     TCase *hka = tt_tcase_aborts("aborts_hooks");
     tcase_add_test_raise_signal(hka, test_hook_wrong_shape_aborts, SIGABRT);
