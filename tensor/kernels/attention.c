@@ -62,7 +62,9 @@ static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo :
 // C (M, N) = alpha A B [+ C]: gemm, with A[i, k] = a[i a_rs + k a_cs] and the rows of B and C
 // b_rs and c_rs apart. row_max: the max of s[0 .. lim), lim >= 1. row_exp: s[c] = c < lim ?
 // exp(s[c] - sub) : 0 for c < BK, returning the sum. row_ds: dp[c] = p[c] (dp[c] - D) for c < BK.
-// row_scale: x[0 .. n) *= alpha.
+// row_scale: x[0 .. n) *= alpha. pack_b, gemm_pb (NULL in a table without them): the gemm with
+// B (K, N), K <= pb_kmax, packed once into bf16 k-pair panels and read by many calls (see
+// "packed operands" below); the same bits as gemm.
 typedef struct ops_f32 {
     void (*gemm)(int64_t M, int64_t N, int64_t K, const float *a, int64_t a_rs, int64_t a_cs,
                  const float *b, int64_t b_rs, float *c, int64_t c_rs, float alpha, bool acc);
@@ -70,6 +72,12 @@ typedef struct ops_f32 {
     float (*row_exp)(float *s, int64_t lim, float sub);
     void (*row_ds)(float *dp, const float *p, float D);
     void (*row_scale)(float *x, int64_t n, float alpha);
+    void (*pack_b)(uint32_t *bp, int64_t ldp, int64_t K, int64_t N, const float *b,
+                   int64_t b_rs);
+    void (*gemm_pb)(int64_t M, int64_t N, int64_t K, const float *a, int64_t a_rs, int64_t a_cs,
+                    const uint32_t *bp, int64_t ldp, float *c, int64_t c_rs, float alpha,
+                    bool acc);
+    int64_t pb_kmax;
 } ops_f32;
 
 typedef struct ops_f64 {
@@ -79,6 +87,12 @@ typedef struct ops_f64 {
     double (*row_exp)(double *s, int64_t lim, double sub);
     void (*row_ds)(double *dp, const double *p, double D);
     void (*row_scale)(double *x, int64_t n, double alpha);
+    void (*pack_b)(uint32_t *bp, int64_t ldp, int64_t K, int64_t N, const double *b,
+                   int64_t b_rs);
+    void (*gemm_pb)(int64_t M, int64_t N, int64_t K, const double *a, int64_t a_rs, int64_t a_cs,
+                    const uint32_t *bp, int64_t ldp, double *c, int64_t c_rs, double alpha,
+                    bool acc);
+    int64_t pb_kmax;
 } ops_f64;
 
 // ---- portable C ----
@@ -177,6 +191,7 @@ static void gemm_bf16_portable(int64_t M, int64_t N, int64_t K, const float *a, 
 static const ops_f32 ops_portable_bf16 = {
     gemm_bf16_portable, row_max_portable_f32, row_exp_portable_f32, row_ds_portable_f32,
     row_scale_portable_f32,
+    NULL, NULL, 0,
 };
 
 #if ATTN_X86
@@ -309,6 +324,7 @@ TGT_AVX512 static void row_scale_avx512(float *x, int64_t n, float alpha) {
 
 static const ops_f32 ops_avx512_f32 = {
     gemm_avx512, row_max_avx512, row_exp_avx512, row_ds_avx512, row_scale_avx512,
+    NULL, NULL, 0,
 };
 
 // ---- AVX2 + FMA (f32, 8 lanes) ----
@@ -457,6 +473,7 @@ TGT_AVX2 static void row_scale_avx2(float *x, int64_t n, float alpha) {
 
 static const ops_f32 ops_avx2_f32 = {
     gemm_avx2, row_max_avx2, row_exp_avx2, row_ds_avx2, row_scale_avx2,
+    NULL, NULL, 0,
 };
 
 // ---- bf16 products on vdpbf16ps (AVX512-BF16, f32 only) ----
@@ -567,6 +584,52 @@ TGT_BF16 static void gemm_dpbf16(int64_t M, int64_t N, int64_t K, const float *a
             _mm512_storeu_si512(bp + p * 32 + 16,
                                 pair_rows16(r0 + 16, r1 ? r1 + 16 : NULL, m1));
         }
+        int64_t i = 0;
+        for (; i + TILE_R <= M; i += TILE_R)
+            tile_dpbf16(TILE_R, KP, ap + i * ai, ai, ap_, bp, c + i * c_rs + n, c_rs, va, m0, m1,
+                        acc);
+        for (; i + 4 <= M; i += 4)
+            tile_dpbf16(4, KP, ap + i * ai, ai, ap_, bp, c + i * c_rs + n, c_rs, va, m0, m1,
+                        acc);
+        for (; i < M; i++)
+            tile_dpbf16(1, KP, ap + i * ai, ai, ap_, bp, c + i * c_rs + n, c_rs, va, m0, m1,
+                        acc);
+    }
+}
+
+// ---- packed operands (vdpbf16ps) ----
+// A right-hand operand read by many block products (the forward's k^T and v of a head, the
+// backward's k^T, v^T and k of a key tile) is rounded and paired once: B (K, N) as panels of
+// 32 columns, pair p of column n at bp[(n / 32) ldp + 32 p + n % 32], the odd step of the last
+// pair zero when K is odd, columns past N zero: the words gemm_dpbf16 builds per call, so
+// gemm_pb_dpbf16 gives its bits. A call may use a panel's first (K' + 1) / 2 pairs, K' < K,
+// when K' is even (the caller checks).
+
+// B (K, N), rows b_rs apart, into panels of ldp >= 32 (K + 1) / 2 words.
+TGT_BF16 static void pack_b_dpbf16(uint32_t *bp, int64_t ldp, int64_t K, int64_t N,
+                                   const float *b, int64_t b_rs) {
+    for (int64_t n = 0; n < N; n += 32) {
+        __mmask16 m0 = lanes16(N - n), m1 = lanes16(N - n - 16);
+        uint32_t *dst = bp + n / 32 * ldp;
+        for (int64_t p = 0; 2 * p < K; p++) {
+            const float *r0 = b + 2 * p * b_rs + n, *r1 = 2 * p + 1 < K ? r0 + b_rs : NULL;
+            _mm512_storeu_si512(dst + p * 32, pair_rows16(r0, r1, m0));
+            _mm512_storeu_si512(dst + p * 32 + 16, pair_rows16(r0 + 16, r1 ? r1 + 16 : NULL, m1));
+        }
+    }
+}
+
+// gemm_dpbf16 with B packed by pack_b_dpbf16; K <= 2 KP_MAX, M <= BQ.
+TGT_BF16 static void gemm_pb_dpbf16(int64_t M, int64_t N, int64_t K, const float *a,
+                                    int64_t a_rs, int64_t a_cs, const uint32_t *bp, int64_t ldp,
+                                    float *c, int64_t c_rs, float alpha, bool acc) {
+    int64_t KP = (K + 1) / 2;
+    uint32_t ap[BQ * KP_MAX];  // A's words (pack_a_bf16)
+    int64_t ai, ap_;
+    pack_a_bf16(ap, &ai, &ap_, KP, M, K, a, a_rs, a_cs);
+    __m512 va = _mm512_set1_ps(alpha);
+    for (int64_t n = 0; n < N; n += 32, bp += ldp) {
+        __mmask16 m0 = lanes16(N - n), m1 = lanes16(N - n - 16);
         int64_t i = 0;
         for (; i + TILE_R <= M; i += TILE_R)
             tile_dpbf16(TILE_R, KP, ap + i * ai, ai, ap_, bp, c + i * c_rs + n, c_rs, va, m0, m1,
@@ -737,19 +800,24 @@ TGT_AVX2 static void gemm_widen256(int64_t M, int64_t N, int64_t K, const float 
 
 static const ops_f32 ops_avx512_dpbf16 = {
     gemm_dpbf16, row_max_avx512, row_exp_avx512, row_ds_avx512, row_scale_avx512,
+    pack_b_dpbf16, gemm_pb_dpbf16, 2 * KP_MAX,
 };
 static const ops_f32 ops_avx512_bf16 = {
     gemm_widen512, row_max_avx512, row_exp_avx512, row_ds_avx512, row_scale_avx512,
+    NULL, NULL, 0,
 };
 static const ops_f32 ops_avx2_dpbf16 = {
     gemm_dpbf16, row_max_avx2, row_exp_avx2, row_ds_avx2, row_scale_avx2,
+    pack_b_dpbf16, gemm_pb_dpbf16, 2 * KP_MAX,
 };
 static const ops_f32 ops_avx2_bf16 = {
     gemm_widen256, row_max_avx2, row_exp_avx2, row_ds_avx2, row_scale_avx2,
+    NULL, NULL, 0,
 };
 static const ops_f32 ops_portable_dpbf16 = {
     gemm_dpbf16, row_max_portable_f32, row_exp_portable_f32, row_ds_portable_f32,
     row_scale_portable_f32,
+    pack_b_dpbf16, gemm_pb_dpbf16, 2 * KP_MAX,
 };
 
 #endif  // ATTN_X86
