@@ -62,9 +62,10 @@ static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo :
 // C (M, N) = alpha A B [+ C]: gemm, with A[i, k] = a[i a_rs + k a_cs] and the rows of B and C
 // b_rs and c_rs apart. row_max: the max of s[0 .. lim), lim >= 1. row_exp: s[c] = c < lim ?
 // exp(s[c] - sub) : 0 for c < BK, returning the sum. row_ds: dp[c] = p[c] (dp[c] - D) for c < BK.
-// row_scale: x[0 .. n) *= alpha. pack_b, gemm_pb (NULL in a table without them): the gemm with
-// B (K, N), K <= pb_kmax, packed once into bf16 k-pair panels and read by many calls (see
-// "packed operands" below); the same bits as gemm.
+// row_scale: x[0 .. n) *= alpha. pack_b, pack_bt, gemm_pb (NULL in a table without them): the
+// gemm with B (K, N), K <= pb_kmax, packed once into bf16 k-pair panels (from B's rows, or from
+// the rows of X = B^T) and read by many calls (see "packed operands" below); the same bits as
+// gemm.
 typedef struct ops_f32 {
     void (*gemm)(int64_t M, int64_t N, int64_t K, const float *a, int64_t a_rs, int64_t a_cs,
                  const float *b, int64_t b_rs, float *c, int64_t c_rs, float alpha, bool acc);
@@ -74,6 +75,8 @@ typedef struct ops_f32 {
     void (*row_scale)(float *x, int64_t n, float alpha);
     void (*pack_b)(uint32_t *bp, int64_t ldp, int64_t K, int64_t N, const float *b,
                    int64_t b_rs);
+    void (*pack_bt)(uint32_t *bp, int64_t ldp, int64_t K, int64_t N, const float *x,
+                    int64_t x_rs);
     void (*gemm_pb)(int64_t M, int64_t N, int64_t K, const float *a, int64_t a_rs, int64_t a_cs,
                     const uint32_t *bp, int64_t ldp, float *c, int64_t c_rs, float alpha,
                     bool acc);
@@ -89,6 +92,8 @@ typedef struct ops_f64 {
     void (*row_scale)(double *x, int64_t n, double alpha);
     void (*pack_b)(uint32_t *bp, int64_t ldp, int64_t K, int64_t N, const double *b,
                    int64_t b_rs);
+    void (*pack_bt)(uint32_t *bp, int64_t ldp, int64_t K, int64_t N, const double *x,
+                    int64_t x_rs);
     void (*gemm_pb)(int64_t M, int64_t N, int64_t K, const double *a, int64_t a_rs, int64_t a_cs,
                     const uint32_t *bp, int64_t ldp, double *c, int64_t c_rs, double alpha,
                     bool acc);
@@ -191,7 +196,7 @@ static void gemm_bf16_portable(int64_t M, int64_t N, int64_t K, const float *a, 
 static const ops_f32 ops_portable_bf16 = {
     gemm_bf16_portable, row_max_portable_f32, row_exp_portable_f32, row_ds_portable_f32,
     row_scale_portable_f32,
-    NULL, NULL, 0,
+    NULL, NULL, NULL, 0,
 };
 
 #if ATTN_X86
@@ -324,7 +329,7 @@ TGT_AVX512 static void row_scale_avx512(float *x, int64_t n, float alpha) {
 
 static const ops_f32 ops_avx512_f32 = {
     gemm_avx512, row_max_avx512, row_exp_avx512, row_ds_avx512, row_scale_avx512,
-    NULL, NULL, 0,
+    NULL, NULL, NULL, 0,
 };
 
 // ---- AVX2 + FMA (f32, 8 lanes) ----
@@ -473,7 +478,7 @@ TGT_AVX2 static void row_scale_avx2(float *x, int64_t n, float alpha) {
 
 static const ops_f32 ops_avx2_f32 = {
     gemm_avx2, row_max_avx2, row_exp_avx2, row_ds_avx2, row_scale_avx2,
-    NULL, NULL, 0,
+    NULL, NULL, NULL, 0,
 };
 
 // ---- bf16 products on vdpbf16ps (AVX512-BF16, f32 only) ----
@@ -619,7 +624,26 @@ TGT_BF16 static void pack_b_dpbf16(uint32_t *bp, int64_t ldp, int64_t K, int64_t
     }
 }
 
-// gemm_dpbf16 with B packed by pack_b_dpbf16; K <= 2 KP_MAX, M <= BQ.
+// The panels of B = X^T (K, N): X (N, K) rows x_rs apart, each row's pairs (pair_line16, the
+// same rounding as pair_rows16) scattered down its column; columns N .. N rounded up to 32 zero.
+TGT_BF16 static void pack_bt_dpbf16(uint32_t *bp, int64_t ldp, int64_t K, int64_t N,
+                                    const float *x, int64_t x_rs) {
+    int64_t KP = (K + 1) / 2;
+    const __m512i idx = _mm512_mullo_epi32(
+        _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+        _mm512_set1_epi32(32));  // word q of a 16-word run goes 32 q further down its column
+    for (int64_t n = 0; n < (N + 31) / 32 * 32; n++) {
+        uint32_t *dst = bp + n / 32 * ldp + n % 32;
+        for (int64_t p = 0; p < KP; p += 16) {
+            __m512i w = n < N ? pair_line16(x + n * x_rs + 2 * p, lanes16(K - 2 * p),
+                                            lanes16(K - 2 * p - 16))
+                              : _mm512_setzero_si512();
+            _mm512_mask_i32scatter_epi32(dst + p * 32, lanes16(KP - p), idx, w, 4);
+        }
+    }
+}
+
+// gemm_dpbf16 with B packed by pack_b_dpbf16 or pack_bt_dpbf16; K <= 2 KP_MAX, M <= BQ.
 TGT_BF16 static void gemm_pb_dpbf16(int64_t M, int64_t N, int64_t K, const float *a,
                                     int64_t a_rs, int64_t a_cs, const uint32_t *bp, int64_t ldp,
                                     float *c, int64_t c_rs, float alpha, bool acc) {
@@ -800,24 +824,24 @@ TGT_AVX2 static void gemm_widen256(int64_t M, int64_t N, int64_t K, const float 
 
 static const ops_f32 ops_avx512_dpbf16 = {
     gemm_dpbf16, row_max_avx512, row_exp_avx512, row_ds_avx512, row_scale_avx512,
-    pack_b_dpbf16, gemm_pb_dpbf16, 2 * KP_MAX,
+    pack_b_dpbf16, pack_bt_dpbf16, gemm_pb_dpbf16, 2 * KP_MAX,
 };
 static const ops_f32 ops_avx512_bf16 = {
     gemm_widen512, row_max_avx512, row_exp_avx512, row_ds_avx512, row_scale_avx512,
-    NULL, NULL, 0,
+    NULL, NULL, NULL, 0,
 };
 static const ops_f32 ops_avx2_dpbf16 = {
     gemm_dpbf16, row_max_avx2, row_exp_avx2, row_ds_avx2, row_scale_avx2,
-    pack_b_dpbf16, gemm_pb_dpbf16, 2 * KP_MAX,
+    pack_b_dpbf16, pack_bt_dpbf16, gemm_pb_dpbf16, 2 * KP_MAX,
 };
 static const ops_f32 ops_avx2_bf16 = {
     gemm_widen256, row_max_avx2, row_exp_avx2, row_ds_avx2, row_scale_avx2,
-    NULL, NULL, 0,
+    NULL, NULL, NULL, 0,
 };
 static const ops_f32 ops_portable_dpbf16 = {
     gemm_dpbf16, row_max_portable_f32, row_exp_portable_f32, row_ds_portable_f32,
     row_scale_portable_f32,
-    pack_b_dpbf16, gemm_pb_dpbf16, 2 * KP_MAX,
+    pack_b_dpbf16, pack_bt_dpbf16, gemm_pb_dpbf16, 2 * KP_MAX,
 };
 
 #endif  // ATTN_X86
