@@ -2,7 +2,8 @@
 // forward and the three gradients against an emulation in double that rounds the products'
 // inputs to bf16 (q, k, v, the weights, dy, dS) and follows the kernel's key tiles and running
 // max, on every kernel of the products; plain f32 is far outside its tolerance. vdpbf16ps and
-// the widening (AVX-512F, AVX2) or portable products give the same bits; 1 and 2 threads too;
+// the widening (AVX-512F, AVX2) or portable products give the same bits, with and without a
+// mask; 1 and 2 threads too;
 // f64 and f32 outside autocast untouched by the switch. GPT parity with PyTorch's autocast:
 // test_gpt_parity.
 #include <stdint.h>
@@ -252,6 +253,53 @@ START_TEST(test_dpbf16_same_bits_as_portable) {
 }
 END_TEST
 
+// With masks: a bool key-padding mask (B, 1, 1, S) and an additive (T, S) bias that takes a
+// gradient; vdpbf16ps (the pair panels packed once per head or key tile) against the widening
+// products, in y, dq, dk, dv and the bias's gradient; GQA, an odd T and S, an odd head size.
+START_TEST(test_dpbf16_same_bits_masked) {
+    if (!tt_k_bf16_path_supported(TT_K_BF16_AVX512BF16)) return;
+    const int64_t B = 2, NH = 4, NKV = 2, T = 45, S = 45, HS = 23;
+    tt_rng_seed(&rng, 80 + (uint64_t)_i);
+    tt_scope_begin();
+    tt_tensor *q = tt_set_requires_grad(tt_uniform(&rng, TT_F32, TT_SHAPE(B, NH, T, HS), -2, 2),
+                                        true);
+    tt_tensor *k = tt_set_requires_grad(tt_uniform(&rng, TT_F32, TT_SHAPE(B, NKV, S, HS), -2, 2),
+                                        true);
+    tt_tensor *v = tt_set_requires_grad(tt_uniform(&rng, TT_F32, TT_SHAPE(B, NKV, S, HS), -1, 1),
+                                        true);
+    tt_tensor *dy = tt_uniform(&rng, TT_F32, TT_SHAPE(B, NH, T, HS), -1, 1);
+    tt_tensor *mask;
+    if (_i == 0) {
+        mask = tt_ones(TT_BOOL, TT_SHAPE(B, 1, 1, S));
+        tt_fill_(tt_narrow(mask, 3, S - 6, 6), 0);
+    } else {
+        mask = tt_set_requires_grad(tt_uniform(&rng, TT_F32, TT_SHAPE(T, S), -1, 1), true);
+    }
+    tt_tensor *out[2][5];
+    for (int p = 0; p < 2; p++) {
+        tt_k_bf16_path prev = tt_k_bf16_set_path(p ? TT_K_BF16_GENERIC : TT_K_BF16_AVX512BF16);
+        tt_zero_grad(q);
+        tt_zero_grad(k);
+        tt_zero_grad(v);
+        if (_i) tt_zero_grad(mask);
+        tt_autocast_begin(TT_PRECISION_BF16);
+        tt_tensor *y = tt_scaled_dot_product_attention(q, k, v, mask, _i == 1, 0.2);
+        tt_autocast_end();
+        tt_backward_with(y, dy);
+        tt_k_bf16_set_path(prev);
+        out[p][0] = tt_detach(y);
+        out[p][1] = tt_clone(q->grad);
+        out[p][2] = tt_clone(k->grad);
+        out[p][3] = tt_clone(v->grad);
+        out[p][4] = _i ? tt_clone(mask->grad) : out[p][0];
+    }
+    for (int t = 0; t < 5; t++)
+        ck_assert_msg(same_bits(out[0][t], out[1][t]), "mask %d: output %d differs between "
+                      "vdpbf16ps and the widened products", _i, t);
+    tt_scope_end();
+}
+END_TEST
+
 // Large enough to run on several threads; results bitwise the same on 1 and 2.
 START_TEST(test_threads_same_bits) {
 #ifdef _OPENMP
@@ -308,6 +356,7 @@ int main(void) {
     int n = (int)(sizeof shapes / sizeof shapes[0]);
     tcase_add_loop_test(tc, test_bf16_matches_emulation, 0, n);
     tcase_add_loop_test(tc, test_dpbf16_same_bits_as_portable, 0, n);
+    tcase_add_loop_test(tc, test_dpbf16_same_bits_masked, 0, 2);
     tcase_add_test(tc, test_threads_same_bits);
     tcase_add_test(tc, test_f64_and_f32_region_unchanged);
     suite_add_tcase(s, tc);
