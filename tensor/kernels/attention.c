@@ -13,14 +13,16 @@
 // owns the dk/dv rows of its kv head and the dq rows of its query heads), statically. Each
 // output element is summed by one thread in a fixed order: results do not depend on the thread
 // count. Memory: per thread, a packed k^T of one head (forward) or of one key block (backward),
-// two (BQ, BK) tiles on the stack, and the backward's D = rowsum(dy y) of the group's rows.
+// two (BQ, BK) tiles on the stack, and the backward's D = rowsum(dy y) of the group's rows; on
+// vdpbf16ps, bf16 pair panels instead of the packed k^T ("packed operands" below).
 //
 // Code written once for both dtypes: attention_portable.inc (the portable block operations)
 // and attention_driver.inc (the tiled forward and backward), each included per dtype below.
 //
 // bf16 products (dims.bf16, attention.h): the f32 driver with a table whose gemm rounds its
-// operands to bf16 and accumulates in f32, on vdpbf16ps (gemm_dpbf16), widened to f32 with
-// FMA (gemm_widen512, gemm_widen256) or in portable C (gemm_bf16_portable); the same bits.
+// operands to bf16 and accumulates in f32, on vdpbf16ps (gemm_dpbf16, or gemm_pb_dpbf16 with
+// a right-hand operand packed once per head or key tile), widened to f32 with FMA
+// (gemm_widen512, gemm_widen256) or in portable C (gemm_bf16_portable); the same bits.
 #include "attention.h"
 #include "bf16.h"
 

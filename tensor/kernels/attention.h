@@ -105,7 +105,11 @@ tt_kattn_isa tt_kattention_set_isa(tt_kattn_isa isa);
 // else bf16 values widened to f32 and FMA (AVX-512F, AVX2), else portable C; except where an input,
 // a product or a partial sum is subnormal (|x| < 2^-126: vdpbf16ps and vcvtne2ps2bf16 take those as
 // zero; the forward's weights are >= exp(-87), above that). The SIMD kernels round and pack both
-// operands per call, on the stack, for K <= 256 (a longer K, HS > 256, runs the portable code).
+// operands per call, on the stack, for K <= 256 (a longer K, HS > 256, runs the portable code);
+// except on vdpbf16ps, where a right-hand operand that many products read is rounded and paired
+// once into panels: k^T and v per (b, head) in the forward; k^T, v^T and k per key tile and
+// each query head's dy and q per (b, kv head) in the backward (per thread, about S HS 32-bit
+// words forward and rep T HS backward, HS rounded up to 32). The same bits either way.
 // vdpbf16ps runs when the bf16 GEMM's path is AVX512-BF16 (tensor/kernels/bf16.h:
 // tt_k_bf16_set_path), the widening kernels by tt_kattention_isa, which also picks the other block
 // operations as in f32.
