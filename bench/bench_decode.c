@@ -26,22 +26,6 @@
 
 #define RUNS 7
 
-static void set_threads(int t) {
-#ifdef _OPENMP
-    omp_set_num_threads(t);
-#else
-    (void)t;
-#endif
-}
-
-static int threads_now(void) {
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
 // ---- read bandwidth ----
 
 // Sum of p[lo, hi) in 16 independent lanes: vectorized, compiled for AVX-512, AVX2 and
@@ -89,7 +73,7 @@ static void bench_stream(int64_t bytes, const char *what) {
         double dt = now_s() - t0;
         if (r > 0 && dt < best) best = dt;  // pass 0 warms up
     }
-    printf("bench decode stream=%s threads=%d mib=%.0f read_gbs=%.1f%s\n", what, threads_now(),
+    printf("bench decode stream=%s threads=%d mib=%.0f read_gbs=%.1f%s\n", what, tt_get_num_threads(),
            (double)bytes / (1 << 20), (double)bytes / best * 1e-9, sink < 0 ? " ?" : "");
     free(p);
 }
@@ -154,7 +138,7 @@ static int bench_model(const decode_config *dc) {
     printf("bench decode config=%s threads=%d tokens=%lld f32_tokens_per_s=%.0f "
            "int8_tokens_per_s=%.0f speedup=%.2f f32_weight_mb=%.2f int8_weight_mb=%.2f "
            "bytes_ratio=%.2f f32_weight_gbs=%.1f int8_weight_gbs=%.1f init=random\n",
-           dc->name, threads_now(), (long long)n, tps_f, tps_q, tps_q / tps_f, bf / 1e6,
+           dc->name, tt_get_num_threads(), (long long)n, tps_f, tps_q, tps_q / tps_f, bf / 1e6,
            bq / 1e6, bf / bq, bf * tps_f * 1e-9, bq * tps_q * 1e-9);
     fflush(stdout);
     free(out);
@@ -171,7 +155,7 @@ static const decode_config *find_config(const char *name) {
 
 int main(int argc, char **argv) {
     if (argc >= 2) {
-        if (argc >= 3) set_threads(atoi(argv[2]));
+        if (argc >= 3) tt_set_num_threads(atoi(argv[2]));
         if (strcmp(argv[1], "stream") == 0) {
             bench_stream((int64_t)256 << 20, "dram");
             bench_stream((int64_t)42 << 20, "mid_f32_weights");
@@ -184,9 +168,9 @@ int main(int argc, char **argv) {
         }
         return bench_model(dc);
     }
-    int nt = threads_now();
+    int nt = tt_get_num_threads();
     for (int t = 1; t <= nt && t <= 2; t++) {
-        set_threads(t);
+        tt_set_num_threads(t);
         bench_stream((int64_t)256 << 20, "dram");
         bench_stream((int64_t)42 << 20, "mid_f32_weights");
         for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++)

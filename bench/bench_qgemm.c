@@ -11,9 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "tinytorch.h"
 #include "bench_util.h"
@@ -25,22 +22,6 @@
 // Timed runs per figure, int8 and f32 alternating (run i of one, then run i of the other), so
 // a neighbour's load on the shared machine hits both alike; medians are reported.
 #define TIMED_RUNS 9
-
-static void set_threads(int t) {
-#ifdef _OPENMP
-    omp_set_num_threads(t);
-#else
-    (void)t;
-#endif
-}
-
-static int threads_now(void) {
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
 
 static float *rand_buf(int64_t n, uint64_t *state, float amp) {
     float *p = malloc((size_t)n * sizeof *p);
@@ -136,7 +117,7 @@ static void bench_linears(const char *what, const linears *l, bool with_f32) {
            tt_k_qgemm_path_name(tt_k_qgemm_active_path()),
            tt_k_gemm_path_name(tt_k_gemm_active_path()), what, (long long)l->M);
     if (l->n == 1) printf(" n=%lld k=%lld", (long long)l->N[0], (long long)l->K[0]);
-    printf(" threads=%d us=%.1f gops=%.1f weight_gbs=%.1f", threads_now(), mi * 1e6,
+    printf(" threads=%d us=%.1f gops=%.1f weight_gbs=%.1f", tt_get_num_threads(), mi * 1e6,
            2 * macs / mi * 1e-9, wbytes / mi * 1e-9);
     if (with_f32)
         printf(" f32_us=%.1f f32_gflops=%.1f speedup=%.2f", mf * 1e6, 2 * macs / mf * 1e-9,
@@ -195,13 +176,13 @@ static bool set_path(const char *name) {
 int main(int argc, char **argv) {
     if (argc >= 3 && strcmp(argv[2], "decode") == 0) {
         if (!set_path(argv[1])) return 2;
-        if (argc >= 4) set_threads(atoi(argv[3]));
+        if (argc >= 4) tt_set_num_threads(atoi(argv[3]));
         bench_decode(1);
         return 0;
     }
     if (argc >= 5) {
         if (!set_path(argv[1])) return 2;
-        if (argc >= 6) set_threads(atoi(argv[5]));
+        if (argc >= 6) tt_set_num_threads(atoi(argv[5]));
         bench_shape(atoll(argv[2]), atoll(argv[3]), atoll(argv[4]), true);
         return 0;
     }
@@ -210,12 +191,12 @@ int main(int argc, char **argv) {
         return 2;
     }
     const int64_t shapes[4][2] = {{1152, 384}, {384, 384}, {1536, 384}, {384, 1536}};  // N, K
-    int nt = threads_now();
+    int nt = tt_get_num_threads();
     for (int p = TT_K_QGEMM_VNNI; p >= TT_K_QGEMM_GENERIC; p--) {
         if (!tt_k_qgemm_path_supported((tt_k_qgemm_path)p)) continue;
         force_paths((tt_k_qgemm_path)p);
         for (int t = 1; t <= nt && t <= 2; t++) {  // one thread: steadier on a busy machine
-            set_threads(t);
+            tt_set_num_threads(t);
             bench_decode(1);
             for (int i = 0; i < 4; i++) bench_shape(1, shapes[i][0], shapes[i][1], true);
         }

@@ -55,22 +55,6 @@ static void reference(double *ref, double *err_bound, const double *x, const dou
     free(sw);
 }
 
-static double *values(const tt_tensor *t) {
-    double *v = malloc((size_t)tt_numel(t) * sizeof *v);
-    tt_to_f64_array(t, v);
-    return v;
-}
-
-// Whether a and b hold the same values (compared in double: exact for f32 and f64).
-static bool same_values(const tt_tensor *a, const tt_tensor *b) {
-    if (tt_numel(a) != tt_numel(b)) return false;
-    double *x = values(a), *y = values(b);
-    bool same = true;
-    for (int64_t i = 0; i < tt_numel(a); i++) same = same && x[i] == y[i];
-    free(x), free(y);
-    return same;
-}
-
 // x (2, 3, K) normal, a Linear K -> N with or without bias, and a transposed (non-contiguous)
 // copy of x as a second input: the int8 outputs equal the double model of the scheme (to f32
 // rounding of the epilogue) and stay within the bound above of the f32 Linear, which they do
@@ -100,8 +84,8 @@ START_TEST(test_qlinear_vs_linear) {
         tt_tensor *yq = tt_qlinear_forward(&q, xs[c]), *yf = tt_affine(xs[c], fc.weight, fc.bias);
         ck_assert_int_eq(yq->ndim, xs[c]->ndim);
         ck_assert_int_eq(yq->shape[yq->ndim - 1], N);
-        double *x = values(xs[c]), *w = values(fc.weight), *b = fc.bias ? values(fc.bias) : NULL;
-        double *got = values(yq), *f32 = values(yf);
+        double *x = tt_test_values(xs[c]), *w = tt_test_values(fc.weight), *b = fc.bias ? tt_test_values(fc.bias) : NULL;
+        double *got = tt_test_values(yq), *f32 = tt_test_values(yf);
         double *ref = malloc((size_t)(M * N) * sizeof *ref), *bound = malloc((size_t)(M * N) *
                                                                            sizeof *bound);
         reference(ref, bound, x, w, b, M, N, K);
@@ -147,14 +131,14 @@ START_TEST(test_linear_quantize_hook) {
     tt_linear_quantize(&fc);
     tt_linear_quantize(&fc);  // again: replaces the first
     tt_tensor *y = tt_linear_forward(&fc, x), *yq = tt_qlinear_forward(&q, x);
-    ck_assert(same_values(y, yq));
+    ck_assert(tt_test_same_values(y, yq));
     tt_module mod = tt_qlinear_module(&q);  // the same behind the module interface
-    ck_assert(same_values(tt_module_forward(mod, x), yq));
-    ck_assert(!same_values(y, before));
+    ck_assert(tt_test_same_values(tt_module_forward(mod, x), yq));
+    ck_assert(!tt_test_same_values(y, before));
     ck_assert_int_gt(tt_qlinear_bytes(fc.quantized), 0);
     tt_linear_dequantize(&fc);
     ck_assert_ptr_null(fc.quantized);
-    ck_assert(same_values(tt_linear_forward(&fc, xf), before));
+    ck_assert(tt_test_same_values(tt_linear_forward(&fc, xf), before));
     tt_linear_quantize(&fc);  // freed by tt_linear_free
     tt_scope_end();
     tt_no_grad_end();
@@ -268,7 +252,7 @@ START_TEST(test_gpt_int8_vs_f32) {
     ck_assert(tt_gpt_is_quantized(&m));
     tt_tensor *lq = tt_gpt_forward(&m, x);
     tt_no_grad_end();
-    double *a = values(lf), *b = values(lq), lo = INFINITY, hi = -INFINITY, diff = 0;
+    double *a = tt_test_values(lf), *b = tt_test_values(lq), lo = INFINITY, hi = -INFINITY, diff = 0;
     for (int64_t i = 0; i < tt_numel(lf); i++) {
         lo = fmin(lo, a[i]);
         hi = fmax(hi, a[i]);

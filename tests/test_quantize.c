@@ -13,21 +13,6 @@
 
 #define NQ_LAYERS 3  // quant_widths has NQ_LAYERS + 1 entries
 
-static double *values(const tt_tensor *t) {
-    double *v = malloc((size_t)tt_numel(t) * sizeof *v);
-    tt_to_f64_array(t, v);
-    return v;
-}
-
-static bool same_values(const tt_tensor *a, const tt_tensor *b) {
-    if (tt_numel(a) != tt_numel(b)) return false;
-    double *x = values(a), *y = values(b);
-    bool same = true;
-    for (int64_t i = 0; i < tt_numel(a); i++) same = same && x[i] == y[i];
-    free(x), free(y);
-    return same;
-}
-
 // ---- a double-precision model of the scheme (tensor/kernels/qgemm.h, from its definition) --
 
 // y (M, N) = the int8 product of x (M, K) and w (N, K) plus b: per-output-channel symmetric
@@ -112,7 +97,7 @@ static void emulate_mlp(double *out, const ref_mlp *m, const double *x, int64_t 
     for (int64_t i = 0; i < B * quant_widths[0]; i++) h[i] = x[i];
     for (int l = 0; l < NQ_LAYERS; l++) {
         int64_t K = quant_widths[l], N = quant_widths[l + 1];
-        double *w = values(m->fc[l].weight), *b = values(m->fc[l].bias);
+        double *w = tt_test_values(m->fc[l].weight), *b = tt_test_values(m->fc[l].bias);
         emulate_linear(y, h, w, b, B, N, K, ranges ? ranges + 2 * l : NULL);
         for (int64_t i = 0; i < B * N; i++) {
             double v = (double)(float)y[i];
@@ -138,7 +123,7 @@ START_TEST(test_mlp_vs_emulation_and_torch) {
     tt_scope_begin();
     tt_tensor *x = tt_from_data(TT_F32, TT_SHAPE(B, K), quant_x);
     tt_tensor *yf = tt_module_forward(mod, x);  // (B, N)
-    double *f32 = values(yf), scale = 0;
+    double *f32 = tt_test_values(yf), scale = 0;
     for (int64_t i = 0; i < B * N; i++) {
         ck_assert_msg(fabs(f32[i] - quant_y_f32[i]) <= 1e-5 * (1 + fabs(quant_y_f32[i])),
                       "f32 y[%lld] = %.9g, PyTorch %.9g", (long long)i, f32[i], quant_y_f32[i]);
@@ -147,7 +132,7 @@ START_TEST(test_mlp_vs_emulation_and_torch) {
     ck_assert_int_eq(tt_quantize_dynamic(mod), NQ_LAYERS);
     for (int i = 0; i < NQ_LAYERS; i++) ck_assert_ptr_nonnull(m.fc[i].quantized);
     tt_tensor *yq = tt_module_forward(mod, x);
-    double *got = values(yq), *xd = values(x), *emu = malloc((size_t)(B * N) * sizeof *emu);
+    double *got = tt_test_values(yq), *xd = tt_test_values(x), *emu = malloc((size_t)(B * N) * sizeof *emu);
     emulate_mlp(emu, &m, xd, B, NULL);
     double worst_emu = 0, worst_torch = 0, worst_f32 = 0;
     for (int64_t i = 0; i < B * N; i++) {
@@ -165,7 +150,7 @@ START_TEST(test_mlp_vs_emulation_and_torch) {
                   worst_f32);
     ck_assert_int_eq(tt_dequantize_model(mod), NQ_LAYERS);
     ck_assert_int_eq(tt_dequantize_model(mod), 0);
-    ck_assert(same_values(tt_module_forward(mod, x), yf));
+    ck_assert(tt_test_same_values(tt_module_forward(mod, x), yf));
     free(f32), free(got), free(xd), free(emu);
     tt_scope_end();
     tt_no_grad_end();
@@ -190,15 +175,15 @@ START_TEST(test_mlp_module) {
     tt_scope_begin();
     tt_tensor *x = tt_from_data(TT_F32, TT_SHAPE(QUANT_BATCH, quant_widths[0]), quant_x);
     tt_tensor *yf = tt_mlp_forward(&mlp, x);
-    ck_assert(same_values(yf, tt_sequential_forward(&r.seq, x)));
+    ck_assert(tt_test_same_values(yf, tt_sequential_forward(&r.seq, x)));
     ck_assert_int_eq(tt_quantize_dynamic(tt_mlp_module(&mlp)), NQ_LAYERS);
     ck_assert_int_eq(tt_quantize_dynamic(tt_mlp_module(&mlp)), NQ_LAYERS);
     ck_assert_int_eq(tt_quantize_dynamic(tt_sequential_module(&r.seq)), NQ_LAYERS);
     tt_tensor *yq = tt_mlp_forward(&mlp, x);
-    ck_assert(!same_values(yq, yf));
-    ck_assert(same_values(yq, tt_sequential_forward(&r.seq, x)));
+    ck_assert(!tt_test_same_values(yq, yf));
+    ck_assert(tt_test_same_values(yq, tt_sequential_forward(&r.seq, x)));
     ck_assert_int_eq(tt_dequantize_model(tt_mlp_module(&mlp)), NQ_LAYERS);
-    ck_assert(same_values(tt_mlp_forward(&mlp, x), yf));
+    ck_assert(tt_test_same_values(tt_mlp_forward(&mlp, x), yf));
     tt_scope_end();
     tt_no_grad_end();
     tt_mlp_free(&mlp);  // r's Linears are still quantized: tt_linear_free frees them
@@ -244,8 +229,8 @@ START_TEST(test_nested_counts) {
     ck_assert_int_eq(tt_quantize_dynamic(tt_sequential_module(&inner)), 2);
     ck_assert_ptr_nonnull(d.quantized);
     tt_tensor *yq = tt_module_forward(m, x);
-    ck_assert(!same_values(yq, yf));
-    double *f = values(yf), *g = values(yq);
+    ck_assert(!tt_test_same_values(yq, yf));
+    double *f = tt_test_values(yf), *g = tt_test_values(yq);
     for (int64_t i = 0; i < tt_numel(yf); i++) ck_assert_double_le(fabs(f[i] - g[i]), 0.05);
     free(f), free(g);
     // The state is the f32 parameters as before: the same names, the same tensors.
@@ -258,7 +243,7 @@ START_TEST(test_nested_counts) {
         ck_assert_ptr_eq(after.items[i].tensor, before.items[i].tensor);
     }
     ck_assert_int_eq(tt_dequantize_model(m), 6);
-    ck_assert(same_values(tt_module_forward(m, x), yf));
+    ck_assert(tt_test_same_values(tt_module_forward(m, x), yf));
     tt_scope_end();
     tt_no_grad_end();
     tt_params_free(&after);
@@ -307,10 +292,10 @@ START_TEST(test_lenet_shape) {
     tt_tensor *x = tt_rand(&rng, TT_F32, TT_SHAPE(4, 1, 28, 28));
     tt_tensor *hf = tt_sequential_forward(&feat, x), *yf = tt_module_forward(m, x);
     ck_assert_int_eq(tt_quantize_dynamic(m), 3);
-    ck_assert(same_values(tt_sequential_forward(&feat, x), hf));
+    ck_assert(tt_test_same_values(tt_sequential_forward(&feat, x), hf));
     tt_tensor *yq = tt_module_forward(m, x);
-    ck_assert(!same_values(yq, yf));
-    double *f = values(yf), *g = values(yq), scale = 0, worst = 0;
+    ck_assert(!tt_test_same_values(yq, yf));
+    double *f = tt_test_values(yf), *g = tt_test_values(yq), scale = 0, worst = 0;
     for (int64_t i = 0; i < tt_numel(yf); i++) {
         scale = fmax(scale, fabs(f[i]));
         worst = fmax(worst, fabs(f[i] - g[i]));
@@ -319,7 +304,7 @@ START_TEST(test_lenet_shape) {
     ck_assert_double_le(worst, 0.03 * scale);
     free(f), free(g);
     ck_assert_int_eq(tt_dequantize_model(m), 3);
-    ck_assert(same_values(tt_module_forward(m, x), yf));
+    ck_assert(tt_test_same_values(tt_module_forward(m, x), yf));
     tt_scope_end();
     tt_no_grad_end();
     tt_sequential_free(&seq);
@@ -365,7 +350,7 @@ START_TEST(test_gpt_blocks) {
         for (int i = 0; i < 6; i++) tt_linear_quantize(each[i]);
     }
     tt_linear_quantize(&g.lm_head);
-    ck_assert(same_values(tt_gpt_forward(&g, tok), a));
+    ck_assert(tt_test_same_values(tt_gpt_forward(&g, tok), a));
     for (int l = 0; l < 2; l++)
         ck_assert_int_eq(tt_dequantize_model(tt_block_module(&g.blocks[l])), 6);
     for (int l = 0; l < 2; l++)
@@ -394,7 +379,7 @@ START_TEST(test_static_vs_emulation) {
     tt_scope_begin();
     tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(M, K));
     tt_tensor *y = tt_qlinear_forward(&q, x);
-    double *xd = values(x), *w = values(fc.weight), *b = values(fc.bias), *got = values(y);
+    double *xd = tt_test_values(x), *w = tt_test_values(fc.weight), *b = tt_test_values(fc.bias), *got = tt_test_values(y);
     double *ref = malloc((size_t)(M * N) * sizeof *ref), range[2] = {-1.5, 2.5}, scale = 0;
     int clamped = 0;
     for (int64_t i = 0; i < M * K; i++) clamped += xd[i] < -1.5 || xd[i] > 2.5;
@@ -405,7 +390,7 @@ START_TEST(test_static_vs_emulation) {
         ck_assert_msg(fabs(got[i] - ref[i]) <= 1e-6 * scale, "y[%lld] = %.9g, emulated %.9g",
                       (long long)i, got[i], ref[i]);
     tt_qlinear_set_static(&q, 0, 0);
-    double *only_bias = values(tt_qlinear_forward(&q, x));
+    double *only_bias = tt_test_values(tt_qlinear_forward(&q, x));
     for (int64_t i = 0; i < M * N; i++) ck_assert_double_eq(only_bias[i], b[i % N]);
     free(xd), free(w), free(b), free(got), free(ref), free(only_bias);
     tt_scope_end();
@@ -430,7 +415,7 @@ START_TEST(test_static_calibration_mlp) {
     tt_tensor *yf = tt_module_forward(mod, x);
     ck_assert_int_eq(tt_quantize_static_prepare(mod), NQ_LAYERS);
     for (int i = 0; i < NQ_LAYERS; i++) ck_assert_int_eq(m.fc[i].observer->batches, 0);
-    ck_assert(same_values(tt_module_forward(mod, x), yf));
+    ck_assert(tt_test_same_values(tt_module_forward(mod, x), yf));
     // Two halves of the batch: the ranges merge.
     tt_module_forward(mod, tt_narrow(x, 0, 0, 2));
     tt_module_forward(mod, tt_narrow(x, 0, 2, B - 2));
@@ -451,7 +436,7 @@ START_TEST(test_static_calibration_mlp) {
     }
     ck_assert_int_eq(tt_quantize_static_convert(mod), 0);  // nothing observed any more
     tt_tensor *ys = tt_module_forward(mod, x);
-    double *got = values(ys), *f32 = values(yf), *xd = values(x);
+    double *got = tt_test_values(ys), *f32 = tt_test_values(yf), *xd = tt_test_values(x);
     double *emu = malloc((size_t)(B * N) * sizeof *emu), scale = 0, worst_emu = 0, worst = 0;
     emulate_mlp(emu, &m, xd, B, ranges);
     for (int64_t i = 0; i < B * N; i++) {
@@ -464,7 +449,7 @@ START_TEST(test_static_calibration_mlp) {
     ck_assert_msg(worst_emu <= 1e-5 * scale, "static output %.3g from the emulation", worst_emu);
     ck_assert_msg(worst > 0 && worst <= 0.03 * scale, "static output %.3g from f32", worst);
     ck_assert_int_eq(tt_dequantize_model(mod), NQ_LAYERS);
-    ck_assert(same_values(tt_module_forward(mod, x), yf));
+    ck_assert(tt_test_same_values(tt_module_forward(mod, x), yf));
     // Prepared and never converted: dequantize frees the observers (counts no quantized one).
     ck_assert_int_eq(tt_quantize_static_prepare(mod), NQ_LAYERS);
     ck_assert_int_eq(tt_dequantize_model(mod), 0);

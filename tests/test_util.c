@@ -123,3 +123,19 @@ void tt_test_rmdir(const char *dir) {
     ck_assert(snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir) < (int)sizeof cmd);
     ck_assert_int_eq(system(cmd), 0);
 }
+
+double *tt_test_values(const tt_tensor *t) {
+    double *v = malloc((size_t)tt_numel(t) * sizeof *v);
+    ck_assert_ptr_nonnull(v);
+    tt_to_f64_array(t, v);
+    return v;
+}
+
+bool tt_test_same_values(const tt_tensor *a, const tt_tensor *b) {
+    if (tt_numel(a) != tt_numel(b)) return false;
+    double *x = tt_test_values(a), *y = tt_test_values(b);
+    bool same = true;
+    for (int64_t i = 0; i < tt_numel(a); i++) same = same && x[i] == y[i];
+    free(x), free(y);
+    return same;
+}

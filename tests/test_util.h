@@ -55,6 +55,12 @@ void tt_assert_values(const tt_tensor *t, const double *expected, int64_t n, dou
                      (int64_t)(sizeof((double[]){__VA_ARGS__}) / sizeof(double)), (atol),  \
                      (rtol), __FILE__, __LINE__)
 
+// t's elements as a malloc'd array of doubles (the caller frees it).
+double *tt_test_values(const tt_tensor *t);
+// Whether a and b hold the same values in the same order (compared in double: exact for f32
+// and f64).
+bool tt_test_same_values(const tt_tensor *a, const tt_tensor *b);
+
 // A float tensor from literal values: tt_test_tensor(TT_F64, TT_SHAPE(2, 2), 1, 2, 3, 4).
 tt_tensor *tt_test_tensor_(tt_dtype dtype, int ndim, const int64_t *shape, const double *v,
                            int64_t n);
