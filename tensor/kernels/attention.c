@@ -64,7 +64,9 @@ static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo :
 // C (M, N) = alpha A B [+ C]: gemm, with A[i, k] = a[i a_rs + k a_cs] and the rows of B and C
 // b_rs and c_rs apart. row_max: the max of s[0 .. lim), lim >= 1. row_exp: s[c] = c < lim ?
 // exp(s[c] - sub) : 0 for c < BK, returning the sum. row_ds: dp[c] = p[c] (dp[c] - D) for c < BK.
-// row_scale: x[0 .. n) *= alpha. pack_b, pack_bt, gemm_pb (NULL in a table without them): the
+// row_scale: x[0 .. n) *= alpha. rows_dot: D[i] = sum_c x[i, c] y[i, c] for i < n, c < HS, rows
+// x_rs and y_rs apart, summed in double in c order from 0 (the products of f32 values are exact
+// in double). pack_b, pack_bt, gemm_pb (NULL in a table without them): the
 // gemm with B (K, N), K <= pb_kmax, packed once into bf16 k-pair panels (from B's rows, or from
 // the rows of X = B^T) and read by many calls (see "packed operands" below); the same bits as
 // gemm.
@@ -75,6 +77,8 @@ typedef struct ops_f32 {
     float (*row_exp)(float *s, int64_t lim, float sub);
     void (*row_ds)(float *dp, const float *p, float D);
     void (*row_scale)(float *x, int64_t n, float alpha);
+    void (*rows_dot)(float *D, const float *x, int64_t x_rs, const float *y, int64_t y_rs,
+                     int64_t n, int64_t HS);
     void (*pack_b)(uint32_t *bp, int64_t ldp, int64_t K, int64_t N, const float *b,
                    int64_t b_rs);
     void (*pack_bt)(uint32_t *bp, int64_t ldp, int64_t K, int64_t N, const float *x,
@@ -92,6 +96,8 @@ typedef struct ops_f64 {
     double (*row_exp)(double *s, int64_t lim, double sub);
     void (*row_ds)(double *dp, const double *p, double D);
     void (*row_scale)(double *x, int64_t n, double alpha);
+    void (*rows_dot)(double *D, const double *x, int64_t x_rs, const double *y, int64_t y_rs,
+                     int64_t n, int64_t HS);
     void (*pack_b)(uint32_t *bp, int64_t ldp, int64_t K, int64_t N, const double *b,
                    int64_t b_rs);
     void (*pack_bt)(uint32_t *bp, int64_t ldp, int64_t K, int64_t N, const double *x,
@@ -119,6 +125,7 @@ static float exp_flush(float x) { return x < EXP_MIN ? 0.0f : expf(x); }
 #define ROW_EXP_PORTABLE row_exp_portable_f32
 #define ROW_DS_PORTABLE row_ds_portable_f32
 #define ROW_SCALE_PORTABLE row_scale_portable_f32
+#define ROWS_DOT_PORTABLE rows_dot_portable_f32
 #define OPS_PORTABLE ops_portable_f32
 #include "attention_portable.inc"
 #undef F
@@ -129,6 +136,7 @@ static float exp_flush(float x) { return x < EXP_MIN ? 0.0f : expf(x); }
 #undef ROW_EXP_PORTABLE
 #undef ROW_DS_PORTABLE
 #undef ROW_SCALE_PORTABLE
+#undef ROWS_DOT_PORTABLE
 #undef OPS_PORTABLE
 
 #define F double
@@ -139,6 +147,7 @@ static float exp_flush(float x) { return x < EXP_MIN ? 0.0f : expf(x); }
 #define ROW_EXP_PORTABLE row_exp_portable_f64
 #define ROW_DS_PORTABLE row_ds_portable_f64
 #define ROW_SCALE_PORTABLE row_scale_portable_f64
+#define ROWS_DOT_PORTABLE rows_dot_portable_f64
 #define OPS_PORTABLE ops_portable_f64
 #include "attention_portable.inc"
 #undef F
@@ -149,6 +158,7 @@ static float exp_flush(float x) { return x < EXP_MIN ? 0.0f : expf(x); }
 #undef ROW_EXP_PORTABLE
 #undef ROW_DS_PORTABLE
 #undef ROW_SCALE_PORTABLE
+#undef ROWS_DOT_PORTABLE
 #undef OPS_PORTABLE
 
 // ---- bf16 products, portable C (f32 only) ----
@@ -197,7 +207,7 @@ static void gemm_bf16_portable(int64_t M, int64_t N, int64_t K, const float *a, 
 
 static const ops_f32 ops_portable_bf16 = {
     gemm_bf16_portable, row_max_portable_f32, row_exp_portable_f32, row_ds_portable_f32,
-    row_scale_portable_f32,
+    row_scale_portable_f32, rows_dot_portable_f32,
     NULL, NULL, NULL, 0,
 };
 
@@ -329,8 +339,54 @@ TGT_AVX512 static void row_scale_avx512(float *x, int64_t n, float alpha) {
     }
 }
 
+// rows_dot_portable_f32 on 8 rows at a time, one row per f64 lane: each 8 x 8 block of
+// products (exact in f64) transposed in three rounds of shuffles, then added column by column.
+TGT_AVX512 static void rows_dot_avx512(float *D, const float *x, int64_t x_rs, const float *y,
+                                       int64_t y_rs, int64_t n, int64_t HS) {
+    int64_t i = 0, c8 = HS / 8 * 8;
+    for (; i + 8 <= n; i += 8) {
+        const float *xi = x + i * x_rs, *yi = y + i * y_rs;
+        __m512d acc = _mm512_setzero_pd();
+        for (int64_t c = 0; c < c8; c += 8) {
+            __m512d p[8], t[8], u[8];  // p[r]: columns c .. c + 8 of row r
+            for (int r = 0; r < 8; r++)
+                p[r] = _mm512_mul_pd(_mm512_cvtps_pd(_mm256_loadu_ps(xi + r * x_rs + c)),
+                                     _mm512_cvtps_pd(_mm256_loadu_ps(yi + r * y_rs + c)));
+            for (int r = 0; r < 8; r += 2) {  // rows r, r + 1: columns 0 2 4 6, then 1 3 5 7
+                t[r] = _mm512_unpacklo_pd(p[r], p[r + 1]);
+                t[r + 1] = _mm512_unpackhi_pd(p[r], p[r + 1]);
+            }
+            for (int r = 0; r < 8; r += 4) {  // u[r + q]: rows r .. r + 3 of columns q', q' + 4
+                u[r] = _mm512_shuffle_f64x2(t[r], t[r + 2], 0x88);      // columns 0, 4
+                u[r + 1] = _mm512_shuffle_f64x2(t[r], t[r + 2], 0xdd);  // 2, 6
+                u[r + 2] = _mm512_shuffle_f64x2(t[r + 1], t[r + 3], 0x88);  // 1, 5
+                u[r + 3] = _mm512_shuffle_f64x2(t[r + 1], t[r + 3], 0xdd);  // 3, 7
+            }
+            __m512d col[8];  // col[j]: column c + j of the 8 rows
+            col[0] = _mm512_shuffle_f64x2(u[0], u[4], 0x88);
+            col[4] = _mm512_shuffle_f64x2(u[0], u[4], 0xdd);
+            col[2] = _mm512_shuffle_f64x2(u[1], u[5], 0x88);
+            col[6] = _mm512_shuffle_f64x2(u[1], u[5], 0xdd);
+            col[1] = _mm512_shuffle_f64x2(u[2], u[6], 0x88);
+            col[5] = _mm512_shuffle_f64x2(u[2], u[6], 0xdd);
+            col[3] = _mm512_shuffle_f64x2(u[3], u[7], 0x88);
+            col[7] = _mm512_shuffle_f64x2(u[3], u[7], 0xdd);
+            for (int j = 0; j < 8; j++) acc = _mm512_add_pd(acc, col[j]);
+        }
+        double a[8];
+        _mm512_storeu_pd(a, acc);
+        for (int r = 0; r < 8; r++) {
+            for (int64_t c = c8; c < HS; c++)
+                a[r] += (double)xi[r * x_rs + c] * yi[r * y_rs + c];
+            D[i + r] = (float)a[r];
+        }
+    }
+    rows_dot_portable_f32(D + i, x + i * x_rs, x_rs, y + i * y_rs, y_rs, n - i, HS);
+}
+
 static const ops_f32 ops_avx512_f32 = {
     gemm_avx512, row_max_avx512, row_exp_avx512, row_ds_avx512, row_scale_avx512,
+    rows_dot_avx512,
     NULL, NULL, NULL, 0,
 };
 
@@ -480,6 +536,7 @@ TGT_AVX2 static void row_scale_avx2(float *x, int64_t n, float alpha) {
 
 static const ops_f32 ops_avx2_f32 = {
     gemm_avx2, row_max_avx2, row_exp_avx2, row_ds_avx2, row_scale_avx2,
+    rows_dot_portable_f32,
     NULL, NULL, NULL, 0,
 };
 
@@ -853,23 +910,27 @@ TGT_AVX2 static void gemm_widen256(int64_t M, int64_t N, int64_t K, const float 
 
 static const ops_f32 ops_avx512_dpbf16 = {
     gemm_dpbf16, row_max_avx512, row_exp_avx512, row_ds_avx512, row_scale_avx512,
+    rows_dot_avx512,
     pack_b_dpbf16, pack_bt_dpbf16, gemm_pb_dpbf16, 2 * KP_MAX,
 };
 static const ops_f32 ops_avx512_bf16 = {
     gemm_widen512, row_max_avx512, row_exp_avx512, row_ds_avx512, row_scale_avx512,
+    rows_dot_avx512,
     NULL, NULL, NULL, 0,
 };
 static const ops_f32 ops_avx2_dpbf16 = {
     gemm_dpbf16, row_max_avx2, row_exp_avx2, row_ds_avx2, row_scale_avx2,
+    rows_dot_portable_f32,
     pack_b_dpbf16, pack_bt_dpbf16, gemm_pb_dpbf16, 2 * KP_MAX,
 };
 static const ops_f32 ops_avx2_bf16 = {
     gemm_widen256, row_max_avx2, row_exp_avx2, row_ds_avx2, row_scale_avx2,
+    rows_dot_portable_f32,
     NULL, NULL, NULL, 0,
 };
 static const ops_f32 ops_portable_dpbf16 = {
     gemm_dpbf16, row_max_portable_f32, row_exp_portable_f32, row_ds_portable_f32,
-    row_scale_portable_f32,
+    row_scale_portable_f32, rows_dot_portable_f32,
     pack_b_dpbf16, pack_bt_dpbf16, gemm_pb_dpbf16, 2 * KP_MAX,
 };
 
