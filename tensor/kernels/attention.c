@@ -62,8 +62,10 @@ static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo :
 // ---- the per-ISA block operations ----
 
 // C (M, N) = alpha A B [+ C]: gemm, with A[i, k] = a[i a_rs + k a_cs] and the rows of B and C
-// b_rs and c_rs apart. row_max: the max of s[0 .. lim), lim >= 1. row_exp: s[c] = c < lim ?
-// exp(s[c] - sub) : 0 for c < BK, returning the sum. row_ds: dp[c] = p[c] (dp[c] - D) for c < BK.
+// b_rs and c_rs apart. rows_max, rows_exp: on the rows r < nq of s (BK apart), rows_max: mx[r] =
+// the max of s[r, 0 .. lim[r]) (-inf when lim[r] = 0); rows_exp: s[r, c] = c < lim[r] ?
+// exp(s[r, c] - sub[r]) : 0 for c < BK and sum[r] their sum (sum NULL: skipped); a whole tile
+// per call, so the rows' latencies overlap. row_ds: dp[c] = p[c] (dp[c] - D) for c < BK.
 // row_scale: x[0 .. n) *= alpha. rows_dot: D[i] = sum_c x[i, c] y[i, c] for i < n, c < HS, rows
 // x_rs and y_rs apart, summed in double in c order from 0 (the products of f32 values are exact
 // in double). pack_b, pack_bt, gemm_pb (NULL in a table without them): the
@@ -73,8 +75,8 @@ static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo :
 typedef struct ops_f32 {
     void (*gemm)(int64_t M, int64_t N, int64_t K, const float *a, int64_t a_rs, int64_t a_cs,
                  const float *b, int64_t b_rs, float *c, int64_t c_rs, float alpha, bool acc);
-    float (*row_max)(const float *s, int64_t lim);
-    float (*row_exp)(float *s, int64_t lim, float sub);
+    void (*rows_max)(float *mx, const float *s, int64_t nq, const int64_t *lim);
+    void (*rows_exp)(float *sum, float *s, int64_t nq, const int64_t *lim, const float *sub);
     void (*row_ds)(float *dp, const float *p, float D);
     void (*row_scale)(float *x, int64_t n, float alpha);
     void (*rows_dot)(float *D, const float *x, int64_t x_rs, const float *y, int64_t y_rs,
@@ -92,8 +94,8 @@ typedef struct ops_f32 {
 typedef struct ops_f64 {
     void (*gemm)(int64_t M, int64_t N, int64_t K, const double *a, int64_t a_rs, int64_t a_cs,
                  const double *b, int64_t b_rs, double *c, int64_t c_rs, double alpha, bool acc);
-    double (*row_max)(const double *s, int64_t lim);
-    double (*row_exp)(double *s, int64_t lim, double sub);
+    void (*rows_max)(double *mx, const double *s, int64_t nq, const int64_t *lim);
+    void (*rows_exp)(double *sum, double *s, int64_t nq, const int64_t *lim, const double *sub);
     void (*row_ds)(double *dp, const double *p, double D);
     void (*row_scale)(double *x, int64_t n, double alpha);
     void (*rows_dot)(double *D, const double *x, int64_t x_rs, const double *y, int64_t y_rs,
@@ -115,14 +117,14 @@ typedef struct ops_f64 {
 #define EXP_MIN -87.0f
 static float exp_flush(float x) { return x < EXP_MIN ? 0.0f : expf(x); }
 
-// gemm_portable_f32, row_max_portable_f32, ..., ops_portable_f32 and the same in f64
+// gemm_portable_f32, rows_max_portable_f32, ..., ops_portable_f32 and the same in f64
 // (attention_portable.inc).
 #define F float
 #define EXP exp_flush
 #define OPS ops_f32
 #define GEMM_PORTABLE gemm_portable_f32
-#define ROW_MAX_PORTABLE row_max_portable_f32
-#define ROW_EXP_PORTABLE row_exp_portable_f32
+#define ROWS_MAX_PORTABLE rows_max_portable_f32
+#define ROWS_EXP_PORTABLE rows_exp_portable_f32
 #define ROW_DS_PORTABLE row_ds_portable_f32
 #define ROW_SCALE_PORTABLE row_scale_portable_f32
 #define ROWS_DOT_PORTABLE rows_dot_portable_f32
@@ -132,8 +134,8 @@ static float exp_flush(float x) { return x < EXP_MIN ? 0.0f : expf(x); }
 #undef EXP
 #undef OPS
 #undef GEMM_PORTABLE
-#undef ROW_MAX_PORTABLE
-#undef ROW_EXP_PORTABLE
+#undef ROWS_MAX_PORTABLE
+#undef ROWS_EXP_PORTABLE
 #undef ROW_DS_PORTABLE
 #undef ROW_SCALE_PORTABLE
 #undef ROWS_DOT_PORTABLE
@@ -143,8 +145,8 @@ static float exp_flush(float x) { return x < EXP_MIN ? 0.0f : expf(x); }
 #define EXP exp
 #define OPS ops_f64
 #define GEMM_PORTABLE gemm_portable_f64
-#define ROW_MAX_PORTABLE row_max_portable_f64
-#define ROW_EXP_PORTABLE row_exp_portable_f64
+#define ROWS_MAX_PORTABLE rows_max_portable_f64
+#define ROWS_EXP_PORTABLE rows_exp_portable_f64
 #define ROW_DS_PORTABLE row_ds_portable_f64
 #define ROW_SCALE_PORTABLE row_scale_portable_f64
 #define ROWS_DOT_PORTABLE rows_dot_portable_f64
@@ -154,8 +156,8 @@ static float exp_flush(float x) { return x < EXP_MIN ? 0.0f : expf(x); }
 #undef EXP
 #undef OPS
 #undef GEMM_PORTABLE
-#undef ROW_MAX_PORTABLE
-#undef ROW_EXP_PORTABLE
+#undef ROWS_MAX_PORTABLE
+#undef ROWS_EXP_PORTABLE
 #undef ROW_DS_PORTABLE
 #undef ROW_SCALE_PORTABLE
 #undef ROWS_DOT_PORTABLE
@@ -206,7 +208,7 @@ static void gemm_bf16_portable(int64_t M, int64_t N, int64_t K, const float *a, 
 }
 
 static const ops_f32 ops_portable_bf16 = {
-    gemm_bf16_portable, row_max_portable_f32, row_exp_portable_f32, row_ds_portable_f32,
+    gemm_bf16_portable, rows_max_portable_f32, rows_exp_portable_f32, row_ds_portable_f32,
     row_scale_portable_f32, rows_dot_portable_f32,
     NULL, NULL, NULL, 0,
 };
@@ -304,16 +306,20 @@ TGT_AVX512 static void gemm_avx512(int64_t M, int64_t N, int64_t K, const float 
     }
 }
 
-TGT_AVX512 static float row_max_avx512(const float *s, int64_t lim) {
-    __m512 mx = _mm512_set1_ps(-INFINITY);
-    for (int64_t c = 0; c < lim; c += 16) {
-        __mmask16 mk = lanes16(lim - c);
-        mx = _mm512_mask_max_ps(mx, mk, mx, _mm512_maskz_loadu_ps(mk, s + c));
+TGT_AVX512 static void rows_max_avx512(float *mx, const float *s, int64_t nq,
+                                       const int64_t *lim) {
+    for (int64_t r = 0; r < nq; r++) {
+        __m512 m = _mm512_set1_ps(-INFINITY);
+        for (int64_t c = 0; c < lim[r]; c += 16) {
+            __mmask16 mk = lanes16(lim[r] - c);
+            m = _mm512_mask_max_ps(m, mk, m, _mm512_maskz_loadu_ps(mk, s + r * BK + c));
+        }
+        mx[r] = _mm512_reduce_max_ps(m);
     }
-    return _mm512_reduce_max_ps(mx);
 }
 
-TGT_AVX512 static float row_exp_avx512(float *s, int64_t lim, float sub) {
+// One row of rows_exp: s[c] = c < lim ? exp(s[c] - sub) : 0, c < BK; returns the sum.
+TGT_AVX512 INLINE float row_exp512(float *s, int64_t lim, float sub) {
     __m512 vs = _mm512_set1_ps(sub), sum = _mm512_setzero_ps();
     for (int64_t c = 0; c < BK; c += 16) {
         __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(s + c), vs));
@@ -322,6 +328,14 @@ TGT_AVX512 static float row_exp_avx512(float *s, int64_t lim, float sub) {
         sum = _mm512_add_ps(sum, e);
     }
     return _mm512_reduce_add_ps(sum);
+}
+
+TGT_AVX512 static void rows_exp_avx512(float *sum, float *s, int64_t nq, const int64_t *lim,
+                                       const float *sub) {
+    if (sum)
+        for (int64_t r = 0; r < nq; r++) sum[r] = row_exp512(s + r * BK, lim[r], sub[r]);
+    else
+        for (int64_t r = 0; r < nq; r++) row_exp512(s + r * BK, lim[r], sub[r]);
 }
 
 TGT_AVX512 static void row_ds_avx512(float *dp, const float *p, float D) {
@@ -385,7 +399,7 @@ TGT_AVX512 static void rows_dot_avx512(float *D, const float *x, int64_t x_rs, c
 }
 
 static const ops_f32 ops_avx512_f32 = {
-    gemm_avx512, row_max_avx512, row_exp_avx512, row_ds_avx512, row_scale_avx512,
+    gemm_avx512, rows_max_avx512, rows_exp_avx512, row_ds_avx512, row_scale_avx512,
     rows_dot_avx512,
     NULL, NULL, NULL, 0,
 };
@@ -498,17 +512,20 @@ TGT_AVX2 static void gemm_avx2(int64_t M, int64_t N, int64_t K, const float *a, 
     }
 }
 
-TGT_AVX2 static float row_max_avx2(const float *s, int64_t lim) {
-    __m256 mx = _mm256_set1_ps(-INFINITY);
-    for (int64_t c = 0; c < lim; c += 8) {
-        __m256 mk = _mm256_castsi256_ps(lanes8(lim - c));
-        __m256 x = _mm256_blendv_ps(mx, _mm256_loadu_ps(s + c), mk);
-        mx = _mm256_max_ps(mx, x);
+TGT_AVX2 static void rows_max_avx2(float *mx, const float *s, int64_t nq, const int64_t *lim) {
+    for (int64_t r = 0; r < nq; r++) {
+        __m256 m = _mm256_set1_ps(-INFINITY);
+        for (int64_t c = 0; c < lim[r]; c += 8) {
+            __m256 mk = _mm256_castsi256_ps(lanes8(lim[r] - c));
+            __m256 x = _mm256_blendv_ps(m, _mm256_loadu_ps(s + r * BK + c), mk);
+            m = _mm256_max_ps(m, x);
+        }
+        mx[r] = hmax256(m);
     }
-    return hmax256(mx);
 }
 
-TGT_AVX2 static float row_exp_avx2(float *s, int64_t lim, float sub) {
+// One row of rows_exp (row_exp512 in 8 lanes).
+TGT_AVX2 INLINE float row_exp256(float *s, int64_t lim, float sub) {
     __m256 vs = _mm256_set1_ps(sub), sum = _mm256_setzero_ps();
     for (int64_t c = 0; c < BK; c += 8) {
         __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(s + c), vs));
@@ -517,6 +534,14 @@ TGT_AVX2 static float row_exp_avx2(float *s, int64_t lim, float sub) {
         sum = _mm256_add_ps(sum, e);
     }
     return hsum256(sum);
+}
+
+TGT_AVX2 static void rows_exp_avx2(float *sum, float *s, int64_t nq, const int64_t *lim,
+                                   const float *sub) {
+    if (sum)
+        for (int64_t r = 0; r < nq; r++) sum[r] = row_exp256(s + r * BK, lim[r], sub[r]);
+    else
+        for (int64_t r = 0; r < nq; r++) row_exp256(s + r * BK, lim[r], sub[r]);
 }
 
 TGT_AVX2 static void row_ds_avx2(float *dp, const float *p, float D) {
@@ -535,7 +560,7 @@ TGT_AVX2 static void row_scale_avx2(float *x, int64_t n, float alpha) {
 }
 
 static const ops_f32 ops_avx2_f32 = {
-    gemm_avx2, row_max_avx2, row_exp_avx2, row_ds_avx2, row_scale_avx2,
+    gemm_avx2, rows_max_avx2, rows_exp_avx2, row_ds_avx2, row_scale_avx2,
     rows_dot_portable_f32,
     NULL, NULL, NULL, 0,
 };
@@ -909,27 +934,27 @@ TGT_AVX2 static void gemm_widen256(int64_t M, int64_t N, int64_t K, const float 
 }
 
 static const ops_f32 ops_avx512_dpbf16 = {
-    gemm_dpbf16, row_max_avx512, row_exp_avx512, row_ds_avx512, row_scale_avx512,
+    gemm_dpbf16, rows_max_avx512, rows_exp_avx512, row_ds_avx512, row_scale_avx512,
     rows_dot_avx512,
     pack_b_dpbf16, pack_bt_dpbf16, gemm_pb_dpbf16, 2 * KP_MAX,
 };
 static const ops_f32 ops_avx512_bf16 = {
-    gemm_widen512, row_max_avx512, row_exp_avx512, row_ds_avx512, row_scale_avx512,
+    gemm_widen512, rows_max_avx512, rows_exp_avx512, row_ds_avx512, row_scale_avx512,
     rows_dot_avx512,
     NULL, NULL, NULL, 0,
 };
 static const ops_f32 ops_avx2_dpbf16 = {
-    gemm_dpbf16, row_max_avx2, row_exp_avx2, row_ds_avx2, row_scale_avx2,
+    gemm_dpbf16, rows_max_avx2, rows_exp_avx2, row_ds_avx2, row_scale_avx2,
     rows_dot_portable_f32,
     pack_b_dpbf16, pack_bt_dpbf16, gemm_pb_dpbf16, 2 * KP_MAX,
 };
 static const ops_f32 ops_avx2_bf16 = {
-    gemm_widen256, row_max_avx2, row_exp_avx2, row_ds_avx2, row_scale_avx2,
+    gemm_widen256, rows_max_avx2, rows_exp_avx2, row_ds_avx2, row_scale_avx2,
     rows_dot_portable_f32,
     NULL, NULL, NULL, 0,
 };
 static const ops_f32 ops_portable_dpbf16 = {
-    gemm_dpbf16, row_max_portable_f32, row_exp_portable_f32, row_ds_portable_f32,
+    gemm_dpbf16, rows_max_portable_f32, rows_exp_portable_f32, row_ds_portable_f32,
     row_scale_portable_f32, rows_dot_portable_f32,
     pack_b_dpbf16, pack_bt_dpbf16, gemm_pb_dpbf16, 2 * KP_MAX,
 };
