@@ -71,7 +71,8 @@ static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo :
 // in double). pack_b, pack_bt, gemm_pb (NULL in a table without them): the
 // gemm with B (K, N), K <= pb_kmax, packed once into bf16 k-pair panels (from B's rows, or from
 // the rows of X = B^T) and read by many calls (see "packed operands" below); the same bits as
-// gemm.
+// gemm. pack_a, gemm_pa (NULL likewise): gemm_pb with A (M, K), rows a_rs apart and unit-stride,
+// rounded and paired once by pack_a into M rows of (K + 1) / 2 words, read by many calls.
 typedef struct ops_f32 {
     void (*gemm)(int64_t M, int64_t N, int64_t K, const float *a, int64_t a_rs, int64_t a_cs,
                  const float *b, int64_t b_rs, float *c, int64_t c_rs, float alpha, bool acc);
@@ -88,6 +89,9 @@ typedef struct ops_f32 {
     void (*gemm_pb)(int64_t M, int64_t N, int64_t K, const float *a, int64_t a_rs, int64_t a_cs,
                     const uint32_t *bp, int64_t ldp, float *c, int64_t c_rs, float alpha,
                     bool acc);
+    void (*pack_a)(uint32_t *ap, int64_t M, int64_t K, const float *a, int64_t a_rs);
+    void (*gemm_pa)(int64_t M, int64_t N, int64_t K, const uint32_t *ap, const uint32_t *bp,
+                    int64_t ldp, float *c, int64_t c_rs, float alpha, bool acc);
     int64_t pb_kmax;
 } ops_f32;
 
@@ -107,6 +111,9 @@ typedef struct ops_f64 {
     void (*gemm_pb)(int64_t M, int64_t N, int64_t K, const double *a, int64_t a_rs, int64_t a_cs,
                     const uint32_t *bp, int64_t ldp, double *c, int64_t c_rs, double alpha,
                     bool acc);
+    void (*pack_a)(uint32_t *ap, int64_t M, int64_t K, const double *a, int64_t a_rs);
+    void (*gemm_pa)(int64_t M, int64_t N, int64_t K, const uint32_t *ap, const uint32_t *bp,
+                    int64_t ldp, double *c, int64_t c_rs, double alpha, bool acc);
     int64_t pb_kmax;
 } ops_f64;
 
@@ -210,7 +217,7 @@ static void gemm_bf16_portable(int64_t M, int64_t N, int64_t K, const float *a, 
 static const ops_f32 ops_portable_bf16 = {
     gemm_bf16_portable, rows_max_portable_f32, rows_exp_portable_f32, row_ds_portable_f32,
     row_scale_portable_f32, rows_dot_portable_f32,
-    NULL, NULL, NULL, 0,
+    NULL, NULL, NULL, NULL, NULL, 0,
 };
 
 #if ATTN_X86
@@ -401,7 +408,7 @@ TGT_AVX512 static void rows_dot_avx512(float *D, const float *x, int64_t x_rs, c
 static const ops_f32 ops_avx512_f32 = {
     gemm_avx512, rows_max_avx512, rows_exp_avx512, row_ds_avx512, row_scale_avx512,
     rows_dot_avx512,
-    NULL, NULL, NULL, 0,
+    NULL, NULL, NULL, NULL, NULL, 0,
 };
 
 // ---- AVX2 + FMA (f32, 8 lanes) ----
@@ -562,7 +569,7 @@ TGT_AVX2 static void row_scale_avx2(float *x, int64_t n, float alpha) {
 static const ops_f32 ops_avx2_f32 = {
     gemm_avx2, rows_max_avx2, rows_exp_avx2, row_ds_avx2, row_scale_avx2,
     rows_dot_portable_f32,
-    NULL, NULL, NULL, 0,
+    NULL, NULL, NULL, NULL, NULL, 0,
 };
 
 // ---- bf16 products on vdpbf16ps (AVX512-BF16, f32 only) ----
@@ -754,14 +761,11 @@ TGT_BF16 static void pack_bt_dpbf16(uint32_t *bp, int64_t ldp, int64_t K, int64_
     }
 }
 
-// gemm_dpbf16 with B packed by pack_b_dpbf16 or pack_bt_dpbf16; K <= 2 KP_MAX, M <= BQ.
-TGT_BF16 static void gemm_pb_dpbf16(int64_t M, int64_t N, int64_t K, const float *a,
-                                    int64_t a_rs, int64_t a_cs, const uint32_t *bp, int64_t ldp,
-                                    float *c, int64_t c_rs, float alpha, bool acc) {
-    int64_t KP = (K + 1) / 2;
-    uint32_t ap[BQ * KP_MAX];  // A's words (pack_a_bf16)
-    int64_t ai, ap_;
-    pack_a_bf16(ap, &ai, &ap_, KP, M, K, a, a_rs, a_cs);
+// The products of gemm_pb_dpbf16 and gemm_pa_dpbf16: A's words as pack_a_bf16 lays them out
+// (pair p of row i at ap[i ai + p ap_]), B's panels as pack_b_dpbf16.
+TGT_BF16 INLINE void gemm_words_dpbf16(int64_t M, int64_t N, int64_t KP, const uint32_t *ap,
+                                       int64_t ai, int64_t ap_, const uint32_t *bp, int64_t ldp,
+                                       float *c, int64_t c_rs, float alpha, bool acc) {
     __m512 va = _mm512_set1_ps(alpha);
     for (int64_t n = 0; n < N; n += 32, bp += ldp) {
         __mmask16 m0 = lanes16(N - n), m1 = lanes16(N - n - 16);
@@ -776,6 +780,33 @@ TGT_BF16 static void gemm_pb_dpbf16(int64_t M, int64_t N, int64_t K, const float
             tile_dpbf16(1, KP, ap + i * ai, ai, ap_, bp, c + i * c_rs + n, c_rs, va, m0, m1,
                         acc);
     }
+}
+
+// gemm_dpbf16 with B packed by pack_b_dpbf16 or pack_bt_dpbf16; K <= 2 KP_MAX, M <= BQ.
+TGT_BF16 static void gemm_pb_dpbf16(int64_t M, int64_t N, int64_t K, const float *a,
+                                    int64_t a_rs, int64_t a_cs, const uint32_t *bp, int64_t ldp,
+                                    float *c, int64_t c_rs, float alpha, bool acc) {
+    int64_t KP = (K + 1) / 2;
+    uint32_t ap[BQ * KP_MAX];  // A's words (pack_a_bf16)
+    int64_t ai, ap_;
+    pack_a_bf16(ap, &ai, &ap_, KP, M, K, a, a_rs, a_cs);
+    gemm_words_dpbf16(M, N, KP, ap, ai, ap_, bp, ldp, c, c_rs, alpha, acc);
+}
+
+// A (M, K), rows a_rs apart and unit-stride, into M rows of (K + 1) / 2 words (any M): the words
+// pack_a_bf16 gives a row, so gemm_pa_dpbf16 on them gives gemm_pb_dpbf16's bits.
+TGT_BF16 static void pack_a_dpbf16(uint32_t *ap, int64_t M, int64_t K, const float *a,
+                                   int64_t a_rs) {
+    int64_t ai, ap_;
+    pack_a_bf16(ap, &ai, &ap_, (K + 1) / 2, M, K, a, a_rs, 1);
+}
+
+// gemm_pb_dpbf16 with A packed by pack_a_dpbf16; K <= 2 KP_MAX.
+TGT_BF16 static void gemm_pa_dpbf16(int64_t M, int64_t N, int64_t K, const uint32_t *ap,
+                                    const uint32_t *bp, int64_t ldp, float *c, int64_t c_rs,
+                                    float alpha, bool acc) {
+    int64_t KP = (K + 1) / 2;
+    gemm_words_dpbf16(M, N, KP, ap, KP, 1, bp, ldp, c, c_rs, alpha, acc);
 }
 
 // ---- bf16 products widened to f32 (AVX-512F; AVX2 + FMA; f32 only) ----
@@ -936,27 +967,30 @@ TGT_AVX2 static void gemm_widen256(int64_t M, int64_t N, int64_t K, const float 
 static const ops_f32 ops_avx512_dpbf16 = {
     gemm_dpbf16, rows_max_avx512, rows_exp_avx512, row_ds_avx512, row_scale_avx512,
     rows_dot_avx512,
-    pack_b_dpbf16, pack_bt_dpbf16, gemm_pb_dpbf16, 2 * KP_MAX,
+    pack_b_dpbf16, pack_bt_dpbf16, gemm_pb_dpbf16, pack_a_dpbf16, gemm_pa_dpbf16,
+    2 * KP_MAX,
 };
 static const ops_f32 ops_avx512_bf16 = {
     gemm_widen512, rows_max_avx512, rows_exp_avx512, row_ds_avx512, row_scale_avx512,
     rows_dot_avx512,
-    NULL, NULL, NULL, 0,
+    NULL, NULL, NULL, NULL, NULL, 0,
 };
 static const ops_f32 ops_avx2_dpbf16 = {
     gemm_dpbf16, rows_max_avx2, rows_exp_avx2, row_ds_avx2, row_scale_avx2,
     rows_dot_portable_f32,
-    pack_b_dpbf16, pack_bt_dpbf16, gemm_pb_dpbf16, 2 * KP_MAX,
+    pack_b_dpbf16, pack_bt_dpbf16, gemm_pb_dpbf16, pack_a_dpbf16, gemm_pa_dpbf16,
+    2 * KP_MAX,
 };
 static const ops_f32 ops_avx2_bf16 = {
     gemm_widen256, rows_max_avx2, rows_exp_avx2, row_ds_avx2, row_scale_avx2,
     rows_dot_portable_f32,
-    NULL, NULL, NULL, 0,
+    NULL, NULL, NULL, NULL, NULL, 0,
 };
 static const ops_f32 ops_portable_dpbf16 = {
     gemm_dpbf16, rows_max_portable_f32, rows_exp_portable_f32, row_ds_portable_f32,
     row_scale_portable_f32, rows_dot_portable_f32,
-    pack_b_dpbf16, pack_bt_dpbf16, gemm_pb_dpbf16, 2 * KP_MAX,
+    pack_b_dpbf16, pack_bt_dpbf16, gemm_pb_dpbf16, pack_a_dpbf16, gemm_pa_dpbf16,
+    2 * KP_MAX,
 };
 
 #endif  // ATTN_X86
