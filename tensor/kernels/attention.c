@@ -1052,6 +1052,21 @@ static const ops_f64 *ops_get_f64(const tt_kattn_dims *d) {
 // starts at the query tile holding its first key. A mask is applied to each score tile right
 // after q k^T (apply_mask_*); without one, that call and its loops never run.
 
+// Rows [r0, r1) of a (rows, HS) operand of es-byte elements, rows rs elements apart (NULL: none),
+// fetched toward the cache ahead of use: each driver fetches the next head's (forward) or
+// group's (backward) rows, a slice per tile, while it works on the current one.
+static void prefetch_rows(const void *x, int64_t rs, int64_t es, int64_t r0, int64_t r1,
+                          int64_t HS) {
+#if defined(__GNUC__)
+    if (!x) return;
+    for (int64_t r = r0; r < r1; r++)
+        for (int64_t c = 0; c < HS * es; c += 64)
+            __builtin_prefetch((const char *)x + r * rs * es + c, 0, 2);
+#else
+    (void)x, (void)rs, (void)es, (void)r0, (void)r1, (void)HS;
+#endif
+}
+
 // pack_kt_f32, apply_mask_f32, forward_head_f32, tt_kattention_forward_f32, backward_group_f32,
 // tt_kattention_backward_f32 and the same in f64 (attention_driver.inc).
 #define F float
