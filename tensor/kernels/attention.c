@@ -644,7 +644,13 @@ TGT_BF16 INLINE void tile_dpbf16(const int R, int64_t KP, const uint32_t *ap, in
                                  __m512 va, __mmask16 m0, __mmask16 m1, bool acc) {
     __m512 c0[TILE_R], c1[TILE_R];
 #pragma GCC unroll 8
-    for (int r = 0; r < R; r++) c0[r] = c1[r] = _mm512_setzero_ps();
+    for (int r = 0; r < R; r++) {
+        c0[r] = c1[r] = _mm512_setzero_ps();
+        if (acc) {  // C's rows are read after the products: fetched now, their latency hidden
+            _mm_prefetch((const char *)(c + r * c_rs), _MM_HINT_T0);
+            _mm_prefetch((const char *)(c + r * c_rs + 16), _MM_HINT_T0);
+        }
+    }
     for (int64_t p = 0; p < KP; p++, ap += ap_) {
         __m512bh b0 = (__m512bh)_mm512_loadu_si512(bp + p * 32);
         __m512bh b1 = (__m512bh)_mm512_loadu_si512(bp + p * 32 + 16);
