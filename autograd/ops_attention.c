@@ -39,6 +39,11 @@ static tt_kattn_mask mask_of(tt_tensor *mask, const tt_kattn_dims *d) {
     return (tt_kattn_mask){tt_data(mask), mask->dtype == TT_BOOL, st[0], st[1], st[2], st[3]};
 }
 
+// tt__grad_buffer without its zeroing: a gradient buffer shaped like x, or NULL when x needs
+// none. Unscoped.
+static tt_tensor *grad_uninit(const tt_tensor *x) {
+    return x && x->requires_grad ? tt__new(x->dtype, x->ndim, x->shape) : NULL;
+}
 
 // TT_CHECK on behalf of the public function (the helpers below run inside it).
 #define SDPA_CHECK(...) TT_CHECK_IN("tt_scaled_dot_product_attention", __VA_ARGS__)
@@ -144,7 +149,8 @@ void tt__backward_attention(tt_node *n) {
     tt_tensor *q = n->inputs[0], *k = n->inputs[1], *v = n->inputs[2], *mask = n->inputs[3];
     const attention_ctx *c = n->ctx;
     const tt_kattn_dims *d = &c->dims;
-    tt_tensor *dq = tt__grad_buffer(q), *dk = tt__grad_buffer(k), *dv = tt__grad_buffer(v);
+    // the kernel zeroes dq, dk and dv itself, each thread its own rows
+    tt_tensor *dq = grad_uninit(q), *dk = grad_uninit(k), *dv = grad_uninit(v);
     tt_tensor *dmask = mask && mask->requires_grad
                            ? tt__new_zeros(n->dtype, 4, (int64_t[]){d->B, d->NH, d->T, d->S})
                            : NULL;  // (B, NH, T, S)

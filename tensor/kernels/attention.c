@@ -27,6 +27,7 @@
 #include "bf16.h"
 
 #include <math.h>
+#include <string.h>
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #define ATTN_X86 1

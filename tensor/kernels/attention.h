@@ -58,11 +58,12 @@ void tt_kattention_forward_f64(double *y, tt_kattn_strides sy, double *lse, cons
 
 // FlashAttention's backward (Dao et al. 2022, Algorithm 2 / FlashAttention-2): P is
 // recomputed block by block from lse. dq (B, NH, T, HS), dk and dv (B, NKV, S, HS) are
-// contiguous and ADDED to (+=); a NULL one is skipped. dmask (B, NH, T, S) contiguous, NULL
-// to skip, and non-NULL only with a mask: the gradient of the masked scores, dS, is STORED
-// into the elements the kernel visits (a causal run skips tiles above the diagonal: pass
-// zeroed memory); the caller sums it over a broadcast mask's dims. dy, y (B, NH, T, HS); mask
-// as in the forward.
+// contiguous and OVERWRITTEN: each thread zeroes the rows it owns, then adds into them (no
+// caller memset); a NULL one is skipped. dmask (B, NH, T, S) contiguous, NULL to skip, and
+// non-NULL only with a mask: the gradient of the masked scores, dS, is STORED into the
+// elements the kernel visits (a causal run skips tiles above the diagonal: pass zeroed
+// memory); the caller sums it over a broadcast mask's dims. dy, y (B, NH, T, HS); mask as in
+// the forward.
 void tt_kattention_backward_f32(float *dq, float *dk, float *dv, float *dmask, const float *dy,
                                 tt_kattn_strides sdy, const float *q, tt_kattn_strides sq,
                                 const float *k, tt_kattn_strides sk, const float *v,
