@@ -6,8 +6,11 @@
 //
 //   bench_attention                  every figure at B=4 NH=6 T=256 HS=64, the threads OpenMP picks
 //   bench_attention B NH T HS [REPS] one size
+//   bench_attention bf16 B NH T HS [REPS]   only bf16 autocast without a mask, the forward and
+//                                    the backward timed apart (for profiling that case alone)
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "tinytorch.h"
@@ -90,19 +93,62 @@ static void time_precisions(double ms[2], int64_t B, int64_t NH, int64_t T, int6
     }
 }
 
+// bf16 autocast without a mask only: the medians of TIMED_RUNS runs of reps forward passes
+// and of reps backward passes, in ms per pass (ms[0] forward, ms[1] backward).
+static void time_bf16(double ms[2], int64_t B, int64_t NH, int64_t T, int64_t HS, int reps) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    tt_scope_begin();
+    tt_tensor *q = tt_set_requires_grad(tt_uniform(&rng, TT_F32, TT_SHAPE(B, NH, T, HS), -1, 1),
+                                        true);
+    tt_tensor *k = tt_set_requires_grad(tt_uniform(&rng, TT_F32, TT_SHAPE(B, NH, T, HS), -1, 1),
+                                        true);
+    tt_tensor *v = tt_set_requires_grad(tt_uniform(&rng, TT_F32, TT_SHAPE(B, NH, T, HS), -1, 1),
+                                        true);
+    tt_tensor *g = tt_uniform(&rng, TT_F32, TT_SHAPE(B, NH, T, HS), -1, 1);
+    double t[2][TIMED_RUNS];
+    for (int run = -1; run < TIMED_RUNS; run++) {  // run -1 warms up
+        double tf = 0, tb = 0;
+        for (int r = 0; r < reps; r++) {
+            tt_scope_begin();
+            double t0 = now_s();
+            tt_autocast_begin(TT_PRECISION_BF16);
+            tt_tensor *y = tt_scaled_dot_product_attention(q, k, v, NULL, true, 0.125);
+            tt_autocast_end();
+            double t1 = now_s();
+            tt_backward_with(y, g);
+            tf += t1 - t0, tb += now_s() - t1;
+            tt_scope_end();
+        }
+        if (run >= 0) t[0][run] = tf * 1e3 / reps, t[1][run] = tb * 1e3 / reps;
+    }
+    tt_scope_end();
+    for (int p = 0; p < 2; p++) ms[p] = median(t[p], TIMED_RUNS);
+}
+
 int main(int argc, char **argv) {
     int64_t B = 4, NH = 6, T = 256, HS = 64;
     int reps = 3;
+    bool bf16_only = argc >= 2 && strcmp(argv[1], "bf16") == 0;
+    if (bf16_only) argc--, argv++;
     if (argc >= 5) {
         B = atoll(argv[1]), NH = atoll(argv[2]), T = atoll(argv[3]), HS = atoll(argv[4]);
         if (argc >= 6) reps = atoi(argv[5]);
     } else if (argc != 1) {
-        fprintf(stderr, "usage: bench_attention [B NH T HS [REPS]]\n");
+        fprintf(stderr, "usage: bench_attention [bf16] [B NH T HS [REPS]]\n");
         return 1;
     }
     if (B < 1 || NH < 1 || T < 8 || HS < 1 || reps < 1) {
         fprintf(stderr, "bench_attention: sizes must be positive (T >= 8)\n");
         return 1;
+    }
+    if (bf16_only) {
+        double ms[2];
+        time_bf16(ms, B, NH, T, HS, reps);
+        printf("bench attention B=%lld NH=%lld T=%lld HS=%lld mask=none precision=bf16 fwd %8.3f "
+               "ms bwd %8.3f ms fwd+bwd %8.3f ms\n", (long long)B, (long long)NH, (long long)T,
+               (long long)HS, ms[0], ms[1], ms[0] + ms[1]);
+        return 0;
     }
     double base = 0;
     for (int md = 0; md < MODE_COUNT; md++) {
