@@ -14,7 +14,9 @@
 // output element is summed by one thread in a fixed order: results do not depend on the thread
 // count. Memory: per thread, a packed k^T of one head (forward) or of one key block (backward),
 // two (BQ, BK) tiles on the stack, and the backward's D = rowsum(dy y) of the group's rows; on
-// vdpbf16ps, bf16 pair panels instead of the packed k^T ("packed operands" below).
+// vdpbf16ps, bf16 pair panels instead of the packed k^T ("packed operands" below). Each task
+// fetches the next task's rows toward the cache while it works (prefetch_rows), and the
+// backward zeroes the dq, dk and dv rows it owns before adding into them.
 //
 // Code written once for both dtypes: attention_portable.inc (the portable block operations)
 // and attention_driver.inc (the tiled forward and backward), each included per dtype below.

@@ -110,7 +110,9 @@ tt_kattn_isa tt_kattention_set_isa(tt_kattn_isa isa);
 // except on vdpbf16ps, where a right-hand operand that many products read is rounded and paired
 // once into panels: k^T and v per (b, head) in the forward; k^T, v^T and k per key tile and
 // each query head's dy and q per (b, kv head) in the backward (per thread, about S HS 32-bit
-// words forward and rep T HS backward, HS rounded up to 32). The same bits either way.
+// words forward and rep T HS backward, HS rounded up to 32); and so is the left operand of
+// q k^T and dy v^T: q per query tile in the forward, each query head's q and dy per (b, kv
+// head) in the backward (BQ HS / 2 and rep T HS words more). The same bits either way.
 // vdpbf16ps runs when the bf16 GEMM's path is AVX512-BF16 (tensor/kernels/bf16.h:
 // tt_k_bf16_set_path), the widening kernels by tt_kattention_isa, which also picks the other block
 // operations as in f32.
