@@ -82,6 +82,11 @@ void tt__accum_grad_owned(tt_tensor *x, tt_tensor *g);
 // contiguous and shaped like x, the storage moves to x's empty gradient instead of being copied
 // (the node drops n->grad right after its backward). Otherwise as tt__accum_grad.
 void tt__accum_grad_node(tt_tensor *x, const tt_node *n, tt_tensor *g);
+// x's gradient so far when a backward may add into it in place: x needs a gradient, already
+// has one, and it is a contiguous tensor of x's shape (its version is bumped, as an
+// accumulation does). A backward whose product can accumulate into its output (C += A B) then
+// writes there instead of into a fresh buffer added afterwards. NULL otherwise. Borrowed.
+tt_tensor *tt__grad_so_far(tt_tensor *x);
 // A zeroed gradient buffer shaped like x when x (may be NULL) needs one, else NULL. Unscoped:
 // hand it over with tt__accum_grad_owned (which skips an x without grad and releases NULL).
 tt_tensor *tt__grad_buffer(const tt_tensor *x);

@@ -296,7 +296,15 @@ void tt__backward_affine(tt_node *n) {
     tt_tensor *g = as_rows(n->grad, &g_rs);
     int64_t g_cs = g->stride[g->ndim - 1];
     bool bf16 = node_bf16(n);
-    if (x->requires_grad) {
+    // x already has a gradient (x feeds several Linears, as q, k and v): the bf16 product adds
+    // into it in place. With one k block (N <= TT_K_BF16_KC) that is the same single addition
+    // per element as a fresh dx added afterwards, so the same bits, without the buffer and
+    // the extra pass.
+    tt_tensor *sofar = x->requires_grad && bf16 && N <= TT_K_BF16_KC ? tt__grad_so_far(x) : NULL;
+    if (sofar) {
+        tt_k_gemm_bf16(M, K, N, first_elem(g), TT_K_SRC_F32, g_rs, g_cs, first_elem(w),
+                       TT_K_SRC_F32, w->stride[0], w->stride[1], tt_data(sofar), K, 1, true);
+    } else if (x->requires_grad) {
         tt_tensor *dx = tt__new(x->dtype, x->ndim, x->shape);
         gemm(bf16, x->dtype, M, K, N, first_elem(g), g_rs, g_cs, first_elem(w), w->stride[0],
              w->stride[1], NULL, tt_data(dx));

@@ -215,7 +215,8 @@ typedef struct sgd_args {
 
 // torch.optim.SGD: d = g + wd p; buf = first ? d : momentum buf + (1 - dampening) d;
 // d = nesterov ? d + momentum buf : buf; p -= lr d. p, buf (NULL without momentum), g: (n,).
-static void sgd_f32(float *p, float *buf, const float *g, int64_t n, const sgd_args *a) {
+TT_CLONES static void sgd_f32(float *p, float *buf, const float *g, int64_t n,
+                              const sgd_args *a) {
     for (int64_t i = 0; i < n; i++) {
         double d = (double)g[i];
         if (a->weight_decay != 0) d += a->weight_decay * (double)p[i];
@@ -229,7 +230,8 @@ static void sgd_f32(float *p, float *buf, const float *g, int64_t n, const sgd_a
 }
 
 // The f64 twin of sgd_f32.
-static void sgd_f64(double *p, double *buf, const double *g, int64_t n, const sgd_args *a) {
+TT_CLONES static void sgd_f64(double *p, double *buf, const double *g, int64_t n,
+                              const sgd_args *a) {
     for (int64_t i = 0; i < n; i++) {
         double d = (double)g[i];
         if (a->weight_decay != 0) d += a->weight_decay * (double)p[i];
@@ -254,7 +256,7 @@ typedef struct adam_args {
 // m = m + (1 - b1) (g - m); v = b2 v + (1 - b2) g^2; p -= step_size m / (sqrt(v) / bc2_sqrt + eps)
 // Branch-free so the compiler vectorizes it (a decay of 1 and an l2 of 0 change nothing).
 // p, m, v, g: (n,).
-static void adam_f32(float *restrict p, float *restrict m, float *restrict v,
+TT_CLONES static void adam_f32(float *restrict p, float *restrict m, float *restrict v,
                      const float *restrict g, int64_t n, const adam_args *a) {
     const double b1 = a->beta1, b2 = a->beta2, eps = a->eps;
     const double l2 = a->l2, decay = a->decay, ss = a->step_size, bc2 = a->bc2_sqrt;
@@ -271,7 +273,7 @@ static void adam_f32(float *restrict p, float *restrict m, float *restrict v,
 }
 
 // The f64 twin of adam_f32.
-static void adam_f64(double *restrict p, double *restrict m, double *restrict v,
+TT_CLONES static void adam_f64(double *restrict p, double *restrict m, double *restrict v,
                      const double *restrict g, int64_t n, const adam_args *a) {
     const double b1 = a->beta1, b2 = a->beta2, eps = a->eps;
     const double l2 = a->l2, decay = a->decay, ss = a->step_size, bc2 = a->bc2_sqrt;

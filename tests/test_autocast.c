@@ -290,6 +290,41 @@ END_TEST
 
 // ---- misuse ----
 
+// x feeding three Linears (as q, k and v do): under autocast the second and third products
+// add into x's gradient in place. The result must be what adding fresh per-Linear gradients
+// gives, in the same order, bit for bit; in f32 x's gradient is a sum of fresh buffers too.
+static tt_tensor *three_linears_dx(const tt_tensor *x0, tt_tensor *const w[3], int only) {
+    tt_tensor *x = tt_set_requires_grad(tt_clone((tt_tensor *)x0), true);
+    tt_tensor *loss = NULL;
+    tt_autocast_begin(TT_PRECISION_BF16);
+    for (int i = 0; i < 3; i++) {
+        if (only >= 0 && i != only) continue;
+        tt_tensor *y = tt_sum_all(tt_affine(x, w[i], NULL));
+        loss = loss ? tt_add(loss, y) : y;
+    }
+    tt_backward(loss);
+    tt_autocast_end();
+    return tt_grad(x);
+}
+
+START_TEST(test_shared_input_accumulates_same_bits) {
+    tt_scope_begin();
+    tt_rng rng;
+    tt_rng_seed(&rng, 11);
+    tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(2, 37, 48));
+    tt_tensor *w[3];
+    for (int i = 0; i < 3; i++) w[i] = tt_randn(&rng, TT_F32, TT_SHAPE(40 + 8 * i, 48));
+    tt_tensor *all = three_linears_dx(x, w, -1);
+    // the backward runs the Linears last to first: fresh gradients summed in that order
+    tt_tensor *sum = tt_clone(three_linears_dx(x, w, 2));
+    tt_add_(sum, three_linears_dx(x, w, 1));
+    tt_add_(sum, three_linears_dx(x, w, 0));
+    ck_assert(same_bits(all, sum));
+    ck_assert(!same_bits(all, three_linears_dx(x, w, 2)));  // all three reached it
+    tt_scope_end();
+}
+END_TEST
+
 START_TEST(test_end_without_begin_aborts) {
     tt_expect_abort("tt_autocast_end without a matching tt_autocast_begin");
     tt_autocast_end();
@@ -312,6 +347,7 @@ int main(void) {
     tcase_add_test(tc, test_f64_and_outside_unchanged);
     tcase_add_test(tc, test_matmul_batched_bf16);
     tcase_add_test(tc, test_gpt_same_bits);
+    tcase_add_test(tc, test_shared_input_accumulates_same_bits);
     suite_add_tcase(s, tc);
     TCase *ta = tt_tcase_aborts("aborts_autocast");
     tcase_add_test_raise_signal(ta, test_end_without_begin_aborts, SIGABRT);

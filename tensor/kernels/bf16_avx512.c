@@ -209,7 +209,8 @@ TARGET_AVX512 static void pack_avx512(uint32_t *dst, const void *src, tt_k_bf16_
 #define MR 12
 #define NR 32
 
-// Stores the tile: rows >= mr skipped, columns >= nr masked off.
+// Stores the tile: rows >= mr skipped, columns >= nr masked off. The row loop is unrolled
+// with constant indices, so the accumulators are stored straight from their registers.
 INLINE_AVX512 void store_tile(__m512 acc[MR][2], float *c, int64_t ldc, int mr, int nr,
                               bool add, const float *bias) {
     __mmask16 m0 = first16(nr), m1 = first16(nr - 16);
@@ -218,19 +219,30 @@ INLINE_AVX512 void store_tile(__m512 acc[MR][2], float *c, int64_t ldc, int mr, 
         bias0 = _mm512_maskz_loadu_ps(m0, bias);
         bias1 = _mm512_maskz_loadu_ps(m1, bias + 16);
     }
+#pragma GCC unroll 16
     for (int i = 0; i < MR; i++) {
-        if (i >= mr) break;
-        float *ci = c + i * ldc;
-        __m512 r0 = acc[i][0], r1 = acc[i][1];
-        if (add) {
-            r0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, ci), r0);
-            r1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, ci + 16), r1);
-        } else if (bias) {
-            r0 = _mm512_add_ps(bias0, r0);
-            r1 = _mm512_add_ps(bias1, r1);
+        if (i < mr) {
+            float *ci = c + i * ldc;
+            __m512 r0 = acc[i][0], r1 = acc[i][1];
+            if (add) {
+                r0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, ci), r0);
+                r1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, ci + 16), r1);
+            } else if (bias) {
+                r0 = _mm512_add_ps(bias0, r0);
+                r1 = _mm512_add_ps(bias1, r1);
+            }
+            _mm512_mask_storeu_ps(ci, m0, r0);
+            _mm512_mask_storeu_ps(ci + 16, m1, r1);
         }
-        _mm512_mask_storeu_ps(ci, m0, r0);
-        _mm512_mask_storeu_ps(ci + 16, m1, r1);
+    }
+}
+
+// The tile's rows of C, fetched while the k loop runs: its store (or its load, when adding)
+// then finds them in cache instead of waiting on memory.
+INLINE_AVX512 void prefetch_tile(const float *c, int64_t ldc, int mr) {
+    for (int i = 0; i < mr; i++) {
+        _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + i * ldc + 16), _MM_HINT_T0);
     }
 }
 
@@ -242,6 +254,7 @@ TARGET_AVX512BF16 static void uk_dpbf16_12x32(int64_t kp, const uint32_t *a, con
     __m512 acc[MR][2];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    prefetch_tile(c, ldc, mr);
     for (int64_t p = 0; p < kp; p++, a += MR, b += NR) {
         __m512bh b0 = (__m512bh)_mm512_load_si512(b), b1 = (__m512bh)_mm512_load_si512(b + 16);
 #pragma GCC unroll 16
@@ -261,6 +274,7 @@ TARGET_AVX512BF16 static void uk_dpbf16_12x16(int64_t kp, const uint32_t *a, con
     __m512 acc[MR][2];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    prefetch_tile(c, ldc, mr);
     for (int64_t p = 0; p < kp; p++, a += MR, b += NR) {
         __m512bh b0 = (__m512bh)_mm512_load_si512(b);
 #pragma GCC unroll 16
@@ -279,6 +293,7 @@ TARGET_AVX512 static void uk_widen_12x32(int64_t kp, const uint32_t *a, const ui
     __m512 acc[MR][2];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    prefetch_tile(c, ldc, mr);
     for (int64_t p = 0; p < kp; p++, a += MR, b += NR) {
         __m512i w0 = _mm512_load_si512(b), w1 = _mm512_load_si512(b + 16);
         __m512 e0 = _mm512_castsi512_ps(_mm512_slli_epi32(w0, 16));
