@@ -111,21 +111,26 @@ static inline float exp_neg_f32(float x) {
 }
 
 // Phi(x) = 1 - 0.5 q(t) e^(-z^2) for x >= 0 and 0.5 q(t) e^(-z^2) below, z = |x| / sqrt 2,
-// t = 1 / (1 + 0.3275911 z); NaN stays NaN.
-static inline float phi_cdf_f32(float x) {
-    const float z = (x < 0 ? -x : x) * (float)SQRT1_2;
+// t = 1 / (1 + 0.3275911 z), from z and e = e^(-z^2); NaN stays NaN.
+static inline float phi_cdf_ze_f32(float x, float z, float e) {
     const float t = 1.0f / (1.0f + 0.3275911f * z);
     const float q = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f +
                     t * (-1.453152027f + t * 1.061405429f))));
-    const float tail = 0.5f * q * exp_neg_f32(-z * z);
+    const float tail = 0.5f * q * e;
     const float cdf = x < 0 ? tail : 1.0f - tail;
     return x == x ? cdf : x;
 }
 
-static inline float gelu_f32(float x) { return x * phi_cdf_f32(x); }
+static inline float gelu_f32(float x) {
+    const float z = (x < 0 ? -x : x) * (float)SQRT1_2;
+    return x * phi_cdf_ze_f32(x, z, exp_neg_f32(-z * z));
+}
 
+// Phi and phi share one exponential: phi(x) = e^(-x^2 / 2) / sqrt(2 pi) = e / sqrt(2 pi).
 static inline float gelu_grad_f32(float x) {
-    const float d = phi_cdf_f32(x) + x * (float)INV_SQRT_2PI * exp_neg_f32(-0.5f * x * x);
+    const float z = (x < 0 ? -x : x) * (float)SQRT1_2;
+    const float e = exp_neg_f32(-z * z);
+    const float d = phi_cdf_ze_f32(x, z, e) + x * (float)INV_SQRT_2PI * e;
     // exp_neg_f32 stops at e^-87, so inf * 0 is made by hand: x - x is NaN at +-inf and +0
     // elsewhere, and d is never -0.0 (Phi(x) >= +0 is added last), so finite x keeps its bits.
     return d + (x - x);
