@@ -145,23 +145,29 @@ INLINE_AVX512 __m512i pair_rows_round(const void *s, tt_k_bf16_src type, int64_t
     (void)sub;
     return pair_rows(s, type, ks, cols, odd);
 }
-INLINE_AVX512 __m512i pair_line_round(const void *s, tt_k_bf16_src type, int64_t steps,
-                                      __mmask16 *sub) {
+// r[p] = panel row p of `lines` lines (zeros past them) of `steps` steps (past 32: unused)
+// from s, line l at s + l ls elements: pair_line of each line, transposed.
+INLINE_AVX512 void line_block_round(__m512i r[16], const char *s, tt_k_bf16_src type,
+                                    size_t es, int64_t ls, int lines, int64_t steps,
+                                    __mmask16 *sub) {
     (void)sub;
-    return pair_line(s, type, steps);
+    for (int l = 0; l < 16; l++)
+        r[l] = l < lines ? pair_line(s + (size_t)(l * ls) * es, type, steps)
+                         : _mm512_setzero_si512();
+    transpose16(r);
 }
 
 #define INLINE_PACK INLINE_AVX512
 #define PACK_ROWS pack_rows_round
 #define PACK_LINES pack_lines_round
 #define PAIR_ROWS pair_rows_round
-#define PAIR_LINE pair_line_round
+#define LINE_BLOCK line_block_round
 #include "bf16_avx512_pack.inc"
 #undef INLINE_PACK
 #undef PACK_ROWS
 #undef PACK_LINES
 #undef PAIR_ROWS
-#undef PAIR_LINE
+#undef LINE_BLOCK
 
 // The tt_k_bf16_packer: the panel widths of this file's kernels (MR 12, NR 32) as constants.
 TARGET_AVX512 static void pack_avx512(uint32_t *dst, const void *src, tt_k_bf16_src type,
@@ -213,28 +219,61 @@ INLINE_AVX512BF16 __m512i pair_rows_cvt(const void *s, tt_k_bf16_src type, int64
     return _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(x1, x0));
 }
 
-// 16 words of a line along k (pair_line): 32 steps in order are already 16 k pairs.
-INLINE_AVX512BF16 __m512i pair_line_cvt(const void *s, tt_k_bf16_src type, int64_t steps,
-                                        __mmask16 *sub) {
-    if (type == TT_K_SRC_BF16) return pair_line(s, type, steps);
-    const float *f = s;
-    __m512 x0 = _mm512_maskz_loadu_ps(first16(steps), f);
-    __m512 x1 = _mm512_maskz_loadu_ps(first16(steps - 16), f + 16);
-    *sub |= _mm512_fpclass_ps_mask(x0, 0x20) | _mm512_fpclass_ps_mask(x1, 0x20);
-    return (__m512i)_mm512_cvtne2ps_pbh(x1, x0);
+// 8 floats of line l from s (lines ls floats apart), from step k on: zeros past `steps` and
+// for l >= lines; an unmasked load when both are constants that allow it.
+INLINE_AVX512 __m256 load8(const float *s, int64_t ls, int l, int lines, int64_t steps,
+                           int k) {
+    if (l >= lines) return _mm256_setzero_ps();
+    if (steps - k >= 8) return _mm256_loadu_ps(s + l * ls + k);
+    return _mm256_maskz_loadu_ps((__mmask8)first16(steps - k), s + l * ls + k);
+}
+
+// line_block_round's panel rows with vcvtne2ps2bf16. f32: no 16 x 16 transpose; each source
+// vector is 8 steps of two lines (a 256-bit load and a 256-bit insert), so that one
+// vcvtne2ps2bf16 gives 4 pairs of lines j, 4 + j, 8 + j, 12 + j in its four 128-bit lanes,
+// and a 4 x 4 transpose within the lanes (8 unpacks per 4 vectors) finishes the panel rows.
+INLINE_AVX512BF16 void line_block_cvt(__m512i r[16], const char *s, tt_k_bf16_src type,
+                                      size_t es, int64_t ls, int lines, int64_t steps,
+                                      __mmask16 *sub) {
+    if (type == TT_K_SRC_BF16) {
+        line_block_round(r, s, type, es, ls, lines, steps, sub);
+        return;
+    }
+    const float *f = (const float *)s;
+    for (int q = 0; q < 4; q++) {  // panel rows 4q .. 4q + 3: steps 8q .. 8q + 7
+        __m512i v[4];  // v[j] lane i: pairs 4q .. 4q + 3 of line 4i + j
+        for (int j = 0; j < 4; j++) {
+            __m512 x[2];  // x[h]: lines 8h + j (lower half) and 8h + 4 + j, 8 steps each
+            for (int h = 0; h < 2; h++) {
+                __m256 lo = load8(f, ls, 8 * h + j, lines, steps, 8 * q);
+                __m256 hi = load8(f, ls, 8 * h + 4 + j, lines, steps, 8 * q);
+                x[h] = _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
+                *sub |= _mm512_fpclass_ps_mask(x[h], 0x20);
+            }
+            v[j] = (__m512i)_mm512_cvtne2ps_pbh(x[1], x[0]);
+        }
+        __m512i t0 = _mm512_unpacklo_epi32(v[0], v[1]);  // lines 4i, 4i + 1 of pairs 0, 1
+        __m512i t1 = _mm512_unpackhi_epi32(v[0], v[1]);  // ... of pairs 2, 3
+        __m512i t2 = _mm512_unpacklo_epi32(v[2], v[3]);  // lines 4i + 2, 4i + 3
+        __m512i t3 = _mm512_unpackhi_epi32(v[2], v[3]);
+        r[4 * q] = _mm512_unpacklo_epi64(t0, t2);
+        r[4 * q + 1] = _mm512_unpackhi_epi64(t0, t2);
+        r[4 * q + 2] = _mm512_unpacklo_epi64(t1, t3);
+        r[4 * q + 3] = _mm512_unpackhi_epi64(t1, t3);
+    }
 }
 
 #define INLINE_PACK INLINE_AVX512BF16
 #define PACK_ROWS pack_rows_cvt
 #define PACK_LINES pack_lines_cvt
 #define PAIR_ROWS pair_rows_cvt
-#define PAIR_LINE pair_line_cvt
+#define LINE_BLOCK line_block_cvt
 #include "bf16_avx512_pack.inc"
 #undef INLINE_PACK
 #undef PACK_ROWS
 #undef PACK_LINES
 #undef PAIR_ROWS
-#undef PAIR_LINE
+#undef LINE_BLOCK
 
 // The AVX512-BF16 path's tt_k_bf16_packer: pack_avx512's words (see above).
 TARGET_AVX512BF16 static void pack_avx512bf16(uint32_t *dst, const void *src,
