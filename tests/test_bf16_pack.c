@@ -5,7 +5,8 @@
 // on every path with subnormal inputs: f32 operands (rounded while packed) against the same
 // operands rounded first by the scalar reference, bit for bit, including subnormals that round
 // up to the smallest normal bf16 and meet large factors (a packer that flushed subnormals to
-// zero would change those sums); across paths, the same bits where no product is subnormal.
+// zero would change those sums); across paths, the same bits when the subnormals meet
+// factors near 1 (their products, kept or taken as zero, vanish in the sums).
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP

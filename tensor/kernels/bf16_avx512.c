@@ -1,9 +1,9 @@
 // AVX-512 bf16 kernels: the f32 <-> bf16 conversions, the fused cast-and-pack into k-pair
-// panels, a 12 x 32 micro-kernel on vdpbf16ps (AVX512-BF16) and one that widens bf16 to f32
+// panels (rounding with integer adds on AVX-512F, with vcvtne2ps2bf16 on AVX512-BF16: the same
+// words), a 12 x 32 micro-kernel on vdpbf16ps (AVX512-BF16) and one that widens bf16 to f32
 // and uses FMA (AVX-512F + BW, for CPUs without AVX512-BF16); a 12 x 16 vdpbf16ps variant for
-// a narrow last panel. Compiled with function-level
-// target attributes, so the library still runs on any x86-64; bf16.c calls them only when
-// cpuid reports the features.
+// a narrow last panel. Compiled with function-level target attributes, so the library still
+// runs on any x86-64; bf16.c calls them only when cpuid reports the features.
 #include "bf16.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -138,8 +138,8 @@ INLINE_AVX512 void transpose16(__m512i ri[16]) {
     for (int i = 0; i < 16; i++) ri[i] = _mm512_castps_si512(r[i]);
 }
 
-// pack_rows_round and pack_lines_round: the packing loops over pair_rows and pair_line
-// (bf16_avx512_pack.inc); `sub` is unused.
+// pack_rows_round and pack_lines_round (bf16_avx512_pack.inc): the packing loops over
+// pair_rows and line_block_round; round_hi rounds subnormals itself (`sub` is unused).
 INLINE_AVX512 __m512i pair_rows_round(const void *s, tt_k_bf16_src type, int64_t ks,
                                       __mmask16 cols, bool odd, __mmask16 *sub) {
     (void)sub;
@@ -186,33 +186,38 @@ TARGET_AVX512 static void pack_avx512(uint32_t *dst, const void *src, tt_k_bf16_
 }
 
 // ---- fused cast-and-pack on vcvtne2ps2bf16 (AVX512-BF16) ----
-// One vcvtne2ps2bf16 rounds 32 floats. Its result against tt_bf16_from_f32 (round_hi), from
-// the Intel SDM's pseudo-code (convert_fp32_to_bfloat16, under VCVTNEPS2BF16):
-//   - normal x: u + 0x7fff + (bit 16 of u), the upper half: the same integer add as round_hi
-//     (overflow to inf included); inf: the upper half, as round_hi gives; zero: the sign
-//     kept, as round_hi gives;
-//   - NaN: the upper half with bit 6 (the quiet bit) set, as round_hi does: the same payload
-//     and sign;
-//   - subnormal x (exponent 0, fraction not 0): a zero of x's sign (no exception, MXCSR not
-//     read). round_hi rounds it instead: to a subnormal bf16, to a signed zero, or, for
-//     |u| >= 0x007f8000, up to +-2^-126, the smallest normal bf16.
+// One vcvtne2ps2bf16 rounds 32 floats. Its result against tt_bf16_from_f32 (round_hi), case
+// by case from the Intel SDM's pseudo-code (convert_fp32_to_bfloat16, under VCVTNEPS2BF16;
+// u the bits of x):
+//   - normal x: the upper half of u + 0x7fff + (bit 16 of u), round_hi's integer add (values
+//     past the largest bf16 become inf in both); inf: u's upper half, as round_hi gives; zero:
+//     a zero of x's sign, as round_hi gives;
+//   - NaN: u's upper half with bit 6 (the quiet bit) set: round_hi's sign and payload;
+//   - subnormal x (exponent 0, fraction not 0): a zero of x's sign, always (DAZ; no exception,
+//     MXCSR not read). round_hi rounds it as a number instead: to a subnormal bf16, to a zero
+//     of x's sign, or, for |u| in 0x007f8000 .. 0x007fffff, up to +-2^-126, the smallest
+//     normal bf16.
 // vdpbf16ps (SDM: an f32 FMA with DAZ on its inputs, FTZ on its output, RNE) takes a subnormal
-// bf16 as a zero of the same sign, so the first two kinds would give the same products; but
-// +-2^-126 is normal: 2^-126 (f32 0x007fffff rounded) times 1.0 adds 2^-126 to the sum where
-// the zero adds nothing (checked on hardware). So a packer that keeps vcvtne2ps2bf16's zeros
-// would change the GEMM's output bits for inputs in that band. Instead the loops below OR
-// vfpclassps's subnormal test (one instruction per 16 floats) into a mask, and a block that
-// held any subnormal is packed again with round_hi: the panels are the same words as every
-// other path's, and a subnormal input costs the block a second pass.
+// bf16 as a zero of the same sign, so for the first two kinds of subnormal x the products and
+// sums are the same bits as with vcvtne2ps2bf16's zero. Not for the third: 2^-126 is normal,
+// 2^-126 times 2^110 adds 2^-16 to a sum where the zero adds nothing (checked on hardware,
+// and by test_bf16_pack). A packer that kept vcvtne2ps2bf16's zeros would change the GEMM's
+// output there. So the loops below OR vfpclassps's subnormal test (one instruction per 16
+// floats) into a mask, and a block that held any subnormal is packed again with round_hi: the
+// panels are the same words as every other path's, and a subnormal costs its block a second
+// pass (weights and activations have none).
+#define FPCLASS_SUBNORMAL 0x20  // vfpclassps category: denormal
 
-// 16 words of rows k, k + 1 (pair_rows): the two rows' 16 floats rounded by one
-// vcvtne2ps2bf16 (row k's bf16 in the lower 256 bits), then interleaved by one vpermw.
+// pair_rows with vcvtne2ps2bf16: the two rows' 16 floats rounded by one instruction (row k's
+// bf16 in the lower 256 bits, row k + 1's above), then interleaved by one vpermw.
 INLINE_AVX512BF16 __m512i pair_rows_cvt(const void *s, tt_k_bf16_src type, int64_t ks,
                                         __mmask16 cols, bool odd, __mmask16 *sub) {
     if (type == TT_K_SRC_BF16) return pair_rows(s, type, ks, cols, odd);
     const float *f = s;
-    __m512 x0 = _mm512_maskz_loadu_ps(cols, f), x1 = _mm512_maskz_loadu_ps(odd ? cols : 0, f + ks);
-    *sub |= _mm512_fpclass_ps_mask(x0, 0x20) | _mm512_fpclass_ps_mask(x1, 0x20);
+    __m512 x0 = _mm512_maskz_loadu_ps(cols, f);
+    __m512 x1 = _mm512_maskz_loadu_ps(odd ? cols : 0, f + ks);
+    *sub |= _mm512_fpclass_ps_mask(x0, FPCLASS_SUBNORMAL) |
+            _mm512_fpclass_ps_mask(x1, FPCLASS_SUBNORMAL);
     const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9,
                                          24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1,
                                          16, 0);
@@ -248,7 +253,7 @@ INLINE_AVX512BF16 void line_block_cvt(__m512i r[16], const char *s, tt_k_bf16_sr
                 __m256 lo = load8(f, ls, 8 * h + j, lines, steps, 8 * q);
                 __m256 hi = load8(f, ls, 8 * h + 4 + j, lines, steps, 8 * q);
                 x[h] = _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
-                *sub |= _mm512_fpclass_ps_mask(x[h], 0x20);
+                *sub |= _mm512_fpclass_ps_mask(x[h], FPCLASS_SUBNORMAL);
             }
             v[j] = (__m512i)_mm512_cvtne2ps_pbh(x[1], x[0]);
         }
@@ -275,7 +280,8 @@ INLINE_AVX512BF16 void line_block_cvt(__m512i r[16], const char *s, tt_k_bf16_sr
 #undef PAIR_ROWS
 #undef LINE_BLOCK
 
-// The AVX512-BF16 path's tt_k_bf16_packer: pack_avx512's words (see above).
+// The AVX512-BF16 path's tt_k_bf16_packer: pack_avx512's words, by vcvtne2ps2bf16 unless the
+// block holds a subnormal (see above).
 TARGET_AVX512BF16 static void pack_avx512bf16(uint32_t *dst, const void *src,
                                               tt_k_bf16_src type, int64_t ks, int64_t js,
                                               int64_t kc, int64_t n, int w) {
