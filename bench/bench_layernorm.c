@@ -1,0 +1,103 @@
+// Time of the f32 layernorm kernels (tensor/kernels/layernorm.h) at the mid GPT's shape, 2048
+// rows (B*T = 8 x 256) of 384: forward (y, mean, rstd) and backward (dx, dweight, dbias), in
+// ns per element, on each instruction set the CPU has, 1 and 2 threads. Prints
+// `bench layernorm ...` lines; never part of `make test`, never an assertion.
+//
+//   bench_layernorm                  every figure
+//   bench_layernorm R N THREADS      one size, the best ISA
+//   bench_layernorm R N THREADS REPS forward|backward
+//                                    only REPS calls of one kernel, nothing printed (for
+//                                    `perf stat -e cycles:u`, which a neighbour's load disturbs
+//                                    less than the clock)
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tinytorch.h"
+#include "bench_util.h"
+#include "tensor/kernels/layernorm.h"
+#include "tensor/kernels/nn.h"
+
+// Timed runs per figure, forward and backward alternating; medians are reported.
+#define TIMED_RUNS 9
+
+static float *rand_buf(int64_t n, uint64_t *state, float lo, float hi) {
+    float *p = malloc((size_t)n * sizeof *p);
+    if (!p) {
+        fprintf(stderr, "bench_layernorm: out of memory\n");
+        exit(1);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+        p[i] = lo + (hi - lo) * (float)(*state >> 40) / (float)(1 << 24);
+    }
+    return p;
+}
+
+// reps > 0: only reps calls of the forward (backward false) or the backward, nothing printed.
+static void figure(int64_t R, int64_t N, int threads, int reps, bool backward) {
+    uint64_t st = 1;
+    float *x = rand_buf(R * N, &st, -2, 3), *w = rand_buf(N, &st, 0.5f, 1.5f);
+    float *b = rand_buf(N, &st, -1, 1), *dy = rand_buf(R * N, &st, -1, 1);
+    float *y = rand_buf(R * N, &st, 0, 0), *dx = rand_buf(R * N, &st, 0, 0);
+    float *dw = rand_buf(N, &st, 0, 0), *db = rand_buf(N, &st, 0, 0);
+    float *mean = rand_buf(R, &st, 0, 0), *rstd = rand_buf(R, &st, 0, 0);
+    tt_set_num_threads(threads);
+    // about 20 ms of calls per timed run
+    double t0 = now_s();
+    tt_klayernorm_forward_f32(y, mean, rstd, x, w, b, R, N, 1e-5);
+    tt_klayernorm_backward_f32(dx, dw, db, dy, x, w, mean, rstd, R, N);
+    double once = now_s() - t0;
+    int runs = TIMED_RUNS;
+    if (reps > 0) {
+        for (int k = 0; k < reps; k++)
+            if (backward)
+                tt_klayernorm_backward_f32(dx, dw, db, dy, x, w, mean, rstd, R, N);
+            else
+                tt_klayernorm_forward_f32(y, mean, rstd, x, w, b, R, N, 1e-5);
+        runs = 0;
+    } else
+        reps = once > 0 ? (int)(0.02 / once) + 1 : 100;
+    double fwd[TIMED_RUNS], bwd[TIMED_RUNS];
+    for (int run = 0; run < runs; run++) {
+        t0 = now_s();
+        for (int k = 0; k < reps; k++)
+            tt_klayernorm_forward_f32(y, mean, rstd, x, w, b, R, N, 1e-5);
+        double t1 = now_s();
+        for (int k = 0; k < reps; k++)
+            tt_klayernorm_backward_f32(dx, dw, db, dy, x, w, mean, rstd, R, N);
+        double t2 = now_s();
+        fwd[run] = (t1 - t0) / reps / (double)(R * N) * 1e9;
+        bwd[run] = (t2 - t1) / reps / (double)(R * N) * 1e9;
+    }
+    if (runs) printf("bench layernorm rows=%lld n=%lld threads=%d isa=%s forward_ns_per_elem=%.3f "
+           "backward_ns_per_elem=%.3f\n", (long long)R, (long long)N, threads,
+           tt_klayernorm_isa_name(tt_klayernorm_isa()), median(fwd, TIMED_RUNS),
+           median(bwd, TIMED_RUNS));
+    fflush(stdout);
+    free(x), free(w), free(b), free(dy), free(y), free(dx), free(dw), free(db), free(mean),
+        free(rstd);
+}
+
+int main(int argc, char **argv) {
+    int prev = tt_get_num_threads();
+    if (argc == 4 || argc == 6) {
+        int reps = argc == 6 ? atoi(argv[4]) : 0;
+        figure(atoll(argv[1]), atoll(argv[2]), atoi(argv[3]), reps,
+               argc == 6 && strcmp(argv[5], "backward") == 0);
+        return 0;
+    }
+    if (argc != 1) {
+        fprintf(stderr, "usage: bench_layernorm [R N THREADS [REPS forward|backward]]\n");
+        return 2;
+    }
+    for (int isa = TT_KLN_ISA_COUNT - 1; isa >= 0; isa--) {
+        tt_klayernorm_set_isa((tt_kln_isa)isa);
+        if ((int)tt_klayernorm_isa() != isa) continue;  // the CPU lacks it
+        figure(2048, 384, 1, 0, false);
+        if (prev > 1) figure(2048, 384, 2, 0, false);
+    }
+    tt_klayernorm_set_isa(TT_KLN_ISA_COUNT);
+    return 0;
+}
