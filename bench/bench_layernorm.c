@@ -4,7 +4,8 @@
 // `bench layernorm ...` lines; never part of `make test`, never an assertion.
 //
 //   bench_layernorm                  every figure
-//   bench_layernorm R N THREADS      one size, the best ISA
+//   bench_layernorm R N THREADS      one size, the best ISA (TT_BENCH_LN_ISA=portable|avx2|avx512
+//                                    forces one)
 //   bench_layernorm R N THREADS REPS forward|backward
 //                                    only REPS calls of one kernel, nothing printed (for
 //                                    `perf stat -e cycles:u`, which a neighbour's load disturbs
@@ -82,6 +83,10 @@ static void figure(int64_t R, int64_t N, int threads, int reps, bool backward) {
 
 int main(int argc, char **argv) {
     int prev = tt_get_num_threads();
+    const char *force = getenv("TT_BENCH_LN_ISA");
+    for (int isa = 0; force && isa < TT_KLN_ISA_COUNT; isa++)
+        if (strcmp(force, tt_klayernorm_isa_name((tt_kln_isa)isa)) == 0)
+            tt_klayernorm_set_isa((tt_kln_isa)isa);
     if (argc == 4 || argc == 6) {
         int reps = argc == 6 ? atoi(argv[4]) : 0;
         figure(atoll(argv[1]), atoll(argv[2]), atoi(argv[3]), reps,

@@ -61,6 +61,9 @@ static double lane_tree(double *l) {
     return l[0];
 }
 
+// The lanes are the inner loops (j = i mod TT_KLN_LANES over a step of TT_KLN_LANES columns),
+// which compilers can vectorize without changing any sum.
+
 static void forward_rows_portable(float *y, float *mean, float *rstd, const float *x,
                                   const float *w, const float *b, int64_t R, int64_t N,
                                   double eps) {
@@ -68,11 +71,17 @@ static void forward_rows_portable(float *y, float *mean, float *rstd, const floa
         const float *xr = x + r * N;
         float *yr = y + r * N;
         double s[TT_KLN_LANES] = {0}, ss[TT_KLN_LANES] = {0};
-        for (int64_t i = 0; i < N; i++) s[i % TT_KLN_LANES] += xr[i];
+        for (int64_t i = 0; i < N; i += TT_KLN_LANES) {
+            int64_t n = N - i < TT_KLN_LANES ? N - i : TT_KLN_LANES;
+            for (int64_t j = 0; j < n; j++) s[j] += xr[i + j];
+        }
         double mu = N > 0 ? lane_tree(s) / (double)N : 0;
-        for (int64_t i = 0; i < N; i++) {
-            double d = xr[i] - mu;
-            ss[i % TT_KLN_LANES] += d * d;
+        for (int64_t i = 0; i < N; i += TT_KLN_LANES) {
+            int64_t n = N - i < TT_KLN_LANES ? N - i : TT_KLN_LANES;
+            for (int64_t j = 0; j < n; j++) {
+                double d = xr[i + j] - mu;
+                ss[j] += d * d;
+            }
         }
         double rs = 1.0 / sqrt((N > 0 ? lane_tree(ss) / (double)N : 0) + eps);
         float m = (float)mu, rt = (float)rs;
@@ -94,10 +103,13 @@ static void backward_rows_portable(float *dx, const float *dy, const float *x, c
         float *dxr = dx + r * N;
         float m = mean[r], rt = rstd[r];
         double sdn[TT_KLN_LANES] = {0}, sdnx[TT_KLN_LANES] = {0};
-        for (int64_t i = 0; i < N; i++) {
-            float dn = w ? dyr[i] * w[i] : dyr[i];
-            sdn[i % TT_KLN_LANES] += dn;
-            sdnx[i % TT_KLN_LANES] += (double)dn * ((xr[i] - m) * rt);
+        for (int64_t i = 0; i < N; i += TT_KLN_LANES) {
+            int64_t n = N - i < TT_KLN_LANES ? N - i : TT_KLN_LANES;
+            for (int64_t j = 0; j < n; j++) {
+                float dn = w ? dyr[i + j] * w[i + j] : dyr[i + j];
+                sdn[j] += dn;
+                sdnx[j] += (double)dn * ((xr[i + j] - m) * rt);
+            }
         }
         float a = (float)(lane_tree(sdn) / (double)N), c = (float)(lane_tree(sdnx) / (double)N);
         for (int64_t i = 0; i < N; i++) {
@@ -107,17 +119,25 @@ static void backward_rows_portable(float *dx, const float *dy, const float *x, c
     }
 }
 
+// Blocks of 32 columns, each column over the rows in order.
 static void column_sums_portable(float *dw, float *db, const float *dy, const float *x,
                                  const float *mean, const float *rstd, int64_t R, int64_t N,
                                  int64_t i0, int64_t nc) {
-    for (int64_t i = i0; i < i0 + nc; i++) {
-        double aw = 0, ab = 0;
+    for (int64_t j = i0; j < i0 + nc; j += 32) {
+        int64_t n = i0 + nc - j < 32 ? i0 + nc - j : 32;
+        double aw[32] = {0}, ab[32] = {0};  // (n) sums of dy xhat and of dy
         for (int64_t r = 0; r < R; r++) {
-            aw += (double)dy[r * N + i] * ((x[r * N + i] - mean[r]) * rstd[r]);
-            ab += dy[r * N + i];
+            const float *xr = x + r * N + j, *dyr = dy + r * N + j;
+            float m = mean[r], rt = rstd[r];
+            for (int64_t l = 0; l < n; l++) {
+                aw[l] += (double)dyr[l] * ((xr[l] - m) * rt);
+                ab[l] += dyr[l];
+            }
         }
-        if (dw) dw[i] += (float)aw;
-        if (db) db[i] += (float)ab;
+        for (int64_t l = 0; l < n; l++) {
+            if (dw) dw[j + l] += (float)aw[l];
+            if (db) db[j + l] += (float)ab[l];
+        }
     }
 }
 
