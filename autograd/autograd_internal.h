@@ -108,4 +108,14 @@ void tt__prof_backward(tt_node *n, void (*backward)(tt_node *n));
 void tt__prof_push(void);
 void tt__prof_pop(void);
 
+// ---- gradients added in place ----
+// x's gradient so far, for a backward to add its contribution into directly (instead of a
+// tt__grad_buffer handed to tt__accum_grad_owned, which costs a zeroing pass and an adding
+// pass): x->node->grad of an intermediate or x->grad of a leaf without hooks, when it exists
+// and is contiguous and of x's shape. Bumps its version, as an accumulation does. NULL
+// otherwise (no gradient yet, a leaf with hooks, another layout, or x needs none): then go the
+// tt__grad_buffer way. The caller must check that the returned storage is none of the
+// storages it reads.
+tt_tensor *tt__grad_inplace(tt_tensor *x);
+
 #endif  // TT_AUTOGRAD_INTERNAL_H

@@ -666,3 +666,14 @@ void tt_graph_leaves(tt_tensor *t, tt_leaf_visit visit, void *ctx) {
     tt_free(seen);
     tt_free(nodes.v);
 }
+
+// ---- gradients added in place ----
+
+tt_tensor *tt__grad_inplace(tt_tensor *x) {
+    if (!x || !x->requires_grad || (!x->node && x->hooks)) return NULL;
+    tt_tensor *g = x->node ? x->node->grad : x->grad;
+    if (!g || g->node || g->dtype != x->dtype || !tt_same_shape(g, x) || !tt_is_contiguous(g))
+        return NULL;
+    tt_bump_version(g, "accumulate_grad");
+    return g;
+}

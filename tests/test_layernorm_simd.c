@@ -3,7 +3,8 @@
 // emulation of the lane-ordered row sums and the row-ordered column sums, bit for bit, on rows
 // built so that the order of the sums shows (large values cancelling across lanes); the paths
 // against each other; 1 and 2 threads; odd N, R not a multiple of a task, w / b / dw / db NULL;
-// and the values against a plain double layernorm within f32 tolerances.
+// the values against a plain double layernorm within f32 tolerances; and the op's backward
+// adding dx into an existing gradient in place.
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,6 +321,54 @@ START_TEST(test_values_close_to_double) {
 }
 END_TEST
 
+// The op's backward adds dx straight into x's gradient when x has one already: h = x +
+// layernorm(x) (a residual stream) gives x.grad = dy + dx of layernorm alone, bit for bit; a
+// second backward adds again, without a dx buffer; a leaf with a hook takes the buffer path and
+// gets the same values.
+static tt_tensor *keep_grad(tt_tensor *g, void *ctx) {
+    (void)ctx;
+    (void)g;
+    return NULL;
+}
+
+START_TEST(test_op_adds_into_existing_grad) {
+    tt_rng_seed(&rng, 11);
+    tt_scope_begin();
+    for (int dt = 0; dt < 2; dt++) {
+        tt_dtype d = dt ? TT_F64 : TT_F32;
+        tt_tensor *x0 = tt_uniform(&rng, d, TT_SHAPE(40, 33), -2, 3);
+        tt_tensor *w = tt_uniform(&rng, d, TT_SHAPE(33), 0.5, 1.5);
+        tt_tensor *b = tt_uniform(&rng, d, TT_SHAPE(33), -1, 1);
+        tt_tensor *dy = tt_uniform(&rng, d, TT_SHAPE(40, 33), -1, 1);
+        // layernorm alone: its dx
+        tt_tensor *xa = tt_set_requires_grad(tt_clone(x0), true);
+        tt_backward_with(tt_layernorm(xa, 1, w, b, 1e-5), dy);
+        tt_tensor *want = tt_add(dy, xa->grad);
+        // the residual: the add's backward gives x its gradient first
+        tt_tensor *xr = tt_set_requires_grad(tt_clone(x0), true);
+        tt_backward_with(tt_add(xr, tt_layernorm(xr, 1, w, b, 1e-5)), dy);
+        ck_assert(tt_test_same_values(xr->grad, want));
+        // a second backward into the leaf's .grad: in place, one tensor buffer fewer than the
+        // first backward of a fresh leaf (whose dx buffer becomes its gradient)
+        tt_tensor *xf = tt_set_requires_grad(tt_clone(x0), true);
+        tt_alloc_stats s0 = tt_alloc_get_stats();
+        tt_backward_with(tt_layernorm(xf, 1, w, b, 1e-5), dy);
+        tt_alloc_stats s1 = tt_alloc_get_stats();
+        tt_backward_with(tt_layernorm(xr, 1, w, b, 1e-5), dy);
+        tt_alloc_stats s2 = tt_alloc_get_stats();
+        ck_assert_int_eq(s1.fresh + s1.reused - s0.fresh - s0.reused,
+                         s2.fresh + s2.reused - s1.fresh - s1.reused + 1);
+        ck_assert(tt_test_same_values(xr->grad, tt_add(want, xa->grad)));
+        // a leaf with a hook: the buffer path, the same values
+        tt_tensor *xh = tt_set_requires_grad(tt_clone(x0), true);
+        tt_register_hook(xh, keep_grad, NULL);
+        tt_backward_with(tt_add(xh, tt_layernorm(xh, 1, w, b, 1e-5)), dy);
+        ck_assert(tt_test_same_values(xh->grad, want));
+    }
+    tt_scope_end();
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("layernorm_simd");
     TCase *tc = tt_tcase("layernorm_simd");
@@ -329,6 +378,7 @@ int main(void) {
     tcase_add_test(tc, test_threads_same_bits);
     tcase_add_loop_test(tc, test_isas_same_bits, 0, 2);
     tcase_add_test(tc, test_values_close_to_double);
+    tcase_add_test(tc, test_op_adds_into_existing_grad);
     suite_add_tcase(s, tc);
     return tt_test_run(s);
 }
