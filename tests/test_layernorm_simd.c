@@ -1,6 +1,6 @@
 // The f32 layernorm kernels (tensor/kernels/layernorm.h): on every instruction set (portable,
 // AVX2, AVX-512, each forced), forward (y, mean, rstd) and backward (dx, dw, db) against an f64
-// emulation of the lane-ordered row sums and the row-ordered column sums, bit for bit, on rows
+// emulation of the lane-ordered row sums and the chunked column sums, bit for bit, on rows
 // built so that the order of the sums shows (large values cancelling across lanes); the paths
 // against each other; 1 and 2 threads; odd N, R not a multiple of a task, w / b / dw / db NULL;
 // the values against a plain double layernorm within f32 tolerances; and the op's backward
@@ -17,9 +17,10 @@
 
 static tt_rng rng;
 
-// Shapes: N = 1, 7, 33, 384, 1000, a multiple of the lanes and one under it; R odd, over a task.
+// Shapes: N = 1, 7, 33, 384, 1000, a multiple of the lanes and one under it; R odd, over a
+// task, over a chunk of the dweight sums (64 rows) and not a multiple of it.
 static const int64_t shapes[][2] = {{3, 1}, {5, 7}, {17, 33}, {19, 384}, {6, 1000}, {4, 16},
-                                    {9, 15}, {40, 48}};
+                                    {9, 15}, {40, 48}, {150, 33}, {130, 7}};
 #define NSHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 
 // R rows of N values in [-1, 1) plus offset, with cancel in each row pairs +B, -B (B about
@@ -108,12 +109,17 @@ static void emu_backward(float *dx, float *dw, float *db, const float *dy, const
             dx[r * N + i] += rstd[r] * g;
         }
     }
-    for (int64_t i = 0; i < N; i++) {  // each column over the rows in order
+    for (int64_t i = 0; i < N; i++) {  // each column: chunks of 64 rows in order, then chunks
         double sw = 0, sb = 0;
-        for (int64_t r = 0; r < R; r++) {
-            float xh = (x[r * N + i] - mean[r]) * rstd[r];
-            sw += (double)dy[r * N + i] * xh;
-            sb += dy[r * N + i];
+        for (int64_t r0 = 0; r0 < R; r0 += 64) {
+            double cw = 0, cb = 0;
+            for (int64_t r = r0; r < R && r < r0 + 64; r++) {
+                float xh = (x[r * N + i] - mean[r]) * rstd[r];
+                cw += (double)dy[r * N + i] * xh;
+                cb += dy[r * N + i];
+            }
+            sw += cw;
+            sb += cb;
         }
         if (dw) dw[i] += (float)sw;
         if (db) db[i] += (float)sb;
@@ -238,6 +244,37 @@ START_TEST(test_cancelling_rows_depend_on_order) {
         free(t);
     }
     ck_assert_int_ge(differ, R / 2);
+    free_case(&c);
+}
+END_TEST
+
+// dbias and dweight columns whose rows cancel across chunks (+B in the first chunk, -B in the
+// third): every ISA matches the chunked emulation, which a plain row-order sum does not.
+START_TEST(test_column_sums_chunked) {
+    tt_rng_seed(&rng, 12);
+    int64_t R = 200, N = 20;
+    ln_case c = make_case(R, N, false);
+    for (int64_t i = 0; i < N; i++) {
+        float big = (float)(1099511627776.0 * (1 + tt_rng_uniform(&rng)));
+        c.dy[(int64_t)(tt_rng_u64(&rng) % 64) * N + i] = big;
+        c.dy[(128 + (int64_t)(tt_rng_u64(&rng) % 64)) * N + i] = -big;
+    }
+    ln_out e = run(&c, 3, 7, true);
+    int differ = 0;
+    for (int64_t i = 0; i < N; i++) {
+        double sb = 0;
+        for (int64_t r = 0; r < R; r++) sb += c.dy[r * N + i];
+        differ += c.db0[i] + (float)sb != e.db[i];
+    }
+    ck_assert_int_ge(differ, N / 2);
+    for (int isa = 0; isa < TT_KLN_ISA_COUNT; isa++) {
+        if (!force_isa((tt_kln_isa)isa)) continue;
+        ln_out a = run(&c, 3, 6, false);  // dw and db without dx too
+        ck_assert(same_out(&a, &e, &c, isa));
+        free_out(&a);
+    }
+    tt_klayernorm_set_isa(TT_KLN_ISA_COUNT);
+    free_out(&e);
     free_case(&c);
 }
 END_TEST
@@ -375,6 +412,7 @@ int main(void) {
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, test_isas_match_emulation, 0, 2 * NSHAPES);
     tcase_add_test(tc, test_cancelling_rows_depend_on_order);
+    tcase_add_test(tc, test_column_sums_chunked);
     tcase_add_test(tc, test_threads_same_bits);
     tcase_add_loop_test(tc, test_isas_same_bits, 0, 2);
     tcase_add_test(tc, test_values_close_to_double);

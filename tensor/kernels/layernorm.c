@@ -8,13 +8,12 @@
 #include <stdbool.h>
 
 #include "nn.h"
+#include "../tensor_internal.h"
 
 // Below this many elements a kernel stays on one thread (as nn.c).
 #define PAR_MIN 32768
-// Rows per parallel task of the forward and of dx.
+// Rows per parallel task of the forward (the backward's task is a chunk, TT_KLN_CHUNK rows).
 #define ROWS_PER_TASK 16
-// Columns per parallel task of the dweight and dbias sums.
-#define COLS_PER_TASK 32
 
 #ifdef _OPENMP
 #define PARALLEL_TASKS _Pragma("omp parallel for schedule(static) if (par)")
@@ -96,47 +95,32 @@ static void forward_rows_portable(float *y, float *mean, float *rstd, const floa
     }
 }
 
-static void backward_rows_portable(float *dx, const float *dy, const float *x, const float *w,
-                                   const float *mean, const float *rstd, int64_t R, int64_t N) {
+static void backward_rows_portable(float *dx, double *aw, double *ab, const float *dy,
+                                   const float *x, const float *w, const float *mean,
+                                   const float *rstd, int64_t R, int64_t N) {
     for (int64_t r = 0; r < R; r++) {
         const float *xr = x + r * N, *dyr = dy + r * N;
-        float *dxr = dx + r * N;
-        float m = mean[r], rt = rstd[r];
-        double sdn[TT_KLN_LANES] = {0}, sdnx[TT_KLN_LANES] = {0};
-        for (int64_t i = 0; i < N; i += TT_KLN_LANES) {
-            int64_t n = N - i < TT_KLN_LANES ? N - i : TT_KLN_LANES;
-            for (int64_t j = 0; j < n; j++) {
-                float dn = w ? dyr[i + j] * w[i + j] : dyr[i + j];
-                sdn[j] += dn;
-                sdnx[j] += (double)dn * ((xr[i + j] - m) * rt);
+        float m = mean[r], rt = rstd[r], a = 0, c = 0;
+        if (dx) {
+            double sdn[TT_KLN_LANES] = {0}, sdnx[TT_KLN_LANES] = {0};
+            for (int64_t i = 0; i < N; i += TT_KLN_LANES) {
+                int64_t n = N - i < TT_KLN_LANES ? N - i : TT_KLN_LANES;
+                for (int64_t j = 0; j < n; j++) {
+                    float dn = w ? dyr[i + j] * w[i + j] : dyr[i + j];
+                    sdn[j] += dn;
+                    sdnx[j] += (double)dn * ((xr[i + j] - m) * rt);
+                }
             }
+            a = (float)(lane_tree(sdn) / (double)N);
+            c = (float)(lane_tree(sdnx) / (double)N);
         }
-        float a = (float)(lane_tree(sdn) / (double)N), c = (float)(lane_tree(sdnx) / (double)N);
-        for (int64_t i = 0; i < N; i++) {
+        for (int64_t i = 0; dx && i < N; i++) {
             float dn = w ? dyr[i] * w[i] : dyr[i];
-            dxr[i] += rt * (dn - a - (xr[i] - m) * rt * c);
+            dx[r * N + i] += rt * (dn - a - (xr[i] - m) * rt * c);
         }
-    }
-}
-
-// Blocks of 32 columns, each column over the rows in order.
-static void column_sums_portable(float *dw, float *db, const float *dy, const float *x,
-                                 const float *mean, const float *rstd, int64_t R, int64_t N,
-                                 int64_t i0, int64_t nc) {
-    for (int64_t j = i0; j < i0 + nc; j += 32) {
-        int64_t n = i0 + nc - j < 32 ? i0 + nc - j : 32;
-        double aw[32] = {0}, ab[32] = {0};  // (n) sums of dy xhat and of dy
-        for (int64_t r = 0; r < R; r++) {
-            const float *xr = x + r * N + j, *dyr = dy + r * N + j;
-            float m = mean[r], rt = rstd[r];
-            for (int64_t l = 0; l < n; l++) {
-                aw[l] += (double)dyr[l] * ((xr[l] - m) * rt);
-                ab[l] += dyr[l];
-            }
-        }
-        for (int64_t l = 0; l < n; l++) {
-            if (dw) dw[j + l] += (float)aw[l];
-            if (db) db[j + l] += (float)ab[l];
+        for (int64_t i = 0; aw && i < N; i++) {
+            aw[i] += (double)dyr[i] * ((xr[i] - m) * rt);
+            ab[i] += dyr[i];
         }
     }
 }
@@ -167,37 +151,35 @@ void tt_klayernorm_backward_f32(float *dx, float *dw, float *db, const float *dy
                                 const float *w, const float *mean, const float *rstd, int64_t R,
                                 int64_t N) {
     tt_kln_backward_rows_fn *rows = backward_rows_portable;
-    tt_kln_column_sums_fn *cols = column_sums_portable;
 #if defined(__x86_64__) && defined(__GNUC__)
     tt_kln_isa isa = tt_klayernorm_isa();
-    if (isa == TT_KLN_AVX512) {
-        rows = tt_kln_backward_rows_avx512;
-        cols = tt_kln_column_sums_avx512;
-    }
-    if (isa == TT_KLN_AVX2) {
-        rows = tt_kln_backward_rows_avx2;
-        cols = tt_kln_column_sums_avx2;
-    }
+    if (isa == TT_KLN_AVX512) rows = tt_kln_backward_rows_avx512;
+    if (isa == TT_KLN_AVX2) rows = tt_kln_backward_rows_avx2;
 #endif
-    if (dx) {
-        int64_t ntasks = (R + ROWS_PER_TASK - 1) / ROWS_PER_TASK;
-        bool par = ntasks > 1 && R * N >= PAR_MIN;
-        (void)par;
-        PARALLEL_TASKS
-        for (int64_t t = 0; t < ntasks; t++) {
-            int64_t r = t * ROWS_PER_TASK, nr = R - r < ROWS_PER_TASK ? R - r : ROWS_PER_TASK;
-            rows(dx + r * N, dy + r * N, x + r * N, w, mean + r, rstd + r, nr, N);
-        }
-    }
-    if (!dw && !db) return;
-    // Each column is summed by one task over every row in order: the bits do not depend on the
-    // thread count.
-    int64_t ntasks = (N + COLS_PER_TASK - 1) / COLS_PER_TASK;
-    bool par = ntasks > 1 && R * N >= PAR_MIN;
+    if (!dx && !dw && !db) return;
+    // dx and each chunk's dweight and dbias sums in one sweep over the rows; chunks are fixed
+    // by R, so the bits do not depend on the thread count.
+    bool sums = dw || db;
+    int64_t nchunks = (R + TT_KLN_CHUNK - 1) / TT_KLN_CHUNK;
+    // (nchunks, 2, N): each chunk's sums of dy xhat and of dy
+    double *part = sums ? TT_CALLOC((size_t)(nchunks * 2 * N), sizeof *part) : NULL;
+    bool par = nchunks > 1 && R * N >= PAR_MIN;
     (void)par;
     PARALLEL_TASKS
-    for (int64_t t = 0; t < ntasks; t++) {
-        int64_t i0 = t * COLS_PER_TASK, nc = N - i0 < COLS_PER_TASK ? N - i0 : COLS_PER_TASK;
-        cols(dw, db, dy, x, mean, rstd, R, N, i0, nc);
+    for (int64_t t = 0; t < nchunks; t++) {
+        int64_t r = t * TT_KLN_CHUNK, nr = R - r < TT_KLN_CHUNK ? R - r : TT_KLN_CHUNK;
+        double *aw = sums ? part + t * 2 * N : NULL, *ab = sums ? aw + N : NULL;
+        rows(dx ? dx + r * N : NULL, aw, ab, dy + r * N, x + r * N, w, mean + r, rstd + r, nr,
+             N);
     }
+    for (int64_t i = 0; sums && i < N; i++) {
+        double sw = 0, sb = 0;
+        for (int64_t t = 0; t < nchunks; t++) {
+            sw += part[t * 2 * N + i];
+            sb += part[t * 2 * N + N + i];
+        }
+        if (dw) dw[i] += (float)sw;
+        if (db) db[i] += (float)sb;
+    }
+    tt_free(part);
 }

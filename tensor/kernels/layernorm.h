@@ -8,14 +8,17 @@
 // dn xhat) is taken in double over TT_KLN_LANES lanes: lane j adds the f32 values widened to
 // double of the columns i = j (mod TT_KLN_LANES) in column order, starting from +0; then the
 // lanes are combined in one fixed tree, l[j] += l[j + h] for h = LANES/2, ..., 2, 1, and
-// l[0] is the sum. The dweight and dbias sums run over rows in row order for each column. So
-// the bits depend on R and N only, never on the instruction set or the thread count.
+// l[0] is the sum. The dweight and dbias sums over rows are taken in the same sweep as dx:
+// each chunk of TT_KLN_CHUNK rows (rows [c CHUNK, (c + 1) CHUNK)) sums its rows in order in
+// double from +0, and the chunks' sums are added in chunk order from +0. So the bits depend
+// on R and N only, never on the instruction set or the thread count.
 #ifndef TT_KERNELS_LAYERNORM_H
 #define TT_KERNELS_LAYERNORM_H
 
 #include <stdint.h>
 
 #define TT_KLN_LANES 16
+#define TT_KLN_CHUNK 64
 
 typedef enum tt_kln_isa {
     TT_KLN_PORTABLE,  // plain C
@@ -40,18 +43,15 @@ tt_kln_isa tt_klayernorm_set_isa(tt_kln_isa isa);
 typedef void tt_kln_forward_rows_fn(float *y, float *mean, float *rstd, const float *x,
                                     const float *w, const float *b, int64_t R, int64_t N,
                                     double eps);
-// dx += rstd (dn - a - xhat c) in f32, dn = dy w, xhat = (x - mean) rstd, a = sum dn / N,
-// c = sum dn xhat / N (sums in double, rounded to f32): dx, dy, x (R, N); w (N) or NULL.
-typedef void tt_kln_backward_rows_fn(float *dx, const float *dy, const float *x, const float *w,
-                                     const float *mean, const float *rstd, int64_t R, int64_t N);
-// Columns [i0, i0 + nc) of dw += sum_rows dy xhat, db += sum_rows dy (each column over the rows
-// in order, in double): dy, x (R, N); dw, db (N) or NULL (not both).
-typedef void tt_kln_column_sums_fn(float *dw, float *db, const float *dy, const float *x,
-                                   const float *mean, const float *rstd, int64_t R, int64_t N,
-                                   int64_t i0, int64_t nc);
+// Rows one by one, dx (R, N) += rstd (dn - a - xhat c) in f32, dn = dy w, xhat = (x - mean)
+// rstd, a = sum dn / N, c = sum dn xhat / N (row sums in double, rounded to f32); and
+// aw, ab (N) += the sums over the R rows in order, in double, of dy xhat and of dy (one
+// chunk's). dy, x (R, N); w (N) or NULL; mean, rstd (R); dx NULL: no dx; aw, ab NULL: no sums.
+typedef void tt_kln_backward_rows_fn(float *dx, double *aw, double *ab, const float *dy,
+                                     const float *x, const float *w, const float *mean,
+                                     const float *rstd, int64_t R, int64_t N);
 
 tt_kln_forward_rows_fn tt_kln_forward_rows_avx2, tt_kln_forward_rows_avx512;
 tt_kln_backward_rows_fn tt_kln_backward_rows_avx2, tt_kln_backward_rows_avx512;
-tt_kln_column_sums_fn tt_kln_column_sums_avx2, tt_kln_column_sums_avx512;
 
 #endif  // TT_KERNELS_LAYERNORM_H

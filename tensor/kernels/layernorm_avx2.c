@@ -1,6 +1,7 @@
 // AVX2 f32 layernorm row functions (layernorm.h): 16 f32 columns per step, the 16 double lanes
 // of each row sum in four registers (lanes 0-3, 4-7, 8-11, 12-15); the last partial step reads
-// a zero-padded copy and masks its additions. Compiled with function-level target attributes;
+// a zero-padded copy and masks its additions. The backward's dweight and dbias sums are taken in
+// the sweep that writes dx. Compiled with function-level target attributes;
 // layernorm.c calls them only when cpuid reports AVX2. Same bits as the portable C.
 #include "layernorm.h"
 
@@ -50,6 +51,15 @@ INLINE_AVX2 double lane_tree(const __m256d s[4]) {
     return _mm_cvtsd_f64(_mm_add_sd(v, _mm_unpackhi_pd(v, v)));
 }
 
+// The kernels ask for the lines of the row PREFETCH_ROWS ahead while they work on a row (in a
+// training step the rows come from memory).
+#define PREFETCH_ROWS 2
+
+// The cache lines of n floats at p, into L1.
+INLINE_AVX2 void prefetch_row(const float *p, int64_t n) {
+    for (int64_t i = 0; i < n; i += 16) _mm_prefetch((const char *)(p + i), _MM_HINT_T0);
+}
+
 // ---- forward ----
 
 // s[q] += the 16 columns at p (all of them, or the masked ones when tail).
@@ -91,6 +101,10 @@ TARGET_AVX2 void tt_kln_forward_rows_avx2(float *y, float *mean, float *rstd, co
         const float *xr = x + r * N;
         float *yr = y + r * N;
         const float *xt = cols16(xb, xr, nfull, N);
+        if (r + PREFETCH_ROWS < R) {
+            prefetch_row(xr + PREFETCH_ROWS * N, N);
+            prefetch_row(yr + PREFETCH_ROWS * N, N);
+        }
         __m256d s[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(),
                         _mm256_setzero_pd()};
         for (int64_t i = 0; i < nfull; i += 16) add_cols(s, xr + i, k, false);
@@ -141,83 +155,75 @@ INLINE_AVX2 void add_dn(__m256d a[4], __m256d c[4], const float *dyp, const floa
     }
 }
 
-// The 16 columns of dx += rt ((dn - a) - xhat c) at dxp.
-INLINE_AVX2 void dx16(float *dxp, const float *dyp, const float *xp, const float *wp, __m256 m,
-                      __m256 rt, __m256 a, __m256 c) {
+// The 16 columns of one row's second sweep: dx += rt ((dn - a) - xhat c) at dxp (NULL: none),
+// and aw, ab += dy xhat, dy in double (aw NULL: neither).
+INLINE_AVX2 void dx16(float *dxp, double *aw, double *ab, const float *dyp, const float *xp,
+                      const float *wp, __m256 m, __m256 rt, __m256 a, __m256 c) {
     for (int h = 0; h < 16; h += 8) {
         __m256 dn, xh;
         dn_xhat8(&dn, &xh, dyp, xp, wp, h, m, rt);
-        __m256 g = _mm256_sub_ps(_mm256_sub_ps(dn, a), _mm256_mul_ps(xh, c));
-        _mm256_storeu_ps(dxp + h, _mm256_add_ps(_mm256_loadu_ps(dxp + h), _mm256_mul_ps(rt, g)));
+        if (dxp) {
+            __m256 g = _mm256_sub_ps(_mm256_sub_ps(dn, a), _mm256_mul_ps(xh, c));
+            __m256 d = _mm256_add_ps(_mm256_loadu_ps(dxp + h), _mm256_mul_ps(rt, g));
+            _mm256_storeu_ps(dxp + h, d);
+        }
+        if (aw) {
+            __m256 g = _mm256_loadu_ps(dyp + h);
+            for (int e = 0; e < 2; e++) {
+                __m256d gd = wide4v(g, e), p = _mm256_mul_pd(gd, wide4v(xh, e));
+                double *awp = aw + h + 4 * e, *abp = ab + h + 4 * e;
+                _mm256_storeu_pd(awp, _mm256_add_pd(_mm256_loadu_pd(awp), p));
+                _mm256_storeu_pd(abp, _mm256_add_pd(_mm256_loadu_pd(abp), gd));
+            }
+        }
     }
 }
 
-TARGET_AVX2 void tt_kln_backward_rows_avx2(float *dx, const float *dy, const float *x,
-                                           const float *w, const float *mean, const float *rstd,
-                                           int64_t R, int64_t N) {
+TARGET_AVX2 void tt_kln_backward_rows_avx2(float *dx, double *aw, double *ab, const float *dy,
+                                           const float *x, const float *w, const float *mean,
+                                           const float *rstd, int64_t R, int64_t N) {
     int64_t nfull = N / 16 * 16;
     __m256d k[4];
     lane_masks(k, nfull, N);
     float xb[16], wb[16], dyb[16], dxb[16];  // the zero-padded last partial step
+    double awb[16] = {0}, abb[16] = {0};
     const float *wt = w ? cols16(wb, w, nfull, N) : NULL;
     for (int64_t r = 0; r < R; r++) {
         const float *xr = x + r * N, *dyr = dy + r * N;
-        float *dxr = dx + r * N;
+        float *dxr = dx ? dx + r * N : NULL;
         const float *xt = cols16(xb, xr, nfull, N), *dyt = cols16(dyb, dyr, nfull, N);
         __m256 m8 = _mm256_set1_ps(mean[r]), rt8 = _mm256_set1_ps(rstd[r]);
-        __m256d a[4], c[4];
-        for (int q = 0; q < 4; q++) a[q] = c[q] = _mm256_setzero_pd();
+        if (r + PREFETCH_ROWS < R) {
+            prefetch_row(dyr + PREFETCH_ROWS * N, N);
+            prefetch_row(xr + PREFETCH_ROWS * N, N);
+            if (dx) prefetch_row(dxr + PREFETCH_ROWS * N, N);
+        }
+        __m256 a8 = _mm256_setzero_ps(), c8 = _mm256_setzero_ps();
+        if (dx) {
+            __m256d a[4], c[4];
+            for (int q = 0; q < 4; q++) a[q] = c[q] = _mm256_setzero_pd();
+            for (int64_t i = 0; i < nfull; i += 16)
+                add_dn(a, c, dyr + i, xr + i, w ? w + i : NULL, m8, rt8, k, false);
+            if (nfull < N) add_dn(a, c, dyt, xt, wt, m8, rt8, k, true);
+            a8 = _mm256_set1_ps((float)(lane_tree(a) / (double)N));
+            c8 = _mm256_set1_ps((float)(lane_tree(c) / (double)N));
+        }
         for (int64_t i = 0; i < nfull; i += 16)
-            add_dn(a, c, dyr + i, xr + i, w ? w + i : NULL, m8, rt8, k, false);
-        if (nfull < N) add_dn(a, c, dyt, xt, wt, m8, rt8, k, true);
-        __m256 a8 = _mm256_set1_ps((float)(lane_tree(a) / (double)N));
-        __m256 c8 = _mm256_set1_ps((float)(lane_tree(c) / (double)N));
-        for (int64_t i = 0; i < nfull; i += 16)
-            dx16(dxr + i, dyr + i, xr + i, w ? w + i : NULL, m8, rt8, a8, c8);
-        if (nfull < N) {
-            memcpy(dxb, dxr + nfull, (size_t)(N - nfull) * sizeof *dxb);
-            dx16(dxb, dyt, xt, wt, m8, rt8, a8, c8);
-            memcpy(dxr + nfull, dxb, (size_t)(N - nfull) * sizeof *dxb);
-        }
-    }
-}
-
-// Blocks of 16 columns: 4 registers of dw sums and 4 of db sums, each column over the rows in
-// order; a partial block reads zero-padded copies.
-TARGET_AVX2 void tt_kln_column_sums_avx2(float *dw, float *db, const float *dy, const float *x,
-                                         const float *mean, const float *rstd, int64_t R,
-                                         int64_t N, int64_t i0, int64_t nc) {
-    float xb[16], dyb[16];
-    for (int64_t j = i0; j < i0 + nc; j += 16) {
-        int64_t n = i0 + nc - j < 16 ? i0 + nc - j : 16;
-        __m256d aw[4], ab[4];
-        for (int q = 0; q < 4; q++) aw[q] = ab[q] = _mm256_setzero_pd();
-        for (int64_t r = 0; r < R; r++) {
-            const float *xr = x + r * N + j, *dyr = dy + r * N + j;
-            if (n < 16) {
-                xr = cols16(xb, xr, 0, n);
-                dyr = cols16(dyb, dyr, 0, n);
+            dx16(dxr ? dxr + i : NULL, aw ? aw + i : NULL, aw ? ab + i : NULL, dyr + i, xr + i,
+                 w ? w + i : NULL, m8, rt8, a8, c8);
+        if (nfull < N) {  // the last partial step on zero-padded copies
+            size_t n = (size_t)(N - nfull);
+            if (dxr) memcpy(dxb, dxr + nfull, n * sizeof *dxb);
+            if (aw) {
+                memcpy(awb, aw + nfull, n * sizeof *awb);
+                memcpy(abb, ab + nfull, n * sizeof *abb);
             }
-            __m256 m8 = _mm256_set1_ps(mean[r]), rt8 = _mm256_set1_ps(rstd[r]);
-            for (int h = 0; h < 2; h++) {
-                __m256 g, xh;
-                dn_xhat8(&g, &xh, dyr, xr, NULL, 8 * h, m8, rt8);
-                for (int e = 0; e < 2; e++) {
-                    int q = 2 * h + e;
-                    __m256d gd = wide4v(g, e);
-                    aw[q] = _mm256_add_pd(aw[q], _mm256_mul_pd(gd, wide4v(xh, e)));
-                    ab[q] = _mm256_add_pd(ab[q], gd);
-                }
+            dx16(dxr ? dxb : NULL, aw ? awb : NULL, abb, dyt, xt, wt, m8, rt8, a8, c8);
+            if (dxr) memcpy(dxr + nfull, dxb, n * sizeof *dxb);
+            if (aw) {
+                memcpy(aw + nfull, awb, n * sizeof *awb);
+                memcpy(ab + nfull, abb, n * sizeof *abb);
             }
-        }
-        double sw[16], sb[16];  // (n) the sums of columns j ..; the lanes past n are unused
-        for (int q = 0; q < 4; q++) {
-            _mm256_storeu_pd(sw + 4 * q, aw[q]);
-            _mm256_storeu_pd(sb + 4 * q, ab[q]);
-        }
-        for (int64_t l = 0; l < n; l++) {
-            if (dw) dw[j + l] += (float)sw[l];
-            if (db) db[j + l] += (float)sb[l];
         }
     }
 }
