@@ -82,11 +82,6 @@ void tt__accum_grad_owned(tt_tensor *x, tt_tensor *g);
 // contiguous and shaped like x, the storage moves to x's empty gradient instead of being copied
 // (the node drops n->grad right after its backward). Otherwise as tt__accum_grad.
 void tt__accum_grad_node(tt_tensor *x, const tt_node *n, tt_tensor *g);
-// x's gradient so far when a backward may add into it in place: x needs a gradient, already
-// has one, and it is a contiguous tensor of x's shape (its version is bumped, as an
-// accumulation does). A backward whose product can accumulate into its output (C += A B) then
-// writes there instead of into a fresh buffer added afterwards. NULL otherwise. Borrowed.
-tt_tensor *tt__grad_so_far(tt_tensor *x);
 // A zeroed gradient buffer shaped like x when x (may be NULL) needs one, else NULL. Unscoped:
 // hand it over with tt__accum_grad_owned (which skips an x without grad and releases NULL).
 tt_tensor *tt__grad_buffer(const tt_tensor *x);
@@ -112,5 +107,15 @@ void tt__prof_backward(tt_node *n, void (*backward)(tt_node *n));
 // as before. One level: a push while pushed aborts.
 void tt__prof_push(void);
 void tt__prof_pop(void);
+
+// ---- gradients added in place ----
+// x's gradient so far, for a backward to add its contribution into directly (instead of a
+// tt__grad_buffer handed to tt__accum_grad_owned, which costs a zeroing pass and an adding
+// pass): x->node->grad of an intermediate or x->grad of a leaf without hooks, when it exists
+// and is contiguous and of x's shape. Bumps its version, as an accumulation does. NULL
+// otherwise (no gradient yet, a leaf with hooks, another layout, or x needs none): then go the
+// tt__grad_buffer way. The caller must check that the returned storage is none of the
+// storages it reads.
+tt_tensor *tt__grad_inplace(tt_tensor *x);
 
 #endif  // TT_AUTOGRAD_INTERNAL_H

@@ -300,7 +300,8 @@ void tt__backward_affine(tt_node *n) {
     // into it in place. With one k block (N <= TT_K_BF16_KC) that is the same single addition
     // per element as a fresh dx added afterwards, so the same bits, without the buffer and
     // the extra pass.
-    tt_tensor *sofar = x->requires_grad && bf16 && N <= TT_K_BF16_KC ? tt__grad_so_far(x) : NULL;
+    tt_tensor *sofar = bf16 && N <= TT_K_BF16_KC ? tt__grad_inplace(x) : NULL;
+    if (sofar && (sofar->storage == g->storage || sofar->storage == w->storage)) sofar = NULL;
     if (sofar) {
         tt_k_gemm_bf16(M, K, N, first_elem(g), TT_K_SRC_F32, g_rs, g_cs, first_elem(w),
                        TT_K_SRC_F32, w->stride[0], w->stride[1], tt_data(sofar), K, 1, true);

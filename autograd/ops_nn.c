@@ -245,19 +245,25 @@ tt_tensor *tt_layernorm(tt_tensor *x, int norm_ndim, tt_tensor *weight, tt_tenso
 void tt__backward_layernorm(tt_node *n) {
     tt_tensor *x = n->inputs[0], *w = n->inputs[1], *b = n->inputs[2];
     const norm_ctx *c = n->ctx;
-    tt_tensor *dx = tt__grad_buffer(x), *dw = tt__grad_buffer(w), *db = tt__grad_buffer(b);
-    if (dx || dw || db) {
-        tt_tensor *g = tt__contiguous_ref(n->grad), *xc = tt__contiguous_ref(x);
-        tt_tensor *wc = w ? tt__contiguous_ref(w) : NULL;
+    tt_tensor *dw = tt__grad_buffer(w), *db = tt__grad_buffer(b);
+    // dx goes straight into x's gradient when x has one already (a residual stream's, from
+    // the add after it): no zeroed buffer, no adding pass.
+    tt_tensor *dxin = x->requires_grad ? tt__grad_inplace(x) : NULL;
+    tt_tensor *g = tt__contiguous_ref(n->grad), *xc = tt__contiguous_ref(x);
+    tt_tensor *wc = w ? tt__contiguous_ref(w) : NULL;
+    if (dxin && (dxin->storage == g->storage || dxin->storage == xc->storage ||
+                 (wc && dxin->storage == wc->storage)))
+        dxin = NULL;
+    tt_tensor *dx = dxin ? NULL : tt__grad_buffer(x);
+    if (dxin || dx || dw || db)
         BY_DTYPE(n->dtype, tt_klayernorm_backward_f32, tt_klayernorm_backward_f64,
-                 tt__data_or_null(dx), tt__data_or_null(dw), tt__data_or_null(db), tt_data(g),
-                 tt_data(xc), tt__data_or_null(wc), tt_data(n->saved[0]), tt_data(n->saved[1]),
-                 c->R, c->N);
-        tt_release(g);
-        tt_release(xc);
-        tt_release(wc);
-    }
-    tt__accum_grad_owned(x, dx);
+                 dxin ? tt_data(dxin) : tt__data_or_null(dx), tt__data_or_null(dw),
+                 tt__data_or_null(db), tt_data(g), tt_data(xc), tt__data_or_null(wc),
+                 tt_data(n->saved[0]), tt_data(n->saved[1]), c->R, c->N);
+    tt_release(g);
+    tt_release(xc);
+    tt_release(wc);
+    if (!dxin) tt__accum_grad_owned(x, dx);
     tt__accum_grad_owned(w, dw);
     tt__accum_grad_owned(b, db);
 }

@@ -429,14 +429,6 @@ void tt__accum_grad_owned(tt_tensor *x, tt_tensor *g) {
     tt_release(g);
 }
 
-tt_tensor *tt__grad_so_far(tt_tensor *x) {
-    if (!x || !x->requires_grad) return NULL;
-    tt_tensor *s = x->node ? x->node->grad : !x->hooks ? x->grad : x->hooks->pending;
-    if (!s || !tt_same_shape(s, x) || !tt_is_contiguous(s)) return NULL;
-    tt_bump_version(s, "accumulate_grad");
-    return s;
-}
-
 void tt__accum_grad_node(tt_tensor *x, const tt_node *n, tt_tensor *g) {
     if (!x || !x->requires_grad) return;
     tt_tensor **slot = grad_slot(x, g), *ng = n->grad;
@@ -673,4 +665,15 @@ void tt_graph_leaves(tt_tensor *t, tt_leaf_visit visit, void *ctx) {
     }
     tt_free(seen);
     tt_free(nodes.v);
+}
+
+// ---- gradients added in place ----
+
+tt_tensor *tt__grad_inplace(tt_tensor *x) {
+    if (!x || !x->requires_grad || (!x->node && x->hooks)) return NULL;
+    tt_tensor *g = x->node ? x->node->grad : x->grad;
+    if (!g || g->node || g->dtype != x->dtype || !tt_same_shape(g, x) || !tt_is_contiguous(g))
+        return NULL;
+    tt_bump_version(g, "accumulate_grad");
+    return g;
 }

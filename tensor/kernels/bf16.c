@@ -42,7 +42,7 @@ bool tt_k_bf16_path_supported(tt_k_bf16_path path) {
         case TT_K_BF16_AVX512BF16:
             __builtin_cpu_init();
             return tt_k_bf16_path_supported(TT_K_BF16_AVX512) &&
-                   __builtin_cpu_supports("avx512bf16");
+                   __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bf16");
 #endif
         default: return false;
     }

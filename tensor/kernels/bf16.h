@@ -36,7 +36,7 @@ static inline float tt_bf16_to_f32(tt_bf16 h) {
 
 // ---- SIMD path ----
 // AUTO picks the best the CPU supports (cpuid, at the first call): AVX512-BF16 (vdpbf16ps,
-// vcvtne2ps2bf16, with AVX-512BW), else AVX-512 (F + BW: widens bf16 to f32 and uses FMA),
+// vcvtne2ps2bf16, with AVX-512BW and DQ), else AVX-512 (F + BW: widens bf16 to f32 and uses FMA),
 // else AVX2 + FMA (the same, 8 lanes), else the portable C kernels. The others force a path;
 // tests and benchmarks use them to check and time every kernel. A separate setting from the
 // f32 GEMM's (tt_k_gemm_set_path).
@@ -81,8 +81,11 @@ void tt_k_bf16_to_f32(float *dst, const tt_bf16 *src, int64_t n);
 // Deterministic: the order of the sums depends only on M, N, K and the layout, never on the
 // number of threads or timing. Every path adds each k pair as vdpbf16ps is specified to (the
 // odd step's product, then the even step's, each rounded to f32), so all paths give the same
-// bits, except where a product or a partial sum is subnormal (|x| < 2^-126): vdpbf16ps takes
-// those as zero, the other paths keep them. Weights and activations never get there.
+// bits, except where an input, a product or a partial sum is subnormal (|x| < 2^-126):
+// vdpbf16ps takes those as zero, the other paths keep them. Weights and activations never get
+// there. The inputs are the same bf16 values on every path: an f32 subnormal is rounded as
+// tt_bf16_from_f32 does (to a subnormal bf16, a zero, or up to the smallest normal 2^-126),
+// not flushed, on the vcvtne2ps2bf16 packer too (bf16_avx512.c says how).
 //
 // Threads: OpenMP, as the f32 GEMM: C's rows (or its columns, when they share out clearly
 // better) split into fixed contiguous parts; products under 3 MFLOP run on one thread.
@@ -118,7 +121,8 @@ typedef void (*tt_k_bf16_ukernel)(int64_t kp, const uint32_t *a, const uint32_t 
 
 // Packer: X (kc, n), X[k, j] = src[k * ks + j * js] (f32 or bf16 elements), into ceil(n / w)
 // panels of width w in the layout above, panel q at dst + q * tt_k_bf16_panel(kc, w) words.
-// Every packer writes the same words (the padding between panels is never read).
+// Every packer writes the same words, subnormal inputs included (the padding between panels
+// is never read).
 typedef void (*tt_k_bf16_packer)(uint32_t *dst, const void *src, tt_k_bf16_src type, int64_t ks,
                                  int64_t js, int64_t kc, int64_t n, int w);
 

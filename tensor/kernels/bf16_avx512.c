@@ -1,17 +1,19 @@
 // AVX-512 bf16 kernels: the f32 <-> bf16 conversions, the fused cast-and-pack into k-pair
-// panels, a 12 x 32 micro-kernel on vdpbf16ps (AVX512-BF16) and one that widens bf16 to f32
+// panels (rounding with integer adds on AVX-512F, with vcvtne2ps2bf16 on AVX512-BF16: the same
+// words), a 12 x 32 micro-kernel on vdpbf16ps (AVX512-BF16) and one that widens bf16 to f32
 // and uses FMA (AVX-512F + BW, for CPUs without AVX512-BF16); a 12 x 16 vdpbf16ps variant for
-// a narrow last panel. Compiled with function-level
-// target attributes, so the library still runs on any x86-64; bf16.c calls them only when
-// cpuid reports the features.
+// a narrow last panel. Compiled with function-level target attributes, so the library still
+// runs on any x86-64; bf16.c calls them only when cpuid reports the features.
 #include "bf16.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
 #define TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,fma")))
-#define TARGET_AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma")))
+#define TARGET_AVX512BF16 \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
 #define INLINE_AVX512 TARGET_AVX512 static inline __attribute__((always_inline))
+#define INLINE_AVX512BF16 TARGET_AVX512BF16 static inline __attribute__((always_inline))
 
 INLINE_AVX512 __mmask16 first16(int64_t n) {
     return n >= 16 ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
@@ -136,72 +138,165 @@ INLINE_AVX512 void transpose16(__m512i ri[16]) {
     for (int i = 0; i < 16; i++) ri[i] = _mm512_castps_si512(r[i]);
 }
 
-// Rows of X contiguous (js == 1): each panel row is the pairs of two rows of X. Pair by pair
-// across every panel, so memory is read in order (a block of B is bigger than L2; walking it
-// panel by panel would read a few cache lines of each row, rows thousands of bytes apart).
-INLINE_AVX512 void pack_rows(uint32_t *dst, const char *src, tt_k_bf16_src type, size_t es,
-                             int64_t ks, int64_t kc, int64_t n, int w) {
-    int64_t kp = (kc + 1) / 2;
-    for (int64_t p = 0; p < kp; p++) {
-        const char *s = src + (size_t)(2 * p * ks) * es;
-        bool odd = 2 * p + 1 < kc;
-        uint32_t *d = dst + p * w;
-        if (2 * p + 3 < kc)  // the next pair of rows, ahead of the loads
-            for (int64_t j = 0; j < n * (int64_t)es; j += 64) {
-                _mm_prefetch(s + 2 * ks * (int64_t)es + j, _MM_HINT_T0);
-                _mm_prefetch(s + 3 * ks * (int64_t)es + j, _MM_HINT_T0);
-            }
-        for (int64_t j0 = 0; j0 < n; j0 += w, d += tt_k_bf16_panel(kc, w)) {
-            int64_t cols = n - j0 < w ? n - j0 : w;
-            for (int c = 0; c < w; c += 16)
-                _mm512_mask_storeu_epi32(d + c, first16(w - c),
-                                         pair_rows(s + (size_t)(j0 + c) * es, type, ks,
-                                                   first16(cols - c), odd));
-        }
-    }
+// pack_rows_round and pack_lines_round (bf16_avx512_pack.inc): the packing loops over
+// pair_rows and line_block_round; round_hi rounds subnormals itself (`sub` is unused).
+INLINE_AVX512 __m512i pair_rows_round(const void *s, tt_k_bf16_src type, int64_t ks,
+                                      __mmask16 cols, bool odd, __mmask16 *sub) {
+    (void)sub;
+    return pair_rows(s, type, ks, cols, odd);
+}
+// r[p] = panel row p of `lines` lines (zeros past them) of `steps` steps (past 32: unused)
+// from s, line l at s + l ls elements: pair_line of each line, transposed.
+INLINE_AVX512 void line_block_round(__m512i r[16], const char *s, tt_k_bf16_src type,
+                                    size_t es, int64_t ls, int lines, int64_t steps,
+                                    __mmask16 *sub) {
+    (void)sub;
+    for (int l = 0; l < 16; l++)
+        r[l] = l < lines ? pair_line(s + (size_t)(l * ls) * es, type, steps)
+                         : _mm512_setzero_si512();
+    transpose16(r);
 }
 
-// Columns of X contiguous (ks == 1): blocks of 16 lines x 32 steps become 16 lines x 16
-// words, transposed into 16 panel rows.
-INLINE_AVX512 void pack_lines(uint32_t *dst, const char *src, tt_k_bf16_src type, size_t es,
-                              int64_t ls, int64_t kc, int64_t n, int w) {
-    for (int64_t j0 = 0; j0 < n; j0 += w, dst += tt_k_bf16_panel(kc, w)) {
-        for (int c = 0; c < w; c += 16) {  // lines j0 + c ... of the panel
-            int64_t lines = n - j0 - c;
-            lines = lines < 0 ? 0 : lines > 16 ? 16 : lines;
-            if (lines > w - c) lines = w - c;
-            const char *s = src + (size_t)((j0 + c) * ls) * es;
-            for (int64_t k0 = 0; k0 < kc; k0 += 32) {
-                __m512i r[16];
-                if (k0 + 32 < kc)  // the lines' next cache lines, ahead of the loads
-                    for (int l = 0; l < lines; l++)
-                        _mm_prefetch(s + (size_t)(l * ls + k0 + 32) * es, _MM_HINT_T0);
-                for (int l = 0; l < 16; l++)
-                    r[l] = l < lines ? pair_line(s + (size_t)(l * ls + k0) * es, type, kc - k0)
-                                     : _mm512_setzero_si512();
-                transpose16(r);
-                int64_t pairs = (kc - k0 + 1) / 2;
-                if (pairs > 16) pairs = 16;
-                for (int i = 0; i < pairs; i++)
-                    _mm512_mask_storeu_epi32(dst + (k0 / 2 + i) * w + c, first16(w - c), r[i]);
-            }
-        }
-    }
-}
+#define INLINE_PACK INLINE_AVX512
+#define PACK_ROWS pack_rows_round
+#define PACK_LINES pack_lines_round
+#define PAIR_ROWS pair_rows_round
+#define LINE_BLOCK line_block_round
+#include "bf16_avx512_pack.inc"
+#undef INLINE_PACK
+#undef PACK_ROWS
+#undef PACK_LINES
+#undef PAIR_ROWS
+#undef LINE_BLOCK
 
 // The tt_k_bf16_packer: the panel widths of this file's kernels (MR 12, NR 32) as constants.
 TARGET_AVX512 static void pack_avx512(uint32_t *dst, const void *src, tt_k_bf16_src type,
                                       int64_t ks, int64_t js, int64_t kc, int64_t n, int w) {
     size_t es = type == TT_K_SRC_BF16 ? 2 : 4;
+    __mmask16 sub = 0;
     if (js == 1 && ks != 1) {
-        if (w == 12) pack_rows(dst, src, type, es, ks, kc, n, 12);
-        else if (w == 32) pack_rows(dst, src, type, es, ks, kc, n, 32);
-        else pack_rows(dst, src, type, es, ks, kc, n, w);
+        if (w == 12) pack_rows_round(dst, src, type, es, ks, kc, n, 12, &sub);
+        else if (w == 32) pack_rows_round(dst, src, type, es, ks, kc, n, 32, &sub);
+        else pack_rows_round(dst, src, type, es, ks, kc, n, w, &sub);
     } else {
-        if (w == 12) pack_lines(dst, src, type, es, js, kc, n, 12);
-        else if (w == 32) pack_lines(dst, src, type, es, js, kc, n, 32);
-        else pack_lines(dst, src, type, es, js, kc, n, w);
+        if (w == 12) pack_lines_round(dst, src, type, es, js, kc, n, 12, &sub);
+        else if (w == 32) pack_lines_round(dst, src, type, es, js, kc, n, 32, &sub);
+        else pack_lines_round(dst, src, type, es, js, kc, n, w, &sub);
     }
+}
+
+// ---- fused cast-and-pack on vcvtne2ps2bf16 (AVX512-BF16) ----
+// One vcvtne2ps2bf16 rounds 32 floats. Its result against tt_bf16_from_f32 (round_hi), case
+// by case from the Intel SDM's pseudo-code (convert_fp32_to_bfloat16, under VCVTNEPS2BF16;
+// u the bits of x):
+//   - normal x: the upper half of u + 0x7fff + (bit 16 of u), round_hi's integer add (values
+//     past the largest bf16 become inf in both); inf: u's upper half, as round_hi gives; zero:
+//     a zero of x's sign, as round_hi gives;
+//   - NaN: u's upper half with bit 6 (the quiet bit) set: round_hi's sign and payload;
+//   - subnormal x (exponent 0, fraction not 0): a zero of x's sign, always (DAZ; no exception,
+//     MXCSR not read). round_hi rounds it as a number instead: to a subnormal bf16, to a zero
+//     of x's sign, or, for |u| in 0x007f8000 .. 0x007fffff, up to +-2^-126, the smallest
+//     normal bf16.
+// vdpbf16ps (SDM: an f32 FMA with DAZ on its inputs, FTZ on its output, RNE) takes a subnormal
+// bf16 as a zero of the same sign, so for the first two kinds of subnormal x the products and
+// sums are the same bits as with vcvtne2ps2bf16's zero. Not for the third: 2^-126 is normal,
+// 2^-126 times 2^110 adds 2^-16 to a sum where the zero adds nothing (checked on hardware,
+// and by test_bf16_pack). A packer that kept vcvtne2ps2bf16's zeros would change the GEMM's
+// output there. So the loops below OR vfpclassps's subnormal test (one instruction per 16
+// floats) into a mask, and a block that held any subnormal is packed again with round_hi: the
+// panels are the same words as every other path's, and a subnormal costs its block a second
+// pass (weights and activations have none).
+#define FPCLASS_SUBNORMAL 0x20  // vfpclassps category: denormal
+
+// pair_rows with vcvtne2ps2bf16: the two rows' 16 floats rounded by one instruction (row k's
+// bf16 in the lower 256 bits, row k + 1's above), then interleaved by one vpermw.
+INLINE_AVX512BF16 __m512i pair_rows_cvt(const void *s, tt_k_bf16_src type, int64_t ks,
+                                        __mmask16 cols, bool odd, __mmask16 *sub) {
+    if (type == TT_K_SRC_BF16) return pair_rows(s, type, ks, cols, odd);
+    const float *f = s;
+    __m512 x0 = _mm512_maskz_loadu_ps(cols, f);
+    __m512 x1 = _mm512_maskz_loadu_ps(odd ? cols : 0, f + ks);
+    *sub |= _mm512_fpclass_ps_mask(x0, FPCLASS_SUBNORMAL) |
+            _mm512_fpclass_ps_mask(x1, FPCLASS_SUBNORMAL);
+    const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9,
+                                         24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1,
+                                         16, 0);
+    return _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(x1, x0));
+}
+
+// 8 floats of line l from s (lines ls floats apart), from step k on: zeros past `steps` and
+// for l >= lines; an unmasked load when both are constants that allow it.
+INLINE_AVX512 __m256 load8(const float *s, int64_t ls, int l, int lines, int64_t steps,
+                           int k) {
+    if (l >= lines) return _mm256_setzero_ps();
+    if (steps - k >= 8) return _mm256_loadu_ps(s + l * ls + k);
+    return _mm256_maskz_loadu_ps((__mmask8)first16(steps - k), s + l * ls + k);
+}
+
+// line_block_round's panel rows with vcvtne2ps2bf16. f32: no 16 x 16 transpose; each source
+// vector is 8 steps of two lines (a 256-bit load and a 256-bit insert), so that one
+// vcvtne2ps2bf16 gives 4 pairs of lines j, 4 + j, 8 + j, 12 + j in its four 128-bit lanes,
+// and a 4 x 4 transpose within the lanes (8 unpacks per 4 vectors) finishes the panel rows.
+INLINE_AVX512BF16 void line_block_cvt(__m512i r[16], const char *s, tt_k_bf16_src type,
+                                      size_t es, int64_t ls, int lines, int64_t steps,
+                                      __mmask16 *sub) {
+    if (type == TT_K_SRC_BF16) {
+        line_block_round(r, s, type, es, ls, lines, steps, sub);
+        return;
+    }
+    const float *f = (const float *)s;
+    for (int q = 0; q < 4; q++) {  // panel rows 4q .. 4q + 3: steps 8q .. 8q + 7
+        __m512i v[4];  // v[j] lane i: pairs 4q .. 4q + 3 of line 4i + j
+        for (int j = 0; j < 4; j++) {
+            __m512 x[2];  // x[h]: lines 8h + j (lower half) and 8h + 4 + j, 8 steps each
+            for (int h = 0; h < 2; h++) {
+                __m256 lo = load8(f, ls, 8 * h + j, lines, steps, 8 * q);
+                __m256 hi = load8(f, ls, 8 * h + 4 + j, lines, steps, 8 * q);
+                x[h] = _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
+                *sub |= _mm512_fpclass_ps_mask(x[h], FPCLASS_SUBNORMAL);
+            }
+            v[j] = (__m512i)_mm512_cvtne2ps_pbh(x[1], x[0]);
+        }
+        __m512i t0 = _mm512_unpacklo_epi32(v[0], v[1]);  // lines 4i, 4i + 1 of pairs 0, 1
+        __m512i t1 = _mm512_unpackhi_epi32(v[0], v[1]);  // ... of pairs 2, 3
+        __m512i t2 = _mm512_unpacklo_epi32(v[2], v[3]);  // lines 4i + 2, 4i + 3
+        __m512i t3 = _mm512_unpackhi_epi32(v[2], v[3]);
+        r[4 * q] = _mm512_unpacklo_epi64(t0, t2);
+        r[4 * q + 1] = _mm512_unpackhi_epi64(t0, t2);
+        r[4 * q + 2] = _mm512_unpacklo_epi64(t1, t3);
+        r[4 * q + 3] = _mm512_unpackhi_epi64(t1, t3);
+    }
+}
+
+#define INLINE_PACK INLINE_AVX512BF16
+#define PACK_ROWS pack_rows_cvt
+#define PACK_LINES pack_lines_cvt
+#define PAIR_ROWS pair_rows_cvt
+#define LINE_BLOCK line_block_cvt
+#include "bf16_avx512_pack.inc"
+#undef INLINE_PACK
+#undef PACK_ROWS
+#undef PACK_LINES
+#undef PAIR_ROWS
+#undef LINE_BLOCK
+
+// The AVX512-BF16 path's tt_k_bf16_packer: pack_avx512's words, by vcvtne2ps2bf16 unless the
+// block holds a subnormal (see above).
+TARGET_AVX512BF16 static void pack_avx512bf16(uint32_t *dst, const void *src,
+                                              tt_k_bf16_src type, int64_t ks, int64_t js,
+                                              int64_t kc, int64_t n, int w) {
+    size_t es = type == TT_K_SRC_BF16 ? 2 : 4;
+    __mmask16 sub = 0;
+    if (js == 1 && ks != 1) {
+        if (w == 12) pack_rows_cvt(dst, src, type, es, ks, kc, n, 12, &sub);
+        else if (w == 32) pack_rows_cvt(dst, src, type, es, ks, kc, n, 32, &sub);
+        else pack_rows_cvt(dst, src, type, es, ks, kc, n, w, &sub);
+    } else {
+        if (w == 12) pack_lines_cvt(dst, src, type, es, js, kc, n, 12, &sub);
+        else if (w == 32) pack_lines_cvt(dst, src, type, es, js, kc, n, 32, &sub);
+        else pack_lines_cvt(dst, src, type, es, js, kc, n, w, &sub);
+    }
+    if (sub) pack_avx512(dst, src, type, ks, js, kc, n, w);  // a subnormal: round_hi's words
 }
 
 // ---- micro-kernels: 12 x 32 tiles, 24 zmm accumulators ----
@@ -317,7 +412,7 @@ TARGET_AVX512 static void uk_widen_12x32(int64_t kp, const uint32_t *a, const ui
 #undef NR
 
 const tt_k_bf16_kernel tt_k_bf16_avx512bf16 = {"avx512bf16 12x32 vdpbf16ps", 12, 32,
-                                               uk_dpbf16_12x32, uk_dpbf16_12x16, pack_avx512,
+                                               uk_dpbf16_12x32, uk_dpbf16_12x16, pack_avx512bf16,
                                                to_bf16_avx512bf16, to_f32_avx512};
 const tt_k_bf16_kernel tt_k_bf16_avx512 = {"avx512 12x32 widen + fma", 12, 32, uk_widen_12x32,
                                            NULL, pack_avx512, to_bf16_avx512, to_f32_avx512};

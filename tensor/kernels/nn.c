@@ -6,7 +6,8 @@
 // dtype, with every function name spelled out. <tgmath.h> picks expf/logf/sqrtf for float
 // operands. f32 rows are reduced in double. Rows are independent, so they run in parallel
 // (OpenMP) when large; reductions across rows (dweight, the loss) run in a fixed serial order:
-// results do not depend on the thread count.
+// results do not depend on the thread count. The f32 layernorm is in layernorm.c (vectorized);
+// the template's layernorm is the f64 one only (its includer names it).
 #include "nn.h"
 
 #include <tgmath.h>
@@ -39,10 +40,6 @@
 #define KLOG_SOFTMAX_BACKWARD tt_klog_softmax_backward_f32
 #define KMASKED_FILL_FORWARD tt_kmasked_fill_forward_f32
 #define KMASKED_FILL_BACKWARD tt_kmasked_fill_backward_f32
-#define KLAYERNORM_FORWARD tt_klayernorm_forward_f32
-#define KLAYERNORM_BACKWARD tt_klayernorm_backward_f32
-#define LAYERNORM_FORWARD_ROWS layernorm_forward_rows_f32
-#define LAYERNORM_BACKWARD_ROWS layernorm_backward_rows_f32
 #define KRMSNORM_FORWARD tt_krmsnorm_forward_f32
 #define KRMSNORM_BACKWARD tt_krmsnorm_backward_f32
 #define KEMBEDDING_FORWARD tt_kembedding_forward_f32
