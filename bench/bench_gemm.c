@@ -6,6 +6,7 @@
 // never an assertion.
 //
 //   bench_gemm              every figure
+//   bench_gemm peak         the cores' f32 FMA and vdpbf16ps peak (GFLOPS per core)
 //   bench_gemm M N K LAYOUT THREADS [REPS [bf16]]   one figure (LAYOUT nn, nt or tn)
 //   TT_BENCH_GEMM_PATH=avx2 bench_gemm ...   force a SIMD path (generic, avx2, avx512)
 //   TT_BENCH_BF16_PATH=avx512 bench_gemm ... force a bf16 path (generic, avx2, avx512,
@@ -145,6 +146,73 @@ static bool force_bf16_path(void) {
     return false;
 }
 
+// ---- the cores' arithmetic peak ----
+// 24 independent accumulators, each updated once per iteration by an FMA (f32: 16 lanes x 2
+// flops) or a vdpbf16ps (16 lanes x 2 products x 2 flops), so only the units' throughput bounds
+// the loop; every thread runs it at once. GFLOPS per core, the median of TIMED_RUNS.
+#define PEAK_ITERS 5000000L
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+__attribute__((target("avx512f"))) static double peak_fma(void) {
+    __m512 acc[24], x = _mm512_set1_ps(1e-9f);
+    for (int i = 0; i < 24; i++) acc[i] = _mm512_setzero_ps();
+    double t0 = now_s();
+    for (long k = 0; k < PEAK_ITERS; k++) {
+#pragma GCC unroll 24
+        for (int i = 0; i < 24; i++) acc[i] = _mm512_fmadd_ps(x, x, acc[i]);
+        __asm__ volatile("" : "+v"(x));
+    }
+    double dt = now_s() - t0;
+    float s = 0;
+    for (int i = 0; i < 24; i++) s += _mm512_reduce_add_ps(acc[i]);
+    return s == 1.0f ? 0 : 32.0 * 24 * PEAK_ITERS / dt / 1e9;  // s is never 1: keeps the sums
+}
+__attribute__((target("avx512f,avx512bf16"))) static double peak_dpbf16(void) {
+    __m512 acc[24];
+    __m512bh x = (__m512bh)_mm512_set1_epi32(0x3f803f80);
+    for (int i = 0; i < 24; i++) acc[i] = _mm512_setzero_ps();
+    double t0 = now_s();
+    for (long k = 0; k < PEAK_ITERS; k++) {
+#pragma GCC unroll 24
+        for (int i = 0; i < 24; i++) acc[i] = _mm512_dpbf16_ps(acc[i], x, x);
+        __asm__ volatile("" : "+v"(x));
+    }
+    double dt = now_s() - t0;
+    float s = 0;
+    for (int i = 0; i < 24; i++) s += _mm512_reduce_add_ps(acc[i]);
+    return s == 1.0f ? 0 : 64.0 * 24 * PEAK_ITERS / dt / 1e9;
+}
+#endif
+
+// `bench gemm peak kind=f32_fma|bf16_dpbf16 threads=T gflops_per_core=...` (AVX-512 CPUs).
+static int bench_peak(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512f")) {
+        printf("bench gemm peak: skipped (no AVX-512)\n");
+        return 0;
+    }
+    bool bf16 = __builtin_cpu_supports("avx512bf16");
+    for (int kind = 0; kind < (bf16 ? 2 : 1); kind++)
+        for (int threads = 1; threads <= 2; threads++) {
+            double r[TIMED_RUNS];
+            for (int i = 0; i < TIMED_RUNS; i++) {
+                double sum = 0;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads) reduction(+ : sum)
+#endif
+                sum += kind ? peak_dpbf16() : peak_fma();
+                r[i] = sum / threads;
+            }
+            printf("bench gemm peak kind=%s threads=%d gflops_per_core=%.1f\n",
+                   kind ? "bf16_dpbf16" : "f32_fma", threads, median(r, TIMED_RUNS));
+        }
+#else
+    printf("bench gemm peak: skipped (not x86-64)\n");
+#endif
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (!force_path() || !force_bf16_path()) return 2;
     if (argc >= 6 && argc <= 8 && (argc < 8 || strcmp(argv[7], "bf16") == 0)) {
@@ -152,8 +220,9 @@ int main(int argc, char **argv) {
                   argc >= 7 ? atoi(argv[6]) : 0, argc == 8);
         return 0;
     }
+    if (argc == 2 && strcmp(argv[1], "peak") == 0) return bench_peak();
     if (argc != 1) {
-        fprintf(stderr, "usage: %s [M N K nn|nt|tn THREADS [REPS [bf16]]]\n", argv[0]);
+        fprintf(stderr, "usage: %s [peak | M N K nn|nt|tn THREADS [REPS [bf16]]]\n", argv[0]);
         return 2;
     }
     printf("bench gemm bf16 kernel: %s\n", tt_k_gemm_bf16_kernel_name());
