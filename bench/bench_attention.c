@@ -22,18 +22,23 @@ typedef enum { NO_MASK, BOOL_PADDING, FLOAT_BIAS, FLOAT_BIAS_GRAD, MODE_COUNT } 
 static const char *const mode_names[MODE_COUNT] = {"none", "bool_padding", "float_bias",
                                                    "float_bias_grad"};
 
+// q, k, v (B, NH, T, HS) needing gradients and the output gradient g, uniform in [-1, 1)
+// from rng, in the caller's scope.
+static void qkv_inputs(tt_rng *rng, int64_t B, int64_t NH, int64_t T, int64_t HS, tt_tensor **q,
+                       tt_tensor **k, tt_tensor **v, tt_tensor **g) {
+    tt_tensor **t[3] = {q, k, v};
+    for (int i = 0; i < 3; i++)
+        *t[i] = tt_set_requires_grad(tt_uniform(rng, TT_F32, TT_SHAPE(B, NH, T, HS), -1, 1), true);
+    *g = tt_uniform(rng, TT_F32, TT_SHAPE(B, NH, T, HS), -1, 1);
+}
+
 // The median of TIMED_RUNS runs of reps forward + backward passes, in ms per pass.
 static double time_mode(mode md, int64_t B, int64_t NH, int64_t T, int64_t HS, int reps) {
     tt_rng rng;
     tt_rng_seed(&rng, 1);
     tt_scope_begin();
-    tt_tensor *q = tt_set_requires_grad(tt_uniform(&rng, TT_F32, TT_SHAPE(B, NH, T, HS), -1, 1),
-                                        true);
-    tt_tensor *k = tt_set_requires_grad(tt_uniform(&rng, TT_F32, TT_SHAPE(B, NH, T, HS), -1, 1),
-                                        true);
-    tt_tensor *v = tt_set_requires_grad(tt_uniform(&rng, TT_F32, TT_SHAPE(B, NH, T, HS), -1, 1),
-                                        true);
-    tt_tensor *g = tt_uniform(&rng, TT_F32, TT_SHAPE(B, NH, T, HS), -1, 1);
+    tt_tensor *q, *k, *v, *g;
+    qkv_inputs(&rng, B, NH, T, HS, &q, &k, &v, &g);
     tt_tensor *mask = NULL;
     if (md == BOOL_PADDING) {
         mask = tt_ones(TT_BOOL, TT_SHAPE(B, 1, 1, T));
@@ -64,13 +69,8 @@ static void time_precisions(double ms[2], int64_t B, int64_t NH, int64_t T, int6
     tt_rng rng;
     tt_rng_seed(&rng, 1);
     tt_scope_begin();
-    tt_tensor *q = tt_set_requires_grad(tt_uniform(&rng, TT_F32, TT_SHAPE(B, NH, T, HS), -1, 1),
-                                        true);
-    tt_tensor *k = tt_set_requires_grad(tt_uniform(&rng, TT_F32, TT_SHAPE(B, NH, T, HS), -1, 1),
-                                        true);
-    tt_tensor *v = tt_set_requires_grad(tt_uniform(&rng, TT_F32, TT_SHAPE(B, NH, T, HS), -1, 1),
-                                        true);
-    tt_tensor *g = tt_uniform(&rng, TT_F32, TT_SHAPE(B, NH, T, HS), -1, 1);
+    tt_tensor *q, *k, *v, *g;
+    qkv_inputs(&rng, B, NH, T, HS, &q, &k, &v, &g);
     double t[2][TIMED_RUNS];
     for (int run = -1; run < TIMED_RUNS; run++) {  // run -1 warms up
         for (int p = 0; p < 2; p++) {
@@ -99,13 +99,8 @@ static void time_bf16(double ms[2], int64_t B, int64_t NH, int64_t T, int64_t HS
     tt_rng rng;
     tt_rng_seed(&rng, 1);
     tt_scope_begin();
-    tt_tensor *q = tt_set_requires_grad(tt_uniform(&rng, TT_F32, TT_SHAPE(B, NH, T, HS), -1, 1),
-                                        true);
-    tt_tensor *k = tt_set_requires_grad(tt_uniform(&rng, TT_F32, TT_SHAPE(B, NH, T, HS), -1, 1),
-                                        true);
-    tt_tensor *v = tt_set_requires_grad(tt_uniform(&rng, TT_F32, TT_SHAPE(B, NH, T, HS), -1, 1),
-                                        true);
-    tt_tensor *g = tt_uniform(&rng, TT_F32, TT_SHAPE(B, NH, T, HS), -1, 1);
+    tt_tensor *q, *k, *v, *g;
+    qkv_inputs(&rng, B, NH, T, HS, &q, &k, &v, &g);
     double t[2][TIMED_RUNS];
     for (int run = -1; run < TIMED_RUNS; run++) {  // run -1 warms up
         double tf = 0, tb = 0;

@@ -22,28 +22,14 @@ static const tt_k_bf16_path paths[4] = {TT_K_BF16_GENERIC, TT_K_BF16_AVX2, TT_K_
 
 static uint64_t rng_state;
 
-static uint64_t rng_u64(void) {  // xorshift64*
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 2685821657736338717ull;
-}
+static uint64_t rng_u64(void) { return tt_test_xorshift(&rng_state); }
 
 static double urand(void) {  // uniform in [-1, 1)
-    return (double)(rng_u64() >> 11) / (double)(1ull << 53) * 2 - 1;
+    return tt_test_urand(&rng_state);
 }
 
-static float f32_of(uint32_t u) {
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
-static uint32_t bits_of(float x) {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
+static float f32_of(uint32_t u) { return tt_test_f32_of(u); }
+static uint32_t bits_of(float x) { return tt_test_bits_of(x); }
 
 static void set_threads(int n) {
 #ifdef _OPENMP

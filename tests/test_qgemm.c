@@ -20,15 +20,10 @@
 
 static uint64_t rng_state;
 
-static uint64_t next_u64(void) {  // xorshift64*
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 2685821657736338717ull;
-}
+static uint64_t next_u64(void) { return tt_test_xorshift(&rng_state); }
 
 static double urand(void) {  // uniform in [-1, 1)
-    return (double)(next_u64() >> 11) / (double)(1ull << 53) * 2 - 1;
+    return tt_test_urand(&rng_state);
 }
 
 static void *xmalloc(size_t n) {

@@ -4,6 +4,7 @@
 
 #include <check.h>
 #include <math.h>
+#include <string.h>
 
 #include "tinytorch.h"
 
@@ -67,5 +68,29 @@ tt_tensor *tt_test_tensor_(tt_dtype dtype, int ndim, const int64_t *shape, const
 #define tt_test_tensor(dtype, ndim_shape, ...) \
     tt_test_tensor_((dtype), ndim_shape, (const double[]){__VA_ARGS__}, \
                     (int64_t)(sizeof((double[]){__VA_ARGS__}) / sizeof(double)))
+
+// xorshift64* (Vigna 2016): a reproducible stream for the kernel tests that fill raw arrays;
+// *state must start nonzero. tt_test_urand: uniform in [-1, 1) from the top 53 bits.
+static inline uint64_t tt_test_xorshift(uint64_t *state) {
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    return *state * 2685821657736338717ull;
+}
+static inline double tt_test_urand(uint64_t *state) {
+    return (double)(tt_test_xorshift(state) >> 11) / (double)(1ull << 53) * 2 - 1;
+}
+
+// The bits of a float and the float of some bits.
+static inline float tt_test_f32_of(uint32_t u) {
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+static inline uint32_t tt_test_bits_of(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
 
 #endif  // TT_TEST_UTIL_H
