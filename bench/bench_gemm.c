@@ -30,14 +30,6 @@
 
 #define TIMED_RUNS 7
 
-static void set_threads(int t) {
-#ifdef _OPENMP
-    omp_set_num_threads(t);
-#else
-    (void)t;
-#endif
-}
-
 static float *rand_buf(int64_t n, uint64_t *state) {
     float *p = malloc((size_t)n * sizeof *p);
     if (!p) {
@@ -74,7 +66,7 @@ static void bench_one(int64_t M, int64_t N, int64_t K, const char *layout, int t
     bool ta = strcmp(layout, "tn") == 0, tb = strcmp(layout, "nt") == 0;
     int64_t a_rs = ta ? 1 : K, a_cs = ta ? M : 1;  // A (M, K), stored (K, M) when ta
     int64_t b_rs = tb ? 1 : N, b_cs = tb ? K : 1;  // B (K, N), stored (N, K) when tb
-    set_threads(threads);
+    tt_set_num_threads(threads);
     double flops = 2.0 * (double)M * (double)N * (double)K;
     product(bf16, M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C);  // warm-up
     if (reps <= 0) {

@@ -162,19 +162,27 @@ static bool same_run(run_out a, run_out b) {
 #define TOL_EMU_MEAN 2e-6
 #define MIN_F32_MEAN 2e-5
 
+// q, k (uniform in [-2, 2)) and v (in [-1, 1)) needing gradients, and dy, for shape c, drawn
+// from rng in that order; in the caller's scope.
+static void inputs(const shape *c, tt_tensor **q, tt_tensor **k, tt_tensor **v,
+                   tt_tensor **dy) {
+    *q = tt_set_requires_grad(
+        tt_uniform(&rng, TT_F32, TT_SHAPE(c->B, c->NH, c->T, c->HS), -2, 2), true);
+    *k = tt_set_requires_grad(
+        tt_uniform(&rng, TT_F32, TT_SHAPE(c->B, c->NKV, c->S, c->HS), -2, 2), true);
+    *v = tt_set_requires_grad(
+        tt_uniform(&rng, TT_F32, TT_SHAPE(c->B, c->NKV, c->S, c->HS), -1, 1), true);
+    *dy = tt_uniform(&rng, TT_F32, TT_SHAPE(c->B, c->NH, c->T, c->HS), -1, 1);
+}
+
 // ---- against the emulation ----
 
 START_TEST(test_bf16_matches_emulation) {
     const shape *c = &shapes[_i];
     tt_rng_seed(&rng, 40 + (uint64_t)_i);
     tt_scope_begin();
-    tt_tensor *q = tt_set_requires_grad(
-        tt_uniform(&rng, TT_F32, TT_SHAPE(c->B, c->NH, c->T, c->HS), -2, 2), true);
-    tt_tensor *k = tt_set_requires_grad(
-        tt_uniform(&rng, TT_F32, TT_SHAPE(c->B, c->NKV, c->S, c->HS), -2, 2), true);
-    tt_tensor *v = tt_set_requires_grad(
-        tt_uniform(&rng, TT_F32, TT_SHAPE(c->B, c->NKV, c->S, c->HS), -1, 1), true);
-    tt_tensor *dy = tt_uniform(&rng, TT_F32, TT_SHAPE(c->B, c->NH, c->T, c->HS), -1, 1);
+    tt_tensor *q, *k, *v, *dy;
+    inputs(c, &q, &k, &v, &dy);
     double scale = 1 / sqrt((double)c->HS);
     int64_t nq = c->B * c->NH * c->T * c->HS, nk = c->B * c->NKV * c->S * c->HS;
     double *y = calloc((size_t)nq, sizeof *y), *dq = calloc((size_t)nq, sizeof *dq);
@@ -227,13 +235,8 @@ START_TEST(test_dpbf16_same_bits_as_portable) {
     const shape *c = &shapes[_i];
     tt_rng_seed(&rng, 50 + (uint64_t)_i);
     tt_scope_begin();
-    tt_tensor *q = tt_set_requires_grad(
-        tt_uniform(&rng, TT_F32, TT_SHAPE(c->B, c->NH, c->T, c->HS), -2, 2), true);
-    tt_tensor *k = tt_set_requires_grad(
-        tt_uniform(&rng, TT_F32, TT_SHAPE(c->B, c->NKV, c->S, c->HS), -2, 2), true);
-    tt_tensor *v = tt_set_requires_grad(
-        tt_uniform(&rng, TT_F32, TT_SHAPE(c->B, c->NKV, c->S, c->HS), -1, 1), true);
-    tt_tensor *dy = tt_uniform(&rng, TT_F32, TT_SHAPE(c->B, c->NH, c->T, c->HS), -1, 1);
+    tt_tensor *q, *k, *v, *dy;
+    inputs(c, &q, &k, &v, &dy);
     double scale = 1 / sqrt((double)c->HS);
     for (int isa = 0; isa < TT_KATTN_ISA_COUNT; isa++) {
         tt_kattention_set_isa((tt_kattn_isa)isa);

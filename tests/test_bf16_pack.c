@@ -9,9 +9,6 @@
 // factors near 1 (their products, kept or taken as zero, vanish in the sums).
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "test_util.h"
 #include "tensor/kernels/bf16.h"
@@ -168,14 +165,6 @@ END_TEST
 static const tt_k_bf16_path paths[4] = {TT_K_BF16_GENERIC, TT_K_BF16_AVX2, TT_K_BF16_AVX512,
                                         TT_K_BF16_AVX512BF16};
 
-static void set_threads(int n) {
-#ifdef _OPENMP
-    omp_set_num_threads(n);
-#else
-    (void)n;
-#endif
-}
-
 // C (M, N) = A (M, K) B (K, N), A stored (K, M) when ta, B stored (N, K) when tb; operands f32
 // or bf16 as given (the same buffers either way: fa/ha and fb/hb).
 static void product(int64_t M, int64_t N, int64_t K, bool ta, bool tb, bool bf16, const float *fa,
@@ -229,7 +218,7 @@ START_TEST(test_gemm_subnormal_inputs) {
     float *c2 = malloc((size_t)(M * N) * sizeof *c2);
     ck_assert(fa && fb && ha && hb && ref && c1 && c2);
     tt_k_bf16_path prev = tt_k_bf16_active_path();
-    set_threads(2);
+    tt_set_num_threads(2);
     for (int lay = 0; lay < 4; lay++)
         for (int large = 0; large < 2; large++) {
             bool ta = lay & 1, tb = lay >> 1;

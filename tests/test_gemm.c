@@ -52,14 +52,6 @@ static void gemm(tt_dtype dt, int64_t M, int64_t N, int64_t K, const void *A, in
         tt_k_gemm_f64(M, N, K, A, a_rs, a_cs, B, b_rs, b_cs, C, c_rs, c_cs, accumulate);
 }
 
-static void set_threads(int n) {
-#ifdef _OPENMP
-    omp_set_num_threads(n);
-#else
-    (void)n;
-#endif
-}
-
 // How the operands sit in memory. A: row-major (M, K), or stored (K, M) and read transposed.
 // B likewise. C: row-major, column-major (stored (N, M)), or every other column of a (M, 2N)
 // buffer (neither stride 1).
@@ -189,7 +181,7 @@ static void run_threads(tt_dtype dt, const gemm_case *c, const void *A, const vo
     int64_t a_rs = c->ta ? 1 : c->K, a_cs = c->ta ? c->M : 1;
     int64_t b_rs = c->tb ? 1 : c->N, b_cs = c->tb ? c->K : 1;
     memset(out, 0, (size_t)(c->M * c->N) * es);
-    set_threads(threads);
+    tt_set_num_threads(threads);
     gemm(dt, c->M, c->N, c->K, A, a_rs, a_cs, B, b_rs, b_cs, out, c->N, 1, false);
     gemm(dt, c->M, c->N, c->K, A, a_rs, a_cs, B, b_rs, b_cs, out, c->N, 1, true);
 }
@@ -270,7 +262,7 @@ START_TEST(test_gemv_bitwise) {
             float *W = rand_buf(TT_F32, N * K), *x = rand_buf(TT_F32, K);
             float *bias = rand_buf(TT_F32, N), *y = malloc((size_t)N * sizeof *y);
             for (int threads = 1; threads <= 2; threads++) {
-                set_threads(threads);
+                tt_set_num_threads(threads);
                 for (int form = 0; form < 3; form++) {  // x W^T, x W^T + bias, W x
                     if (form == 0)
                         tt_k_gemm_f32(1, N, K, x, K, 1, W, 1, K, y, N, 1, false);
@@ -461,9 +453,9 @@ START_TEST(test_batched_stack) {
 #ifdef _OPENMP
     int saved = omp_get_max_threads();
 #endif
-    set_threads(1);
+    tt_set_num_threads(1);
     tt_k_gemm_batched(TT_F32, 2, (int64_t[]){Bt, NH}, T, T, HS, &mq, &mk, &m1, false);
-    set_threads(2);
+    tt_set_num_threads(2);
     tt_k_gemm_batched(TT_F32, 2, (int64_t[]){Bt, NH}, T, T, HS, &mq, &mk, &m2, false);
 #ifdef _OPENMP
     omp_set_num_threads(saved);
@@ -503,9 +495,9 @@ START_TEST(test_batched_reduce) {
 #ifdef _OPENMP
     int saved = omp_get_max_threads();
 #endif
-    set_threads(1);
+    tt_set_num_threads(1);
     tt_k_gemm_batched(TT_F32, 1, (int64_t[]){nb}, M, N, K, &ma, &mb, &mc1, true);
-    set_threads(2);
+    tt_set_num_threads(2);
     tt_k_gemm_batched(TT_F32, 1, (int64_t[]){nb}, M, N, K, &ma, &mb, &mc2, true);
 #ifdef _OPENMP
     omp_set_num_threads(saved);

@@ -8,9 +8,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "test_util.h"
 #include "tensor/kernels/bf16.h"
@@ -30,14 +27,6 @@ static double urand(void) {  // uniform in [-1, 1)
 
 static float f32_of(uint32_t u) { return tt_test_f32_of(u); }
 static uint32_t bits_of(float x) { return tt_test_bits_of(x); }
-
-static void set_threads(int n) {
-#ifdef _OPENMP
-    omp_set_num_threads(n);
-#else
-    (void)n;
-#endif
-}
 
 // ---- the reference rounding ----
 
@@ -277,7 +266,7 @@ START_TEST(test_gemm_bitwise) {
         for (int v = 0; v < 4; v++) {
             gemm_case c = {sh[0], sh[1], sh[2], false, false, C_ROWS, false,
                            v & 2 ? TT_K_SRC_BF16 : TT_K_SRC_F32, TT_K_SRC_F32};
-            set_threads(v & 1 ? 1 : 2);
+            tt_set_num_threads(v & 1 ? 1 : 2);
             bool first = v == 0 && p == 0;  // the first run, generic, is the reference
             run_case(&c, 77, first ? ref : got);
             if (first) continue;
@@ -286,7 +275,7 @@ START_TEST(test_gemm_bitwise) {
                               "from the reference run", case_str(&c), (long long)i);
         }
     }
-    set_threads(2);
+    tt_set_num_threads(2);
     tt_k_bf16_set_path(prev);
     free(ref);
     free(got);

@@ -7,9 +7,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "test_util.h"
 #include "tensor/kernels/qgemm.h"
@@ -36,14 +33,6 @@ static float *rand_f32(int64_t n, double amp) {
     float *p = xmalloc((size_t)n * sizeof *p);
     for (int64_t i = 0; i < n; i++) p[i] = (float)(amp * urand());
     return p;
-}
-
-static void set_threads(int n) {
-#ifdef _OPENMP
-    omp_set_num_threads(n);
-#else
-    (void)n;
-#endif
 }
 
 // Every path this CPU has (AUTO excluded), in order; returns how many.
@@ -352,12 +341,12 @@ START_TEST(test_f32_paths_threads_epilogue) {
         size_t ny = (size_t)(c->M * c->N);
         float *y0 = xmalloc(ny * sizeof(float)), *y = xmalloc(ny * sizeof(float));
         tt_k_qgemm_path prev = tt_k_qgemm_set_path(TT_K_QGEMM_GENERIC);
-        set_threads(1);
+        tt_set_num_threads(1);
         tt_k_qgemm_f32(y0, l.x, &l.qw, l.bias, c->M);
         for (int p = 0; p < np; p++)
             for (int t = 1; t <= 2; t++) {
                 tt_k_qgemm_set_path(paths[p]);
-                set_threads(t);
+                tt_set_num_threads(t);
                 memset(y, 0, ny * sizeof(float));
                 tt_k_qgemm_f32(y, l.x, &l.qw, l.bias, c->M);
                 ck_assert_msg(memcmp(y, y0, ny * sizeof(float)) == 0, "path %s, %d threads, "
@@ -366,7 +355,7 @@ START_TEST(test_f32_paths_threads_epilogue) {
                               (long long)c->N, (long long)c->K);
             }
         tt_k_qgemm_set_path(prev);
-        set_threads(2);
+        tt_set_num_threads(2);
         // the epilogue, from the pieces
         int64_t ldu = 4 * ((c->K + 3) / 4);
         uint8_t *u = xmalloc((size_t)(c->M * ldu));

@@ -160,29 +160,22 @@ INLINE_AVX512 void line_block_round(__m512i r[16], const char *s, tt_k_bf16_src 
 #define INLINE_PACK INLINE_AVX512
 #define PACK_ROWS pack_rows_round
 #define PACK_LINES pack_lines_round
+#define PACK_ANY pack_any_round
 #define PAIR_ROWS pair_rows_round
 #define LINE_BLOCK line_block_round
 #include "bf16_avx512_pack.inc"
 #undef INLINE_PACK
 #undef PACK_ROWS
 #undef PACK_LINES
+#undef PACK_ANY
 #undef PAIR_ROWS
 #undef LINE_BLOCK
 
-// The tt_k_bf16_packer: the panel widths of this file's kernels (MR 12, NR 32) as constants.
+// The AVX-512F path's tt_k_bf16_packer (round_hi).
 TARGET_AVX512 static void pack_avx512(uint32_t *dst, const void *src, tt_k_bf16_src type,
                                       int64_t ks, int64_t js, int64_t kc, int64_t n, int w) {
-    size_t es = type == TT_K_SRC_BF16 ? 2 : 4;
-    __mmask16 sub = 0;
-    if (js == 1 && ks != 1) {
-        if (w == 12) pack_rows_round(dst, src, type, es, ks, kc, n, 12, &sub);
-        else if (w == 32) pack_rows_round(dst, src, type, es, ks, kc, n, 32, &sub);
-        else pack_rows_round(dst, src, type, es, ks, kc, n, w, &sub);
-    } else {
-        if (w == 12) pack_lines_round(dst, src, type, es, js, kc, n, 12, &sub);
-        else if (w == 32) pack_lines_round(dst, src, type, es, js, kc, n, 32, &sub);
-        else pack_lines_round(dst, src, type, es, js, kc, n, w, &sub);
-    }
+    __mmask16 sub = 0;  // unused: round_hi rounds subnormals itself
+    pack_any_round(dst, src, type, ks, js, kc, n, w, &sub);
 }
 
 // ---- fused cast-and-pack on vcvtne2ps2bf16 (AVX512-BF16) ----
@@ -271,12 +264,14 @@ INLINE_AVX512BF16 void line_block_cvt(__m512i r[16], const char *s, tt_k_bf16_sr
 #define INLINE_PACK INLINE_AVX512BF16
 #define PACK_ROWS pack_rows_cvt
 #define PACK_LINES pack_lines_cvt
+#define PACK_ANY pack_any_cvt
 #define PAIR_ROWS pair_rows_cvt
 #define LINE_BLOCK line_block_cvt
 #include "bf16_avx512_pack.inc"
 #undef INLINE_PACK
 #undef PACK_ROWS
 #undef PACK_LINES
+#undef PACK_ANY
 #undef PAIR_ROWS
 #undef LINE_BLOCK
 
@@ -285,17 +280,8 @@ INLINE_AVX512BF16 void line_block_cvt(__m512i r[16], const char *s, tt_k_bf16_sr
 TARGET_AVX512BF16 static void pack_avx512bf16(uint32_t *dst, const void *src,
                                               tt_k_bf16_src type, int64_t ks, int64_t js,
                                               int64_t kc, int64_t n, int w) {
-    size_t es = type == TT_K_SRC_BF16 ? 2 : 4;
     __mmask16 sub = 0;
-    if (js == 1 && ks != 1) {
-        if (w == 12) pack_rows_cvt(dst, src, type, es, ks, kc, n, 12, &sub);
-        else if (w == 32) pack_rows_cvt(dst, src, type, es, ks, kc, n, 32, &sub);
-        else pack_rows_cvt(dst, src, type, es, ks, kc, n, w, &sub);
-    } else {
-        if (w == 12) pack_lines_cvt(dst, src, type, es, js, kc, n, 12, &sub);
-        else if (w == 32) pack_lines_cvt(dst, src, type, es, js, kc, n, 32, &sub);
-        else pack_lines_cvt(dst, src, type, es, js, kc, n, w, &sub);
-    }
+    pack_any_cvt(dst, src, type, ks, js, kc, n, w, &sub);
     if (sub) pack_avx512(dst, src, type, ks, js, kc, n, w);  // a subnormal: round_hi's words
 }
 
