@@ -118,7 +118,8 @@ $(BUILD)/libtinytorch.so: $(BUILD)/$(SO_FILE)
 $(BUILD)/%: examples/%.c $(BUILD)/libtinytorch.a
 	$(CC) $(CFLAGS) $(DEPFLAGS) -I. $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
 
-# The GPT programs share examples/gpt_main.c (char_gpt is gpt with the char tokenizer fixed).
+# The GPT programs share examples/gpt_main.c and gpt_flags.c (char_gpt is gpt with the char
+# tokenizer fixed).
 $(BUILD)/char_gpt $(BUILD)/gpt: $(BUILD)/%: examples/%.c examples/gpt_main.c examples/gpt_main.h \
 	examples/gpt_flags.c examples/gpt_flags.h $(HEADERS) $(BUILD)/libtinytorch.a
 	$(CC) $(CFLAGS) -I. $< examples/gpt_main.c examples/gpt_flags.c -o $@ \
