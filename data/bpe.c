@@ -592,12 +592,11 @@ tt_status bpe_read_file(const char *path, const char *fix, char **data, size_t *
         got = fread(buf + len, 1, cap - len, f);
         len += got;
     } while (got > 0);
-    bool bad = ferror(f);
+    int err = ferror(f) ? errno : 0;  // EISDIR: a directory opens, but does not read
     fclose(f);
-    if (bad) {
-        tt_free(buf);
-        return tt_set_error(TT_ERR_IO, "%s: read error (%s)", path, fix);
-    }
+    if (err) tt_free(buf);
+    if (err == EISDIR) return tt_set_error(TT_ERR_IO, "%s is a directory, not a file", path);
+    if (err) return tt_set_error(TT_ERR_IO, "%s: read error: %s (%s)", path, strerror(err), fix);
     buf[len] = '\0';
     *data = buf;
     *n = len;

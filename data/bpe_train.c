@@ -290,12 +290,23 @@ static bool parse_int(const char **p, long max, long *out) {
     return true;
 }
 
+// Rewrites each CR LF of s[0 .. n) as LF in place (a text file that went through Windows or git's
+// autocrlf is the same vocab); returns the new length and keeps the NUL after it.
+static size_t crlf_to_lf(char *s, size_t n) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!(s[i] == '\r' && i + 1 < n && s[i + 1] == '\n')) s[k++] = s[i];
+    s[k] = '\0';
+    return k;
+}
+
 tt_status tt_bpe_load(tt_bpe *bpe, const char *path) {
     memset(bpe, 0, sizeof *bpe);
     char *data;
     size_t n;
     tt_status st = bpe_read_file(path, VOCAB_FIX, &data, &n);
     if (st != TT_OK) return st;
+    n = crlf_to_lf(data, n);
     if (strlen(data) != n) {
         tt_free(data);
         return tt_set_error(TT_ERR_FORMAT, "%s: holds a NUL byte; not a tinytorch-bpe vocab "

@@ -24,7 +24,8 @@ static void parse(int argc, char **argv) {
         while (flags[k].name && strcmp(f, flags[k].name) != 0) k++;
         char *end;
         double x = strtod(v, &end);
-        if (!flags[k].name || !*v || *end || !(x > 0) || (flags[k].i && x != floor(x)))
+        if (!flags[k].name || !*v || *end || !(x > 0) ||
+            (flags[k].i && (x != floor(x) || x > 1 << 30)))  // an int64 holds any integer here
             fprintf(stderr, "char_lstm: bad flag or value '%s %s'; %s\n", f, v, usage), exit(2);
         if (flags[k].i) *flags[k].i = (int64_t)x;
         else *flags[k].f = x;

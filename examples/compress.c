@@ -12,6 +12,7 @@
 #include "models/gpt/gpt.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,10 +38,16 @@ static const char *usage =
     "Then prints one table: f32, int8, f32 + fine-tune, 50% pruned (+ fine-tune) and rank/2\n"
     "(+ fine-tune).\n";
 
-static void die(const char *fmt, const char *arg) {
+#if defined(__GNUC__)
+__attribute__((noreturn, format(printf, 1, 2)))
+#endif
+static void die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "compress: ");
-    fprintf(stderr, fmt, arg);
+    vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n");
+    va_end(ap);
     exit(2);
 }
 
@@ -74,7 +81,9 @@ static void parse(int argc, char **argv) {
         } else if (f[k].i) {
             long long x = strtoll(v, &end, 10);
             if (*v == '\0' || *end != '\0' || x < f[k].lo || x > f[k].hi)
-                die("%s is out of range or not an integer", f[k].name);
+                die("%s %s is %s; use an integer in [%lld, %lld]", f[k].name, v,
+                    *v && !*end ? "out of range" : "not an integer", (long long)f[k].lo,
+                    (long long)f[k].hi);
             *f[k].i = x;
         } else {
             double x = strtod(v, &end);

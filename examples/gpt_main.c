@@ -5,6 +5,7 @@
 // library code: bad input prints one line and exits 2, a failure at run time exits 1. See
 // `gpt --help` and docs/checkpoint.md for what a checkpoint holds.
 #include "gpt_main.h"
+#include "gpt_flags.h"
 
 #include "tinytorch.h"
 #include "models/gpt/gpt.h"
@@ -278,6 +279,7 @@ static flag flags[] = {
 #define NFLAGS ((int)(sizeof flags / sizeof flags[0]))
 #define MAX_FIELDS 64
 static bool cfg_given[MAX_FIELDS];  // by index in tt_gpt_fields
+static bool flag_ckpt[NFLAGS];      // by index in flags: read from the checkpoint ckpt_src
 
 // The flag of this name for the commands in cmds; NULL when none.
 static flag *find_flag(const char *name, int cmds) {
@@ -304,36 +306,10 @@ static bool given(const char *name) {
     return f && f->given;
 }
 
-// The model flags of the usage text, from the field table, wrapped at 90 columns.
+// The usage text; its model flags come from the config's field table (gpt_flags.c).
 static void print_usage(FILE *fp) {
     fputs(prog->char_only ? char_usage_head : gpt_usage_head, fp);
-    const char *indent = prog->char_only ? "                 " : "            ";
-    int col = fprintf(fp, "%s", indent);
-    tt_gpt_config d = tt_gpt_config_default();
-    for (int i = 0; i < tt_gpt_nfields; i++) {
-        const tt_gpt_field *f = &tt_gpt_fields[i];
-        if (!f->flag) continue;
-        char item[200], val[100];
-        if (f->type == TT_GPT_FIELD_BOOL) {
-            snprintf(item, sizeof item, "[%s]", f->flag);
-        } else if (f->type == TT_GPT_FIELD_ENUM) {
-            size_t k = 0;
-            val[0] = 0;
-            for (int v = (int)f->lo; v <= (int)f->hi; v++)
-                if (f->names[v - (int)f->lo])
-                    k += (size_t)snprintf(val + k, sizeof val - k, "%s%s", k ? "|" : "",
-                                          f->names[v - (int)f->lo]);
-            snprintf(item, sizeof item, "[%s %s]", f->flag, val);
-        } else if (strcmp(f->name, "n_kv_head") == 0) {
-            snprintf(item, sizeof item, "[%s HEADS]", f->flag);  // defaults to --heads
-        } else {
-            snprintf(item, sizeof item, "[%s %s]", f->flag, tt_gpt_field_format(&d, f, val,
-                                                                              sizeof val));
-        }
-        if (col + 1 + (int)strlen(item) > 90) col = fprintf(fp, "\n%s", indent) - 1;
-        col += fprintf(fp, "%s%s", col > (int)strlen(indent) ? " " : "", item);
-    }
-    fputc('\n', fp);
+    gpt_usage_model_flags(fp, prog->char_only ? "                 " : "            ");
     fputs(prog->char_only ? char_usage_tail : gpt_usage_tail, fp);
 }
 
@@ -364,30 +340,74 @@ static void set_defaults(void) {
     opt.top_p = 1.0;
 }
 
-static void parse_value(flag *f, const char *v) {
-    char *end = NULL;
-    errno = 0;
-    switch (f->kind) {
-        case F_INT: {
-            long long x = strtoll(v, &end, 10);
-            if (!*v || *end || errno == ERANGE)
-                die_usage("%s expects an integer, got '%s'; e.g. %s 4", f->name, v, f->name);
-            *(int64_t *)f->dst = x;
-            break;
-        }
-        case F_FLOAT: {
-            double x = strtod(v, &end);
-            if (!*v || *end || errno == ERANGE || !isfinite(x))
-                die_usage("%s expects a number, got '%s'; e.g. %s 0.5", f->name, v, f->name);
-            *(double *)f->dst = x;
-            break;
-        }
-        case F_STR:
-            *(const char **)f->dst = v;
-            break;
-        case F_BOOL:
-            break;
-    }
+// ---- the numeric flags' ranges (gpt_flags.c; the model flags': the field table's) ----
+static const char *ckpt_src;  // the checkpoint the flags marked in flag_ckpt were read from
+static void field_range(const tt_gpt_field *f, int64_t *lo, int64_t *hi);
+
+static gpt_range range_of(const char *name) {
+    int ci = running_cmd == CMD_TRAIN ? find_cfg_flag(name) : -1;
+    int64_t lo, hi;
+    if (ci < 0) return gpt_flag_range(name, MAX_BLOCK);
+    if (tt_gpt_fields[ci].type == TT_GPT_FIELD_F64)
+        return (gpt_range){name, tt_gpt_fields[ci].lo, tt_gpt_fields[ci].hi, "[)"};
+    field_range(&tt_gpt_fields[ci], &lo, &hi);
+    return (gpt_range){name, (double)lo, (double)hi, "[]"};
+}
+
+// Where flag name's value came from, for messages: "" when given (" (given)" with say_given),
+// " (the default)", or " (from the checkpoint PATH)".
+static const char *origin(const char *name, bool say_given) {
+    static char buf[2][4200];
+    static int k;
+    flag *f = find_flag(name, running_cmd);
+    if (given(name)) return say_given ? " (given)" : "";
+    if (!(f && flag_ckpt[f - flags]) && !(opt.resume && find_cfg_flag(name) >= 0))
+        return " (the default)";
+    k ^= 1;
+    snprintf(buf[k], sizeof buf[k], " (from the checkpoint %s)", ckpt_src);
+    return buf[k];
+}
+
+// Exits with one line when v (shown as text) is outside flag name's range.
+static void check_range(const char *name, double v, const char *text, bool is_int) {
+    char msg[8192];
+    gpt_range r = range_of(name);
+    if (!gpt_range_has(r, v))
+        die_usage("%s", gpt_range_message(r, text, origin(name, false), given(name), is_int,
+                                          msg, sizeof msg));
+}
+
+// check_range on the value flag name holds now (a model flag's when training).
+static void check_flag(const char *name) {
+    char text[64];
+    int ci = running_cmd == CMD_TRAIN ? find_cfg_flag(name) : -1;
+    flag *f = ci < 0 ? find_flag(name, running_cmd) : NULL;
+    bool is_int = f ? f->kind == F_INT : tt_gpt_fields[ci].type == TT_GPT_FIELD_I64;
+    double v = !f ? tt_gpt_field_get(&opt.cfg, &tt_gpt_fields[ci])
+                  : is_int ? (double)*(int64_t *)f->dst : *(double *)f->dst;
+    if (!f) tt_gpt_field_format(&opt.cfg, &tt_gpt_fields[ci], text, sizeof text);
+    else if (is_int) snprintf(text, sizeof text, "%lld", (long long)*(int64_t *)f->dst);
+    else snprintf(text, sizeof text, "%g", v);
+    check_range(name, v, text, is_int);
+}
+
+// Marks flag name's value as read from checkpoint path, and checks its range.
+static void from_ckpt(const char *name, const char *path) {
+    flag_ckpt[find_flag(name, running_cmd) - flags] = true;
+    ckpt_src = path;
+    check_flag(name);
+}
+
+// Parses the value v of flag name into dst (an int64_t, a double or a string), within its
+// range: an integer beyond int64 or a real beyond a double is out of it, a denormal is a number.
+static void parse_value(const char *name, flag_kind kind, void *dst, const char *v) {
+    if (kind == F_STR) *(const char **)dst = v;
+    if (kind != F_INT && kind != F_FLOAT) return;
+    double x = gpt_parse_number(v, kind == F_INT, dst, dst);
+    if (isnan(x))
+        die_usage("%s expects %s, got '%s'; e.g. %s %s", name,
+                  kind == F_INT ? "an integer" : "a number", v, name, kind == F_INT ? "4" : "0.5");
+    check_range(name, x, v, kind == F_INT);
 }
 
 // A flag given twice takes its last value.
@@ -409,8 +429,14 @@ static void parse_args(int argc, char **argv, int cmd, const char *cmd_name) {
                 continue;
             }
             if (i + 1 >= argc) die_usage("%s needs a value; e.g. %s --help", a, prog->name);
-            if (tt_gpt_field_parse(&opt.cfg, cf, argv[++i]) != TT_OK)
+            union { int64_t i; double d; } x;  // a number: parsed and checked as a flag's
+            if (cf->type == TT_GPT_FIELD_I64 || cf->type == TT_GPT_FIELD_F64) {
+                bool i64 = cf->type == TT_GPT_FIELD_I64;
+                parse_value(a, i64 ? F_INT : F_FLOAT, &x, argv[++i]);
+                tt_gpt_field_set(&opt.cfg, cf, i64 ? (double)x.i : x.d);
+            } else if (tt_gpt_field_parse(&opt.cfg, cf, argv[++i]) != TT_OK) {
                 die_usage("%s", tt_last_error());
+            }
             continue;
         }
         if (!f && (find_flag(a, CMD_ANY) || find_cfg_flag(a) >= 0))
@@ -425,30 +451,15 @@ static void parse_args(int argc, char **argv, int cmd, const char *cmd_name) {
             continue;
         }
         if (i + 1 >= argc) die_usage("%s needs a value; e.g. %s --help", a, prog->name);
-        parse_value(f, argv[++i]);
+        parse_value(f->name, f->kind, f->dst, argv[++i]);
     }
 }
 
-static void require_range(const char *name, int64_t v, int64_t lo, int64_t hi) {
-    if (v < lo || v > hi)
-        die_usage("%s %lld is out of range; use a value in [%lld, %lld]", name, (long long)v,
-                  (long long)lo, (long long)hi);
-}
-
-static void require_real(const char *name, double v, double lo, double hi, bool hi_open) {
-    if (!(v >= lo && (hi_open ? v < hi : v <= hi)))
-        die_usage("%s %g is out of range; use a value in [%g, %g%s", name, v, lo, hi,
-                  hi_open ? ")" : "]");
-}
-
+// --threads (given: checked when parsed; else 0, OpenMP's default) and --precision.
 static void set_threads(void) {
-    if (opt.threads < 0 || opt.threads > 1024)
-        die_usage("--threads %lld is out of range; use 1 .. 1024", (long long)opt.threads);
     tt_precision prec;
     if (!tt_precision_parse(opt.precision, &prec))
         die_usage("--precision '%s' is not f32 nor bf16", opt.precision);
-    if (given("--threads") && opt.threads == 0)
-        die_usage("--threads 0 is out of range; use 1 .. 1024 (or leave it out)");
 #ifdef _OPENMP
     if (opt.threads > 0) omp_set_num_threads((int)opt.threads);
 #endif
@@ -1108,25 +1119,33 @@ static void resume_flags(const tt_checkpoint *ck, const char *path, const train_
     };
     // An --iters given without --decay-iters keeps the checkpoint's schedule.
     for (size_t i = 0; i < sizeof ti / sizeof ti[0]; i++)
-        if (!given(ti[i].flag)) *ti[i].dst = ck_i64(ck, path, ti[i].key, INT64_MIN, INT64_MAX);
+        if (!given(ti[i].flag)) {
+            *ti[i].dst = ck_i64(ck, path, ti[i].key, INT64_MIN, INT64_MAX);
+            from_ckpt(ti[i].flag, path);
+        }
     struct { const char *flag, *key; double *dst; } tf[] = {
         {"--lr", "train.lr", &opt.lr}, {"--min-lr", "train.min_lr", &opt.min_lr},
         {"--weight-decay", "train.weight_decay", &opt.weight_decay},
         {"--beta2", "train.beta2", &opt.beta2}, {"--grad-clip", "train.grad_clip", &opt.grad_clip},
     };
     for (size_t i = 0; i < sizeof tf / sizeof tf[0]; i++)
-        if (!given(tf[i].flag)) *tf[i].dst = ck_f64(ck, path, tf[i].key);
+        if (!given(tf[i].flag)) {
+            *tf[i].dst = ck_f64(ck, path, tf[i].key);
+            from_ckpt(tf[i].flag, path);
+        }
     // Micro-batches per step (a checkpoint from before them: 1). Their streams continue, so
     // the number of ranks may change as long as it divides them; --grad-accum follows.
     int64_t mb = 1, ranks = tt_dist_world_size();
-    if (given("--grad-accum")) require_range("--grad-accum", opt.grad_accum, 1, 1 << 16);
     if (tt_ckpt_get_i64(ck, "train.micro_batches", &mb))
         mb = ck_i64(ck, path, "train.micro_batches", 1, 1 << 20);
     if (!given("--grad-accum") && mb % ranks != 0)
         die_usage("--resume: '%s' takes %lld micro-batches per step, which %lld ranks cannot "
                   "share; run a number of ranks that divides %lld", path, (long long)mb,
                   (long long)ranks, (long long)mb);
-    if (!given("--grad-accum")) opt.grad_accum = mb / ranks;
+    if (!given("--grad-accum")) {
+        opt.grad_accum = mb / ranks;
+        from_ckpt("--grad-accum", path);
+    }
     if (opt.grad_accum * ranks != mb)
         die_usage("--resume: '%s' takes %lld micro-batches per step, but %lld ranks x "
                   "--grad-accum %lld take %lld; leave out --grad-accum (it follows the number "
@@ -1165,37 +1184,22 @@ static void note(const char *fmt, ...) {
 static void validate_train_flags(void) {
     tt_gpt_config *c = &opt.cfg;
     if (!given("--kv-heads") && !opt.resume) c->n_kv_head = c->n_head;  // plain multi-head
-    for (int i = 0; i < tt_gpt_nfields; i++) {  // each model flag within its range
-        const tt_gpt_field *f = &tt_gpt_fields[i];
-        if (!f->flag) continue;
-        double v = tt_gpt_field_get(c, f);
-        int64_t lo, hi;
-        if (f->type == TT_GPT_FIELD_I64) {
-            field_range(f, &lo, &hi);
-            require_range(f->flag, (int64_t)v, lo, hi);
-        } else if (f->type == TT_GPT_FIELD_F64) {
-            require_real(f->flag, v, f->lo, f->hi, true);
-        }
-    }
-    require_range("--batch", opt.batch, 1, 1 << 16);
-    require_range("--grad-accum", opt.grad_accum, 1, 1 << 16);
-    require_range("--iters", opt.iters, 1, INT64_MAX / 2);
+    for (int i = 0; i < tt_gpt_nfields; i++)  // each model flag within its range
+        if (tt_gpt_fields[i].flag && tt_gpt_fields[i].type <= TT_GPT_FIELD_F64)
+            check_flag(tt_gpt_fields[i].flag);
     if (opt.decay_iters == 0 && !given("--decay-iters")) opt.decay_iters = opt.iters;
-    require_range("--decay-iters", opt.decay_iters, 1, INT64_MAX / 2);
-    require_range("--warmup", opt.warmup, 0, INT64_MAX / 2);
-    require_range("--eval-every", opt.eval_every, 1, INT64_MAX / 2);
-    require_range("--eval-iters", opt.eval_iters, 1, 1 << 20);
-    if (!(opt.lr > 0)) die_usage("--lr %g must be positive; e.g. --lr 1e-3", opt.lr);
     // A default never conflicts with a flag the user gave: it is lowered, with a note.
     if (opt.min_lr > opt.lr && !given("--min-lr") && !opt.resume) {
         note("--min-lr %g (the default) is above --lr %g; using --min-lr %g", opt.min_lr,
              opt.lr, opt.lr / 10);
         opt.min_lr = opt.lr / 10;
     }
-    require_real("--min-lr", opt.min_lr, 0, opt.lr, false);
-    require_real("--weight-decay", opt.weight_decay, 0, 1e6, false);
-    require_real("--beta2", opt.beta2, 0, 1, true);
-    require_real("--grad-clip", opt.grad_clip, 0, 1e9, false);
+    bool both = given("--min-lr") && given("--lr");
+    if (opt.min_lr > opt.lr)
+        die_usage("--min-lr %g%s must be at most --lr %g%s; %s --min-lr%s, e.g. --min-lr %g",
+                  opt.min_lr, origin("--min-lr", !both), opt.lr, origin("--lr", !both),
+                  given("--min-lr") ? "lower" : "give", given("--min-lr") ? "" : " too",
+                  opt.lr / 10);
     if (c->n_embd % c->n_head != 0)
         die_usage("--embd %lld is not divisible by --heads %lld; pick --heads among the "
                   "divisors of --embd", (long long)c->n_embd, (long long)c->n_head);
@@ -1205,17 +1209,20 @@ static void validate_train_flags(void) {
     if (c->positional == TT_POS_ROPE && (c->n_embd / c->n_head) % 2 != 0)
         die_usage("--pos rope needs an even head size, but --embd / --heads = %lld; change "
                   "--embd or --heads", (long long)(c->n_embd / c->n_head));
-    const char *decay = given("--decay-iters") ? "--decay-iters" : "--iters";
+    const char *decay = given("--decay-iters") || opt.resume ? "--decay-iters" : "--iters";
     if (opt.warmup >= opt.decay_iters && !given("--warmup") && !opt.resume) {
         note("--warmup %lld (the default) is not below %s %lld; using --warmup %lld",
              (long long)opt.warmup, decay, (long long)opt.decay_iters,
              (long long)(opt.decay_iters / 10));
         opt.warmup = opt.decay_iters / 10;
     }
-    if (opt.warmup >= opt.decay_iters)
-        die_usage("--warmup %lld must be below the decay length %lld (--decay-iters, default "
-                  "--iters); e.g. --warmup %lld", (long long)opt.warmup,
-                  (long long)opt.decay_iters, (long long)(opt.decay_iters / 10));
+    both = given("--warmup") && given(decay);
+    if (opt.warmup >= opt.decay_iters)  // the decay length: --decay-iters, by default --iters
+        die_usage("--warmup %lld%s must be below %s %lld%s; %s --warmup%s, e.g. --warmup %lld",
+                  (long long)opt.warmup, origin("--warmup", !both), decay,
+                  (long long)opt.decay_iters, origin(decay, !both),
+                  given("--warmup") ? "lower" : "give", given("--warmup") ? "" : " too",
+                  (long long)(opt.decay_iters / 10));
 }
 
 // Whether path names a safetensors file (by its extension): --init-from reads it as GPT-2's.
@@ -1537,7 +1544,6 @@ static int cmd_train(void) {
 
     // Several ranks: the same run everywhere, from rank 0's weights.
     check_ranks_agree(&s, &gpt, &ds);
-    require_range("--bucket", opt.bucket, 1, INT32_MAX);
     tt_dist_set_bucket_size((size_t)opt.bucket);
     if (tt_dist_broadcast_params(&gpt.params) != TT_OK) die("%s", tt_last_error());
     if (ranks > 1)
@@ -1742,12 +1748,6 @@ static void apply_quantize(tt_gpt *gpt) {
 
 static int cmd_sample(void) {
     const char *path = model_path("sample");
-    require_range("--tokens", opt.tokens, 0, 1 << 24);
-    require_range("--top-k", opt.top_k, 0, 1 << 20);
-    require_real("--temperature", opt.temperature, 0, 1e6, false);
-    require_real("--top-p", opt.top_p, 0, 1, false);
-    if (opt.top_p <= 0) die_usage("--top-p must be in (0, 1]; 1 turns nucleus sampling off");
-    if (given("--block")) require_range("--block", opt.window, 1, MAX_BLOCK);
     set_threads();
 
     tt_checkpoint ck;
@@ -1816,13 +1816,12 @@ static int cmd_eval(void) {
     // Defaults from the run that wrote the checkpoint: its data, batch, eval batches, seed.
     data_from_ckpt(&ck);
     int64_t v;
-    if (!given("--batch") && tt_ckpt_get_i64(&ck, "train.batch", &v)) opt.batch = v;
+    if (!given("--batch") && tt_ckpt_get_i64(&ck, "train.batch", &v))
+        opt.batch = v, from_ckpt("--batch", path);
     if (!given("--eval-iters") && tt_ckpt_get_i64(&ck, "train.eval_iters", &v))
-        opt.eval_iters = v;
+        opt.eval_iters = v, from_ckpt("--eval-iters", path);
     if (!given("--seed") && tt_ckpt_get_i64(&ck, "train.seed", &v)) opt.seed = v;
     tt_ckpt_free(&ck);
-    require_range("--batch", opt.batch, 1, 1 << 16);
-    require_range("--eval-iters", opt.eval_iters, 1, 1 << 20);
     if (s.tok.n_vocab > s.cfg.vocab_size)
         die_usage("'%s' has a vocabulary of %lld, fewer than the %lld ids of the %s tokenizer; "
                   "pass the tokenizer it was trained with", path, (long long)s.cfg.vocab_size,
@@ -1969,7 +1968,6 @@ static int cmd_decode(void) {
 static int cmd_bpe_train(void) {
     if (!given("--merges")) die_usage("bpe-train needs --merges N (e.g. --merges 512)");
     if (!given("--out")) die_usage("bpe-train needs --out VOCAB (e.g. --out out/bpe.vocab)");
-    require_range("--merges", opt.merges, 1, 1 << 20);
     unsigned char *text;
     size_t n;
     tt_status st = tt_read_file(opt.data, &text, &n);

@@ -108,6 +108,10 @@ static void lenet_free(lenet *m) {
 static void load_split(const char *dir, bool train, int64_t limit, tt_tensor **x, tt_tensor **y) {
     tt_tensor *img, *lab;
     if (tt_fashion_mnist_load(dir, train, &img, &lab) != TT_OK) die("%s", tt_last_error());
+    if (tt_numel(lab) == 0)  // nothing to train on or to average over: refused before any work
+        die("--data '%s': its %s split holds no images; pass a directory whose %s files hold "
+            "some", dir ? dir : TT_FASHION_MNIST_DIR, train ? "train" : "test",
+            train ? "train-*-ubyte" : "t10k-*-ubyte");
     int64_t n = limit > 0 && limit < tt_numel(lab) ? limit : tt_numel(lab);
     tt_scope_begin();
     tt_tensor *s = tt_mul_scalar(tt_narrow(img, 0, 0, n), 1.0 / (255.0 * 0.3530));

@@ -9,7 +9,8 @@ out=data/digits.csv.gz
 sha=46abec6b12486ad9e51943373abcf22bbea1b5a51a1619b361570d8893f1464a
 member=usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz
 
-fail() { echo "data: $*" >&2; rm -f "$out.part"; exit 1; }
+part=$out.part.$$  # this run's own temp name: a second run at once cannot clobber it
+fail() { echo "data: $*" >&2; rm -f "$part"; exit 1; }
 ok_sha() { [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$sha" ]; }
 
 [ -s "$out" ] && ok_sha "$out" && exit 0
@@ -18,7 +19,7 @@ mkdir -p data || fail "cannot create data/"
 from=""
 for f in ../shared/data/digits.csv.gz "/$member"; do
     if [ -s "$f" ] && ok_sha "$f"; then
-        cp "$f" "$out.part" && chmod 644 "$out.part" && from="copied $f" && break
+        cp "$f" "$part" && chmod 644 "$part" && from="copied $f" && break
     fi
 done
 if [ -z "$from" ]; then
@@ -33,14 +34,14 @@ if [ -z "$from" ]; then
     if (cd "$tmp" && ls python3-sklearn_*.deb >/dev/null 2>&1 &&
         dpkg-deb --fsys-tarfile python3-sklearn_*.deb | tar -x -O "./$member" > digits.csv.gz)
     then
-        cp "$tmp/digits.csv.gz" "$out.part"
+        cp "$tmp/digits.csv.gz" "$part"
     fi
     rm -rf "$tmp"
-    [ -s "$out.part" ] ||
+    [ -s "$part" ] ||
         fail "apt-get download python3-sklearn failed (offline? run apt-get update); or copy" \
              "scikit-learn's sklearn/datasets/data/digits.csv.gz to $out"
     from="apt-get download python3-sklearn"
 fi
-ok_sha "$out.part" || fail "digits.csv.gz from $from: wrong sha256"
-mv "$out.part" "$out" || fail "cannot move the file to $out"
+ok_sha "$part" || fail "digits.csv.gz from $from: wrong sha256"
+mv "$part" "$out" || fail "cannot move the file to $out"
 echo "data: $out ($from, sha256 ok)"

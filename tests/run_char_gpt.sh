@@ -290,10 +290,10 @@ expect_fail "data is a directory" "is a directory" train $model --data "$d" $kee
 expect_fail "empty data" "empty.txt' is empty" train $model --data "$d/empty.txt" $keep
 expect_fail "data shorter than block+1" "block size 16 needs at least 17" \
     train $model --data "$d/short.txt" $keep
-expect_fail "--warmup and --iters both given" "--warmup 10 must be below the decay length 4" \
+expect_fail "--warmup and --iters both given" "--warmup 10 must be below --iters 4; lower" \
     train $model --iters 4 --warmup 10 $keep
 expect_fail "--min-lr above a given --lr" \
-    "--min-lr 0.001 is out of range; use a value in \[0, 1e-05\]" \
+    "--min-lr 0.001 must be at most --lr 1e-05; lower --min-lr" \
     train $model --lr 1e-5 --min-lr 1e-3 $keep
 expect_fail "--pos unknown" "--pos expects one of learned, rope, got 'abs'" \
     train $model --pos abs $keep

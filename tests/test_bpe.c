@@ -574,6 +574,18 @@ START_TEST(test_vocab_file_errors) {
     check_encode(&bpe, "abc ab", 6, TT_BPE_ORDINARY, (const int32_t[]){257, ' ', 256}, 3,
                  __LINE__);
     tt_bpe_free(&bpe);
+    // The same file with CRLF line ends (Windows, git's autocrlf) is the same vocab; a lone CR
+    // is not a line end.
+    write_tmp(path, sizeof path, "crlf.bpe", "tinytorch-bpe 1\r\nmerges 2\r\n97 98\r\n256 99\r\n",
+              42);
+    ck_assert_msg(tt_bpe_load(&bpe, path) == TT_OK, "%s", tt_last_error());
+    check_encode(&bpe, "abc ab", 6, TT_BPE_ORDINARY, (const int32_t[]){257, ' ', 256}, 3,
+                 __LINE__);
+    tt_bpe_free(&bpe);
+    expect_vocab_error("tinytorch-bpe 1\rmerges 0\n", TT_ERR_FORMAT, "line 1: version");
+    // A directory says so, not "read error".
+    ck_assert_int_eq(tt_bpe_load(&bpe, tmpdir), TT_ERR_IO);
+    ck_assert_msg(strstr(tt_last_error(), "is a directory, not a file"), "%s", tt_last_error());
     tt_test_rmdir(tmpdir);
 }
 END_TEST

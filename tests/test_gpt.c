@@ -1003,6 +1003,10 @@ START_TEST(test_field_table) {
         {"--act", "softmax", "--act expects one of identity, relu, gelu, gelu_tanh, relu2, "
                              "silu, tanh, sigmoid, got 'softmax'"},
         {"qk_norm", "yes", "qk_norm expects true or false, got 'yes'"},
+        // Beyond int64 or a double: out of range, with the text as given.
+        {"--layers", "99999999999999999999", "--layers 99999999999999999999 is out of range; "
+                                             "use a value in [1, 100000]"},
+        {"--dropout", "1e400", "--dropout 1e400 is out of range; use a value in [0, 1)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tt_gpt_config e = d;
@@ -1012,6 +1016,16 @@ START_TEST(test_field_table) {
                       bad[i].msg);
         ck_assert(memcmp(&e, &d, sizeof e) == 0);
     }
+    // A denormal is the number it is (strtod's ERANGE on underflow); int64's top survives a
+    // set through a double (saturated, not wrapped to INT64_MIN).
+    ck_assert_int_eq(tt_gpt_field_parse(&c, tt_gpt_field_find("--dropout"), "1e-320"), TT_OK);
+    ck_assert(c.dropout > 0 && c.dropout < 1e-310);
+    ck_assert_int_eq(tt_gpt_field_parse(&c, tt_gpt_field_find("--block"),
+                                        "9223372036854775807"), TT_OK);
+    ck_assert_int_eq(c.block_size, INT64_MAX);
+    tt_gpt_field_set(&c, tt_gpt_field_find("--block"), -1e30);
+    ck_assert_int_eq(c.block_size, INT64_MIN);
+    c.block_size = d.block_size;
     // Ranges are validate's: a huge n_layer parses, then validate names the range.
     ck_assert_int_eq(tt_gpt_field_parse(&c, tt_gpt_field_find("n_layer"), "2000000"), TT_OK);
     ck_assert_int_eq(tt_gpt_config_validate(&c), TT_ERR_ARG);
@@ -1232,6 +1246,10 @@ START_TEST(test_ckpt_roundtrip) {
     ck_assert_int_eq(st2.step, 2);
     ck_assert(st2.best_val_loss == 2.5 && st2.train_loss == 2.25 && st2.val_loss == 3.0);
     ck_assert(memcmp(&st2.data_rng, &st.data_rng, sizeof st.data_rng) == 0);
+    // A NaN best (a diverged run's) reads as no best yet: the next eval is kept as the best.
+    tt_ckpt_set_f64(&ck, "best_val_loss", NAN);
+    ck_assert_int_eq(tt_gpt_ckpt_state(&ck, &st2), TT_OK);
+    ck_assert(st2.best_val_loss == INFINITY && st2.val_loss == 3.0);
     // The loaded model computes what the saved one does.
     tt_rng rng;
     tt_rng_seed(&rng, 8);

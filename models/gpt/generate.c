@@ -116,6 +116,10 @@ int32_t tt_sample_logits(const tt_tensor *logits, const tt_sample_opts *opts, tt
     // Temperature, then top-k on the scaled logits (every token tied with the k-th is kept,
     // as nanoGPT's `logits < v[:, [-1]]`), then softmax in double.
     for (int64_t i = 0; i < V; i++) p[i] /= o.temperature;
+    if (!isfinite(p[best])) {  // a temperature so small the logits overflow: greedy's limit
+        tt_free(p);
+        return (int32_t)best;
+    }
     ranked *r = TT_MALLOC((size_t)V * sizeof *r);  // (V)
     if (o.top_k > 0 && o.top_k < V) {
         for (int64_t i = 0; i < V; i++) r[i] = (ranked){p[i], i};

@@ -93,7 +93,9 @@ double tt_gpt_field_get(const tt_gpt_config *cfg, const tt_gpt_field *f) {
 void tt_gpt_field_set(tt_gpt_config *cfg, const tt_gpt_field *f, double v) {
     char *p = (char *)cfg + f->offset;
     switch (f->type) {
-        case TT_GPT_FIELD_I64: *(int64_t *)p = (int64_t)v; break;
+        case TT_GPT_FIELD_I64:  // saturated: a double beyond int64 has no int64 value
+            *(int64_t *)p = v >= 0x1p63 ? INT64_MAX : v < -0x1p63 ? INT64_MIN : (int64_t)v;
+            break;
         case TT_GPT_FIELD_F64: *(double *)p = v; break;
         case TT_GPT_FIELD_BOOL: *(bool *)p = v != 0; break;
         case TT_GPT_FIELD_ENUM: *(int *)p = (int)v; break;
@@ -156,18 +158,24 @@ tt_status tt_gpt_field_parse(tt_gpt_config *cfg, const tt_gpt_field *f, const ch
         case TT_GPT_FIELD_I64: {
             errno = 0;
             long long x = strtoll(text, &end, 10);
-            if (!*text || *end || errno == ERANGE)
+            if (!*text || *end)
                 return tt_set_error(TT_ERR_ARG, "%s expects an integer, got '%s'; e.g. %s %g",
                                     label, text, label, f->def);
+            if (errno == ERANGE)
+                return tt_set_error(TT_ERR_ARG, "%s %s is out of range; use a value in "
+                                    "[%.17g, %.17g]", label, text, f->lo, f->hi);
             v = (double)x;
             break;
         }
         case TT_GPT_FIELD_F64:
             errno = 0;
-            v = strtod(text, &end);
-            if (!*text || *end || errno == ERANGE || !isfinite(v))
+            v = strtod(text, &end);  // ERANGE on underflow: v is the (denormal) number
+            if (!*text || *end || isnan(v))
                 return tt_set_error(TT_ERR_ARG, "%s expects a number, got '%s'; e.g. %s 0.1",
                                     label, text, label);
+            if (!isfinite(v))
+                return tt_set_error(TT_ERR_ARG, "%s %s is out of range; use a value in "
+                                    "[%g, %g)", label, text, f->lo, f->hi);
             break;
         case TT_GPT_FIELD_BOOL:
             if (strcmp(text, "1") == 0 || strcmp(text, "true") == 0) v = 1;
@@ -475,6 +483,8 @@ tt_status tt_gpt_ckpt_state(const tt_checkpoint *ck, tt_gpt_state *st) {
     for (int i = 0; i < 3; i++)
         if (!tt_ckpt_get_f64(ck, keys[i], dst[i]))
             return tt_set_error(TT_ERR_FORMAT, "no number '%s'", keys[i]);
+    // A NaN (or -inf) best is no best: no loss compares below it, so none would be kept again.
+    if (!(s.best_val_loss > -INFINITY)) s.best_val_loss = INFINITY;
     *st = s;
     return TT_OK;
 }

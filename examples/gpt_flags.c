@@ -1,0 +1,97 @@
+// The GPT programs' flags (gpt_flags.h): the numeric flags' ranges, parsing with overflow
+// detection, the message for a value outside a range, and the model flags of the usage text.
+// Which flags a command takes, and where a value came from, are examples/gpt_main.c's.
+#include "gpt_flags.h"
+
+#include "tinytorch.h"
+#include "models/gpt/gpt.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// Every numeric flag but the model flags (the field table's ranges) and --seed (any int64).
+static const gpt_range ranges[] = {
+    {"--block", 1, 0, "[]"},  // hi: max_block
+    {"--batch", 1, 1 << 16, "[]"},      {"--grad-accum", 1, 1 << 16, "[]"},
+    {"--iters", 1, 0x1p62, "[]"},       {"--decay-iters", 1, 0x1p62, "[]"},
+    {"--warmup", 0, 0x1p62, "[]"},      {"--eval-every", 1, 0x1p62, "[]"},
+    {"--eval-iters", 1, 1 << 20, "[]"}, {"--threads", 1, 1024, "[]"},
+    {"--lr", 0, INFINITY, "()"},        {"--min-lr", 0, INFINITY, "[)"},
+    {"--weight-decay", 0, 1e6, "[]"},   {"--beta2", 0, 1, "[)"},
+    {"--grad-clip", 0, 1e9, "[]"},      {"--bucket", 1, INT32_MAX, "[]"},
+    {"--tokens", 0, 1 << 24, "[]"},     {"--top-k", 0, 1 << 20, "[]"},
+    {"--temperature", 0, 1e6, "[]"},    {"--top-p", 0, 1, "(]"},
+    {"--merges", 1, 1 << 20, "[]"},
+};
+
+gpt_range gpt_flag_range(const char *name, int64_t max_block) {
+    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
+        gpt_range r = ranges[i];
+        if (strcmp(r.name, name) != 0) continue;
+        if (strcmp(name, "--block") == 0) r.hi = (double)max_block;
+        return r;
+    }
+    return (gpt_range){name, -0x1p63, 0x1p63, "[]"};
+}
+
+double gpt_parse_number(const char *text, bool is_int, int64_t *i, double *d) {
+    char *end = NULL;
+    errno = 0;
+    if (is_int) {
+        long long x = strtoll(text, &end, 10);
+        *i = x;
+        if (!*text || *end) return NAN;
+        return errno == ERANGE ? copysign(INFINITY, (double)x) : (double)x;
+    }
+    *d = strtod(text, &end);  // ERANGE on underflow too: *d is then the denormal (or 0)
+    return !*text || *end ? NAN : *d;
+}
+
+bool gpt_range_has(gpt_range r, double v) {
+    return (r.ends[0] == '[' ? v >= r.lo : v > r.lo) && (r.ends[1] == ']' ? v <= r.hi : v < r.hi);
+}
+
+const char *gpt_range_message(gpt_range r, const char *text, const char *from, bool given,
+                              bool is_int, char *buf, size_t n) {
+    char lo[32], hi[32];
+    snprintf(lo, sizeof lo, is_int ? "%.0f" : "%g", r.lo);
+    snprintf(hi, sizeof hi, is_int ? "%.0f" : "%g", r.hi);
+    if (is_int && r.hi >= 0x1p63) snprintf(hi, sizeof hi, "%lld", (long long)INT64_MAX);
+    snprintf(buf, n, "%s %s%s is out of range; %s%s in %c%s, %s%c", r.name, text, from,
+             given ? "use a value" : "give ", given ? "" : r.name, r.ends[0], lo, hi, r.ends[1]);
+    return buf;
+}
+
+// ---- the usage text's model flags ----
+
+void gpt_usage_model_flags(FILE *fp, const char *indent) {
+    int col = fprintf(fp, "%s", indent);
+    tt_gpt_config d = tt_gpt_config_default();
+    for (int i = 0; i < tt_gpt_nfields; i++) {
+        const tt_gpt_field *f = &tt_gpt_fields[i];
+        if (!f->flag) continue;
+        char item[200], val[100];
+        if (f->type == TT_GPT_FIELD_BOOL) {
+            snprintf(item, sizeof item, "[%s]", f->flag);
+        } else if (f->type == TT_GPT_FIELD_ENUM) {
+            size_t k = 0;
+            val[0] = 0;
+            for (int v = (int)f->lo; v <= (int)f->hi; v++)
+                if (f->names[v - (int)f->lo])
+                    k += (size_t)snprintf(val + k, sizeof val - k, "%s%s", k ? "|" : "",
+                                          f->names[v - (int)f->lo]);
+            snprintf(item, sizeof item, "[%s %s]", f->flag, val);
+        } else if (strcmp(f->name, "n_kv_head") == 0) {
+            snprintf(item, sizeof item, "[%s HEADS]", f->flag);  // defaults to --heads
+        } else {
+            snprintf(item, sizeof item, "[%s %s]", f->flag, tt_gpt_field_format(&d, f, val,
+                                                                              sizeof val));
+        }
+        if (col + 1 + (int)strlen(item) > 90) col = fprintf(fp, "\n%s", indent) - 1;
+        col += fprintf(fp, "%s%s", col > (int)strlen(indent) ? " " : "", item);
+    }
+    fputc('\n', fp);
+}
