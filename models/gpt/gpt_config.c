@@ -324,9 +324,10 @@ tt_status tt_gpt_check_memory(const tt_gpt_config *c, int64_t B, int64_t T, bool
     const char *limit_name;
     double lim = (double)tt_memory_limit(&limit_name), gib = 1073741824.0;
     if (need <= lim) return TT_OK;
-    return tt_set_error(TT_ERR_NOMEM, "%s needs at least %.1f GiB (%.3gB parameters%s, batch "
+    double P = (double)tt_gpt_config_num_params(c, false);
+    return tt_set_error(TT_ERR_NOMEM, "%s needs at least %.1f GiB (%.2f%s parameters%s, batch "
                         "%lld x %lld tokens) but this machine allows %.1f GiB (%s)", what,
-                        need / gib, (double)tt_gpt_config_num_params(c, false) / 1e9,
+                        need / gib, P >= 1e9 ? P / 1e9 : P / 1e6, P >= 1e9 ? "B" : "M",
                         training ? " with gradients and AdamW state" : "", (long long)B,
                         (long long)T, lim / gib, limit_name);
 }
