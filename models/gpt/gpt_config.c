@@ -442,9 +442,8 @@ tt_status tt__gpt_check_masks(const tt_gpt_config *c) {
     int64_t need = tt_gpt_config_num_params(c, false);
     if (masks > 67108864.0 && masks > 64.0 * (double)need)
         return tt_set_error(TT_ERR_MISMATCH, "its config asks for n_layer * block_size^2 = "
-                            "%lld * %lld^2 = %.0f mask entries (%.1f GiB), more than 64x its "
-                            "%lld parameters; the config is corrupt", (long long)c->n_layer,
-                            (long long)c->block_size, masks, 4.0 * masks / 1073741824.0,
+                            "%.0f mask entries (%.1f GiB), more than 64x its %lld parameters; "
+                            "the config is corrupt", masks, 4.0 * masks / 1073741824.0,
                             (long long)need);
     return TT_OK;
 }
