@@ -1267,7 +1267,9 @@ static void load_model(const char *flagname, const char *path, tt_gpt *gpt, trai
                       flagname, tt_last_error(), prog->name);
         tok_open(&s->tok, opt.tokenizer ? opt.tokenizer : "gpt2");
         s->cfg = gpt->cfg;
-        if (s->tok.n_vocab > s->cfg.vocab_size)  // larger is a padded vocab (nanoGPT's 50304)
+        // Larger is a padded vocab (nanoGPT's 50304); smaller cannot score the tokenizer's ids
+        // (sample needs only the prompt's within it: checked there).
+        if (s->tok.n_vocab > s->cfg.vocab_size && running_cmd != CMD_SAMPLE)
             die_usage("%s '%s' has a vocabulary of %lld, fewer than the %lld ids of the %s "
                       "tokenizer; pass the tokenizer it was trained with", flagname, path,
                       (long long)s->cfg.vocab_size, (long long)s->tok.n_vocab,
@@ -1776,6 +1778,11 @@ static int cmd_sample(void) {
     snprintf(of, sizeof of, " of '%s'", path);
     int32_t *prompt = tok_encode(&s.tok, opt.prompt, np, &n_ids, "--prompt", of,
                                  "use only characters of the training text");
+    for (size_t i = 0; i < n_ids; i++)
+        if (prompt[i] >= s.cfg.vocab_size)
+            die_usage("--prompt: its token %lld is outside the vocabulary of %lld of '%s'; "
+                      "use a prompt of the model's tokens", (long long)prompt[i],
+                      (long long)s.cfg.vocab_size, path);
     // A smaller context window than the model's: generation slides over --block tokens.
     if (given("--block")) gpt.cfg.block_size = opt.window;
     apply_quantize(&gpt);
