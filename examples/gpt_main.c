@@ -1240,12 +1240,13 @@ static void tok_check_given(const tokenizer *t, const char *path) {
 }
 
 // Exits (1) with the estimate and the machine's memory when a run of c on (B, T) batches
-// cannot fit, before it allocates; and makes a failed allocation one line and exit 1.
+// cannot fit, before it allocates.
 static void check_memory(const tt_gpt_config *c, int64_t B, int64_t T, bool training) {
     if (tt_gpt_check_memory(c, B, T, training, training ? "training" : "this model") != TT_OK)
         die("%s; use a smaller --batch, --block or model", tt_last_error());
 }
 
+// The allocator's hook: a failed allocation is one line and exit 1, not an abort.
 static void on_oom(const char *message, void *ctx) {
     (void)ctx;
     die("%s; use a smaller --batch, --block or model", message);

@@ -221,7 +221,7 @@ static void *buffer_get(size_t padded) {
         tt_alloc_trim();
         p = aligned_alloc(64, padded);
     }
-    if (!p) tt__out_of_memory(padded, __FILE__, __LINE__, "a tensor's storage");
+    if (!p) tt__out_of_memory(padded, __FILE__, __LINE__, "the tensor allocator");
     return p;
 }
 
