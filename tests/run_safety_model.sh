@@ -62,7 +62,8 @@ mkst() {
         shape=${e#*:}
         n=$(echo "$shape" | tr ',' '*')
         n=$(($n * 4))
-        js="$js,\"${e%%:*}\":{\"dtype\":\"F32\",\"shape\":[$shape],\"data_offsets\":[$at,$((at + n))]}"
+        js="$js,\"${e%%:*}\":{\"dtype\":\"F32\",\"shape\":[$shape],"
+        js="$js\"data_offsets\":[$at,$((at + n))]}"
         at=$((at + n))
     done
     js="$js}"
@@ -108,7 +109,8 @@ got=$("$gpt" sample --init-from "$d/pad.safetensors" --prompt "Hi" --tokens 5 \
     { bad "sample of a padded vocab gave '$got'"; cat "$d/e" >&2; }
 got=$("$gpt" sample --init-from "$d/pad.safetensors" --prompt "Hi" --tokens 300 --seed 3 \
       --temperature 2 --top-k 0 2> "$d/e" | wc -c)
-[ $? = 0 ] && [ "$got" -gt 300 ] && ok "sample at temperature 2 over the padded vocab: $got bytes" ||
+[ $? = 0 ] && [ "$got" -gt 300 ] &&
+    ok "sample at temperature 2 over the padded vocab: $got bytes" ||
     { bad "sample at temperature 2: $got bytes"; cat "$d/e" >&2; }
 run="--data $d/tiny.txt --batch 2 --eval-iters 1 --eval-every 2 --threads 1"
 "$gpt" train --init-from "$d/pad.safetensors" --tokenizer gpt2 $run --iters 2 \
