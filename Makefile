@@ -182,6 +182,7 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuz
 	    sh tests/run_char_gpt_dist.sh $(BUILD) || fail=1; \
 	echo "== compress"; sh tests/run_compress.sh $(BUILD) || fail=1; \
 	echo "== safety messages"; sh tests/run_safety_msgs.sh $(BUILD) || fail=1; \
+	echo "== model files and memory"; sh tests/run_safety_model.sh $(BUILD) || fail=1; \
 	echo "== abort tests name their messages"; sh tests/check_abort_tests.sh || fail=1; \
 	if [ "$(SAN)" != 1 ] && [ -s ../shared/data/tinyshakespeare.txt -o -s $(CORPUS) ]; \
 	then echo "== make run (short)"; \

@@ -585,6 +585,12 @@ tt_status bpe_read_file(const char *path, const char *fix, char **data, size_t *
     char *buf = NULL;
     size_t len = 0, cap = 0, got;
     do {
+        if (len > TT_BPE_FILE_MAX) {  // a vocab file is at most ~70 MB (4M merges)
+            fclose(f);
+            tt_free(buf);
+            return tt_set_error(TT_ERR_FORMAT, "%s: larger than %d MiB, far more than any "
+                                "vocab (%s)", path, TT_BPE_FILE_MAX >> 20, fix);
+        }
         if (cap - len < 65536) {
             cap = 2 * cap + 65536;
             buf = TT_REALLOC(buf, cap + 1);

@@ -81,8 +81,12 @@ tt_status bpe_build_tokens(tt_bpe *bpe, const char *what);
 // split of a token into two tokens), else from the merge list (TT_ERR_FORMAT on a repeat).
 tt_status bpe_build_pairs(tt_bpe *bpe, const char *what);
 
+// The largest vocab file read (bytes): a tinytorch-bpe vocab of 4,194,304 merges is ~70 MB,
+// GPT-2's encoder.json 1 MB; a larger file is refused, not read into memory.
+#define TT_BPE_FILE_MAX (256 << 20)
+
 // Reads a whole file into a NUL-terminated buffer (tt_free it); TT_ERR_IO names the path, the
-// reason and fix.
+// reason and fix; TT_ERR_FORMAT when it holds more than TT_BPE_FILE_MAX bytes.
 tt_status bpe_read_file(const char *path, const char *fix, char **data, size_t *n);
 
 #endif  // TT_BPE_INTERNAL_H

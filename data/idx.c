@@ -120,6 +120,18 @@ tt_status tt_idx_load(const char *path, tt_tensor **out) {
         n *= shape[i];
         if (shape[i] != 0) nz *= shape[i];
     }
+    // What the header makes us allocate: the bytes, then the tensor (f32, or i64 labels).
+    const char *limit_name;
+    double expanded = (double)n * (ndim == 1 ? 9.0 : 5.0);
+    double limit = (double)tt_memory_limit(&limit_name);
+    if (expanded > limit) {
+        gzclose(f);
+        return tt_set_error(TT_ERR_NOMEM, "tt_idx_load: '%s' declares %lld elements, %.1f GiB "
+                            "once read, more than the %.1f GiB this machine allows (%s); the "
+                            "header is corrupt or the file too large for this machine", path,
+                            (long long)n, expanded / 1073741824.0, limit / 1073741824.0,
+                            limit_name);
+    }
     int64_t header = 4 + 4 * (int64_t)ndim;
     if (!gz && S_ISREG(st.st_mode) && (int64_t)st.st_size != header + n) {
         gzclose(f);

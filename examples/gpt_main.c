@@ -830,13 +830,9 @@ static void load_ckpt(tt_checkpoint *ck, const char *path, train_state *s) {
     if (s->tok.kind != TOK_CHAR && prog->char_only)
         die("checkpoint '%s' was trained on %s tokens, not characters; use gpt, not %s", path,
             tok_name(&s->tok), prog->name);
-    if (s->tok.n_vocab != c->vocab_size) {
-        if (s->tok.kind == TOK_CHAR)
-            die("checkpoint '%s': vocab has %d characters but cfg.vocab_size is %lld", path,
-                s->tok.vocab.size, (long long)c->vocab_size);
+    if (s->tok.n_vocab > c->vocab_size)  // a larger cfg.vocab_size is a padded vocab
         die("checkpoint '%s': its %s tokenizer has %lld ids but cfg.vocab_size is %lld", path,
             tok_name(&s->tok), (long long)s->tok.n_vocab, (long long)c->vocab_size);
-    }
     if (tt_gpt_ckpt_state(ck, &s->st) != TT_OK)
         die("checkpoint '%s': %s; it was not written by %s train", path, tt_last_error(),
             prog->name);
@@ -1250,6 +1246,19 @@ static void tok_check_given(const tokenizer *t, const char *path) {
                   tok_name(t));
 }
 
+// Exits (1) with the estimate and the machine's memory when a run of c on (B, T) batches
+// cannot fit, before it allocates.
+static void check_memory(const tt_gpt_config *c, int64_t B, int64_t T, bool training) {
+    if (tt_gpt_check_memory(c, B, T, training, training ? "training" : "this model") != TT_OK)
+        die("%s; use a smaller --batch, --block or model", tt_last_error());
+}
+
+// The allocator's hook: a failed allocation is one line and exit 1, not an abort.
+static void on_oom(const char *message, void *ctx) {
+    (void)ctx;
+    die("%s; use a smaller --batch, --block or model", message);
+}
+
 // The model (and tokenizer) of --init-from / --ckpt path: a checkpoint of train, with its
 // tokenizer, or a GPT-2 .safetensors, with --tokenizer (default gpt2). ck receives the
 // checkpoint when path is one (left empty otherwise); s its config, tokenizer and state.
@@ -1266,6 +1275,13 @@ static void load_model(const char *flagname, const char *path, tt_gpt *gpt, trai
                       flagname, tt_last_error(), prog->name);
         tok_open(&s->tok, opt.tokenizer ? opt.tokenizer : "gpt2");
         s->cfg = gpt->cfg;
+        // Larger is a padded vocab (nanoGPT's 50304); smaller cannot score the tokenizer's ids
+        // (sample needs only the prompt's within it: checked there).
+        if (s->tok.n_vocab > s->cfg.vocab_size && running_cmd != CMD_SAMPLE)
+            die_usage("%s '%s' has a vocabulary of %lld, fewer than the %lld ids of the %s "
+                      "tokenizer; pass the tokenizer it was trained with", flagname, path,
+                      (long long)s->cfg.vocab_size, (long long)s->tok.n_vocab,
+                      tok_name(&s->tok));
         s->st.best_val_loss = INFINITY;
         s->st.train_loss = s->st.val_loss = NAN;
         return;
@@ -1480,11 +1496,8 @@ static int cmd_train(void) {
     }
     s.cfg = opt.cfg;
     if (!opt.init_from) s.cfg.vocab_size = s.tok.n_vocab;
-    else if (s.tok.n_vocab > s.cfg.vocab_size)
-        die_usage("--init-from '%s' has a vocabulary of %lld, smaller than the %s tokenizer's "
-                  "%lld; pass the tokenizer it was trained with", opt.init_from,
-                  (long long)s.cfg.vocab_size, tok_name(&s.tok), (long long)s.tok.n_vocab);
     if (tt_gpt_config_validate(&s.cfg) != TT_OK) die_usage("%s", tt_last_error());
+    check_memory(&s.cfg, opt.batch, s.cfg.block_size, true);
     if (opt.resume && s.st.step >= opt.iters)
         die_usage("--resume: '%s' is already at step %lld of --iters %lld; pass a larger "
                   "--iters to train further", opt.resume, (long long)s.st.step,
@@ -1759,10 +1772,7 @@ static int cmd_sample(void) {
         die_usage("--block %lld is above the block size %lld of '%s'; use --block <= %lld",
                   (long long)opt.window, (long long)s.cfg.block_size, path,
                   (long long)s.cfg.block_size);
-    if (s.cfg.vocab_size > s.tok.n_vocab)
-        die_usage("'%s' has a vocabulary of %lld, more than the %lld ids of the %s tokenizer; "
-                  "pass the tokenizer it was trained with", path, (long long)s.cfg.vocab_size,
-                  (long long)s.tok.n_vocab, tok_name(&s.tok));
+    check_memory(&s.cfg, 1, s.cfg.block_size, false);
     size_t np = strlen(opt.prompt), n_ids;
     if (np == 0) die_usage("--prompt is empty; give at least one character (default: newline)");
     char of[4200];
@@ -1783,6 +1793,7 @@ static int cmd_sample(void) {
     so.top_k = (int)opt.top_k;
     so.top_p = opt.top_p;
     so.use_cache = !opt.no_cache;
+    so.n_vocab = s.tok.n_vocab;  // a padded vocab's extra ids have no text
     tt_rng rng;
     tt_rng_seed(&rng, (uint64_t)opt.seed);
     int32_t *out = malloc(((size_t)opt.tokens + 1) * sizeof *out);
@@ -1826,6 +1837,7 @@ static int cmd_eval(void) {
         die_usage("'%s' has a vocabulary of %lld, fewer than the %lld ids of the %s tokenizer; "
                   "pass the tokenizer it was trained with", path, (long long)s.cfg.vocab_size,
                   (long long)s.tok.n_vocab, tok_name(&s.tok));
+    check_memory(&s.cfg, opt.batch, s.cfg.block_size, false);
 
     apply_quantize(&gpt);
     tt_text_dataset ds;
@@ -2051,6 +2063,7 @@ int gpt_main(int argc, char **argv, const gpt_program *p) {
     // A file-size limit (ulimit -f) must fail a write with EFBIG, reported like a full disk,
     // not kill the process halfway through a save.
     signal(SIGXFSZ, SIG_IGN);
+    tt_set_oom_hook(on_oom, NULL);
     set_defaults();
     opt.out = p->default_out;
     if (tt_gpt_nfields > MAX_FIELDS) die("internal error: raise MAX_FIELDS to %d", tt_gpt_nfields);

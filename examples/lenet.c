@@ -331,7 +331,15 @@ static void eval_checkpoint(const flags *f) {
     lenet_free(&m);
 }
 
+// A failed allocation: one line and exit 1, not an abort.
+static void on_oom(const char *message, void *ctx) {
+    (void)ctx;
+    fprintf(stderr, "lenet: %s; use a smaller --batch or free memory\n", message);
+    exit(1);
+}
+
 int main(int argc, char **argv) {
+    tt_set_oom_hook(on_oom, NULL);
     flags f;
     parse(argc, argv, &f);
 #ifdef _OPENMP

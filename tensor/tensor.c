@@ -105,20 +105,19 @@ int64_t tt_live_bytes(void) {
 
 void *tt_malloc_at(size_t nbytes, const char *file, int line) {
     void *p = malloc(nbytes ? nbytes : 1);
-    if (!p) tt_fatal(file, line, "tt_malloc", "out of memory allocating %zu bytes", nbytes);
+    if (!p) tt__out_of_memory(nbytes, file, line, "tt_malloc");
     return p;
 }
 
 void *tt_calloc_at(size_t count, size_t size, const char *file, int line) {
     void *p = calloc(count ? count : 1, size ? size : 1);
-    if (!p) tt_fatal(file, line, "tt_calloc", "out of memory allocating %zu x %zu bytes",
-                     count, size);
+    if (!p) tt__out_of_memory(count * size, file, line, "tt_calloc");
     return p;
 }
 
 void *tt_realloc_at(void *p, size_t nbytes, const char *file, int line) {
     void *q = realloc(p, nbytes ? nbytes : 1);
-    if (!q) tt_fatal(file, line, "tt_realloc", "out of memory reallocating %zu bytes", nbytes);
+    if (!q) tt__out_of_memory(nbytes, file, line, "tt_realloc");
     return q;
 }
 
@@ -218,7 +217,11 @@ static void *buffer_get(size_t padded) {
     }
     stats.fresh++;
     void *p = aligned_alloc(64, padded);
-    TT_CHECK(p, "out of memory allocating a %zu-byte tensor", padded);
+    if (!p && cached_bytes) {  // the cache's buffers back to the system, then once more
+        tt_alloc_trim();
+        p = aligned_alloc(64, padded);
+    }
+    if (!p) tt__out_of_memory(padded, __FILE__, __LINE__, "the tensor allocator");
     return p;
 }
 

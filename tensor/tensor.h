@@ -285,6 +285,25 @@ void tt_free(void *p);
 #define TT_CALLOC(c, s) tt_calloc_at((c), (s), __FILE__, __LINE__)
 #define TT_REALLOC(p, n) tt_realloc_at((p), (n), __FILE__, __LINE__)
 
+// ---- the machine's memory and running out of it (tensor/memory.c) ----
+
+// The bytes this process may use: the smallest of the physical memory (sysconf
+// _SC_PHYS_PAGES * _SC_PAGESIZE), the address-space limit (ulimit -v) and the cgroup v2
+// memory.max. *what (when what is not NULL) names the one that binds: "physical memory",
+// "ulimit -v" or "cgroup memory.max". Not MemAvailable: that figure moves with every other
+// process and the page cache, so a check against it would refuse a run one second and
+// accept it the next; a need above this limit can never be met.
+int64_t tt_memory_limit(const char **what);
+
+// When an allocation fails (the buffer cache is emptied and the allocation retried first),
+// the hook gets one line, "out of memory: tt_malloc could not allocate N bytes (X GiB) at
+// file:line, with Y GiB in live tensors and Z GiB of physical memory", before tt_fatal
+// aborts with it. A program may print it and exit (PyTorch raises a catchable error there);
+// if the hook returns, or none is set (the default), the process aborts. Returns the previous
+// hook; NULL removes it.
+typedef void (*tt_oom_hook)(const char *message, void *ctx);
+tt_oom_hook tt_set_oom_hook(tt_oom_hook hook, void *ctx);
+
 // ---- errors ----
 
 // Programmer errors: print "file:line: function: message" to stderr and abort. Always on.

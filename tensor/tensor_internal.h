@@ -20,6 +20,13 @@ tt_tensor *tt__contiguous_copy(const tt_tensor *t);  // always copies; unscoped
 // t itself (retained) when contiguous, else a contiguous copy; unscoped: release it.
 tt_tensor *tt__contiguous_ref(tt_tensor *t);
 
+// An allocation of nbytes for func at file:line failed: the one-line message to the
+// tt_oom_hook, then tt_fatal (memory.c).
+#if defined(__GNUC__)
+__attribute__((noreturn))
+#endif
+void tt__out_of_memory(size_t nbytes, const char *file, int line, const char *func);
+
 // autograd/ registers how a tensor's node is freed when the tensor dies.
 void tt__set_node_free(void (*fn)(tt_node *));
 // ... and how its gradient hooks are freed.

@@ -78,8 +78,9 @@ static void write_file(const uint8_t *data, size_t n, bool gz) {
 
 static void check_failed(tt_status s, const tt_tensor *t, int64_t live) {
     const char *m = tt_last_error();
-    if (s != TT_ERR_FORMAT || t || !m[0] || strpbrk(m, "\n\r") || !strstr(m, path) ||
-        tt_live_tensors() != live)
+    // TT_ERR_NOMEM: a header that declares more than the machine's memory.
+    if ((s != TT_ERR_FORMAT && s != TT_ERR_NOMEM) || t || !m[0] || strpbrk(m, "\n\r") ||
+        !strstr(m, path) || tt_live_tensors() != live)
         crash("a failed load: status %s, message '%s', output %p, %lld tensors leaked",
               tt_status_str(s), m, (const void *)t, (long long)(tt_live_tensors() - live));
 }

@@ -77,6 +77,8 @@ static void check_opts(const tt_sample_opts *o, const char *func) {
     TT_CHECK_IN(func, o->top_k >= 0, "top_k must be >= 0 (0 turns it off), got %d", o->top_k);
     TT_CHECK_IN(func, o->top_p > 0 && o->top_p <= 1, "top_p must be in (0, 1] (1 turns it off), "
                 "got %g", o->top_p);
+    TT_CHECK_IN(func, o->n_vocab >= 0, "n_vocab must be >= 0 (0 samples every id), got %lld",
+                (long long)o->n_vocab);
 }
 
 typedef struct ranked {
@@ -99,9 +101,9 @@ int32_t tt_sample_logits(const tt_tensor *logits, const tt_sample_opts *opts, tt
              (long long)logits->shape[0]);
     tt_sample_opts o = opts ? *opts : tt_sample_opts_default();
     check_opts(&o, __func__);
-    int64_t V = logits->shape[0];
-    double *p = TT_MALLOC((size_t)V * sizeof *p);  // (V)
+    double *p = TT_MALLOC((size_t)logits->shape[0] * sizeof *p);  // (V)
     tt_to_f64_array(logits, p);
+    int64_t V = o.n_vocab > 0 && o.n_vocab < logits->shape[0] ? o.n_vocab : logits->shape[0];
     int64_t best = -1;
     for (int64_t i = 0; i < V; i++) {
         TT_CHECK(!isnan(p[i]), "logit %lld is NaN", (long long)i);

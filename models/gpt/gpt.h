@@ -104,6 +104,22 @@ tt_status tt_gpt_config_preset(const char *name, tt_gpt_config *out);
 // tt_gpt_init, without building it (cfg must be valid; aborts otherwise).
 int64_t tt_gpt_config_num_params(const tt_gpt_config *cfg, bool non_embedding);
 
+// ---- memory (gpt_config.c) ----
+// What a run of cfg needs at least, in bytes, before anything is allocated: the f32
+// parameters and the causal masks (n_layer block_size^2 i32 entries), then for training
+// (training true) the gradients, AdamW's two moments and the activations the backward keeps
+// for a (B, T) batch (14 C floats per token per layer, the logits and their gradient); for a
+// forward only (eval, sample) the logits of a (B, T) batch, 2 C floats per token per layer
+// (a scope holds them until it ends), the MLP's hidden layer and a KV cache. A lower bound
+// (the buffer cache, bf16 copies, the data and the allocator's overhead come on top; measured
+// 0.65-0.75x of the peak RSS of char_gpt runs), so a run it refuses could not have fitted.
+// cfg must be valid.
+double tt_gpt_memory_estimate(const tt_gpt_config *cfg, int64_t B, int64_t T, bool training);
+// TT_OK, or TT_ERR_NOMEM when tt_gpt_memory_estimate exceeds tt_memory_limit: "<what> needs
+// at least X GiB (P parameters, ...) but this machine allows Y GiB (physical memory)".
+tt_status tt_gpt_check_memory(const tt_gpt_config *cfg, int64_t B, int64_t T, bool training,
+                              const char *what);
+
 typedef struct tt_gpt {
     tt_gpt_config cfg;
     tt_embedding_layer wte;   // (V, C)
@@ -178,7 +194,8 @@ tt_status tt_gpt_ckpt_config(const tt_checkpoint *ck, tt_gpt_config *cfg);
 // and dropout stream. Before allocating, the config's parameter count must not exceed the
 // model.* elements the file holds, so a corrupt config cannot ask for more memory than the file
 // backs, and the causal masks (n_layer block_size^2 entries) must stay below 64x that count or
-// 2^26 entries. TT_ERR_FORMAT / TT_ERR_MISMATCH naming the problem.
+// 2^26 entries (tt_gpt_load_hf applies the same rule). Weights that are not finite are
+// refused (tt_gpt_check_finite). TT_ERR_FORMAT / TT_ERR_MISMATCH naming the problem.
 tt_status tt_gpt_ckpt_model(tt_gpt *m, const tt_checkpoint *ck);
 // Restores o (built over m's parameters as when it was saved, e.g. tt_optim_add_decay_groups)
 // from optim.* and optim.step. TT_ERR_MISMATCH / TT_ERR_FORMAT otherwise.
@@ -189,6 +206,11 @@ tt_status tt_gpt_ckpt_state(const tt_checkpoint *ck, tt_gpt_state *st);
 // tt_gpt_ckpt_fill into a new checkpoint, then tt_ckpt_save (atomic). TT_ERR_IO on failure.
 tt_status tt_gpt_save(const char *path, const tt_gpt *m, const tt_optim *o,
                       const tt_gpt_state *st);
+// TT_OK when every parameter of m is finite; else TT_ERR_FORMAT naming the first tensor that
+// holds a NaN or an infinity, the element, and the fix. tt_gpt_ckpt_model, tt_gpt_load and
+// tt_gpt_load_hf call it, so weights that are not finite are refused at load.
+tt_status tt_gpt_check_finite(const tt_gpt *m);
+
 // tt_ckpt_load, then tt_gpt_ckpt_model. When ck is not NULL it receives the loaded checkpoint
 // (free it with tt_ckpt_free) for tt_gpt_ckpt_optim, tt_gpt_ckpt_state and the caller's own
 // entries; it is left empty on error. On error m is zeroed and the message names the path.
@@ -207,6 +229,8 @@ typedef struct tt_sample_opts {
     int top_k;           // 0: off
     double top_p;        // 1: off (nucleus sampling otherwise)
     bool use_cache;      // KV cache (true) or a full recompute per token (for comparison)
+    int64_t n_vocab;     // > 0: only ids below it are sampled (a vocab padded beyond the
+                         // tokenizer's, as nanoGPT's 50304 for GPT-2's 50257); 0: every id
 } tt_sample_opts;
 
 tt_sample_opts tt_sample_opts_default(void);  // temperature 0.8, top_k 200, top_p 1, cache on
@@ -225,8 +249,10 @@ void tt_gpt_generate(tt_gpt *m, const int32_t *prompt, int64_t n_prompt, int64_t
 
 // Samples one token from logits (V,) (any float dtype and layout) with the options above:
 // logits / temperature, top-k (every token tied with the k-th is kept, as nanoGPT), softmax in
-// double, nucleus cut, then the inverse CDF at one tt_rng_uniform draw. Aborts on NaN logits or
-// invalid options (temperature < 0, top_k < 0, top_p outside (0, 1]). use_cache is ignored.
+// double, nucleus cut, then the inverse CDF at one tt_rng_uniform draw, over the first n_vocab
+// logits when n_vocab is set (the others are ignored, NaN or not). Aborts on NaN logits or
+// invalid options (temperature < 0, top_k < 0, top_p outside (0, 1], n_vocab < 0). use_cache
+// is ignored.
 int32_t tt_sample_logits(const tt_tensor *logits, const tt_sample_opts *opts, tt_rng *rng);
 
 // ---- Hugging Face GPT-2 weights (models/gpt/gpt2_hf.c) ----
@@ -239,7 +265,11 @@ int32_t tt_sample_logits(const tt_tensor *logits, const tt_sample_opts *opts, tt
 // Conv1D (in, out) weights are transposed to our (out, in); attn.c_attn is split into
 // attn.q_proj/k_proj/v_proj; the attn.bias and attn.masked_bias buffers are ignored; lm_head
 // is tied to wte when absent or equal to it. TT_ERR_MISMATCH naming a missing, misshapen or
-// unexpected tensor (m zeroed then), or the errors of tt_safetensors_open.
+// unexpected tensor (m zeroed then), or the errors of tt_safetensors_open. A file cannot make
+// it allocate more than its tensors back: the causal masks (n_layer N^2 entries) must stay
+// below 64x the parameters or 2^26 entries (tt_gpt_ckpt_model's rule; a position table too
+// long for its model is refused, not cut, so the model built is the file's), and weights that
+// are not finite are refused (tt_gpt_check_finite).
 tt_status tt_gpt_load_hf(tt_gpt *m, const char *path, int64_t n_head);
 // Writes m in GPT2LMHeadModel's layout (names "transformer.wte.weight", ...
 // "transformer.h.<l>.attn.c_attn.weight" (C, 3C), lm_head.weight only when untied; metadata

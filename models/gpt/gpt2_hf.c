@@ -217,6 +217,13 @@ tt_status tt_gpt_load_hf(tt_gpt *m, const char *path, int64_t n_head) {
         goto done;
     }
     if ((s = check_unexpected(&f, used)) != TT_OK) goto done;
+    if ((s = tt__gpt_check_masks(&cfg)) != TT_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", tt_last_error());
+        s = tt_set_error(TT_ERR_MISMATCH, "GPT-2 safetensors '%s' (a %lld-row position table "
+                         "wpe, %lld layers): %s", path, (long long)N, (long long)L, why);
+        goto done;
+    }
 
     // Build the model, then overwrite every parameter.
     tt_rng rng;
@@ -243,6 +250,12 @@ tt_status tt_gpt_load_hf(tt_gpt *m, const char *path, int64_t n_head) {
         }
     }
     tt_set_grad_enabled(grad);
+    if ((s = tt_gpt_check_finite(m)) != TT_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", tt_last_error());
+        s = tt_set_error(TT_ERR_FORMAT, "GPT-2 safetensors '%s': %s", path, why);
+        tt_gpt_free(m);
+    }
 done:
     tt_free(used);
     tt_safetensors_close(&f);

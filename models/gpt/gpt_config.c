@@ -305,6 +305,41 @@ int64_t tt_gpt_config_num_params(const tt_gpt_config *c, bool non_embedding) {
     return n;
 }
 
+// ---- memory ----
+
+// Per token per layer, the f32 activations a training step keeps for the backward: the
+// block's input, ln_1's output, q, k, v, the attention output, the residual sum, ln_2's
+// output, the MLP's fc output and activation (4 C each): 14 C at least.
+#define TRAIN_ACTS_PER_C 14.0
+// A forward without grad still holds its tensors until its scope ends: 2 C per token per
+// layer at least (measured: about 3.5 C), the logits and a layer's 4 C MLP hidden.
+
+double tt_gpt_memory_estimate(const tt_gpt_config *c, int64_t B, int64_t T, bool training) {
+    double P = (double)tt_gpt_config_num_params(c, false), C = (double)c->n_embd;
+    double L = (double)c->n_layer, V = (double)c->vocab_size, N = (double)c->block_size;
+    double tok = (double)B * (double)T;
+    double bytes = 4.0 * P + 4.0 * L * N * N;  // parameters, causal masks
+    if (training)
+        bytes += 12.0 * P + 4.0 * tok * (TRAIN_ACTS_PER_C * C * L + 2.0 * V);
+    else
+        bytes += 4.0 * tok * (V + 2.0 * C * L + 4.0 * C) + 8.0 * L * N * C;
+    return bytes;
+}
+
+tt_status tt_gpt_check_memory(const tt_gpt_config *c, int64_t B, int64_t T, bool training,
+                              const char *what) {
+    double need = tt_gpt_memory_estimate(c, B, T, training);
+    const char *limit_name;
+    double lim = (double)tt_memory_limit(&limit_name), gib = 1073741824.0;
+    if (need <= lim) return TT_OK;
+    double P = (double)tt_gpt_config_num_params(c, false);
+    return tt_set_error(TT_ERR_NOMEM, "%s needs at least %.1f GiB (%.2f%s parameters%s, batch "
+                        "%lld x %lld tokens) but this machine allows %.1f GiB (%s)", what,
+                        need / gib, P >= 1e9 ? P / 1e9 : P / 1e6, P >= 1e9 ? "B" : "M",
+                        training ? " with gradients and AdamW state" : "", (long long)B,
+                        (long long)T, lim / gib, limit_name);
+}
+
 // ---- checkpoints ----
 
 // The last error again with status s and prefix before it (the message buffer is reused, so it
@@ -409,6 +444,42 @@ tt_status tt_gpt_ckpt_config(const tt_checkpoint *ck, tt_gpt_config *cfg) {
     return TT_OK;
 }
 
+tt_status tt__gpt_check_masks(const tt_gpt_config *c) {
+    // The causal masks are not parameters: n_layer (block_size, block_size) i32 tables.
+    double masks = (double)c->n_layer * (double)c->block_size * (double)c->block_size;
+    int64_t need = tt_gpt_config_num_params(c, false);
+    if (masks > 67108864.0 && masks > 64.0 * (double)need)
+        return tt_set_error(TT_ERR_MISMATCH, "its config asks for n_layer * block_size^2 = "
+                            "%.0f mask entries (%.1f GiB), more than 64x its %lld parameters; "
+                            "the config is corrupt", masks, 4.0 * masks / 1073741824.0,
+                            (long long)need);
+    return TT_OK;
+}
+
+tt_status tt_gpt_check_finite(const tt_gpt *m) {
+    TT_CHECK(m && m->params.n, "an initialized model must be given");
+    for (int i = 0; i < m->params.n; i++) {
+        const tt_tensor *t = m->params.items[i].tensor;
+        int64_t n = tt_numel(t), bad = -1;
+        if (t->dtype == TT_F32) {
+            const float *x = tt_data(t);
+            for (int64_t j = 0; j < n && bad < 0; j++)
+                if (!isfinite(x[j])) bad = j;
+        } else if (t->dtype == TT_F64) {
+            const double *x = tt_data(t);
+            for (int64_t j = 0; j < n && bad < 0; j++)
+                if (!isfinite(x[j])) bad = j;
+        }
+        if (bad >= 0)
+            return tt_set_error(TT_ERR_FORMAT, "tensor '%s' holds %s at element %lld of %lld; "
+                                "the weights are corrupt or were saved by a diverged run: use "
+                                "an earlier checkpoint or train again", m->params.items[i].name,
+                                isnan(tt_at(t, bad)) ? "NaN" : "an infinity", (long long)bad,
+                                (long long)n);
+    }
+    return TT_OK;
+}
+
 // Elements of the checkpoint's tensors whose names start with prefix.
 static int64_t numel_under(const tt_checkpoint *ck, const char *prefix) {
     size_t k = strlen(prefix);
@@ -430,12 +501,7 @@ tt_status tt_gpt_ckpt_model(tt_gpt *m, const tt_checkpoint *ck) {
         return tt_set_error(TT_ERR_MISMATCH, "its config needs %lld parameters but the file "
                             "holds %lld under model.; the config or the tensors are corrupt",
                             (long long)need, (long long)have);
-    // The causal masks are not parameters: n_layer (block_size, block_size) i32 tables.
-    double masks = (double)c.n_layer * (double)c.block_size * (double)c.block_size;
-    if (masks > 67108864.0 && masks > 64.0 * (double)need)
-        return tt_set_error(TT_ERR_MISMATCH, "its config asks for n_layer * block_size^2 = %.0f "
-                            "mask entries, more than 64x its %lld parameters; the config is "
-                            "corrupt", masks, (long long)need);
+    if ((s = tt__gpt_check_masks(&c)) != TT_OK) return s;
     tt_rng rng;
     tt_rng_seed(&rng, 0);
     s = tt_gpt_init(m, &c, &rng);
@@ -450,7 +516,8 @@ tt_status tt_gpt_ckpt_model(tt_gpt *m, const tt_checkpoint *ck) {
         tt_gpt_free(m);
         return rewrap(TT_ERR_MISMATCH, "it does not fit its config: ");
     }
-    return TT_OK;
+    if ((s = tt_gpt_check_finite(m)) != TT_OK) tt_gpt_free(m);
+    return s;
 }
 
 tt_status tt_gpt_ckpt_optim(tt_optim *o, const tt_checkpoint *ck) {

@@ -15,6 +15,11 @@ tt_tensor *tt__gpt_head(tt_gpt *m, tt_tensor *x);
 // tt_gpt_low_rank that replaces parameters). gpt.c.
 void tt__gpt_list_params(tt_gpt *m);
 
+// TT_OK, or TT_ERR_MISMATCH when c's causal masks (n_layer block_size^2 i32 entries) exceed
+// both 2^26 entries and 64x its parameter count: a config no real model has, which would make
+// a small file allocate gigabytes. gpt_config.c.
+tt_status tt__gpt_check_masks(const tt_gpt_config *c);
+
 // ---- KV cache ----
 // Per layer, the keys and values of positions 0 .. len-1 after QK-norm and RoPE and before the
 // grouped-query repeat: k[l], v[l] are (1, NKV, block_size, HS) buffers of the model's dtype.
