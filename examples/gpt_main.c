@@ -825,7 +825,6 @@ static void load_ckpt(tt_checkpoint *ck, const char *path, train_state *s) {
     if (tt_gpt_ckpt_state(ck, &s->st) != TT_OK)
         die("checkpoint '%s': %s; it was not written by %s train", path, tt_last_error(),
             prog->name);
-    if (isnan(s->st.best_val_loss)) s->st.best_val_loss = INFINITY;  // no best recorded yet
 }
 
 // Builds the model of the checkpoint's config with its parameters and dropout stream.

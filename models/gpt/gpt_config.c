@@ -475,6 +475,7 @@ tt_status tt_gpt_ckpt_state(const tt_checkpoint *ck, tt_gpt_state *st) {
     for (int i = 0; i < 3; i++)
         if (!tt_ckpt_get_f64(ck, keys[i], dst[i]))
             return tt_set_error(TT_ERR_FORMAT, "no number '%s'", keys[i]);
+    if (isnan(s.best_val_loss)) s.best_val_loss = INFINITY;  // no best yet: one can be kept
     *st = s;
     return TT_OK;
 }
