@@ -58,7 +58,8 @@ static void remove_stale_temps(const char *path, const char *dir) {
         char *end;
         errno = 0;
         long pid = strtol(digits, &end, 10);
-        if (*end == '.' && end[1] && !strchr(end + 1, '/')) end += strlen(end);  // the suffix
+        if (*end == '.' && strlen(end + 1) == 6 && strspn(end + 1, "0123456789abcdef") == 6)
+            end += 7;  // the random suffix
         if (!*digits || *end || errno || pid <= 0 || pid == (long)getpid() || pid > 1L << 30)
             continue;
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to know
