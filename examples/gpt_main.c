@@ -1083,20 +1083,18 @@ static void check_finite(const train_state *s, const tt_gpt *gpt) {
 
 static volatile sig_atomic_t stop_signal;
 
-static void on_stop_signal(int sig) {
-    stop_signal = sig;
-    signal(SIGINT, SIG_DFL);  // a second one kills at once
-    signal(SIGTERM, SIG_DFL);
-}
+static void on_stop_signal(int sig) { stop_signal = sig; }
 
+// SA_RESETHAND: a second one of the same signal kills at once. A signal ignored on entry (a
+// background job of sh, nohup) stays ignored.
 static void catch_stop_signals(void) {
-    struct sigaction sa;
+    struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;
-    sa.sa_flags = SA_RESTART;
+    sa.sa_flags = SA_RESTART | SA_RESETHAND;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    for (int sig = SIGINT; sig; sig = sig == SIGINT ? SIGTERM : 0)
+        if (sigaction(sig, NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(sig, &sa, NULL);
 }
 
 // After the save of the step the signal ended: one line, exit 128 + the signal (130, 143).

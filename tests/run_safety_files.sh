@@ -105,6 +105,7 @@ fi
     > /dev/null 2> "$d/err" && [ -c /dev/null ] &&
     ok "--log /dev/null is allowed (written in place)" || bad "--log /dev/null: $(cat "$d/err")"
 
+cp "$d/tiny.orig" "$d/tiny.txt"  # a failed case above must not spoil the next
 # ---- 7. bad output paths fail before training ----
 expect_fail "--out ''" "--out is empty; pass a file path" "$bin" train $model $long --out ""
 expect_fail "--out newdir/" "ends in '/'; pass a file path" \
@@ -121,6 +122,7 @@ expect_fail "--out in an unwritable directory (/proc)" "cannot write --out '/pro
 expect_fail "bpe-train --out newdir/" "ends in '/'" \
     "$gpt" bpe-train --merges 20 --data "$d/tiny.txt" --out "$d/newdir/"
 
+cp "$d/tiny.orig" "$d/tiny.txt"
 # ---- 6. a FIFO or a device as an input: refused at once (timeout 20 catches a hang) ----
 expect_fail "--data FIFO" "is a FIFO, not a regular file" \
     "$bin" train $model $long --data "$d/fifo" --out "$d/o7.ckpt"
@@ -141,6 +143,7 @@ expect_fail "gpt --tokenizer /dev/zero" "'/dev/zero' is a character device, not 
 expect_fail "gpt bpe-train --data FIFO" "is a FIFO, not a regular file" \
     "$gpt" bpe-train --merges 20 --data "$d/fifo" --out "$d/o8.bpe"
 
+cp "$d/tiny.orig" "$d/tiny.txt"
 # ---- 2. divergence: nothing non-finite is saved; the step and the fix are named ----
 cp "$d/run.keep" "$d/div.ckpt"
 cp "$d/run.best.keep" "$d/div.best.ckpt"
@@ -158,6 +161,7 @@ fi
     grep -q "^eval train_loss=[0-9]" "$d/ev.out" && ok "the kept checkpoint evaluates finite" ||
     bad "the kept checkpoint: $(cat "$d/ev.out")"
 
+cp "$d/tiny.orig" "$d/tiny.txt"
 # ---- 4. --resume without --out continues in the resumed file ----
 mkdir -p "$d/cwd" && cp "$d/run.keep" "$d/cwd/b.ckpt"
 (cd "$d/cwd" && "$bin" train --resume b.ckpt --iters 40 > /dev/null 2> "$d/err")
@@ -168,9 +172,10 @@ else
     bad "--resume without --out: $(tail -1 "$d/err"); $(ls "$d/cwd")"
 fi
 
+cp "$d/tiny.orig" "$d/tiny.txt"
 # ---- 5. a symlinked --out keeps its link and its mode ----
 cp "$d/run.keep" "$d/real.ckpt" && chmod 600 "$d/real.ckpt" && ln -s real.ckpt "$d/link.ckpt"
-"$bin" train --resume "$d/link.ckpt" --iters 40 > /dev/null 2> "$d/err"
+"$bin" train --resume "$d/link.ckpt" --out "$d/link.ckpt" --iters 40 > /dev/null 2> "$d/err"
 if [ -L "$d/link.ckpt" ] && [ "$(stat -c %a "$d/real.ckpt")" = 600 ] &&
    grep -q "^saved $d/link.ckpt (step 40" "$d/err" && ! cmp -s "$d/real.ckpt" "$d/run.keep"; then
     ok "a symlinked --out: the link stays, its target is updated and keeps mode 600"
@@ -178,6 +183,7 @@ else
     bad "symlinked --out: $(ls -l "$d/link.ckpt" "$d/real.ckpt"); $(tail -1 "$d/err")"
 fi
 
+cp "$d/tiny.orig" "$d/tiny.txt"
 # ---- 3. a failed .best write: --out is not written either (it would record a lost best) ----
 # .best is a symlink into a full tmpfs (root, in a private mount namespace).
 if [ "$(id -u)" = 0 ] && command -v unshare > /dev/null 2>&1 && unshare -m true 2> /dev/null
@@ -187,7 +193,8 @@ then
     unshare -m sh -c 'mount -t tmpfs -o size=64k tmpfs "$1" || exit 99
         : > "$1/best.ckpt"; ln -s "$1/best.ckpt" "$2/run.best.ckpt"
         dd if=/dev/zero of="$1/fill" bs=4k 2> /dev/null
-        "$3" train --resume "$2/run.ckpt" --iters 60 --eval-every 5 > /dev/null 2> "$4"
+        "$3" train --resume "$2/run.ckpt" --out "$2/run.ckpt" --iters 60 --eval-every 5 \
+            > /dev/null 2> "$4"
         rc=$?; ls -A "$1" > "$5"; wc -c < "$1/best.ckpt" >> "$5"; exit $rc' \
         sh "$d/full" "$d/bf" "$bin" "$d/err" "$d/bf.ls"
     rc=$?
@@ -202,10 +209,17 @@ else
     echo "skip a failed .best write (needs root and unshare for a private tmpfs)"
 fi
 
+cp "$d/tiny.orig" "$d/tiny.txt"
 # ---- 8. SIGINT / SIGTERM: save after the step, exit 128 + the signal ----
+# sh starts a background job with SIGINT ignored, which train keeps (as for `nohup ... &`);
+# env --default-signal gives it the default disposition a foreground run has.
+dflt=""
+env --default-signal=INT true 2> /dev/null && dflt="env --default-signal=INT"
+[ -z "$dflt" ] && echo "skip SIGINT (env has no --default-signal): SIGTERM only"
 for sig in INT TERM; do
+    [ $sig = INT ] && [ -z "$dflt" ] && continue
     rm -f "$d/sig.ckpt" "$d/sig.best.ckpt"
-    "$bin" train $model $long --out "$d/sig.ckpt" > /dev/null 2> "$d/sig.err" &
+    $dflt "$bin" train $model $long --out "$d/sig.ckpt" > /dev/null 2> "$d/sig.err" &
     pid=$!
     i=0
     while ! grep -q "parameters" "$d/sig.err" 2> /dev/null && [ $i -lt 200 ]; do
