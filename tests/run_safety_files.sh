@@ -25,8 +25,8 @@ bad() { echo "FAIL $*" >&2; fails=$((fails + 1)); }
 if [ -s ../shared/data/tinyshakespeare.txt ]; then
     head -c 20000 ../shared/data/tinyshakespeare.txt > "$d/tiny.txt"
 else
-    awk 'BEGIN { srand(7); for (i = 0; i < 3000; i++) printf "%s%s", (i % 3 ? "the king " :
-         "ROMEO: O, I pray you, sir! "), (i % 12 == 11) ? "\n" : " " }' > "$d/tiny.txt"
+    awk 'BEGIN { for (i = 0; i < 600; i++) { w = i % 3 ? "the king and queen" : "ROMEO: O, sir!"
+         printf "%s %d%s", w, i % 7, i % 4 == 3 ? "\n" : " " } }' > "$d/tiny.txt"
 fi
 cp "$d/tiny.txt" "$d/tiny.orig"
 model="--layers 1 --embd 32 --heads 2 --kv-heads 2 --block 16 --batch 4 --warmup 5 --threads 2"
