@@ -511,8 +511,8 @@ static void check_outputs(int cmd) {
         {"--tokenizer", tok_file ? tok : NULL, false, false},
     };
     tt_file_role outs[] = {
-        {"--out", opt.out, false, false},
-        {"--out's best file", cmd == CMD_TRAIN ? best_path() : NULL, false, false},
+        {"--out", opt.out, false, cmd == CMD_TRAIN},  // may be --resume's file
+        {"--out's best file", cmd == CMD_TRAIN ? best_path() : NULL, false, true},
         {"--log", opt.log, true, false},
         {"--trace", opt.trace, false, false},
     };

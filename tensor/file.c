@@ -281,7 +281,7 @@ tt_status tt_file_check_outputs(const tt_file_role *outs, int n_out, const tt_fi
         if (!file_identify(o->path, &oid)) continue;
         for (int j = 0; j < n_in; j++) {
             const tt_file_role *in = &ins[j];
-            if (in->path && !(in->replaceable && !o->in_place) &&
+            if (in->path && !(in->replaceable && o->replaceable && !o->in_place) &&
                 file_identify(in->path, &id) && !id.base && file_same(&oid, &id))
                 return tt_set_error(TT_ERR_ARG, "%s '%s' is the same file as %s '%s', which it "
                                     "would overwrite; pick another %s", o->name, o->path,

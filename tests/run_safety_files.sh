@@ -74,6 +74,8 @@ expect_fail "--out is a hard link of --data" "is the same file as --data" \
     "$bin" train $model $long --out "$d/hard.txt"
 expect_fail "--log is --resume" "--log '$d/run.ckpt' is the same file as --resume" \
     "$bin" train --resume "$d/run.ckpt" $long --log "$d/run.ckpt"
+expect_fail "--trace is --resume" "--trace '$d/run.ckpt' is the same file as --resume" \
+    "$bin" train --resume "$d/run.ckpt" $long --trace "$d/run.ckpt"
 expect_fail "--log is --out" "--log '$d/o2.ckpt' is the same file as --out" \
     "$bin" train $model $long --out "$d/o2.ckpt" --log "$d/o2.ckpt"
 expect_fail "--log is --out's best file" "is the same file as --out's best file" \

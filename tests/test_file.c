@@ -187,8 +187,9 @@ START_TEST(test_check_outputs_refusals) {
                            {"--trace", NULL, false, false}};
     ck_assert_int_eq(tt_file_check_outputs(fine, 3, &in, 1), TT_OK);
     tt_file_role resumed = {"--resume", data, false, true};
-    tt_file_role out = {"--out", data, false, false};
+    tt_file_role out = {"--out", data, false, true}, trace = {"--trace", data, false, false};
     ck_assert_int_eq(tt_file_check_outputs(&out, 1, &resumed, 1), TT_OK);
+    expect_error(tt_file_check_outputs(&trace, 1, &resumed, 1), "same file as --resume");
     // Nothing was written or left: the data, the link to it, the FIFO.
     ck_assert(same_text(data, "corpus"));
     struct stat st;
