@@ -75,6 +75,7 @@ int tt__create_temp(const char *path, char **tmp_out) {
     static _Atomic unsigned long counter;
     size_t cap = strlen(path) + 64;
     char *tmp = TT_MALLOC(cap);
+    TT_CHECK(tmp, "out of memory");  // TT_MALLOC aborts first; this tells the compiler
     int fd = -1;
     for (int tries = 0; tries < 100 && fd < 0; tries++) {
         struct timespec ts;

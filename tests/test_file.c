@@ -217,6 +217,20 @@ START_TEST(test_params_nonfinite) {
 }
 END_TEST
 
+// ---- programmer errors ----
+
+START_TEST(test_abort_open_read_null) {
+    tt_expect_abort("tt_file_open_read: path, what and fd must be given");
+    tt_file_open_read(NULL, "input", NULL);
+}
+END_TEST
+
+START_TEST(test_abort_check_outputs_null) {
+    tt_expect_abort("tt_file_check_outputs: outs and ins must hold n_out and n_in roles");
+    tt_file_check_outputs(NULL, 1, NULL, 0);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("file");
     TCase *tc = tt_tcase("file");
@@ -226,5 +240,9 @@ int main(void) {
     tcase_add_test(tc, test_check_outputs_refusals);
     tcase_add_test(tc, test_params_nonfinite);
     suite_add_tcase(s, tc);
+    TCase *ab = tt_tcase_aborts("aborts_file");
+    tcase_add_test_raise_signal(ab, test_abort_open_read_null, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_check_outputs_null, SIGABRT);
+    suite_add_tcase(s, ab);
     return tt_test_run(s);
 }
