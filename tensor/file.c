@@ -176,11 +176,16 @@ tt_status tt_file_open_read(const char *path, const char *what, int *fd) {
         if (f >= 0) close(f);
         return tt_set_error(TT_ERR_IO, "cannot open %s '%s': %s", what, path, strerror(e));
     }
-    int fl = fcntl(f, F_GETFL);
-    if (!S_ISREG(st.st_mode) || fl < 0 || fcntl(f, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+    if (!S_ISREG(st.st_mode)) {
         close(f);
-        return tt_set_error(TT_ERR_IO, "%s '%s' is %s, not a regular file; pass a regular file",
-                            what, path, file_kind(st.st_mode));
+        return tt_set_error(TT_ERR_IO, "%s '%s' is %s, not a regular file", what, path,
+                            file_kind(st.st_mode));
+    }
+    int fl = fcntl(f, F_GETFL);
+    if (fl < 0 || fcntl(f, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        int e = errno;
+        close(f);
+        return tt_set_error(TT_ERR_IO, "cannot read %s '%s': %s", what, path, strerror(e));
     }
     *fd = f;
     return TT_OK;
@@ -194,7 +199,8 @@ FILE *tt__fopen_read(const char *path, const char *what, const char *fix) {
         close(fd);
         tt_set_error(TT_ERR_IO, "cannot open %s '%s': %s", what, path, strerror(e));
     }
-    if (!f && fix) {
+    struct stat st;
+    if (!f && fix && !(stat(path, &st) == 0 && !S_ISREG(st.st_mode))) {  // the fix of a file
         char why[900];
         snprintf(why, sizeof why, "%s", tt_last_error());
         tt_set_error(TT_ERR_IO, "%s (%s)", why, fix);

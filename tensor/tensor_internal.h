@@ -139,7 +139,7 @@ tt_status tt__write_atomic(const char *path, const char *what, bool (*fill)(int 
 // EEXIST): the fd, with *tmp its name (tt_free it), or -1 with errno set.
 int tt__create_temp(const char *path, char **tmp);
 // tt_file_open_read as a FILE (mode "rb"); NULL with the error set, ending in " (fix)" when fix
-// is given.
+// is given and path is missing or unreadable (not when it is a FIFO, device or directory).
 FILE *tt__fopen_read(const char *path, const char *what, const char *fix);
 
 // ---- profiler hooks (autograd/profiler.c turns them on; main thread only) ----
