@@ -578,10 +578,8 @@ static const char GPT2_FIX[] = "run make data to fetch GPT-2's encoder.json and 
 tt_status bpe_read_file(const char *path, const char *fix, char **data, size_t *n) {
     *data = NULL;
     *n = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return tt_set_error(TT_ERR_IO, "%s: cannot open: %s (%s)", path, strerror(errno),
-                            fix);
+    FILE *f = tt__fopen_read(path, "vocabulary file", fix);
+    if (!f) return TT_ERR_IO;
     char *buf = NULL;
     size_t len = 0, cap = 0, got;
     do {
@@ -598,10 +596,9 @@ tt_status bpe_read_file(const char *path, const char *fix, char **data, size_t *
         got = fread(buf + len, 1, cap - len, f);
         len += got;
     } while (got > 0);
-    int err = ferror(f) ? errno : 0;  // EISDIR: a directory opens, but does not read
+    int err = ferror(f) ? errno : 0;
     fclose(f);
     if (err) tt_free(buf);
-    if (err == EISDIR) return tt_set_error(TT_ERR_IO, "%s is a directory, not a file", path);
     if (err) return tt_set_error(TT_ERR_IO, "%s: read error: %s (%s)", path, strerror(err), fix);
     buf[len] = '\0';
     *data = buf;
@@ -623,13 +620,11 @@ static const char *quote(char buf[64], const char *s, size_t n) {
 static tt_status load_encoder(tt_bpe *bpe, const char *path, const int unicode_byte[324]) {
     json_error_t jerr;
     char q[64];
-    json_t *root = json_load_file(path, 0, &jerr);
+    FILE *f = tt__fopen_read(path, "encoder file", GPT2_FIX);
+    if (!f) return TT_ERR_IO;
+    json_t *root = json_loadf(f, 0, &jerr);
+    fclose(f);
     if (!root) {
-        FILE *f = fopen(path, "rb");
-        if (!f)
-            return tt_set_error(TT_ERR_IO, "%s: cannot open: %s (%s)", path, strerror(errno),
-                                GPT2_FIX);
-        fclose(f);
         return tt_set_error(TT_ERR_FORMAT, "%s line %d: not valid JSON: %s (%s)", path,
                             jerr.line, quote(q, jerr.text, sizeof jerr.text), GPT2_FIX);
     }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 // ---- the whole file, through zlib ----
@@ -17,16 +18,19 @@ static tt_status csv_read(const char *path, char **buf, size_t *n) {
     *buf = NULL;
     *n = 0;
     struct stat st;
-    if (stat(path, &st) != 0)
-        return tt_set_error(TT_ERR_IO, "tt_csv_load: cannot open '%s': %s; check the path",
-                            path, strerror(errno));
-    if (S_ISDIR(st.st_mode))
-        return tt_set_error(TT_ERR_IO, "tt_csv_load: '%s' is a directory; pass a CSV file",
-                            path);
-    gzFile f = gzopen(path, "rb");
-    if (!f)
+    int fd;
+    if (tt_file_open_read(path, "CSV file", &fd) != TT_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", tt_last_error());
+        return tt_set_error(TT_ERR_IO, "tt_csv_load: %s", why);
+    }
+    gzFile f = fstat(fd, &st) == 0 ? gzdopen(fd, "rb") : NULL;
+    if (!f) {
+        int e = errno;
+        close(fd);
         return tt_set_error(TT_ERR_IO, "tt_csv_load: cannot open '%s': %s", path,
-                            errno ? strerror(errno) : "out of memory");
+                            e ? strerror(e) : "out of memory");
+    }
     size_t cap = 1 << 16, len = 0;
     char *b = malloc(cap + 1);
     tt_status s = TT_OK;

@@ -85,13 +85,10 @@ tt_status tt_read_file(const char *path, unsigned char **buf, size_t *n) {
     *buf = NULL;
     *n = 0;
     struct stat st;
-    if (stat(path, &st) != 0)
-        return tt_set_error(TT_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-    if (S_ISDIR(st.st_mode))
-        return tt_set_error(TT_ERR_IO, "'%s' is a directory; pass a text file", path);
-    FILE *f = fopen(path, "rb");
-    if (!f) return tt_set_error(TT_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-    size_t cap = S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size : 65536, len = 0;
+    FILE *f = tt__fopen_read(path, "file", NULL);
+    if (!f) return TT_ERR_IO;
+    size_t cap = fstat(fileno(f), &st) == 0 && st.st_size > 0 ? (size_t)st.st_size : 65536;
+    size_t len = 0;
     unsigned char *b = malloc(cap + 1);
     if (!b) {
         fclose(f);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 // ---- IDX ----
@@ -89,16 +90,19 @@ tt_status tt_idx_load(const char *path, tt_tensor **out) {
     TT_CHECK(path, "path is NULL; pass the path of an IDX file");
     *out = NULL;
     struct stat st;
-    if (stat(path, &st) != 0)
-        return tt_set_error(TT_ERR_IO, "tt_idx_load: cannot open '%s': %s; check the path",
-                            path, strerror(errno));
-    if (S_ISDIR(st.st_mode))
-        return tt_set_error(TT_ERR_IO, "tt_idx_load: '%s' is a directory; pass an IDX file",
-                            path);
-    gzFile f = gzopen(path, "rb");
-    if (!f)
+    int fd;
+    if (tt_file_open_read(path, "IDX file", &fd) != TT_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", tt_last_error());
+        return tt_set_error(TT_ERR_IO, "tt_idx_load: %s", why);
+    }
+    gzFile f = fstat(fd, &st) == 0 ? gzdopen(fd, "rb") : NULL;
+    if (!f) {
+        int e = errno;
+        close(fd);
         return tt_set_error(TT_ERR_IO, "tt_idx_load: cannot open '%s': %s", path,
-                            errno ? strerror(errno) : "out of memory");
+                            e ? strerror(e) : "out of memory");
+    }
     int ndim = 0;
     int64_t shape[TT_MAX_DIMS];
     tt_status s = idx_header(f, path, &ndim, shape);

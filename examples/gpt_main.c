@@ -76,7 +76,10 @@ static const char *char_usage_tail =
     "created). --out is written at each eval (every --eval-every steps and at the end), so it\n"
     "holds the last state; the state with the best val loss so far is also kept in the --out\n"
     "name with .best before its extension (out/char_gpt.best.ckpt). --resume FILE continues\n"
-    "from FILE with the losses an uninterrupted run would have had. On --resume, flags you do\n"
+    "from FILE with the losses an uninterrupted run would have had, saving into FILE unless\n"
+    "--out is given. An output that is an input, a directory, FIFO or device is refused; a\n"
+    "non-finite loss or weight stops training unsaved; the first SIGINT/SIGTERM saves --out\n"
+    "after the step and exits 130/143 (a second one kills). On --resume, flags you do\n"
     "not give come from the checkpoint; model flags you give must match it. --decay-iters\n"
     "(default --iters) is where the cosine schedule reaches --min-lr, so a run can stop early\n"
     "and be resumed on the same schedule. A default that conflicts with a flag you give\n"
@@ -127,7 +130,8 @@ static const char *gpt_usage_tail =
     "tokenizer's). --init-from starts from the weights of a checkpoint of gpt train or of a\n"
     "Hugging Face GPT-2 model.safetensors (the config is the file's, so model flags are\n"
     "refused; the optimizer starts fresh). The rest is char_gpt's: --out holds the last state,\n"
-    "its .best name (out/gpt.best.ckpt) the best val loss; --resume continues bit for bit; a\n"
+    "its .best name (out/gpt.best.ckpt) the best val loss; --resume FILE continues bit for bit\n"
+    "(into FILE unless --out is given); outputs, divergence and signals as char_gpt's; a\n"
     "default that conflicts with a flag you give is lowered with a note; stdout: `eval step=N\n"
     "train_loss=F val_loss=F` at each eval and a `done ...` line. --grad-accum and mpirun\n"
     "as char_gpt's.\n"
@@ -502,36 +506,32 @@ static void make_parent_dirs(const char *path) {
             strerror(errno));
 }
 
-// Fails early (before any training) when --out cannot be written.
-static void probe_writable(const char *path) {
-    struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        die_usage("--out '%s' is a directory; pass a file path such as %s/%s.ckpt", path,
-                  path, prog->name);
-    make_parent_dirs(path);
-    // The name tt_ckpt_save will use; a stale one of a killed run with our pid is reused.
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0)
-        die("cannot write --out '%s': %s; pick a writable path", path, strerror(errno));
-    close(fd);
-    unlink(tmp);
-}
+static const char *best_path(void);
 
-// Fails early when --trace cannot be written (its directory must exist).
-static void probe_trace(const char *path) {
-    struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        die_usage("--trace '%s' is a directory; pass a file path such as %s/trace.json", path,
-                  path);
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0)
-        die("cannot write --trace '%s': %s; pick a writable path", path, strerror(errno));
-    close(fd);
-    unlink(tmp);
+// Refuses, before any work, an output (--out, its .best, --log, --trace) that would replace an
+// input or another output, is a directory, FIFO or device, or cannot be written; mkdir -p of
+// --out's directory first.
+static void check_outputs(int cmd) {
+    const char *tok = opt.tokenizer;
+    bool tok_file = tok && strcmp(tok, "gpt2") != 0 && strcmp(tok, "char") != 0;
+    tt_file_role ins[] = {
+        {"--data", cmd & (CMD_TRAIN | CMD_BPE_TRAIN) ? opt.data : NULL, false, false},
+        {"--resume", opt.resume, false, true},  // continued in place
+        {"--init-from", opt.init_from, false, false},
+        {"--ckpt", opt.ckpt, false, false},
+        {"--tokenizer", tok_file ? tok : NULL, false, false},
+    };
+    tt_file_role outs[] = {
+        {"--out", opt.out, false, cmd == CMD_TRAIN},  // may be --resume's file
+        {"--out's best file", cmd == CMD_TRAIN ? best_path() : NULL, false, true},
+        {"--log", opt.log, true, false},
+        {"--trace", opt.trace, false, false},
+    };
+    size_t n = strlen(opt.out);
+    if (n > 0 && opt.out[n - 1] != '/') make_parent_dirs(opt.out);
+    tt_status st = tt_file_check_outputs(outs, 4, ins, 5);
+    if (st == TT_ERR_ARG) die_usage("%s", tt_last_error());
+    if (st != TT_OK) die("%s", tt_last_error());
 }
 
 // ---- tokenizers ----
@@ -1037,15 +1037,16 @@ static const char *best_path(void) {
     return buf;
 }
 
-// Writes the state to --out (the last state), and to best_path() too when best.
+// Writes the state to --out (the last state), and when best to best_path() first: --out never
+// records a best val loss that no file holds.
 static void save_or_die(train_state *s, const tt_gpt *gpt, const tt_optim *o,
                         const char *data_path, progress *pg, bool best) {
     tt_checkpoint ck;
     tt_ckpt_init(&ck);
     ckpt_fill(&ck, s, gpt, o, data_path);
-    tt_status st = tt_ckpt_save(&ck, opt.out);
+    tt_status st = best ? tt_ckpt_save(&ck, best_path()) : TT_OK;
+    if (st == TT_OK) st = tt_ckpt_save(&ck, opt.out);
     if (st == TT_OK) s->saved_step = s->st.step;
-    if (st == TT_OK && best) st = tt_ckpt_save(&ck, best_path());
     tt_ckpt_free(&ck);
     progress_clear(pg);
     if (st != TT_OK)
@@ -1055,6 +1056,62 @@ static void save_or_die(train_state *s, const tt_gpt *gpt, const tt_optim *o,
             opt.out, (long long)s->st.step, s->st.val_loss,
             (unsigned long long)tt_params_fingerprint(&gpt->params), best ? " and " : "",
             best ? best_path() : "", best ? " (the best so far)" : "");
+}
+
+// A diverged run stops before anything non-finite is saved: one line naming the step, what
+// (e.g. "the loss is nan"), the fix, and what the files on disk hold.
+static void die_diverged(const train_state *s, int64_t step, const char *what) {
+    char kept[9000];
+    if (s->saved_step >= 0)
+        snprintf(kept, sizeof kept, "%s holds step %lld, %s the best state", opt.out,
+                 (long long)s->saved_step, best_path());
+    else
+        snprintf(kept, sizeof kept, "nothing was saved in this run, %s is untouched", opt.out);
+    die("step %lld: %s, training diverged; lower --lr (now %g) or raise --warmup (%s)",
+        (long long)step, what, opt.lr, kept);
+}
+
+// Dies (die_diverged) unless the evaluated losses and every weight are finite.
+static void check_finite(const train_state *s, const tt_gpt *gpt) {
+    char what[300];
+    const char *bad = tt_params_nonfinite(&gpt->params);
+    if (!isfinite(s->st.train_loss) || !isfinite(s->st.val_loss))
+        snprintf(what, sizeof what, "the eval %s loss is %g",
+                 isfinite(s->st.train_loss) ? "val" : "train",
+                 isfinite(s->st.train_loss) ? s->st.val_loss : s->st.train_loss);
+    else if (bad)
+        snprintf(what, sizeof what, "the weight '%s' holds NaN or Inf", bad);
+    else
+        return;
+    die_diverged(s, s->st.step, what);
+}
+
+// ---- SIGINT, SIGTERM: the first ends training after the step (an eval and a save) ----
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig) { stop_signal = sig; }
+
+// SA_RESETHAND: a second one of the same signal kills at once. A signal ignored on entry (a
+// background job of sh, nohup) stays ignored.
+static void catch_stop_signals(void) {
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sa.sa_flags = SA_RESTART | SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    for (int sig = SIGINT; sig; sig = sig == SIGINT ? SIGTERM : 0)
+        if (sigaction(sig, NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(sig, &sa, NULL);
+}
+
+// After the save of the step the signal ended: one line, exit 128 + the signal (130, 143).
+static void exit_on_signal(const train_state *s, FILE *log) {
+    if (log) fclose(log);
+    fprintf(stderr, "%s: stopped by %s at step %lld; %s holds it, continue with --resume %s\n",
+            prog->name, stop_signal == SIGINT ? "SIGINT" : "SIGTERM", (long long)s->st.step,
+            opt.out, opt.out);
+    tt_dist_finalize();
+    exit(128 + stop_signal);
 }
 
 // Buffered writes fail late: checks the --log after each flush (a full disk, /dev/full).
@@ -1456,6 +1513,7 @@ static int cmd_train(void) {
     tt_ckpt_init(&ck);
     tt_gpt gpt;
     memset(&gpt, 0, sizeof gpt);
+    if (opt.resume && !given("--out")) opt.out = opt.resume;  // continue in the resumed file
     if (opt.resume && opt.init_from)
         die_usage("--resume and --init-from exclude each other: --resume continues a run, "
                   "--init-from starts one from given weights");
@@ -1565,8 +1623,7 @@ static int cmd_train(void) {
                 (long long)(rank * A + A - 1), (long long)M);
 
     // Everything is valid: now touch files.
-    if (lead) probe_writable(opt.out);
-    if (lead && opt.trace) probe_trace(opt.trace);
+    if (lead) check_outputs(CMD_TRAIN);
     FILE *log = NULL;
     if (opt.log && lead) {
         struct stat lst;
@@ -1614,6 +1671,7 @@ static int cmd_train(void) {
     }
     double train_time = 0;
     int64_t steps_run = 0, live_after_first = -1;
+    if (ranks == 1) catch_stop_signals();  // several ranks: mpirun's signals end them all
     while (s.st.step < opt.iters) {
         double lr = tt_lr_at(&sched, s.st.step);
         tt_optim_set_lr(&o, lr);
@@ -1636,17 +1694,10 @@ static int cmd_train(void) {
         if (!isfinite(lossv) || !isfinite(norm)) {
             // Before the update: the parameters in memory are still those of the last step.
             progress_clear(&pg);
-            char kept[9000];
-            if (s.saved_step >= 0)
-                snprintf(kept, sizeof kept, "%s holds step %lld, %s the best state",
-                         opt.out, (long long)s.saved_step, best_path());
-            else
-                snprintf(kept, sizeof kept, "nothing was saved in this run, %s is untouched",
-                         opt.out);
-            die("step %lld: the %s is %g, training diverged; lower --lr (now %g) or raise "
-                "--warmup (%s)", (long long)s.st.step + 1,
-                isfinite(lossv) ? "gradient norm" : "loss", isfinite(lossv) ? norm : lossv,
-                opt.lr, kept);
+            char what[100];
+            snprintf(what, sizeof what, "the %s is %g", isfinite(lossv) ? "gradient norm" : "loss",
+                     isfinite(lossv) ? norm : lossv);
+            die_diverged(&s, s.st.step + 1, what);
         }
         tt_optim_step(&o);
         tt_optim_zero_grad(&o);
@@ -1664,7 +1715,8 @@ static int cmd_train(void) {
 
         double ms = 1000.0 * train_time / (double)steps_run;
         double tok_s = (double)(B * T * M) * (double)steps_run / train_time;
-        bool eval_now = s.st.step % opt.eval_every == 0 || s.st.step == opt.iters;
+        bool eval_now = s.st.step % opt.eval_every == 0 || s.st.step == opt.iters ||
+                        stop_signal;
         if (log && !eval_now) fprintf(log, "%lld,%.9g,,%.9g\n", (long long)s.st.step, lossv, lr);
         if (lead) progress_step(&pg, s.st.step, opt.iters, lossv, ms, tok_s);
         if (eval_now) {
@@ -1672,6 +1724,8 @@ static int cmd_train(void) {
                                           opt.seed);
             s.st.val_loss = estimate_split(&gpt, &ds, TT_SPLIT_VAL, B, T, opt.eval_iters,
                                         opt.seed);
+            progress_clear(&pg);
+            check_finite(&s, &gpt);  // the update may have made the weights NaN or Inf
             if (log)
                 fprintf(log, "%lld,%.9g,%.9g,%.9g\n", (long long)s.st.step, lossv,
                         s.st.val_loss, lr);
@@ -1692,6 +1746,7 @@ static int cmd_train(void) {
             }
         }
         if (log) check_log(log, &s);
+        if (stop_signal) exit_on_signal(&s, log);
     }
     tt_autocast_end();
     progress_clear(&pg);
@@ -1985,7 +2040,7 @@ static int cmd_bpe_train(void) {
     tt_status st = tt_read_file(opt.data, &text, &n);
     if (st == TT_OK && n == 0) st = tt_set_error(TT_ERR_ARG, "'%s' is empty", opt.data);
     if (st != TT_OK) data_error(st, opt.data);
-    probe_writable(opt.out);
+    check_outputs(CMD_BPE_TRAIN);
     tt_bpe bpe;
     double t0 = now_s();
     if (tt_bpe_train(&bpe, (const char *)text, n, (int)opt.merges) != TT_OK)
@@ -2012,7 +2067,7 @@ static int cmd_export(void) {
     tt_gpt gpt;
     model_from_ckpt(&gpt, &ck, opt.ckpt);
     tt_ckpt_free(&ck);
-    probe_writable(opt.out);
+    check_outputs(CMD_EXPORT);
     tt_status st = tt_gpt_save_hf(&gpt, opt.out, dt);
     if (st == TT_ERR_ARG)
         die_usage("export: '%s': %s; train with --preset gpt2 (other flags may shrink it) to "

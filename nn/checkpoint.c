@@ -741,19 +741,13 @@ tt_status tt__ckpt_load_mem(tt_checkpoint *c, const void *data, size_t size, con
 tt_status tt_ckpt_load(tt_checkpoint *c, const char *path) {
     TT_CHECK(c && path, "checkpoint and path must be given");
     tt_ckpt_init(c);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return tt_set_error(TT_ERR_IO, "cannot open checkpoint '%s': %s", path, strerror(errno));
+    int fd;
     struct stat st;
+    if (tt_file_open_read(path, "checkpoint", &fd) != TT_OK) return TT_ERR_IO;
     if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
         return tt_set_error(TT_ERR_IO, "cannot stat checkpoint '%s': %s", path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return tt_set_error(TT_ERR_IO, "checkpoint '%s' is %s, not a regular file", path,
-                            S_ISDIR(st.st_mode) ? "a directory" : "a special file");
     }
     size_t size = (size_t)st.st_size;
     unsigned char *buf = malloc(size ? size : 1);  // not TT_MALLOC: no abort on a huge file

@@ -425,16 +425,13 @@ static bool read_exact(int fd, void *buf, size_t n) {
 tt_status tt_safetensors_open(tt_safetensors *f, const char *path) {
     TT_CHECK(f && path, "f and path must be given");
     memset(f, 0, sizeof *f);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return tt_set_error(TT_ERR_IO, "cannot open safetensors '%s': %s", path,
-                            strerror(errno));
+    int fd;
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (tt_file_open_read(path, "safetensors", &fd) != TT_OK) return TT_ERR_IO;
+    if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
-        return tt_set_error(TT_ERR_IO, "safetensors '%s': %s", path,
-                            S_ISDIR(st.st_mode) ? "is a directory" : strerror(e));
+        return tt_set_error(TT_ERR_IO, "cannot stat safetensors '%s': %s", path, strerror(e));
     }
     // The header first, then the tensors straight into their buffer (one copy in memory).
     uint64_t size = (uint64_t)st.st_size, hn = 0;

@@ -348,6 +348,32 @@ __attribute__((format(printf, 2, 3)))
 #endif
 tt_status tt_set_error(tt_status s, const char *fmt, ...);  // returns s
 
+// ---- files: inputs that cannot block, outputs that replace nothing they should not ----
+
+// Opens path for reading: never blocks (a FIFO opens with O_NONBLOCK) and refuses anything but
+// a regular file (a FIFO, a device such as /dev/zero, a directory) before a byte is read.
+// TT_OK with *fd open for ordinary blocking reads (close it), or TT_ERR_IO with one line naming
+// what ("checkpoint", "text file", ...), path and the problem; *fd is then -1.
+tt_status tt_file_open_read(const char *path, const char *what, int *fd);
+
+// A file a program reads or writes, for tt_file_check_outputs.
+typedef struct tt_file_role {
+    const char *name;  // how messages name it: "--out", "--data"
+    const char *path;  // NULL: not used this run
+    bool in_place;     // an output written in place (a log), not replaced: may be a char device
+    bool replaceable;  // an input an output also marked replaceable may replace, and such an
+                       // output (--resume continued in --out); never one written in place
+} tt_file_role;
+
+// Checks, before any work, that each output can be written and loses nothing: a non-empty path
+// not ending in '/', in an existing directory where a file can be created, that is absent or a
+// regular file (or, in_place, a character device such as /dev/null); not the same file (device
+// and inode, or one name not yet written) as an input (unless both are replaceable), nor as an
+// earlier output. Roles with a NULL path are skipped. TT_OK, or TT_ERR_ARG / TT_ERR_IO with one
+// line naming the flag, the path and the fix; nothing is written or left behind.
+tt_status tt_file_check_outputs(const tt_file_role *outs, int n_out, const tt_file_role *ins,
+                                int n_in);
+
 #ifdef __cplusplus
 }
 #endif

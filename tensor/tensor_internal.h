@@ -133,12 +133,21 @@ static inline void tt__team_barrier(int nt) {
 // ---- crash-safe file writing (file.c) ----
 // write(2) until all n bytes are written (EINTR retried); false with errno set otherwise.
 bool tt__write_all(int fd, const void *data, size_t n);
-// Writes path through "<path>.tmp.<pid>": fill(fd, ctx) writes the bytes (returning false with
+// Writes path through a temp file "<path>.tmp.<pid>.<suffix>" created exclusively (a planted
+// file or symlink is never followed): fill(fd, ctx) writes the bytes (returning false with
 // errno set on failure), then fsync, rename over path, fsync of the directory, and removal of
-// temp files that dead savers left next to path. TT_OK, or TT_ERR_IO with one line naming what
-// ("checkpoint", "safetensors", ...), the step that failed and why; the old file is unchanged.
+// temp files that dead savers left next to path. A symlinked path updates the link's target
+// (the link stays); the replaced file's mode is kept (a new file gets 0644 less the umask).
+// TT_OK, or TT_ERR_IO with one line naming what ("checkpoint", "safetensors", ...), the step
+// that failed and why; the old file is unchanged.
 tt_status tt__write_atomic(const char *path, const char *what, bool (*fill)(int fd, void *ctx),
                            void *ctx);
+// Creates "<path>.tmp.<pid>.<suffix>" with O_CREAT | O_EXCL | O_NOFOLLOW (a new suffix on each
+// EEXIST): the fd, with *tmp its name (tt_free it), or -1 with errno set.
+int tt__create_temp(const char *path, char **tmp);
+// tt_file_open_read as a FILE (mode "rb"); NULL with the error set, ending in " (fix)" when fix
+// is given and path is missing or unreadable (not when it is a FIFO, device or directory).
+FILE *tt__fopen_read(const char *path, const char *what, const char *fix);
 
 // ---- profiler hooks (autograd/profiler.c turns them on; main thread only) ----
 // While tt__prof_on, tt__prof_first_new holds when this thread made its first tensor since the

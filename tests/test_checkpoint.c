@@ -53,16 +53,6 @@ static void write_all(const char *path, const unsigned char *b, size_t n) {
     ck_assert_int_eq(fclose(f), 0);
 }
 
-static int count_dir_entries(const char *dir) {
-    DIR *d = opendir(dir);
-    ck_assert_ptr_nonnull(d);
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));)
-        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) n++;
-    closedir(d);
-    return n;
-}
-
 static uint64_t le64(const unsigned char *p) {
     uint64_t v = 0;
     for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
@@ -178,7 +168,7 @@ START_TEST(test_round_trip) {
     tt_ckpt_free(&d);  // safe twice
     tt_ckpt_free(&c);
     tt_scope_end();
-    ck_assert_int_eq(count_dir_entries(tmpdir), 2);  // no temp files left behind
+    ck_assert_int_eq(tt_test_count_files(tmpdir, ""), 2);  // no temp files left behind
     remove_tmpdir();
 }
 END_TEST
@@ -663,8 +653,8 @@ START_TEST(test_save_failures_keep_old_file) {
     tt_checkpoint d;
     ck_assert_int_eq(tt_ckpt_load(&d, path), TT_OK);
     tt_ckpt_free(&d);
-    ck_assert_int_eq(count_dir_entries(tmpdir), 2);
-    ck_assert_int_eq(count_dir_entries(sub), 0);
+    ck_assert_int_eq(tt_test_count_files(tmpdir, ""), 2);
+    ck_assert_int_eq(tt_test_count_files(sub, ""), 0);
     // And a successful save replaces it.
     ck_assert_int_eq(tt_ckpt_save(&c, path), TT_OK);
     ck_assert_int_eq(tt_ckpt_load(&d, path), TT_OK);
@@ -722,7 +712,7 @@ START_TEST(test_disk_full_tmpfs) {
         ck_assert_int_eq(tt_ckpt_load(&d, path), TT_OK);
         ck_assert_uint_eq(tt_tensor_hash(tt_ckpt_get_tensor(&d, "w")), tt_tensor_hash(a));
         tt_ckpt_free(&d);
-        ck_assert_int_eq(count_dir_entries(tmpdir), 1);  // the partial temp file is gone
+        ck_assert_int_eq(tt_test_count_files(tmpdir, ""), 1);  // the partial temp file is gone
     }
     printf("disk full on a 64 KiB tmpfs: %s\n", tt_last_error());
     // A save that fits next to the old file succeeds and replaces it.
@@ -730,7 +720,7 @@ START_TEST(test_disk_full_tmpfs) {
     tt_ckpt_init(&big);
     tt_ckpt_set_i64(&big, "fits", 1);
     ck_assert_msg(tt_ckpt_save(&big, path) == TT_OK, "%s", tt_last_error());
-    ck_assert_int_eq(count_dir_entries(tmpdir), 1);
+    ck_assert_int_eq(tt_test_count_files(tmpdir, ""), 1);
     tt_ckpt_free(&small);
     tt_ckpt_free(&big);
     tt_release(a);
@@ -816,8 +806,8 @@ START_TEST(test_sigkill_during_save) {
         seen[gen]++;
         // Killed between creating its temp file and the rename?
         char tmp[160];
-        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)pid);
-        if (exists(tmp)) with_temp++;  // the next saver removes it
+        snprintf(tmp, sizeof tmp, "k.ckpt.tmp.%ld.", (long)pid);
+        if (tt_test_count_files(tmpdir, tmp) > 0) with_temp++;  // the next saver removes it
         dead = pid;
     }
     // Both versions were caught on disk, and some kills landed mid-write (a temp file left).
@@ -826,22 +816,24 @@ START_TEST(test_sigkill_during_save) {
     ck_assert_int_gt(with_temp, 0);
     // A later save works next to stray temp files, replaces the target and removes the temp
     // files of dead processes only: not a live process's, nor other names.
-    char live[160], other[160], odd[160], stale[160];
+    char live[160], other[160], odd[160], stale[160], old_style[160];
     snprintf(live, sizeof live, "%s.tmp.%ld", path, (long)getppid());
     snprintf(other, sizeof other, "%s/x.ckpt.tmp.%ld", tmpdir, (long)dead);
     snprintf(odd, sizeof odd, "%s.tmp.12x", path);
-    snprintf(stale, sizeof stale, "%s.tmp.%ld", path, (long)dead);
+    snprintf(stale, sizeof stale, "%s.tmp.%ld.a1b2c3", path, (long)dead);
+    snprintf(old_style, sizeof old_style, "%s.tmp.%ld", path, (long)dead);  // older releases
     const char *keep[] = {live, other, odd};
     for (int i = 0; i < 3; i++) write_all(keep[i], (const unsigned char *)"x", 1);
     write_all(stale, (const unsigned char *)"x", 1);  // as if the last saver died mid-write
+    write_all(old_style, (const unsigned char *)"x", 1);
     ck_assert_int_eq(tt_ckpt_save(&ver[1], path), TT_OK);
     tt_checkpoint d3;
     ck_assert_int_eq(tt_ckpt_load(&d3, path), TT_OK);
     ck_assert_uint_eq(tt_tensor_hash(tt_ckpt_get_tensor(&d3, "w")), hash[1]);
     tt_ckpt_free(&d3);
-    ck_assert(!exists(stale));
+    ck_assert(!exists(stale) && !exists(old_style));
     for (int i = 0; i < 3; i++) ck_assert_msg(exists(keep[i]), "%s was removed", keep[i]);
-    ck_assert_int_eq(count_dir_entries(tmpdir), 4);
+    ck_assert_int_eq(tt_test_count_files(tmpdir, ""), 4);
     printf("SIGKILL during save: %d kills (one save takes %.2f ms), the file loaded every time "
            "(%d old, %d new version), %d kills left a partial temp file\n", KILLS,
            1e3 * t_save, seen[0], seen[1], with_temp);

@@ -1,6 +1,7 @@
 // The shared test harness: leak-checking fixture, value assertions and the suite runner.
 #include "test_util.h"
 
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,6 +123,17 @@ void tt_test_rmdir(const char *dir) {
     char cmd[128];
     ck_assert(snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir) < (int)sizeof cmd);
     ck_assert_int_eq(system(cmd), 0);
+}
+
+int tt_test_count_files(const char *dir, const char *prefix) {
+    DIR *d = opendir(dir);
+    ck_assert_msg(d != NULL, "cannot open directory %s", dir);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+             strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    closedir(d);
+    return n;
 }
 
 double *tt_test_values(const tt_tensor *t) {

@@ -35,6 +35,8 @@ TCase *tt_tcase_aborts(const char *name);
 // of one with everything in it; both fail the test when they cannot.
 void tt_test_mkdtemp(char *dir, size_t cap, const char *tag);
 void tt_test_rmdir(const char *dir);
+// The number of entries of dir whose name starts with prefix ("" counts all but . and ..).
+int tt_test_count_files(const char *dir, const char *prefix);
 
 // Runs the suite (forking per test, so an abort fails only its test) and returns the exit
 // status: 0 when every test passed.

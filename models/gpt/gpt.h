@@ -200,7 +200,8 @@ tt_status tt_gpt_ckpt_model(tt_gpt *m, const tt_checkpoint *ck);
 // Restores o (built over m's parameters as when it was saved, e.g. tt_optim_add_decay_groups)
 // from optim.* and optim.step. TT_ERR_MISMATCH / TT_ERR_FORMAT otherwise.
 tt_status tt_gpt_ckpt_optim(tt_optim *o, const tt_checkpoint *ck);
-// The training state. TT_ERR_FORMAT naming a missing or invalid key.
+// The training state. TT_ERR_FORMAT naming a missing or invalid key. A NaN best_val_loss
+// (an older or foreign writer's) reads as INFINITY, no best yet: else no eval could beat it.
 tt_status tt_gpt_ckpt_state(const tt_checkpoint *ck, tt_gpt_state *st);
 
 // tt_gpt_ckpt_fill into a new checkpoint, then tt_ckpt_save (atomic). TT_ERR_IO on failure.
