@@ -16,6 +16,10 @@ tt_tensor *tt__new_zeros(tt_dtype dtype, int ndim, const int64_t *shape);
 tt_tensor *tt__new_view(const tt_tensor *t, int ndim, const int64_t *shape,
                         const int64_t *stride, int64_t offset);  // shares storage
 tt_tensor *tt__autorelease(tt_tensor *t);
+// The buffer cache (alloc.c): a 64-byte-aligned buffer of `padded` bytes (a multiple of 64),
+// reused when one of that size was put back; any thread.
+void *tt__buffer_get(size_t padded);
+void tt__buffer_put(void *p, size_t padded);
 tt_tensor *tt__contiguous_copy(const tt_tensor *t);  // always copies; unscoped
 // t itself (retained) when contiguous, else a contiguous copy; unscoped: release it.
 tt_tensor *tt__contiguous_ref(tt_tensor *t);
@@ -164,7 +168,18 @@ static inline void tt__store(void *base, tt_dtype dt, int64_t i, double v) {
         default: ((int64_t *)base)[i] = (int64_t)v; break;
     }
 }
-static inline void *tt__base(const tt_tensor *t) { return t->storage->data; }
+// t's storage; aborts with the use-after-release message (tensor.h) naming func when t was
+// freed. Every read of a tensor's data goes through here (tt__base, tt_data, views, versions).
+#if defined(__GNUC__)
+__attribute__((noreturn, cold))
+#endif
+void tt__freed(const tt_tensor *t, const char *func);
+static inline tt_storage *tt__storage(const tt_tensor *t, const char *func) {
+    if (!t->storage) tt__freed(t, func);
+    return t->storage;
+}
+// The start of t's storage, checked as tt__storage on behalf of the calling function.
+#define tt__base(t) (tt__storage((t), __func__)->data)
 static inline void *tt__data_or_null(const tt_tensor *t) { return t ? tt_data(t) : NULL; }
 
 #endif  // TT_TENSOR_INTERNAL_H
