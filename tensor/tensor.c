@@ -3,6 +3,7 @@
 // Creation and fills are in create.c, iteration in iter.c, printing in print.c.
 #include "tensor_internal.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -209,6 +210,42 @@ void tt_bump_version(tt_tensor *t, const char *op) {
     __atomic_store_n(&s->writer, op, __ATOMIC_RELAXED);
 }
 
+// ---- per-thread memory given back when a thread exits ----
+// A thread that allocated per-thread memory (the quarantine, GEMM workspaces) arms a key
+// whose destructor runs every registered function on that thread as it exits. The main
+// thread's memory stays until the process exits.
+
+typedef void (*exit_fn)(void);
+#define EXIT_FNS 8
+static _Atomic(exit_fn) exit_fns[EXIT_FNS];
+static pthread_key_t exit_key;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+static _Thread_local bool exit_armed;
+
+static void run_exit_fns(void *unused) {
+    (void)unused;
+    for (int i = 0; i < EXIT_FNS; i++) {
+        exit_fn fn = atomic_load(&exit_fns[i]);
+        if (fn) fn();
+    }
+}
+
+static void make_exit_key(void) {
+    TT_CHECK(pthread_key_create(&exit_key, run_exit_fns) == 0, "pthread_key_create failed");
+}
+
+void tt__at_thread_exit(void (*fn)(void)) {
+    for (int i = 0; i < EXIT_FNS; i++) {  // registered once, in the first free slot
+        exit_fn cur = NULL;
+        if (atomic_compare_exchange_strong(&exit_fns[i], &cur, fn) || cur == fn) break;
+        TT_CHECK(i + 1 < EXIT_FNS, "more than %d thread-exit functions", EXIT_FNS);
+    }
+    if (exit_armed) return;
+    pthread_once(&exit_once, make_exit_key);
+    pthread_setspecific(exit_key, &exit_armed);  // any non-NULL value
+    exit_armed = true;
+}
+
 // ---- tensor structs: poisoned on free, reused from a quarantine ----
 // A freed struct gets the refcount FREED (its shape and dtype stay, for the message) and waits
 // in a thread-local FIFO ring of up to RING structs; a new tensor reuses the oldest one once
@@ -223,6 +260,20 @@ void tt_bump_version(tt_tensor *t, const char *op) {
 
 static _Thread_local tt_tensor **quarantine;  // ring; the oldest entry is at qhead
 static _Thread_local size_t qhead, qlen;
+
+static _Thread_local tt_tensor **dead;  // tensors waiting to be freed (tt_release)
+static _Thread_local size_t ndead, capdead;
+
+// At thread exit: the quarantined structs and the release list.
+static void quarantine_free(void) {
+    for (size_t i = 0; i < qlen; i++) tt_free(quarantine[(qhead + i) & (RING - 1)]);
+    tt_free(quarantine);
+    quarantine = NULL;
+    qhead = qlen = 0;
+    tt_free(dead);
+    dead = NULL;
+    ndead = capdead = 0;
+}
 
 static tt_tensor *struct_get(void) {
     if (qlen <= QUARANTINE) return TT_CALLOC(1, sizeof(tt_tensor));
@@ -240,7 +291,10 @@ static void struct_put(tt_tensor *t) {
     t->node = NULL;
     t->name = NULL;
     t->hooks = NULL;
-    if (!quarantine) quarantine = TT_MALLOC(RING * sizeof *quarantine);
+    if (!quarantine) {
+        quarantine = TT_MALLOC(RING * sizeof *quarantine);
+        tt__at_thread_exit(quarantine_free);
+    }
     if (qlen == RING) {  // more frees than allocations: the oldest goes back for good
         tt_free(quarantine[qhead]);
         qhead = (qhead + 1) & (RING - 1);
@@ -369,8 +423,6 @@ tt_tensor *tt_as_strided(const tt_tensor *t, int ndim, const int64_t *shape,
 // would recurse deeply, so tensors whose count reached zero go on a list freed in a loop.
 static void (*node_free_fn)(tt_node *);
 static void (*hooks_free_fn)(tt_hooks *);
-static _Thread_local tt_tensor **dead;
-static _Thread_local size_t ndead, capdead;
 static _Thread_local bool freeing;
 
 void tt__set_node_free(void (*fn)(tt_node *)) { node_free_fn = fn; }
@@ -661,12 +713,14 @@ void *tt_data(const tt_tensor *t) {
 }
 
 float *tt_data_f32(const tt_tensor *t) {
+    tt__storage(t, __func__);
     TT_CHECK(t->dtype == TT_F32, "tensor %s is %s, not f32", tt__shape(t),
              tt_dtype_name(t->dtype));
     return (float *)tt_data(t);
 }
 
 double *tt_data_f64(const tt_tensor *t) {
+    tt__storage(t, __func__);
     TT_CHECK(t->dtype == TT_F64, "tensor %s is %s, not f64", tt__shape(t),
              tt_dtype_name(t->dtype));
     return (double *)tt_data(t);

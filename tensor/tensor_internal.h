@@ -24,6 +24,9 @@ tt_tensor *tt__contiguous_copy(const tt_tensor *t);  // always copies; unscoped
 // t itself (retained) when contiguous, else a contiguous copy; unscoped: release it.
 tt_tensor *tt__contiguous_ref(tt_tensor *t);
 
+// Runs fn on each thread that called this, when that thread exits (pthread key destructors),
+// to free the thread's per-thread memory; fn is registered once, at most 8 such functions.
+void tt__at_thread_exit(void (*fn)(void));
 // autograd/ registers how a tensor's node is freed when the tensor dies.
 void tt__set_node_free(void (*fn)(tt_node *));
 // ... and how its gradient hooks are freed.
