@@ -768,7 +768,9 @@ tt_tensor *tt_unflatten(tt_tensor *x, int dim, const int64_t *sizes, int n) {
         if (sizes[i] == -1)
             infer = i;
         else
-            known *= sizes[i];
+            TT_CHECK(!__builtin_mul_overflow(known, sizes[i], &known), "sizes %s for dim %d "
+                     "of x %s: their product overflows int64", tt__shape_of(n, sizes), dim,
+                     tt__shape(x));
     }
     int64_t size = x->shape[d];
     TT_CHECK(infer >= 0 ? (known > 0 && size % known == 0) : known == size,

@@ -409,7 +409,9 @@ tt_tensor *tt_cat(int n, tt_tensor *const *xs, int dim) {
             SHAPE_CHECK(k == d || x->shape[k] == x0->shape[k], __func__, "tensor %d is %s but "
                         "tensor 0 is %s: sizes must match in every dim except the cat dim %d "
                         "(they differ in dim %d)", i, tt__shape(x), tt__shape(x0), d, k);
-        shape[d] += x->shape[d];
+        SHAPE_CHECK(!__builtin_add_overflow(shape[d], x->shape[d], &shape[d]), __func__,
+                    "the sizes of dim %d of the %d tensors add up past int64 (tensor %d is %s)",
+                    d, n, i, tt__shape(x));
     }
     tt_tensor *out = tt__new(x0->dtype, x0->ndim, shape);  // shape[d] = sum of the sizes
     int64_t off = 0;

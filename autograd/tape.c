@@ -85,6 +85,7 @@ void tt__check_same_dtype_at(const tt_tensor *a, const tt_tensor *b, const char 
 }
 
 tt_tensor *tt_set_requires_grad(tt_tensor *t, bool requires_grad) {
+    tt__storage(t, __func__);  // aborts on a freed tensor
     TT_CHECK(!t->node, "tensor %s is the output of op '%s'; only leaves (tensors no op made) "
              "take requires_grad (use tt_detach to make a leaf)", tt__shape(t),
              tt_op_name(t->node->op));
@@ -418,6 +419,7 @@ static void output_hooks(tt_node *n) {
 
 tt_tensor *tt_retain_grad(tt_tensor *t) {
     TT_CHECK(t, "tensor is NULL");
+    tt__storage(t, __func__);  // aborts on a freed tensor
     TT_CHECK(t->requires_grad, "tensor %s does not require grad, so backward computes no "
              "gradient for it to retain", tt__shape(t));
     if (t->node) t->retains_grad = true;  // a leaf keeps its .grad anyway
@@ -426,6 +428,7 @@ tt_tensor *tt_retain_grad(tt_tensor *t) {
 
 void tt_register_hook(tt_tensor *t, tt_grad_hook fn, void *ctx) {
     TT_CHECK(t && fn, "tensor or hook is NULL");
+    tt__storage(t, __func__);  // aborts on a freed tensor
     TT_CHECK(t->requires_grad, "cannot register a hook on tensor %s: it does not require grad "
              "(call tt_set_requires_grad on the leaves it comes from)", tt__shape(t));
     if (!t->hooks) {

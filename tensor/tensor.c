@@ -404,13 +404,17 @@ tt_tensor *tt_as_strided(const tt_tensor *t, int ndim, const int64_t *shape,
              TT_MAX_DIMS);
     // Every element the view can reach must lie inside the storage.
     int64_t lo = offset, hi = offset, n = 1;
+    bool ovf = false;  // a span or the reach overflows int64: it lies outside any storage
     for (int i = 0; i < ndim; i++) {
         TT_CHECK(shape[i] >= 0, "negative size %lld in dim %d", (long long)shape[i], i);
-        n *= shape[i];
+        n = shape[i] == 0 ? 0 : n;
         if (shape[i] == 0) continue;
-        int64_t span = (shape[i] - 1) * stride[i];
-        if (span < 0) lo += span; else hi += span;
+        int64_t span;
+        ovf = ovf || __builtin_mul_overflow(shape[i] - 1, stride[i], &span) ||
+              __builtin_add_overflow(span < 0 ? lo : hi, span, span < 0 ? &lo : &hi);
     }
+    TT_CHECK(n == 0 || !ovf, "view %s with strides %s and offset %lld reaches past int64",
+             tt__shape_of(ndim, shape), tt__shape_of(ndim, stride), (long long)offset);
     int64_t cap = (int64_t)(tt__storage(t, __func__)->nbytes / tt_dtype_size(t->dtype));
     TT_CHECK(n == 0 || (lo >= 0 && hi < cap),
              "view %s with offset %lld reaches elements [%lld, %lld] outside a storage of %lld",

@@ -174,6 +174,58 @@ START_TEST(test_conv_transpose_huge_stride_aborts) {
 }
 END_TEST
 
+START_TEST(test_pool_huge_padding_aborts) {
+    tt_expect_abort("tt_max_pool2d: padding 4611686018427387904 of kernel 9223372036854775807 "
+                    "(dim 0): pad should be at most half of kernel size");
+    tt_tensor *x = tt_zeros(TT_F32, TT_SHAPE(1, 1, 4, 4));
+    tt_max_pool2d(x, (int64_t[]){INT64_MAX, 1}, NULL, (int64_t[]){HUGE_PAD, 0}, NULL);
+}
+END_TEST
+
+START_TEST(test_adaptive_pool_huge_output_aborts) {
+    tt_expect_abort("tt_adaptive_avg_pool2d: output size (4611686018427387904, 1) for x "
+                    "(1, 1, 4, 4) overflows int64");
+    tt_adaptive_avg_pool2d(tt_zeros(TT_F32, TT_SHAPE(1, 1, 4, 4)), HUGE_PAD, 1);
+}
+END_TEST
+
+START_TEST(test_adaptive_pool_too_many_elements_aborts) {
+    tt_expect_abort("tt_adaptive_avg_pool2d: shape (1, 1, 1099511627776, 1099511627776) has "
+                    "more elements than int64 can count");
+    tt_adaptive_avg_pool2d(tt_zeros(TT_F32, TT_SHAPE(1, 1, 4, 4)), BIG, BIG);
+}
+END_TEST
+
+START_TEST(test_unflatten_overflowing_sizes_aborts) {
+    tt_expect_abort("tt_unflatten: sizes (4611686018427387904, 4611686018427387904) for dim 1 "
+                    "of x (2, 3): their product overflows int64");
+    tt_unflatten(tt_zeros(TT_F32, TT_SHAPE(2, 3)), 1, (int64_t[]){HUGE_PAD, HUGE_PAD}, 2);
+}
+END_TEST
+
+START_TEST(test_as_strided_overflowing_reach_aborts) {
+    tt_expect_abort("tt_as_strided: view (1099511627776, 1099511627776) with strides "
+                    "(4611686018427387904, 4611686018427387904) and offset 0 reaches past int64");
+    tt_as_strided(tt_zeros(TT_F32, TT_SHAPE(2, 3)), TT_SHAPE(BIG, BIG),
+                  (int64_t[]){HUGE_PAD, HUGE_PAD}, 0);
+}
+END_TEST
+
+START_TEST(test_cat_overflowing_sizes_aborts) {
+    tt_expect_abort("tt_cat: the sizes of dim 0 of the 2 tensors add up past int64 (tensor 1 "
+                    "is (4611686018427387904,))");
+    tt_tensor *x = tt_zeros(TT_F32, TT_SHAPE(1));
+    tt_tensor *e = tt_as_strided(x, TT_SHAPE(HUGE_PAD), (int64_t[]){0}, 0);  // one element
+    tt_cat(2, (tt_tensor *[]){e, e}, 0);
+}
+END_TEST
+
+START_TEST(test_arange_too_many_elements_aborts) {
+    tt_expect_abort("tt_arange: arange(0, 1e+30, 1) would have 1e+30 elements");
+    tt_arange(TT_F32, 0, 1e30, 1);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("misuse");
     TCase *uaf = tt_tcase_aborts("aborts_use_after_release");
@@ -195,6 +247,13 @@ int main(void) {
     tcase_add_test_raise_signal(ov, test_conv_huge_dilation_aborts, SIGABRT);
     tcase_add_test_raise_signal(ov, test_conv_huge_output_aborts, SIGABRT);
     tcase_add_test_raise_signal(ov, test_conv_transpose_huge_stride_aborts, SIGABRT);
+    tcase_add_test_raise_signal(ov, test_pool_huge_padding_aborts, SIGABRT);
+    tcase_add_test_raise_signal(ov, test_unflatten_overflowing_sizes_aborts, SIGABRT);
+    tcase_add_test_raise_signal(ov, test_as_strided_overflowing_reach_aborts, SIGABRT);
+    tcase_add_test_raise_signal(ov, test_cat_overflowing_sizes_aborts, SIGABRT);
+    tcase_add_test_raise_signal(ov, test_arange_too_many_elements_aborts, SIGABRT);
+    tcase_add_test_raise_signal(ov, test_adaptive_pool_huge_output_aborts, SIGABRT);
+    tcase_add_test_raise_signal(ov, test_adaptive_pool_too_many_elements_aborts, SIGABRT);
     suite_add_tcase(s, ov);
     TCase *tc = tt_tcase("shape_edges");
     tcase_add_test(tc, test_slice_huge_step_is_one_element);
