@@ -203,13 +203,14 @@ void tt_release(tt_tensor *t);       // NULL is a no-op
 //   optimizer step or a module forward aborts with one line: "tensor (2, 3) f32 was used after
 //   it was freed: made inside a scope that has ended? tt_keep it ...". The check is one test
 //   of the storage pointer in the accessors every op reads through (tt__storage, tt__base).
-// Not caught: a stale pointer used after 4096 more tensors were freed on the thread (its
-// struct may belong to a new tensor by then: the use then reads that tensor, silently), a
-// tensor another thread frees while this one uses it (a race), and reads or writes of a freed tensor's fields that go
-// around the functions (t->shape[0]). Under ASan the
-// quarantined memory is still allocated, so these messages come before ASan's report. Each
-// thread that frees tensors holds its quarantine (up to 16384 structs of 208 bytes, about
-// 3.3 MiB) until the process exits; the live-tensor counters do not count it.
+// Not caught: a stale pointer used after 4096 more tensors were freed on the freeing thread
+// (its struct may belong to a new tensor by then: the use then reads that tensor, silently;
+// or, past 16384, it went back to malloc), a tensor another thread frees while this one uses
+// it (a race), and reads or writes of a freed tensor's fields that go around the functions
+// (t->shape[0]). Under ASan the quarantined memory is still allocated, so these messages come
+// before ASan's report. Each thread that frees tensors holds its quarantine (up to 16384
+// structs of 208 bytes, about 3.3 MiB) until it exits (the main thread: until the process
+// exits); the live-tensor counters do not count it.
 
 // ---- ownership scopes (autorelease pools) ----
 

@@ -143,7 +143,8 @@ END_TEST
 START_TEST(test_conv_huge_padding_aborts) {
     tt_expect_abort("tt_conv2d: stride (1, 1), padding (4611686018427387904, 0) and dilation "
                     "(1, 1) with x (1, 1, 4, 4) and weight (1, 1, 3, 3) overflow int64");
-    tt_tensor *x = tt_zeros(TT_F32, TT_SHAPE(1, 1, 4, 4)), *w = tt_zeros(TT_F32, TT_SHAPE(1, 1, 3, 3));
+    tt_tensor *x = tt_zeros(TT_F32, TT_SHAPE(1, 1, 4, 4));
+    tt_tensor *w = tt_zeros(TT_F32, TT_SHAPE(1, 1, 3, 3));
     tt_conv2d(x, w, NULL, NULL, (int64_t[]){HUGE_PAD, 0}, NULL, 1);
 }
 END_TEST
@@ -151,13 +152,14 @@ END_TEST
 START_TEST(test_conv_huge_dilation_aborts) {
     tt_expect_abort("tt_conv2d: stride (1, 1), padding (0, 0) and dilation (1, "
                     "4611686018427387904) with x (1, 1, 4, 4) and weight (1, 1, 3, 3) overflow");
-    tt_tensor *x = tt_zeros(TT_F32, TT_SHAPE(1, 1, 4, 4)), *w = tt_zeros(TT_F32, TT_SHAPE(1, 1, 3, 3));
+    tt_tensor *x = tt_zeros(TT_F32, TT_SHAPE(1, 1, 4, 4));
+    tt_tensor *w = tt_zeros(TT_F32, TT_SHAPE(1, 1, 3, 3));
     tt_conv2d(x, w, NULL, NULL, NULL, (int64_t[]){1, HUGE_PAD}, 1);
 }
 END_TEST
 
+// Each padded side fits; the output's 2^41 x 2^41 elements per channel do not.
 START_TEST(test_conv_huge_output_aborts) {
-    // Each padded side fits; the output's 2^41 x 2^41 elements per channel do not.
     tt_expect_abort("tt_conv2d: stride (1, 1), padding (1099511627776, 1099511627776) and "
                     "dilation (1, 1) with x (1, 1, 1, 1) and weight (1, 1, 3, 3) overflow");
     tt_tensor *x = tt_zeros(TT_F32, TT_SHAPE(1, 1, 1, 1));
@@ -169,7 +171,8 @@ END_TEST
 START_TEST(test_conv_transpose_huge_stride_aborts) {
     tt_expect_abort("tt_conv_transpose2d: stride (4611686018427387904, 1), padding (0, 0) and "
                     "dilation (1, 1) with x (1, 1, 4, 4) and weight (1, 1, 3, 3) overflow");
-    tt_tensor *x = tt_zeros(TT_F32, TT_SHAPE(1, 1, 4, 4)), *w = tt_zeros(TT_F32, TT_SHAPE(1, 1, 3, 3));
+    tt_tensor *x = tt_zeros(TT_F32, TT_SHAPE(1, 1, 4, 4));
+    tt_tensor *w = tt_zeros(TT_F32, TT_SHAPE(1, 1, 3, 3));
     tt_conv_transpose2d(x, w, NULL, (int64_t[]){HUGE_PAD, 1}, NULL, NULL, 1, NULL);
 }
 END_TEST
