@@ -3,7 +3,7 @@
 // Reference counting and the counters are in tensor.c.
 #include "tensor_internal.h"
 
-#include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +13,9 @@
 // by exact (64-byte padded) size and handed out again: the steady state calls no malloc. The
 // cache holds at most cache_limit bytes (a buffer that does not fit is freed). Sanitizer
 // builds and TT_NO_CACHE=1 bypass it, so use-after-free stays detectable. Every thread shares
-// it: cache_lock guards the buckets, the byte count and the stats (an uncontended lock and
-// unlock per buffer, measured in tensor.h's "threads" section).
+// it: a spin lock guards the buckets, the byte count and the stats. Uncontended it costs one
+// exchange and one store per buffer; the sections it guards are a few loads and stores (a
+// table grows rarely), so a waiting thread yields rather than sleeps.
 
 #if defined(__SANITIZE_ADDRESS__)
 #define TT_CACHE_DEFAULT false
@@ -28,12 +29,19 @@ typedef struct bucket {
     int n, cap;
 } bucket;
 
-static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int cache_locked;
 static bucket *buckets;  // open addressing, nbuckets a power of two
 static size_t nbuckets, nused;
 static size_t cached_bytes, cache_limit = (size_t)1 << 30;
 static atomic_int cache_on = -1;  // -1: not decided yet (deciding twice gives the same answer)
 static tt_alloc_stats stats;
+
+static void cache_lock(void) {
+    while (atomic_exchange_explicit(&cache_locked, 1, memory_order_acquire))
+        while (atomic_load_explicit(&cache_locked, memory_order_relaxed)) sched_yield();
+}
+
+static void cache_unlock(void) { atomic_store_explicit(&cache_locked, 0, memory_order_release); }
 
 static bool cache_enabled(void) {
     int on = atomic_load_explicit(&cache_on, memory_order_relaxed);
@@ -45,7 +53,7 @@ static bool cache_enabled(void) {
     return on;
 }
 
-// The bucket of `size` (cache_lock held); create: make it if missing, else the empty slot or
+// The bucket of `size` (the cache lock held); create: make it if missing, else the empty slot or
 // NULL when there is no table.
 static bucket *find_bucket(size_t size, bool create) {
     if (create && 2 * (nused + 1) > nbuckets) {  // grow: keep the load under one half
@@ -76,7 +84,7 @@ static bucket *find_bucket(size_t size, bool create) {
 void *tt__buffer_get(size_t padded) {
     bool on = cache_enabled();
     void *p = NULL;
-    pthread_mutex_lock(&cache_lock);
+    cache_lock();
     if (on) {
         bucket *b = find_bucket(padded, false);
         if (b && b->size == padded && b->n > 0) {
@@ -86,7 +94,7 @@ void *tt__buffer_get(size_t padded) {
     }
     if (p) stats.reused++;
     else stats.fresh++;
-    pthread_mutex_unlock(&cache_lock);
+    cache_unlock();
     if (p) return p;
     p = aligned_alloc(64, padded);
     TT_CHECK(p, "out of memory allocating a %zu-byte tensor", padded);
@@ -98,9 +106,9 @@ void tt__buffer_put(void *p, size_t padded) {
         free(p);
         return;
     }
-    pthread_mutex_lock(&cache_lock);
+    cache_lock();
     if (cached_bytes + padded > cache_limit) {
-        pthread_mutex_unlock(&cache_lock);
+        cache_unlock();
         free(p);
         return;
     }
@@ -111,10 +119,10 @@ void tt__buffer_put(void *p, size_t padded) {
     }
     b->bufs[b->n++] = p;
     cached_bytes += padded;
-    pthread_mutex_unlock(&cache_lock);
+    cache_unlock();
 }
 
-// Frees every cached buffer (cache_lock held).
+// Frees every cached buffer (the cache lock held).
 static void trim_locked(void) {
     for (size_t i = 0; i < nbuckets; i++) {
         for (int k = 0; k < buckets[i].n; k++) free(buckets[i].bufs[k]);
@@ -127,25 +135,25 @@ static void trim_locked(void) {
 }
 
 void tt_alloc_trim(void) {
-    pthread_mutex_lock(&cache_lock);
+    cache_lock();
     trim_locked();
-    pthread_mutex_unlock(&cache_lock);
+    cache_unlock();
 }
 
 size_t tt_alloc_set_cache_limit(size_t bytes) {
-    pthread_mutex_lock(&cache_lock);
+    cache_lock();
     size_t prev = cache_limit;
     cache_limit = bytes;
     if (cached_bytes > bytes) trim_locked();
-    pthread_mutex_unlock(&cache_lock);
+    cache_unlock();
     return prev;
 }
 
 tt_alloc_stats tt_alloc_get_stats(void) {
-    pthread_mutex_lock(&cache_lock);
+    cache_lock();
     tt_alloc_stats s = stats;
     s.cached_bytes = (int64_t)cached_bytes;
-    pthread_mutex_unlock(&cache_lock);
+    cache_unlock();
     s.enabled = cache_enabled();
     return s;
 }
