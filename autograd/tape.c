@@ -85,7 +85,7 @@ void tt__check_same_dtype_at(const tt_tensor *a, const tt_tensor *b, const char 
 }
 
 tt_tensor *tt_set_requires_grad(tt_tensor *t, bool requires_grad) {
-    tt__storage(t, __func__);  // aborts on a freed tensor
+    tt__check_live(t, __func__);  // aborts on a freed tensor
     TT_CHECK(!t->node, "tensor %s is the output of op '%s'; only leaves (tensors no op made) "
              "take requires_grad (use tt_detach to make a leaf)", tt__shape(t),
              tt_op_name(t->node->op));
@@ -99,7 +99,7 @@ tt_tensor *tt_set_requires_grad(tt_tensor *t, bool requires_grad) {
 tt_tensor *tt_grad(const tt_tensor *t) { return t->grad; }
 
 void tt_zero_grad(tt_tensor *t) {
-    tt__storage(t, __func__);  // aborts on a freed tensor
+    tt__check_live(t, __func__);  // aborts on a freed tensor
     tt_release(t->grad);
     t->grad = NULL;
 }
@@ -419,7 +419,7 @@ static void output_hooks(tt_node *n) {
 
 tt_tensor *tt_retain_grad(tt_tensor *t) {
     TT_CHECK(t, "tensor is NULL");
-    tt__storage(t, __func__);  // aborts on a freed tensor
+    tt__check_live(t, __func__);  // aborts on a freed tensor
     TT_CHECK(t->requires_grad, "tensor %s does not require grad, so backward computes no "
              "gradient for it to retain", tt__shape(t));
     if (t->node) t->retains_grad = true;  // a leaf keeps its .grad anyway
@@ -428,7 +428,7 @@ tt_tensor *tt_retain_grad(tt_tensor *t) {
 
 void tt_register_hook(tt_tensor *t, tt_grad_hook fn, void *ctx) {
     TT_CHECK(t && fn, "tensor or hook is NULL");
-    tt__storage(t, __func__);  // aborts on a freed tensor
+    tt__check_live(t, __func__);  // aborts on a freed tensor
     TT_CHECK(t->requires_grad, "cannot register a hook on tensor %s: it does not require grad "
              "(call tt_set_requires_grad on the leaves it comes from)", tt__shape(t));
     if (!t->hooks) {
@@ -593,7 +593,7 @@ static void collect(tt_node *root, node_list *out, const char *func) {
 
 void tt_backward_ex(tt_tensor *out, tt_tensor *grad, bool retain_graph) {
     TT_CHECK(out, "tensor is NULL");
-    tt__storage(out, "tt_backward");  // aborts on a freed tensor
+    tt__check_live(out, "tt_backward");  // aborts on a freed tensor
     TT_CHECK(out->requires_grad, "tensor %s does not require grad: no input of the ops that "
              "made it requires grad (call tt_set_requires_grad on the parameters), or grad "
              "mode was off", tt__shape(out));

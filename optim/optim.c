@@ -360,7 +360,8 @@ void tt_optim_step(tt_optim *o) {
         double lr = o->lr * gr->lr_scale, wd = gr->weight_decay;
         for (int i = 0; i < gr->params.n; i++) {
             tt_tensor *p = gr->params.items[i].tensor;
-            tt_tensor *g = tt__storage(p, __func__) ? p->grad : NULL;  // aborts when p is freed
+            tt__check_live(p, __func__);  // aborts when p was freed
+            tt_tensor *g = p->grad;
             if (!g) continue;  // no gradient reached it: skipped, as in PyTorch
             check_grad(gr->params.items[i].name, p, g, __func__);
             tt_tensor **st = &gr->state[i * TT_OPTIM_SLOT_COUNT];
@@ -450,7 +451,8 @@ double tt_grad_norm(const tt_params *p) {
     double total = 0;
     for (int i = 0; i < p->n; i++) {
         const tt_tensor *t = p->items[i].tensor;
-        const tt_tensor *g = tt__storage(t, __func__) ? t->grad : NULL;  // aborts when freed
+        tt__check_live(t, __func__);  // aborts when t was freed
+        const tt_tensor *g = t->grad;
         if (!g || seen_before(p, i)) continue;
         check_grad(p->items[i].name, t, g, __func__);
         total += sumsq(g);

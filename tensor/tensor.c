@@ -254,7 +254,7 @@ void tt__at_thread_exit(void (*fn)(void)) {
 // is caught). The ring is larger than the window so that a training step, which frees about as
 // many tensors as it makes, reuses structs instead of calling malloc and free for each.
 
-#define FREED ((int64_t)-0x5eadbeef)
+#define FREED TT__FREED
 #define QUARANTINE 4096  // frees a struct waits at least before reuse
 #define RING 16384       // structs held at most; a power of two
 
@@ -583,7 +583,7 @@ tt_tensor *tt__autorelease(tt_tensor *t) {
 // ---- metadata ----
 
 int64_t tt_numel(const tt_tensor *t) {
-    tt__storage(t, __func__);
+    tt__check_live(t, __func__);
     return tt__shape_numel(t->ndim, t->shape);
 }
 
@@ -596,12 +596,12 @@ int tt__norm_dim_at(int dim, int ndim, const char *file, int line, const char *f
 }
 
 int64_t tt_size(const tt_tensor *t, int dim) {
-    tt__storage(t, __func__);
+    tt__check_live(t, __func__);
     return t->shape[tt__norm_dim(dim, t->ndim, __func__)];
 }
 
 bool tt_is_contiguous(const tt_tensor *t) {
-    tt__storage(t, __func__);
+    tt__check_live(t, __func__);
     int64_t s = 1;
     for (int i = t->ndim - 1; i >= 0; i--) {
         if (t->shape[i] == 1) continue;
@@ -613,8 +613,8 @@ bool tt_is_contiguous(const tt_tensor *t) {
 }
 
 bool tt_same_shape(const tt_tensor *a, const tt_tensor *b) {
-    tt__storage(a, __func__);
-    tt__storage(b, __func__);
+    tt__check_live(a, __func__);
+    tt__check_live(b, __func__);
     if (a->ndim != b->ndim) return false;
     for (int i = 0; i < a->ndim; i++)
         if (a->shape[i] != b->shape[i]) return false;
@@ -622,7 +622,7 @@ bool tt_same_shape(const tt_tensor *a, const tt_tensor *b) {
 }
 
 void tt_set_name(tt_tensor *t, const char *name) {
-    tt__storage(t, __func__);
+    tt__check_live(t, __func__);
     tt_free(t->name);
     t->name = NULL;
     if (name) {

@@ -202,7 +202,8 @@ void tt_release(tt_tensor *t);       // NULL is a no-op
 //   tt_print, tt_item / tt_get / tt_at / tt_data*, tt_numel / tt_size, tt_backward, an
 //   optimizer step or a module forward aborts with one line: "tensor (2, 3) f32 was used after
 //   it was freed: made inside a scope that has ended? tt_keep it ...". The check is one test
-//   of the storage pointer in the accessors every op reads through (tt__storage, tt__base).
+//   in the accessors every op reads through: of the storage pointer for data (tt__base,
+//   tt_data), of the refcount sentinel for metadata (tt_numel, tt_same_shape, ...).
 // Not caught: a stale pointer used after 4096 more tensors were freed on the freeing thread
 // (its struct may belong to a new tensor by then: the use then reads that tensor, silently;
 // or, past 16384, it went back to malloc), a tensor another thread frees while this one uses

@@ -181,6 +181,13 @@ static inline tt_storage *tt__storage(const tt_tensor *t, const char *func) {
     if (!t->storage) tt__freed(t, func);
     return t->storage;
 }
+// The refcount of a freed tensor struct (tensor.c's quarantine).
+#define TT__FREED ((int64_t)-0x5eadbeef)
+// The same check for functions that read only metadata (shape, dtype, flags): aborts when t
+// was freed. A struct that never was a tensor (a shape on the stack) passes.
+static inline void tt__check_live(const tt_tensor *t, const char *func) {
+    if (__atomic_load_n(&t->refcount, __ATOMIC_RELAXED) == TT__FREED) tt__freed(t, func);
+}
 // The start of t's storage, checked as tt__storage on behalf of the calling function.
 #define tt__base(t) (tt__storage((t), __func__)->data)
 static inline void *tt__data_or_null(const tt_tensor *t) { return t ? tt_data(t) : NULL; }
