@@ -23,6 +23,25 @@ typedef struct conv_ctx {
 
 // ---- helpers ----
 
+// *r = a * b + c; false when that overflows int64. Shape arithmetic is checked before it
+// runs: a user's padding, dilation or stride can make any product overflow.
+static bool mul_add(int64_t a, int64_t b, int64_t c, int64_t *r) {
+    return !__builtin_mul_overflow(a, b, r) && !__builtin_add_overflow(*r, c, r);
+}
+
+#if defined(__GNUC__)
+__attribute__((noreturn))
+#endif
+static void conv_overflows(const char *func, const tt_tensor *x, const tt_tensor *w,
+                           const int64_t *stride, const int64_t *padding,
+                           const int64_t *dilation) {
+    tt_fatal(__FILE__, __LINE__, func, "stride (%lld, %lld), padding (%lld, %lld) and dilation "
+             "(%lld, %lld) with x %s and weight %s overflow int64: no tensor can be that large",
+             (long long)stride[0], (long long)stride[1], (long long)padding[0],
+             (long long)padding[1], (long long)dilation[0], (long long)dilation[1],
+             tt__shape(x), tt__shape(w));
+}
+
 // C (M, N), rows of N contiguous, (+)= A B in dtype dt.
 static void gemm(tt_dtype dt, int64_t M, int64_t N, int64_t K, const void *A, int64_t a_rs,
                  int64_t a_cs, const void *B, int64_t b_rs, int64_t b_cs, void *C, bool acc) {
@@ -227,18 +246,22 @@ tt_tensor *tt_conv2d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias, const int
                    "bias %s must be (%lld,), one value per output channel of weight %s",
                    tt__shape(bias), (long long)CO, tt__shape(weight));
     }
-    tt_k_conv_geom g = geometry(x, weight, &c);
     for (int d = 0; d < 2; d++) {
-        int64_t in = x->shape[2 + d] + 2 * c.padding[d];
-        int64_t span = c.dilation[d] * (weight->shape[2 + d] - 1) + 1;
+        int64_t in, span;
+        if (!mul_add(2, c.padding[d], x->shape[2 + d], &in) ||
+            !mul_add(c.dilation[d], weight->shape[2 + d] - 1, 1, &span))
+            conv_overflows("tt_conv2d", x, weight, c.stride, c.padding, c.dilation);
         CONV_CHECK(
             weight->shape[2 + d] >= 1 && span <= in,
             "weight %s (kernel extent %lld along %s, dilated) is larger than the padded input "
             "(%lld) of x %s; pad more or use a smaller kernel",
             tt__shape(weight), (long long)span, d == 0 ? "H" : "W", (long long)in, tt__shape(x));
     }
-    int64_t COG = CO / G, L = g.OH * g.OW, K = g.C * g.KH * g.KW, HW = g.H * g.W;
-    int64_t PI = G * K * L;  // patch elements per image
+    tt_k_conv_geom g = geometry(x, weight, &c);  // (in - span) / stride + 1: no overflow now
+    int64_t COG = CO / G, L, K = g.C * g.KH * g.KW, HW = g.H * g.W, PI;  // K, HW: in tensors
+    if (!mul_add(g.OH, g.OW, 0, &L) || !mul_add(G * K, L, 0, &PI))
+        conv_overflows("tt_conv2d", x, weight, c.stride, c.padding, c.dilation);
+    // PI: patch elements per image
     tt_dtype dt = x->dtype;
     size_t es = tt_dtype_size(dt);
     tt_tensor *out = tt__new(dt, 4, (int64_t[]){N, CO, g.OH, g.OW});
@@ -474,7 +497,9 @@ typedef struct convt_ctx {
 
 // The geometry of the adjoint conv2d, for one group of one image: its input is the (COG, OH,
 // OW) output slice, its output the (H, W) of x.
-static tt_k_conv_geom convt_geometry(const tt_tensor *x, const tt_tensor *w, const convt_ctx *c) {
+// The geometry, or false when the output size overflows int64.
+static bool convt_geometry(tt_k_conv_geom *out, const tt_tensor *x, const tt_tensor *w,
+                           const convt_ctx *c) {
     tt_k_conv_geom g = {
         .C = w->shape[1],
         .KH = w->shape[2],
@@ -488,9 +513,16 @@ static tt_k_conv_geom convt_geometry(const tt_tensor *x, const tt_tensor *w, con
         .dh = c->dilation[0],
         .dw = c->dilation[1],
     };
-    g.H = (g.OH - 1) * g.sh - 2 * g.ph + g.dh * (g.KH - 1) + c->output_padding[0] + 1;
-    g.W = (g.OW - 1) * g.sw - 2 * g.pw + g.dw * (g.KW - 1) + c->output_padding[1] + 1;
-    return g;
+    // H = (OH - 1) sh - 2 ph + dh (KH - 1) + output_padding + 1, W likewise
+    int64_t th, tw;
+    bool ok = mul_add(g.OH - 1, g.sh, c->output_padding[0] + 1, &g.H) &&
+              mul_add(-2, g.ph, g.H, &g.H) && mul_add(g.dh, g.KH - 1, 0, &th) &&
+              !__builtin_add_overflow(g.H, th, &g.H) &&
+              mul_add(g.OW - 1, g.sw, c->output_padding[1] + 1, &g.W) &&
+              mul_add(-2, g.pw, g.W, &g.W) && mul_add(g.dw, g.KW - 1, 0, &tw) &&
+              !__builtin_add_overflow(g.W, tw, &g.W);
+    *out = g;
+    return ok;
 }
 
 tt_tensor *tt_conv_transpose2d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias,
@@ -540,19 +572,23 @@ tt_tensor *tt_conv_transpose2d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias,
                     "dim 1 * groups %lld)",
                     tt__shape(bias), (long long)CO, tt__shape(weight), (long long)G);
     }
-    tt_k_conv_geom g = convt_geometry(x, weight, &c);
+    tt_k_conv_geom g;
+    if (!convt_geometry(&g, x, weight, &c))
+        conv_overflows("tt_conv_transpose2d", x, weight, c.stride, c.padding, c.dilation);
     CONVT_CHECK(g.H >= 1 && g.W >= 1 && weight->shape[2] >= 1 && weight->shape[3] >= 1,
                 "the output of x %s and weight %s would be %lld x %lld; use less padding",
                 tt__shape(x), tt__shape(weight), (long long)g.H, (long long)g.W);
     int64_t CG = C / G, COG = weight->shape[1], HW = g.OH * g.OW, K = COG * g.KH * g.KW;
-    int64_t L = g.H * g.W;
+    int64_t L, GKHW;  // HW and K are sizes of tensors that exist: they fit
+    if (!mul_add(g.H, g.W, 0, &L) || !mul_add(G * K, HW, 0, &GKHW))
+        conv_overflows("tt_conv_transpose2d", x, weight, c.stride, c.padding, c.dilation);
     size_t es = tt_dtype_size(x->dtype);
     tt_tensor *out = tt__new(x->dtype, 4, (int64_t[]){N, CO, g.H, g.W});
     tt_tensor *xc = tt__contiguous_ref(x), *wc = tt__contiguous_ref(weight);
     // Chunks of images as tt_conv2d's backward: xt (C, nb HW) = the chunk of x gathered,
     // col[group] (K, nb HW) = w[group]^T (K, CG) @ xt[group] (CG, nb HW), then col2im of each
     // image's columns. Bits independent of the thread count and of the batch size.
-    int64_t nb = chunk_images(N, G * K * HW, es);
+    int64_t nb = chunk_images(N, GKHW, es);
     tt_tensor *col = tt__new(x->dtype, 2, (int64_t[]){G * K, nb * HW});  // (G, K, nb HW)
     tt_tensor *xt = tt__new(x->dtype, 2, (int64_t[]){C, nb * HW});       // (G, CG, nb HW)
     char *xp = tt_data(xc), *wp = tt_data(wc), *op = tt_data(out), *cp = tt_data(col);
@@ -597,7 +633,8 @@ tt_tensor *tt_conv_transpose2d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias,
 void tt__backward_conv_transpose2d(tt_node *nd) {
     tt_tensor *x = nd->inputs[0], *w = nd->inputs[1], *b = nd->inputs[2];
     const convt_ctx *c = nd->ctx;
-    tt_k_conv_geom g = convt_geometry(x, w, c);
+    tt_k_conv_geom g;
+    convt_geometry(&g, x, w, c);  // checked by the forward
     int64_t N = x->shape[0], C = x->shape[1], G = c->groups;
     int64_t CG = C / G, COG = w->shape[1], CO = COG * G, HW = g.OH * g.OW;
     int64_t K = COG * g.KH * g.KW, L = g.H * g.W;
@@ -731,7 +768,9 @@ tt_tensor *tt_unflatten(tt_tensor *x, int dim, const int64_t *sizes, int n) {
         if (sizes[i] == -1)
             infer = i;
         else
-            known *= sizes[i];
+            TT_CHECK(!__builtin_mul_overflow(known, sizes[i], &known), "sizes %s for dim %d "
+                     "of x %s: their product overflows int64", tt__shape_of(n, sizes), dim,
+                     tt__shape(x));
     }
     int64_t size = x->shape[d];
     TT_CHECK(infer >= 0 ? (known > 0 && size % known == 0) : known == size,

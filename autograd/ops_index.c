@@ -60,7 +60,7 @@ static int64_t index_at(const tt_tensor *index, int64_t i) {
         off += (i % index->shape[d]) * index->stride[d];
         i /= index->shape[d];
     }
-    const void *base = index->storage->data;
+    const void *base = tt__base(index);
     return index->dtype == TT_I32 ? ((const int32_t *)base)[off] : ((const int64_t *)base)[off];
 }
 

@@ -186,9 +186,14 @@ tt_tensor *tt_pad(tt_tensor *x, int npad, const int64_t *pad, tt_pad_mode mode, 
             y = tt_cat(3, parts, d);
             continue;
         }
-        LAYOUT_CHECK(l + r + n >= 0, __func__, "padding (%lld, %lld) of dim %d of x %s leaves "
+        int64_t size;
+        LAYOUT_CHECK(l != INT64_MIN && r != INT64_MIN && !__builtin_add_overflow(l, r, &size) &&
+                         !__builtin_add_overflow(size, n, &size), __func__, "padding (%lld, "
+                     "%lld) of dim %d of x %s overflows int64", (long long)l, (long long)r, d,
+                     tt__shape(x));
+        LAYOUT_CHECK(size >= 0, __func__, "padding (%lld, %lld) of dim %d of x %s leaves "
                      "a negative size %lld", (long long)l, (long long)r, d, tt__shape(x),
-                     (long long)(l + r + n));
+                     (long long)size);
         if (l < 0) y = tt_narrow(y, d, -l, n + l), n += l, l = 0;
         if (r < 0) y = tt_narrow(y, d, 0, n + r), n += r, r = 0;
         if (l == 0 && r == 0) continue;

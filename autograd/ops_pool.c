@@ -90,14 +90,14 @@ static void fixed_windows(pool_ctx *c, pool_geom *g, const tt_tensor *x, const i
         TT_CHECK_IN(func, c->kernel[a] > 0 && c->stride[a] > 0, "kernel (%lld, %lld) and "
                     "stride (%lld, %lld) must be positive", (long long)kernel[0],
                     (long long)kernel[1], (long long)c->stride[0], (long long)c->stride[1]);
-        TT_CHECK_IN(func, c->padding[a] >= 0 && 2 * c->padding[a] <= c->kernel[a],
+        TT_CHECK_IN(func, c->padding[a] >= 0 && c->padding[a] <= c->kernel[a] / 2,
                     "padding %lld of kernel %lld (dim %d): pad should be at most half of "
                     "kernel size (as PyTorch); lower the padding", (long long)c->padding[a],
                     (long long)c->kernel[a], a);
     }
     int64_t in[2] = {g->H, g->W}, out[2];
     for (int a = 0; a < 2; a++) {
-        int64_t span = in[a] + 2 * c->padding[a] - c->kernel[a];
+        int64_t span = in[a] - c->kernel[a] + 2 * c->padding[a];  // 2 p <= kernel: no overflow
         out[a] = span < 0 ? 0 : span / c->stride[a] + 1;
     }
     TT_CHECK_IN(func, out[0] > 0 && out[1] > 0, "x %s with kernel (%lld, %lld), padding "
@@ -199,7 +199,16 @@ tt_tensor *tt_adaptive_avg_pool2d(tt_tensor *x, int64_t out_h, int64_t out_w) {
     pool_geom g = geom_of(x, __func__);
     TT_CHECK(out_h > 0 && out_w > 0, "output size (%lld, %lld) must be positive",
              (long long)out_h, (long long)out_w);
+    int64_t t;  // the windows compute (i + 1) H and (j + 1) W: they must fit
+    TT_CHECK(out_h < (INT64_MAX >> 5) && out_w < (INT64_MAX >> 5) &&
+                 !__builtin_mul_overflow(out_h + 1, g.H, &t) &&
+                 !__builtin_mul_overflow(out_w + 1, g.W, &t),
+             "output size (%lld, %lld) for x %s overflows int64: no tensor can be that large",
+             (long long)out_h, (long long)out_w, tt__shape(x));
     g.OH = out_h, g.OW = out_w;
+    int64_t shape[4];
+    out_shape(shape, x, &g);
+    tt__check_shape(__func__, x->dtype, x->ndim, shape);
     pool_ctx pc = {.kind = POOL_ADAPTIVE};
     return avg_pool(x, &pc, &g);
 }

@@ -44,7 +44,7 @@ static tt_tensor *slice_view(const tt_tensor *t, int dim, int64_t start, int64_t
     int64_t shape[TT_MAX_DIMS], stride[TT_MAX_DIMS];
     for (int i = 0; i < t->ndim; i++) shape[i] = t->shape[i], stride[i] = t->stride[i];
     shape[dim] = len;
-    stride[dim] = t->stride[dim] * step;
+    stride[dim] = len > 1 ? t->stride[dim] * step : t->stride[dim];  // fits when len > 1
     int64_t offset = len > 0 ? t->offset + start * t->stride[dim] : t->offset;
     return tt__new_view(t, t->ndim, shape, stride, offset);
 }
@@ -66,6 +66,7 @@ static void resolve_shape(const tt_tensor *x, int ndim, const int64_t *shape, in
                           const char *func) {
     int infer = -1;
     int64_t known = 1, numel = tt_numel(x);
+    bool zero = false;  // a size is 0: known is the product of the others, checked for overflow
     for (int i = 0; i < ndim; i++) {
         out[i] = shape[i];
         if (shape[i] == -1) {
@@ -76,9 +77,13 @@ static void resolve_shape(const tt_tensor *x, int ndim, const int64_t *shape, in
             SHAPE_CHECK(shape[i] >= 0, func, "cannot reshape %s to %s: negative size %lld in "
                         "dim %d (only -1, for one inferred dim)", tt__shape(x),
                         tt__shape_of(ndim, shape), (long long)shape[i], i);
-            known *= shape[i];
+            SHAPE_CHECK(!__builtin_mul_overflow(known, shape[i] ? shape[i] : 1, &known), func,
+                        "cannot reshape %s to %s: the sizes' product overflows int64",
+                        tt__shape(x), tt__shape_of(ndim, shape));
+            zero = zero || shape[i] == 0;
         }
     }
+    if (zero) known = 0;
     if (infer >= 0) {
         SHAPE_CHECK(known != 0 && numel % known == 0, func, "cannot reshape %s (%lld elements) "
                     "to %s: the other dims' product %lld does not divide the element count",
@@ -251,7 +256,7 @@ tt_tensor *tt_slice(tt_tensor *x, int dim, int64_t start, int64_t end, int64_t s
                 "negative steps are not supported", (long long)step, tt__shape(x), d);
     int64_t size = x->shape[d];
     int64_t s = clamp_index(start, size), e = clamp_index(end, size);
-    int64_t len = e > s ? (e - s + step - 1) / step : 0;
+    int64_t len = e > s ? (e - s - 1) / step + 1 : 0;  // ceil((e - s) / step), no overflow
     return slice_record(x, d, len > 0 ? s : 0, len, step);
 }
 
@@ -404,7 +409,9 @@ tt_tensor *tt_cat(int n, tt_tensor *const *xs, int dim) {
             SHAPE_CHECK(k == d || x->shape[k] == x0->shape[k], __func__, "tensor %d is %s but "
                         "tensor 0 is %s: sizes must match in every dim except the cat dim %d "
                         "(they differ in dim %d)", i, tt__shape(x), tt__shape(x0), d, k);
-        shape[d] += x->shape[d];
+        SHAPE_CHECK(!__builtin_add_overflow(shape[d], x->shape[d], &shape[d]), __func__,
+                    "the sizes of dim %d of the %d tensors add up past int64 (tensor %d is %s)",
+                    d, n, i, tt__shape(x));
     }
     tt_tensor *out = tt__new(x0->dtype, x0->ndim, shape);  // shape[d] = sum of the sizes
     int64_t off = 0;

@@ -3,6 +3,8 @@
 // in reverse of that order, which is a valid reverse topological order.
 #include "autograd_internal.h"
 
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,6 +85,7 @@ void tt__check_same_dtype_at(const tt_tensor *a, const tt_tensor *b, const char 
 }
 
 tt_tensor *tt_set_requires_grad(tt_tensor *t, bool requires_grad) {
+    tt__check_live(t, __func__);  // aborts on a freed tensor
     TT_CHECK(!t->node, "tensor %s is the output of op '%s'; only leaves (tensors no op made) "
              "take requires_grad (use tt_detach to make a leaf)", tt__shape(t),
              tt_op_name(t->node->op));
@@ -96,6 +99,7 @@ tt_tensor *tt_set_requires_grad(tt_tensor *t, bool requires_grad) {
 tt_tensor *tt_grad(const tt_tensor *t) { return t->grad; }
 
 void tt_zero_grad(tt_tensor *t) {
+    tt__check_live(t, __func__);  // aborts on a freed tensor
     tt_release(t->grad);
     t->grad = NULL;
 }
@@ -108,8 +112,8 @@ tt_tensor *tt_detach(tt_tensor *t) { return tt__autorelease(tt__alias(t)); }
 
 // ---- nodes ----
 
-static uint64_t next_seq;
-static uint64_t visit_epoch;
+static _Atomic uint64_t next_seq;  // shared: a graph may hold nodes made on several threads
+static _Atomic uint64_t visit_epoch;  // each walk takes its own: backwards run on any thread
 
 typedef struct node_box {  // a node and its bookkeeping, in one allocation with ctx + inputs
     tt_node node;
@@ -152,7 +156,7 @@ void *tt__record(tt_tensor *out, tt_op op, int n_inputs, tt_tensor *const *input
     tt_node *n = &((node_box *)mem)->node;
     tt__set_node_free(node_free);
     n->op = op;
-    n->seq = next_seq++;
+    n->seq = atomic_fetch_add_explicit(&next_seq, 1, memory_order_relaxed);
     n->ctx = mem + head;
     n->inputs = (tt_tensor **)(mem + head + ctx);
     n->input_version = (uint64_t *)(mem + head + ctx + (size_t)n_inputs * sizeof(tt_tensor *));
@@ -322,6 +326,28 @@ static void hooks_free(tt_hooks *h) {
 static _Thread_local tt_tensor **pending;  // leaves (retained) with a pending gradient
 static _Thread_local size_t npending, cappending;
 
+// ---- concurrent backward into one leaf ----
+// Backwards on several threads may reach the same leaf: its .grad and its hooks' pending
+// gradient change only under one of LEAF_LOCKS spin locks, picked by the leaf's address, so
+// the additions are serialized and none is lost (PyTorch's AccumulateGrad). A non-leaf's
+// gradient belongs to the one graph that made it and takes no lock. Uncontended, a lock is one
+// exchange per leaf per backward.
+#define LEAF_LOCKS 64
+static atomic_int leaf_locks[LEAF_LOCKS];
+
+// Locks x's stripe when x is a leaf; returns the lock to hand to leaf_unlock (NULL if none).
+static atomic_int *leaf_lock(const tt_tensor *x) {
+    if (x->node) return NULL;
+    uint64_t h = (uint64_t)((uintptr_t)x >> 4) * 0x9e3779b97f4a7c15ULL;
+    atomic_int *l = &leaf_locks[h >> 58];  // the top 6 bits: LEAF_LOCKS is 64
+    while (atomic_exchange_explicit(l, 1, memory_order_acquire)) sched_yield();
+    return l;
+}
+
+static void leaf_unlock(atomic_int *l) {
+    if (l) atomic_store_explicit(l, 0, memory_order_release);
+}
+
 static tt_tensor **grad_slot(tt_tensor *x, tt_tensor *g) {
     TT_CHECK(g->dtype == x->dtype, "gradient dtype %s does not match tensor dtype %s",
              tt_dtype_name(g->dtype), tt_dtype_name(x->dtype));
@@ -360,11 +386,15 @@ static tt_tensor *run_hooks(tt_tensor *x, tt_tensor *g) {
 // Leaf x's hooks on its pending gradient, then the accumulation into its .grad (no-op when
 // nothing is pending: finish_leaf ran already).
 static void finish_leaf(tt_tensor *x) {
+    atomic_int *l = leaf_lock(x);
     tt_tensor *g = x->hooks ? x->hooks->pending : NULL;
+    if (x->hooks) x->hooks->pending = NULL;
+    leaf_unlock(l);
     if (!g) return;
-    x->hooks->pending = NULL;
-    g = run_hooks(x, g);
+    g = run_hooks(x, g);  // not under the lock: a hook is user code
+    l = leaf_lock(x);
     accum_to(&x->grad, x, g);
+    leaf_unlock(l);
     tt_release(g);
 }
 
@@ -389,6 +419,7 @@ static void output_hooks(tt_node *n) {
 
 tt_tensor *tt_retain_grad(tt_tensor *t) {
     TT_CHECK(t, "tensor is NULL");
+    tt__check_live(t, __func__);  // aborts on a freed tensor
     TT_CHECK(t->requires_grad, "tensor %s does not require grad, so backward computes no "
              "gradient for it to retain", tt__shape(t));
     if (t->node) t->retains_grad = true;  // a leaf keeps its .grad anyway
@@ -397,6 +428,7 @@ tt_tensor *tt_retain_grad(tt_tensor *t) {
 
 void tt_register_hook(tt_tensor *t, tt_grad_hook fn, void *ctx) {
     TT_CHECK(t && fn, "tensor or hook is NULL");
+    tt__check_live(t, __func__);  // aborts on a freed tensor
     TT_CHECK(t->requires_grad, "cannot register a hook on tensor %s: it does not require grad "
              "(call tt_set_requires_grad on the leaves it comes from)", tt__shape(t));
     if (!t->hooks) {
@@ -413,24 +445,30 @@ void tt_register_hook(tt_tensor *t, tt_grad_hook fn, void *ctx) {
 
 void tt__accum_grad(tt_tensor *x, tt_tensor *g) {
     if (!x || !x->requires_grad) return;
+    atomic_int *l = leaf_lock(x);
     accum_to(grad_slot(x, g), x, g);
+    leaf_unlock(l);
 }
 
 void tt__accum_grad_owned(tt_tensor *x, tt_tensor *g) {
     if (x && x->requires_grad) {
+        atomic_int *l = leaf_lock(x);
         tt_tensor **slot = grad_slot(x, g);
         if (!*slot && g->refcount == 1 && g->storage->refcount == 1 && g->offset == 0 &&
             !g->node && tt_same_shape(x, g) && tt_is_contiguous(g)) {
             *slot = g;  // nobody else sees g: it becomes the gradient, no copy
+            leaf_unlock(l);
             return;
         }
         accum_to(slot, x, g);
+        leaf_unlock(l);
     }
     tt_release(g);
 }
 
 void tt__accum_grad_node(tt_tensor *x, const tt_node *n, tt_tensor *g) {
     if (!x || !x->requires_grad) return;
+    atomic_int *l = leaf_lock(x);
     tt_tensor **slot = grad_slot(x, g), *ng = n->grad;
     // Nothing but the node holds its gradient, and nothing but g (when g is a view made by this
     // backward, owned by its scope) shares the storage: after this backward the node drops its
@@ -439,11 +477,11 @@ void tt__accum_grad_node(tt_tensor *x, const tt_node *n, tt_tensor *g) {
     bool alone = g == ng ? ng->refcount == 1 && ng->storage->refcount == 1
                          : ng->refcount == 1 && g->refcount == 1 && g->storage == ng->storage &&
                                ng->storage->refcount == 2;
-    if (!*slot && alone && !g->node && tt_same_shape(x, g) && tt_is_contiguous(g)) {
+    if (!*slot && alone && !g->node && tt_same_shape(x, g) && tt_is_contiguous(g))
         *slot = tt_retain(g);
-        return;
-    }
-    accum_to(slot, x, g);
+    else
+        accum_to(slot, x, g);
+    leaf_unlock(l);
 }
 
 // ---- gradient-ready notifications ----
@@ -530,8 +568,8 @@ static int by_seq_desc(const void *a, const void *b) {
 // public function in the message of a graph an earlier backward freed.
 static void collect(tt_node *root, node_list *out, const char *func) {
     node_list stack = {0};
-    visit_epoch++;
-    ((node_box *)root)->visited = visit_epoch;
+    uint64_t epoch = atomic_fetch_add_explicit(&visit_epoch, 1, memory_order_relaxed) + 1;
+    ((node_box *)root)->visited = epoch;
     list_push(&stack, root);
     while (stack.n > 0) {
         tt_node *n = stack.v[--stack.n];
@@ -544,8 +582,8 @@ static void collect(tt_node *root, node_list *out, const char *func) {
             tt_tensor *in = n->inputs[i];
             if (!in || !in->requires_grad || !in->node) continue;
             node_box *b = (node_box *)in->node;
-            if (b->visited == visit_epoch) continue;
-            b->visited = visit_epoch;
+            if (b->visited == epoch) continue;
+            b->visited = epoch;
             list_push(&stack, in->node);
         }
     }
@@ -555,6 +593,7 @@ static void collect(tt_node *root, node_list *out, const char *func) {
 
 void tt_backward_ex(tt_tensor *out, tt_tensor *grad, bool retain_graph) {
     TT_CHECK(out, "tensor is NULL");
+    tt__check_live(out, "tt_backward");  // aborts on a freed tensor
     TT_CHECK(out->requires_grad, "tensor %s does not require grad: no input of the ops that "
              "made it requires grad (call tt_set_requires_grad on the parameters), or grad "
              "mode was off", tt__shape(out));

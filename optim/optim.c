@@ -359,7 +359,9 @@ void tt_optim_step(tt_optim *o) {
         tt_optim_group *gr = &o->groups[gi];
         double lr = o->lr * gr->lr_scale, wd = gr->weight_decay;
         for (int i = 0; i < gr->params.n; i++) {
-            tt_tensor *p = gr->params.items[i].tensor, *g = p->grad;
+            tt_tensor *p = gr->params.items[i].tensor;
+            tt__check_live(p, __func__);  // aborts when p was freed
+            tt_tensor *g = p->grad;
             if (!g) continue;  // no gradient reached it: skipped, as in PyTorch
             check_grad(gr->params.items[i].name, p, g, __func__);
             tt_tensor **st = &gr->state[i * TT_OPTIM_SLOT_COUNT];
@@ -448,7 +450,9 @@ static bool seen_before(const tt_params *p, int i) {
 double tt_grad_norm(const tt_params *p) {
     double total = 0;
     for (int i = 0; i < p->n; i++) {
-        const tt_tensor *t = p->items[i].tensor, *g = t->grad;
+        const tt_tensor *t = p->items[i].tensor;
+        tt__check_live(t, __func__);  // aborts when t was freed
+        const tt_tensor *g = t->grad;
         if (!g || seen_before(p, i)) continue;
         check_grad(p->items[i].name, t, g, __func__);
         total += sumsq(g);

@@ -63,6 +63,8 @@ tt_tensor *tt_arange(tt_dtype dtype, double start, double end, double step) {
              "need finite start/end and a non-zero step, got start=%g end=%g step=%g",
              start, end, step);
     double count = ceil((end - start) / step);
+    TT_CHECK(count < 0x1p62, "arange(%g, %g, %g) would have %g elements; no tensor can be that "
+             "large", start, end, step, count);
     int64_t n = count > 0 ? (int64_t)count : 0;
     tt_tensor *t = tt__new(dtype, 1, (int64_t[]){n});
     for (int64_t i = 0; i < n; i++) tt__store(tt__base(t), dtype, i, start + (double)i * step);

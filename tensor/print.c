@@ -82,6 +82,7 @@ static void put_dim(sbuf *b, const tt_tensor *t, int d, int64_t off, int indent,
 }
 
 int tt_snprint(char *buf, size_t n, const tt_tensor *t) {
+    tt__storage(t, __func__);  // aborts on a freed tensor
     sbuf b = {buf, n, 0};
     if (n) buf[0] = 0;
     put(&b, "tensor(");

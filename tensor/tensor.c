@@ -3,6 +3,7 @@
 // Creation and fills are in create.c, iteration in iter.c, printing in print.c.
 #include "tensor_internal.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -148,122 +149,6 @@ const char *tt_dtype_name(tt_dtype dtype) {
 
 bool tt_dtype_is_float(tt_dtype dtype) { return dtype == TT_F32 || dtype == TT_F64; }
 
-// ---- the buffer cache ----
-// A training step allocates the same sizes every step, so freed buffers are kept in buckets
-// by exact (64-byte padded) size and handed out again: the steady state calls no malloc. The
-// cache holds at most cache_limit bytes (a buffer that does not fit is freed). Sanitizer
-// builds and TT_NO_CACHE=1 bypass it, so use-after-free stays detectable.
-
-#if defined(__SANITIZE_ADDRESS__)
-#define TT_CACHE_DEFAULT false
-#else
-#define TT_CACHE_DEFAULT true
-#endif
-
-typedef struct bucket {
-    size_t size;   // padded bytes; 0 = empty slot
-    void **bufs;
-    int n, cap;
-} bucket;
-
-static bucket *buckets;  // open addressing, nbuckets a power of two
-static size_t nbuckets, nused;
-static size_t cached_bytes, cache_limit = (size_t)1 << 30;
-static int cache_on = -1;  // -1: not decided yet
-static tt_alloc_stats stats;
-
-static bool cache_enabled(void) {
-    if (cache_on < 0) {
-        const char *env = getenv("TT_NO_CACHE");
-        cache_on = TT_CACHE_DEFAULT && !(env && env[0] && strcmp(env, "0") != 0);
-    }
-    return cache_on;
-}
-
-static bucket *find_bucket(size_t size, bool create) {
-    if (create && 2 * (nused + 1) > nbuckets) {  // grow: keep the load under one half
-        size_t old = nbuckets;
-        bucket *prev = buckets;
-        nbuckets = old ? 2 * old : 64;
-        buckets = TT_CALLOC(nbuckets, sizeof *buckets);
-        for (size_t i = 0; i < old; i++)
-            if (prev[i].size) *find_bucket(prev[i].size, false) = prev[i];
-        tt_free(prev);
-    }
-    if (!nbuckets) return NULL;
-    // Fibonacci hashing: the top bits of size * 2^64/phi pick the slot; linear probing.
-    int bits = 0;
-    while (((size_t)1 << bits) < nbuckets) bits++;
-    uint64_t h = (uint64_t)(size / 64) * 0x9e3779b97f4a7c15ULL;
-    for (size_t i = (size_t)(h >> (64 - bits));; i = (i + 1) & (nbuckets - 1)) {
-        if (buckets[i].size == size) return &buckets[i];
-        if (!buckets[i].size) {
-            if (!create) return &buckets[i];  // the empty slot where it would go
-            buckets[i].size = size;
-            nused++;
-            return &buckets[i];
-        }
-    }
-}
-
-static void *buffer_get(size_t padded) {
-    if (cache_enabled()) {
-        bucket *b = find_bucket(padded, false);
-        if (b && b->size == padded && b->n > 0) {
-            cached_bytes -= padded;
-            stats.reused++;
-            return b->bufs[--b->n];
-        }
-    }
-    stats.fresh++;
-    void *p = aligned_alloc(64, padded);
-    if (!p && cached_bytes) {  // the cache's buffers back to the system, then once more
-        tt_alloc_trim();
-        p = aligned_alloc(64, padded);
-    }
-    if (!p) tt__out_of_memory(padded, __FILE__, __LINE__, "the tensor allocator");
-    return p;
-}
-
-static void buffer_put(void *p, size_t padded) {
-    if (!cache_enabled() || cached_bytes + padded > cache_limit) {
-        free(p);
-        return;
-    }
-    bucket *b = find_bucket(padded, true);
-    if (b->n == b->cap) {
-        b->cap = b->cap ? 2 * b->cap : 4;
-        b->bufs = TT_REALLOC(b->bufs, (size_t)b->cap * sizeof *b->bufs);
-    }
-    b->bufs[b->n++] = p;
-    cached_bytes += padded;
-}
-
-void tt_alloc_trim(void) {
-    for (size_t i = 0; i < nbuckets; i++) {
-        for (int k = 0; k < buckets[i].n; k++) free(buckets[i].bufs[k]);
-        tt_free(buckets[i].bufs);
-    }
-    tt_free(buckets);
-    buckets = NULL;
-    nbuckets = nused = 0;
-    cached_bytes = 0;
-}
-
-size_t tt_alloc_set_cache_limit(size_t bytes) {
-    size_t prev = cache_limit;
-    cache_limit = bytes;
-    if (cached_bytes > bytes) tt_alloc_trim();
-    return prev;
-}
-
-tt_alloc_stats tt_alloc_get_stats(void) {
-    tt_alloc_stats s = stats;
-    s.cached_bytes = (int64_t)cached_bytes;
-    s.enabled = cache_enabled();
-    return s;
-}
-
 // ---- profiler hooks ----
 
 _Atomic bool tt__prof_on;
@@ -289,7 +174,7 @@ static void prof_track_peak(void) {
 static tt_storage *storage_new(size_t nbytes) {
     tt_storage *s = TT_MALLOC(sizeof *s);
     size_t padded = (nbytes + 63) & ~(size_t)63;
-    s->data = buffer_get(padded ? padded : 64);
+    s->data = tt__buffer_get(padded ? padded : 64);
     s->nbytes = nbytes;
     s->refcount = 1;
     s->version = 0;
@@ -299,23 +184,65 @@ static tt_storage *storage_new(size_t nbytes) {
     return s;
 }
 
+// The last reference frees; a count of 1 is ours alone (nobody else can add one), so the common
+// case takes no locked instruction.
 static void storage_release(tt_storage *s) {
     if (!s) return;
-    TT_CHECK(s->refcount > 0, "storage refcount underflow");
-    if (--s->refcount > 0) return;
+    int64_t c = __atomic_load_n(&s->refcount, __ATOMIC_ACQUIRE);
+    TT_CHECK(c > 0, "storage refcount underflow");
+    if (c != 1 && __atomic_sub_fetch(&s->refcount, 1, __ATOMIC_ACQ_REL) > 0) return;
     count(&counters()->bytes, -(long long)s->nbytes);
     size_t padded = (s->nbytes + 63) & ~(size_t)63;
-    buffer_put(s->data, padded ? padded : 64);
+    tt__buffer_put(s->data, padded ? padded : 64);
     tt_free(s);
 }
 
 // ---- the version counter ----
 
-uint64_t tt_version(const tt_tensor *t) { return t->storage->version; }
+uint64_t tt_version(const tt_tensor *t) {
+    return __atomic_load_n(&tt__storage(t, __func__)->version, __ATOMIC_RELAXED);
+}
 
 void tt_bump_version(tt_tensor *t, const char *op) {
-    t->storage->version++;
-    t->storage->writer = op;
+    tt_storage *s = tt__storage(t, __func__);
+    __atomic_fetch_add(&s->version, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->writer, op, __ATOMIC_RELAXED);
+}
+
+// ---- per-thread memory given back when a thread exits ----
+// A thread that allocated per-thread memory (the quarantine, GEMM workspaces) arms a key
+// whose destructor runs every registered function on that thread as it exits. The main
+// thread's memory stays until the process exits.
+
+typedef void (*exit_fn)(void);
+#define EXIT_FNS 8
+static _Atomic(exit_fn) exit_fns[EXIT_FNS];
+static pthread_key_t exit_key;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+static _Thread_local bool exit_armed;
+
+static void run_exit_fns(void *unused) {
+    (void)unused;
+    for (int i = 0; i < EXIT_FNS; i++) {
+        exit_fn fn = atomic_load(&exit_fns[i]);
+        if (fn) fn();
+    }
+}
+
+static void make_exit_key(void) {
+    TT_CHECK(pthread_key_create(&exit_key, run_exit_fns) == 0, "pthread_key_create failed");
+}
+
+void tt__at_thread_exit(void (*fn)(void)) {
+    for (int i = 0; i < EXIT_FNS; i++) {  // registered once, in the first free slot
+        exit_fn cur = NULL;
+        if (atomic_compare_exchange_strong(&exit_fns[i], &cur, fn) || cur == fn) break;
+        TT_CHECK(i + 1 < EXIT_FNS, "more than %d thread-exit functions", EXIT_FNS);
+    }
+    if (exit_armed) return;
+    pthread_once(&exit_once, make_exit_key);
+    pthread_setspecific(exit_key, &exit_armed);  // any non-NULL value
+    exit_armed = true;
 }
 
 // ---- tensor structs: poisoned on free, reused from a quarantine ----
@@ -326,12 +253,26 @@ void tt_bump_version(tt_tensor *t, const char *op) {
 // is caught). The ring is larger than the window so that a training step, which frees about as
 // many tensors as it makes, reuses structs instead of calling malloc and free for each.
 
-#define FREED ((int64_t)-0x5eadbeef)
+#define FREED TT__FREED
 #define QUARANTINE 4096  // frees a struct waits at least before reuse
 #define RING 16384       // structs held at most; a power of two
 
 static _Thread_local tt_tensor **quarantine;  // ring; the oldest entry is at qhead
 static _Thread_local size_t qhead, qlen;
+
+static _Thread_local tt_tensor **dead;  // tensors waiting to be freed (tt_release)
+static _Thread_local size_t ndead, capdead;
+
+// At thread exit: the quarantined structs and the release list.
+static void quarantine_free(void) {
+    for (size_t i = 0; i < qlen; i++) tt_free(quarantine[(qhead + i) & (RING - 1)]);
+    tt_free(quarantine);
+    quarantine = NULL;
+    qhead = qlen = 0;
+    tt_free(dead);
+    dead = NULL;
+    ndead = capdead = 0;
+}
 
 static tt_tensor *struct_get(void) {
     if (qlen <= QUARANTINE) return TT_CALLOC(1, sizeof(tt_tensor));
@@ -349,7 +290,10 @@ static void struct_put(tt_tensor *t) {
     t->node = NULL;
     t->name = NULL;
     t->hooks = NULL;
-    if (!quarantine) quarantine = TT_MALLOC(RING * sizeof *quarantine);
+    if (!quarantine) {
+        quarantine = TT_MALLOC(RING * sizeof *quarantine);
+        tt__at_thread_exit(quarantine_free);
+    }
     if (qlen == RING) {  // more frees than allocations: the oldest goes back for good
         tt_free(quarantine[qhead]);
         qhead = (qhead + 1) & (RING - 1);
@@ -447,8 +391,8 @@ tt_tensor *tt__new_view(const tt_tensor *t, int ndim, const int64_t *shape,
     tt_tensor *v = tensor_struct(t->dtype, ndim, shape);
     for (int i = 0; i < ndim; i++) v->stride[i] = stride[i];
     v->offset = offset;
-    v->storage = t->storage;
-    v->storage->refcount++;
+    v->storage = tt__storage(t, "tt__new_view");
+    __atomic_fetch_add(&v->storage->refcount, 1, __ATOMIC_RELAXED);
     return v;
 }
 
@@ -459,14 +403,18 @@ tt_tensor *tt_as_strided(const tt_tensor *t, int ndim, const int64_t *shape,
              TT_MAX_DIMS);
     // Every element the view can reach must lie inside the storage.
     int64_t lo = offset, hi = offset, n = 1;
+    bool ovf = false;  // a span or the reach overflows int64: it lies outside any storage
     for (int i = 0; i < ndim; i++) {
         TT_CHECK(shape[i] >= 0, "negative size %lld in dim %d", (long long)shape[i], i);
-        n *= shape[i];
+        n = shape[i] == 0 ? 0 : n;
         if (shape[i] == 0) continue;
-        int64_t span = (shape[i] - 1) * stride[i];
-        if (span < 0) lo += span; else hi += span;
+        int64_t span;
+        ovf = ovf || __builtin_mul_overflow(shape[i] - 1, stride[i], &span) ||
+              __builtin_add_overflow(span < 0 ? lo : hi, span, span < 0 ? &lo : &hi);
     }
-    int64_t cap = (int64_t)(t->storage->nbytes / tt_dtype_size(t->dtype));
+    TT_CHECK(n == 0 || !ovf, "view %s with strides %s and offset %lld reaches past int64",
+             tt__shape_of(ndim, shape), tt__shape_of(ndim, stride), (long long)offset);
+    int64_t cap = (int64_t)(tt__storage(t, __func__)->nbytes / tt_dtype_size(t->dtype));
     TT_CHECK(n == 0 || (lo >= 0 && hi < cap),
              "view %s with offset %lld reaches elements [%lld, %lld] outside a storage of %lld",
              tt__shape_of(ndim, shape), (long long)offset, (long long)lo, (long long)hi,
@@ -478,8 +426,6 @@ tt_tensor *tt_as_strided(const tt_tensor *t, int ndim, const int64_t *shape,
 // would recurse deeply, so tensors whose count reached zero go on a list freed in a loop.
 static void (*node_free_fn)(tt_node *);
 static void (*hooks_free_fn)(tt_hooks *);
-static _Thread_local tt_tensor **dead;
-static _Thread_local size_t ndead, capdead;
 static _Thread_local bool freeing;
 
 void tt__set_node_free(void (*fn)(tt_node *)) { node_free_fn = fn; }
@@ -501,18 +447,32 @@ static void bad_refcount(const tt_tensor *t, int line, const char *func, bool re
              tt_dtype_name(t->dtype));
 }
 
+void tt__freed(const tt_tensor *t, const char *func) {
+    if (__atomic_load_n(&t->refcount, __ATOMIC_RELAXED) == FREED)
+        tt_fatal(__FILE__, __LINE__, func, "tensor %s %s was used after it was freed: made "
+                 "inside a scope that has ended? tt_keep it (or it was released: hold a "
+                 "reference with tt_retain while you use it)", tt__shape(t),
+                 tt_dtype_name(t->dtype));
+    tt_fatal(__FILE__, __LINE__, func, "tensor %s %s has no storage: not a tensor, or freed "
+             "long ago (made inside a scope that has ended? tt_keep it)", tt__shape(t),
+             tt_dtype_name(t->dtype));
+}
+
 tt_tensor *tt_retain(tt_tensor *t) {
     if (t) {
-        if (t->refcount <= 0) bad_refcount(t, __LINE__, "tt_retain", true);
-        t->refcount++;
+        if (__atomic_load_n(&t->refcount, __ATOMIC_RELAXED) <= 0)
+            bad_refcount(t, __LINE__, "tt_retain", true);
+        __atomic_fetch_add(&t->refcount, 1, __ATOMIC_RELAXED);
     }
     return t;
 }
 
+// As storage_release: a count of 1 is ours alone, so dropping it takes no locked instruction.
 void tt_release(tt_tensor *t) {
     if (!t) return;
-    if (t->refcount <= 0) bad_refcount(t, __LINE__, "tt_release", false);
-    if (--t->refcount > 0) return;
+    int64_t c = __atomic_load_n(&t->refcount, __ATOMIC_ACQUIRE);
+    if (c <= 0) bad_refcount(t, __LINE__, "tt_release", false);
+    if (c != 1 && __atomic_sub_fetch(&t->refcount, 1, __ATOMIC_ACQ_REL) > 0) return;
     if (ndead == capdead) {
         capdead = capdead ? 2 * capdead : 64;
         dead = TT_REALLOC(dead, capdead * sizeof *dead);
@@ -621,7 +581,10 @@ tt_tensor *tt__autorelease(tt_tensor *t) {
 
 // ---- metadata ----
 
-int64_t tt_numel(const tt_tensor *t) { return tt__shape_numel(t->ndim, t->shape); }
+int64_t tt_numel(const tt_tensor *t) {
+    tt__check_live(t, __func__);
+    return tt__shape_numel(t->ndim, t->shape);
+}
 
 int tt__norm_dim_at(int dim, int ndim, const char *file, int line, const char *func) {
     int d = dim < 0 ? dim + ndim : dim;
@@ -632,10 +595,12 @@ int tt__norm_dim_at(int dim, int ndim, const char *file, int line, const char *f
 }
 
 int64_t tt_size(const tt_tensor *t, int dim) {
+    tt__check_live(t, __func__);
     return t->shape[tt__norm_dim(dim, t->ndim, __func__)];
 }
 
 bool tt_is_contiguous(const tt_tensor *t) {
+    tt__check_live(t, __func__);
     int64_t s = 1;
     for (int i = t->ndim - 1; i >= 0; i--) {
         if (t->shape[i] == 1) continue;
@@ -647,6 +612,8 @@ bool tt_is_contiguous(const tt_tensor *t) {
 }
 
 bool tt_same_shape(const tt_tensor *a, const tt_tensor *b) {
+    tt__check_live(a, __func__);
+    tt__check_live(b, __func__);
     if (a->ndim != b->ndim) return false;
     for (int i = 0; i < a->ndim; i++)
         if (a->shape[i] != b->shape[i]) return false;
@@ -654,6 +621,7 @@ bool tt_same_shape(const tt_tensor *a, const tt_tensor *b) {
 }
 
 void tt_set_name(tt_tensor *t, const char *name) {
+    tt__check_live(t, __func__);
     tt_free(t->name);
     t->name = NULL;
     if (name) {
@@ -744,16 +712,18 @@ void tt_to_f64_array(const tt_tensor *t, double *out) {
 }
 
 void *tt_data(const tt_tensor *t) {
-    return (char *)t->storage->data + t->offset * (int64_t)tt_dtype_size(t->dtype);
+    return (char *)tt__storage(t, __func__)->data + t->offset * (int64_t)tt_dtype_size(t->dtype);
 }
 
 float *tt_data_f32(const tt_tensor *t) {
+    tt__storage(t, __func__);
     TT_CHECK(t->dtype == TT_F32, "tensor %s is %s, not f32", tt__shape(t),
              tt_dtype_name(t->dtype));
     return (float *)tt_data(t);
 }
 
 double *tt_data_f64(const tt_tensor *t) {
+    tt__storage(t, __func__);
     TT_CHECK(t->dtype == TT_F64, "tensor %s is %s, not f64", tt__shape(t),
              tt_dtype_name(t->dtype));
     return (double *)tt_data(t);

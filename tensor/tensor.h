@@ -21,6 +21,26 @@
 //   releasing more often than retained aborts (see "over-release" below for what is caught).
 // Tensors that the library keeps for itself (gradients, saved activations, parameters
 // created outside a scope) hold their own references, so scopes never free them early.
+//
+// ---- Threads and shared tensors (PyTorch's rules) ----
+// - Reading is shared: reference counts (tensor and storage) are atomic, and the buffer
+//   cache, the live counters and the tape's node numbering take any thread. Any number of
+//   threads may run forwards, with or without grad, over the same weights and views of them
+//   at once (an inference server). The tensors they read must stay alive meanwhile: hold a
+//   reference, or keep the owner from releasing them until the threads are joined.
+// - Per thread, as in PyTorch: grad mode, autocast, scopes (a scope owns what its own thread's
+//   ops return), the default dtype, tt_last_error, the kernels' thread count.
+// - Backward: backwards on several threads may reach the same leaf at once. Each addition into
+//   a leaf's .grad (or its hooks' pending gradient) is serialized by a per-leaf lock (64
+//   address-striped spin locks), so none is lost: the result is the sum of every backward's
+//   gradient, in an order that varies (bitwise reproducible only where the sums are exact).
+//   A leaf's hooks may see several threads' contributions together. A graph of non-leaf
+//   tensors belongs to one backward: do not run backward over one graph from two threads.
+// - Writes are not synchronized: an in-place op, tt_set, tt_copy_, an optimizer step or
+//   tt_zero_grad on a tensor another thread is using is a data race; order them yourself
+//   (join the backward threads, then step).
+// - Each calling thread starts its own OpenMP team in the parallel kernels; with several
+//   calling threads, tt_set_num_threads(1) in each keeps the cores from being oversubscribed.
 #ifndef TT_TENSOR_H
 #define TT_TENSOR_H
 
@@ -177,13 +197,21 @@ void tt_release(tt_tensor *t);       // NULL is a no-op
 //   freed";
 // - releasing a tensor a scope owns and then ending the scope aborts in tt_scope_end: "a
 //   tensor owned by this scope was released by hand before tt_scope_end";
-// - tt_retain of a freed tensor aborts.
-// Not caught: a stale pointer used after 4096 more tensors were freed on the thread (its
-// struct may belong to a new tensor by then), a tensor freed on another thread, and reads or
-// writes of a freed tensor's fields that go around tt_retain / tt_release. Under ASan the
-// quarantined memory is still allocated, so these messages come before ASan's report. Each
-// thread that frees tensors holds its quarantine (up to 16384 structs of 208 bytes, about
-// 3.3 MiB) until the process exits; the live-tensor counters do not count it.
+// - tt_retain of a freed tensor aborts;
+// - using a freed tensor (released, or made inside a scope that has ended) in an op, a view,
+//   tt_print, tt_item / tt_get / tt_at / tt_data*, tt_numel / tt_size, tt_backward, an
+//   optimizer step or a module forward aborts with one line: "tensor (2, 3) f32 was used after
+//   it was freed: made inside a scope that has ended? tt_keep it ...". The check is one test
+//   in the accessors every op reads through: of the storage pointer for data (tt__base,
+//   tt_data), of the refcount sentinel for metadata (tt_numel, tt_same_shape, ...).
+// Not caught: a stale pointer used after 4096 more tensors were freed on the freeing thread
+// (its struct may belong to a new tensor by then: the use then reads that tensor, silently;
+// or, past 16384, it went back to malloc), a tensor another thread frees while this one uses
+// it (a race), and reads or writes of a freed tensor's fields that go around the functions
+// (t->shape[0]). Under ASan the quarantined memory is still allocated, so these messages come
+// before ASan's report. Each thread that frees tensors holds its quarantine (up to 16384
+// structs of 208 bytes, about 3.3 MiB) until it exits (the main thread: until the process
+// exits); the live-tensor counters do not count it.
 
 // ---- ownership scopes (autorelease pools) ----
 

@@ -16,6 +16,10 @@ tt_tensor *tt__new_zeros(tt_dtype dtype, int ndim, const int64_t *shape);
 tt_tensor *tt__new_view(const tt_tensor *t, int ndim, const int64_t *shape,
                         const int64_t *stride, int64_t offset);  // shares storage
 tt_tensor *tt__autorelease(tt_tensor *t);
+// The buffer cache (alloc.c): a 64-byte-aligned buffer of `padded` bytes (a multiple of 64),
+// reused when one of that size was put back; any thread.
+void *tt__buffer_get(size_t padded);
+void tt__buffer_put(void *p, size_t padded);
 tt_tensor *tt__contiguous_copy(const tt_tensor *t);  // always copies; unscoped
 // t itself (retained) when contiguous, else a contiguous copy; unscoped: release it.
 tt_tensor *tt__contiguous_ref(tt_tensor *t);
@@ -27,6 +31,9 @@ __attribute__((noreturn))
 #endif
 void tt__out_of_memory(size_t nbytes, const char *file, int line, const char *func);
 
+// Runs fn on each thread that called this, when that thread exits (pthread key destructors),
+// to free the thread's per-thread memory; fn is registered once, at most 8 such functions.
+void tt__at_thread_exit(void (*fn)(void));
 // autograd/ registers how a tensor's node is freed when the tensor dies.
 void tt__set_node_free(void (*fn)(tt_node *));
 // ... and how its gradient hooks are freed.
@@ -180,7 +187,25 @@ static inline void tt__store(void *base, tt_dtype dt, int64_t i, double v) {
         default: ((int64_t *)base)[i] = (int64_t)v; break;
     }
 }
-static inline void *tt__base(const tt_tensor *t) { return t->storage->data; }
+// t's storage; aborts with the use-after-release message (tensor.h) naming func when t was
+// freed. Every read of a tensor's data goes through here (tt__base, tt_data, views, versions).
+#if defined(__GNUC__)
+__attribute__((noreturn, cold))
+#endif
+void tt__freed(const tt_tensor *t, const char *func);
+static inline tt_storage *tt__storage(const tt_tensor *t, const char *func) {
+    if (!t->storage) tt__freed(t, func);
+    return t->storage;
+}
+// The refcount of a freed tensor struct (tensor.c's quarantine).
+#define TT__FREED ((int64_t)-0x5eadbeef)
+// The same check for functions that read only metadata (shape, dtype, flags): aborts when t
+// was freed. A struct that never was a tensor (a shape on the stack) passes.
+static inline void tt__check_live(const tt_tensor *t, const char *func) {
+    if (__atomic_load_n(&t->refcount, __ATOMIC_RELAXED) == TT__FREED) tt__freed(t, func);
+}
+// The start of t's storage, checked as tt__storage on behalf of the calling function.
+#define tt__base(t) (tt__storage((t), __func__)->data)
 static inline void *tt__data_or_null(const tt_tensor *t) { return t ? tt_data(t) : NULL; }
 
 #endif  // TT_TENSOR_INTERNAL_H

@@ -122,8 +122,17 @@ typedef struct workspace {
 
 static _Thread_local workspace ws_a, ws_b;
 
+// At thread exit (tt__at_thread_exit): the thread's workspaces.
+static void ws_free(void) {
+    tt_free(ws_a.raw);
+    tt_free(ws_b.raw);
+    ws_a = (workspace){0};
+    ws_b = (workspace){0};
+}
+
 static char *ws_get(workspace *w, size_t nbytes) {
     if (nbytes > w->cap) {
+        if (!w->raw) tt__at_thread_exit(ws_free);
         tt_free(w->raw);
         w->raw = TT_MALLOC(nbytes + 64);
         w->p = (char *)(((uintptr_t)w->raw + 63) & ~(uintptr_t)63);

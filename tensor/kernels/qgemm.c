@@ -391,6 +391,13 @@ static _Thread_local struct {
     size_t cap;
 } ws;
 
+// At thread exit (tt__at_thread_exit): the thread's workspace.
+static void ws_free(void) {
+    tt_free(ws.p);
+    ws.p = NULL;
+    ws.cap = 0;
+}
+
 // Both products: rows quantized each with its own range (fixed NULL) or all with *fixed's;
 // func names the public function in messages.
 static void qgemm_f32(float *y, const float *x, const tt_k_qweight *qw, const float *bias,
@@ -403,6 +410,7 @@ static void qgemm_f32(float *y, const float *x, const tt_k_qweight *qw, const fl
     ldu = cdiv(ldu, 64) * 64;  // rows on cache lines
     size_t need = (size_t)(M * ldu) + (size_t)M * (sizeof(float) + sizeof(int32_t));
     if (need > ws.cap) {
+        if (!ws.p) tt__at_thread_exit(ws_free);
         tt_free(ws.p);
         ws.p = TT_MALLOC(need);
         ws.cap = need;
