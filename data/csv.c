@@ -2,6 +2,7 @@
 // an error status naming the file, line and column) and scikit-learn's digits loader over it.
 // Nothing here aborts except a NULL output pointer or a dtype that is not a float.
 #include "csv.h"
+#include "data_internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -18,19 +19,9 @@ static tt_status csv_read(const char *path, char **buf, size_t *n) {
     *buf = NULL;
     *n = 0;
     struct stat st;
-    int fd;
-    if (tt_file_open_read(path, "CSV file", &fd) != TT_OK) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", tt_last_error());
-        return tt_set_error(TT_ERR_IO, "tt_csv_load: %s", why);
-    }
-    gzFile f = fstat(fd, &st) == 0 ? gzdopen(fd, "rb") : NULL;
-    if (!f) {
-        int e = errno;
-        close(fd);
-        return tt_set_error(TT_ERR_IO, "tt_csv_load: cannot open '%s': %s", path,
-                            e ? strerror(e) : "out of memory");
-    }
+    gzFile f;
+    tt_status os = tt__gz_open_read(path, "CSV file", "tt_csv_load", &f, &st);
+    if (os != TT_OK) return os;
     size_t cap = 1 << 16, len = 0;
     char *b = malloc(cap + 1);
     tt_status s = TT_OK;

@@ -2,6 +2,7 @@
 // loader. Every file error returns a status with a one-line message; nothing here aborts
 // except a NULL output pointer (a programmer error).
 #include "idx.h"
+#include "data_internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -85,24 +86,35 @@ static tt_status idx_header(gzFile f, const char *path, int *ndim, int64_t *shap
     return TT_OK;
 }
 
+tt_status tt__gz_open_read(const char *path, const char *what, const char *fn, gzFile *out,
+                           struct stat *st) {
+    *out = NULL;
+    int fd;
+    if (tt_file_open_read(path, what, &fd) != TT_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", tt_last_error());
+        return tt_set_error(TT_ERR_IO, "%s: %s", fn, why);
+    }
+    errno = 0;
+    gzFile f = fstat(fd, st) == 0 ? gzdopen(fd, "rb") : NULL;
+    if (!f) {
+        int e = errno;
+        close(fd);
+        return tt_set_error(TT_ERR_IO, "%s: cannot open '%s': %s", fn, path,
+                            e ? strerror(e) : "out of memory");
+    }
+    *out = f;
+    return TT_OK;
+}
+
 tt_status tt_idx_load(const char *path, tt_tensor **out) {
     TT_CHECK(out, "out is NULL; pass the address of a tt_tensor * to receive the tensor");
     TT_CHECK(path, "path is NULL; pass the path of an IDX file");
     *out = NULL;
     struct stat st;
-    int fd;
-    if (tt_file_open_read(path, "IDX file", &fd) != TT_OK) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", tt_last_error());
-        return tt_set_error(TT_ERR_IO, "tt_idx_load: %s", why);
-    }
-    gzFile f = fstat(fd, &st) == 0 ? gzdopen(fd, "rb") : NULL;
-    if (!f) {
-        int e = errno;
-        close(fd);
-        return tt_set_error(TT_ERR_IO, "tt_idx_load: cannot open '%s': %s", path,
-                            e ? strerror(e) : "out of memory");
-    }
+    gzFile f;
+    tt_status os = tt__gz_open_read(path, "IDX file", "tt_idx_load", &f, &st);
+    if (os != TT_OK) return os;
     int ndim = 0;
     int64_t shape[TT_MAX_DIMS];
     tt_status s = idx_header(f, path, &ndim, shape);
