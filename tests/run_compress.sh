@@ -79,7 +79,8 @@ head -n 1 "$d/c.out" | grep -q "^# compress: L1 H2 C32 T16 V[0-9]*, $d/m.ckpt" &
 "$bin" --iters 0 > "$d/e.out" 2> "$d/e.err"
 rc=$?
 [ $rc = 2 ] && [ "$(wc -l < "$d/e.err")" = 1 ] && [ ! -s "$d/e.out" ] &&
-    grep -q '^compress: --iters 0 is out of range; use an integer in \[1, ' "$d/e.err" || fail "a bad flag (exit $rc)"
+    grep -q '^compress: --iters 0 is out of range; use an integer in \[1, ' "$d/e.err" ||
+    fail "a bad flag (exit $rc)"
 "$bin" --ckpt "$d/none.ckpt" > "$d/e.out" 2> "$d/e.err"
 rc=$?
 [ $rc = 2 ] && [ "$(wc -l < "$d/e.err")" = 1 ] || fail "a missing --ckpt (exit $rc)"

@@ -124,7 +124,8 @@ cmp -s "$d/run.ckpt" "$d/keep.ckpt" && ok "refused resumes left the checkpoint a
     bad "a refused resume changed the checkpoint"
 
 # ---- gpt --tokenizer: a directory, CRLF line ends ----
-expect_fail "--tokenizer DIR" "'$d' is a directory, not a regular file; pass char, gpt2 or a vocab" \
+expect_fail "--tokenizer DIR" \
+    "'$d' is a directory, not a regular file; pass char, gpt2 or a vocab" \
     gpt encode --tokenizer "$d"
 if "$bin/gpt" bpe-train --merges 40 --data "$d/tiny.txt" --out "$d/lf.vocab" 2> "$d/bpe.err"
 then

@@ -551,7 +551,8 @@ START_TEST(test_vocab_file_errors) {
     tt_test_mkdtemp(tmpdir, sizeof tmpdir, "bpe");
     tt_bpe bpe;
     ck_assert_int_eq(tt_bpe_load(&bpe, "/nonexistent.bpe"), TT_ERR_IO);
-    ck_assert_ptr_nonnull(strstr(tt_last_error(), "cannot open vocabulary file '/nonexistent.bpe': No such file"));
+    ck_assert_ptr_nonnull(strstr(tt_last_error(),
+                                 "cannot open vocabulary file '/nonexistent.bpe': No such file"));
     expect_vocab_error("", TT_ERR_FORMAT, "line 1: expected \"tinytorch-bpe 1\"");
     expect_vocab_error("#version: 0.2\n", TT_ERR_FORMAT, "not a tinytorch-bpe vocab file");
     expect_vocab_error("tinytorch-bpe 2\nmerges 0\n", TT_ERR_FORMAT, "reads version 1 only");
