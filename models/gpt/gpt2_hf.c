@@ -122,6 +122,50 @@ static tt_status check_unexpected(const tt_safetensors *f, const bool *used) {
                         "%s%s (not a GPT-2 checkpoint?)", f->path, n, list, n > 5 ? ", ..." : "");
 }
 
+// The head count: n_head when given, else the file's n_head metadata, else C / 64 (every
+// published GPT-2 has 64-wide heads).
+static tt_status hf_heads(const tt_safetensors *f, int64_t C, int64_t *n_head) {
+    const char *meta = tt_safetensors_meta(f, "n_head");
+    if (*n_head != 0) return TT_OK;
+    if (meta) {
+        char *end;
+        errno = 0;
+        long long h = strtoll(meta, &end, 10);
+        if (errno || end == meta || *end || h <= 0)
+            return tt_set_error(TT_ERR_FORMAT, "GPT-2 safetensors '%s': metadata n_head '%s' "
+                                "is not a positive integer", f->path, meta);
+        *n_head = h;
+    } else if (C % 64 == 0) {
+        *n_head = C / 64;
+    } else {
+        return tt_set_error(TT_ERR_ARG, "GPT-2 safetensors '%s': n_embd %lld is not a multiple "
+                            "of 64 and the file has no n_head metadata; pass n_head (config."
+                            "json's n_head)", f->path, (long long)C);
+    }
+    return TT_OK;
+}
+
+// Copies every layer's tensors of f (names under prefix pre) into m's parameters: GPT-2's
+// fused c_attn split into q, k and v, Conv1D weights transposed (layer_map).
+static void copy_layers(const tt_safetensors *f, const char *pre, tt_gpt *m, int64_t L) {
+    char name[TT_NAME_MAX], ours[TT_NAME_MAX];
+    for (int64_t l = 0; l < L; l++) {
+        for (int j = 0; j < N_LAYER_MAP; j++) {
+            fmt_name(name, "%sh.%lld.%s", pre, (long long)l, layer_map[j].hf);
+            for (int part = 0; part < (layer_map[j].kind == HF_QKV ? 3 : 1); part++) {
+                if (layer_map[j].kind == HF_QKV)
+                    fmt_name(ours, "blocks.%lld.attn.%c_proj.%s", (long long)l, "qkv"[part],
+                             layer_map[j].ours);
+                else
+                    fmt_name(ours, "blocks.%lld.%s", (long long)l, layer_map[j].ours);
+                tt_tensor *dst = tt_params_get(&m->params, ours);
+                TT_CHECK(dst, "the GPT has no parameter '%s'", ours);
+                copy_in(f, name, dst, layer_map[j].kind, part);
+            }
+        }
+    }
+}
+
 tt_status tt_gpt_load_hf(tt_gpt *m, const char *path, int64_t n_head) {
     TT_CHECK(m && path, "model and path must be given");
     TT_CHECK(n_head >= 0, "n_head is %lld; pass 0 to take it from the file", (long long)n_head);
@@ -130,7 +174,7 @@ tt_status tt_gpt_load_hf(tt_gpt *m, const char *path, int64_t n_head) {
     tt_status s = tt_safetensors_open(&f, path);
     if (s != TT_OK) return s;
     bool *used = TT_CALLOC((size_t)f.n + 1, sizeof *used);
-    char name[TT_NAME_MAX], ours[TT_NAME_MAX];
+    char name[TT_NAME_MAX];
 
     // The prefix, the sizes, and the config they imply.
     const char *pre = tt_safetensors_find(&f, "transformer.wte.weight") ? "transformer." : "";
@@ -151,25 +195,7 @@ tt_status tt_gpt_load_hf(tt_gpt *m, const char *path, int64_t n_head) {
                          "%sh.0.ln_1.weight)", path, pre);
         goto done;
     }
-    const char *meta_heads = tt_safetensors_meta(&f, "n_head");
-    if (n_head == 0 && meta_heads) {
-        char *end;
-        errno = 0;
-        long long h = strtoll(meta_heads, &end, 10);
-        if (errno || end == meta_heads || *end || h <= 0) {
-            s = tt_set_error(TT_ERR_FORMAT, "GPT-2 safetensors '%s': metadata n_head '%s' is "
-                             "not a positive integer", path, meta_heads);
-            goto done;
-        }
-        n_head = h;
-    } else if (n_head == 0 && C % 64 == 0) {
-        n_head = C / 64;  // every published GPT-2 has 64-wide heads
-    } else if (n_head == 0) {
-        s = tt_set_error(TT_ERR_ARG, "GPT-2 safetensors '%s': n_embd %lld is not a multiple of "
-                         "64 and the file has no n_head metadata; pass n_head (config.json's "
-                         "n_head)", path, (long long)C);
-        goto done;
-    }
+    if ((s = hf_heads(&f, C, &n_head)) != TT_OK) goto done;
     tt_gpt_config cfg = tt_gpt_config_default();
     cfg.vocab_size = V;
     cfg.block_size = N;
@@ -234,21 +260,7 @@ tt_status tt_gpt_load_hf(tt_gpt *m, const char *path, int64_t n_head) {
         copy_in(&f, fmt_name(name, "%s%s", pre, top[i]), tt_params_get(&m->params, top[i]),
                 HF_COPY, 0);
     if (!cfg.tie_weights) copy_in(&f, "lm_head.weight", m->lm_head.weight, HF_COPY, 0);
-    for (int64_t l = 0; l < L; l++) {
-        for (int j = 0; j < N_LAYER_MAP; j++) {
-            fmt_name(name, "%sh.%lld.%s", pre, (long long)l, layer_map[j].hf);
-            for (int part = 0; part < (layer_map[j].kind == HF_QKV ? 3 : 1); part++) {
-                if (layer_map[j].kind == HF_QKV)
-                    fmt_name(ours, "blocks.%lld.attn.%c_proj.%s", (long long)l, "qkv"[part],
-                             layer_map[j].ours);
-                else
-                    fmt_name(ours, "blocks.%lld.%s", (long long)l, layer_map[j].ours);
-                tt_tensor *dst = tt_params_get(&m->params, ours);
-                TT_CHECK(dst, "the GPT has no parameter '%s'", ours);
-                copy_in(&f, name, dst, layer_map[j].kind, part);
-            }
-        }
-    }
+    copy_layers(&f, pre, m, L);
     tt_set_grad_enabled(grad);
     if ((s = tt_gpt_check_finite(m)) != TT_OK) {
         char why[512];
