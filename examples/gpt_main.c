@@ -1074,7 +1074,7 @@ static void die_diverged(const train_state *s, int64_t step, const char *what) {
 // Dies (die_diverged) unless the evaluated losses and every weight are finite.
 static void check_finite(const train_state *s, const tt_gpt *gpt) {
     char what[300];
-    const char *bad = tt_params_nonfinite(&gpt->params);
+    const char *bad = tt_params_nonfinite(&gpt->params, NULL);
     if (!isfinite(s->st.train_loss) || !isfinite(s->st.val_loss))
         snprintf(what, sizeof what, "the eval %s loss is %g",
                  isfinite(s->st.train_loss) ? "val" : "train",

@@ -63,9 +63,9 @@ void tt_params_add(tt_params *p, const char *prefix, const char *name, tt_tensor
 tt_tensor *tt_params_get(const tt_params *p, const char *name);  // borrowed; NULL if absent
 int64_t tt_params_numel(const tt_params *p);  // total number of elements
 void tt_params_zero_grad(const tt_params *p);
-// The name of the first parameter holding a NaN or an Inf (a diverged run), NULL when all are
-// finite.
-const char *tt_params_nonfinite(const tt_params *p);
+// The name of the first parameter holding a NaN or an Inf (a diverged run, a corrupt file),
+// NULL when all are finite; *index (when index is not NULL) the element, in row-major order.
+const char *tt_params_nonfinite(const tt_params *p, int64_t *index);
 // A debugging check for a model's parameter list: aborts, naming each one (shape, dtype, name if
 // set, and the op that consumes it), when a leaf that requires grad reaches `loss` (a backward
 // from loss would fill its .grad) but is not in p, the sign of a forgotten tt_<name>_params

@@ -94,14 +94,17 @@ void tt_params_zero_grad(const tt_params *p) {
     for (int i = 0; i < p->n; i++) tt_zero_grad(p->items[i].tensor);
 }
 
-const char *tt_params_nonfinite(const tt_params *p) {
+const char *tt_params_nonfinite(const tt_params *p, int64_t *index) {
     for (int i = 0; i < p->n; i++) {
         const tt_tensor *t = p->items[i].tensor;
         int64_t n = tt_numel(t);
         bool fast = t->dtype == TT_F32 && tt_is_contiguous(t);
         const float *x = fast ? tt_data_f32(t) : NULL;
-        for (int64_t k = 0; k < n; k++)
-            if (!isfinite(fast ? x[k] : tt_at(t, k))) return p->items[i].name;
+        for (int64_t k = 0; k < n; k++) {
+            if (isfinite(fast ? x[k] : tt_at(t, k))) continue;
+            if (index) *index = k;
+            return p->items[i].name;
+        }
     }
     return NULL;
 }

@@ -206,11 +206,14 @@ START_TEST(test_params_nonfinite) {
     tt_tensor *a = tt_ones(TT_F32, TT_SHAPE(3)), *b = tt_ones(TT_F64, TT_SHAPE(2, 2));
     tt_params_add(&p, "m", "a", a);
     tt_params_add(&p, "m", "b", b);
-    ck_assert_ptr_null(tt_params_nonfinite(&p));
+    ck_assert_ptr_null(tt_params_nonfinite(&p, NULL));
+    int64_t at = -1;
     tt_set_at(b, 3, INFINITY);
-    ck_assert_str_eq(tt_params_nonfinite(&p), "m.b");
+    ck_assert_str_eq(tt_params_nonfinite(&p, &at), "m.b");
+    ck_assert_int_eq(at, 3);
     tt_set_at(a, 1, NAN);
-    ck_assert_str_eq(tt_params_nonfinite(&p), "m.a");
+    ck_assert_str_eq(tt_params_nonfinite(&p, &at), "m.a");
+    ck_assert_int_eq(at, 1);
     tt_params_free(&p);
     tt_release(a);
     tt_release(b);

@@ -458,26 +458,15 @@ tt_status tt__gpt_check_masks(const tt_gpt_config *c) {
 
 tt_status tt_gpt_check_finite(const tt_gpt *m) {
     TT_CHECK(m && m->params.n, "an initialized model must be given");
-    for (int i = 0; i < m->params.n; i++) {
-        const tt_tensor *t = m->params.items[i].tensor;
-        int64_t n = tt_numel(t), bad = -1;
-        if (t->dtype == TT_F32) {
-            const float *x = tt_data(t);
-            for (int64_t j = 0; j < n && bad < 0; j++)
-                if (!isfinite(x[j])) bad = j;
-        } else if (t->dtype == TT_F64) {
-            const double *x = tt_data(t);
-            for (int64_t j = 0; j < n && bad < 0; j++)
-                if (!isfinite(x[j])) bad = j;
-        }
-        if (bad >= 0)
-            return tt_set_error(TT_ERR_FORMAT, "tensor '%s' holds %s at element %lld of %lld; "
-                                "the weights are corrupt or were saved by a diverged run: use "
-                                "an earlier checkpoint or train again", m->params.items[i].name,
-                                isnan(tt_at(t, bad)) ? "NaN" : "an infinity", (long long)bad,
-                                (long long)n);
-    }
-    return TT_OK;
+    int64_t bad;
+    const char *name = tt_params_nonfinite(&m->params, &bad);
+    if (!name) return TT_OK;
+    const tt_tensor *t = tt_params_get(&m->params, name);
+    return tt_set_error(TT_ERR_FORMAT, "tensor '%s' holds %s at element %lld of %lld; the "
+                        "weights are corrupt or were saved by a diverged run: use an earlier "
+                        "checkpoint or train again", name,
+                        isnan(tt_at(t, bad)) ? "NaN" : "an infinity", (long long)bad,
+                        (long long)tt_numel(t));
 }
 
 // Elements of the checkpoint's tensors whose names start with prefix.
