@@ -89,4 +89,7 @@ tt_status bpe_build_pairs(tt_bpe *bpe, const char *what);
 // reason and fix; TT_ERR_FORMAT when it holds more than TT_BPE_FILE_MAX bytes.
 tt_status bpe_read_file(const char *path, const char *fix, char **data, size_t *n);
 
+// "<|endoftext|>": GPT-2's end-of-text token as text (bpe.c).
+extern const char BPE_EOT_TEXT[];
+
 #endif  // TT_BPE_INTERNAL_H
