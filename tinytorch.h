@@ -6,8 +6,8 @@
 // tensor/tensor.h      tensors, views, RNG, ownership scopes, counters, errors
 // autograd/autograd.h  differentiable ops, backward, gradcheck
 // nn/nn.h              modules, parameter lists, init schemes, losses
-// nn/checkpoint.h      checkpoint files: named tensors + metadata, checksummed, atomic writes
-// nn/safetensors.h     Hugging Face safetensors files: read, validate, write
+// io/checkpoint.h      checkpoint files: named tensors + metadata, checksummed, atomic writes
+// io/safetensors.h     Hugging Face safetensors files: read, validate, write
 // data/data.h          char tokenizer, text dataset, batch sampler
 // data/bpe.h           byte-level BPE: GPT-2's tokenizer (tiktoken-exact), BPE training
 // data/idx.h           IDX files (MNIST family, plain or gzip), Fashion-MNIST
@@ -24,8 +24,8 @@
 #include "autograd/autograd.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
-#include "nn/checkpoint.h"
-#include "nn/safetensors.h"
+#include "io/checkpoint.h"
+#include "io/safetensors.h"
 #include "data/data.h"
 #include "data/bpe.h"
 #include "data/idx.h"

@@ -113,7 +113,7 @@ void tt_prune_remove(tt_pruning *p, const char *name);
 // The mask of name (borrowed), NULL when it is not pruned.
 tt_tensor *tt_prune_mask(const tt_pruning *p, const char *name);
 // Restores masks saved with tt_ckpt_add_params(ck, prefix, &p->masks): for each tensor of list
-// with a prefix + "<name>_mask" entry in ck (struct tt_checkpoint of nn/checkpoint.h), records
+// with a prefix + "<name>_mask" entry in ck (struct tt_checkpoint of io/checkpoint.h), records
 // it as pruned with that mask and applies it. TT_ERR_MISMATCH for a mask whose dtype or shape
 // differs from its tensor, TT_ERR_FORMAT for values other than 0 and 1; nothing changes then.
 struct tt_checkpoint;
