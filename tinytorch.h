@@ -8,6 +8,7 @@
 // nn/nn.h              modules, parameter lists, init schemes, losses
 // io/checkpoint.h      checkpoint files: named tensors + metadata, checksummed, atomic writes
 // io/safetensors.h     Hugging Face safetensors files: read, validate, write
+// compress/compress.h int8 Linears, quantization of a module tree, pruning, low rank
 // data/data.h          char tokenizer, text dataset, batch sampler
 // data/bpe.h           byte-level BPE: GPT-2's tokenizer (tiktoken-exact), BPE training
 // data/idx.h           IDX files (MNIST family, plain or gzip), Fashion-MNIST
@@ -26,6 +27,7 @@
 #include "optim/optim.h"
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
+#include "compress/compress.h"
 #include "data/data.h"
 #include "data/bpe.h"
 #include "data/idx.h"

@@ -17,12 +17,14 @@ extern "C" {
 // ---- Linear: y = x W^T + b, W (out, in), b (out,); PyTorch's default init ----
 
 typedef struct tt_linear {
-    tt_tensor *weight;  // (out, in)
+    tt_tensor *weight;  // (out, in); NULL when a swapped-in module holds the weights instead
     tt_tensor *bias;    // (out,) or NULL
     int64_t in_features, out_features;
-    struct tt_qlinear *quantized;  // owned; when set the forward runs it (tt_linear_quantize)
-    struct tt_linear *factors;     // owned pair when low rank (tt_linear_low_rank); weight NULL
-    struct tt_observer *observer;  // owned; when set the f32 forward records its input's range
+    // A module swapped in to run in this Linear's place (ops NULL: none). compress/ installs
+    // its compressed Linears here (int8, low rank, a calibrating observer): tt_linear_forward
+    // and tt_linear_params hand over to it and tt_linear_free frees it (owned), so a model
+    // holding Linears by value (attention's q_proj, ...) runs them without knowing of them.
+    tt_module swap;
 } tt_linear;
 
 void tt_linear_init(tt_linear *m, int64_t in_features, int64_t out_features, bool bias,

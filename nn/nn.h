@@ -34,6 +34,5 @@
 #include "recurrent.h"
 #include "loss.h"
 #include "summary.h"
-#include "compress.h"
 
 #endif  // TT_NN_H

@@ -20,6 +20,7 @@
 #include "../../io/checkpoint.h"
 #include "../../nn/nn.h"
 #include "../../io/safetensors.h"
+#include "../../compress/compress.h"
 #include "../../optim/optim.h"
 
 #ifdef __cplusplus

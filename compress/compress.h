@@ -1,15 +1,20 @@
-// tinytorch.c nn: compression: int8 QuantizedLinear, dynamic and static quantization of a
-// module tree, pruning, low rank.
-#ifndef TT_NN_COMPRESS_H
-#define TT_NN_COMPRESS_H
+// tinytorch.c compress: int8 QuantizedLinear, dynamic and static quantization of a module tree,
+// pruning, low rank. A layer above nn: a compressed Linear is a module of its own (an int8
+// QuantizedLinear, a low-rank pair, a calibrating observer) that these functions swap in for a
+// tt_linear (tt_linear.swap, nn/layers.h), so nn knows nothing of compression.
+//
+//     tt_quantize_dynamic(tt_sequential_module(&seq));  // every Linear of the tree runs int8
+//     tt_linear_low_rank(&fc, 16);                      // fc runs as two Linears of rank 16
+#ifndef TT_COMPRESS_H
+#define TT_COMPRESS_H
 
-#include "layers.h"
+#include "../nn/layers.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-// ---- QuantizedLinear: int8 inference (nn/qlinear.c) ----
+// ---- QuantizedLinear: int8 inference (compress/qlinear.c) ----
 // Post-training dynamic quantization of a Linear for inference. The weight W (out, in) becomes
 // int8 with one scale per output channel, sw[n] = max_k |W[n, k]| / 127, q = round(W / sw);
 // each input row is quantized at run time to u8 with its own scale and zero point (255 levels
@@ -53,13 +58,16 @@ int64_t tt_qlinear_bytes(const tt_qlinear *q);
 void tt_qlinear_free(tt_qlinear *q);  // safe on a zeroed struct
 tt_module tt_qlinear_module(tt_qlinear *q);  // type "QuantizedLinear", no parameters
 
-// m->quantized from m's current weight (replacing an older one): tt_linear_forward then runs
-// int8. Re-quantize after changing the weight. _dequantize frees it, and a calibration
-// observer if any (safe when there is neither).
+// Swaps in for m (m->swap) an int8 QuantizedLinear made from m's current weight, replacing an
+// older one or an observer: tt_linear_forward then runs int8, while tt_linear_params still
+// lists the f32 weight and bias. Re-quantize after changing the weight. _dequantize swaps the
+// int8 module (or a calibration observer) out again (safe when there is neither).
 void tt_linear_quantize(tt_linear *m);
 void tt_linear_dequantize(tt_linear *m);
+// The int8 module running in m's place (borrowed), NULL when m is not quantized.
+tt_qlinear *tt_linear_quantized(const tt_linear *m);
 
-// ---- pruning (nn/prune.c) ----
+// ---- pruning (compress/prune.c) ----
 // torch.nn.utils.prune's magnitude and structured pruning over named tensors. A tt_pruning
 // records each pruned tensor and its mask (same shape and dtype, 1 kept, 0 pruned), the masks
 // named as PyTorch's buffers: "<parameter name>_mask" ("blocks.0.mlp.fc.weight_mask").
@@ -113,7 +121,7 @@ void tt_prune_remove(tt_pruning *p, const char *name);
 // The mask of name (borrowed), NULL when it is not pruned.
 tt_tensor *tt_prune_mask(const tt_pruning *p, const char *name);
 // Restores masks saved with tt_ckpt_add_params(ck, prefix, &p->masks): for each tensor of list
-// with a prefix + "<name>_mask" entry in ck (struct tt_checkpoint of io/checkpoint.h), records
+// with a prefix + "<name>_mask" entry in ck (io/checkpoint.h), records
 // it as pruned with that mask and applies it. TT_ERR_MISMATCH for a mask whose dtype or shape
 // differs from its tensor, TT_ERR_FORMAT for values other than 0 and 1; nothing changes then.
 struct tt_checkpoint;
@@ -125,7 +133,7 @@ int64_t tt_count_nonzero(const tt_tensor *t);
 double tt_tensor_sparsity(const tt_tensor *t);
 double tt_sparsity(const tt_params *list);
 
-// ---- low rank (nn/lowrank.c) ----
+// ---- low rank (compress/lowrank.c) ----
 
 // The thin SVD A = U diag(S) Vt of a row-major (m, n) f64 matrix by one-sided Jacobi
 // (Hestenes: rotate column pairs of A, or of A^T when m < n, until they are orthogonal to
@@ -137,15 +145,18 @@ void tt_svd_jacobi(double *U, double *S, double *Vt, const double *A, int64_t m,
 void tt_svd(const tt_tensor *A, tt_tensor **U, tt_tensor **S, tt_tensor **Vh);
 
 // Replaces m's weight W (out, in) by its best rank-r approximation (Eckart-Young) as two
-// Linears, torch.nn.Sequential(Linear(in, r, bias=False), Linear(r, out)): m->factors[0]
-// weight sqrt(S_r) Vt_r (r, in), m->factors[1] weight U_r sqrt(S_r) (out, r) and m's bias.
-// The forward then runs both (2 r (in + out) FLOPs per row instead of 2 in out);
+// Linears, torch.nn.Sequential(Linear(in, r, bias=False), Linear(r, out)), swapped in for m
+// (m->swap, type "LowRankLinear"): factor 0 weight sqrt(S_r) Vt_r (r, in), factor 1 weight
+// U_r sqrt(S_r) (out, r) and m's bias. The forward then runs both (2 r (in + out) FLOPs per
+// row instead of 2 in out);
 // tt_linear_params lists "prefix.0.weight", "prefix.1.weight", "prefix.1.bias" (Sequential's
 // names), so rebuild a parameter list made before. The dense weight is released. Aborts for
 // rank outside [1, min(in, out)], a quantized Linear or one already factored.
 void tt_linear_low_rank(tt_linear *m, int64_t rank);
+// The two factors (borrowed) of a Linear made low rank, NULL for any other.
+tt_linear *tt_linear_factors(const tt_linear *m);
 
-// ---- dynamic quantization of a module tree (nn/qlinear.c) ----
+// ---- dynamic quantization of a module tree (compress/qlinear.c) ----
 // PyTorch's torch.ao.quantization.quantize_dynamic for Linear: walks m and its children
 // (tt_module_ops.children, depth first) and runs tt_linear_quantize on every Linear it
 // reaches, so their forwards run int8 (QuantizedLinear above); everything else stays f32, as
@@ -165,9 +176,9 @@ void tt_linear_low_rank(tt_linear *m, int64_t rank);
 int tt_quantize_dynamic(tt_module m);
 int tt_dequantize_model(tt_module m);
 
-// ---- static quantization: calibrated activation ranges (nn/qlinear.c) ----
+// ---- static quantization: calibrated activation ranges (compress/qlinear.c) ----
 // PyTorch's prepare / calibrate / convert with MinMaxObserver (affine quint8, per tensor):
-// tt_quantize_static_prepare attaches an observer to every Linear of m (their forwards stay
+// tt_quantize_static_prepare swaps an observer in for every Linear of m (their forwards stay
 // f32 and record the min and max of their inputs); run calibration batches through m's
 // forward (under tt_no_grad_begin()); tt_quantize_static_convert then quantizes each observed
 // Linear as tt_linear_quantize does, with its input quantized by one fixed scale and zero
@@ -189,6 +200,8 @@ typedef struct tt_observer {
 } tt_observer;
 
 void tt_observer_update(tt_observer *o, const tt_tensor *x);  // x: any float dtype and layout
+// The observer of a Linear prepared for static quantization (borrowed), NULL for any other.
+tt_observer *tt_linear_observer(const tt_linear *m);
 int tt_quantize_static_prepare(tt_module m);
 int tt_quantize_static_convert(tt_module m);
 // Fixes q's activation quantization to the range [lo, hi] (widened to hold 0).
@@ -198,4 +211,4 @@ void tt_qlinear_set_static(tt_qlinear *q, double lo, double hi);
 }
 #endif
 
-#endif  // TT_NN_COMPRESS_H
+#endif  // TT_COMPRESS_H
