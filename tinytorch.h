@@ -6,8 +6,9 @@
 // tensor/tensor.h      tensors, views, RNG, ownership scopes, counters, errors
 // autograd/autograd.h  differentiable ops, backward, gradcheck
 // nn/nn.h              modules, parameter lists, init schemes, losses
-// nn/checkpoint.h      checkpoint files: named tensors + metadata, checksummed, atomic writes
-// nn/safetensors.h     Hugging Face safetensors files: read, validate, write
+// io/checkpoint.h      checkpoint files: named tensors + metadata, checksummed, atomic writes
+// io/safetensors.h     Hugging Face safetensors files: read, validate, write
+// compress/compress.h int8 Linears, quantization of a module tree, pruning, low rank
 // data/data.h          char tokenizer, text dataset, batch sampler
 // data/bpe.h           byte-level BPE: GPT-2's tokenizer (tiktoken-exact), BPE training
 // data/idx.h           IDX files (MNIST family, plain or gzip), Fashion-MNIST
@@ -24,8 +25,9 @@
 #include "autograd/autograd.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
-#include "nn/checkpoint.h"
-#include "nn/safetensors.h"
+#include "io/checkpoint.h"
+#include "io/safetensors.h"
+#include "compress/compress.h"
 #include "data/data.h"
 #include "data/bpe.h"
 #include "data/idx.h"

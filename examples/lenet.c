@@ -150,7 +150,7 @@ static int64_t linear_bytes(const lenet *m) {
     const tt_linear *fc[] = {&m->f1, &m->f2, &m->f3};
     int64_t bytes = 0;
     for (int i = 0; i < 3; i++)
-        bytes += fc[i]->quantized ? tt_qlinear_bytes(fc[i]->quantized)
+        bytes += tt_linear_quantized(fc[i]) ? tt_qlinear_bytes(tt_linear_quantized(fc[i]))
                                   : 4 * (tt_numel(fc[i]->weight) + tt_numel(fc[i]->bias));
     return bytes;
 }

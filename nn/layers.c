@@ -33,18 +33,13 @@ void tt_linear_init(tt_linear *m, int64_t in_features, int64_t out_features, boo
 tt_tensor *tt_linear_forward(tt_linear *m, tt_tensor *x) {
     TT_CHECK(x->ndim >= 1 && x->shape[x->ndim - 1] == m->in_features,
              "input %s must end in in_features=%lld", tt__shape(x), (long long)m->in_features);
-    if (m->quantized) return tt_qlinear_forward(m->quantized, x);  // (..., out), int8
-    if (m->factors)  // low rank: (..., in) -> (..., r) -> (..., out)
-        return tt_linear_forward(&m->factors[1], tt_linear_forward(&m->factors[0], x));
-    if (m->observer) tt_observer_update(m->observer, x);  // static quantization's calibration
+    if (m->swap.ops) return tt_module_forward(m->swap, x);  // a compressed Linear, (..., out)
     return tt_affine(x, m->weight, m->bias);  // (..., out)
 }
 
 void tt_linear_params(const tt_linear *m, tt_params *out, const char *prefix) {
-    if (m->factors) {  // torch.nn.Sequential's names: prefix.0.weight, prefix.1.weight, ...
-        char name[TT_NAME_MAX];
-        tt_linear_params(&m->factors[0], out, tt_name_index(name, prefix, 0));
-        tt_linear_params(&m->factors[1], out, tt_name_index(name, prefix, 1));
+    if (m->swap.ops) {  // the swapped-in module names what it holds
+        tt_module_params(m->swap, out, prefix);
         return;
     }
     tt_params_add(out, prefix, "weight", m->weight);
@@ -52,12 +47,7 @@ void tt_linear_params(const tt_linear *m, tt_params *out, const char *prefix) {
 }
 
 void tt_linear_free(tt_linear *m) {
-    tt_linear_dequantize(m);
-    if (m->factors) {
-        tt_linear_free(&m->factors[0]);
-        tt_linear_free(&m->factors[1]);
-        tt_free(m->factors);
-    }
+    if (m->swap.ops) tt_module_free(m->swap);
     tt_release(m->weight);
     tt_release(m->bias);
     memset(m, 0, sizeof *m);

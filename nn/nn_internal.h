@@ -3,7 +3,6 @@
 #define TT_NN_INTERNAL_H
 
 #include "nn.h"
-#include "checkpoint.h"
 #include "../tensor/tensor_internal.h"
 
 // A new parameter: an unscoped leaf of tt_default_dtype() that requires grad (zeros).
@@ -17,10 +16,5 @@ void tt__check_act(tt_act act, const char *func);
 
 // tt_module_free on each direct child of m (a composite's _free). nn/params.c.
 void tt__module_free_children(tt_module m);
-
-// Loads a checkpoint from memory (name stands for the path in messages); verify = false skips
-// the checksums (the fuzz target parses each input both ways). nn/checkpoint.c.
-tt_status tt__ckpt_load_mem(tt_checkpoint *c, const void *data, size_t size, const char *name,
-                            bool verify);
 
 #endif  // TT_NN_INTERNAL_H

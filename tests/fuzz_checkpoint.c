@@ -1,4 +1,4 @@
-// libFuzzer target over the checkpoint loader (nn/checkpoint.c): each input is parsed with every
+// libFuzzer target over the checkpoint loader (io/checkpoint.c): each input is parsed with every
 // checksum verified (as tt_ckpt_load does) and again with the checksums skipped, since a hostile
 // file carries valid ones; a file that loads is saved, reloaded and compared. Any abort, leak or
 // sanitizer report is a crash. Not a Check suite: `make fuzz` builds it with clang.
@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "tinytorch.h"
-#include "nn/nn_internal.h"  // tt__ckpt_load_mem, the loader's in-memory entry point
+#include "io/io_internal.h"  // tt__ckpt_load_mem, the loader's in-memory entry point
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,4 +1,4 @@
-// libFuzzer target over the safetensors reader (nn/safetensors.c): each input is opened from
+// libFuzzer target over the safetensors reader (io/safetensors.c): each input is opened from
 // memory and from a file, with the same status and message; a failure must leave the struct
 // empty with a one-line message, and a file that opens has every tensor readable by name,
 // loads into a probe parameter list without aborting, and saves (as F64, F16 and BF16, with

@@ -1,4 +1,4 @@
-// Check suite of nn/checkpoint.h: round trips of metadata and tensors (every dtype, 0-dim,
+// Check suite of io/checkpoint.h: round trips of metadata and tensors (every dtype, 0-dim,
 // empty, strided views), restore_params and its mismatch errors, the strict loader (every
 // truncation, every header bit flip, 12,000 random payload bit flips, hand-built malformed
 // files), atomic saves (failures and a full disk leave the old file intact; SIGKILL at 64

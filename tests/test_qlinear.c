@@ -135,9 +135,9 @@ START_TEST(test_linear_quantize_hook) {
     tt_module mod = tt_qlinear_module(&q);  // the same behind the module interface
     ck_assert(tt_test_same_values(tt_module_forward(mod, x), yq));
     ck_assert(!tt_test_same_values(y, before));
-    ck_assert_int_gt(tt_qlinear_bytes(fc.quantized), 0);
+    ck_assert_int_gt(tt_qlinear_bytes(tt_linear_quantized(&fc)), 0);
     tt_linear_dequantize(&fc);
-    ck_assert_ptr_null(fc.quantized);
+    ck_assert_ptr_null(tt_linear_quantized(&fc));
     ck_assert(tt_test_same_values(tt_linear_forward(&fc, xf), before));
     tt_linear_quantize(&fc);  // freed by tt_linear_free
     tt_scope_end();

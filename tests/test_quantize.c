@@ -2,7 +2,8 @@
 // against a double-precision emulation of the int8 scheme layer by layer and against PyTorch
 // 1.13's quantize_dynamic; the counts over sequential, MLP, nested and LeNet-shaped trees;
 // convolutions left f32; dequantizing restores the f32 outputs bit for bit; the GPT; static
-// quantization (observers, calibration, fixed activation scales) against the emulation.
+// quantization (observers, calibration, fixed activation scales) against the emulation; the
+// modules swapped in for a Linear (int8, observer, low rank) and their accessors.
 #include "test_util.h"
 
 #include "../models/gpt/gpt.h"
@@ -130,7 +131,7 @@ START_TEST(test_mlp_vs_emulation_and_torch) {
         scale = fmax(scale, fabs(f32[i]));
     }
     ck_assert_int_eq(tt_quantize_dynamic(mod), NQ_LAYERS);
-    for (int i = 0; i < NQ_LAYERS; i++) ck_assert_ptr_nonnull(m.fc[i].quantized);
+    for (int i = 0; i < NQ_LAYERS; i++) ck_assert_ptr_nonnull(tt_linear_quantized(&m.fc[i]));
     tt_tensor *yq = tt_module_forward(mod, x);
     double *got = tt_test_values(yq), *xd = tt_test_values(x), *emu = malloc((size_t)(B * N) * sizeof *emu);
     emulate_mlp(emu, &m, xd, B, NULL);
@@ -227,7 +228,7 @@ START_TEST(test_nested_counts) {
     tt_tensor *yf = tt_module_forward(m, x);
     ck_assert_int_eq(tt_quantize_dynamic(m), 6);
     ck_assert_int_eq(tt_quantize_dynamic(tt_sequential_module(&inner)), 2);
-    ck_assert_ptr_nonnull(d.quantized);
+    ck_assert_ptr_nonnull(tt_linear_quantized(&d));
     tt_tensor *yq = tt_module_forward(m, x);
     ck_assert(!tt_test_same_values(yq, yf));
     double *f = tt_test_values(yf), *g = tt_test_values(yq);
@@ -342,7 +343,7 @@ START_TEST(test_gpt_blocks) {
     tt_tensor *a = tt_gpt_forward(&g, tok);
     tt_gpt_dequantize(&g);
     ck_assert(!tt_gpt_is_quantized(&g));
-    ck_assert_ptr_null(g.lm_head.quantized);
+    ck_assert_ptr_null(tt_linear_quantized(&g.lm_head));
     for (int l = 0; l < 2; l++) {
         tt_block *b = &g.blocks[l];
         tt_linear *each[] = {&b->attn.q_proj, &b->attn.k_proj, &b->attn.v_proj,
@@ -414,25 +415,25 @@ START_TEST(test_static_calibration_mlp) {
     tt_tensor *x = tt_from_data(TT_F32, TT_SHAPE(B, K), quant_x);
     tt_tensor *yf = tt_module_forward(mod, x);
     ck_assert_int_eq(tt_quantize_static_prepare(mod), NQ_LAYERS);
-    for (int i = 0; i < NQ_LAYERS; i++) ck_assert_int_eq(m.fc[i].observer->batches, 0);
+    for (int i = 0; i < NQ_LAYERS; i++) ck_assert_int_eq(tt_linear_observer(&m.fc[i])->batches, 0);
     ck_assert(tt_test_same_values(tt_module_forward(mod, x), yf));
     // Two halves of the batch: the ranges merge.
     tt_module_forward(mod, tt_narrow(x, 0, 0, 2));
     tt_module_forward(mod, tt_narrow(x, 0, 2, B - 2));
     double lo = INFINITY, hi = -INFINITY, ranges[2 * NQ_LAYERS];
     for (int64_t i = 0; i < B * K; i++) lo = fmin(lo, quant_x[i]), hi = fmax(hi, quant_x[i]);
-    ck_assert_double_eq(m.fc[0].observer->min, lo);
-    ck_assert_double_eq(m.fc[0].observer->max, hi);
+    ck_assert_double_eq(tt_linear_observer(&m.fc[0])->min, lo);
+    ck_assert_double_eq(tt_linear_observer(&m.fc[0])->max, hi);
     for (int i = 0; i < NQ_LAYERS; i++) {
-        ck_assert_int_eq(m.fc[i].observer->batches, 3);
-        ranges[2 * i] = m.fc[i].observer->min;
-        ranges[2 * i + 1] = m.fc[i].observer->max;
+        ck_assert_int_eq(tt_linear_observer(&m.fc[i])->batches, 3);
+        ranges[2 * i] = tt_linear_observer(&m.fc[i])->min;
+        ranges[2 * i + 1] = tt_linear_observer(&m.fc[i])->max;
     }
-    ck_assert_double_eq(m.fc[1].observer->min, 0);  // after a ReLU
+    ck_assert_double_eq(tt_linear_observer(&m.fc[1])->min, 0);  // after a ReLU
     ck_assert_int_eq(tt_quantize_static_convert(mod), NQ_LAYERS);
     for (int i = 0; i < NQ_LAYERS; i++) {
-        ck_assert_ptr_null(m.fc[i].observer);
-        ck_assert(m.fc[i].quantized && m.fc[i].quantized->act_static);
+        ck_assert_ptr_null(tt_linear_observer(&m.fc[i]));
+        ck_assert(tt_linear_quantized(&m.fc[i]) && tt_linear_quantized(&m.fc[i])->act_static);
     }
     ck_assert_int_eq(tt_quantize_static_convert(mod), 0);  // nothing observed any more
     tt_tensor *ys = tt_module_forward(mod, x);
@@ -453,12 +454,91 @@ START_TEST(test_static_calibration_mlp) {
     // Prepared and never converted: dequantize frees the observers (counts no quantized one).
     ck_assert_int_eq(tt_quantize_static_prepare(mod), NQ_LAYERS);
     ck_assert_int_eq(tt_dequantize_model(mod), 0);
-    ck_assert_ptr_null(m.fc[0].observer);
+    ck_assert_ptr_null(tt_linear_observer(&m.fc[0]));
     ck_assert_int_eq(tt_quantize_static_prepare(mod), NQ_LAYERS);  // freed by tt_linear_free
     free(got), free(f32), free(xd), free(emu);
     tt_scope_end();
     tt_no_grad_end();
     ref_mlp_free(&m);
+}
+END_TEST
+
+// The compressed Linears are modules swapped in for a tt_linear (tt_linear.swap): int8 and the
+// observer keep the f32 weight and bias as the Linear's parameters (the same tensors); low
+// rank lists its two factors under Sequential's names; swapping out leaves a plain Linear whose
+// output is the f32 one bit for bit; each accessor answers only for its own kind.
+static double max_abs_diff(const tt_tensor *a, const tt_tensor *b) {
+    double *x = tt_test_values(a), *y = tt_test_values(b), d = 0;
+    for (int64_t i = 0; i < tt_numel(a); i++) d = fmax(d, fabs(x[i] - y[i]));
+    free(x), free(y);
+    return d;
+}
+
+static void assert_f32_params(const tt_linear *fc) {
+    tt_params p;
+    tt_params_init(&p);
+    tt_linear_params(fc, &p, "fc");
+    ck_assert_int_eq(p.n, 2);
+    ck_assert_ptr_eq(tt_params_get(&p, "fc.weight"), fc->weight);
+    ck_assert_ptr_eq(tt_params_get(&p, "fc.bias"), fc->bias);
+    tt_params_free(&p);
+}
+
+START_TEST(test_swapped_modules) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 3);
+    tt_linear fc;
+    tt_linear_init(&fc, 6, 5, true, &rng);
+    tt_no_grad_begin();
+    tt_scope_begin();
+    tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(4, 6));
+    tt_tensor *y32 = tt_linear_forward(&fc, x);
+    ck_assert_ptr_null(fc.swap.ops);
+    ck_assert_ptr_null(tt_linear_quantized(&fc));
+    ck_assert_ptr_null(tt_linear_observer(&fc));
+    ck_assert_ptr_null(tt_linear_factors(&fc));
+
+    tt_linear_quantize(&fc);
+    ck_assert_str_eq(fc.swap.ops->type, "QuantizedLinear");
+    ck_assert_ptr_nonnull(tt_linear_quantized(&fc));
+    ck_assert_ptr_null(tt_linear_observer(&fc));
+    assert_f32_params(&fc);
+    double d = max_abs_diff(tt_linear_forward(&fc, x), y32);
+    ck_assert_msg(d > 0 && d < 0.05, "int8 differs from f32 by %g", d);
+
+    ck_assert_int_eq(tt_quantize_static_prepare(tt_linear_module(&fc)), 1);
+    ck_assert_str_eq(fc.swap.ops->type, "ObservedLinear");
+    ck_assert_ptr_null(tt_linear_quantized(&fc));
+    assert_f32_params(&fc);
+    ck_assert(tt_test_same_values(tt_linear_forward(&fc, x), y32));  // f32 while observing
+    ck_assert_int_eq(tt_linear_observer(&fc)->batches, 1);
+    tt_linear_dequantize(&fc);
+    ck_assert_ptr_null(fc.swap.ops);
+    ck_assert(tt_test_same_values(tt_linear_forward(&fc, x), y32));
+
+    tt_linear_low_rank(&fc, 2);
+    ck_assert_str_eq(fc.swap.ops->type, "LowRankLinear");
+    ck_assert_ptr_null(fc.weight);
+    const tt_linear *f = tt_linear_factors(&fc);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(f[0].weight->shape[0], 2);
+    ck_assert_int_eq(f[1].weight->shape[1], 2);
+    tt_params p;
+    tt_params_init(&p);
+    tt_linear_params(&fc, &p, "fc");
+    ck_assert_int_eq(p.n, 3);
+    ck_assert_ptr_eq(tt_params_get(&p, "fc.0.weight"), f[0].weight);
+    ck_assert_ptr_eq(tt_params_get(&p, "fc.1.weight"), f[1].weight);
+    ck_assert_ptr_eq(tt_params_get(&p, "fc.1.bias"), f[1].bias);
+    tt_params_free(&p);
+    ck_assert_ptr_null(tt_linear_quantized(&fc));
+    ck_assert_int_eq(tt_quantize_dynamic(tt_linear_module(&fc)), 0);  // no dense weight
+    ck_assert_int_eq(tt_dequantize_model(tt_linear_module(&fc)), 0);
+    ck_assert_ptr_eq(tt_linear_factors(&fc), f);  // dequantizing keeps the factors
+    ck_assert_int_eq(tt_linear_forward(&fc, x)->shape[1], 5);
+    tt_scope_end();
+    tt_no_grad_end();
+    tt_linear_free(&fc);
 }
 END_TEST
 
@@ -485,7 +565,7 @@ END_TEST
 START_TEST(test_abort_static_range) {
     tt_expect_abort("the range [2, 1] must be ordered");
     tt_linear_quantize(&ab_fc);
-    tt_qlinear_set_static(ab_fc.quantized, 2, 1);
+    tt_qlinear_set_static(tt_linear_quantized(&ab_fc), 2, 1);
 }
 END_TEST
 
@@ -511,6 +591,7 @@ static Suite *quantize_suite(void) {
     tcase_add_test(tc, test_gpt_blocks);
     tcase_add_test(tc, test_static_vs_emulation);
     tcase_add_test(tc, test_static_calibration_mlp);
+    tcase_add_test(tc, test_swapped_modules);
     suite_add_tcase(s, tc);
     TCase *ab = tt_tcase_aborts("aborts_quantize");
     tcase_add_test_raise_signal(ab, test_abort_uninitialized, SIGABRT);

@@ -1,4 +1,4 @@
-// Check suite of nn/safetensors.h: the reference files of gen_safetensors_reference.py read
+// Check suite of io/safetensors.h: the reference files of gen_safetensors_reference.py read
 // back (every dtype, PyTorch's F16/BF16 bits) and written byte for byte; all 65536 F16 and
 // BF16 patterns through load and save; load_params (strict, missing/unexpected keys, shape
 // mismatches); every validation error with its message; atomic saves keep the old file; tiny

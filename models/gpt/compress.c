@@ -1,6 +1,6 @@
 // Pruning and low rank on a GPT: the block weights as a list for magnitude pruning, whole
 // attention heads as structured masks, and every block Linear as a truncated SVD. The pruning
-// machinery itself is nn/prune.c, the SVD nn/lowrank.c.
+// machinery itself is compress/prune.c, the SVD compress/lowrank.c.
 #include "gpt_internal.h"
 
 #include <string.h>
@@ -30,10 +30,10 @@ void tt_gpt_block_weights(const tt_gpt *m, tt_params *out) {
             char prefix[TT_NAME_MAX], name[TT_NAME_MAX];
             tt_name_index(prefix, "blocks", (int)l);
             tt_name_join(prefix, prefix, names[i]);
-            if (lin[i]->factors) {
+            if (tt_linear_factors(lin[i])) {
                 for (int f = 0; f < 2; f++) {
                     tt_name_index(name, prefix, f);
-                    tt_params_add(out, name, "weight", lin[i]->factors[f].weight);
+                    tt_params_add(out, name, "weight", tt_linear_factors(lin[i])[f].weight);
                 }
             } else {
                 tt_params_add(out, prefix, "weight", lin[i]->weight);
@@ -45,8 +45,8 @@ void tt_gpt_block_weights(const tt_gpt *m, tt_params *out) {
 // Masks rows [lo, hi) (rows = true) or columns [lo, hi) of a dense Linear's weight.
 static void prune_range(tt_pruning *p, const char *name, tt_linear *lin, int64_t lo,
                         int64_t hi, bool rows) {
-    TT_CHECK_IN("tt_gpt_prune_heads", lin->weight && !lin->quantized, "'%s' must be a dense "
-                "f32 Linear (not low rank, not int8) to prune its heads", name);
+    TT_CHECK_IN("tt_gpt_prune_heads", lin->weight && !tt_linear_quantized(lin), "'%s' must be "
+                "a dense f32 Linear (not low rank, not int8) to prune its heads", name);
     tt_tensor *w = lin->weight;  // (out, in)
     int64_t R = w->shape[0], C = w->shape[1];
     bool *keep = TT_MALLOC((size_t)(R * C) * sizeof *keep);
@@ -104,8 +104,8 @@ void tt_gpt_low_rank(tt_gpt *m, double fraction) {
         const char *names[6];
         int n = block_linears(m, l, lin, names);
         for (int i = 0; i < n; i++) {
-            TT_CHECK(!lin[i]->factors, "blocks.%lld.%s is already low rank; factor a model "
-                     "once", (long long)l, names[i]);
+            TT_CHECK(!tt_linear_factors(lin[i]), "blocks.%lld.%s is already low rank; factor a "
+                     "model once", (long long)l, names[i]);
             int64_t k = lin[i]->in_features < lin[i]->out_features ? lin[i]->in_features
                                                                    : lin[i]->out_features;
             int64_t r = (int64_t)(fraction * (double)k);

@@ -251,7 +251,7 @@ void tt_gpt_dequantize(tt_gpt *m) {
 }
 
 bool tt_gpt_is_quantized(const tt_gpt *m) {
-    return m && m->blocks && m->blocks[0].attn.q_proj.quantized != NULL;
+    return m && m->blocks && tt_linear_quantized(&m->blocks[0].attn.q_proj) != NULL;
 }
 
 int64_t tt_gpt_matmul_weight_bytes(const tt_gpt *m) {
@@ -261,11 +261,11 @@ int64_t tt_gpt_matmul_weight_bytes(const tt_gpt *m) {
     int n = gpt_linears(mm, lin);
     int64_t bytes = 0;
     for (int i = 0; i < n; i++) {
-        if (lin[i]->quantized) {
-            bytes += tt_qlinear_bytes(lin[i]->quantized);
-        } else if (lin[i]->factors) {  // low rank (tt_gpt_low_rank): both factors, f32
+        if (tt_linear_quantized(lin[i])) {
+            bytes += tt_qlinear_bytes(tt_linear_quantized(lin[i]));
+        } else if (tt_linear_factors(lin[i])) {  // low rank (tt_gpt_low_rank): both, f32
             for (int f = 0; f < 2; f++) {
-                const tt_linear *x = &lin[i]->factors[f];
+                const tt_linear *x = &tt_linear_factors(lin[i])[f];
                 bytes += tt_numel(x->weight) * (int64_t)tt_dtype_size(x->weight->dtype);
                 if (x->bias) bytes += tt_numel(x->bias) * (int64_t)tt_dtype_size(x->bias->dtype);
             }

@@ -17,9 +17,10 @@
 #ifndef TT_GPT_H
 #define TT_GPT_H
 
-#include "../../nn/checkpoint.h"
+#include "../../io/checkpoint.h"
 #include "../../nn/nn.h"
-#include "../../nn/safetensors.h"
+#include "../../io/safetensors.h"
+#include "../../compress/compress.h"
 #include "../../optim/optim.h"
 
 #ifdef __cplusplus

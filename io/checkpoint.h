@@ -11,7 +11,7 @@
 #ifndef TT_CHECKPOINT_H
 #define TT_CHECKPOINT_H
 
-#include "nn.h"
+#include "../nn/module.h"
 
 #ifdef __cplusplus
 extern "C" {

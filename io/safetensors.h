@@ -21,7 +21,7 @@
 #ifndef TT_SAFETENSORS_H
 #define TT_SAFETENSORS_H
 
-#include "nn.h"
+#include "../nn/module.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,7 +1,8 @@
 // Pruning (torch.nn.utils.prune): magnitude pruning of entries per tensor or over a list, Ln
 // structured pruning of slices, custom masks, applying and removing masks, sparsity, and masks
 // restored from a checkpoint. Masks zero the tensors in place; nothing here records autograd.
-#include "nn_internal.h"
+#include "compress_internal.h"
+#include "../io/checkpoint.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,8 +1,8 @@
-// Checkpoint files (nn/checkpoint.h): the in-memory container of typed metadata and named
+// Checkpoint files (io/checkpoint.h): the in-memory container of typed metadata and named
 // tensors, the atomic writer and the strict loader of the format in docs/checkpoint.md, and
 // the XXH3-64 tensor hash and parameter fingerprint. No memory mapping, no streaming loads.
 #include "checkpoint.h"
-#include "nn_internal.h"
+#include "io_internal.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,7 +1,8 @@
 // QuantizedLinear: a Linear's weight as int8 with per-output-channel scales and a forward that
 // quantizes its input rows at run time and multiplies in int32 (tensor/kernels/qgemm.h).
-// Inference only: no autograd node. Also tt_linear_quantize, which makes a Linear run it.
-#include "nn_internal.h"
+// Inference only: no autograd node. Also the modules tt_linear_quantize and static
+// quantization's prepare swap in for a Linear, and the walks over a module tree.
+#include "compress_internal.h"
 
 #include "../tensor/kernels/qgemm.h"
 
@@ -101,23 +102,93 @@ static const tt_module_ops qlinear_ops = {.type = "QuantizedLinear", .forward = 
                                           .free = qlinear_free};
 tt_module tt_qlinear_module(tt_qlinear *q) { return (tt_module){q, &qlinear_ops}; }
 
-// ---- a Linear that runs int8 ----
+// ---- the modules swapped in for a Linear: int8, or f32 recording its input's range ----
+// Both keep references to the Linear's f32 weight and bias and list them as its parameters
+// (a checkpoint or an optimizer sees the same names as before the swap).
+
+typedef struct int8_linear {
+    tt_qlinear q;
+    tt_tensor *weight, *bias;  // the Linear's f32 ones (retained)
+} int8_linear;
+
+typedef struct observed_linear {
+    tt_observer obs;
+    tt_tensor *weight, *bias;  // the Linear's (retained)
+} observed_linear;
+
+static void f32_params(tt_tensor *weight, tt_tensor *bias, tt_params *out, const char *prefix) {
+    tt_params_add(out, prefix, "weight", weight);
+    if (bias) tt_params_add(out, prefix, "bias", bias);
+}
+
+static tt_tensor *int8_fwd(void *self, tt_tensor *x) {
+    return tt_qlinear_forward(&((int8_linear *)self)->q, x);  // (..., out)
+}
+static void int8_params(const void *self, tt_params *out, const char *prefix) {
+    const int8_linear *s = self;
+    f32_params(s->weight, s->bias, out, prefix);
+}
+static void int8_free(void *self) {
+    int8_linear *s = self;
+    tt_qlinear_free(&s->q);
+    tt_release(s->weight);
+    tt_release(s->bias);
+    tt_free(s);
+}
+static const tt_module_ops int8_ops = {.type = "QuantizedLinear", .forward = int8_fwd,
+                                       .params = int8_params, .free = int8_free};
+
+// Static quantization's calibration: records the input's range, then the f32 Linear.
+static tt_tensor *observed_fwd(void *self, tt_tensor *x) {
+    observed_linear *s = self;
+    tt_observer_update(&s->obs, x);
+    return tt_affine(x, s->weight, s->bias);  // (..., out)
+}
+static void observed_params(const void *self, tt_params *out, const char *prefix) {
+    const observed_linear *s = self;
+    f32_params(s->weight, s->bias, out, prefix);
+}
+static void observed_free(void *self) {
+    observed_linear *s = self;
+    tt_release(s->weight);
+    tt_release(s->bias);
+    tt_free(s);
+}
+static const tt_module_ops observed_ops = {.type = "ObservedLinear", .forward = observed_fwd,
+                                           .params = observed_params, .free = observed_free};
 
 void tt_linear_quantize(tt_linear *m) {
     TT_CHECK(m && m->weight, "the Linear is not initialized; call tt_linear_init first");
     tt_linear_dequantize(m);
-    m->quantized = TT_MALLOC(sizeof *m->quantized);
-    tt_qlinear_from_linear(m->quantized, m);
+    int8_linear *s = TT_MALLOC(sizeof *s);
+    tt_qlinear_from_linear(&s->q, m);
+    s->weight = tt_retain(m->weight);
+    s->bias = m->bias ? tt_retain(m->bias) : NULL;
+    m->swap = (tt_module){s, &int8_ops};
 }
 
 void tt_linear_dequantize(tt_linear *m) {
-    if (!m) return;
-    tt_free(m->observer);
-    m->observer = NULL;
-    if (!m->quantized) return;
-    tt_qlinear_free(m->quantized);
-    tt_free(m->quantized);
-    m->quantized = NULL;
+    if (!m || (m->swap.ops != &int8_ops && m->swap.ops != &observed_ops)) return;
+    tt_module_free(m->swap);
+    m->swap = (tt_module){0};
+}
+
+tt_qlinear *tt_linear_quantized(const tt_linear *m) {
+    return m && m->swap.ops == &int8_ops ? &((int8_linear *)m->swap.self)->q : NULL;
+}
+
+tt_observer *tt_linear_observer(const tt_linear *m) {
+    return m && m->swap.ops == &observed_ops ? &((observed_linear *)m->swap.self)->obs : NULL;
+}
+
+// Swaps in a fresh observer (replacing an int8 module or an older observer).
+static void observe_linear(tt_linear *m) {
+    tt_linear_dequantize(m);
+    observed_linear *s = TT_MALLOC(sizeof *s);
+    s->obs = (tt_observer){.min = INFINITY, .max = -INFINITY, .batches = 0};
+    s->weight = tt_retain(m->weight);
+    s->bias = m->bias ? tt_retain(m->bias) : NULL;
+    m->swap = (tt_module){s, &observed_ops};
 }
 
 // ---- a module tree: every Linear in place ----
@@ -135,7 +206,7 @@ typedef struct quantize_walk {
 } quantize_walk;
 
 static void convert_linear(tt_linear *lin) {
-    const tt_observer *o = lin->observer;
+    const tt_observer *o = tt_linear_observer(lin);
     TT_CHECK_IN("tt_quantize_static_convert", o->batches > 0, "a Linear (in=%lld, out=%lld) "
                 "has an observer that saw no input; run calibration batches through the "
                 "model's forward between tt_quantize_static_prepare and "
@@ -143,7 +214,7 @@ static void convert_linear(tt_linear *lin) {
                 (long long)lin->out_features);
     double lo = o->min, hi = o->max;
     tt_linear_quantize(lin);  // frees the observer
-    tt_qlinear_set_static(lin->quantized, lo, hi);
+    tt_qlinear_set_static(tt_linear_quantized(lin), lo, hi);
 }
 
 // A Linear is recognized by its ops table (tt_linear_module's), not by its type string, so a
@@ -159,15 +230,14 @@ static void quantize_visit(tt_module m, const char *name, void *ctx) {
         if (w->action == WALK_DYNAMIC && fits) {
             tt_linear_quantize(lin);
             w->count++;
-        } else if (w->action == WALK_DEQUANTIZE && (lin->quantized || lin->observer)) {
-            w->count += lin->quantized != NULL;
+        } else if (w->action == WALK_DEQUANTIZE && (tt_linear_quantized(lin) ||
+                                                    tt_linear_observer(lin))) {
+            w->count += tt_linear_quantized(lin) != NULL;
             tt_linear_dequantize(lin);
         } else if (w->action == WALK_PREPARE && fits) {
-            tt_linear_dequantize(lin);
-            lin->observer = TT_MALLOC(sizeof *lin->observer);
-            *lin->observer = (tt_observer){.min = INFINITY, .max = -INFINITY, .batches = 0};
+            observe_linear(lin);
             w->count++;
-        } else if (w->action == WALK_CONVERT && lin->observer) {
+        } else if (w->action == WALK_CONVERT && tt_linear_observer(lin)) {
             convert_linear(lin);
             w->count++;
         }
@@ -176,19 +246,18 @@ static void quantize_visit(tt_module m, const char *name, void *ctx) {
     tt_module_children(m, quantize_visit, w);
 }
 
-int tt_quantize_dynamic(tt_module m) {
-    TT_CHECK(m.ops, "the module is not initialized (ops is NULL); pass tt_<name>_module(&layer)");
-    quantize_walk w = {WALK_DYNAMIC, 0};
+// Runs action on every Linear of m; returns how many it handled. func: the caller's name.
+static int walk_tree(tt_module m, walk_action action, const char *func) {
+    TT_CHECK_IN(func, m.ops, "the module is not initialized (ops is NULL); pass "
+                "tt_<name>_module(&layer)");
+    quantize_walk w = {action, 0};
     quantize_visit(m, NULL, &w);
     return w.count;
 }
 
-int tt_dequantize_model(tt_module m) {
-    TT_CHECK(m.ops, "the module is not initialized (ops is NULL); pass tt_<name>_module(&layer)");
-    quantize_walk w = {WALK_DEQUANTIZE, 0};
-    quantize_visit(m, NULL, &w);
-    return w.count;
-}
+int tt_quantize_dynamic(tt_module m) { return walk_tree(m, WALK_DYNAMIC, __func__); }
+
+int tt_dequantize_model(tt_module m) { return walk_tree(m, WALK_DEQUANTIZE, __func__); }
 
 // ---- static quantization ----
 
@@ -219,16 +288,6 @@ void tt_observer_update(tt_observer *o, const tt_tensor *x) {
     o->batches++;
 }
 
-int tt_quantize_static_prepare(tt_module m) {
-    TT_CHECK(m.ops, "the module is not initialized (ops is NULL); pass tt_<name>_module(&layer)");
-    quantize_walk w = {WALK_PREPARE, 0};
-    quantize_visit(m, NULL, &w);
-    return w.count;
-}
+int tt_quantize_static_prepare(tt_module m) { return walk_tree(m, WALK_PREPARE, __func__); }
 
-int tt_quantize_static_convert(tt_module m) {
-    TT_CHECK(m.ops, "the module is not initialized (ops is NULL); pass tt_<name>_module(&layer)");
-    quantize_walk w = {WALK_CONVERT, 0};
-    quantize_visit(m, NULL, &w);
-    return w.count;
-}
+int tt_quantize_static_convert(tt_module m) { return walk_tree(m, WALK_CONVERT, __func__); }

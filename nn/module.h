@@ -1,0 +1,174 @@
+// tinytorch.c nn: parameter lists, the tt_module interface, tt_sequential, init schemes and
+// the default dtype of new parameters. The layers are in layers.h, transformer.h, conv.h and
+// recurrent.h; nn.h includes them all.
+//
+// The module convention: a plain struct the caller owns; tt_<name>_init(m, config..., rng)
+// creates its parameters (leaves with requires_grad, in tt_default_dtype(), never owned by a
+// scope); tt_<name>_forward(m, x, ...) returns a new reference like any op;
+// tt_<name>_params(m, list, prefix) appends its parameters under hierarchical names
+// ("blocks.3.attn.q_proj.weight"); tt_<name>_free(m) releases them and is safe on a zeroed
+// struct. Modules with dropout or batch norm have tt_<name>_train(m, training); composites
+// propagate it. State that is saved but not trained (BatchNorm's running stats) is a module's
+// buffers, tt_<name>_buffers(m, list, prefix); a checkpoint saves tt_module_state (parameters
+// and buffers, PyTorch's state_dict names) while the optimizer gets tt_module_params.
+// tt_<name>_module(m) wraps any module (layers, norms, MLP, attention, block, positional, a
+// nested sequential, a user's struct) as a tt_module for tt_sequential; a composite lists its
+// children once (tt_module_ops.children) and params/train/free walk them.
+#ifndef TT_NN_MODULE_H
+#define TT_NN_MODULE_H
+
+#include "../autograd/autograd.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// ---- the default float dtype of new parameters and buffers (thread-local; starts as f32) ----
+
+tt_dtype tt_set_default_dtype(tt_dtype dtype);  // returns the previous one
+tt_dtype tt_default_dtype(void);
+
+// ---- parameter lists ----
+
+#define TT_NAME_MAX 256
+
+typedef struct tt_param {
+    char *name;         // owned
+    tt_tensor *tensor;  // retained
+} tt_param;
+
+typedef struct tt_params {
+    tt_param *items;
+    int n, cap;
+} tt_params;
+
+void tt_params_init(tt_params *p);
+void tt_params_free(tt_params *p);  // releases the references and names, keeps the tensors' owners
+// Appends t as "prefix.name" (or "name" when prefix is NULL or ""); aborts on a duplicate name.
+void tt_params_add(tt_params *p, const char *prefix, const char *name, tt_tensor *t);
+tt_tensor *tt_params_get(const tt_params *p, const char *name);  // borrowed; NULL if absent
+int64_t tt_params_numel(const tt_params *p);  // total number of elements
+void tt_params_zero_grad(const tt_params *p);
+// The name of the first parameter holding a NaN or an Inf (a diverged run, a corrupt file),
+// NULL when all are finite; *index (when index is not NULL) the element, in row-major order.
+const char *tt_params_nonfinite(const tt_params *p, int64_t *index);
+// A debugging check for a model's parameter list: aborts, naming each one (shape, dtype, name if
+// set, and the op that consumes it), when a leaf that requires grad reaches `loss` (a backward
+// from loss would fill its .grad) but is not in p, the sign of a forgotten tt_<name>_params
+// line that would silently leave a weight out of the optimizer and the checkpoint. Parameters
+// the loss does not reach are fine, and so are buffers (they do not require grad), so the list
+// may be tt_module_params' or tt_module_state's. Call it before tt_backward (which frees the
+// graph).
+void tt_params_check_reaches(const tt_params *p, tt_tensor *loss);
+// "prefix.name" into buf (TT_NAME_MAX); returns buf. Aborts if it does not fit.
+char *tt_name_join(char *buf, const char *prefix, const char *name);
+char *tt_name_index(char *buf, const char *prefix, int index);  // "prefix.3"
+
+// ---- a module behind a uniform interface (for tt_sequential) ----
+
+// A composite (block, MLP, attention, sequential, a user's model) lists its direct children once,
+// in its `children` callback; tt_module_params and tt_module_train recurse through it, and the
+// composite's _free frees through it, so params/train/free are not written out three times.
+// A custom module: a struct, a forward, and a static tt_module_ops naming the callbacks it has.
+typedef struct tt_module tt_module;
+typedef void (*tt_module_visit)(tt_module child, const char *name, void *ctx);
+
+typedef struct tt_module_ops {
+    const char *type;
+    tt_tensor *(*forward)(void *self, tt_tensor *x);
+    void (*params)(const void *self, tt_params *out, const char *prefix);  // its own; NULL: none
+    void (*train)(void *self, bool training);                              // its own; NULL: no-op
+    // visit(child, name, ctx) for each direct child in order; its parameters are named
+    // "prefix.name.…". NULL: no children.
+    void (*children)(void *self, tt_module_visit visit, void *ctx);
+    // Releases what the module owns, children included (its tt_<name>_free); NULL: nothing.
+    // Not called by tt_sequential, which borrows its modules.
+    void (*free)(void *self);
+    // Its own buffers (PyTorch's register_buffer: state saved and loaded with the model but
+    // not trained, such as BatchNorm's running stats), appended like params; NULL: none.
+    void (*buffers)(const void *self, tt_params *out, const char *prefix);
+    // True when the forward is its children run one after another, each on the previous one's
+    // output (a Sequential): tt_model_summary then measures each child on its own input.
+    bool chain;
+} tt_module_ops;
+
+struct tt_module {
+    void *self;
+    const tt_module_ops *ops;
+};
+
+tt_tensor *tt_module_forward(tt_module m, tt_tensor *x);
+// Its own parameters, then each child's under "prefix.name".
+void tt_module_params(tt_module m, tt_params *out, const char *prefix);
+void tt_module_train(tt_module m, bool training);  // itself, then each child
+void tt_module_children(tt_module m, tt_module_visit visit, void *ctx);  // direct children
+void tt_module_free(tt_module m);  // ops->free, if any
+// Buffers: tensors without requires_grad that a module updates itself (running statistics)
+// and that belong in a checkpoint but not in the optimizer. A buffer list is a tt_params;
+// tt_module_buffers appends its own buffers, then each child's under "prefix.name".
+void tt_module_buffers(tt_module m, tt_params *out, const char *prefix);
+// The module's whole state under PyTorch's state_dict names and order: its own parameters,
+// its own buffers, then each child's state ("0.weight", "1.weight", "1.bias",
+// "1.running_mean", "1.running_var", "1.num_batches_tracked", ...). Give the optimizer
+// tt_module_params and the checkpoint tt_module_state:
+//
+//     tt_params params, state;
+//     tt_params_init(&params);
+//     tt_params_init(&state);
+//     tt_module_params(model, &params, NULL);  // for the optimizer
+//     tt_module_state(model, &state, NULL);    // for tt_ckpt_add_params / _restore_params
+//     ...
+//     tt_ckpt_add_params(&ck, "model.", &state);          // save
+//     tt_ckpt_restore_params(&ck, "model.", &state);      // load: copies the values in place;
+//                                                         // buffers stay without requires_grad
+void tt_module_state(tt_module m, tt_params *out, const char *prefix);
+
+// torch.nn.Identity: returns x. No parameters.
+tt_module tt_identity_module(void);
+// torch.nn.Flatten: merges dims start_dim .. end_dim of x into one (negative dims count from
+// the end; PyTorch's defaults are 1 and -1, i.e. keep the batch dim). A view when x's strides
+// allow it, else a copy (tt_reshape). No parameters; the module holds no pointer to free.
+tt_module tt_flatten_module(int start_dim, int end_dim);
+tt_tensor *tt_flatten_dims(tt_tensor *x, int start_dim, int end_dim);  // the same as a function
+
+// ---- init schemes (in place on a tensor; every one takes an explicit rng) ----
+// fan_in / fan_out follow PyTorch: for a (out, in, ...) weight, fan_in = in * receptive field.
+
+typedef enum tt_fan_mode { TT_FAN_IN, TT_FAN_OUT } tt_fan_mode;
+
+void tt_init_zeros_(tt_tensor *t);
+void tt_init_ones_(tt_tensor *t);
+void tt_init_normal_(tt_tensor *t, tt_rng *rng, double mean, double std);
+void tt_init_uniform_(tt_tensor *t, tt_rng *rng, double lo, double hi);
+void tt_init_xavier_uniform_(tt_tensor *t, tt_rng *rng, double gain);
+void tt_init_xavier_normal_(tt_tensor *t, tt_rng *rng, double gain);
+// gain sqrt(2 / (1 + a^2)) (a: leaky-ReLU slope, 0 for ReLU).
+void tt_init_kaiming_uniform_(tt_tensor *t, tt_rng *rng, double a, tt_fan_mode mode);
+void tt_init_kaiming_normal_(tt_tensor *t, tt_rng *rng, double a, tt_fan_mode mode);
+// GPT-2's scaled init of residual projections: normal(0, 0.02 / sqrt(2 * n_layer)).
+void tt_init_gpt2_residual_(tt_tensor *t, tt_rng *rng, int n_layer);
+int64_t tt_fan_in(const tt_tensor *t);
+int64_t tt_fan_out(const tt_tensor *t);
+
+// ---- sequential: runs modules in order; names their parameters "0.", "1.", ... ----
+
+typedef struct tt_sequential {
+    tt_module *items;  // the modules are borrowed: their owner frees them
+    int n, cap;
+} tt_sequential;
+
+void tt_sequential_init(tt_sequential *s);
+void tt_sequential_add(tt_sequential *s, tt_module m);
+tt_tensor *tt_sequential_forward(tt_sequential *s, tt_tensor *x);
+void tt_sequential_params(const tt_sequential *s, tt_params *out, const char *prefix);
+void tt_sequential_train(tt_sequential *s, bool training);
+void tt_sequential_free(tt_sequential *s);
+// A sequential inside another: its parameters are named "<index>.<inner index>.…", train
+// propagates to its modules.
+tt_module tt_sequential_module(tt_sequential *s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // TT_NN_MODULE_H

@@ -1,0 +1,118 @@
+// tinytorch.c nn: the transformer's modules: the feed-forward MLP, multi-head attention (with
+// grouped-query attention, QK-norm, RoPE, masks and a KV cache) and the pre-norm block
+// (nn/transformer.c).
+//
+//     tt_block blk;
+//     tt_block_init(&blk, &(tt_block_config){.attn = {.n_embd = 64, .n_head = 4,
+//                                            .max_seq = 128, .causal = true}}, &rng);
+//     tt_tensor *y = tt_block_forward(&blk, x);  // (B, T, 64) -> (B, T, 64)
+#ifndef TT_NN_TRANSFORMER_H
+#define TT_NN_TRANSFORMER_H
+
+#include "layers.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// ---- feed-forward (the transformer block's MLP): dropout(proj(act(fc(x)))),
+// fc: C -> hidden, proj: hidden -> C; a block holds it as `mlp` (parameters "mlp.fc.weight", ...)
+
+typedef struct tt_feedforward {
+    tt_linear fc, proj;
+    tt_act act;
+    tt_dropout_layer drop;
+} tt_feedforward;
+
+void tt_feedforward_init(tt_feedforward *m, int64_t dim, int64_t hidden, tt_act act, bool bias,
+                         double dropout, tt_rng *rng);
+tt_tensor *tt_feedforward_forward(tt_feedforward *m, tt_tensor *x);
+// fc.*, proj.*
+void tt_feedforward_params(const tt_feedforward *m, tt_params *out, const char *prefix);
+void tt_feedforward_train(tt_feedforward *m, bool training);
+void tt_feedforward_free(tt_feedforward *m);
+tt_module tt_feedforward_module(tt_feedforward *m);
+
+// ---- multi-head attention ----
+
+typedef struct tt_attention_config {
+    int64_t n_embd;
+    int64_t n_head;
+    int64_t n_kv_head;  // < n_head: grouped-query attention; 0 means n_head
+    int64_t max_seq;    // longest sequence (causal mask, RoPE tables)
+    bool causal;
+    bool bias;          // in the q/k/v/o projections
+    bool qk_norm;       // RMSNorm (with weight) on each head's q and k
+    bool rope;          // rotary positions on q and k
+    double rope_base;   // 0 means 10000
+    double dropout;     // on the attention weights and the output
+} tt_attention_config;
+
+typedef struct tt_attention {
+    tt_attention_config cfg;
+    int64_t head_dim;
+    tt_linear q_proj, k_proj, v_proj, o_proj;
+    tt_rmsnorm_layer q_norm, k_norm;  // when qk_norm
+    tt_rope rope;                     // when rope
+    tt_tensor *mask;                  // (max_seq, max_seq) i32, 1 above the diagonal
+    tt_dropout_layer attn_drop, resid_drop;
+} tt_attention;
+
+void tt_attention_init(tt_attention *m, const tt_attention_config *cfg, tt_rng *rng);
+// x (B, T, C) -> (B, T, C), positions 0 .. T-1.
+tt_tensor *tt_attention_forward(tt_attention *m, tt_tensor *x);
+// The same with masks, in torch.nn.MultiheadAttention's conventions (either may be NULL):
+//   attn_mask (T, T), (B * n_head, T, T) (index b * n_head + h) or (B, n_head, T, T): bool
+//     TRUE = the query may NOT attend to the key, or a float mask (the input's dtype) added
+//     to the scaled scores (it gets a gradient when it requires one);
+//   key_padding_mask (B, T): bool TRUE = that key is padding, ignored; or float, added.
+// Careful: the bool conventions of PyTorch's two APIs are opposite, and we follow each API's
+// own: here (nn.MultiheadAttention) TRUE masks a key out, while tt_scaled_dot_product_attention
+// (F.scaled_dot_product_attention) takes TRUE = the key takes part. With cfg.causal the causal
+// mask applies too. A query whose keys are all masked gets a 0 output (PyTorch 1.13 gives NaN).
+// Two masks are combined into one (B, 1 or n_head, T, T) mask; one is used in place.
+// tt_attention_forward_cached (the KV cache) stays causal-only: it takes no masks.
+tt_tensor *tt_attention_forward_mask(tt_attention *m, tt_tensor *x, tt_tensor *attn_mask,
+                                     tt_tensor *key_padding_mask);
+// Incremental decoding with a key/value cache: x (B, T, C) holds positions pos .. pos + T - 1;
+// their keys and values (after QK-norm and RoPE, before the grouped-query repeat) are written
+// into k_cache and v_cache, (B, NKV, L, HS) with L >= pos + T, and the queries attend over
+// positions 0 .. pos + T - 1 (causally when cfg.causal). Meant for grad mode off.
+tt_tensor *tt_attention_forward_cached(tt_attention *m, tt_tensor *x, tt_tensor *k_cache,
+                                       tt_tensor *v_cache, int64_t pos);
+void tt_attention_params(const tt_attention *m, tt_params *out, const char *prefix);
+void tt_attention_train(tt_attention *m, bool training);
+void tt_attention_free(tt_attention *m);
+tt_module tt_attention_module(tt_attention *m);  // self-attention: tt_attention_forward(m, x)
+
+// ---- transformer block (pre-norm): x + attn(norm1(x)), then + mlp(norm2(x)) ----
+
+typedef struct tt_block_config {
+    tt_attention_config attn;
+    int64_t mlp_hidden;  // 0 means 4 * n_embd
+    tt_act act;
+    tt_norm_kind norm;
+    double norm_eps;     // 0 means 1e-5
+} tt_block_config;
+
+typedef struct tt_block {
+    tt_norm norm1, norm2;
+    tt_attention attn;
+    tt_feedforward mlp;
+} tt_block;
+
+void tt_block_init(tt_block *m, const tt_block_config *cfg, tt_rng *rng);
+tt_tensor *tt_block_forward(tt_block *m, tt_tensor *x);
+// The same through tt_attention_forward_cached (see there).
+tt_tensor *tt_block_forward_cached(tt_block *m, tt_tensor *x, tt_tensor *k_cache,
+                                   tt_tensor *v_cache, int64_t pos);
+void tt_block_params(const tt_block *m, tt_params *out, const char *prefix);  // norm1, attn, ...
+void tt_block_train(tt_block *m, bool training);
+void tt_block_free(tt_block *m);
+tt_module tt_block_module(tt_block *m);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // TT_NN_TRANSFORMER_H
