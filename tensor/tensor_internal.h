@@ -120,22 +120,8 @@ static inline void tt__team_barrier(int nt) {
 #endif
 }
 
-// ---- hot loops compiled for several ISAs ----
-// The default build targets baseline x86-64 (SSE2). A loop marked TT_CLONES is also compiled
-// for x86-64-v3 (AVX2, FMA) and x86-64-v4 (AVX-512), and the loader picks the best the CPU
-// has. The build is ISO C with -ffp-contract=off (no FMA contraction), so every clone computes
-// the same bits as the baseline; only the vector width differs. TT_NO_CLONES=1 at build time:
-// off. Only where target_clones works across translation units: gcc 11 or later (the first to
-// know the arch=x86-64-v3/v4 names) and clang 18 or later (clang 14 to 17 name the dispatcher
-// "f.ifunc", so a caller in another file fails to link with "undefined reference to f"); with
-// other compilers the loops are plain baseline code and give the same results, more slowly.
-#if defined(__x86_64__) && defined(__linux__) && !defined(TT_NO_CLONES) &&  \
-    ((defined(__clang__) && __clang_major__ >= 18) ||                       \
-     (!defined(__clang__) && !defined(__INTEL_COMPILER) && defined(__GNUC__) && __GNUC__ >= 11))
-#define TT_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define TT_CLONES
-#endif
+// ---- hot loops compiled for several ISAs: TT_CLONES (kernels/cpu.h) ----
+#include "kernels/cpu.h"
 
 // ---- crash-safe file writing (file.c) ----
 // write(2) until all n bytes are written (EINTR retried); false with errno set otherwise.

@@ -3,7 +3,7 @@
 // matrix is never formed. Not here: dropout on the weights (nn/transformer.c composes it).
 //
 // The f32 inner products, exponentials and row reductions run in AVX-512 or AVX2+FMA code
-// picked at run time by cpuid, else in portable C; f64 always runs the portable C (it is for
+// picked at run time by the CPU level (cpu.h), else in portable C; f64 always runs the portable C (it is for
 // gradcheck and debugging). A block product is C (M, N) = alpha A (M, K) B (K, N) [+ C] with
 // A read element by element through two strides (broadcast into a SIMD register) and the rows
 // of B and C unit-stride, so q k^T needs k^T packed (a (HS, keys) panel) while P v, dS k and
@@ -27,6 +27,7 @@
 // (gemm_widen512, gemm_widen256) or in portable C (gemm_bf16_portable); the same bits.
 #include "attention.h"
 #include "bf16.h"
+#include "cpu.h"
 
 #include <math.h>
 #include <string.h>
@@ -984,66 +985,24 @@ static const ops_f32 ops_avx512_bf16 = {
     rows_dot_avx512,
     NULL, NULL, NULL, NULL, NULL, 0,
 };
-static const ops_f32 ops_avx2_dpbf16 = {
-    gemm_dpbf16, rows_max_avx2, rows_exp_avx2, row_ds_avx2, row_scale_avx2,
-    rows_dot_portable_f32,
-    pack_b_dpbf16, pack_bt_dpbf16, gemm_pb_dpbf16, pack_a_dpbf16, gemm_pa_dpbf16,
-    2 * KP_MAX,
-};
 static const ops_f32 ops_avx2_bf16 = {
     gemm_widen256, rows_max_avx2, rows_exp_avx2, row_ds_avx2, row_scale_avx2,
     rows_dot_portable_f32,
     NULL, NULL, NULL, NULL, NULL, 0,
 };
-static const ops_f32 ops_portable_dpbf16 = {
-    gemm_dpbf16, rows_max_portable_f32, rows_exp_portable_f32, row_ds_portable_f32,
-    row_scale_portable_f32, rows_dot_portable_f32,
-    pack_b_dpbf16, pack_bt_dpbf16, gemm_pb_dpbf16, pack_a_dpbf16, gemm_pa_dpbf16,
-    2 * KP_MAX,
-};
-
 #endif  // ATTN_X86
 
 // ---- dispatch ----
 
-static tt_kattn_isa isa_cap = TT_KATTN_ISA_COUNT;  // no cap
-
-static tt_kattn_isa isa_supported(void) {
-#if ATTN_X86
-    if (__builtin_cpu_supports("avx512f")) return TT_KATTN_AVX512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return TT_KATTN_AVX2;
-#endif
-    return TT_KATTN_PORTABLE;
-}
-
-tt_kattn_isa tt_kattention_isa(void) {
-    tt_kattn_isa s = isa_supported();
-    return isa_cap < s ? isa_cap : s;
-}
-
-const char *tt_kattention_isa_name(tt_kattn_isa isa) {
-    static const char *const names[TT_KATTN_ISA_COUNT] = {"portable", "avx2", "avx512"};
-    return isa >= 0 && isa < TT_KATTN_ISA_COUNT ? names[isa] : "?";
-}
-
-tt_kattn_isa tt_kattention_set_isa(tt_kattn_isa isa) {
-    tt_kattn_isa prev = isa_cap;
-    isa_cap = isa;
-    return prev;
-}
-
-// The f32 table: its row operations by tt_kattention_isa; with d->bf16, a gemm with bf16
-// products, on vdpbf16ps when the bf16 GEMM's path is AVX512-BF16.
+// The f32 table of the CPU level (cpu.h): AVX-512 or AVX2 + FMA row operations, else the
+// portable C; with d->bf16, a gemm with bf16 products, on vdpbf16ps at TT_CPU_AVX512BF16.
 static const ops_f32 *ops_get_f32(const tt_kattn_dims *d) {
 #if ATTN_X86
-    bool dp = d->bf16 && tt_k_bf16_active_path() == TT_K_BF16_AVX512BF16;
-    switch (tt_kattention_isa()) {
-        case TT_KATTN_AVX512:
-            return !d->bf16 ? &ops_avx512_f32 : dp ? &ops_avx512_dpbf16 : &ops_avx512_bf16;
-        case TT_KATTN_AVX2:
-            return !d->bf16 ? &ops_avx2_f32 : dp ? &ops_avx2_dpbf16 : &ops_avx2_bf16;
-        default:
-            return !d->bf16 ? &ops_portable_f32 : dp ? &ops_portable_dpbf16 : &ops_portable_bf16;
+    switch (tt_cpu_get_level()) {
+        case TT_CPU_AVX512BF16: return d->bf16 ? &ops_avx512_dpbf16 : &ops_avx512_f32;
+        case TT_CPU_AVX512: return d->bf16 ? &ops_avx512_bf16 : &ops_avx512_f32;
+        case TT_CPU_AVX2: return d->bf16 ? &ops_avx2_bf16 : &ops_avx2_f32;
+        default: return d->bf16 ? &ops_portable_bf16 : &ops_portable_f32;
     }
 #else
     return d->bf16 ? &ops_portable_bf16 : &ops_portable_f32;

@@ -403,7 +403,7 @@ const tt_k_bf16_kernel tt_k_bf16_avx512bf16 = {"avx512bf16 12x32 vdpbf16ps", 12,
 const tt_k_bf16_kernel tt_k_bf16_avx512 = {"avx512 12x32 widen + fma", 12, 32, uk_widen_12x32,
                                            NULL, pack_avx512, to_bf16_avx512, to_f32_avx512};
 
-#else  // not x86-64 with GCC or Clang: never selected (tt_k_bf16_path_supported says no)
+#else  // not x86-64 with GCC or Clang: never selected (below TT_CPU_AVX512)
 
 const tt_k_bf16_kernel tt_k_bf16_avx512bf16 = {"avx512bf16 (unavailable)", 0, 0, NULL, NULL,
                                                NULL, NULL, NULL};

@@ -238,7 +238,7 @@ const tt_k_gemm_kernel tt_k_gemm_avx2_f32 = {"avx2 f32 6x16", 6, 16, uk_f32_6x16
 const tt_k_gemm_kernel tt_k_gemm_avx2_f64 = {"avx2 f64 6x8", 6, 8, uk_f64_6x8, uk_f64_6x4,
                                              pack_pd, NULL};
 
-#else  // not x86-64 with GCC or Clang: never selected (tt_k_gemm_path_supported says no)
+#else  // not x86-64 with GCC or Clang: never selected (below TT_CPU_AVX2)
 
 const tt_k_gemm_kernel tt_k_gemm_avx2_f32 = {"avx2 (unavailable)", 0, 0, NULL, NULL, NULL,
                                              NULL};

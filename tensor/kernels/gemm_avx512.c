@@ -216,7 +216,7 @@ const tt_k_gemm_kernel tt_k_gemm_avx512_f32 = {"avx512 f32 12x32", 12, 32, uk_f3
 const tt_k_gemm_kernel tt_k_gemm_avx512_f64 = {"avx512 f64 12x16", 12, 16, uk_f64_12x16,
                                                uk_f64_12x8, pack_pd, NULL};
 
-#else  // not x86-64 with GCC or Clang: never selected (tt_k_gemm_path_supported says no)
+#else  // not x86-64 with GCC or Clang: never selected (below TT_CPU_AVX512)
 
 const tt_k_gemm_kernel tt_k_gemm_avx512_f32 = {"avx512 (unavailable)", 0, 0, NULL, NULL,
                                                NULL, NULL};
