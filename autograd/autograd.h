@@ -33,7 +33,7 @@ extern "C" {
 
 typedef enum tt_op {
 #define TT_OP(ID, name, arity, saves) TT_OP_##ID,
-#include "ops.def"
+#include "../tensor/ops.def"
     TT_OP_COUNT
 } tt_op;
 
@@ -82,7 +82,7 @@ void tt_graph_leaves(tt_tensor *t, tt_leaf_visit visit, void *ctx);
 #define TT_BINARY(ID, name, ...) tt_tensor *tt_##name(tt_tensor *a, tt_tensor *b);
 #define TT_UNARY_S(ID, name, ...) tt_tensor *tt_##name(tt_tensor *x, double s);
 #define TT_UNARY(ID, name, ...) tt_tensor *tt_##name(tt_tensor *x);
-#include "ops.def"
+#include "../tensor/ops.def"
 
 // Compositions of the above (no row of their own).
 tt_tensor *tt_sub_scalar(tt_tensor *a, double s);   // a - s: add_scalar(a, -s), exact

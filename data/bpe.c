@@ -3,7 +3,7 @@
 // (Jansson) and vocab.bpe. Training and the trained vocab file are in bpe_train.c.
 #include "bpe_internal.h"
 
-#include "../tensor/tensor_internal.h"
+#include "../tensor/tensor_ext.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <errno.h>
