@@ -97,6 +97,12 @@ $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) $(CHECK_CFLAGS) -I. -c $< -o $@
 
+# The prototypes of ops.def's generated rows, written out so grep finds them (committed;
+# tests/check_ops_generated.sh checks it is current).
+autograd/ops_generated.h: tensor/ops.def scripts/gen_ops.sh
+	sh scripts/gen_ops.sh tensor/ops.def > $@.tmp && mv $@.tmp $@
+$(LIB_OBJS): autograd/ops_generated.h
+
 $(BUILD)/libtinytorch.a: $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
@@ -187,6 +193,7 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuz
 	echo "== abort tests name their messages"; sh tests/check_abort_tests.sh || fail=1; \
 	echo "== TT_CPU caps the SIMD level"; sh tests/run_tt_cpu.sh $(BUILD) || fail=1; \
 	echo "== layering of the includes"; sh tests/check_layers.sh || fail=1; \
+	echo "== ops_generated.h is current"; sh tests/check_ops_generated.sh || fail=1; \
 	if [ "$(SAN)" != 1 ] && [ -s ../shared/data/tinyshakespeare.txt -o -s $(CORPUS) ]; \
 	then echo "== make run (short)"; \
 	    $(MAKE) --no-print-directory run BUILD=$(BUILD) RUN_CKPT=$(BUILD)/run_test.ckpt \
