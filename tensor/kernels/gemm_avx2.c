@@ -1,7 +1,7 @@
 // AVX2 + FMA micro-kernels of the packed GEMM: a 6 x 16 f32 tile and a 6 x 8 f64 tile (two ymm
 // vectors per row, 12 accumulators), and half-width variants for a narrow last panel. Compiled
 // with function-level target attributes, so the library still runs on any x86-64; matmul.c
-// calls them only when cpuid reports AVX2 and FMA. Also the packing into their panels (the
+// calls them only at CPU level avx2 or above (cpu.h). Also the packing into their panels (the
 // driver's SSE2 packing is the fallback). Not the driver. The functions' bodies are templates
 // (gemm_avx2_ukernel.inc per tile shape, gemm_avx2_pack.inc per dtype) included below.
 #include "matmul.h"

@@ -1,7 +1,7 @@
 // AVX-512F micro-kernels of the packed GEMM: a 12 x 32 f32 tile and a 12 x 16 f64 tile (two
 // zmm vectors per row, 24 accumulators), and half-width variants for a narrow last panel.
 // Compiled with function-level target attributes, so the library still runs on any x86-64;
-// matmul.c calls them only when cpuid reports AVX-512F. Also the packing into their panels
+// matmul.c calls them only at CPU level avx512 or above (cpu.h). Also the packing into their panels
 // (the driver's SSE2 packing is the fallback). Not the driver. The functions' bodies are
 // templates (gemm_avx512_ukernel.inc per tile shape, gemm_avx512_pack.inc per dtype).
 #include "matmul.h"
