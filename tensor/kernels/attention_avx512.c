@@ -319,34 +319,9 @@ TGT_BF16 static void pack_b_dpbf16(uint32_t *bp, int64_t ldp, int64_t K, int64_t
     }
 }
 
-// r[0 .. 16) transposed as a 16 x 16 matrix of 32-bit words: r[j] becomes column j.
-TGT_BF16 INLINE void transpose16(__m512i r[16]) {
-    __m512i t[16], u[16];
-    for (int i = 0; i < 16; i += 2) {  // per 128-bit lane: (r_i[c], r_i+1[c]) pairs
-        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4) {  // u[i + c]: rows i .. i + 3 of column 4 L + c, lane L
-        u[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-        u[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-        u[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-        u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-    }
-    for (int c = 0; c < 4; c++) {  // the lanes of u[c], u[4 + c], u[8 + c], u[12 + c] gathered
-        __m512i v0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88);
-        __m512i v1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xdd);
-        __m512i v2 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88);
-        __m512i v3 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xdd);
-        r[c] = _mm512_shuffle_i32x4(v0, v2, 0x88);
-        r[8 + c] = _mm512_shuffle_i32x4(v0, v2, 0xdd);
-        r[4 + c] = _mm512_shuffle_i32x4(v1, v3, 0x88);
-        r[12 + c] = _mm512_shuffle_i32x4(v1, v3, 0xdd);
-    }
-}
-
 // The panels of B = X^T (K, N): X (N, K) rows x_rs apart, each row's pairs (pair_line16, the
 // same rounding as pair_rows16) turned down its column 16 rows x 16 pairs at a time
-// (transpose16); columns N .. N rounded up to 32 zero.
+// (tt__simd_transpose16_epi32); columns N .. N rounded up to 32 zero.
 TGT_BF16 static void pack_bt_dpbf16(uint32_t *bp, int64_t ldp, int64_t K, int64_t N,
                                     const float *x, int64_t x_rs) {
     int64_t KP = (K + 1) / 2;
@@ -358,7 +333,7 @@ TGT_BF16 static void pack_bt_dpbf16(uint32_t *bp, int64_t ldp, int64_t K, int64_
             for (int i = 0; i < 16; i++)
                 r[i] = n + i < N ? pair_line16(x + (n + i) * x_rs + 2 * p, m0, m1)
                                  : _mm512_setzero_si512();
-            transpose16(r);
+            tt__simd_transpose16_epi32(r);
             int64_t np = min64(16, KP - p);
             for (int64_t q = 0; q < np; q++) _mm512_storeu_si512(dst + (p + q) * 32, r[q]);
         }

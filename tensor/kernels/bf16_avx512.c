@@ -92,35 +92,6 @@ INLINE_AVX512 __m512i pair_line(const void *s, tt_k_bf16_src type, int64_t steps
     return _mm512_permutex2var_epi16(r0, idx, r1);
 }
 
-// r[l] lane k <- r[k] lane l, 32-bit lanes: 2 x 2 blocks (unpack), 4 x 4 (shuffle), then
-// 128-bit quarters twice.
-INLINE_AVX512 void transpose16(__m512i ri[16]) {
-    __m512 r[16], t[16];
-    for (int i = 0; i < 16; i++) r[i] = _mm512_castsi512_ps(ri[i]);
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4) {
-        r[i] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-        r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-        r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-        r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-    }
-    for (int m = 0; m < 4; m++) {
-        t[m] = _mm512_shuffle_f32x4(r[m], r[4 + m], 0x88);
-        t[4 + m] = _mm512_shuffle_f32x4(r[m], r[4 + m], 0xdd);
-        t[8 + m] = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0x88);
-        t[12 + m] = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0xdd);
-    }
-    for (int m = 0; m < 4; m++) {
-        r[m] = _mm512_shuffle_f32x4(t[m], t[8 + m], 0x88);
-        r[8 + m] = _mm512_shuffle_f32x4(t[m], t[8 + m], 0xdd);
-        r[4 + m] = _mm512_shuffle_f32x4(t[4 + m], t[12 + m], 0x88);
-        r[12 + m] = _mm512_shuffle_f32x4(t[4 + m], t[12 + m], 0xdd);
-    }
-    for (int i = 0; i < 16; i++) ri[i] = _mm512_castps_si512(r[i]);
-}
 
 // pack_rows_round and pack_lines_round (bf16_avx512_pack.inc): the packing loops over
 // pair_rows and line_block_round; tt__simd_round_hi16 rounds subnormals itself (`sub` is unused).
@@ -129,6 +100,7 @@ INLINE_AVX512 __m512i pair_rows_round(const void *s, tt_k_bf16_src type, int64_t
     (void)sub;
     return pair_rows(s, type, ks, cols, odd);
 }
+
 // r[p] = panel row p of `lines` lines (zeros past them) of `steps` steps (past 32: unused)
 // from s, line l at s + l ls elements: pair_line of each line, transposed.
 INLINE_AVX512 void line_block_round(__m512i r[16], const char *s, tt_k_bf16_src type,
@@ -138,7 +110,7 @@ INLINE_AVX512 void line_block_round(__m512i r[16], const char *s, tt_k_bf16_src 
     for (int l = 0; l < 16; l++)
         r[l] = l < lines ? pair_line(s + (size_t)(l * ls) * es, type, steps)
                          : _mm512_setzero_si512();
-    transpose16(r);
+    tt__simd_transpose16_epi32(r);
 }
 
 #define INLINE_PACK INLINE_AVX512

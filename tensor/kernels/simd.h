@@ -1,5 +1,5 @@
 // SIMD helpers shared by the x86 kernels (attention, layernorm, the bf16 conversions and GEMM):
-// lane masks, the f32 exponential, bf16 rounding, horizontal sums. static inline, each compiled
+// lane masks, the f32 exponential, bf16 rounding, horizontal sums, register transposes. static inline, each compiled
 // for the smallest target that has its instructions, so it inlines into any kernel whose target
 // includes that one. Only on x86-64 with GCC or Clang; the portable C never needs them.
 // Letters: a lane is one f32 of a vector; n a count of lanes from the first.
@@ -126,6 +126,62 @@ TT_SIMD_AVX2 TT_SIMD_INLINE float tt__simd_hmax8(__m256 v) {
     s = _mm_max_ps(s, _mm_movehl_ps(s, s));
     s = _mm_max_ss(s, _mm_shuffle_ps(s, s, 1));
     return _mm_cvtss_f32(s);
+}
+
+// ---- transposes (data movement only: any bits, NaNs included, come through unchanged) ----
+
+// r[l] lane k <- r[k] lane l for 16 x 16 floats. Four rounds: 2 x 2 blocks of elements
+// (unpack), 4 x 4 (shuffle), then 128-bit quarters twice (shuffle_f32x4).
+TT_SIMD_AVX512 TT_SIMD_INLINE void tt__simd_transpose16(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int m = 0; m < 4; m++) {
+        t[m] = _mm512_shuffle_f32x4(r[m], r[4 + m], 0x88);
+        t[4 + m] = _mm512_shuffle_f32x4(r[m], r[4 + m], 0xdd);
+        t[8 + m] = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0x88);
+        t[12 + m] = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0xdd);
+    }
+    for (int m = 0; m < 4; m++) {
+        r[m] = _mm512_shuffle_f32x4(t[m], t[8 + m], 0x88);
+        r[8 + m] = _mm512_shuffle_f32x4(t[m], t[8 + m], 0xdd);
+        r[4 + m] = _mm512_shuffle_f32x4(t[4 + m], t[12 + m], 0x88);
+        r[12 + m] = _mm512_shuffle_f32x4(t[4 + m], t[12 + m], 0xdd);
+    }
+}
+// The same for 16 x 16 32-bit words (bf16 pairs).
+TT_SIMD_AVX512 TT_SIMD_INLINE void tt__simd_transpose16_epi32(__m512i ri[16]) {
+    __m512 r[16];
+    for (int i = 0; i < 16; i++) r[i] = _mm512_castsi512_ps(ri[i]);
+    tt__simd_transpose16(r);
+    for (int i = 0; i < 16; i++) ri[i] = _mm512_castps_si512(r[i]);
+}
+// 8 x 8 floats: 2 x 2 blocks (unpack), 4 x 4 (shuffle), then 128-bit halves.
+TT_SIMD_AVX2 TT_SIMD_INLINE void tt__simd_transpose8(__m256 r[8]) {
+    __m256 t[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        r[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int m = 0; m < 4; m++) {
+        t[m] = _mm256_permute2f128_ps(r[m], r[4 + m], 0x20);
+        t[4 + m] = _mm256_permute2f128_ps(r[m], r[4 + m], 0x31);
+    }
+    for (int i = 0; i < 8; i++) r[i] = t[i];
 }
 
 #endif  // x86-64 with GCC or Clang
