@@ -65,7 +65,7 @@ LIB_DIRS := tensor tensor/kernels autograd nn optim io compress data $(wildcard 
 LIB_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 HEADERS  := tinytorch.h $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.h) $(wildcard $(d)/*.def))
-PUBLIC_HEADERS := $(filter-out %_internal.h tensor/kernels%,$(HEADERS))
+PUBLIC_HEADERS := $(filter-out %_internal.h tensor/tensor_ext.h tensor/kernels%,$(HEADERS))
 
 TEST_UTIL   := $(BUILD)/obj/tests/test_util.o
 SUITE_SRCS  := $(filter-out tests/test_gradcheck.c tests/test_util.c,$(wildcard tests/test_*.c))
@@ -96,6 +96,12 @@ $(BUILD)/obj/%.o: %.c
 $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) $(CHECK_CFLAGS) -I. -c $< -o $@
+
+# The prototypes of ops.def's generated rows, written out so grep finds them (committed;
+# tests/check_ops_generated.sh checks it is current).
+autograd/ops_generated.h: tensor/ops.def scripts/gen_ops.sh
+	sh scripts/gen_ops.sh tensor/ops.def > $@.tmp && mv $@.tmp $@
+$(LIB_OBJS): autograd/ops_generated.h
 
 $(BUILD)/libtinytorch.a: $(LIB_OBJS)
 	@rm -f $@
@@ -185,6 +191,9 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuz
 	echo "== safety messages"; sh tests/run_safety_msgs.sh $(BUILD) || fail=1; \
 	echo "== model files and memory"; sh tests/run_safety_model.sh $(BUILD) || fail=1; \
 	echo "== abort tests name their messages"; sh tests/check_abort_tests.sh || fail=1; \
+	echo "== TT_CPU caps the SIMD level"; sh tests/run_tt_cpu.sh $(BUILD) || fail=1; \
+	echo "== layering of the includes"; sh tests/check_layers.sh || fail=1; \
+	echo "== ops_generated.h is current"; sh tests/check_ops_generated.sh || fail=1; \
 	if [ "$(SAN)" != 1 ] && [ -s ../shared/data/tinyshakespeare.txt -o -s $(CORPUS) ]; \
 	then echo "== make run (short)"; \
 	    $(MAKE) --no-print-directory run BUILD=$(BUILD) RUN_CKPT=$(BUILD)/run_test.ckpt \

@@ -33,7 +33,7 @@ extern "C" {
 
 typedef enum tt_op {
 #define TT_OP(ID, name, arity, saves) TT_OP_##ID,
-#include "ops.def"
+#include "../tensor/ops.def"
     TT_OP_COUNT
 } tt_op;
 
@@ -78,11 +78,9 @@ void tt_graph_leaves(tt_tensor *t, tt_leaf_visit visit, void *ctx);
 // The rows of ops.def (each with its documentation) declare these: tt_<name>(a, b) for a
 // TT_BINARY row (NumPy broadcasting between the operands), tt_<name>(x, double s) for a
 // TT_UNARY_S row, tt_<name>(x) for a TT_UNARY row. For example tt_add, tt_mul, tt_maximum,
-// tt_add_scalar, tt_pow_scalar, tt_exp, tt_relu, tt_gelu, tt_silu, tt_square.
-#define TT_BINARY(ID, name, ...) tt_tensor *tt_##name(tt_tensor *a, tt_tensor *b);
-#define TT_UNARY_S(ID, name, ...) tt_tensor *tt_##name(tt_tensor *x, double s);
-#define TT_UNARY(ID, name, ...) tt_tensor *tt_##name(tt_tensor *x);
-#include "ops.def"
+// tt_add_scalar, tt_pow_scalar, tt_exp, tt_relu, tt_gelu, tt_silu, tt_square. make writes
+// their prototypes, each under its row, into ops_generated.h (scripts/gen_ops.sh).
+#include "ops_generated.h"
 
 // Compositions of the above (no row of their own).
 tt_tensor *tt_sub_scalar(tt_tensor *a, double s);   // a - s: add_scalar(a, -s), exact

@@ -55,7 +55,7 @@ struct tt_node {
 #define TT_UNARY(ID, name, saves, flags, lo, hi)
 #define TT_UNARY_S(ID, name, saves, flags, lo, hi, s)
 #define TT_BINARY(ID, name, saves, flags, alo, ahi, blo, bhi)
-#include "ops.def"
+#include "../tensor/ops.def"
 void tt__backward_unary(tt_node *n);   // every TT_UNARY and TT_UNARY_S row
 void tt__backward_binary(tt_node *n);  // every TT_BINARY row
 

@@ -133,7 +133,7 @@ static const ew_row ew_rows[TT_OP_COUNT] = {
 #define TT_UNARY(ID, name, saves, flags, ...) [TT_OP_##ID] = {TT_KU_##ID, flags},
 #define TT_UNARY_S(ID, name, saves, flags, ...) [TT_OP_##ID] = {TT_KU_##ID, flags},
 #define TT_BINARY(ID, name, saves, flags, ...) [TT_OP_##ID] = {TT_KB_##ID, flags},
-#include "ops.def"
+#include "../tensor/ops.def"
 };
 
 // ---- unary ops: forward and backward ----
@@ -241,7 +241,7 @@ void tt__backward_binary(tt_node *n) {
     tt_tensor *tt_##name(tt_tensor *x, double s) { return unary_op(TT_OP_##ID, x, s, __func__); }
 #define TT_UNARY(ID, name, ...) \
     tt_tensor *tt_##name(tt_tensor *x) { return unary_op(TT_OP_##ID, x, 0, __func__); }
-#include "ops.def"
+#include "../tensor/ops.def"
 
 // ---- compositions ----
 

@@ -36,7 +36,7 @@ static const bool elementwise[TT_OP_COUNT] = {
 #define TT_UNARY(ID, name, saves, flags, lo, hi) [TT_OP_##ID] = true,
 #define TT_UNARY_S(ID, name, saves, flags, lo, hi, s) [TT_OP_##ID] = true,
 #define TT_BINARY(ID, name, saves, flags, alo, ahi, blo, bhi) [TT_OP_##ID] = true,
-#include "ops.def"
+#include "../tensor/ops.def"
 };
 
 static int64_t numel_of(const tt_tensor *t) { return t ? tt_numel(t) : 0; }

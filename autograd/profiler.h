@@ -10,7 +10,7 @@
 //     tt_profiler_write_trace("trace.json");  // open in ui.perfetto.dev or chrome://tracing
 //     tt_profiler_reset();
 //
-// What is counted: every op of autograd/ops.def that records itself (tt__record), in grad mode
+// What is counted: every op of tensor/ops.def that records itself (tt__record), in grad mode
 // or not, as a forward; every node's backward as a backward of its op. Ops a backward runs
 // internally are part of that backward, not forwards of their own. Only the thread that called
 // tt_profiler_begin is profiled (ops run from the main thread; kernels' inner threads are not

@@ -26,7 +26,7 @@ static const op_info op_table[] = {
     [TT_OP_##ID] = {#name, 1, saves, tt__backward_unary},
 #define TT_BINARY(ID, name, saves, flags, alo, ahi, blo, bhi) \
     [TT_OP_##ID] = {#name, 2, saves, tt__backward_binary},
-#include "ops.def"
+#include "../tensor/ops.def"
 };
 _Static_assert(sizeof op_table / sizeof op_table[0] == TT_OP_COUNT,
                "op_table must have one entry per op in ops.def");

@@ -14,6 +14,7 @@
 #include "tinytorch.h"
 #include "bench_util.h"
 #include "tensor/kernels/bf16.h"
+#include "tensor/kernels/cpu.h"
 
 #define TIMED_RUNS 31
 
@@ -45,10 +46,10 @@ static const pack_case weight_cases[] = {
 };
 
 static const struct {
-    tt_k_bf16_path path;
+    tt_cpu_level path;
     const tt_k_bf16_kernel *kern;
-} packers[] = {{TT_K_BF16_AVX512, &tt_k_bf16_avx512},
-               {TT_K_BF16_AVX512BF16, &tt_k_bf16_avx512bf16}};
+} packers[] = {{TT_CPU_AVX512, &tt_k_bf16_avx512},
+               {TT_CPU_AVX512BF16, &tt_k_bf16_avx512bf16}};
 
 // Packs the whole operand once, in KC blocks of k and `block`-line blocks.
 static void pack_all(const tt_k_bf16_kernel *kn, uint32_t *dst, const void *x,
@@ -132,9 +133,9 @@ static uint32_t *pack_buffer(const pack_case *c) {
 }
 
 // The best packer this CPU runs.
-static const tt_k_bf16_kernel *best_packer(tt_k_bf16_path *path) {
+static const tt_k_bf16_kernel *best_packer(tt_cpu_level *path) {
     for (int p = (int)(sizeof packers / sizeof packers[0]) - 1; p >= 0; p--)
-        if (tt_k_bf16_path_supported(packers[p].path)) {
+        if (packers[p].path <= tt_cpu_max_level()) {
             *path = packers[p].path;
             return packers[p].kern;
         }
@@ -158,10 +159,10 @@ int main(int argc, char **argv) {
         printf("bench bf16pack path=read case=%s mib=%.1f read_gbs=%.1f best_gbs=%.1f\n",
                c->name, (double)n * 4 / 1048576, mb / med, mb / best);
         for (size_t p = 0; p < sizeof packers / sizeof packers[0]; p++) {
-            if (!tt_k_bf16_path_supported(packers[p].path)) continue;
+            if (packers[p].path > tt_cpu_max_level()) continue;
             med = time_us(JOB_PACK, packers[p].kern, dst, x, NULL, c, &best);
             printf("bench bf16pack path=%s case=%s mib=%.1f read_gbs=%.1f best_gbs=%.1f "
-                   "us=%.1f\n", tt_k_bf16_path_name(packers[p].path), c->name,
+                   "us=%.1f\n", tt_cpu_level_name(packers[p].path), c->name,
                    (double)n * 4 / 1048576, mb / med, mb / best, med);
         }
         fflush(stdout);
@@ -170,7 +171,7 @@ int main(int argc, char **argv) {
     }
     // A weight packed twice per step (forward, input gradient) from f32, against a per-step
     // bf16 copy: one cast, then two packings from bf16.
-    tt_k_bf16_path path;
+    tt_cpu_level path;
     const tt_k_bf16_kernel *kn = best_packer(&path);
     if (kn && (argc == 1 || strcmp(argv[1], "weights") == 0)) {
         const pack_case *fwd = &cases[1], *dx = &cases[2];
@@ -187,7 +188,7 @@ int main(int argc, char **argv) {
                             time_us(JOB_PACK, kn, dst2, h, NULL, &weight_cases[1], &best);
         printf("bench bf16pack weights path=%s w=%lldx%lld f32_packs_us=%.1f cast_us=%.1f "
                "bf16_packs_us=%.1f cached_us=%.1f cached_vs_f32=%.2f\n",
-               tt_k_bf16_path_name(path), (long long)fwd->rows, (long long)fwd->cols,
+               tt_cpu_level_name(path), (long long)fwd->rows, (long long)fwd->cols,
                f32_packs, cast, bf16_packs, cast + bf16_packs, (cast + bf16_packs) / f32_packs);
         free(x);
         free(h);

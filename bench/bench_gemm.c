@@ -8,9 +8,8 @@
 //   bench_gemm              every figure
 //   bench_gemm peak         the cores' f32 FMA and vdpbf16ps peak (GFLOPS per core)
 //   bench_gemm M N K LAYOUT THREADS [REPS [bf16]]   one figure (LAYOUT nn, nt or tn)
-//   TT_BENCH_GEMM_PATH=avx2 bench_gemm ...   force a SIMD path (generic, avx2, avx512)
-//   TT_BENCH_BF16_PATH=avx512 bench_gemm ... force a bf16 path (generic, avx2, avx512,
-//                                            avx512bf16)
+//   TT_CPU=avx2 bench_gemm ...  cap the SIMD level of both GEMMs (generic, avx2, avx512,
+//                               avx512bf16: tensor/kernels/cpu.h)
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +21,7 @@
 #include "tinytorch.h"
 #include "bench_util.h"
 #include "tensor/kernels/bf16.h"
+#include "tensor/kernels/cpu.h"
 #include "tensor/kernels/matmul.h"
 
 // Letters: C (M, N) = A (M, K) @ B (K, N). Layouts name how A and B sit in memory: nn both
@@ -85,7 +85,7 @@ static void bench_one(int64_t M, int64_t N, int64_t K, const char *layout, int t
     qsort(gflops, TIMED_RUNS, sizeof gflops[0], cmp_double);
     if (bf16)
         printf("bench gemm bf16 path=%s m=%lld n=%lld k=%lld layout=%s threads=%d "
-               "gflops=%.1f\n", tt_k_bf16_path_name(tt_k_bf16_active_path()), (long long)M,
+               "gflops=%.1f\n", tt_cpu_level_name(tt_cpu_get_level()), (long long)M,
                (long long)N, (long long)K, layout, threads, gflops[TIMED_RUNS / 2]);
     else
         printf("bench gemm m=%lld n=%lld k=%lld layout=%s threads=%d gflops=%.1f\n",
@@ -105,37 +105,6 @@ static void bench_linear(int64_t R, int64_t in, int64_t out, int threads) {
         bench_one(R, in, out, "nn", threads, 0, bf16);
         bench_one(in, out, R, "tn", threads, 0, bf16);
     }
-}
-
-// Forces the SIMD path named by TT_BENCH_GEMM_PATH, if set; false if the name is unknown or
-// the CPU lacks that path.
-static bool force_path(void) {
-    const char *want = getenv("TT_BENCH_GEMM_PATH");
-    if (!want) return true;
-    for (int p = 0; p < TT_K_GEMM_PATH_COUNT; p++)
-        if (strcmp(want, tt_k_gemm_path_name((tt_k_gemm_path)p)) == 0) {
-            if (!tt_k_gemm_path_supported((tt_k_gemm_path)p)) break;
-            tt_k_gemm_set_path((tt_k_gemm_path)p);
-            return true;
-        }
-    fprintf(stderr, "bench_gemm: TT_BENCH_GEMM_PATH=%s is not a path this CPU supports "
-            "(generic, avx2, avx512)\n", want);
-    return false;
-}
-
-// The same for the bf16 GEMM's path, from TT_BENCH_BF16_PATH.
-static bool force_bf16_path(void) {
-    const char *want = getenv("TT_BENCH_BF16_PATH");
-    if (!want) return true;
-    for (int p = 0; p < TT_K_BF16_PATH_COUNT; p++)
-        if (strcmp(want, tt_k_bf16_path_name((tt_k_bf16_path)p)) == 0) {
-            if (!tt_k_bf16_path_supported((tt_k_bf16_path)p)) break;
-            tt_k_bf16_set_path((tt_k_bf16_path)p);
-            return true;
-        }
-    fprintf(stderr, "bench_gemm: TT_BENCH_BF16_PATH=%s is not a path this CPU supports "
-            "(generic, avx2, avx512, avx512bf16)\n", want);
-    return false;
 }
 
 // ---- the cores' arithmetic peak ----
@@ -206,7 +175,6 @@ static int bench_peak(void) {
 }
 
 int main(int argc, char **argv) {
-    if (!force_path() || !force_bf16_path()) return 2;
     if (argc >= 6 && argc <= 8 && (argc < 8 || strcmp(argv[7], "bf16") == 0)) {
         bench_one(atoll(argv[1]), atoll(argv[2]), atoll(argv[3]), argv[4], atoi(argv[5]),
                   argc >= 7 ? atoi(argv[6]) : 0, argc == 8);

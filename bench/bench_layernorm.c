@@ -7,7 +7,7 @@
 //
 //   bench_layernorm                  every figure
 //   bench_layernorm R N THREADS      one size, warm and cold, the best ISA
-//                                    (TT_BENCH_LN_ISA=portable|avx2|avx512 forces one)
+//                                    (TT_CPU=generic|avx2|avx512 forces one)
 //   bench_layernorm R N THREADS REPS forward|backward [cold]
 //                                    only REPS calls of one kernel, nothing printed (for
 //                                    `perf stat -e task-clock`, which a neighbour's load disturbs
@@ -19,6 +19,7 @@
 
 #include "tinytorch.h"
 #include "bench_util.h"
+#include "tensor/kernels/cpu.h"
 #include "tensor/kernels/layernorm.h"
 #include "tensor/kernels/nn.h"
 
@@ -101,7 +102,7 @@ static void figure(int64_t R, int64_t N, int threads, bool cold, int reps, bool 
     if (runs)
         printf("bench layernorm rows=%lld n=%lld threads=%d isa=%s cache=%s "
                "forward_ns_per_elem=%.3f backward_ns_per_elem=%.3f\n", (long long)R,
-               (long long)N, threads, tt_klayernorm_isa_name(tt_klayernorm_isa()),
+               (long long)N, threads, tt_cpu_level_name(tt_cpu_get_level()),
                cold ? "cold" : "warm", median(fwd, TIMED_RUNS), median(bwd, TIMED_RUNS));
     fflush(stdout);
     for (int k = 0; k < nsets; k++)
@@ -112,10 +113,6 @@ static void figure(int64_t R, int64_t N, int threads, bool cold, int reps, bool 
 
 int main(int argc, char **argv) {
     int prev = tt_get_num_threads();
-    const char *force = getenv("TT_BENCH_LN_ISA");
-    for (int isa = 0; force && isa < TT_KLN_ISA_COUNT; isa++)
-        if (strcmp(force, tt_klayernorm_isa_name((tt_kln_isa)isa)) == 0)
-            tt_klayernorm_set_isa((tt_kln_isa)isa);
     if (argc == 4) {
         for (int cold = 0; cold < 2; cold++)
             figure(atoll(argv[1]), atoll(argv[2]), atoi(argv[3]), cold, 0, false);
@@ -130,14 +127,14 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: bench_layernorm [R N THREADS [REPS forward|backward [cold]]]\n");
         return 2;
     }
-    for (int isa = TT_KLN_ISA_COUNT - 1; isa >= 0; isa--) {
-        tt_klayernorm_set_isa((tt_kln_isa)isa);
-        if ((int)tt_klayernorm_isa() != isa) continue;  // the CPU lacks it
+    tt_cpu_level best = tt_cpu_max_level();
+    for (int isa = best < TT_CPU_AVX512 ? best : TT_CPU_AVX512; isa >= 0; isa--) {
+        tt_cpu_set_level((tt_cpu_level)isa);
         for (int cold = 0; cold < 2; cold++) {
             figure(2048, 384, 1, cold, 0, false);
             if (prev > 1) figure(2048, 384, 2, cold, 0, false);
         }
     }
-    tt_klayernorm_set_isa(TT_KLN_ISA_COUNT);
+    tt_cpu_set_level(best);
     return 0;
 }

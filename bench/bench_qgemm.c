@@ -14,6 +14,7 @@
 
 #include "tinytorch.h"
 #include "bench_util.h"
+#include "tensor/kernels/cpu.h"
 #include "tensor/kernels/matmul.h"
 #include "tensor/kernels/qgemm.h"
 
@@ -99,6 +100,15 @@ static int reps_for(void (*run)(const linears *), const linears *l) {
     return reps < 1 ? 1 : reps > 20000 ? 20000 : reps;
 }
 
+// The int8 path the CPU level runs: the first word of its kernel's name (vnni, avx2, generic).
+static const char *qpath_name(void) {
+    static char name[16];
+    const char *k = tt_k_qgemm_kernel_name();
+    size_t n = strcspn(k, " ");
+    snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), k);
+    return name;
+}
+
 // Median times of the int8 and the f32 products of l, alternating; prints one line.
 static void bench_linears(const char *what, const linears *l, bool with_f32) {
     int ri = reps_for(run_int8, l), rf = with_f32 ? reps_for(run_f32, l) : 0;
@@ -114,8 +124,7 @@ static void bench_linears(const char *what, const linears *l, bool with_f32) {
         wbytes += (double)tt_k_qweight_bytes(&l->qw[i]);
     }
     printf("bench qgemm path=%s f32_path=%s %s m=%lld",
-           tt_k_qgemm_path_name(tt_k_qgemm_active_path()),
-           tt_k_gemm_path_name(tt_k_gemm_active_path()), what, (long long)l->M);
+           qpath_name(), tt_cpu_level_name(tt_cpu_get_level()), what, (long long)l->M);
     if (l->n == 1) printf(" n=%lld k=%lld", (long long)l->N[0], (long long)l->K[0]);
     printf(" threads=%d us=%.1f gops=%.1f weight_gbs=%.1f", tt_get_num_threads(), mi * 1e6,
            2 * macs / mi * 1e-9, wbytes / mi * 1e-9);
@@ -149,24 +158,16 @@ static void bench_decode(int64_t M) {
     linears_free(&l);
 }
 
-// Forces the int8 path and the f32 GEMM's path of the same family, so the two products use
-// the same vector ISA (vnni with the AVX-512 f32 kernels, avx2 with the AVX2 ones, generic with
-// the portable ones); auto leaves both to the CPU.
-static void force_paths(tt_k_qgemm_path p) {
-    tt_k_qgemm_set_path(p);
-    tt_k_gemm_path g = p == TT_K_QGEMM_VNNI    ? TT_K_GEMM_AVX512
-                       : p == TT_K_QGEMM_AVX2 ? TT_K_GEMM_AVX2
-                       : p == TT_K_QGEMM_GENERIC ? TT_K_GEMM_GENERIC
-                                                 : TT_K_GEMM_AUTO;
-    tt_k_gemm_set_path(tt_k_gemm_path_supported(g) ? g : TT_K_GEMM_AUTO);
-}
-
+// Forces the CPU level of an int8 path (tensor/kernels/cpu.h), so the int8 and the f32
+// products use the same vector ISA (vnni with the AVX-512 f32 kernels, avx2 with the AVX2
+// ones, generic with the portable ones); auto leaves the level as detected (and TT_CPU).
 static bool set_path(const char *name) {
-    for (int p = 0; p < TT_K_QGEMM_PATH_COUNT; p++)
-        if (strcmp(name, tt_k_qgemm_path_name((tt_k_qgemm_path)p)) == 0 &&
-            tt_k_qgemm_path_supported((tt_k_qgemm_path)p)) {
-            force_paths((tt_k_qgemm_path)p);
-            return true;
+    static const char *const names[3] = {"generic", "avx2", "vnni"};
+    if (strcmp(name, "auto") == 0) return true;
+    for (int p = 0; p < 3; p++)
+        if (strcmp(name, names[p]) == 0 && (tt_cpu_level)p <= tt_cpu_max_level()) {
+            tt_cpu_set_level((tt_cpu_level)p);
+            if (strcmp(qpath_name(), name) == 0) return true;
         }
     fprintf(stderr, "bench_qgemm: '%s' is not a path this CPU supports (auto, generic, avx2, "
             "vnni)\n", name);
@@ -192,15 +193,16 @@ int main(int argc, char **argv) {
     }
     const int64_t shapes[4][2] = {{1152, 384}, {384, 384}, {1536, 384}, {384, 1536}};  // N, K
     int nt = tt_get_num_threads();
-    for (int p = TT_K_QGEMM_VNNI; p >= TT_K_QGEMM_GENERIC; p--) {
-        if (!tt_k_qgemm_path_supported((tt_k_qgemm_path)p)) continue;
-        force_paths((tt_k_qgemm_path)p);
+    for (int p = TT_CPU_AVX512; p >= TT_CPU_GENERIC; p--) {
+        if ((tt_cpu_level)p > tt_cpu_max_level()) continue;
+        tt_cpu_set_level((tt_cpu_level)p);
+        if (p == TT_CPU_AVX512 && !tt_cpu_has_vnni()) continue;  // the AVX2 int8 kernel
         for (int t = 1; t <= nt && t <= 2; t++) {  // one thread: steadier on a busy machine
             tt_set_num_threads(t);
             bench_decode(1);
             for (int i = 0; i < 4; i++) bench_shape(1, shapes[i][0], shapes[i][1], true);
         }
-        if (p != TT_K_QGEMM_GENERIC)  // the portable kernel would take minutes
+        if (p != TT_CPU_GENERIC)  // the portable kernel would take minutes
             for (int i = 0; i < 4; i++) bench_shape(2048, shapes[i][0], shapes[i][1], true);
     }
     return 0;

@@ -3,7 +3,7 @@
 // bpe_gpt2.c; training and the trained vocab file in bpe_train.c.
 #include "bpe_internal.h"
 
-#include "../tensor/tensor_internal.h"
+#include "../tensor/tensor_ext.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <errno.h>

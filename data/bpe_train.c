@@ -3,7 +3,7 @@
 // pre-tokens that hold the merged pair. Also the trained vocab's text file (save/load).
 #include "bpe_internal.h"
 
-#include "../tensor/tensor_internal.h"
+#include "../tensor/tensor_ext.h"
 
 #include <errno.h>
 #include <stdio.h>

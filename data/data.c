@@ -3,7 +3,7 @@
 // made of another tokenizer's ids), and the seeded random-window batch sampler. No streaming.
 #include "data.h"
 
-#include "../tensor/tensor_internal.h"
+#include "../tensor/tensor_ext.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../tensor/tensor_internal.h"
+#include "../tensor/tensor_ext.h"
 
 static int64_t numel_of(int ndim, const int64_t *shape) {
     int64_t n = 1;

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "../autograd/autograd.h"
-#include "../tensor/tensor_internal.h"
+#include "../tensor/tensor_ext.h"
 
 static int g_rank = 0, g_size = 1;
 static bool g_init = false;  // this module called MPI_Init

@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../tensor/tensor_internal.h"
+#include "../tensor/tensor_ext.h"
 
 // n: elements of one parameter. SGD and the clipping norm cut long tensors into chunks that
 // threads process independently; Adam and AdamW cut all the parameters' elements into one

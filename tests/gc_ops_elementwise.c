@@ -1,4 +1,4 @@
-// Gradcheck cases of the elementwise ops, generated from their rows in autograd/ops.def: every
+// Gradcheck cases of the elementwise ops, generated from their rows in tensor/ops.def: every
 // binary op contiguous, broadcast, against a 0-dim tensor, on transposed and strided views and
 // with size-1 dims; every unary and scalar op contiguous, transposed and strided; each on its
 // row's input domain, away from kinks (TT_EW_KINK0) and ties (TT_EW_APART). Hand-written
@@ -147,7 +147,7 @@ static void un_strided(gc_report *r, const ew_spec *sp) {
     static void name##_contiguous(gc_report *r) { un_contiguous(r, &spec_##name); }           \
     static void name##_transposed(gc_report *r) { un_transposed(r, &spec_##name); }           \
     static void name##_strided(gc_report *r) { un_strided(r, &spec_##name); }
-#include "../autograd/ops.def"
+#include "../tensor/ops.def"
 
 // ---- hand-written cases ----
 
@@ -227,7 +227,7 @@ const gc_case gc_cases_elementwise[] = {
     {TT_OP_##ID, "contiguous", name##_contiguous}, {TT_OP_##ID, "transposed",                 \
     name##_transposed}, {TT_OP_##ID, "strided", name##_strided},
 #define TT_UNARY(ID, name, ...) TT_UNARY_S(ID, name, __VA_ARGS__)
-#include "../autograd/ops.def"
+#include "../tensor/ops.def"
     {TT_OP_MAXIMUM, "ties", maximum_ties},
     {TT_OP_MINIMUM, "ties", minimum_ties},
     {TT_OP_ADD_SCALAR, "sub_scalar", sub_scalar},

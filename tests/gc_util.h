@@ -1,6 +1,6 @@
 // The gradcheck suite's case table and helpers. Each op family has a file tests/gc_ops_*.c
 // defining a NULL-terminated `const gc_case gc_cases_<family>[]`; every differentiable op
-// in autograd/ops.def needs at least one case (the registry test fails otherwise).
+// in tensor/ops.def needs at least one case (the registry test fails otherwise).
 //
 //     static tt_tensor *f_exp(tt_tensor *const *in, int n, void *ctx) { return tt_exp(in[0]); }
 //     static void exp_contiguous(gc_report *r) {

@@ -12,7 +12,7 @@ fail() { echo "install test: $*" >&2; exit 1; }
 make -s install BUILD="$build" PREFIX="$tmp/usr" > "$tmp/install.log" ||
     fail "make install failed"
 for f in include/tinytorch/tinytorch.h include/tinytorch/tensor/tensor.h \
-         include/tinytorch/autograd/autograd.h include/tinytorch/autograd/ops.def \
+         include/tinytorch/autograd/autograd.h include/tinytorch/tensor/ops.def \
          lib/libtinytorch.a lib/libtinytorch.so.0.1.0 lib/pkgconfig/tinytorch.pc; do
     [ -f "$tmp/usr/$f" ] || fail "missing $f"
 done

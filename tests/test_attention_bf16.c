@@ -1,8 +1,8 @@
 // The fused attention under bf16 autocast (tensor/kernels/attention.h, "bf16 products"):
 // forward and the three gradients against an emulation in double that rounds the products'
 // inputs to bf16 (q, k, v, the weights, dy, dS) and follows the kernel's key tiles and running
-// max, on every kernel of the products; plain f32 is far outside its tolerance. vdpbf16ps and
-// the widening (AVX-512F, AVX2) or portable products give the same bits, with and without a
+// max, at every CPU level (cpu.h); plain f32 is far outside its tolerance. vdpbf16ps and the
+// AVX-512F widening products (the same row operations) give the same bits, with and without a
 // mask; 1 and 2 threads too;
 // f64 and f32 outside autocast untouched by the switch. GPT parity with PyTorch's autocast:
 // test_gpt_parity.
@@ -17,6 +17,7 @@
 #include "test_util.h"
 #include "tensor/kernels/attention.h"
 #include "tensor/kernels/bf16.h"
+#include "tensor/kernels/cpu.h"
 
 static tt_rng rng;
 
@@ -189,22 +190,20 @@ START_TEST(test_bf16_matches_emulation) {
     double *dk = calloc((size_t)nk, sizeof *dk), *dv = calloc((size_t)nk, sizeof *dv);
     emulate(y, dq, dk, dv, tt_data(q), tt_data(k), tt_data(v), tt_data(dy), c, scale);
     const char *names[4] = {"y", "dq", "dk", "dv"};
-    // the bf16 path AUTO (vdpbf16ps where the CPU has it) and GENERIC (the ISA's widening
-    // kernel, or portable C), under each ISA of the row operations
-    for (int run_i = 0; run_i < 2 * TT_KATTN_ISA_COUNT; run_i++) {
-        tt_kattention_set_isa((tt_kattn_isa)(run_i / 2));
-        tt_k_bf16_path prev = tt_k_bf16_set_path(run_i % 2 ? TT_K_BF16_GENERIC : TT_K_BF16_AUTO);
+    // every CPU level: vdpbf16ps (AVX512BF16), the widening kernels (AVX512, AVX2), portable C
+    tt_cpu_level best = tt_cpu_get_level();
+    for (int level = 0; level <= (int)best; level++) {
+        tt_cpu_set_level((tt_cpu_level)level);
         run_out r = run(q, k, v, dy, c->causal, scale, TT_PRECISION_BF16);
-        tt_k_bf16_set_path(prev);
         run_out f = run(q, k, v, dy, c->causal, scale, TT_PRECISION_F32);
         const tt_tensor *rt[4] = {r.y, r.dq, r.dk, r.dv}, *ft[4] = {f.y, f.dq, f.dk, f.dv};
         const double *ref[4] = {y, dq, dk, dv};
         const int64_t n[4] = {nq, nq, nk, nk};
         for (int t = 0; t < 4; t++) {
             err e = errors(rt[t], ref[t], n[t]), ef = errors(ft[t], ref[t], n[t]);
-            const char *isa_name = tt_kattention_isa_name(tt_kattention_isa());
-            printf("attention bf16 shape %d isa %-8s path %-7s %s: max_err %.2e mean %.2e (f32 "
-                   "%.2e, mean %.2e)\n", _i, isa_name, run_i % 2 ? "generic" : "auto", names[t],
+            const char *isa_name = tt_cpu_level_name(tt_cpu_get_level());
+            printf("attention bf16 shape %d level %-10s %s: max_err %.2e mean %.2e (f32 "
+                   "%.2e, mean %.2e)\n", _i, isa_name, names[t],
                    e.max, e.mean, ef.max, ef.mean);
             ck_assert_msg(e.max <= TOL_EMU_MAX && e.mean <= TOL_EMU_MEAN, "shape %d, %s: bf16 "
                           "%s off the emulation by %.3g (mean %.3g)", _i, isa_name, names[t],
@@ -214,7 +213,7 @@ START_TEST(test_bf16_matches_emulation) {
                           _i, names[t], ef.mean);
         }
     }
-    tt_kattention_set_isa(TT_KATTN_ISA_COUNT);
+    tt_cpu_set_level(best);
     free(y);
     free(dq);
     free(dk);
@@ -225,10 +224,10 @@ END_TEST
 
 // ---- same bits ----
 
-// vdpbf16ps against the widening (AVX-512F, AVX2) and portable products: tt_kattention_isa
-// picks the one that runs on the GENERIC bf16 path, and the row operations.
+// vdpbf16ps (TT_CPU_AVX512BF16) against the widening products with the same AVX-512 row
+// operations (TT_CPU_AVX512): the same bits.
 START_TEST(test_dpbf16_same_bits_as_portable) {
-    if (!tt_k_bf16_path_supported(TT_K_BF16_AVX512BF16)) {
+    if (tt_cpu_max_level() < TT_CPU_AVX512BF16) {
         printf("attention bf16: no AVX512-BF16 on this CPU, vdpbf16ps products not checked\n");
         return;
     }
@@ -238,20 +237,15 @@ START_TEST(test_dpbf16_same_bits_as_portable) {
     tt_tensor *q, *k, *v, *dy;
     inputs(c, &q, &k, &v, &dy);
     double scale = 1 / sqrt((double)c->HS);
-    for (int isa = 0; isa < TT_KATTN_ISA_COUNT; isa++) {
-        tt_kattention_set_isa((tt_kattn_isa)isa);
-        tt_k_bf16_path prev = tt_k_bf16_set_path(TT_K_BF16_AVX512BF16);
-        run_out a = run(q, k, v, dy, c->causal, scale, TT_PRECISION_BF16);
-        tt_k_bf16_set_path(TT_K_BF16_GENERIC);
-        run_out b = run(q, k, v, dy, c->causal, scale, TT_PRECISION_BF16);
-        tt_k_bf16_set_path(prev);
-        ck_assert_msg(same_run(a, b), "shape %d, %s: vdpbf16ps and widened products differ",
-                      _i, tt_kattention_isa_name(tt_kattention_isa()));
-        // and bf16 is not f32: the switch reaches the kernel
-        run_out f = run(q, k, v, dy, c->causal, scale, TT_PRECISION_F32);
-        ck_assert(!same_bits(a.y, f.y) && !same_bits(a.dq, f.dq));
-    }
-    tt_kattention_set_isa(TT_KATTN_ISA_COUNT);
+    tt_cpu_level prev = tt_cpu_set_level(TT_CPU_AVX512BF16);
+    run_out a = run(q, k, v, dy, c->causal, scale, TT_PRECISION_BF16);
+    tt_cpu_set_level(TT_CPU_AVX512);
+    run_out b = run(q, k, v, dy, c->causal, scale, TT_PRECISION_BF16);
+    tt_cpu_set_level(prev);
+    ck_assert_msg(same_run(a, b), "shape %d: vdpbf16ps and widened products differ", _i);
+    // and bf16 is not f32: the switch reaches the kernel
+    run_out f = run(q, k, v, dy, c->causal, scale, TT_PRECISION_F32);
+    ck_assert(!same_bits(a.y, f.y) && !same_bits(a.dq, f.dq));
     tt_scope_end();
 }
 END_TEST
@@ -260,7 +254,7 @@ END_TEST
 // gradient; vdpbf16ps (the pair panels packed once per head or key tile) against the widening
 // products, in y, dq, dk, dv and the bias's gradient; GQA, an odd T and S, an odd head size.
 START_TEST(test_dpbf16_same_bits_masked) {
-    if (!tt_k_bf16_path_supported(TT_K_BF16_AVX512BF16)) return;
+    if (tt_cpu_max_level() < TT_CPU_AVX512BF16) return;
     const int64_t B = 2, NH = 4, NKV = 2, T = 45, S = 45, HS = 23;
     tt_rng_seed(&rng, 80 + (uint64_t)_i);
     tt_scope_begin();
@@ -280,7 +274,7 @@ START_TEST(test_dpbf16_same_bits_masked) {
     }
     tt_tensor *out[2][5];
     for (int p = 0; p < 2; p++) {
-        tt_k_bf16_path prev = tt_k_bf16_set_path(p ? TT_K_BF16_GENERIC : TT_K_BF16_AVX512BF16);
+        tt_cpu_level prev = tt_cpu_set_level(p ? TT_CPU_AVX512 : TT_CPU_AVX512BF16);
         tt_zero_grad(q);
         tt_zero_grad(k);
         tt_zero_grad(v);
@@ -289,7 +283,7 @@ START_TEST(test_dpbf16_same_bits_masked) {
         tt_tensor *y = tt_scaled_dot_product_attention(q, k, v, mask, _i == 1, 0.2);
         tt_autocast_end();
         tt_backward_with(y, dy);
-        tt_k_bf16_set_path(prev);
+        tt_cpu_set_level(prev);
         out[p][0] = tt_detach(y);
         out[p][1] = tt_clone(q->grad);
         out[p][2] = tt_clone(k->grad);

@@ -12,6 +12,7 @@
 
 #include "test_util.h"
 #include "tensor/kernels/bf16.h"
+#include "tensor/kernels/cpu.h"
 
 static uint64_t rng_state;
 
@@ -55,11 +56,11 @@ static uint32_t random_subnormal(void) {
 
 // ---- the packers against the portable one ----
 
-// The SIMD packers of this build, with the path that must be supported to run them.
+// The SIMD packers of this build, with the CPU level that must be available to run them.
 static const struct {
-    tt_k_bf16_path path;
+    tt_cpu_level path;
     const tt_k_bf16_kernel *kern;
-} simd[] = {{TT_K_BF16_AVX512, &tt_k_bf16_avx512}, {TT_K_BF16_AVX512BF16, &tt_k_bf16_avx512bf16}};
+} simd[] = {{TT_CPU_AVX512, &tt_k_bf16_avx512}, {TT_CPU_AVX512BF16, &tt_k_bf16_avx512bf16}};
 #define N_SIMD (int)(sizeof simd / sizeof simd[0])
 
 // How the values of a packer case are drawn.
@@ -141,7 +142,7 @@ static const int64_t pack_ns[] = {1, 5, 11, 12, 13, 16, 17, 24, 31, 32, 33, 47, 
 // _i: the SIMD packer; every kc, n, the driver's panel widths (12, 32) and another, both
 // layouts (lines also reversed), f32 and bf16 sources, every kind of values.
 START_TEST(test_pack_vs_portable) {
-    if (!tt_k_bf16_path_supported(simd[_i].path)) return;
+    if (simd[_i].path > tt_cpu_max_level()) return;
     const tt_k_bf16_kernel *kn = simd[_i].kern;
     ck_assert(kn->pack != NULL);
     static const int widths[] = {12, 32, 16};
@@ -162,8 +163,8 @@ END_TEST
 
 // ---- the GEMM with subnormal inputs ----
 
-static const tt_k_bf16_path paths[4] = {TT_K_BF16_GENERIC, TT_K_BF16_AVX2, TT_K_BF16_AVX512,
-                                        TT_K_BF16_AVX512BF16};
+static const tt_cpu_level paths[4] = {TT_CPU_GENERIC, TT_CPU_AVX2, TT_CPU_AVX512,
+                                        TT_CPU_AVX512BF16};
 
 // C (M, N) = A (M, K) B (K, N), A stored (K, M) when ta, B stored (N, K) when tb; operands f32
 // or bf16 as given (the same buffers either way: fa/ha and fb/hb).
@@ -217,7 +218,7 @@ START_TEST(test_gemm_subnormal_inputs) {
     float *ref = malloc((size_t)(M * N) * sizeof *ref), *c1 = malloc((size_t)(M * N) * sizeof *c1);
     float *c2 = malloc((size_t)(M * N) * sizeof *c2);
     ck_assert(fa && fb && ha && hb && ref && c1 && c2);
-    tt_k_bf16_path prev = tt_k_bf16_active_path();
+    tt_cpu_level prev = tt_cpu_get_level();
     tt_set_num_threads(2);
     for (int lay = 0; lay < 4; lay++)
         for (int large = 0; large < 2; large++) {
@@ -225,8 +226,8 @@ START_TEST(test_gemm_subnormal_inputs) {
             rng_state = 0x5eedu + (uint64_t)(_i * 8 + lay * 2 + large);
             subnormal_operands(M, N, K, ta, tb, large, fa, ha, fb, hb);
             for (int p = 0; p < 4; p++) {
-                if (!tt_k_bf16_path_supported(paths[p])) continue;
-                tt_k_bf16_set_path(paths[p]);
+                if (paths[p] > tt_cpu_max_level()) continue;
+                tt_cpu_set_level(paths[p]);
                 product(M, N, K, ta, tb, false, fa, ha, fb, hb, c1);
                 product(M, N, K, ta, tb, true, fa, ha, fb, hb, c2);
                 for (int64_t e = 0; e < M * N; e++)
@@ -234,7 +235,7 @@ START_TEST(test_gemm_subnormal_inputs) {
                         ck_abort_msg(
                             "%s M=%lld N=%lld K=%lld "
                             "%c%c%s: C[%lld] = %.9g from f32 operands, %.9g from bf16",
-                            tt_k_bf16_path_name(paths[p]), (long long)M, (long long)N, (long long)K,
+                            tt_cpu_level_name(paths[p]), (long long)M, (long long)N, (long long)K,
                             ta ? 't' : 'n', tb ? 't' : 'n', large ? " large" : "", (long long)e,
                             c1[e], c2[e]);
                 if (large) continue;
@@ -244,11 +245,11 @@ START_TEST(test_gemm_subnormal_inputs) {
                         ck_abort_msg(
                             "%s M=%lld N=%lld K=%lld "
                             "%c%c: C[%lld] = %.9g, the generic path's %.9g",
-                            tt_k_bf16_path_name(paths[p]), (long long)M, (long long)N, (long long)K,
+                            tt_cpu_level_name(paths[p]), (long long)M, (long long)N, (long long)K,
                             ta ? 't' : 'n', tb ? 't' : 'n', (long long)e, c1[e], ref[e]);
             }
         }
-    tt_k_bf16_set_path(prev);
+    tt_cpu_set_level(prev);
     free(fa);
     free(fb);
     free(ha);
@@ -270,10 +271,10 @@ START_TEST(test_gemm_band_visible) {
     ck_assert(fa && fb && ha && hb && c1 && c2);
     rng_state = 0xba4du;
     subnormal_operands(M, N, K, false, false, true, fa, ha, fb, hb);
-    tt_k_bf16_path prev = tt_k_bf16_active_path();
-    tt_k_bf16_path best =
-        tt_k_bf16_path_supported(TT_K_BF16_AVX512BF16) ? TT_K_BF16_AVX512BF16 : TT_K_BF16_GENERIC;
-    tt_k_bf16_set_path(best);
+    tt_cpu_level prev = tt_cpu_get_level();
+    tt_cpu_level best =
+        (TT_CPU_AVX512BF16 <= tt_cpu_max_level()) ? TT_CPU_AVX512BF16 : TT_CPU_GENERIC;
+    tt_cpu_set_level(best);
     product(M, N, K, false, false, true, fa, ha, fb, hb, c1);
     for (int64_t i = 0; i < M * K; i++)
         if (is_subnormal(bits_of(fa[i]))) ha[i] = (tt_bf16)(ha[i] & 0x8000u);
@@ -281,8 +282,8 @@ START_TEST(test_gemm_band_visible) {
     int64_t differ = 0;
     for (int64_t e = 0; e < M * N; e++) differ += bits_of(c1[e]) != bits_of(c2[e]);
     ck_assert_msg(differ > M * N / 2, "%s: only %lld of %lld elements change",
-                  tt_k_bf16_path_name(best), (long long)differ, (long long)(M * N));
-    tt_k_bf16_set_path(prev);
+                  tt_cpu_level_name(best), (long long)differ, (long long)(M * N));
+    tt_cpu_set_level(prev);
     free(fa);
     free(fb);
     free(ha);

@@ -1,9 +1,9 @@
 // Check suite of the GEMM kernel layer (tensor/kernels/matmul.c, gemm_*.c): every SIMD
-// path the CPU has (generic, AVX2, AVX-512) against a naive double-precision reference over
+// path the CPU has (generic, AVX2, AVX-512, forced by the CPU level of cpu.h) against a naive double-precision reference over
 // many shapes (1, primes, tile and block edges +-1, split-K), layouts (NN, NT, TN, TT, strided
 // and transposed C) and modes (overwrite, accumulate); bitwise-identical results for 1 and 2
 // threads; the SIMD packers byte for byte, and the same bits from every operand layout; the
-// batched driver; the path selector; matrix-vector products (decoding) bit for bit against
+// batched driver; matrix-vector products (decoding) bit for bit against
 // their documented order. tt_matmul's own tests: test_ops_matmul.c.
 #include <signal.h>
 #include <stdlib.h>
@@ -13,6 +13,7 @@
 #endif
 
 #include "test_util.h"
+#include "tensor/kernels/cpu.h"
 #include "tensor/kernels/matmul.h"
 
 // Letters: C (M, N) (+)= A (M, K) @ B (K, N).
@@ -67,7 +68,7 @@ typedef struct gemm_case {
 static const char *case_str(const gemm_case *c, tt_dtype dt) {
     static char buf[160];
     snprintf(buf, sizeof buf, "%s %s M=%lld N=%lld K=%lld %c%c C=%s %s",
-             tt_k_gemm_path_name(tt_k_gemm_active_path()), dt == TT_F32 ? "f32" : "f64",
+             tt_cpu_level_name(tt_cpu_get_level()), dt == TT_F32 ? "f32" : "f64",
              (long long)c->M, (long long)c->N, (long long)c->K, c->ta ? 't' : 'n',
              c->tb ? 't' : 'n', c->cl == C_ROWS ? "rows" : c->cl == C_COLS ? "cols" : "strided",
              c->accumulate ? "accumulate" : "overwrite");
@@ -109,8 +110,8 @@ static void check_case(tt_dtype dt, const gemm_case *c, double tol) {
     free(C);
 }
 
-// The paths to test: every one the CPU supports (a path it lacks is skipped).
-static const tt_k_gemm_path paths[3] = {TT_K_GEMM_GENERIC, TT_K_GEMM_AVX2, TT_K_GEMM_AVX512};
+// The paths to test, as CPU levels: every one the machine has (one it lacks is skipped).
+static const tt_cpu_level paths[3] = {TT_CPU_GENERIC, TT_CPU_AVX2, TT_CPU_AVX512};
 
 // ---- shapes against the reference ----
 
@@ -132,14 +133,14 @@ static const int64_t shapes[][3] = {
 // Every shape, in all four operand layouts, both modes, and (in NN) a column-major and a
 // strided C; f32 and f64; on the path selected by _i.
 START_TEST(test_path_vs_reference) {
-    tt_k_gemm_path path = paths[_i];
-    if (!tt_k_gemm_path_supported(path)) {
+    tt_cpu_level path = paths[_i];
+    if (path > tt_cpu_max_level()) {
         fprintf(stderr, "test_gemm: skipping the %s path (not supported by this CPU)\n",
-                tt_k_gemm_path_name(path));
+                tt_cpu_level_name(path));
         return;
     }
-    tt_k_gemm_path prev = tt_k_gemm_set_path(path);
-    ck_assert_int_eq(tt_k_gemm_active_path(), path);
+    tt_cpu_level prev = tt_cpu_set_level(path);
+    ck_assert_int_eq(tt_cpu_get_level(), path);
     rng_state = 0x1234567 + (uint64_t)_i;
     for (int t = 0; t < 2; t++) {
         tt_dtype dt = t == 0 ? TT_F32 : TT_F64;
@@ -155,7 +156,7 @@ START_TEST(test_path_vs_reference) {
             }
         }
     }
-    tt_k_gemm_set_path(prev);
+    tt_cpu_set_level(prev);
 }
 END_TEST
 
@@ -190,9 +191,9 @@ static void run_threads(tt_dtype dt, const gemm_case *c, const void *A, const vo
 // (M of a few panels, N large), a split-K product and a second NC block: 1 and 2 threads
 // give the same bits, on every path.
 START_TEST(test_threads_bitwise) {
-    tt_k_gemm_path path = paths[_i];
-    if (!tt_k_gemm_path_supported(path)) return;
-    tt_k_gemm_path prev = tt_k_gemm_set_path(path);
+    tt_cpu_level path = paths[_i];
+    if (path > tt_cpu_max_level()) return;
+    tt_cpu_level prev = tt_cpu_set_level(path);
 #ifdef _OPENMP
     int saved = omp_get_max_threads();
 #endif
@@ -223,7 +224,7 @@ START_TEST(test_threads_bitwise) {
 #ifdef _OPENMP
     omp_set_num_threads(saved);
 #endif
-    tt_k_gemm_set_path(prev);
+    tt_cpu_set_level(prev);
 }
 END_TEST
 
@@ -247,9 +248,9 @@ static double ref_dot(const float *a, const float *x, int64_t K) {
 // bias, the bits of the order written out above, for row counts around the kernels' groups of
 // TT_K_DOT_ROWS rows and K around the runs and the 8 lanes.
 START_TEST(test_gemv_bitwise) {
-    tt_k_gemm_path path = paths[_i];
-    if (!tt_k_gemm_path_supported(path)) return;
-    tt_k_gemm_path prev = tt_k_gemm_set_path(path);
+    tt_cpu_level path = paths[_i];
+    if (path > tt_cpu_max_level()) return;
+    tt_cpu_level prev = tt_cpu_set_level(path);
 #ifdef _OPENMP
     int saved = omp_get_max_threads();
 #endif
@@ -275,7 +276,7 @@ START_TEST(test_gemv_bitwise) {
                         float want = form == 1 ? (float)((double)bias[n] + s) : (float)s;
                         ck_assert_msg(memcmp(&y[n], &want, sizeof want) == 0,
                                       "path %s, N=%lld K=%lld, form %d, %d threads: y[%lld] = "
-                                      "%a, want %a", tt_k_gemm_path_name(path), (long long)N,
+                                      "%a, want %a", tt_cpu_level_name(path), (long long)N,
                                       (long long)K, form, threads, (long long)n, y[n], want);
                     }
                 }
@@ -289,7 +290,7 @@ START_TEST(test_gemv_bitwise) {
 #ifdef _OPENMP
     omp_set_num_threads(saved);
 #endif
-    tt_k_gemm_set_path(prev);
+    tt_cpu_set_level(prev);
 }
 END_TEST
 
@@ -334,16 +335,16 @@ static void check_packer(const tt_k_gemm_kernel *kn, tt_dtype dt, int64_t kc, in
 }
 
 START_TEST(test_packers) {
-    tt_k_gemm_path path = paths[_i];
-    if (!tt_k_gemm_path_supported(path)) return;
+    tt_cpu_level path = paths[_i];
+    if (path > tt_cpu_max_level()) return;
     rng_state = 0x9ac + (uint64_t)_i;
     static const int64_t sizes[] = {1, 2, 5, 7, 8, 11, 12, 13, 15, 16, 17, 31, 32, 33, 47, 65};
     int nsizes = (int)(sizeof sizes / sizeof sizes[0]);
     for (int t = 0; t < 2; t++) {
         tt_dtype dt = t == 0 ? TT_F32 : TT_F64;
-        const tt_k_gemm_kernel *kn = path == TT_K_GEMM_GENERIC ? (t ? &tt_k_gemm_generic_f64
+        const tt_k_gemm_kernel *kn = path == TT_CPU_GENERIC ? (t ? &tt_k_gemm_generic_f64
                                                                     : &tt_k_gemm_generic_f32)
-                                     : path == TT_K_GEMM_AVX2 ? (t ? &tt_k_gemm_avx2_f64
+                                     : path == TT_CPU_AVX2 ? (t ? &tt_k_gemm_avx2_f64
                                                                    : &tt_k_gemm_avx2_f32)
                                      : (t ? &tt_k_gemm_avx512_f64 : &tt_k_gemm_avx512_f32);
         if (!kn->pack) continue;  // this path packs with the driver's code
@@ -389,9 +390,9 @@ static const void *store_as(tt_dtype dt, const void *x, int64_t r, int64_t c, in
 }
 
 START_TEST(test_pack_layouts_bitwise) {
-    tt_k_gemm_path path = paths[_i];
-    if (!tt_k_gemm_path_supported(path)) return;
-    tt_k_gemm_path prev = tt_k_gemm_set_path(path);
+    tt_cpu_level path = paths[_i];
+    if (path > tt_cpu_max_level()) return;
+    tt_cpu_level prev = tt_cpu_set_level(path);
     static const int64_t shp[][3] = {
         {13, 17, 7},  {25, 33, 16},  {37, 47, 29},  {12, 32, 17}, {11, 65, 2},
         {241, 40, 31}, {50, 100, 257}, {6, 20, 1},   {130, 70, 300},
@@ -419,7 +420,7 @@ START_TEST(test_pack_layouts_bitwise) {
                     ck_assert_msg(memcmp(c, ref, (size_t)(M * N) * es) == 0,
                                   "%s %s M=%lld N=%lld K=%lld: A stored %d, B stored %d: C "
                                   "differs from the strided operands' C",
-                                  tt_k_gemm_path_name(path), t ? "f64" : "f32", (long long)M,
+                                  tt_cpu_level_name(path), t ? "f64" : "f32", (long long)M,
                                   (long long)N, (long long)K, ha, hb);
                     free(ab);
                     free(bb);
@@ -430,7 +431,7 @@ START_TEST(test_pack_layouts_bitwise) {
             free(c);
         }
     }
-    tt_k_gemm_set_path(prev);
+    tt_cpu_set_level(prev);
 }
 END_TEST
 
@@ -521,64 +522,7 @@ START_TEST(test_batched_reduce) {
 }
 END_TEST
 
-// ---- the path selector ----
-
-START_TEST(test_path_selector) {
-    ck_assert(tt_k_gemm_path_supported(TT_K_GEMM_AUTO));
-    ck_assert(tt_k_gemm_path_supported(TT_K_GEMM_GENERIC));
-    ck_assert_str_eq(tt_k_gemm_path_name(TT_K_GEMM_AVX512), "avx512");
-    tt_k_gemm_path autop = tt_k_gemm_active_path();
-    ck_assert(autop != TT_K_GEMM_AUTO && tt_k_gemm_path_supported(autop));
-    // AUTO resolves to the widest supported path
-    tt_k_gemm_path widest = tt_k_gemm_path_supported(TT_K_GEMM_AVX512) ? TT_K_GEMM_AVX512
-                            : tt_k_gemm_path_supported(TT_K_GEMM_AVX2) ? TT_K_GEMM_AVX2
-                                                                       : TT_K_GEMM_GENERIC;
-    ck_assert_int_eq(autop, widest);
-    ck_assert_int_eq(tt_k_gemm_set_path(TT_K_GEMM_GENERIC), TT_K_GEMM_AUTO);
-    ck_assert_int_eq(tt_k_gemm_active_path(), TT_K_GEMM_GENERIC);
-    ck_assert_int_eq(tt_k_gemm_set_path(TT_K_GEMM_AUTO), TT_K_GEMM_GENERIC);
-    ck_assert_int_eq(tt_k_gemm_active_path(), widest);
-    fprintf(stderr, "test_gemm: auto path on this CPU: %s\n", tt_k_gemm_path_name(widest));
-}
-END_TEST
-
-START_TEST(test_abort_bad_path) {
-    tt_expect_abort("GEMM path 4 out of range");
-    tt_k_gemm_set_path(TT_K_GEMM_PATH_COUNT);
-}
-END_TEST
-
-// The first of paths[] this CPU lacks, or -1 when it has them all.
-static int unsupported_path(void) {
-    for (int i = 0; i < 3; i++)
-        if (!tt_k_gemm_path_supported(paths[i])) return i;
-    return -1;
-}
-
-// Forcing a path the CPU lacks aborts. main registers it only where some path is missing: on a
-// CPU with every path there is nothing to force.
-START_TEST(test_abort_unsupported_path) {
-    tt_expect_abort("this CPU does not support it");
-    int i = unsupported_path();
-    ck_assert_int_ge(i, 0);
-    tt_k_gemm_set_path(paths[i]);
-}
-END_TEST
-
 // ---- abort messages name the function the user called and the valid range ----
-
-START_TEST(test_names_path_above_range) {
-    tt_expect_abort("tt_k_gemm_set_path: GEMM path 4 out of range; valid paths are 0 .. 3 "
-                    "(TT_K_GEMM_AUTO .. TT_K_GEMM_AVX512)");
-    tt_k_gemm_set_path(TT_K_GEMM_PATH_COUNT);
-}
-END_TEST
-
-START_TEST(test_names_path_negative) {
-    tt_expect_abort("tt_k_gemm_set_path: GEMM path -1 out of range; valid paths are 0 .. 3");
-    tt_k_gemm_set_path((tt_k_gemm_path)-1);
-}
-END_TEST
 
 START_TEST(test_names_nbatch_range) {
     tt_expect_abort("tt_k_gemm_batched: nbatch 9 out of range; valid values are 0 .. "
@@ -613,19 +557,7 @@ int main(void) {
     tcase_add_loop_test(mv, test_gemv_bitwise, 0, 3);
     suite_add_tcase(s, mv);
 
-    TCase *sel = tt_tcase("selector");
-    tcase_add_test(sel, test_path_selector);
-    suite_add_tcase(s, sel);
-
-    TCase *ab = tt_tcase_aborts("aborts");
-    tcase_add_test_raise_signal(ab, test_abort_bad_path, SIGABRT);
-    if (unsupported_path() >= 0)
-        tcase_add_test_raise_signal(ab, test_abort_unsupported_path, SIGABRT);
-    suite_add_tcase(s, ab);
-
     TCase *an = tt_tcase_aborts("aborts_names");
-    tcase_add_test_raise_signal(an, test_names_path_above_range, SIGABRT);
-    tcase_add_test_raise_signal(an, test_names_path_negative, SIGABRT);
     tcase_add_test_raise_signal(an, test_names_nbatch_range, SIGABRT);
     suite_add_tcase(s, an);
     return tt_test_run(s);

@@ -4,18 +4,19 @@
 // halves, bf16 -> f32 over all 65536 patterns; the bf16 GEMM of every path against a double
 // reference of the bf16-rounded inputs over many shapes, layouts and operand types, with the
 // f32-accumulation bound; every path, 1 and 2 threads, f32 or bf16 operands bitwise equal; the
-// bias epilogue; the path selector and its aborts.
+// bias epilogue; the aborts. The paths are forced by the CPU level (cpu.h).
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "test_util.h"
 #include "tensor/kernels/bf16.h"
+#include "tensor/kernels/cpu.h"
 
 // Letters: C (M, N) (+)= A (M, K) @ B (K, N).
 
-static const tt_k_bf16_path paths[4] = {TT_K_BF16_GENERIC, TT_K_BF16_AVX2, TT_K_BF16_AVX512,
-                                        TT_K_BF16_AVX512BF16};
+static const tt_cpu_level paths[4] = {TT_CPU_GENERIC, TT_CPU_AVX2, TT_CPU_AVX512,
+                                        TT_CPU_AVX512BF16};
 
 static uint64_t rng_state;
 
@@ -78,9 +79,9 @@ END_TEST
 // Every high half with N_LOWS low halves, in runs of lengths 1 .. 67 (every vector tail), on
 // the path selected by _i: the same bits as the reference and the inline scalar conversion.
 START_TEST(test_to_bf16_dense) {
-    tt_k_bf16_path path = paths[_i];
-    if (!tt_k_bf16_path_supported(path)) return;
-    tt_k_bf16_path prev = tt_k_bf16_set_path(path);
+    tt_cpu_level path = paths[_i];
+    if (path > tt_cpu_max_level()) return;
+    tt_cpu_level prev = tt_cpu_set_level(path);
     rng_state = 0x51ed2705u + (uint64_t)_i;
     int64_t n = (int64_t)65536 * N_LOWS;
     float *src = malloc((size_t)n * sizeof *src);
@@ -95,20 +96,20 @@ START_TEST(test_to_bf16_dense) {
     for (int64_t i = 0; i < n; i++) {
         uint32_t u = bits_of(src[i]), want = ref_round(u);
         ck_assert_msg(dst[i] == want, "%s: f32 0x%08x -> bf16 0x%04x, expected 0x%04x",
-                      tt_k_bf16_path_name(path), u, dst[i], want);
+                      tt_cpu_level_name(path), u, dst[i], want);
         ck_assert_msg(tt_bf16_from_f32(src[i]) == want, "tt_bf16_from_f32(0x%08x)", u);
     }
     free(src);
     free(dst);
-    tt_k_bf16_set_path(prev);
+    tt_cpu_set_level(prev);
 }
 END_TEST
 
 // All 65536 patterns back to f32, exactly, in runs of every tail length.
 START_TEST(test_to_f32_all) {
-    tt_k_bf16_path path = paths[_i];
-    if (!tt_k_bf16_path_supported(path)) return;
-    tt_k_bf16_path prev = tt_k_bf16_set_path(path);
+    tt_cpu_level path = paths[_i];
+    if (path > tt_cpu_max_level()) return;
+    tt_cpu_level prev = tt_cpu_set_level(path);
     tt_bf16 *src = malloc(65536 * sizeof *src);
     float *dst = malloc(65536 * sizeof *dst);
     ck_assert(src && dst);
@@ -118,14 +119,14 @@ START_TEST(test_to_f32_all) {
         tt_k_bf16_to_f32(dst + i, src + i, i + len <= 65536 ? len : 65536 - i);
     for (int i = 0; i < 65536; i++)
         ck_assert_msg(bits_of(dst[i]) == (uint32_t)i << 16, "%s: bf16 0x%04x -> 0x%08x",
-                      tt_k_bf16_path_name(path), i, bits_of(dst[i]));
+                      tt_cpu_level_name(path), i, bits_of(dst[i]));
     // the round trip of every bf16 value is exact (NaNs: made quiet, and those already are)
     tt_k_f32_to_bf16(src, dst, 65536);
     for (int i = 0; i < 65536; i++)
         if (!isnan(dst[i])) ck_assert_uint_eq(src[i], (uint32_t)i);
     free(src);
     free(dst);
-    tt_k_bf16_set_path(prev);
+    tt_cpu_set_level(prev);
 }
 END_TEST
 
@@ -144,7 +145,7 @@ typedef struct gemm_case {
 static const char *case_str(const gemm_case *c) {
     static char buf[200];
     snprintf(buf, sizeof buf, "%s M=%lld N=%lld K=%lld %c%c C=%s %s A=%s B=%s",
-             tt_k_bf16_path_name(tt_k_bf16_active_path()), (long long)c->M, (long long)c->N,
+             tt_cpu_level_name(tt_cpu_get_level()), (long long)c->M, (long long)c->N,
              (long long)c->K, c->ta ? 't' : 'n', c->tb ? 't' : 'n',
              c->cl == C_ROWS ? "rows" : c->cl == C_COLS ? "cols" : "strided",
              c->accumulate ? "accumulate" : "overwrite", c->at == TT_K_SRC_F32 ? "f32" : "bf16",
@@ -228,9 +229,9 @@ static const int64_t shapes[][3] = {
 // Every shape in the four operand layouts, both modes, a column-major and a strided C, and
 // each operand f32 or bf16, on the path selected by _i.
 START_TEST(test_gemm_vs_reference) {
-    tt_k_bf16_path path = paths[_i];
-    if (!tt_k_bf16_path_supported(path)) return;
-    tt_k_bf16_path prev = tt_k_bf16_set_path(path);
+    tt_cpu_level path = paths[_i];
+    if (path > tt_cpu_max_level()) return;
+    tt_cpu_level prev = tt_cpu_set_level(path);
     for (int s = 0; s < N_SHAPES; s++)
         for (int lay = 0; lay < 4; lay++)
             for (int mode = 0; mode < 4; mode++) {
@@ -243,7 +244,7 @@ START_TEST(test_gemm_vs_reference) {
                 }
                 run_case(&c, 0x1234u + (uint64_t)s, NULL);
             }
-    tt_k_bf16_set_path(prev);
+    tt_cpu_set_level(prev);
 }
 END_TEST
 
@@ -259,10 +260,10 @@ START_TEST(test_gemm_bitwise) {
     int64_t MN = sh[0] * sh[1];
     float *ref = malloc((size_t)MN * sizeof *ref), *got = malloc((size_t)MN * sizeof *got);
     ck_assert(ref && got);
-    tt_k_bf16_path prev = tt_k_bf16_active_path();
+    tt_cpu_level prev = tt_cpu_get_level();
     for (int p = 0; p < 4; p++) {
-        if (!tt_k_bf16_path_supported(paths[p])) continue;
-        tt_k_bf16_set_path(paths[p]);
+        if (paths[p] > tt_cpu_max_level()) continue;
+        tt_cpu_set_level(paths[p]);
         for (int v = 0; v < 4; v++) {
             gemm_case c = {sh[0], sh[1], sh[2], false, false, C_ROWS, false,
                            v & 2 ? TT_K_SRC_BF16 : TT_K_SRC_F32, TT_K_SRC_F32};
@@ -276,7 +277,7 @@ START_TEST(test_gemm_bitwise) {
         }
     }
     tt_set_num_threads(2);
-    tt_k_bf16_set_path(prev);
+    tt_cpu_set_level(prev);
     free(ref);
     free(got);
 }
@@ -288,9 +289,9 @@ END_TEST
 START_TEST(test_gemm_bias) {
     static const int64_t bshapes[][3] = {{5, 7, 0},  {1, 9, 4},   {9, 1, 4},  {13, 33, 1},
                                          {37, 47, 53}, {30, 70, 800}, {768, 384, 128}};
-    tt_k_bf16_path path = paths[_i];
-    if (!tt_k_bf16_path_supported(path)) return;
-    tt_k_bf16_path prev = tt_k_bf16_set_path(path);
+    tt_cpu_level path = paths[_i];
+    if (path > tt_cpu_max_level()) return;
+    tt_cpu_level prev = tt_cpu_set_level(path);
     for (int s = 0; s < (int)(sizeof bshapes / sizeof bshapes[0]); s++) {
         int64_t M = bshapes[s][0], N = bshapes[s][1], K = bshapes[s][2];
         rng_state = 99 + (uint64_t)s;
@@ -315,10 +316,10 @@ START_TEST(test_gemm_bias) {
                 float got = C[i * N + j];
                 ck_assert_msg(bits_of(got) == bits_of(D[i * N + j]), "%s M=%lld N=%lld K=%lld: "
                               "C[%lld, %lld] = %.9g with the bias, %.9g accumulated",
-                              tt_k_bf16_path_name(path), (long long)M, (long long)N,
+                              tt_cpu_level_name(path), (long long)M, (long long)N,
                               (long long)K, (long long)i, (long long)j, got, D[i * N + j]);
                 ck_assert_msg(fabs(got - ref) <= tol * sabs, "%s M=%lld N=%lld K=%lld: C[%lld, "
-                              "%lld] = %.9g, expected %.9g", tt_k_bf16_path_name(path),
+                              "%lld] = %.9g, expected %.9g", tt_cpu_level_name(path),
                               (long long)M, (long long)N, (long long)K, (long long)i,
                               (long long)j, got, ref);
             }
@@ -330,46 +331,7 @@ START_TEST(test_gemm_bias) {
         free(C);
         free(D);
     }
-    tt_k_bf16_set_path(prev);
-}
-END_TEST
-
-// ---- the selector ----
-
-START_TEST(test_path_selector) {
-    ck_assert(tt_k_bf16_path_supported(TT_K_BF16_AUTO));
-    ck_assert(tt_k_bf16_path_supported(TT_K_BF16_GENERIC));
-    ck_assert_str_eq(tt_k_bf16_path_name(TT_K_BF16_AVX512BF16), "avx512bf16");
-    ck_assert_str_eq(tt_k_bf16_path_name(TT_K_BF16_PATH_COUNT), "?");
-    tt_k_bf16_path prev = tt_k_bf16_set_path(TT_K_BF16_GENERIC);
-    ck_assert_int_eq(tt_k_bf16_active_path(), TT_K_BF16_GENERIC);
-    ck_assert_ptr_nonnull(strstr(tt_k_gemm_bf16_kernel_name(), "generic"));
-    tt_k_bf16_set_path(TT_K_BF16_AUTO);
-    tt_k_bf16_path best = tt_k_bf16_active_path();  // the best supported path
-    ck_assert(tt_k_bf16_path_supported(best) && best != TT_K_BF16_AUTO);
-    for (int p = best + 1; p < TT_K_BF16_PATH_COUNT; p++)
-        ck_assert(!tt_k_bf16_path_supported((tt_k_bf16_path)p));
-    tt_k_bf16_set_path(prev);
-}
-END_TEST
-
-static int unsupported_path(void) {
-    for (int i = 0; i < 4; i++)
-        if (!tt_k_bf16_path_supported(paths[i])) return i;
-    return -1;
-}
-
-START_TEST(test_abort_unsupported_path) {
-    tt_expect_abort("this CPU does not support it");
-    int i = unsupported_path();
-    ck_assert_int_ge(i, 0);
-    tt_k_bf16_set_path(paths[i]);
-}
-END_TEST
-
-START_TEST(test_abort_path_range) {
-    tt_expect_abort("tt_k_bf16_set_path: bf16 path 5 out of range; valid paths are 0 .. 4");
-    tt_k_bf16_set_path(TT_K_BF16_PATH_COUNT);
+    tt_cpu_set_level(prev);
 }
 END_TEST
 
@@ -402,15 +364,11 @@ int main(void) {
     tcase_add_loop_test(gm, test_gemm_bias, 0, 4);
     tcase_add_loop_test(gm, test_gemm_bitwise, 0,
                         (int)(sizeof step_shapes / sizeof step_shapes[0]));
-    tcase_add_test(gm, test_path_selector);
     suite_add_tcase(s, gm);
 
     TCase *ab = tt_tcase_aborts("aborts_bf16");
-    tcase_add_test_raise_signal(ab, test_abort_path_range, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_negative_size, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_operand_type, SIGABRT);
-    if (unsupported_path() >= 0)
-        tcase_add_test_raise_signal(ab, test_abort_unsupported_path, SIGABRT);
     suite_add_tcase(s, ab);
     return tt_test_run(s);
 }

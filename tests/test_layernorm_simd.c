@@ -1,5 +1,5 @@
 // The f32 layernorm kernels (tensor/kernels/layernorm.h): on every instruction set (portable,
-// AVX2, AVX-512, each forced), forward (y, mean, rstd) and backward (dx, dw, db) against an f64
+// AVX2, AVX-512, each forced by the CPU level of cpu.h), forward (y, mean, rstd) and backward (dx, dw, db) against an f64
 // emulation of the lane-ordered row sums and the chunked column sums, bit for bit, on rows
 // built so that the order of the sums shows (large values cancelling across lanes); the paths
 // against each other; 1 and 2 threads; odd N, R not a multiple of a task, w / b / dw / db NULL;
@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "test_util.h"
+#include "tensor/kernels/cpu.h"
 #include "tensor/kernels/layernorm.h"
 #include "tensor/kernels/nn.h"
 
@@ -136,7 +137,7 @@ static bool same_bits(const float *a, const float *b, int64_t n, const char *wha
     for (int64_t i = 0; i < n; i++)
         if (memcmp(a + i, b + i, sizeof *a)) {
             fprintf(stderr, "%s (%s, R=%lld N=%lld) [%lld]: %.9g, expected %.9g\n", what,
-                    tt_klayernorm_isa_name((tt_kln_isa)isa), (long long)R, (long long)N,
+                    tt_cpu_level_name((tt_cpu_level)isa), (long long)R, (long long)N,
                     (long long)i, a[i], b[i]);
             break;
         }
@@ -144,11 +145,10 @@ static bool same_bits(const float *a, const float *b, int64_t n, const char *wha
 }
 
 // Forces isa; false (and nothing forced) when the CPU lacks it.
-static bool force_isa(tt_kln_isa isa) {
-    tt_klayernorm_set_isa(isa);
-    if (tt_klayernorm_isa() == isa) return true;
-    tt_klayernorm_set_isa(TT_KLN_ISA_COUNT);
-    return false;
+static bool force_isa(tt_cpu_level isa) {
+    if (isa > tt_cpu_max_level()) return false;
+    tt_cpu_set_level(isa);
+    return true;
 }
 
 typedef struct ln_case {
@@ -213,8 +213,8 @@ START_TEST(test_isas_match_emulation) {
     tt_rng_seed(&rng, 100 + (uint64_t)_i);
     ln_case c = make_case(s[0], s[1], _i % 2);
     int ran = 0;
-    for (int isa = 0; isa < TT_KLN_ISA_COUNT; isa++) {
-        if (!force_isa((tt_kln_isa)isa)) continue;
+    for (int isa = 0; isa <= TT_CPU_AVX512; isa++) {
+        if (!force_isa((tt_cpu_level)isa)) continue;
         ran++;
         for (int wb = 0; wb < 4; wb++)
             for (int grads = 0; grads < 8; grads++) {
@@ -224,7 +224,7 @@ START_TEST(test_isas_match_emulation) {
                 free_out(&a);
             }
     }
-    tt_klayernorm_set_isa(TT_KLN_ISA_COUNT);
+    tt_cpu_set_level(tt_cpu_max_level());
     ck_assert_int_ge(ran, 1);
     free_case(&c);
 }
@@ -267,13 +267,13 @@ START_TEST(test_column_sums_chunked) {
         differ += c.db0[i] + (float)sb != e.db[i];
     }
     ck_assert_int_ge(differ, N / 2);
-    for (int isa = 0; isa < TT_KLN_ISA_COUNT; isa++) {
-        if (!force_isa((tt_kln_isa)isa)) continue;
+    for (int isa = 0; isa <= TT_CPU_AVX512; isa++) {
+        if (!force_isa((tt_cpu_level)isa)) continue;
         ln_out a = run(&c, 3, 6, false);  // dw and db without dx too
         ck_assert(same_out(&a, &e, &c, isa));
         free_out(&a);
     }
-    tt_klayernorm_set_isa(TT_KLN_ISA_COUNT);
+    tt_cpu_set_level(tt_cpu_max_level());
     free_out(&e);
     free_case(&c);
 }
@@ -286,8 +286,8 @@ START_TEST(test_threads_same_bits) {
     ln_case c = make_case(301, 384, true);
     ln_out e = run(&c, 3, 7, true);
     int prev = tt_get_num_threads();
-    for (int isa = 0; isa < TT_KLN_ISA_COUNT; isa++) {
-        if (!force_isa((tt_kln_isa)isa)) continue;
+    for (int isa = 0; isa <= TT_CPU_AVX512; isa++) {
+        if (!force_isa((tt_cpu_level)isa)) continue;
         for (int nt = 1; nt <= 2; nt++) {
             tt_set_num_threads(nt);
             ln_out a = run(&c, 3, 7, false);
@@ -296,7 +296,7 @@ START_TEST(test_threads_same_bits) {
         }
     }
     tt_set_num_threads(prev);
-    tt_klayernorm_set_isa(TT_KLN_ISA_COUNT);
+    tt_cpu_set_level(tt_cpu_max_level());
     free_out(&e);
     free_case(&c);
 }
@@ -306,15 +306,15 @@ END_TEST
 START_TEST(test_isas_same_bits) {
     tt_rng_seed(&rng, 9);
     ln_case c = make_case(_i ? 64 : 2048, _i ? 1000 : 384, false);
-    force_isa(TT_KLN_PORTABLE);
+    force_isa(TT_CPU_GENERIC);
     ln_out p = run(&c, 3, 7, false);
-    for (int isa = 1; isa < TT_KLN_ISA_COUNT; isa++) {
-        if (!force_isa((tt_kln_isa)isa)) continue;
+    for (int isa = 1; isa <= TT_CPU_AVX512; isa++) {
+        if (!force_isa((tt_cpu_level)isa)) continue;
         ln_out a = run(&c, 3, 7, false);
         ck_assert(same_out(&a, &p, &c, isa));
         free_out(&a);
     }
-    tt_klayernorm_set_isa(TT_KLN_ISA_COUNT);
+    tt_cpu_set_level(tt_cpu_max_level());
     free_out(&p);
     free_case(&c);
 }

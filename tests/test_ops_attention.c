@@ -17,6 +17,7 @@
 
 #include "test_util.h"
 #include "tensor/kernels/attention.h"
+#include "tensor/kernels/cpu.h"
 
 #include "reference/attention_mask_values.h"
 
@@ -150,7 +151,7 @@ static const attn_shape shapes[] = {
 
 START_TEST(test_matches_composition) {
     const attn_shape *s = &shapes[_i];
-    tt_kattn_isa best = tt_kattention_isa();
+    tt_cpu_level best = tt_cpu_get_level();
     for (int di = 0; di < 2; di++) {
         tt_dtype dt = di == 0 ? TT_F32 : TT_F64;
         double tol = dt == TT_F32 ? 1e-5 : 1e-12, scale = 1 / sqrt((double)s->HS);
@@ -162,15 +163,15 @@ START_TEST(test_matches_composition) {
         attn_run want = run(composition, q, k, v, NULL, s->causal, scale, g);
         // f64 always runs the portable code; f32 runs every ISA the CPU has.
         for (int isa = dt == TT_F32 ? 0 : (int)best; isa <= (int)best; isa++) {
-            tt_kattention_set_isa((tt_kattn_isa)isa);
+            tt_cpu_set_level((tt_cpu_level)isa);
             attn_run got = run(tt_scaled_dot_product_attention, q, k, v, NULL, s->causal, scale,
                                g);
             char ctx[96];
             snprintf(ctx, sizeof ctx, "shape %d %s %s", _i, tt_dtype_name(dt),
-                     tt_kattention_isa_name((tt_kattn_isa)isa));
+                     tt_cpu_level_name((tt_cpu_level)isa));
             assert_runs_close(got, want, tol, ctx);
         }
-        tt_kattention_set_isa(TT_KATTN_ISA_COUNT);
+        tt_cpu_set_level(best);
         tt_scope_end();
     }
 }
@@ -341,21 +342,21 @@ END_TEST
 START_TEST(test_nan_propagates) {
     tt_dtype dt = _i == 0 ? TT_F32 : TT_F64;
     int64_t T = 40, HS = 16, j = 27;
-    tt_kattn_isa best = tt_kattention_isa();
+    tt_cpu_level best = tt_cpu_get_level();
     tt_scope_begin();
     tt_tensor *q = leaf(dt, 1, 1, T, HS), *k = leaf(dt, 1, 1, T, HS), *v = leaf(dt, 1, 1, T, HS);
     tt_set(k, (int64_t[]){0, 0, j, 3}, NAN);
     for (int isa = dt == TT_F32 ? 0 : (int)best; isa <= (int)best; isa++) {
-        tt_kattention_set_isa((tt_kattn_isa)isa);
+        tt_cpu_set_level((tt_cpu_level)isa);
         tt_tensor *y = tt_scaled_dot_product_attention(q, k, v, NULL, true, 0.25);
         for (int64_t i = 0; i < T; i++)
             for (int64_t d = 0; d < HS; d++) {
                 double x = tt_get(y, (int64_t[]){0, 0, i, d});
                 ck_assert_msg(i >= j ? isnan(x) : isfinite(x), "%s row %lld: %g",
-                              tt_kattention_isa_name((tt_kattn_isa)isa), (long long)i, x);
+                              tt_cpu_level_name((tt_cpu_level)isa), (long long)i, x);
             }
     }
-    tt_kattention_set_isa(TT_KATTN_ISA_COUNT);
+    tt_cpu_set_level(best);
     tt_scope_end();
 }
 END_TEST
@@ -363,7 +364,7 @@ END_TEST
 // Scores far apart: the small weights underflow to exactly 0 (f32 flushes below exp(-87)), and
 // the result is the composition's.
 START_TEST(test_peaked_weights) {
-    tt_kattn_isa best = tt_kattention_isa();
+    tt_cpu_level best = tt_cpu_get_level();
     tt_scope_begin();
     tt_tensor *q = tt_set_requires_grad(tt_uniform(&rng, TT_F32, TT_SHAPE(1, 2, 50, 8), -1, 1),
                                         true);
@@ -371,11 +372,11 @@ START_TEST(test_peaked_weights) {
     tt_tensor *g = tt_uniform(&rng, TT_F32, TT_SHAPE(1, 2, 50, 8), -1, 1);
     attn_run want = run(composition, q, k, v, NULL, true, 60.0, g);
     for (int isa = 0; isa <= (int)best; isa++) {
-        tt_kattention_set_isa((tt_kattn_isa)isa);
+        tt_cpu_set_level((tt_cpu_level)isa);
         attn_run got = run(tt_scaled_dot_product_attention, q, k, v, NULL, true, 60.0, g);
-        assert_runs_close(got, want, 1e-4, tt_kattention_isa_name((tt_kattn_isa)isa));
+        assert_runs_close(got, want, 1e-4, tt_cpu_level_name((tt_cpu_level)isa));
     }
-    tt_kattention_set_isa(TT_KATTN_ISA_COUNT);
+    tt_cpu_set_level(best);
     tt_scope_end();
 }
 END_TEST
@@ -501,7 +502,7 @@ static const mask_case mask_cases[] = {
 START_TEST(test_mask_matches_composition) {
     const mask_case *mc = &mask_cases[_i];
     const attn_shape *s = &mc->sh;
-    tt_kattn_isa best = tt_kattention_isa();
+    tt_cpu_level best = tt_cpu_get_level();
     for (int di = 0; di < 2; di++) {
         tt_dtype dt = di == 0 ? TT_F32 : TT_F64;
         double tol = dt == TT_F32 ? 1e-5 : 1e-12, scale = 1 / sqrt((double)s->HS);
@@ -516,16 +517,16 @@ START_TEST(test_mask_matches_composition) {
         tt_tensor *g = tt_uniform(&rng, dt, TT_SHAPE(s->B, s->NH, s->T, s->HS), -1, 1);
         attn_run want = run(composition, q, k, v, mask, s->causal, scale, g);
         for (int isa = dt == TT_F32 ? 0 : (int)best; isa <= (int)best; isa++) {
-            tt_kattention_set_isa((tt_kattn_isa)isa);
+            tt_cpu_set_level((tt_cpu_level)isa);
             attn_run got = run(tt_scaled_dot_product_attention, q, k, v, mask, s->causal, scale,
                                g);
             char ctx[96];
             snprintf(ctx, sizeof ctx, "mask case %d %s %s", _i, tt_dtype_name(dt),
-                     tt_kattention_isa_name((tt_kattn_isa)isa));
+                     tt_cpu_level_name((tt_cpu_level)isa));
             assert_runs_close(got, want, tol, ctx);
             if (!mc->is_bool) assert_close(got.dmask, want.dmask, tol, ctx);
         }
-        tt_kattention_set_isa(TT_KATTN_ISA_COUNT);
+        tt_cpu_set_level(best);
         tt_scope_end();
     }
 }
@@ -541,7 +542,7 @@ static tt_tensor *ref_tensor(tt_dtype dt, int ndim, const int64_t *shape, const 
 // gradients of sum(y * g), f64 and f32 (inputs rounded; every ISA).
 START_TEST(test_mask_pytorch_values) {
     const attn_mask_ref *c = &sdpa_refs[_i];
-    tt_kattn_isa best = tt_kattention_isa();
+    tt_cpu_level best = tt_cpu_get_level();
     for (int di = 0; di < 2; di++) {
         tt_dtype dt = di == 0 ? TT_F32 : TT_F64;
         double tol = dt == TT_F32 ? 2e-5 : 1e-12;
@@ -555,7 +556,7 @@ START_TEST(test_mask_pytorch_values) {
         if (c->mask_kind == 1) tt_set_requires_grad(mask, true);
         tt_tensor *g = ref_tensor(dt, 4, qs, c->g);
         for (int isa = dt == TT_F32 ? 0 : (int)best; isa <= (int)best; isa++) {
-            tt_kattention_set_isa((tt_kattn_isa)isa);
+            tt_cpu_set_level((tt_cpu_level)isa);
             attn_run got = run(tt_scaled_dot_product_attention, q, k, v, mask, c->causal,
                                c->scale, g);
             attn_run want = {ref_tensor(dt, 4, qs, c->y), ref_tensor(dt, 4, qs, c->dq),
@@ -564,12 +565,12 @@ START_TEST(test_mask_pytorch_values) {
                                       : NULL};
             char ctx[96];
             snprintf(ctx, sizeof ctx, "%s %s %s", c->name, tt_dtype_name(dt),
-                     tt_kattention_isa_name((tt_kattn_isa)isa));
+                     tt_cpu_level_name((tt_cpu_level)isa));
             assert_runs_close(got, want, tol, ctx);
             if (c->dmask) assert_close(got.dmask, want.dmask, tol, ctx);
             else ck_assert_ptr_null(got.dmask);
         }
-        tt_kattention_set_isa(TT_KATTN_ISA_COUNT);
+        tt_cpu_set_level(best);
         tt_scope_end();
     }
 }

@@ -372,7 +372,7 @@ static const ew_case grad_ops[] = {
     {.name = #nm, .fs = tt_##nm, .saves = sv, .s = sc, .alo = a0, .ahi = a1},
 #define TT_UNARY(ID, nm, sv, fl, a0, a1) \
     {.name = #nm, .f1 = tt_##nm, .saves = sv, .alo = a0, .ahi = a1},
-#include "../autograd/ops.def"
+#include "../tensor/ops.def"
     {.name = "sub_scalar", .fs = tt_sub_scalar, .saves = 0x0, .s = 0.3, .alo = -1, .ahi = 1},
     {.name = "rsub_scalar", .fs = rsub, .saves = 0x0, .s = 2, .alo = -1, .ahi = 1},
     {.name = "pow_scalar(0.5)", .fs = tt_pow_scalar, .saves = 0x1, .s = 0.5, .alo = 0.5,

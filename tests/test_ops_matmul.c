@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "test_util.h"
+#include "tensor/kernels/cpu.h"
 #include "tensor/kernels/matmul.h"
 
 // ---- helpers ----
@@ -528,9 +529,8 @@ static bool same_bits(const tt_tensor *a, const tt_tensor *b) {
 // the bits of the composition tt_add(tt_matmul(x, w^T), b).
 START_TEST(test_affine_values) {
     const affine_case *c = &affine_cases[_i];
-    for (int p = TT_K_GEMM_GENERIC; p < TT_K_GEMM_PATH_COUNT; p++) {
-        if (!tt_k_gemm_path_supported((tt_k_gemm_path)p)) continue;
-        tt_k_gemm_path prev = tt_k_gemm_set_path((tt_k_gemm_path)p);
+    for (int p = TT_CPU_GENERIC; p <= (int)tt_cpu_max_level(); p++) {
+        tt_cpu_level prev = tt_cpu_set_level((tt_cpu_level)p);
         for (int t = 0; t < 2; t++) {
             tt_dtype dt = dtypes[t];
             tt_tensor *x = tt_set_requires_grad(rand_t(dt, TT_SHAPE(c->M, c->K)), true);
@@ -548,7 +548,7 @@ START_TEST(test_affine_values) {
                 tt_k_gemm_f64(c->M, c->N, c->K, tt_data(x), c->K, 1, tt_data(w), 1, c->K,
                               tt_data(want), c->N, 1, true);
             ck_assert_msg(same_bits(y, want), "path %s %s M=%lld K=%lld N=%lld: affine != "
-                          "bias-filled accumulate", tt_k_gemm_path_name((tt_k_gemm_path)p),
+                          "bias-filled accumulate", tt_cpu_level_name((tt_cpu_level)p),
                           tt_dtype_name(dt), (long long)c->M, (long long)c->K, (long long)c->N);
             double tol = dt == TT_F32 ? 2e-6 * (double)c->K : 1e-12;
             for (int64_t i = 0; i < c->M; i += 1 + c->M / 7)
@@ -570,14 +570,14 @@ START_TEST(test_affine_values) {
             ck_assert_msg(same_bits(dx, tt_grad(x)) && same_bits(dw, tt_grad(w)) &&
                               same_bits(db, tt_grad(b)),
                           "path %s %s M=%lld K=%lld N=%lld: gradients differ from the "
-                          "composition", tt_k_gemm_path_name((tt_k_gemm_path)p),
+                          "composition", tt_cpu_level_name((tt_cpu_level)p),
                           tt_dtype_name(dt), (long long)c->M, (long long)c->K, (long long)c->N);
             tt_scope_end();
             tt_release(x);
             tt_release(w);
             tt_release(b);
         }
-        tt_k_gemm_set_path(prev);
+        tt_cpu_set_level(prev);
     }
 }
 END_TEST

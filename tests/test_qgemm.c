@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "test_util.h"
+#include "tensor/kernels/cpu.h"
 #include "tensor/kernels/qgemm.h"
 
 // Letters: Y (M, N) = X (M, K) W^T, W (N, K).
@@ -35,11 +36,17 @@ static float *rand_f32(int64_t n, double amp) {
     return p;
 }
 
-// Every path this CPU has (AUTO excluded), in order; returns how many.
-static int supported_paths(tt_k_qgemm_path *out) {
+// The CPU levels that pick a different int8 kernel, up to the best this machine has (generic,
+// avx2, and avx512 when the CPU has VNNI), in order; returns how many.
+static int supported_paths(tt_cpu_level *out) {
     int n = 0;
-    for (int p = TT_K_QGEMM_GENERIC; p < TT_K_QGEMM_PATH_COUNT; p++)
-        if (tt_k_qgemm_path_supported((tt_k_qgemm_path)p)) out[n++] = (tt_k_qgemm_path)p;
+    const char *last = "";
+    for (int p = TT_CPU_GENERIC; p <= (int)tt_cpu_max_level(); p++) {
+        tt_cpu_level prev = tt_cpu_set_level((tt_cpu_level)p);
+        if (strcmp(tt_k_qgemm_kernel_name(), last) != 0) out[n++] = (tt_cpu_level)p;
+        last = tt_k_qgemm_kernel_name();
+        tt_cpu_set_level(prev);
+    }
     return n;
 }
 
@@ -234,7 +241,7 @@ static void check_sums(const qcase *c, const uint8_t *u, int64_t ldu, const int8
             int64_t ref = 0;
             for (int64_t k = 0; k < c->K; k++) ref += (int64_t)u[m * ldu + k] * q[n * c->K + k];
             ck_assert_msg(S[m * c->N + n] == ref, "%s M=%lld N=%lld K=%lld: S[%lld, %lld] = "
-                          "%d, expected %lld", tt_k_qgemm_path_name(tt_k_qgemm_active_path()),
+                          "%d, expected %lld", tt_k_qgemm_kernel_name(),
                           (long long)c->M, (long long)c->N, (long long)c->K, (long long)m,
                           (long long)n, S[m * c->N + n], (long long)ref);
         }
@@ -244,7 +251,7 @@ static void check_sums(const qcase *c, const uint8_t *u, int64_t ldu, const int8
 }
 
 START_TEST(test_sums_every_path) {
-    tt_k_qgemm_path paths[TT_K_QGEMM_PATH_COUNT];
+    tt_cpu_level paths[TT_CPU_LEVEL_COUNT];
     int np = supported_paths(paths);
     for (size_t ci = 0; ci < sizeof sum_cases / sizeof sum_cases[0]; ci++) {
         const qcase *c = &sum_cases[ci];
@@ -256,9 +263,9 @@ START_TEST(test_sums_every_path) {
         for (int64_t i = 0; i < c->M * ldu; i++) u[i] = (uint8_t)(next_u64() % 256);
         for (int64_t i = 0; i < c->N * c->K; i++) q[i] = (int8_t)((int)(next_u64() % 255) - 127);
         for (int p = 0; p < np; p++) {
-            tt_k_qgemm_path prev = tt_k_qgemm_set_path(paths[p]);
+            tt_cpu_level prev = tt_cpu_set_level(paths[p]);
             check_sums(c, u, ldu, q);
-            tt_k_qgemm_set_path(prev);
+            tt_cpu_set_level(prev);
         }
         free(u);
         free(q);
@@ -269,7 +276,7 @@ END_TEST
 // The extremes: 255 x 127 and 255 x -127 over the longest K, where a pair sum in int16
 // (vpmaddubsw) would saturate and an int32 sum comes within 1.2 % of overflowing.
 START_TEST(test_sums_extremes) {
-    tt_k_qgemm_path paths[TT_K_QGEMM_PATH_COUNT];
+    tt_cpu_level paths[TT_CPU_LEVEL_COUNT];
     int np = supported_paths(paths);
     qcase c = {3, 2, TT_K_QGEMM_KMAX};
     uint8_t *u = xmalloc((size_t)(c.M * c.K));
@@ -282,9 +289,9 @@ START_TEST(test_sums_extremes) {
         q[c.K + k] = -127;
     }
     for (int p = 0; p < np; p++) {
-        tt_k_qgemm_path prev = tt_k_qgemm_set_path(paths[p]);
+        tt_cpu_level prev = tt_cpu_set_level(paths[p]);
         check_sums(&c, u, c.K, q);
-        tt_k_qgemm_set_path(prev);
+        tt_cpu_set_level(prev);
     }
     free(u);
     free(q);
@@ -332,7 +339,7 @@ static const qcase f32_cases[] = {
 // The same bits from every path and thread count, and the same bits as the documented
 // epilogue applied to the raw sums: y = (float)(S - zx qsum) * (sx sw) + bias.
 START_TEST(test_f32_paths_threads_epilogue) {
-    tt_k_qgemm_path paths[TT_K_QGEMM_PATH_COUNT];
+    tt_cpu_level paths[TT_CPU_LEVEL_COUNT];
     int np = supported_paths(paths);
     for (size_t ci = 0; ci < sizeof f32_cases / sizeof f32_cases[0]; ci++) {
         const qcase *c = &f32_cases[ci];
@@ -340,21 +347,21 @@ START_TEST(test_f32_paths_threads_epilogue) {
         qlinear_init(&l, c->M, c->N, c->K, 200 + ci);
         size_t ny = (size_t)(c->M * c->N);
         float *y0 = xmalloc(ny * sizeof(float)), *y = xmalloc(ny * sizeof(float));
-        tt_k_qgemm_path prev = tt_k_qgemm_set_path(TT_K_QGEMM_GENERIC);
+        tt_cpu_level prev = tt_cpu_set_level(TT_CPU_GENERIC);
         tt_set_num_threads(1);
         tt_k_qgemm_f32(y0, l.x, &l.qw, l.bias, c->M);
         for (int p = 0; p < np; p++)
             for (int t = 1; t <= 2; t++) {
-                tt_k_qgemm_set_path(paths[p]);
+                tt_cpu_set_level(paths[p]);
                 tt_set_num_threads(t);
                 memset(y, 0, ny * sizeof(float));
                 tt_k_qgemm_f32(y, l.x, &l.qw, l.bias, c->M);
                 ck_assert_msg(memcmp(y, y0, ny * sizeof(float)) == 0, "path %s, %d threads, "
                               "M=%lld N=%lld K=%lld: not the generic path's bits",
-                              tt_k_qgemm_path_name(paths[p]), t, (long long)c->M,
+                              tt_cpu_level_name(paths[p]), t, (long long)c->M,
                               (long long)c->N, (long long)c->K);
             }
-        tt_k_qgemm_set_path(prev);
+        tt_cpu_set_level(prev);
         tt_set_num_threads(2);
         // the epilogue, from the pieces
         int64_t ldu = 4 * ((c->K + 3) / 4);
@@ -457,32 +464,7 @@ START_TEST(test_f32_error_bound) {
 }
 END_TEST
 
-// ---- selector and aborts ----
-
-START_TEST(test_selector) {
-    ck_assert_str_eq(tt_k_qgemm_path_name(TT_K_QGEMM_AUTO), "auto");
-    ck_assert_str_eq(tt_k_qgemm_path_name(TT_K_QGEMM_GENERIC), "generic");
-    ck_assert_str_eq(tt_k_qgemm_path_name(TT_K_QGEMM_AVX2), "avx2");
-    ck_assert_str_eq(tt_k_qgemm_path_name(TT_K_QGEMM_VNNI), "vnni");
-    ck_assert_str_eq(tt_k_qgemm_path_name(TT_K_QGEMM_PATH_COUNT), "?");
-    tt_k_qgemm_path auto_path = tt_k_qgemm_active_path();
-    ck_assert_int_ne(auto_path, TT_K_QGEMM_AUTO);
-    ck_assert(tt_k_qgemm_path_supported(auto_path));
-    tt_k_qgemm_path prev = tt_k_qgemm_set_path(TT_K_QGEMM_GENERIC);
-    ck_assert_int_eq(prev, TT_K_QGEMM_AUTO);
-    ck_assert_int_eq(tt_k_qgemm_active_path(), TT_K_QGEMM_GENERIC);
-    ck_assert_int_eq(tt_k_qgemm_set_path(prev), TT_K_QGEMM_GENERIC);
-    ck_assert_int_eq(tt_k_qgemm_active_path(), auto_path);
-    // the widest path the CPU has is what AUTO picks
-    if (tt_k_qgemm_path_supported(TT_K_QGEMM_VNNI)) ck_assert_int_eq(auto_path, TT_K_QGEMM_VNNI);
-}
-END_TEST
-
-START_TEST(test_abort_path_range) {
-    tt_expect_abort("int8 GEMM path 9 out of range");
-    tt_k_qgemm_set_path((tt_k_qgemm_path)9);
-}
-END_TEST
+// ---- aborts ----
 
 START_TEST(test_abort_k_too_long) {
     tt_expect_abort("need N >= 1 and 1 <= K <= 65536");
@@ -527,11 +509,7 @@ int main(void) {
     tcase_add_test(tp, test_qweight_bytes);
     tcase_add_test(tp, test_f32_error_bound);
     suite_add_tcase(s, tp);
-    TCase *sel = tt_tcase("selector");
-    tcase_add_test(sel, test_selector);
-    suite_add_tcase(s, sel);
     TCase *ab = tt_tcase_aborts("aborts_qgemm");
-    tcase_add_test_raise_signal(ab, test_abort_path_range, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_k_too_long, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_uninitialized, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_s32_ldu, SIGABRT);

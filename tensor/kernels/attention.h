@@ -78,21 +78,9 @@ void tt_kattention_backward_f64(double *dq, double *dk, double *dv, double *dmas
                                 const tt_kattn_mask *mask, const tt_kattn_dims *d);
 
 // ---- instruction set of the f32 kernels (f64 always runs the portable code) ----
-
-typedef enum tt_kattn_isa {
-    TT_KATTN_PORTABLE,  // plain C
-    TT_KATTN_AVX2,      // AVX2 + FMA
-    TT_KATTN_AVX512,    // AVX-512F
-    TT_KATTN_ISA_COUNT
-} tt_kattn_isa;
-
-// The best the CPU supports, unless lowered by tt_kattention_set_isa. Deterministic for a
-// given ISA and thread count; results of different ISAs differ in the last bits.
-tt_kattn_isa tt_kattention_isa(void);
-const char *tt_kattention_isa_name(tt_kattn_isa isa);  // "portable", "avx2", "avx512"
-// Caps the ISA (for tests and benchmarks; not thread-safe against running kernels). A request
-// above what the CPU supports gives the best supported one. Returns the previous cap.
-tt_kattn_isa tt_kattention_set_isa(tt_kattn_isa isa);
+// The CPU level (cpu.h) picks them: AVX-512F at TT_CPU_AVX512 and above, AVX2 + FMA at
+// TT_CPU_AVX2, else portable C. Deterministic for a given level and thread count; results of
+// different levels differ in the last bits.
 
 // ---- bf16 products (dims.bf16) ----
 // Every block product (q k^T and P v forward; P^T dy, dy v^T, dS k and dS^T q backward) rounds both
@@ -113,8 +101,7 @@ tt_kattn_isa tt_kattention_set_isa(tt_kattn_isa isa);
 // words forward and rep T HS backward, HS rounded up to 32); and so is the left operand of
 // q k^T and dy v^T: q per query tile in the forward, each query head's q and dy per (b, kv
 // head) in the backward (BQ HS / 2 and rep T HS words more). The same bits either way.
-// vdpbf16ps runs when the bf16 GEMM's path is AVX512-BF16 (tensor/kernels/bf16.h:
-// tt_k_bf16_set_path), the widening kernels by tt_kattention_isa, which also picks the other block
-// operations as in f32.
+// vdpbf16ps runs at TT_CPU_AVX512BF16, the widening kernels at TT_CPU_AVX512 (16 lanes) and
+// TT_CPU_AVX2 (8 lanes), the portable code below.
 
 #endif  // TT_KERNELS_ATTENTION_H

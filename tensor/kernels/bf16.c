@@ -3,9 +3,9 @@
 // blocking, the OpenMP split of a product, C layouts). The SIMD kernels: bf16_avx2.c,
 // bf16_avx512.c.
 #include "bf16.h"
+#include "cpu.h"
 #include "../tensor_internal.h"
 
-#include <stdatomic.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -16,68 +16,13 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // ---- SIMD path ----
 
-static _Atomic int path_forced = TT_K_BF16_AUTO;
-static _Atomic int path_detected = -1;
-
-static const char *const path_names[TT_K_BF16_PATH_COUNT] = {"auto", "generic", "avx2",
-                                                             "avx512", "avx512bf16"};
-
-const char *tt_k_bf16_path_name(tt_k_bf16_path path) {
-    return path >= 0 && path < TT_K_BF16_PATH_COUNT ? path_names[path] : "?";
-}
-
-bool tt_k_bf16_path_supported(tt_k_bf16_path path) {
-    switch (path) {
-        case TT_K_BF16_AUTO:
-        case TT_K_BF16_GENERIC: return true;
-#if defined(__x86_64__) && defined(__GNUC__)
-        // __builtin_cpu_supports also checks that the OS saves the vector registers (XCR0)
-        case TT_K_BF16_AVX2:
-            __builtin_cpu_init();
-            return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-        case TT_K_BF16_AVX512:
-            __builtin_cpu_init();
-            return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                   __builtin_cpu_supports("avx512vl");
-        case TT_K_BF16_AVX512BF16:
-            __builtin_cpu_init();
-            return tt_k_bf16_path_supported(TT_K_BF16_AVX512) &&
-                   __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bf16");
-#endif
-        default: return false;
-    }
-}
-
-tt_k_bf16_path tt_k_bf16_active_path(void) {
-    int p = atomic_load(&path_forced);
-    if (p != TT_K_BF16_AUTO) return (tt_k_bf16_path)p;
-    p = atomic_load(&path_detected);
-    if (p < 0) {
-        p = TT_K_BF16_GENERIC;
-        for (int q = TT_K_BF16_AVX512BF16; q > TT_K_BF16_GENERIC; q--)
-            if (tt_k_bf16_path_supported((tt_k_bf16_path)q)) {
-                p = q;
-                break;
-            }
-        atomic_store(&path_detected, p);
-    }
-    return (tt_k_bf16_path)p;
-}
-
-tt_k_bf16_path tt_k_bf16_set_path(tt_k_bf16_path path) {
-    TT_CHECK(path >= 0 && path < TT_K_BF16_PATH_COUNT, "bf16 path %d out of range; valid "
-             "paths are 0 .. %d (TT_K_BF16_AUTO .. TT_K_BF16_AVX512BF16)", (int)path,
-             TT_K_BF16_PATH_COUNT - 1);
-    TT_CHECK(tt_k_bf16_path_supported(path), "bf16 path %s: this CPU does not support it; "
-             "check tt_k_bf16_path_supported first", tt_k_bf16_path_name(path));
-    return (tt_k_bf16_path)atomic_exchange(&path_forced, (int)path);
-}
-
+// The kernels of the CPU level (cpu.h): vdpbf16ps at AVX512BF16, bf16 widened to f32 with FMA
+// at AVX512 (16 lanes) and AVX2 (8 lanes), else the portable C.
 static const tt_k_bf16_kernel *active_kernel(void) {
-    switch (tt_k_bf16_active_path()) {
-        case TT_K_BF16_AVX512BF16: return &tt_k_bf16_avx512bf16;
-        case TT_K_BF16_AVX512: return &tt_k_bf16_avx512;
-        case TT_K_BF16_AVX2: return &tt_k_bf16_avx2;
+    switch (tt_cpu_get_level()) {
+        case TT_CPU_AVX512BF16: return &tt_k_bf16_avx512bf16;
+        case TT_CPU_AVX512: return &tt_k_bf16_avx512;
+        case TT_CPU_AVX2: return &tt_k_bf16_avx2;
         default: return &tt_k_bf16_generic;
     }
 }

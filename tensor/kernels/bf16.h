@@ -35,28 +35,11 @@ static inline float tt_bf16_to_f32(tt_bf16 h) {
 }
 
 // ---- SIMD path ----
-// AUTO picks the best the CPU supports (cpuid, at the first call): AVX512-BF16 (vdpbf16ps,
-// vcvtne2ps2bf16, with AVX-512BW and DQ), else AVX-512 (F + BW: widens bf16 to f32 and uses FMA),
-// else AVX2 + FMA (the same, 8 lanes), else the portable C kernels. The others force a path;
-// tests and benchmarks use them to check and time every kernel. A separate setting from the
-// f32 GEMM's (tt_k_gemm_set_path).
-typedef enum tt_k_bf16_path {
-    TT_K_BF16_AUTO,
-    TT_K_BF16_GENERIC,
-    TT_K_BF16_AVX2,
-    TT_K_BF16_AVX512,
-    TT_K_BF16_AVX512BF16,
-    TT_K_BF16_PATH_COUNT
-} tt_k_bf16_path;
-
-bool tt_k_bf16_path_supported(tt_k_bf16_path path);  // by this CPU (AUTO, GENERIC: always)
-// "auto", "generic", "avx2", "avx512", "avx512bf16"; "?" out of range.
-const char *tt_k_bf16_path_name(tt_k_bf16_path path);
-// Forces `path` for every following conversion and bf16 GEMM (aborts if the CPU lacks it);
-// returns the previous setting. Not thread-safe: call it between kernels, not during one.
-tt_k_bf16_path tt_k_bf16_set_path(tt_k_bf16_path path);
-tt_k_bf16_path tt_k_bf16_active_path(void);  // the path AUTO resolves to, or the forced one
-// The micro-kernel the active path runs, e.g. "avx512bf16 12x32 vdpbf16ps" (for bench output).
+// The CPU level (cpu.h: tt_cpu_get_level, TT_CPU) picks the kernels at every call:
+// AVX512-BF16 (vdpbf16ps, vcvtne2ps2bf16) at TT_CPU_AVX512BF16, bf16 widened to f32 with FMA
+// on AVX-512 (F + BW) at TT_CPU_AVX512 and on AVX2 (8 lanes) at TT_CPU_AVX2, else the
+// portable C kernels; tests and benchmarks force each level to check and time every kernel.
+// The micro-kernel the current level runs, e.g. "avx512bf16 12x32 vdpbf16ps" (for bench output).
 const char *tt_k_gemm_bf16_kernel_name(void);
 
 // ---- conversion kernels ----

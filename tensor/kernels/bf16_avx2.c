@@ -1,22 +1,19 @@
 // AVX2 + FMA bf16 kernels, for CPUs without AVX-512: the f32 <-> bf16 conversions and a
 // 6 x 16 micro-kernel that widens the k-pair panels to f32 and uses FMA (correct, not fast:
 // the panels are packed by the portable packer). Function-level target attributes; bf16.c
-// calls them only when cpuid reports AVX2 and FMA.
+// calls them only at CPU level avx2 or above (cpu.h).
 #include "bf16.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
+#include "simd.h"
+
 #define TARGET_AVX2 __attribute__((target("avx2,fma")))
 
 // Each lane of x rounded to bf16 (tt_bf16_from_f32), the bits in the lane's lower half.
 TARGET_AVX2 static inline __m256i round8(__m256 x) {
-    __m256i u = _mm256_castps_si256(x);
-    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
-    __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q));
-    __m256i q = _mm256_or_si256(u, _mm256_set1_epi32(0x00400000));
-    return _mm256_srli_epi32(_mm256_blendv_epi8(r, q, nan), 16);
+    return _mm256_srli_epi32(tt__simd_round_hi8(x), 16);
 }
 
 TARGET_AVX2 static void to_bf16_avx2(tt_bf16 *dst, const float *src, int64_t n) {

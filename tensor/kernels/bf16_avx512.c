@@ -3,11 +3,13 @@
 // words), a 12 x 32 micro-kernel on vdpbf16ps (AVX512-BF16) and one that widens bf16 to f32
 // and uses FMA (AVX-512F + BW, for CPUs without AVX512-BF16); a 12 x 16 vdpbf16ps variant for
 // a narrow last panel. Compiled with function-level target attributes, so the library still
-// runs on any x86-64; bf16.c calls them only when cpuid reports the features.
+// runs on any x86-64; bf16.c calls them only at the CPU levels (cpu.h) that have them.
 #include "bf16.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+
+#include "simd.h"
 
 #define TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,fma")))
 #define TARGET_AVX512BF16 \
@@ -15,48 +17,30 @@
 #define INLINE_AVX512 TARGET_AVX512 static inline __attribute__((always_inline))
 #define INLINE_AVX512BF16 TARGET_AVX512BF16 static inline __attribute__((always_inline))
 
-INLINE_AVX512 __mmask16 first16(int64_t n) {
-    return n >= 16 ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
-}
-INLINE_AVX512 __mmask32 first32(int64_t n) {
-    return n >= 32 ? (__mmask32)0xffffffffu : n <= 0 ? 0 : (__mmask32)((1u << n) - 1);
-}
-
-// ---- rounding ----
-// Each lane of x rounded to bf16 as tt_bf16_from_f32 does, the bf16 bits in the upper half of
-// the lane (the lower half is garbage): u + 0x7fff + (bit 16 of u), NaNs made quiet instead.
-INLINE_AVX512 __m512i round_hi(__m512 x) {
-    __m512i u = _mm512_castps_si512(x);
-    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
-    __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-    return _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x00400000));
-}
-
-// ---- conversions ----
+// ---- conversions (rounding: tt__simd_round_hi16 of simd.h, bits in each lane's upper half) ----
 
 TARGET_AVX512 static void to_bf16_avx512(tt_bf16 *dst, const float *src, int64_t n) {
     for (int64_t i = 0; i < n; i += 16) {
-        __mmask16 m = first16(n - i);
-        __m512i r = _mm512_srli_epi32(round_hi(_mm512_maskz_loadu_ps(m, src + i)), 16);
+        __mmask16 m = tt__simd_mask16(n - i);
+        __m512i r = _mm512_srli_epi32(tt__simd_round_hi16(_mm512_maskz_loadu_ps(m, src + i)), 16);
         _mm512_mask_cvtepi32_storeu_epi16(dst + i, m, r);
     }
 }
 
 TARGET_AVX512 static void to_f32_avx512(float *dst, const tt_bf16 *src, int64_t n) {
     for (int64_t i = 0; i < n; i += 16) {
-        __mmask16 m = first16(n - i);
+        __mmask16 m = tt__simd_mask16(n - i);
         __m512i h = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, src + i));
         _mm512_mask_storeu_ps(dst + i, m, _mm512_castsi512_ps(_mm512_slli_epi32(h, 16)));
     }
 }
 
 // vcvtne2ps2bf16 rounds to nearest even and makes NaNs quiet as tt_bf16_from_f32 does, but
-// takes subnormal inputs as zero: a block of 32 that holds one is redone by round_hi.
+// takes subnormal inputs as zero: a block of 32 that holds one is redone by tt__simd_round_hi16.
 TARGET_AVX512BF16 static void to_bf16_avx512bf16(tt_bf16 *dst, const float *src, int64_t n) {
     const __m512i absmask = _mm512_set1_epi32(0x7fffffff), minnorm = _mm512_set1_epi32(0x800000);
     for (int64_t i = 0; i < n; i += 32) {
-        __mmask16 m0 = first16(n - i), m1 = first16(n - i - 16);
+        __mmask16 m0 = tt__simd_mask16(n - i), m1 = tt__simd_mask16(n - i - 16);
         __m512 x0 = _mm512_maskz_loadu_ps(m0, src + i);
         __m512 x1 = _mm512_maskz_loadu_ps(m1, src + i + 16);
         __m512i a0 = _mm512_and_si512(_mm512_castps_si512(x0), absmask);
@@ -69,9 +53,9 @@ TARGET_AVX512BF16 static void to_bf16_avx512bf16(tt_bf16 *dst, const float *src,
             _mm512_mask_storeu_epi16(dst + i, m, r);
         } else {
             _mm512_mask_cvtepi32_storeu_epi16(dst + i, m0,
-                                              _mm512_srli_epi32(round_hi(x0), 16));
+                                              _mm512_srli_epi32(tt__simd_round_hi16(x0), 16));
             _mm512_mask_cvtepi32_storeu_epi16(dst + i + 16, m1,
-                                              _mm512_srli_epi32(round_hi(x1), 16));
+                                              _mm512_srli_epi32(tt__simd_round_hi16(x1), 16));
         }
     }
 }
@@ -90,17 +74,17 @@ INLINE_AVX512 __m512i pair_rows(const void *s, tt_k_bf16_src type, int64_t ks, _
         return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
     }
     const float *f = s;
-    __m512i lo = _mm512_srli_epi32(round_hi(_mm512_maskz_loadu_ps(cols, f)), 16);
-    __m512i hi = round_hi(_mm512_maskz_loadu_ps(odd ? cols : 0, f + ks));
+    __m512i lo = _mm512_srli_epi32(tt__simd_round_hi16(_mm512_maskz_loadu_ps(cols, f)), 16);
+    __m512i hi = tt__simd_round_hi16(_mm512_maskz_loadu_ps(odd ? cols : 0, f + ks));
     return _mm512_or_si512(lo, _mm512_and_si512(hi, _mm512_set1_epi32((int)0xffff0000u)));
 }
 
 // 16 words of one line contiguous along k: pairs (k, k + 1) of `steps` elements from s.
 INLINE_AVX512 __m512i pair_line(const void *s, tt_k_bf16_src type, int64_t steps) {
-    if (type == TT_K_SRC_BF16) return _mm512_maskz_loadu_epi16(first32(steps), s);
+    if (type == TT_K_SRC_BF16) return _mm512_maskz_loadu_epi16(tt__simd_mask32(steps), s);
     const float *f = s;
-    __m512i r0 = round_hi(_mm512_maskz_loadu_ps(first16(steps), f));
-    __m512i r1 = round_hi(_mm512_maskz_loadu_ps(first16(steps - 16), f + 16));
+    __m512i r0 = tt__simd_round_hi16(_mm512_maskz_loadu_ps(tt__simd_mask16(steps), f));
+    __m512i r1 = tt__simd_round_hi16(_mm512_maskz_loadu_ps(tt__simd_mask16(steps - 16), f + 16));
     // the upper 16-bit halves of the 32 lanes, in order: 16-bit elements 1, 3, ..., 63
     const __m512i idx = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39,
                                          37, 35, 33, 31, 29, 27, 25, 23, 21, 19, 17, 15, 13,
@@ -108,43 +92,15 @@ INLINE_AVX512 __m512i pair_line(const void *s, tt_k_bf16_src type, int64_t steps
     return _mm512_permutex2var_epi16(r0, idx, r1);
 }
 
-// r[l] lane k <- r[k] lane l, 32-bit lanes: 2 x 2 blocks (unpack), 4 x 4 (shuffle), then
-// 128-bit quarters twice.
-INLINE_AVX512 void transpose16(__m512i ri[16]) {
-    __m512 r[16], t[16];
-    for (int i = 0; i < 16; i++) r[i] = _mm512_castsi512_ps(ri[i]);
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4) {
-        r[i] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-        r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-        r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-        r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-    }
-    for (int m = 0; m < 4; m++) {
-        t[m] = _mm512_shuffle_f32x4(r[m], r[4 + m], 0x88);
-        t[4 + m] = _mm512_shuffle_f32x4(r[m], r[4 + m], 0xdd);
-        t[8 + m] = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0x88);
-        t[12 + m] = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0xdd);
-    }
-    for (int m = 0; m < 4; m++) {
-        r[m] = _mm512_shuffle_f32x4(t[m], t[8 + m], 0x88);
-        r[8 + m] = _mm512_shuffle_f32x4(t[m], t[8 + m], 0xdd);
-        r[4 + m] = _mm512_shuffle_f32x4(t[4 + m], t[12 + m], 0x88);
-        r[12 + m] = _mm512_shuffle_f32x4(t[4 + m], t[12 + m], 0xdd);
-    }
-    for (int i = 0; i < 16; i++) ri[i] = _mm512_castps_si512(r[i]);
-}
 
 // pack_rows_round and pack_lines_round (bf16_avx512_pack.inc): the packing loops over
-// pair_rows and line_block_round; round_hi rounds subnormals itself (`sub` is unused).
+// pair_rows and line_block_round; tt__simd_round_hi16 rounds subnormals itself (`sub` is unused).
 INLINE_AVX512 __m512i pair_rows_round(const void *s, tt_k_bf16_src type, int64_t ks,
                                       __mmask16 cols, bool odd, __mmask16 *sub) {
     (void)sub;
     return pair_rows(s, type, ks, cols, odd);
 }
+
 // r[p] = panel row p of `lines` lines (zeros past them) of `steps` steps (past 32: unused)
 // from s, line l at s + l ls elements: pair_line of each line, transposed.
 INLINE_AVX512 void line_block_round(__m512i r[16], const char *s, tt_k_bf16_src type,
@@ -154,7 +110,7 @@ INLINE_AVX512 void line_block_round(__m512i r[16], const char *s, tt_k_bf16_src 
     for (int l = 0; l < 16; l++)
         r[l] = l < lines ? pair_line(s + (size_t)(l * ls) * es, type, steps)
                          : _mm512_setzero_si512();
-    transpose16(r);
+    tt__simd_transpose16_epi32(r);
 }
 
 #define INLINE_PACK INLINE_AVX512
@@ -171,34 +127,35 @@ INLINE_AVX512 void line_block_round(__m512i r[16], const char *s, tt_k_bf16_src 
 #undef PAIR_ROWS
 #undef LINE_BLOCK
 
-// The AVX-512F path's tt_k_bf16_packer (round_hi).
+// The AVX-512F path's tt_k_bf16_packer (tt__simd_round_hi16).
 TARGET_AVX512 static void pack_avx512(uint32_t *dst, const void *src, tt_k_bf16_src type,
                                       int64_t ks, int64_t js, int64_t kc, int64_t n, int w) {
-    __mmask16 sub = 0;  // unused: round_hi rounds subnormals itself
+    __mmask16 sub = 0;  // unused: tt__simd_round_hi16 rounds subnormals itself
     pack_any_round(dst, src, type, ks, js, kc, n, w, &sub);
 }
 
 // ---- fused cast-and-pack on vcvtne2ps2bf16 (AVX512-BF16) ----
-// One vcvtne2ps2bf16 rounds 32 floats. Its result against tt_bf16_from_f32 (round_hi), case
-// by case from the Intel SDM's pseudo-code (convert_fp32_to_bfloat16, under VCVTNEPS2BF16;
-// u the bits of x):
-//   - normal x: the upper half of u + 0x7fff + (bit 16 of u), round_hi's integer add (values
-//     past the largest bf16 become inf in both); inf: u's upper half, as round_hi gives; zero:
-//     a zero of x's sign, as round_hi gives;
-//   - NaN: u's upper half with bit 6 (the quiet bit) set: round_hi's sign and payload;
+// One vcvtne2ps2bf16 rounds 32 floats. Its result against tt_bf16_from_f32 (the integer
+// rounding, tt__simd_round_hi16 of simd.h), case by case from the Intel SDM's pseudo-code
+// (convert_fp32_to_bfloat16, under VCVTNEPS2BF16; u the bits of x):
+//   - normal x: the upper half of u + 0x7fff + (bit 16 of u), the integer rounding's add
+//     (values past the largest bf16 become inf in both); inf: u's upper half, as the integer
+//     rounding gives; zero: a zero of x's sign, as it gives;
+//   - NaN: u's upper half with bit 6 (the quiet bit) set: the integer rounding's sign and
+//     payload;
 //   - subnormal x (exponent 0, fraction not 0): a zero of x's sign, always (DAZ; no exception,
-//     MXCSR not read). round_hi rounds it as a number instead: to a subnormal bf16, to a zero
-//     of x's sign, or, for |u| in 0x007f8000 .. 0x007fffff, up to +-2^-126, the smallest
-//     normal bf16.
+//     MXCSR not read). The integer rounding rounds it as a number instead: to a subnormal
+//     bf16, to a zero of x's sign, or, for |u| in 0x007f8000 .. 0x007fffff, up to +-2^-126,
+//     the smallest normal bf16.
 // vdpbf16ps (SDM: an f32 FMA with DAZ on its inputs, FTZ on its output, RNE) takes a subnormal
 // bf16 as a zero of the same sign, so for the first two kinds of subnormal x the products and
 // sums are the same bits as with vcvtne2ps2bf16's zero. Not for the third: 2^-126 is normal,
 // 2^-126 times 2^110 adds 2^-16 to a sum where the zero adds nothing (checked on hardware,
 // and by test_bf16_pack). A packer that kept vcvtne2ps2bf16's zeros would change the GEMM's
 // output there. So the loops below OR vfpclassps's subnormal test (one instruction per 16
-// floats) into a mask, and a block that held any subnormal is packed again with round_hi: the
-// panels are the same words as every other path's, and a subnormal costs its block a second
-// pass (weights and activations have none).
+// floats) into a mask, and a block that held any subnormal is packed again with the integer
+// rounding: the panels are the same words as every other path's, and a subnormal costs its
+// block a second pass (weights and activations have none).
 #define FPCLASS_SUBNORMAL 0x20  // vfpclassps category: denormal
 
 // pair_rows with vcvtne2ps2bf16: the two rows' 16 floats rounded by one instruction (row k's
@@ -223,7 +180,7 @@ INLINE_AVX512 __m256 load8(const float *s, int64_t ls, int l, int lines, int64_t
                            int k) {
     if (l >= lines) return _mm256_setzero_ps();
     if (steps - k >= 8) return _mm256_loadu_ps(s + l * ls + k);
-    return _mm256_maskz_loadu_ps((__mmask8)first16(steps - k), s + l * ls + k);
+    return _mm256_maskz_loadu_ps((__mmask8)tt__simd_mask16(steps - k), s + l * ls + k);
 }
 
 // line_block_round's panel rows with vcvtne2ps2bf16. f32: no 16 x 16 transpose; each source
@@ -282,7 +239,7 @@ TARGET_AVX512BF16 static void pack_avx512bf16(uint32_t *dst, const void *src,
                                               int64_t kc, int64_t n, int w) {
     __mmask16 sub = 0;
     pack_any_cvt(dst, src, type, ks, js, kc, n, w, &sub);
-    if (sub) pack_avx512(dst, src, type, ks, js, kc, n, w);  // a subnormal: round_hi's words
+    if (sub) pack_avx512(dst, src, type, ks, js, kc, n, w);  // a subnormal: integer rounding
 }
 
 // ---- micro-kernels: 12 x 32 tiles, 24 zmm accumulators ----
@@ -294,7 +251,7 @@ TARGET_AVX512BF16 static void pack_avx512bf16(uint32_t *dst, const void *src,
 // with constant indices, so the accumulators are stored straight from their registers.
 INLINE_AVX512 void store_tile(__m512 acc[MR][2], float *c, int64_t ldc, int mr, int nr,
                               bool add, const float *bias) {
-    __mmask16 m0 = first16(nr), m1 = first16(nr - 16);
+    __mmask16 m0 = tt__simd_mask16(nr), m1 = tt__simd_mask16(nr - 16);
     __m512 bias0 = _mm512_setzero_ps(), bias1 = _mm512_setzero_ps();  // first k block only
     if (!add && bias) {
         bias0 = _mm512_maskz_loadu_ps(m0, bias);
@@ -403,7 +360,7 @@ const tt_k_bf16_kernel tt_k_bf16_avx512bf16 = {"avx512bf16 12x32 vdpbf16ps", 12,
 const tt_k_bf16_kernel tt_k_bf16_avx512 = {"avx512 12x32 widen + fma", 12, 32, uk_widen_12x32,
                                            NULL, pack_avx512, to_bf16_avx512, to_f32_avx512};
 
-#else  // not x86-64 with GCC or Clang: never selected (tt_k_bf16_path_supported says no)
+#else  // not x86-64 with GCC or Clang: never selected (below TT_CPU_AVX512)
 
 const tt_k_bf16_kernel tt_k_bf16_avx512bf16 = {"avx512bf16 (unavailable)", 0, 0, NULL, NULL,
                                                NULL, NULL, NULL};

@@ -6,20 +6,20 @@
 
 #include <stdint.h>
 
-// ---- ops: the elementwise rows of autograd/ops.def ----
+// ---- ops: the elementwise rows of tensor/ops.def ----
 
 // y = f(x) (TT_UNARY rows) or y = f(x; s) (TT_UNARY_S rows): TT_KU_EXP, TT_KU_POW_SCALAR, ...
 typedef enum tt_kunary_op {
 #define TT_UNARY(ID, name, saves, flags, lo, hi) TT_KU_##ID,
 #define TT_UNARY_S(ID, name, saves, flags, lo, hi, s) TT_KU_##ID,
-#include "../../autograd/ops.def"
+#include "../ops.def"
     TT_KU_COUNT
 } tt_kunary_op;
 
 // y = f(a, b) (TT_BINARY rows): TT_KB_ADD, TT_KB_MAXIMUM, ...
 typedef enum tt_kbinary_op {
 #define TT_BINARY(ID, name, saves, flags, alo, ahi, blo, bhi) TT_KB_##ID,
-#include "../../autograd/ops.def"
+#include "../ops.def"
     TT_KB_COUNT
 } tt_kbinary_op;
 

@@ -1,13 +1,15 @@
 // AVX2 + FMA micro-kernels of the packed GEMM: a 6 x 16 f32 tile and a 6 x 8 f64 tile (two ymm
 // vectors per row, 12 accumulators), and half-width variants for a narrow last panel. Compiled
 // with function-level target attributes, so the library still runs on any x86-64; matmul.c
-// calls them only when cpuid reports AVX2 and FMA. Also the packing into their panels (the
+// calls them only at CPU level avx2 or above (cpu.h). Also the packing into their panels (the
 // driver's SSE2 packing is the fallback). Not the driver. The functions' bodies are templates
 // (gemm_avx2_ukernel.inc per tile shape, gemm_avx2_pack.inc per dtype) included below.
 #include "matmul.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+
+#include "simd.h"
 
 #define TARGET_AVX2 __attribute__((target("avx2,fma")))
 
@@ -114,26 +116,7 @@ TARGET_AVX2 static inline __m256i lanes_pd(int w) {
 
 #define INLINE_AVX2 TARGET_AVX2 static inline __attribute__((always_inline))
 
-// r[l] lane k <- r[k] lane l: 2 x 2 blocks (unpack), 4 x 4 (shuffle), then 128-bit halves.
-INLINE_AVX2 void transpose_ps(__m256 r[8]) {
-    __m256 t[8];
-    for (int i = 0; i < 8; i += 2) {
-        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 8; i += 4) {
-        r[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-        r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-        r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-        r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-    }
-    for (int m = 0; m < 4; m++) {
-        t[m] = _mm256_permute2f128_ps(r[m], r[4 + m], 0x20);
-        t[4 + m] = _mm256_permute2f128_ps(r[m], r[4 + m], 0x31);
-    }
-    for (int i = 0; i < 8; i++) r[i] = t[i];
-}
-
+// r[l] lane k <- r[k] lane l for 4 x 4 doubles (8 x 8 floats: tt__simd_transpose8, simd.h).
 INLINE_AVX2 void transpose_pd(__m256d r[4]) {
     __m256d t0 = _mm256_unpacklo_pd(r[0], r[1]), t1 = _mm256_unpackhi_pd(r[0], r[1]);
     __m256d t2 = _mm256_unpacklo_pd(r[2], r[3]), t3 = _mm256_unpackhi_pd(r[2], r[3]);
@@ -193,7 +176,7 @@ INLINE_AVX2 void store_first_pd(double *p, __m256d v, int n) {
 #define V __m256
 #define VL 8
 #define V_SETZERO _mm256_setzero_ps
-#define TRANSPOSE transpose_ps
+#define TRANSPOSE tt__simd_transpose8
 #define LOAD_FIRST load_first_ps
 #define STORE_FIRST store_first_ps
 #define COPY copy_ps
@@ -238,7 +221,7 @@ const tt_k_gemm_kernel tt_k_gemm_avx2_f32 = {"avx2 f32 6x16", 6, 16, uk_f32_6x16
 const tt_k_gemm_kernel tt_k_gemm_avx2_f64 = {"avx2 f64 6x8", 6, 8, uk_f64_6x8, uk_f64_6x4,
                                              pack_pd, NULL};
 
-#else  // not x86-64 with GCC or Clang: never selected (tt_k_gemm_path_supported says no)
+#else  // not x86-64 with GCC or Clang: never selected (below TT_CPU_AVX2)
 
 const tt_k_gemm_kernel tt_k_gemm_avx2_f32 = {"avx2 (unavailable)", 0, 0, NULL, NULL, NULL,
                                              NULL};

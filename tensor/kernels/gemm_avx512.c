@@ -1,13 +1,15 @@
 // AVX-512F micro-kernels of the packed GEMM: a 12 x 32 f32 tile and a 12 x 16 f64 tile (two
 // zmm vectors per row, 24 accumulators), and half-width variants for a narrow last panel.
 // Compiled with function-level target attributes, so the library still runs on any x86-64;
-// matmul.c calls them only when cpuid reports AVX-512F. Also the packing into their panels
+// matmul.c calls them only at CPU level avx512 or above (cpu.h). Also the packing into their panels
 // (the driver's SSE2 packing is the fallback). Not the driver. The functions' bodies are
 // templates (gemm_avx512_ukernel.inc per tile shape, gemm_avx512_pack.inc per dtype).
 #include "matmul.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+
+#include "simd.h"
 
 #define TARGET_AVX512 __attribute__((target("avx512f,fma")))
 
@@ -99,42 +101,12 @@
 
 #define INLINE_AVX512 TARGET_AVX512 static inline __attribute__((always_inline))
 
-INLINE_AVX512 __mmask16 first16(int64_t n) {
-    return n >= 16 ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
-}
 INLINE_AVX512 __mmask8 first8(int64_t n) {
     return n >= 8 ? (__mmask8)0xff : n <= 0 ? 0 : (__mmask8)((1u << n) - 1);
 }
 
-// r[l] lane k <- r[k] lane l. Four rounds: 2 x 2 blocks of elements (unpack), 4 x 4 (shuffle),
-// then 128-bit quarters twice (shuffle_f32x4).
-INLINE_AVX512 void transpose_ps(__m512 r[16]) {
-    __m512 t[16];
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4) {
-        r[i] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-        r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-        r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-        r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-    }
-    for (int m = 0; m < 4; m++) {
-        t[m] = _mm512_shuffle_f32x4(r[m], r[4 + m], 0x88);
-        t[4 + m] = _mm512_shuffle_f32x4(r[m], r[4 + m], 0xdd);
-        t[8 + m] = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0x88);
-        t[12 + m] = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0xdd);
-    }
-    for (int m = 0; m < 4; m++) {
-        r[m] = _mm512_shuffle_f32x4(t[m], t[8 + m], 0x88);
-        r[8 + m] = _mm512_shuffle_f32x4(t[m], t[8 + m], 0xdd);
-        r[4 + m] = _mm512_shuffle_f32x4(t[4 + m], t[12 + m], 0x88);
-        r[12 + m] = _mm512_shuffle_f32x4(t[4 + m], t[12 + m], 0xdd);
-    }
-}
-
-// The same for 8 x 8 doubles: pairs (unpack), then 128-bit quarters twice.
+// r[l] lane k <- r[k] lane l for 8 x 8 doubles: pairs (unpack), then 128-bit quarters twice
+// (16 x 16 floats: tt__simd_transpose16, simd.h).
 INLINE_AVX512 void transpose_pd(__m512d r[8]) {
     __m512d t[8];
     for (int i = 0; i < 8; i += 2) {
@@ -165,8 +137,8 @@ INLINE_AVX512 void transpose_pd(__m512d r[8]) {
 #define T float
 #define V __m512
 #define VL 16
-#define FIRST first16
-#define TRANSPOSE transpose_ps
+#define FIRST tt__simd_mask16
+#define TRANSPOSE tt__simd_transpose16
 #define V_SETZERO _mm512_setzero_ps
 #define V_MASKZ_LOADU _mm512_maskz_loadu_ps
 #define V_MASK_STOREU _mm512_mask_storeu_ps
@@ -216,7 +188,7 @@ const tt_k_gemm_kernel tt_k_gemm_avx512_f32 = {"avx512 f32 12x32", 12, 32, uk_f3
 const tt_k_gemm_kernel tt_k_gemm_avx512_f64 = {"avx512 f64 12x16", 12, 16, uk_f64_12x16,
                                                uk_f64_12x8, pack_pd, NULL};
 
-#else  // not x86-64 with GCC or Clang: never selected (tt_k_gemm_path_supported says no)
+#else  // not x86-64 with GCC or Clang: never selected (below TT_CPU_AVX512)
 
 const tt_k_gemm_kernel tt_k_gemm_avx512_f32 = {"avx512 (unavailable)", 0, 0, NULL, NULL,
                                                NULL, NULL};

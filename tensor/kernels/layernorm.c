@@ -1,12 +1,14 @@
 // The f32 layernorm kernels (tt_klayernorm_forward_f32 / _backward_f32, declared in nn.h): the
-// run-time choice of instruction set, the portable C row functions (the reference the SIMD
-// ones in layernorm_avx2.c and layernorm_avx512.c match bit for bit) and the OpenMP split.
+// run-time choice of instruction set (by the CPU level, cpu.h), the portable C row functions
+// (the reference the SIMD ones in layernorm_avx2.c and layernorm_avx512.c match bit for bit)
+// and the OpenMP split.
 // The lane-ordered sums: layernorm.h. The f64 layernorm (gradcheck) stays in nn.inc.
 #include "layernorm.h"
 
 #include <math.h>
 #include <stdbool.h>
 
+#include "cpu.h"
 #include "nn.h"
 #include "../tensor_internal.h"
 
@@ -20,36 +22,6 @@
 #else
 #define PARALLEL_TASKS
 #endif
-
-// ---- instruction set ----
-
-static tt_kln_isa isa_cap = TT_KLN_ISA_COUNT;  // no cap
-
-static tt_kln_isa isa_supported(void) {
-#if defined(__x86_64__) && defined(__GNUC__)
-    // __builtin_cpu_supports also checks that the OS saves the vector registers (XCR0)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return TT_KLN_AVX512;
-    if (__builtin_cpu_supports("avx2")) return TT_KLN_AVX2;
-#endif
-    return TT_KLN_PORTABLE;
-}
-
-tt_kln_isa tt_klayernorm_isa(void) {
-    tt_kln_isa s = isa_supported();
-    return isa_cap < s ? isa_cap : s;
-}
-
-const char *tt_klayernorm_isa_name(tt_kln_isa isa) {
-    static const char *const names[TT_KLN_ISA_COUNT] = {"portable", "avx2", "avx512"};
-    return isa >= 0 && isa < TT_KLN_ISA_COUNT ? names[isa] : "?";
-}
-
-tt_kln_isa tt_klayernorm_set_isa(tt_kln_isa isa) {
-    tt_kln_isa prev = isa_cap;
-    isa_cap = isa;
-    return prev;
-}
 
 // ---- portable row functions ----
 
@@ -132,9 +104,9 @@ void tt_klayernorm_forward_f32(float *y, float *mean, float *rstd, const float *
                                const float *b, int64_t R, int64_t N, double eps) {
     tt_kln_forward_rows_fn *rows = forward_rows_portable;
 #if defined(__x86_64__) && defined(__GNUC__)
-    tt_kln_isa isa = tt_klayernorm_isa();
-    if (isa == TT_KLN_AVX512) rows = tt_kln_forward_rows_avx512;
-    if (isa == TT_KLN_AVX2) rows = tt_kln_forward_rows_avx2;
+    tt_cpu_level level = tt_cpu_get_level();
+    if (level >= TT_CPU_AVX512) rows = tt_kln_forward_rows_avx512;
+    else if (level >= TT_CPU_AVX2) rows = tt_kln_forward_rows_avx2;
 #endif
     int64_t ntasks = (R + ROWS_PER_TASK - 1) / ROWS_PER_TASK;
     bool par = ntasks > 1 && R * N >= PAR_MIN;
@@ -152,9 +124,9 @@ void tt_klayernorm_backward_f32(float *dx, float *dw, float *db, const float *dy
                                 int64_t N) {
     tt_kln_backward_rows_fn *rows = backward_rows_portable;
 #if defined(__x86_64__) && defined(__GNUC__)
-    tt_kln_isa isa = tt_klayernorm_isa();
-    if (isa == TT_KLN_AVX512) rows = tt_kln_backward_rows_avx512;
-    if (isa == TT_KLN_AVX2) rows = tt_kln_backward_rows_avx2;
+    tt_cpu_level level = tt_cpu_get_level();
+    if (level >= TT_CPU_AVX512) rows = tt_kln_backward_rows_avx512;
+    else if (level >= TT_CPU_AVX2) rows = tt_kln_backward_rows_avx2;
 #endif
     if (!dx && !dw && !db) return;
     // dx and each chunk's dweight and dbias sums in one sweep over the rows; chunks are fixed

@@ -20,20 +20,8 @@
 #define TT_KLN_LANES 16
 #define TT_KLN_CHUNK 64
 
-typedef enum tt_kln_isa {
-    TT_KLN_PORTABLE,  // plain C
-    TT_KLN_AVX2,      // AVX2
-    TT_KLN_AVX512,    // AVX-512F
-    TT_KLN_ISA_COUNT
-} tt_kln_isa;
-
-// The best the CPU supports, unless lowered by tt_klayernorm_set_isa. Every ISA gives the same
-// bits.
-tt_kln_isa tt_klayernorm_isa(void);
-const char *tt_klayernorm_isa_name(tt_kln_isa isa);  // "portable", "avx2", "avx512"
-// Caps the ISA (for tests and benchmarks; not thread-safe against running kernels). A request
-// above what the CPU supports gives the best supported one. Returns the previous cap.
-tt_kln_isa tt_klayernorm_set_isa(tt_kln_isa isa);
+// The CPU level (cpu.h) picks the row functions: AVX-512F at TT_CPU_AVX512 and above, AVX2
+// at TT_CPU_AVX2, else the portable C. Every level gives the same bits.
 
 // ---- per-ISA row functions (the same contract and bits on every ISA) ----
 

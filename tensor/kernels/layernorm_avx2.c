@@ -2,7 +2,7 @@
 // of each row sum in four registers (lanes 0-3, 4-7, 8-11, 12-15); the last partial step reads
 // a zero-padded copy and masks its additions. The backward's dweight and dbias sums are taken in
 // the sweep that writes dx. Compiled with function-level target attributes;
-// layernorm.c calls them only when cpuid reports AVX2. Same bits as the portable C.
+// layernorm.c calls them only at CPU level avx2 or above (cpu.h). Same bits as the portable C.
 #include "layernorm.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -2,12 +2,14 @@
 // lanes of each row sum in two registers (lanes 0-7, 8-15), the last partial step masked; the
 // backward's dweight and dbias sums in the sweep that writes dx.
 // Compiled with function-level target attributes, so the library still runs on any x86-64;
-// layernorm.c calls them only when cpuid reports AVX-512F. Same bits as the portable C.
+// layernorm.c calls them only at CPU level avx512 or above (cpu.h). Same bits as the portable C.
 #include "layernorm.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #include <math.h>
+
+#include "simd.h"
 
 #define TARGET_AVX512 __attribute__((target("avx512f")))
 #define INLINE_AVX512 TARGET_AVX512 static inline __attribute__((always_inline))
@@ -15,10 +17,6 @@
 #if TT_KLN_LANES != 16
 #error "layernorm_avx512.c keeps the lanes of a row sum in two registers of 8 doubles"
 #endif
-
-INLINE_AVX512 __mmask16 first16(int64_t n) {
-    return n >= 16 ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
-}
 
 // Columns 0-7 and 8-15 of v widened to double.
 INLINE_AVX512 __m512d lo8(__m512 v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
@@ -73,7 +71,7 @@ INLINE_AVX512 void normalize_row(float *y, float *mean, float *rstd, const float
     float m = (float)mu, rt = (float)rs;
     __m512 m16 = _mm512_set1_ps(m), rt16 = _mm512_set1_ps(rt);
     for (int64_t i = 0; i < N; i += 16) {
-        __mmask16 k = first16(N - i);
+        __mmask16 k = tt__simd_mask16(N - i);
         __m512 v = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), m16), rt16);
         if (w) v = _mm512_mul_ps(v, _mm512_maskz_loadu_ps(k, w + i));
         if (b) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, b + i));
@@ -97,11 +95,11 @@ TARGET_AVX512 void tt_kln_forward_rows_avx512(float *y, float *mean, float *rstd
             prefetch_row(y + (r + PREFETCH_ROWS) * N, N);
         }
         __m512d a = _mm512_setzero_pd(), bb = _mm512_setzero_pd();
-        for (int64_t i = 0; i < N; i += 16) add_cols(&a, &bb, xr + i, first16(N - i));
+        for (int64_t i = 0; i < N; i += 16) add_cols(&a, &bb, xr + i, tt__simd_mask16(N - i));
         double mu = row_mean(N, a, bb);
         __m512d m = _mm512_set1_pd(mu);
         a = bb = _mm512_setzero_pd();
-        for (int64_t i = 0; i < N; i += 16) add_squares(&a, &bb, xr + i, first16(N - i), m);
+        for (int64_t i = 0; i < N; i += 16) add_squares(&a, &bb, xr + i, tt__simd_mask16(N - i), m);
         normalize_row(y + r * N, mean + r, rstd + r, xr, w, b, N, eps, mu, a, bb);
     }
 }
@@ -135,7 +133,7 @@ INLINE_AVX512 void dx_row(float *dx, double *aw, double *ab, const float *dy, co
     }
     __m512 m16 = _mm512_set1_ps(mean), rt16 = _mm512_set1_ps(rstd);
     for (int64_t i = 0; i < N; i += 16) {
-        __mmask16 k = first16(N - i);
+        __mmask16 k = tt__simd_mask16(N - i);
         __m512 g = _mm512_maskz_loadu_ps(k, dy + i);
         __m512 xh = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), m16), rt16);
         if (dx) {
@@ -168,7 +166,7 @@ TARGET_AVX512 void tt_kln_backward_rows_avx512(float *dx, double *aw, double *ab
         __m512 m = _mm512_set1_ps(mean[r]), t = _mm512_set1_ps(rstd[r]);
         __m512d a0 = _mm512_setzero_pd(), a1 = a0, c0 = a0, c1 = a0;
         for (int64_t i = 0; dx && i < N; i += 16) {
-            __mmask16 k = first16(N - i);
+            __mmask16 k = tt__simd_mask16(N - i);
             __m512 wv = w ? _mm512_maskz_loadu_ps(k, w + i) : _mm512_setzero_ps();
             add_dn(&a0, &a1, &c0, &c1, dyr + i, xr + i, w, wv, m, t, k);
         }

@@ -4,9 +4,9 @@
 // the batched driver over broadcast batch dims. The micro-kernels are in gemm_*.c. The code
 // written once for both dtypes is in matmul_pack.inc and matmul_gemm.inc, included per dtype.
 #include "matmul.h"
+#include "cpu.h"
 #include "../tensor_internal.h"
 
-#include <stdatomic.h>
 #include <string.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -41,65 +41,17 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // ---- SIMD path ----
 
-static _Atomic int path_forced = TT_K_GEMM_AUTO;
-static _Atomic int path_detected = -1;
-
-static const char *const path_names[TT_K_GEMM_PATH_COUNT] = {"auto", "generic", "avx2",
-                                                             "avx512"};
-
-const char *tt_k_gemm_path_name(tt_k_gemm_path path) {
-    return path >= 0 && path < TT_K_GEMM_PATH_COUNT ? path_names[path] : "?";
-}
-
-bool tt_k_gemm_path_supported(tt_k_gemm_path path) {
-    switch (path) {
-        case TT_K_GEMM_AUTO:
-        case TT_K_GEMM_GENERIC: return true;
-#if defined(__x86_64__) && defined(__GNUC__)
-        // __builtin_cpu_supports also checks that the OS saves the vector registers (XCR0)
-        case TT_K_GEMM_AVX2:
-            __builtin_cpu_init();
-            return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-        case TT_K_GEMM_AVX512:
-            __builtin_cpu_init();
-            // VL too: the matrix-vector kernel uses ymm registers 16-31 (every AVX-512 CPU
-            // but Xeon Phi has it)
-            return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
-#endif
-        default: return false;
-    }
-}
-
-tt_k_gemm_path tt_k_gemm_active_path(void) {
-    int p = atomic_load(&path_forced);
-    if (p != TT_K_GEMM_AUTO) return (tt_k_gemm_path)p;
-    p = atomic_load(&path_detected);
-    if (p < 0) {
-        p = tt_k_gemm_path_supported(TT_K_GEMM_AVX512) ? TT_K_GEMM_AVX512
-            : tt_k_gemm_path_supported(TT_K_GEMM_AVX2) ? TT_K_GEMM_AVX2
-                                                       : TT_K_GEMM_GENERIC;
-        atomic_store(&path_detected, p);
-    }
-    return (tt_k_gemm_path)p;
-}
-
-tt_k_gemm_path tt_k_gemm_set_path(tt_k_gemm_path path) {
-    TT_CHECK(path >= 0 && path < TT_K_GEMM_PATH_COUNT, "GEMM path %d out of range; valid "
-             "paths are 0 .. %d (TT_K_GEMM_AUTO .. TT_K_GEMM_AVX512)", (int)path,
-             TT_K_GEMM_PATH_COUNT - 1);
-    TT_CHECK(tt_k_gemm_path_supported(path), "GEMM path %s: this CPU does not support it; "
-             "check tt_k_gemm_path_supported first", tt_k_gemm_path_name(path));
-    return (tt_k_gemm_path)atomic_exchange(&path_forced, (int)path);
-}
-
+// The micro-kernels of the CPU level (cpu.h): AVX-512 at AVX512 and above, AVX2 + FMA, else
+// the portable C kernels.
 static const tt_k_gemm_kernel *kernel_for(tt_dtype dtype) {
     bool f32 = dtype == TT_F32;
-    switch (tt_k_gemm_active_path()) {
-        case TT_K_GEMM_AVX512: return f32 ? &tt_k_gemm_avx512_f32 : &tt_k_gemm_avx512_f64;
-        case TT_K_GEMM_AVX2: return f32 ? &tt_k_gemm_avx2_f32 : &tt_k_gemm_avx2_f64;
-        default: return f32 ? &tt_k_gemm_generic_f32 : &tt_k_gemm_generic_f64;
-    }
+    tt_cpu_level level = tt_cpu_get_level();
+    if (level >= TT_CPU_AVX512) return f32 ? &tt_k_gemm_avx512_f32 : &tt_k_gemm_avx512_f64;
+    if (level >= TT_CPU_AVX2) return f32 ? &tt_k_gemm_avx2_f32 : &tt_k_gemm_avx2_f64;
+    return f32 ? &tt_k_gemm_generic_f32 : &tt_k_gemm_generic_f64;
 }
+
+const char *tt_k_gemm_kernel_name(void) { return kernel_for(TT_F32)->name; }
 
 // ---- threads ----
 

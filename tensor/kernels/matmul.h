@@ -17,7 +17,7 @@
 // overlap A or B. M, N, K >= 0.
 //
 // Deterministic: the summation order over k depends only on M, N, K, the layout and the SIMD
-// path (tt_k_gemm_path), never on the number of threads or on timing, so results are bitwise
+// level (cpu.h), never on the number of threads or on timing, so results are bitwise
 // identical for any OMP_NUM_THREADS and run to run.
 //
 // Accuracy. f64 sums in double. f32, packed path (the fast one): each C element is a chain of
@@ -72,24 +72,13 @@ void tt_k_gemm_batched(tt_dtype dtype, int nbatch, const int64_t *batch, int64_t
                        const tt_k_matrix *c, bool accumulate);
 
 // ---- SIMD path ----
-// AUTO picks the widest the CPU supports (cpuid, at the first GEMM): AVX-512F, else AVX2 +
-// FMA, else the portable C kernels. The others force one path; tests use them to check every
-// kernel. Results differ between paths in the last bits (FMA or not, vector width), never
-// between thread counts.
-typedef enum tt_k_gemm_path {
-    TT_K_GEMM_AUTO,
-    TT_K_GEMM_GENERIC,
-    TT_K_GEMM_AVX2,
-    TT_K_GEMM_AVX512,
-    TT_K_GEMM_PATH_COUNT
-} tt_k_gemm_path;
+// The CPU level (cpu.h: tt_cpu_get_level, TT_CPU) picks the micro-kernels at every product:
+// AVX-512 at TT_CPU_AVX512 and above, AVX2 + FMA at TT_CPU_AVX2, else the portable C kernels;
+// tests force each level to check every kernel. Results differ between levels in the last
+// bits (FMA or not, vector width), never between thread counts.
 
-bool tt_k_gemm_path_supported(tt_k_gemm_path path);  // by this CPU (AUTO and GENERIC: always)
-const char *tt_k_gemm_path_name(tt_k_gemm_path path);
-// Forces `path` for every following GEMM (aborts if the CPU lacks it); returns the previous
-// setting. Not thread-safe: call it between products, not during one.
-tt_k_gemm_path tt_k_gemm_set_path(tt_k_gemm_path path);
-tt_k_gemm_path tt_k_gemm_active_path(void);  // the path AUTO resolves to, or the forced one
+// The f32 micro-kernel the current level runs, e.g. "avx512 12x32" (for bench output).
+const char *tt_k_gemm_kernel_name(void);
 
 // ---- micro-kernels of the packed GEMM (kernels/gemm_generic.c, gemm_avx2.c, gemm_avx512.c) ----
 // c[i * ldc + j] (+)= sum_k a[k * mr_max + i] * b[k * nr_max + j] for i < mr, j < nr: one tile

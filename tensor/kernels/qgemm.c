@@ -3,10 +3,10 @@
 // tiles with its OpenMP split, the dequantizing epilogue, and the portable C micro-kernel.
 // The SIMD micro-kernels are in qgemm_avx2.c and qgemm_avx512.c. The scheme: qgemm.h.
 #include "qgemm.h"
+#include "cpu.h"
 #include "../tensor_internal.h"
 
 #include <math.h>
-#include <stdatomic.h>
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -29,63 +29,15 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // ---- SIMD path ----
 
-static _Atomic int path_forced = TT_K_QGEMM_AUTO;
-static _Atomic int path_detected = -1;
-
-static const char *const path_names[TT_K_QGEMM_PATH_COUNT] = {"auto", "generic", "avx2",
-                                                              "vnni"};
-
-const char *tt_k_qgemm_path_name(tt_k_qgemm_path path) {
-    return path >= 0 && path < TT_K_QGEMM_PATH_COUNT ? path_names[path] : "?";
-}
-
-bool tt_k_qgemm_path_supported(tt_k_qgemm_path path) {
-    switch (path) {
-        case TT_K_QGEMM_AUTO:
-        case TT_K_QGEMM_GENERIC: return true;
-#if defined(__x86_64__) && defined(__GNUC__)
-        // __builtin_cpu_supports also checks that the OS saves the vector registers (XCR0)
-        case TT_K_QGEMM_AVX2:
-            __builtin_cpu_init();
-            return __builtin_cpu_supports("avx2");
-        case TT_K_QGEMM_VNNI:
-            __builtin_cpu_init();
-            return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                   __builtin_cpu_supports("avx512vnni");
-#endif
-        default: return false;
-    }
-}
-
-tt_k_qgemm_path tt_k_qgemm_active_path(void) {
-    int p = atomic_load(&path_forced);
-    if (p != TT_K_QGEMM_AUTO) return (tt_k_qgemm_path)p;
-    p = atomic_load(&path_detected);
-    if (p < 0) {
-        p = tt_k_qgemm_path_supported(TT_K_QGEMM_VNNI)   ? TT_K_QGEMM_VNNI
-            : tt_k_qgemm_path_supported(TT_K_QGEMM_AVX2) ? TT_K_QGEMM_AVX2
-                                                         : TT_K_QGEMM_GENERIC;
-        atomic_store(&path_detected, p);
-    }
-    return (tt_k_qgemm_path)p;
-}
-
-tt_k_qgemm_path tt_k_qgemm_set_path(tt_k_qgemm_path path) {
-    TT_CHECK(path >= 0 && path < TT_K_QGEMM_PATH_COUNT, "int8 GEMM path %d out of range; "
-             "valid paths are 0 .. %d (TT_K_QGEMM_AUTO .. TT_K_QGEMM_VNNI)", (int)path,
-             TT_K_QGEMM_PATH_COUNT - 1);
-    TT_CHECK(tt_k_qgemm_path_supported(path), "int8 GEMM path %s: this CPU does not support "
-             "it; check tt_k_qgemm_path_supported first", tt_k_qgemm_path_name(path));
-    return (tt_k_qgemm_path)atomic_exchange(&path_forced, (int)path);
-}
-
+// The kernels of the CPU level (cpu.h): vpdpbusd when the level allows AVX-512 and the CPU
+// has VNNI, vpmaddwd from AVX2 on, else the portable C.
 static const tt_k_qgemm_kernel *active_kernel(void) {
-    switch (tt_k_qgemm_active_path()) {
-        case TT_K_QGEMM_VNNI: return &tt_k_qgemm_vnni;
-        case TT_K_QGEMM_AVX2: return &tt_k_qgemm_avx2;
-        default: return &tt_k_qgemm_generic;
-    }
+    if (tt_cpu_has_vnni()) return &tt_k_qgemm_vnni;
+    if (tt_cpu_get_level() >= TT_CPU_AVX2) return &tt_k_qgemm_avx2;
+    return &tt_k_qgemm_generic;
 }
+
+const char *tt_k_qgemm_kernel_name(void) { return active_kernel()->name; }
 
 // ---- quantization ----
 

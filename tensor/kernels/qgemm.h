@@ -104,25 +104,16 @@ void tt_k_qgemm_f32_static(float *y, const float *x, const tt_k_qweight *qw, con
                            int64_t M, tt_k_qact act);
 
 // ---- SIMD path ----
-// AUTO picks AVX512-VNNI (vpdpbusd on zmm, with AVX-512BW) when cpuid reports it, else AVX2,
-// else the portable C kernel. The AVX2 path widens bytes to int16 (vpmovzxbw, vpmovsxbw) and
-// multiplies with vpmaddwd: the byte form vpmaddubsw adds two u8 x s8 products into an int16
-// that saturates (255 * 127 * 2 > 32767), which would make its sums differ from the others;
-// vpmaddwd's int32 pair sums cannot overflow. Every path gives the same int32 sums.
-typedef enum tt_k_qgemm_path {
-    TT_K_QGEMM_AUTO,
-    TT_K_QGEMM_GENERIC,
-    TT_K_QGEMM_AVX2,
-    TT_K_QGEMM_VNNI,
-    TT_K_QGEMM_PATH_COUNT
-} tt_k_qgemm_path;
+// The CPU level (cpu.h: tt_cpu_get_level, TT_CPU) picks the kernel at every product:
+// AVX512-VNNI (vpdpbusd on zmm, with AVX-512BW) at TT_CPU_AVX512 and above when the CPU has
+// VNNI (tt_cpu_has_vnni), else AVX2 from TT_CPU_AVX2, else the portable C kernel. The AVX2
+// path widens bytes to int16 (vpmovzxbw, vpmovsxbw) and multiplies with vpmaddwd: the byte
+// form vpmaddubsw adds two u8 x s8 products into an int16 that saturates (255 * 127 * 2 >
+// 32767), which would make its sums differ from the others; vpmaddwd's int32 pair sums cannot
+// overflow. Every path gives the same int32 sums.
 
-bool tt_k_qgemm_path_supported(tt_k_qgemm_path path);  // by this CPU (AUTO, GENERIC: always)
-const char *tt_k_qgemm_path_name(tt_k_qgemm_path path);  // "auto", "generic", "avx2", "vnni"
-// Forces `path` for every following product (aborts if the CPU lacks it); returns the previous
-// setting. Not thread-safe: call it between products.
-tt_k_qgemm_path tt_k_qgemm_set_path(tt_k_qgemm_path path);
-tt_k_qgemm_path tt_k_qgemm_active_path(void);  // what AUTO resolves to, or the forced path
+// The kernel the current level runs, e.g. "vnni 8x32" (for bench output).
+const char *tt_k_qgemm_kernel_name(void);
 
 // ---- micro-kernels (qgemm.c, qgemm_avx2.c, qgemm_avx512.c) ----
 // c (mr, NR) int32, row i = sum over kg groups of 4 k of x[i] bytes times the panel w's bytes

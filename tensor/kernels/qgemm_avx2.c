@@ -1,7 +1,7 @@
 // AVX2 micro-kernels of the int8 GEMM, for CPUs without AVX512-VNNI: a 2 x 32 tile and a
 // 1 x 32 row, both from the template qgemm_avx2_ukernel.inc (int16 widening and vpmaddwd: why,
 // in qgemm.h). Compiled with function-level target attributes; qgemm.c calls them only when
-// cpuid reports AVX2. Not the driver or the packing (qgemm.c).
+// the CPU level (cpu.h) is avx2 or above. Not the driver or the packing (qgemm.c).
 #include "qgemm.h"
 
 #include <string.h>

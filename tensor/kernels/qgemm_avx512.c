@@ -1,7 +1,7 @@
 // AVX512-VNNI micro-kernels of the int8 GEMM: an 8 x 32 tile and a 1 x 32 row (decoding), both
 // from the template qgemm_avx512_ukernel.inc. Compiled with function-level target attributes,
-// so the library still runs on any x86-64; qgemm.c calls them only when cpuid reports
-// AVX512-VNNI and AVX-512BW. Not the driver or the packing (qgemm.c).
+// so the library still runs on any x86-64; qgemm.c calls them only when tt_cpu_has_vnni()
+// (cpu.h: level avx512 or above and AVX512-VNNI). Not the driver or the packing (qgemm.c).
 #include "qgemm.h"
 
 #include <string.h>
