@@ -1026,4 +1026,7 @@ void tt_qlinear_set_static(tt_qlinear *q, double lo, double hi);
 }
 #endif
 
+#include "walk.h"
+#include "activation.h"
+
 #endif  // TT_NN_H

@@ -14,12 +14,10 @@
 
 static const char *const pos_names[] = {"learned", "rope"};
 static const char *const norm_names[] = {"layernorm", "rmsnorm"};
-// Every elementwise activation by tt_act value; softmax is not one.
-static const char *const act_names[TT_ACT_COUNT] = {
-    [TT_ACT_IDENTITY] = "identity", [TT_ACT_RELU] = "relu",   [TT_ACT_GELU] = "gelu",
-    [TT_ACT_GELU_TANH] = "gelu_tanh", [TT_ACT_RELU2] = "relu2", [TT_ACT_SILU] = "silu",
-    [TT_ACT_TANH] = "tanh",         [TT_ACT_SIGMOID] = "sigmoid", [TT_ACT_SOFTMAX] = NULL,
-};
+// The MLP takes every elementwise activation (nn/activation.h's table), softmax aside: it is the
+// last value, so the field's range ends before it.
+_Static_assert(TT_ACT_SOFTMAX == TT_ACT_COUNT - 1, "the activation field's range must end "
+               "at the last elementwise activation");
 
 #define I64 TT_GPT_FIELD_I64
 #define F64 TT_GPT_FIELD_F64
@@ -50,7 +48,7 @@ const tt_gpt_field tt_gpt_fields[] = {
      "learned position embedding or rotary"},
     {"norm",         ENUM, AT(norm),          TT_NORM_LAYERNORM, 0, 1, norm_names, "--norm",
      "layernorm or rmsnorm"},
-    {"activation",   ENUM, AT(activation),    TT_ACT_GELU, 0, TT_ACT_COUNT - 1, act_names,
+    {"activation",   ENUM, AT(activation),    TT_ACT_GELU, 0, TT_ACT_SIGMOID, tt_act_names,
      "--act", "MLP activation (gelu exact, gelu_tanh as GPT-2)"},
     {"tie_weights",  BOOL, AT(tie_weights),   1,       0,  1,          NULL,       "--no-tie",
      "the head shares the token embedding"},
