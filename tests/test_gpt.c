@@ -14,7 +14,6 @@
 
 #include "test_util.h"
 #include "models/gpt/gpt.h"
-#include "models/gpt/gpt.h"
 #include "models/gpt/gpt_internal.h"
 #include "optim/optim.h"
 
@@ -183,6 +182,55 @@ START_TEST(test_shapes) {
     ck_assert(tt_item(tt_max(tt_abs(d), 0, NULL, false)) == 0.0);
     tt_scope_end();
     tt_gpt_free(&m);
+}
+END_TEST
+
+// The module tree gives the Linears (the blocks' six each in parameter order, then lm_head
+// when untied), and tt_gpt_train reaches every dropout of it.
+static void count_dropouts(tt_module mod, const char *name, void *ctx) {
+    (void)name;
+    int *n = ctx;  // n[0]: dropouts, n[1]: those in training mode
+    if (strcmp(mod.ops->type, "Dropout") != 0) return;
+    n[0]++;
+    n[1] += ((const tt_dropout_layer *)mod.self)->training;
+}
+
+START_TEST(test_tree_linears_train) {
+    tt_gpt_config c = small_config(_i);
+    c.dropout = 0.1;
+    tt_gpt m;
+    gpt_init_ok(&m, &c, 1, TT_F32);
+    tt_linear_list lin;
+    tt_linear_list_init(&lin);
+    tt_module_linears(tt_gpt_module(&m), NULL, &lin);
+    static const char *const each[] = {"attn.q_proj", "attn.k_proj", "attn.v_proj",
+                                       "attn.o_proj", "mlp.fc", "mlp.proj"};
+    ck_assert_int_eq(lin.n, 12 + (_i == CFG_MODERN));
+    int64_t bytes = 4 * (_i == CFG_DEFAULT ? tt_numel(m.wte.weight) : 0);
+    for (int i = 0; i < lin.n; i++) {
+        char want[64];
+        if (i < 12) snprintf(want, sizeof want, "blocks.%d.%s", i / 6, each[i % 6]);
+        else snprintf(want, sizeof want, "lm_head");
+        ck_assert_str_eq(lin.items[i].name, want);
+        const tt_linear *x = lin.items[i].linear;
+        bytes += 4 * (tt_numel(x->weight) + (x->bias ? tt_numel(x->bias) : 0));
+    }
+    ck_assert_ptr_eq(lin.items[0].linear, &m.blocks[0].attn.q_proj);
+    ck_assert_ptr_eq(lin.items[11].linear, &m.blocks[1].mlp.proj);
+    ck_assert_int_eq(tt_gpt_matmul_weight_bytes(&m), bytes);
+    tt_linear_list_free(&lin);
+    // drop, and per block attn_drop, resid_drop and the MLP's drop.
+    int n[2] = {0, 0};
+    tt_gpt_train(&m, false);
+    tt_module_named_modules(tt_gpt_module(&m), NULL, count_dropouts, n);
+    ck_assert_int_eq(n[0], 1 + 3 * 2);
+    ck_assert_int_eq(n[1], 0);
+    tt_gpt_train(&m, true);
+    n[0] = n[1] = 0;
+    tt_module_named_modules(tt_gpt_module(&m), NULL, count_dropouts, n);
+    ck_assert_int_eq(n[1], 7);
+    tt_gpt_free(&m);
+    ck_assert_ptr_null(m.blocks);
 }
 END_TEST
 
@@ -1314,6 +1362,50 @@ START_TEST(test_ckpt_older_file) {
 }
 END_TEST
 
+// New files name their format "tinytorch.gpt"; a file written the old way, format "char_gpt"
+// (every file before the rename), loads to the same model, optimizer and state.
+START_TEST(test_ckpt_format_names) {
+    tt_gpt m;
+    tt_optim o;
+    trained(&m, &o, CFG_MODERN);
+    tt_gpt_state st = {.step = 2, .best_val_loss = 2.5, .train_loss = 2.25, .val_loss = 2.5};
+    tt_rng_seed(&st.data_rng, 9);
+    ck_assert_int_eq(tt_gpt_save(ckpt_path, &m, &o, &st), TT_OK);
+    tt_checkpoint ck;
+    ck_assert_int_eq(tt_ckpt_load(&ck, ckpt_path), TT_OK);
+    const unsigned char *b;
+    size_t n;
+    ck_assert(tt_ckpt_get_bytes(&ck, "format", &b, &n));
+    ck_assert_int_eq(n, 13);
+    ck_assert(memcmp(b, "tinytorch.gpt", 13) == 0);
+    ck_assert_str_eq(TT_GPT_FORMAT, "tinytorch.gpt");
+    // The old way: the same entries under format "char_gpt".
+    tt_ckpt_set_bytes(&ck, "format", "char_gpt", 8);
+    ck_assert_int_eq(tt_ckpt_save(&ck, ckpt_path), TT_OK);
+    tt_ckpt_free(&ck);
+    tt_gpt m2;
+    ck_assert_msg(tt_gpt_load(ckpt_path, &m2, &ck) == TT_OK, "%s", tt_last_error());
+    ck_assert_uint_eq(tt_params_fingerprint(&m2.params), tt_params_fingerprint(&m.params));
+    ck_assert(memcmp(&m2.dropout_rng, &m.dropout_rng, sizeof m.dropout_rng) == 0);
+    ck_assert(memcmp(&m2.cfg, &m.cfg, sizeof m.cfg) == 0);
+    tt_optim o2;
+    tt_optim_init(&o2, tt_adamw_config(1e-2));
+    tt_optim_add_decay_groups(&o2, &m2.params, 0.1);
+    ck_assert_msg(tt_gpt_ckpt_optim(&o2, &ck) == TT_OK, "%s", tt_last_error());
+    ck_assert_int_eq(o2.step, o.step);
+    ck_assert_uint_eq(optim_fingerprint(&o2), optim_fingerprint(&o));
+    tt_gpt_state st2;
+    ck_assert_int_eq(tt_gpt_ckpt_state(&ck, &st2), TT_OK);
+    ck_assert_int_eq(st2.step, 2);
+    ck_assert_double_eq(st2.best_val_loss, 2.5);
+    tt_ckpt_free(&ck);
+    tt_optim_free(&o2);
+    tt_optim_free(&o);
+    tt_gpt_free(&m2);
+    tt_gpt_free(&m);
+}
+END_TEST
+
 // Bad checkpoints are errors naming the key, never aborts, and allocate nothing big.
 typedef struct bad_ckpt {
     void (*edit)(tt_checkpoint *ck);
@@ -1342,8 +1434,8 @@ static void k_shape(tt_checkpoint *ck) {
 }
 
 static const bad_ckpt bad_ckpts[] = {
-    {k_format, TT_ERR_FORMAT, "no format 'char_gpt'"},
-    {k_no_format, TT_ERR_FORMAT, "no format 'char_gpt'"},
+    {k_format, TT_ERR_FORMAT, "no format 'tinytorch.gpt' or 'char_gpt'"},
+    {k_no_format, TT_ERR_FORMAT, "no format 'tinytorch.gpt' or 'char_gpt'"},
     {k_layers, TT_ERR_FORMAT, "cfg.n_layer = 0 is out of range"},
     {k_many_layers, TT_ERR_MISMATCH, "needs 310400320 parameters but the file holds 6528"},
     {k_wide, TT_ERR_MISMATCH, "parameters but the file holds 6528"},
@@ -1427,6 +1519,7 @@ int main(void) {
     tcase_set_timeout(ckpt, 120);
     tcase_add_loop_test(ckpt, test_ckpt_roundtrip, 0, NCFG);
     tcase_add_test(ckpt, test_ckpt_older_file);
+    tcase_add_test(ckpt, test_ckpt_format_names);
     tcase_add_loop_test(ckpt, test_ckpt_errors, 0, NBADCK);
     tcase_add_test(ckpt, test_ckpt_missing_file);
     suite_add_tcase(s, ckpt);
@@ -1438,6 +1531,7 @@ int main(void) {
     TCase *model = tt_tcase("model");
     tcase_add_loop_test(model, test_shapes, 0, NCFG);
     tcase_add_loop_test(model, test_param_names, 0, NCFG);
+    tcase_add_loop_test(model, test_tree_linears_train, 0, NCFG);
     tcase_add_test(model, test_param_counts);
     tcase_add_test(model, test_init_stats);
     tcase_add_test(model, test_tied_weights);

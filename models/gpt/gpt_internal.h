@@ -20,8 +20,11 @@ tt_module tt__gpt_blocks_module(tt_gpt *m);
 
 // TT_OK, or TT_ERR_MISMATCH when c's causal masks (n_layer block_size^2 i32 entries) exceed
 // both 2^26 entries and 64x its parameter count: a config no real model has, which would make
-// a small file allocate gigabytes. gpt_config.c.
+// a small file allocate gigabytes. gpt_checkpoint.c.
 tt_status tt__gpt_check_masks(const tt_gpt_config *c);
+// TT_OK when v is within f's range (an enum: one of its names); else TT_ERR_ARG
+// "<label> = <v> is out of range; use ..." (tt_gpt_config_validate's message). gpt_config.c.
+tt_status tt__gpt_field_check(const tt_gpt_field *f, const char *label, double v);
 
 // ---- KV cache ----
 // Per layer, the keys and values of positions 0 .. len-1 after QK-norm and RoPE and before the
