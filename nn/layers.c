@@ -1,5 +1,5 @@
-// The basic modules: Linear, Embedding, LayerNorm, RMSNorm, the norm wrapper, activations and
-// Dropout, with their tt_module wrappers. Positional encodings are in positional.c,
+// The basic modules: Linear, Embedding, LayerNorm, RMSNorm, the norm wrapper and Dropout,
+// with their tt_module wrappers (activations: activation.c). Positional encodings are in positional.c,
 // attention, MLP and the transformer block in transformer.c.
 //
 // A forward runs in a scope of its own and keeps only its result, so it frees its
@@ -203,68 +203,6 @@ static void norm_free(void *self) { tt_norm_free(self); }
 static const tt_module_ops norm_ops = {.type = "Norm", .forward = norm_fwd, .params = norm_params,
                                        .free = norm_free};
 tt_module tt_norm_module(tt_norm *m) { return (tt_module){m, &norm_ops}; }
-
-// ---- activations ----
-
-static const char *const act_names[TT_ACT_COUNT] = {
-    [TT_ACT_IDENTITY] = "identity", [TT_ACT_RELU] = "relu",   [TT_ACT_GELU] = "gelu",
-    [TT_ACT_GELU_TANH] = "gelu_tanh", [TT_ACT_RELU2] = "relu2", [TT_ACT_SILU] = "silu",
-    [TT_ACT_TANH] = "tanh",         [TT_ACT_SIGMOID] = "sigmoid", [TT_ACT_SOFTMAX] = "softmax",
-};
-
-const char *tt_act_name(tt_act act) {
-    return (act >= 0 && act < TT_ACT_COUNT) ? act_names[act] : "invalid";
-}
-
-bool tt_act_parse(const char *name, tt_act *out) {
-    for (int i = 0; i < TT_ACT_COUNT; i++)
-        if (strcmp(name, act_names[i]) == 0) {
-            *out = (tt_act)i;
-            return true;
-        }
-    return false;
-}
-
-void tt__check_act(tt_act act, const char *func) {
-    TT_CHECK_IN(func, act >= 0 && act < TT_ACT_COUNT, "invalid activation %d; valid values are "
-                "0 .. %d (TT_ACT_IDENTITY .. TT_ACT_SOFTMAX in nn.h)", (int)act,
-                TT_ACT_COUNT - 1);
-}
-
-tt_tensor *tt_activate(tt_act act, tt_tensor *x) {
-    switch (act) {
-        case TT_ACT_IDENTITY: return tt__autorelease(tt_retain(x));
-        case TT_ACT_RELU: return tt_relu(x);
-        case TT_ACT_GELU: return tt_gelu(x);
-        case TT_ACT_GELU_TANH: return tt_gelu_tanh(x);
-        case TT_ACT_RELU2: {
-            tt_scope_begin();
-            tt_tensor *y = tt_keep(tt_square(tt_relu(x)));
-            tt_scope_end();
-            return y;
-        }
-        case TT_ACT_SILU: return tt_silu(x);
-        case TT_ACT_TANH: return tt_tanh(x);
-        case TT_ACT_SIGMOID: return tt_sigmoid(x);
-        case TT_ACT_SOFTMAX: return tt_softmax(x, -1);
-        default: break;
-    }
-    tt__check_act(act, __func__);
-    TT_CHECK(0, "activation %d has no case in tt_activate; add one", (int)act);
-    return NULL;
-}
-
-static tt_tensor *act_fwd(void *self, tt_tensor *x) { return tt_activate(*(tt_act *)self, x); }
-static const tt_module_ops act_ops = {.type = "Activation", .forward = act_fwd};
-static tt_act act_values[TT_ACT_COUNT] = {
-    TT_ACT_IDENTITY, TT_ACT_RELU, TT_ACT_GELU, TT_ACT_GELU_TANH, TT_ACT_RELU2,
-    TT_ACT_SILU, TT_ACT_TANH, TT_ACT_SIGMOID, TT_ACT_SOFTMAX,
-};
-
-tt_module tt_act_module(tt_act act) {
-    tt__check_act(act, __func__);
-    return (tt_module){&act_values[act], &act_ops};
-}
 
 // ---- dropout ----
 

@@ -35,4 +35,7 @@
 #include "loss.h"
 #include "summary.h"
 
+#include "walk.h"
+#include "activation.h"
+
 #endif  // TT_NN_H

@@ -11,7 +11,7 @@ tt_tensor *tt__param_new(int ndim, const int64_t *shape);
 tt_tensor *tt__buffer_new(int ndim, const int64_t *shape);
 
 // Aborts unless act is a tt_act value; the message names func (the public function the user
-// called) and the valid range. nn/layers.c.
+// called) and the valid range. nn/activation.c.
 void tt__check_act(tt_act act, const char *func);
 
 // tt_module_free on each direct child of m (a composite's _free). nn/params.c.

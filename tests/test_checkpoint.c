@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "models/gpt/gpt.h"
 #include "test_util.h"
 
 // ---- temp files ----
@@ -932,6 +933,49 @@ START_TEST(test_names_add_params_long_prefix_hint) {
 }
 END_TEST
 
+// A GPT checkpoint's format name: new files say "tinytorch.gpt"; files written before the
+// rename say "char_gpt" and load the same; any other name is refused.
+START_TEST(test_gpt_format_names) {
+    make_tmpdir();
+    char path[128];
+    tmp_path(path, sizeof path, "gpt.ckpt");
+    tt_gpt_config c = tt_gpt_config_default();
+    c.vocab_size = 7, c.block_size = 4, c.n_layer = 1, c.n_head = 2, c.n_kv_head = 2;
+    c.n_embd = 8;
+    tt_rng rng;
+    tt_rng_seed(&rng, 3);
+    tt_gpt m;
+    ck_assert_int_eq(tt_gpt_init(&m, &c, &rng), TT_OK);
+    static const char *const names[] = {"tinytorch.gpt", "char_gpt", "char_gpt2"};
+    for (int i = 0; i < 3; i++) {
+        tt_checkpoint ck;
+        tt_ckpt_init(&ck);
+        tt_gpt_ckpt_fill(&ck, &m, NULL, NULL);
+        const unsigned char *b;
+        size_t n;
+        ck_assert(tt_ckpt_get_bytes(&ck, "format", &b, &n));
+        ck_assert(n == 13 && memcmp(b, "tinytorch.gpt", 13) == 0);
+        tt_ckpt_set_bytes(&ck, "format", names[i], strlen(names[i]));
+        ck_assert_int_eq(tt_ckpt_save(&ck, path), TT_OK);
+        tt_ckpt_free(&ck);
+        tt_gpt back;
+        tt_status st = tt_gpt_load(path, &back, NULL);
+        if (i < 2) {
+            ck_assert_msg(st == TT_OK, "%s: %s", names[i], tt_last_error());
+            ck_assert_uint_eq(tt_params_fingerprint(&back.params),
+                              tt_params_fingerprint(&m.params));
+        } else {
+            ck_assert_int_eq(st, TT_ERR_FORMAT);
+            ck_assert_msg(strstr(tt_last_error(), "not a GPT checkpoint (no format "
+                                 "'tinytorch.gpt' or 'char_gpt')"), "%s", tt_last_error());
+        }
+        tt_gpt_free(&back);
+    }
+    tt_gpt_free(&m);
+    remove_tmpdir();
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("checkpoint");
     TCase *tc = tt_tcase("container");
@@ -939,6 +983,7 @@ int main(void) {
     tcase_add_test(tc, test_empty_checkpoint);
     tcase_add_test(tc, test_restore_params);
     tcase_add_test(tc, test_hash_and_fingerprint);
+    tcase_add_test(tc, test_gpt_format_names);
     suite_add_tcase(s, tc);
 
     TCase *ld = tt_tcase("loader");

@@ -14,7 +14,6 @@
 
 #include "test_util.h"
 #include "models/gpt/gpt.h"
-#include "models/gpt/gpt.h"
 #include "models/gpt/gpt_internal.h"
 #include "optim/optim.h"
 
@@ -183,6 +182,55 @@ START_TEST(test_shapes) {
     ck_assert(tt_item(tt_max(tt_abs(d), 0, NULL, false)) == 0.0);
     tt_scope_end();
     tt_gpt_free(&m);
+}
+END_TEST
+
+// The module tree gives the Linears (the blocks' six each in parameter order, then lm_head
+// when untied), and tt_gpt_train reaches every dropout of it.
+static void count_dropouts(tt_module mod, const char *name, void *ctx) {
+    (void)name;
+    int *n = ctx;  // n[0]: dropouts, n[1]: those in training mode
+    if (strcmp(mod.ops->type, "Dropout") != 0) return;
+    n[0]++;
+    n[1] += ((const tt_dropout_layer *)mod.self)->training;
+}
+
+START_TEST(test_tree_linears_train) {
+    tt_gpt_config c = small_config(_i);
+    c.dropout = 0.1;
+    tt_gpt m;
+    gpt_init_ok(&m, &c, 1, TT_F32);
+    tt_linear_list lin;
+    tt_linear_list_init(&lin);
+    tt_module_linears(tt_gpt_module(&m), NULL, &lin);
+    static const char *const each[] = {"attn.q_proj", "attn.k_proj", "attn.v_proj",
+                                       "attn.o_proj", "mlp.fc", "mlp.proj"};
+    ck_assert_int_eq(lin.n, 12 + (_i == CFG_MODERN));
+    int64_t bytes = 4 * (_i == CFG_DEFAULT ? tt_numel(m.wte.weight) : 0);
+    for (int i = 0; i < lin.n; i++) {
+        char want[64];
+        if (i < 12) snprintf(want, sizeof want, "blocks.%d.%s", i / 6, each[i % 6]);
+        else snprintf(want, sizeof want, "lm_head");
+        ck_assert_str_eq(lin.items[i].name, want);
+        const tt_linear *x = lin.items[i].linear;
+        bytes += 4 * (tt_numel(x->weight) + (x->bias ? tt_numel(x->bias) : 0));
+    }
+    ck_assert_ptr_eq(lin.items[0].linear, &m.blocks[0].attn.q_proj);
+    ck_assert_ptr_eq(lin.items[11].linear, &m.blocks[1].mlp.proj);
+    ck_assert_int_eq(tt_gpt_matmul_weight_bytes(&m), bytes);
+    tt_linear_list_free(&lin);
+    // drop, and per block attn_drop, resid_drop and the MLP's drop.
+    int n[2] = {0, 0};
+    tt_gpt_train(&m, false);
+    tt_module_named_modules(tt_gpt_module(&m), NULL, count_dropouts, n);
+    ck_assert_int_eq(n[0], 1 + 3 * 2);
+    ck_assert_int_eq(n[1], 0);
+    tt_gpt_train(&m, true);
+    n[0] = n[1] = 0;
+    tt_module_named_modules(tt_gpt_module(&m), NULL, count_dropouts, n);
+    ck_assert_int_eq(n[1], 7);
+    tt_gpt_free(&m);
+    ck_assert_ptr_null(m.blocks);
 }
 END_TEST
 
@@ -1220,13 +1268,31 @@ static uint64_t optim_fingerprint(const tt_optim *o) {
     return h;
 }
 
+// Saves the format name "tinytorch.gpt"; the file rewritten the old way, format "char_gpt"
+// (every file before the rename), loads the same.
+static void check_format_name(const char *path, const char *rewrite) {
+    tt_checkpoint ck;
+    ck_assert_int_eq(tt_ckpt_load(&ck, path), TT_OK);
+    const unsigned char *b;
+    size_t n;
+    ck_assert(tt_ckpt_get_bytes(&ck, "format", &b, &n));
+    ck_assert(n == strlen(TT_GPT_FORMAT) && memcmp(b, "tinytorch.gpt", n) == 0);
+    if (rewrite) {
+        tt_ckpt_set_bytes(&ck, "format", rewrite, strlen(rewrite));
+        ck_assert_int_eq(tt_ckpt_save(&ck, path), TT_OK);
+    }
+    tt_ckpt_free(&ck);
+}
+
+// _i: the config family (CFG_*) times the format name (new, old).
 START_TEST(test_ckpt_roundtrip) {
     tt_gpt m;
     tt_optim o;
-    trained(&m, &o, _i);
+    trained(&m, &o, _i % NCFG);
     tt_gpt_state st = {.step = 2, .best_val_loss = 2.5, .train_loss = 2.25, .val_loss = 3.0};
     tt_rng_seed(&st.data_rng, 77);
     ck_assert_int_eq(tt_gpt_save(ckpt_path, &m, &o, &st), TT_OK);
+    check_format_name(ckpt_path, _i >= NCFG ? "char_gpt" : NULL);
 
     tt_gpt m2;
     tt_checkpoint ck;
@@ -1342,8 +1408,8 @@ static void k_shape(tt_checkpoint *ck) {
 }
 
 static const bad_ckpt bad_ckpts[] = {
-    {k_format, TT_ERR_FORMAT, "no format 'char_gpt'"},
-    {k_no_format, TT_ERR_FORMAT, "no format 'char_gpt'"},
+    {k_format, TT_ERR_FORMAT, "no format 'tinytorch.gpt' or 'char_gpt'"},
+    {k_no_format, TT_ERR_FORMAT, "no format 'tinytorch.gpt' or 'char_gpt'"},
     {k_layers, TT_ERR_FORMAT, "cfg.n_layer = 0 is out of range"},
     {k_many_layers, TT_ERR_MISMATCH, "needs 310400320 parameters but the file holds 6528"},
     {k_wide, TT_ERR_MISMATCH, "parameters but the file holds 6528"},
@@ -1425,7 +1491,7 @@ int main(void) {
     TCase *ckpt = tcase_create("checkpoint");
     tcase_add_checked_fixture(ckpt, ckpt_setup, ckpt_teardown);
     tcase_set_timeout(ckpt, 120);
-    tcase_add_loop_test(ckpt, test_ckpt_roundtrip, 0, NCFG);
+    tcase_add_loop_test(ckpt, test_ckpt_roundtrip, 0, 2 * NCFG);
     tcase_add_test(ckpt, test_ckpt_older_file);
     tcase_add_loop_test(ckpt, test_ckpt_errors, 0, NBADCK);
     tcase_add_test(ckpt, test_ckpt_missing_file);
@@ -1438,6 +1504,7 @@ int main(void) {
     TCase *model = tt_tcase("model");
     tcase_add_loop_test(model, test_shapes, 0, NCFG);
     tcase_add_loop_test(model, test_param_names, 0, NCFG);
+    tcase_add_loop_test(model, test_tree_linears_train, 0, NCFG);
     tcase_add_test(model, test_param_counts);
     tcase_add_test(model, test_init_stats);
     tcase_add_test(model, test_tied_weights);

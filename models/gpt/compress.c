@@ -5,41 +5,30 @@
 
 #include <string.h>
 
-// The six Linears of block l in parameter order, with their names.
-static int block_linears(tt_gpt *m, int64_t l, tt_linear **lin, const char **names) {
-    tt_attention *a = &m->blocks[l].attn;
-    tt_feedforward *f = &m->blocks[l].mlp;
-    tt_linear *each[] = {&a->q_proj, &a->k_proj, &a->v_proj, &a->o_proj, &f->fc, &f->proj};
-    static const char *const nm[] = {"attn.q_proj", "attn.k_proj", "attn.v_proj",
-                                     "attn.o_proj", "mlp.fc", "mlp.proj"};
-    for (int i = 0; i < 6; i++) {
-        lin[i] = each[i];
-        names[i] = nm[i];
-    }
-    return 6;
+// Every block's Linears (attn.q/k/v/o_proj, mlp.fc/proj) in parameter order, under their
+// names ("blocks.0.attn.q_proj"), from the module tree. Free with tt_linear_list_free.
+static void block_linears(const tt_gpt *m, tt_linear_list *out) {
+    tt_linear_list_init(out);
+    tt_module_linears(tt__gpt_blocks_module((tt_gpt *)m), "blocks", out);
 }
 
 void tt_gpt_block_weights(const tt_gpt *m, tt_params *out) {
     TT_CHECK(m && m->blocks && out, "the model is not initialized; call tt_gpt_init first");
-    tt_gpt *mm = (tt_gpt *)m;
-    for (int64_t l = 0; l < m->cfg.n_layer; l++) {
-        tt_linear *lin[6];
-        const char *names[6];
-        int n = block_linears(mm, l, lin, names);
-        for (int i = 0; i < n; i++) {
-            char prefix[TT_NAME_MAX], name[TT_NAME_MAX];
-            tt_name_index(prefix, "blocks", (int)l);
-            tt_name_join(prefix, prefix, names[i]);
-            if (tt_linear_factors(lin[i])) {
-                for (int f = 0; f < 2; f++) {
-                    tt_name_index(name, prefix, f);
-                    tt_params_add(out, name, "weight", tt_linear_factors(lin[i])[f].weight);
-                }
-            } else {
-                tt_params_add(out, prefix, "weight", lin[i]->weight);
-            }
+    tt_linear_list lin;
+    block_linears(m, &lin);
+    for (int i = 0; i < lin.n; i++) {
+        const tt_linear *x = lin.items[i].linear;
+        const char *prefix = lin.items[i].name;
+        char name[TT_NAME_MAX];
+        const tt_linear *factors = tt_linear_factors(x);
+        if (factors) {
+            for (int f = 0; f < 2; f++)
+                tt_params_add(out, tt_name_index(name, prefix, f), "weight", factors[f].weight);
+        } else {
+            tt_params_add(out, prefix, "weight", x->weight);
         }
     }
+    tt_linear_list_free(&lin);
 }
 
 // Masks rows [lo, hi) (rows = true) or columns [lo, hi) of a dense Linear's weight.
@@ -99,18 +88,16 @@ void tt_gpt_low_rank(tt_gpt *m, double fraction) {
     TT_CHECK(fraction > 0 && fraction <= 1, "fraction %g of the rank to keep must be in (0, 1]",
              fraction);
     TT_CHECK(!tt_gpt_is_quantized(m), "the model runs int8; call tt_gpt_dequantize first");
-    for (int64_t l = 0; l < m->cfg.n_layer; l++) {
-        tt_linear *lin[6];
-        const char *names[6];
-        int n = block_linears(m, l, lin, names);
-        for (int i = 0; i < n; i++) {
-            TT_CHECK(!tt_linear_factors(lin[i]), "blocks.%lld.%s is already low rank; factor a "
-                     "model once", (long long)l, names[i]);
-            int64_t k = lin[i]->in_features < lin[i]->out_features ? lin[i]->in_features
-                                                                   : lin[i]->out_features;
-            int64_t r = (int64_t)(fraction * (double)k);
-            tt_linear_low_rank(lin[i], r < 1 ? 1 : r);
-        }
+    tt_linear_list lin;
+    block_linears(m, &lin);
+    for (int i = 0; i < lin.n; i++) {
+        tt_linear *x = lin.items[i].linear;
+        TT_CHECK(!tt_linear_factors(x), "%s is already low rank; factor a model once",
+                 lin.items[i].name);
+        int64_t k = x->in_features < x->out_features ? x->in_features : x->out_features;
+        int64_t r = (int64_t)(fraction * (double)k);
+        tt_linear_low_rank(x, r < 1 ? 1 : r);
     }
+    tt_linear_list_free(&lin);
     tt__gpt_list_params(m);
 }

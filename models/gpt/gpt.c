@@ -10,16 +10,11 @@
 
 // ---- init / free ----
 
-// Names as nanoGPT's modules, flattened: wte, wpe, blocks.<l>.*, ln_f, lm_head.
+// The parameters of the module tree (gpt_module.c), in its order: nanoGPT's names, wte, wpe,
+// blocks.<l>.*, ln_f, lm_head.
 void tt__gpt_list_params(tt_gpt *m) {
-    char name[TT_NAME_MAX];
     tt_params_free(&m->params);
-    tt_embedding_params(&m->wte, &m->params, "wte");
-    if (m->wpe.weight) tt_pos_embedding_params(&m->wpe, &m->params, "wpe");
-    for (int64_t l = 0; l < m->cfg.n_layer; l++)
-        tt_block_params(&m->blocks[l], &m->params, tt_name_index(name, "blocks", (int)l));
-    tt_norm_params(&m->ln_f, &m->params, "ln_f");
-    if (m->lm_head.weight) tt_linear_params(&m->lm_head, &m->params, "lm_head");
+    tt_module_params(tt_gpt_module(m), &m->params, NULL);
 }
 
 // nanoGPT's _init_weights plus the scaled residual projections (GPT-2 paper, sec. 2.3):
@@ -111,24 +106,16 @@ tt_status tt_gpt_init(tt_gpt *m, const tt_gpt_config *cfg, tt_rng *rng) {
     return TT_OK;
 }
 
+// The modules through the tree (gpt_module.c's free callbacks), then the struct.
 void tt_gpt_free(tt_gpt *m) {
     if (!m) return;
     tt_gpt_dequantize(m);
     tt_params_free(&m->params);
-    tt_embedding_free(&m->wte);
-    tt_pos_embedding_free(&m->wpe);
-    if (m->blocks)
-        for (int64_t l = 0; l < m->cfg.n_layer; l++) tt_block_free(&m->blocks[l]);
-    tt_free(m->blocks);
-    tt_norm_free(&m->ln_f);
-    tt_linear_free(&m->lm_head);
+    if (m->blocks) tt_module_free(tt_gpt_module(m));
     memset(m, 0, sizeof *m);
 }
 
-void tt_gpt_train(tt_gpt *m, bool training) {
-    tt_dropout_train(&m->drop, training);
-    for (int64_t l = 0; l < m->cfg.n_layer; l++) tt_block_train(&m->blocks[l], training);
-}
+void tt_gpt_train(tt_gpt *m, bool training) { tt_module_train(tt_gpt_module(m), training); }
 
 // nanoGPT's get_num_params: every parameter once (a tied head is wte), without wpe when
 // non_embedding (the token embedding stays: it is also the output layer).
@@ -174,17 +161,11 @@ tt_tensor *tt__gpt_head(tt_gpt *m, tt_tensor *x) {
     return tt_linear_forward(&m->lm_head, x);
 }
 
-// The full-sequence trunk: tokens (B, T) -> x (B, T, C) after ln_f. Runs in the caller's scope.
-static tt_tensor *trunk(tt_gpt *m, tt_tensor *tokens) {
-    tt_tensor *x = tt__gpt_embed(m, tokens, 0);                  // (B, T, C)
-    for (int64_t l = 0; l < m->cfg.n_layer; l++) x = tt_block_forward(&m->blocks[l], x);
-    return tt_norm_forward(&m->ln_f, x);                         // (B, T, C)
-}
-
+// The module tree's children run as a chain: embeddings, dropout, blocks, ln_f and the head.
 tt_tensor *tt_gpt_forward(tt_gpt *m, tt_tensor *tokens) {
     check_tokens(m, tokens, "tokens", __func__);
     tt_scope_begin();
-    tt_tensor *logits = tt__gpt_head(m, trunk(m, tokens));  // (B, T, V)
+    tt_tensor *logits = tt_module_forward_chain(tt_gpt_module(m), tokens);  // (B, T, V)
     tt_keep(logits);
     tt_scope_end();
     return logits;
@@ -205,31 +186,10 @@ tt_tensor *tt_gpt_loss(tt_gpt *m, tt_tensor *tokens, tt_tensor *targets) {
 
 // ---- int8 inference ----
 
-// Every Linear the forward calls, in parameter order, lm_head last (when untied).
-static int gpt_linears(tt_gpt *m, tt_linear **out) {
-    int n = 0;
-    for (int64_t l = 0; l < m->cfg.n_layer; l++) {
-        tt_attention *a = &m->blocks[l].attn;
-        tt_feedforward *f = &m->blocks[l].mlp;
-        tt_linear *each[] = {&a->q_proj, &a->k_proj, &a->v_proj, &a->o_proj, &f->fc, &f->proj};
-        for (int i = 0; i < 6; i++) {
-            if (out) out[n] = each[i];
-            n++;
-        }
-    }
-    if (m->lm_head.weight) {
-        if (out) out[n] = &m->lm_head;
-        n++;
-    }
-    return n;
-}
-
+// Every Linear of the tree (the blocks', lm_head when untied), then the tied head.
 void tt_gpt_quantize(tt_gpt *m) {
     TT_CHECK(m && m->blocks, "the model is not initialized; call tt_gpt_init first");
-    // Each block's Linears through the module tree walk, then the head.
-    for (int64_t l = 0; l < m->cfg.n_layer; l++)
-        tt_quantize_dynamic(tt_block_module(&m->blocks[l]));
-    if (m->lm_head.weight) tt_linear_quantize(&m->lm_head);
+    tt_quantize_dynamic(tt_gpt_module(m));
     if (m->cfg.tie_weights) {
         if (m->head_int8) tt_qlinear_free(m->head_int8);
         else m->head_int8 = TT_MALLOC(sizeof *m->head_int8);
@@ -239,10 +199,7 @@ void tt_gpt_quantize(tt_gpt *m) {
 
 void tt_gpt_dequantize(tt_gpt *m) {
     if (!m) return;
-    if (m->blocks)
-        for (int64_t l = 0; l < m->cfg.n_layer; l++)
-            tt_dequantize_model(tt_block_module(&m->blocks[l]));
-    tt_linear_dequantize(&m->lm_head);
+    if (m->blocks) tt_dequantize_model(tt_gpt_module(m));
     if (m->head_int8) {
         tt_qlinear_free(m->head_int8);
         tt_free(m->head_int8);
@@ -254,30 +211,29 @@ bool tt_gpt_is_quantized(const tt_gpt *m) {
     return m && m->blocks && tt_linear_quantized(&m->blocks[0].attn.q_proj) != NULL;
 }
 
+// Bytes of a weight and its bias (either may be NULL).
+static int64_t dense_bytes(const tt_tensor *w, const tt_tensor *b) {
+    int64_t n = w ? tt_numel(w) * (int64_t)tt_dtype_size(w->dtype) : 0;
+    return n + (b ? tt_numel(b) * (int64_t)tt_dtype_size(b->dtype) : 0);
+}
+
 int64_t tt_gpt_matmul_weight_bytes(const tt_gpt *m) {
     TT_CHECK(m && m->blocks, "the model is not initialized; call tt_gpt_init first");
-    tt_gpt *mm = (tt_gpt *)m;
-    tt_linear **lin = TT_MALLOC((size_t)gpt_linears(mm, NULL) * sizeof *lin);
-    int n = gpt_linears(mm, lin);
+    tt_linear_list lin;
+    tt_linear_list_init(&lin);
+    tt_module_linears(tt_gpt_module((tt_gpt *)m), NULL, &lin);
     int64_t bytes = 0;
-    for (int i = 0; i < n; i++) {
-        if (tt_linear_quantized(lin[i])) {
-            bytes += tt_qlinear_bytes(tt_linear_quantized(lin[i]));
-        } else if (tt_linear_factors(lin[i])) {  // low rank (tt_gpt_low_rank): both, f32
-            for (int f = 0; f < 2; f++) {
-                const tt_linear *x = &tt_linear_factors(lin[i])[f];
-                bytes += tt_numel(x->weight) * (int64_t)tt_dtype_size(x->weight->dtype);
-                if (x->bias) bytes += tt_numel(x->bias) * (int64_t)tt_dtype_size(x->bias->dtype);
-            }
-        } else {
-            bytes += tt_numel(lin[i]->weight) * (int64_t)tt_dtype_size(lin[i]->weight->dtype);
-            if (lin[i]->bias)
-                bytes += tt_numel(lin[i]->bias) * (int64_t)tt_dtype_size(lin[i]->bias->dtype);
-        }
+    for (int i = 0; i < lin.n; i++) {
+        const tt_linear *x = lin.items[i].linear;
+        const tt_qlinear *q = tt_linear_quantized(x);
+        const tt_linear *f = tt_linear_factors(x);
+        if (q) bytes += tt_qlinear_bytes(q);
+        else if (f)  // low rank (tt_gpt_low_rank): both factors, f32
+            bytes += dense_bytes(f[0].weight, f[0].bias) + dense_bytes(f[1].weight, f[1].bias);
+        else bytes += dense_bytes(x->weight, x->bias);
     }
-    tt_free(lin);
+    tt_linear_list_free(&lin);
     if (m->head_int8) bytes += tt_qlinear_bytes(m->head_int8);
-    else if (m->cfg.tie_weights)
-        bytes += tt_numel(m->wte.weight) * (int64_t)tt_dtype_size(m->wte.weight->dtype);
+    else if (m->cfg.tie_weights) bytes += dense_bytes(m->wte.weight, NULL);
     return bytes;
 }

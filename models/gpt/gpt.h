@@ -171,11 +171,14 @@ bool tt_gpt_is_quantized(const tt_gpt *m);
 // quantized. Embedding tables and norms are not counted (a tied head counts once, as a head).
 int64_t tt_gpt_matmul_weight_bytes(const tt_gpt *m);
 
-// ---- checkpoints (gpt_config.c; the file format is docs/checkpoint.md's) ----
-// A GPT checkpoint holds "format" = "char_gpt", cfg.<field> for every table row (I64, BOOL and
-// ENUM fields as i64, F64 as f64), the parameters as model.<name>, the dropout stream as
+// ---- checkpoints (gpt_checkpoint.c; the file format is docs/checkpoint.md's) ----
+// A GPT checkpoint holds "format" = TT_GPT_FORMAT (files of earlier versions say "char_gpt"
+// and load as well), cfg.<field> for every table row (I64, BOOL and ENUM fields as i64, F64 as
+// f64), the parameters as model.<name> (tt_gpt_module's names), the dropout stream as
 // rng.model, and optionally the optimizer (optim.<state>, optim.step) and a training state.
 // The caller may add its own entries (a vocab, hyperparameters) to the same tt_checkpoint.
+
+#define TT_GPT_FORMAT "tinytorch.gpt"
 
 typedef struct tt_gpt_state {
     int64_t step;           // training steps taken ("step")
@@ -281,10 +284,12 @@ tt_status tt_gpt_load_hf(tt_gpt *m, const char *path, int64_t n_head);
 tt_status tt_gpt_save_hf(const tt_gpt *m, const char *path, tt_st_dtype dtype);
 
 // ---- the GPT as a tt_module (models/gpt/gpt_module.c) ----
-// Forward: tt_gpt_forward on tokens (B, T). Its children, a chain in forward order: wte, wpe
-// (learned positions), drop, blocks (a chain of "0" ..), ln_f, and lm_head (untied) or head
-// (tied to wte: no parameters), so tt_module_params lists m->params' tensors under the same
-// names in the same order. The module borrows m (tt_gpt_free frees the model).
+// The model's structure, described once: forward is tt_gpt_forward on tokens (B, T); its
+// children, a chain in forward order: wte, wpe (learned positions), drop, blocks (a chain of
+// "0" ..), ln_f, and lm_head (untied) or head (tied to wte: no parameters). m->params is
+// tt_module_params of it, tt_gpt_train its tt_module_train, and the Linears that int8,
+// pruning and low rank handle are its tt_module_linears (nn/walk.h). The module borrows m
+// (tt_gpt_free frees the model).
 //
 //     tt_model_summary(stderr, tt_gpt_module(&gpt), tokens);  // parameters, FLOPs, memory
 tt_module tt_gpt_module(tt_gpt *m);

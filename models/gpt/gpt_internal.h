@@ -1,5 +1,5 @@
-// Internals of models/gpt shared by gpt.c, generate.c and the tests: the KV cache and the
-// incremental forward that uses it. Not installed, not part of the public API.
+// Internals of models/gpt shared by its files and the tests: the module tree's pieces, the KV
+// cache and the incremental forward that uses it. Not installed, not part of the public API.
 #ifndef TT_GPT_INTERNAL_H
 #define TT_GPT_INTERNAL_H
 
@@ -11,14 +11,20 @@ tt_tensor *tt__gpt_embed(tt_gpt *m, tt_tensor *tokens, int64_t pos);
 // x (..., C) after ln_f -> logits (..., V) with the tied or untied head.
 tt_tensor *tt__gpt_head(tt_gpt *m, tt_tensor *x);
 
-// Rebuilds m->params from the modules (after tt_gpt_init, or a change such as
+// Rebuilds m->params from the module tree (after tt_gpt_init, or a change such as
 // tt_gpt_low_rank that replaces parameters). gpt.c.
 void tt__gpt_list_params(tt_gpt *m);
+// The blocks container of the tree: a chain whose children "0" .. are the blocks (its
+// parameters "blocks.<l>.*" under the prefix "blocks"). gpt_module.c.
+tt_module tt__gpt_blocks_module(tt_gpt *m);
 
 // TT_OK, or TT_ERR_MISMATCH when c's causal masks (n_layer block_size^2 i32 entries) exceed
 // both 2^26 entries and 64x its parameter count: a config no real model has, which would make
-// a small file allocate gigabytes. gpt_config.c.
+// a small file allocate gigabytes. gpt_checkpoint.c.
 tt_status tt__gpt_check_masks(const tt_gpt_config *c);
+// TT_OK when v is within f's range (an enum: one of its names); else TT_ERR_ARG
+// "<label> = <v> is out of range; use ..." (tt_gpt_config_validate's message). gpt_config.c.
+tt_status tt__gpt_field_check(const tt_gpt_field *f, const char *label, double v);
 
 // ---- KV cache ----
 // Per layer, the keys and values of positions 0 .. len-1 after QK-norm and RoPE and before the
