@@ -171,10 +171,10 @@ static bool overlapping(const tt_trainer *tr) {
 
 void tt_trainer_backward(tt_trainer *tr, tt_tensor *loss) {
     TT_CHECK(tr && loss, "trainer and loss must not be NULL");
+    if (!tr->in_step) begin_step(tr);
     TT_CHECK(tr->micro < tr->accum, "%lld micro-batches in one step, but accum is %lld; call "
              "tt_trainer_step after accum of them", (long long)tr->micro + 1,
              (long long)tr->accum);
-    if (!tr->in_step) begin_step(tr);
     double v = tt_item(loss);
     tr->loss_sum = tr->micro == 0 ? v : tr->loss_sum + v;
     bool last = tr->micro == tr->accum - 1;
@@ -201,8 +201,11 @@ static bool diverged(tt_trainer *tr, int64_t step) {
     char kept[9000];
     tt_trainer_kept(tr, kept, sizeof kept);
     tr->stop_step = step;
-    tt_set_error(TT_ERR_ARG, "step %lld: %s, training diverged (%s)", (long long)step, tr->what,
-                 kept);
+    if (tr->opts.out)
+        tt_set_error(TT_ERR_ARG, "step %lld: %s, training diverged (%s)", (long long)step,
+                     tr->what, kept);
+    else
+        tt_set_error(TT_ERR_ARG, "step %lld: %s, training diverged", (long long)step, tr->what);
     return fail(tr, TT_TRAINER_DIVERGED);
 }
 
@@ -413,10 +416,12 @@ void tt_trainer_best_path(char *buf, size_t n, const char *out) {
 }
 
 void tt_trainer_kept(const tt_trainer *tr, char *buf, size_t n) {
-    const char *out = tr->opts.out ? tr->opts.out : "no file";
-    if (tr->saved_step >= 0)
+    const char *out = tr->opts.out ? tr->opts.out : "(no --out)";
+    if (tr->saved_step >= 0 && tr->opts.eval)
         snprintf(buf, n, "%s holds step %lld, %s the best state", out,
                  (long long)tr->saved_step, tr->best_buf);
+    else if (tr->saved_step >= 0)
+        snprintf(buf, n, "%s holds step %lld", out, (long long)tr->saved_step);
     else
         snprintf(buf, n, "nothing was saved in this run, %s is untouched", out);
 }

@@ -165,8 +165,9 @@ tt_status tt_trainer_ckpt_restore(tt_trainer *tr, const tt_checkpoint *ck);
 
 // out with .best before its extension (out/m.ckpt -> out/m.best.ckpt), or .best appended.
 void tt_trainer_best_path(char *buf, size_t n, const char *out);
-// What the files on disk hold, for a stop message: "OUT holds step N, BEST the best state" or
-// "nothing was saved in this run, OUT is untouched".
+// What the files on disk hold, for a stop message: "OUT holds step N, BEST the best state"
+// (with evals), "OUT holds step N" (without) or "nothing was saved in this run, OUT is
+// untouched".
 void tt_trainer_kept(const tt_trainer *tr, char *buf, size_t n);
 // Clears the progress bar from the terminal line (before the program prints).
 void tt_trainer_clear_progress(tt_trainer *tr);
