@@ -207,12 +207,7 @@ typedef struct run {
 static void fill(tt_checkpoint *ck, const tt_trainer *tr, void *ctx) {
     const run *r = ctx;
     tt_ckpt_add_params(ck, "model.", &r->m->state);
-    tt_params s;
-    tt_params_init(&s);
-    tt_optim_state(tr->optim, &s);
-    tt_ckpt_add_params(ck, "optim.", &s);
-    tt_params_free(&s);
-    tt_ckpt_set_i64(ck, "optim.step", tr->optim->step);
+    tt_trainer_ckpt_fill_optim(tr, ck);
     tt_ckpt_set_bytes(ck, "rng", r->rng->s, sizeof r->rng->s);
     tt_ckpt_set_i64(ck, "epoch", r->epoch);
     tt_ckpt_set_i64(ck, "batch", r->f->batch);

@@ -557,28 +557,29 @@ END_TEST
 
 // ---- misuse ----
 
+// A trainer with the given accum after one micro-batch of its first step.
+static void one_micro_batch(net *n, tt_trainer *tr, int64_t accum) {
+    net_init(n, 14);
+    tt_trainer_opts o = net_opts(n, 3, accum);
+    tt_trainer_init(tr, &o, &n->params, &n->optim, &n->sched);
+    tt_trainer_next(tr);
+    tt_trainer_backward(tr, net_loss(n, 0, 0, 8));
+}
+
 START_TEST(test_abort_too_many_micro_batches) {
-    tt_expect_abort("micro-batches in one step, but accum is 1");
+    tt_expect_abort("2 micro-batches in one step, but accum is 1");
     net n;
-    net_init(&n, 14);
-    tt_trainer_opts o = net_opts(&n, 3, 1);
     tt_trainer tr;
-    tt_trainer_init(&tr, &o, &n.params, &n.optim, &n.sched);
-    tt_trainer_next(&tr);
-    tt_trainer_backward(&tr, net_loss(&n, 0, 0, 8));
+    one_micro_batch(&n, &tr, 1);
     tt_trainer_backward(&tr, net_loss(&n, 0, 0, 8));
 }
 END_TEST
 
 START_TEST(test_abort_step_without_backward) {
-    tt_expect_abort("call tt_trainer_backward accum times per step");
+    tt_expect_abort("the step had 1 micro-batches, accum is 2");
     net n;
-    net_init(&n, 15);
-    tt_trainer_opts o = net_opts(&n, 3, 2);
     tt_trainer tr;
-    tt_trainer_init(&tr, &o, &n.params, &n.optim, &n.sched);
-    tt_trainer_next(&tr);
-    tt_trainer_backward(&tr, net_loss(&n, 0, 0, 8));
+    one_micro_batch(&n, &tr, 2);
     tt_trainer_step(&tr);
 }
 END_TEST

@@ -367,13 +367,17 @@ tt_status tt_trainer_save(tt_trainer *tr, bool best) {
     return TT_OK;
 }
 
-void tt_trainer_ckpt_fill(const tt_trainer *tr, tt_checkpoint *ck) {
+void tt_trainer_ckpt_fill_optim(const tt_trainer *tr, tt_checkpoint *ck) {
     tt_params s;
     tt_params_init(&s);
     tt_optim_state(tr->optim, &s);
     tt_ckpt_add_params(ck, "optim.", &s);
     tt_params_free(&s);
     tt_ckpt_set_i64(ck, "optim.step", tr->optim->step);
+}
+
+void tt_trainer_ckpt_fill(const tt_trainer *tr, tt_checkpoint *ck) {
+    tt_trainer_ckpt_fill_optim(tr, ck);
     tt_ckpt_set_i64(ck, "step", tr->step);
     tt_ckpt_set_f64(ck, "best_val_loss", tr->best_val_loss);
     tt_ckpt_set_f64(ck, "train_loss", tr->train_loss);

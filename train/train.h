@@ -160,6 +160,8 @@ tt_status tt_trainer_save(tt_trainer *tr, bool best);
 // The optimizer state ("optim.*", "optim.step") and the counters ("step", "best_val_loss",
 // "train_loss", "val_loss"): the keys tt_gpt_ckpt_fill uses.
 void tt_trainer_ckpt_fill(const tt_trainer *tr, tt_checkpoint *ck);
+// Only the optimizer state ("optim.*", "optim.step"), for a program with its own counters.
+void tt_trainer_ckpt_fill_optim(const tt_trainer *tr, tt_checkpoint *ck);
 // Reads them back into tr and its optimizer. TT_ERR_FORMAT / TT_ERR_MISMATCH naming the key.
 tt_status tt_trainer_ckpt_restore(tt_trainer *tr, const tt_checkpoint *ck);
 
