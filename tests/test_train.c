@@ -555,6 +555,67 @@ START_TEST(test_csv_log) {
 }
 END_TEST
 
+// check_leaks: a step that leaves a tensor alive more than the first one did stops training.
+START_TEST(test_leak_stops) {
+    net n;
+    net_init(&n, 16);
+    tt_trainer_opts o = net_opts(&n, 5, 1);
+    o.check_leaks = true;
+    tt_trainer tr;
+    ck_assert_int_eq(tt_trainer_init(&tr, &o, &n.params, &n.optim, &n.sched), TT_OK);
+    tt_tensor *kept = NULL;
+    while (tt_trainer_next(&tr)) {
+        tt_scope_begin();
+        tt_tensor *loss = net_loss(&n, tr.step, rows_of(tr.step), 8);
+        if (tr.step == 2) kept = tt_keep(tt_mul_scalar(n.x, 2.0));  // outlives the step
+        tt_trainer_backward(&tr, loss);
+        tt_scope_end();
+        if (!tt_trainer_step(&tr)) break;
+    }
+    ck_assert_int_eq(tr.stop, TT_TRAINER_ERR_LEAK);
+    ck_assert_int_eq(tr.step, 3);
+    ck_assert_ptr_nonnull(strstr(tt_last_error(), "after step 3"));
+    tt_release(kept);
+    tt_trainer_free(&tr);
+    net_free(&n);
+}
+END_TEST
+
+// The progress without a terminal: a line at step 1, every 50 steps and the last.
+START_TEST(test_progress_lines) {
+    char dir[128], path[256];
+    tt_test_mkdtemp(dir, sizeof dir, "train_progress");
+    snprintf(path, sizeof path, "%s/err.txt", dir);
+    ck_assert_ptr_nonnull(freopen(path, "w", stderr));  // this test's child only
+    net n;
+    net_init(&n, 17);
+    tt_trainer_opts o = net_opts(&n, 120, 1);
+    o.progress = true;
+    o.tokens_per_step = 8;
+    tt_trainer tr;
+    ck_assert_int_eq(tt_trainer_init(&tr, &o, &n.params, &n.optim, &n.sched), TT_OK);
+    run_trainer(&n, &tr);
+    ck_assert_int_eq(tr.stop, TT_TRAINER_DONE);
+    fflush(stderr);
+    FILE *f = fopen(path, "r");
+    char line[256];
+    const int want[] = {1, 50, 100, 120};
+    for (int i = 0; i < 4; i++) {
+        ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+        char head[64];
+        snprintf(head, sizeof head, "step %d/120: loss ", want[i]);
+        ck_assert_msg(strncmp(line, head, strlen(head)) == 0, "line %d: %s", i, line);
+        ck_assert_ptr_nonnull(strstr(line, " ms/step, "));
+        ck_assert_ptr_nonnull(strstr(line, " tok/s, ETA "));
+    }
+    ck_assert_ptr_null(fgets(line, sizeof line, f));
+    fclose(f);
+    tt_trainer_free(&tr);
+    net_free(&n);
+    tt_test_rmdir(dir);
+}
+END_TEST
+
 // ---- misuse ----
 
 // A trainer with the given accum after one micro-batch of its first step.
@@ -602,6 +663,8 @@ int main(void) {
     tcase_add_test(sp, test_diverged_eval);
     tcase_add_test(sp, test_signal_saves_and_stops);
     tcase_add_test(sp, test_csv_log);
+    tcase_add_test(sp, test_leak_stops);
+    tcase_add_test(sp, test_progress_lines);
     suite_add_tcase(s, sp);
     TCase *ab = tt_tcase_aborts("aborts");
     tcase_add_test_raise_signal(ab, test_abort_too_many_micro_batches, SIGABRT);
