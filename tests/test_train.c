@@ -616,6 +616,38 @@ START_TEST(test_progress_lines) {
 }
 END_TEST
 
+// The profiler switch: on inside every step (its forward and backward ops counted), off
+// between steps and after the loop.
+START_TEST(test_profile_steps) {
+    net n;
+    net_init(&n, 18);
+    tt_trainer_opts o = net_opts(&n, 3, 1);
+    o.profile = true;
+    tt_trainer tr;
+    ck_assert_int_eq(tt_trainer_init(&tr, &o, &n.params, &n.optim, &n.sched), TT_OK);
+    tt_profiler_reset();
+    while (tt_trainer_next(&tr)) {
+        ck_assert(tt_profiler_enabled());
+        tt_scope_begin();
+        tt_trainer_backward(&tr, net_loss(&n, tr.step, rows_of(tr.step), 8));
+        tt_scope_end();
+        ck_assert(tt_trainer_step(&tr));
+        ck_assert(!tt_profiler_enabled());
+    }
+    tt_profile_totals t = tt_profiler_totals();
+    ck_assert_int_gt(t.calls, 0);
+    ck_assert_int_eq(t.calls % 3, 0);  // the same ops in each of the 3 steps
+    ck_assert_int_gt(t.backward_calls, 0);
+    tt_scope_begin();
+    tt_item(net_loss(&n, 0, 0, 8));  // outside the steps: not counted
+    tt_scope_end();
+    ck_assert_int_eq(tt_profiler_totals().calls, t.calls);
+    tt_profiler_reset();
+    tt_trainer_free(&tr);
+    net_free(&n);
+}
+END_TEST
+
 // ---- misuse ----
 
 // A trainer with the given accum after one micro-batch of its first step.
@@ -665,6 +697,7 @@ int main(void) {
     tcase_add_test(sp, test_csv_log);
     tcase_add_test(sp, test_leak_stops);
     tcase_add_test(sp, test_progress_lines);
+    tcase_add_test(sp, test_profile_steps);
     suite_add_tcase(s, sp);
     TCase *ab = tt_tcase_aborts("aborts");
     tcase_add_test_raise_signal(ab, test_abort_too_many_micro_batches, SIGABRT);
