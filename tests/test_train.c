@@ -587,6 +587,16 @@ START_TEST(test_profile_steps) {
 }
 END_TEST
 
+// One rank always agrees with itself (tests/train_dist_check.c checks 2 ranks under mpirun).
+START_TEST(test_ranks_agree_alone) {
+    uint64_t h[2] = {1, 2};
+    int rank = 5, item = 5;
+    ck_assert_int_eq(tt_trainer_ranks_agree(h, 2, &rank, &item), TT_OK);
+    ck_assert_int_eq(rank, -1);
+    ck_assert_int_eq(item, -1);
+}
+END_TEST
+
 // ---- misuse ----
 
 // A trainer with the given accum after one micro-batch of its first step.
@@ -636,6 +646,7 @@ int main(void) {
     tcase_add_test(sp, test_leak_stops);
     tcase_add_test(sp, test_progress_lines);
     tcase_add_test(sp, test_profile_steps);
+    tcase_add_test(sp, test_ranks_agree_alone);
     suite_add_tcase(s, sp);
     TCase *ab = tt_tcase_aborts("aborts");
     tcase_add_test_raise_signal(ab, test_abort_too_many_micro_batches, SIGABRT);

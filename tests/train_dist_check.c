@@ -3,7 +3,8 @@
 // g = rank x accum + a takes rows 4g .. 4g + 3). Rank 0 prints each step's loss and the
 // parameters' fingerprint, so runs compare bit for bit: 2 ranks x 1 micro-batch against
 // 1 rank x 2 (each gradient element is (a + b) / 2 either way), and the all-reduce overlapped
-// with the backward against the plain one.
+// with the backward against the plain one. First tt_trainer_ranks_agree on equal hashes and
+// on hashes that differ at rank 1's item 1.
 //
 //   train_dist_check ACCUM [overlap]
 #include <stdio.h>
@@ -23,6 +24,20 @@ int main(int argc, char **argv) {
     if (accum < 1 || M > 4) {
         fprintf(stderr, "usage: train_dist_check ACCUM [overlap] (ranks x ACCUM <= 4)\n");
         return 2;
+    }
+    int bad_rank, bad_item;  // the same hashes agree; a rank's own number differs at item 1
+    uint64_t same[2] = {7, 8}, mine[3] = {7, (uint64_t)tt_dist_rank(), 9};
+    if (tt_trainer_ranks_agree(same, 2, &bad_rank, &bad_item) != TT_OK || bad_rank != -1) {
+        fprintf(stderr, "train_dist_check: equal hashes disagree\n");
+        return 1;
+    }
+    tt_status st = tt_trainer_ranks_agree(mine, 3, &bad_rank, &bad_item);
+    bool want = tt_dist_world_size() == 1 ? st == TT_OK
+                                          : st == TT_ERR_MISMATCH && bad_rank == 1 && bad_item == 1;
+    if (!want) {
+        fprintf(stderr, "train_dist_check: ranks_agree gave %d, rank %d item %d\n", (int)st,
+                bad_rank, bad_item);
+        return 1;
     }
     tt_rng rng;
     tt_rng_seed(&rng, 1);

@@ -410,6 +410,27 @@ tt_status tt_trainer_ckpt_restore(tt_trainer *tr, const tt_checkpoint *ck) {
     return TT_OK;
 }
 
+// ---- several ranks ----
+
+tt_status tt_trainer_ranks_agree(const uint64_t *hashes, int n, int *rank, int *item) {
+    TT_CHECK(hashes && n > 0 && rank && item, "need n > 0 hashes and the rank and item outputs");
+    *rank = *item = -1;
+    int ranks = tt_dist_world_size();
+    if (ranks == 1) return TT_OK;
+    uint64_t *all = malloc((size_t)ranks * (size_t)n * sizeof *all);
+    if (!all) return tt_set_error(TT_ERR_NOMEM, "out of memory for %d ranks' hashes", ranks);
+    if (tt_dist_allgather(all, hashes, (size_t)n * sizeof *hashes) != TT_OK) {
+        free(all);
+        return TT_ERR_IO;
+    }
+    for (int r = 1; r < ranks && *rank < 0; r++)
+        for (int i = 0; i < n && *rank < 0; i++)
+            if (all[(size_t)r * (size_t)n + (size_t)i] != all[i]) *rank = r, *item = i;
+    free(all);
+    if (*rank < 0) return TT_OK;
+    return tt_set_error(TT_ERR_MISMATCH, "rank %d's item %d differs from rank 0's", *rank, *item);
+}
+
 // ---- names and figures ----
 
 void tt_trainer_best_path(char *buf, size_t n, const char *out) {

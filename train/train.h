@@ -168,6 +168,13 @@ void tt_trainer_ckpt_fill_optim(const tt_trainer *tr, tt_checkpoint *ck);
 // Reads them back into tr and its optimizer. TT_ERR_FORMAT / TT_ERR_MISMATCH naming the key.
 tt_status tt_trainer_ckpt_restore(tt_trainer *tr, const tt_checkpoint *ck);
 
+// Several ranks must run the same job: each passes the same n hashes of what must agree (its
+// config, flags, data, parameters before the broadcast, step) and every rank compares all
+// ranks' with rank 0's (an all-gather: every rank calls it, and all reach the same verdict).
+// TT_OK when they agree (always with one rank); else TT_ERR_MISMATCH with *rank and *item the
+// first that differs (the program names them and its fix). TT_ERR_IO when the all-gather fails.
+tt_status tt_trainer_ranks_agree(const uint64_t *hashes, int n, int *rank, int *item);
+
 // out with .best before its extension (out/m.ckpt -> out/m.best.ckpt), or .best appended.
 void tt_trainer_best_path(char *buf, size_t n, const char *out);
 // What the files on disk hold, for a stop message: "OUT holds step N, BEST the best state"
