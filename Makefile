@@ -61,7 +61,7 @@ CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   = $(shell pkg-config --libs check 2>/dev/null)
 
 # Every folder of the library: the layers, tensor/kernels and one folder per model.
-LIB_DIRS := tensor tensor/kernels autograd nn optim io compress data $(wildcard models/*)
+LIB_DIRS := tensor tensor/kernels autograd nn optim io compress data train $(wildcard models/*)
 LIB_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 HEADERS  := tinytorch.h $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.h) $(wildcard $(d)/*.def))
@@ -187,6 +187,8 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuz
 	echo "== lenet"; sh tests/run_lenet.sh $(BUILD) || fail=1; \
 	echo "== char_gpt data parallel"; MPIRUN="$(if $(filter 1,$(MPI)),$(MPIRUN))" \
 	    sh tests/run_char_gpt_dist.sh $(BUILD) || fail=1; \
+	echo "== trainer over ranks"; MPIRUN="$(if $(filter 1,$(MPI)),$(MPIRUN))" \
+	    sh tests/run_train_dist.sh $(BUILD) || fail=1; \
 	echo "== compress"; sh tests/run_compress.sh $(BUILD) || fail=1; \
 	echo "== safety messages"; sh tests/run_safety_msgs.sh $(BUILD) || fail=1; \
 	echo "== model files and memory"; sh tests/run_safety_model.sh $(BUILD) || fail=1; \
@@ -482,6 +484,11 @@ $(BUILD)/tests/dist_check: tests/dist_check.c $(BUILD)/libtinytorch.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -I. $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
 test-run: $(BUILD)/tests/dist_check
+# tests/train_dist_check.c: the trainer over ranks (tests/run_train_dist.sh).
+$(BUILD)/tests/train_dist_check: tests/train_dist_check.c $(BUILD)/libtinytorch.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(DEPFLAGS) -I. $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
+test-run: $(BUILD)/tests/train_dist_check
 
 .PHONY: test-mpi
 test-mpi:
@@ -489,6 +496,8 @@ test-mpi:
 	@$(MAKE) --no-print-directory check-deps
 	@$(MAKE) --no-print-directory $(BUILD)/char_gpt $(BUILD)/tests/dist_check
 	MPIRUN="$(MPIRUN)" sh tests/run_char_gpt_dist.sh $(BUILD)
+	@$(MAKE) --no-print-directory $(BUILD)/tests/train_dist_check
+	MPIRUN="$(MPIRUN)" sh tests/run_train_dist.sh $(BUILD)
 
 clean: clean-mpi
 .PHONY: clean-mpi
