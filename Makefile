@@ -228,6 +228,7 @@ data: data/tinyshakespeare.txt $(GPT2_VOCAB)
 $(GPT2_VOCAB) &: scripts/gpt2_vocab.sh
 	@sh scripts/gpt2_vocab.sh
 $(BUILD)/tests/test_bpe: | data
+$(BUILD)/tests/test_tokenizer: | data
 data/tinyshakespeare.txt:
 	@part=$@.part.$$$$; \
 	if [ -s ../shared/data/tinyshakespeare.txt ] && \
