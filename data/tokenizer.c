@@ -30,18 +30,22 @@ tt_status tt_tokenizer_open_gpt2(tt_tokenizer *t, const char *encoder_json,
     return TT_OK;
 }
 
+// A trained vocab (t->bpe loaded) keeps its file's n bytes b (copied).
+static tt_status keep_vocab_file(tt_tokenizer *t, const unsigned char *b, size_t n) {
+    t->kind = TT_TOKENIZER_FILE;
+    t->n_vocab = t->bpe.n_vocab;
+    t->file = TT_MALLOC(n ? n : 1);
+    if (n) memcpy(t->file, b, n);
+    t->file_len = n;
+    return TT_OK;
+}
+
 // A trained vocab from its file's bytes; path names them in messages.
 static tt_status open_vocab_bytes(tt_tokenizer *t, const unsigned char *b, size_t n,
                                   const char *path) {
     memset(t, 0, sizeof *t);
     tt_status st = tt_bpe_load_bytes(&t->bpe, (const char *)b, n, path);
-    if (st != TT_OK) return st;
-    t->kind = TT_TOKENIZER_FILE;
-    t->n_vocab = t->bpe.n_vocab;
-    t->file = TT_MALLOC(n ? n : 1);
-    memcpy(t->file, b, n);
-    t->file_len = n;
-    return TT_OK;
+    return st == TT_OK ? keep_vocab_file(t, b, n) : st;
 }
 
 tt_status tt_tokenizer_open(tt_tokenizer *t, const char *name) {
@@ -54,13 +58,17 @@ tt_status tt_tokenizer_open(tt_tokenizer *t, const char *name) {
     if (stat(name, &sb) != 0)
         return tt_set_error(TT_ERR_IO, "'%s' is not char, gpt2 nor a readable vocab file (%s)",
                             name, strerror(errno));
-    unsigned char *b;
-    size_t n;
-    tt_status st = tt_read_file(name, &b, &n);
-    if (st != TT_OK) return st;
-    st = open_vocab_bytes(t, b, n, name);
+    tt_status st = tt_bpe_load(&t->bpe, name);  // its messages name the file and the line
+    unsigned char *b = NULL;
+    size_t n = 0;
+    if (st == TT_OK) st = tt_read_file(name, &b, &n);
+    if (st != TT_OK) {
+        tt_tokenizer_free(t);
+        return st;
+    }
+    keep_vocab_file(t, b, n);
     free(b);
-    return st;
+    return TT_OK;
 }
 
 void tt_tokenizer_init_char(tt_tokenizer *t, const tt_char_vocab *v) {
