@@ -61,7 +61,7 @@ CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   = $(shell pkg-config --libs check 2>/dev/null)
 
 # Every folder of the library: the layers, tensor/kernels and one folder per model.
-LIB_DIRS := tensor tensor/kernels autograd nn optim data $(wildcard models/*)
+LIB_DIRS := tensor tensor/kernels autograd nn optim data train $(wildcard models/*)
 LIB_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 HEADERS  := tinytorch.h $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.h) $(wildcard $(d)/*.def))

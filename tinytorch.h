@@ -15,6 +15,7 @@
 // data/loader.h        datasets, the data loader (batches, shuffle, prefetch), image transforms
 // data/csv.h           numeric CSV files (plain or gzip), scikit-learn's digits
 // autograd/profiler.h  per-op time, FLOPs and bytes, allocator figures, a Chrome trace
+// train/train.h        the training loop: accumulation, all-reduce, eval, .best, stops
 //
 // Models are not part of the framework's umbrella: a program that uses one includes its header,
 // e.g. #include "models/gpt/gpt.h" (the GPT: config, forward, loss, generation, KV cache).
@@ -34,5 +35,6 @@
 #include "data/loader.h"
 #include "data/csv.h"
 #include "autograd/profiler.h"
+#include "train/train.h"
 
 #endif  // TINYTORCH_H
