@@ -57,16 +57,18 @@ int main(int argc, char **argv) {
     if (cmd == CMD_SAMPLE) return gpt_cli_end(cmd_sample());
     if (cmd == CMD_EVAL) return gpt_cli_end(cmd_eval());
 
-    gpt_run r;  // train: the data, model, AdamW, checkpoints of the flags
+    gpt_run r;  // train: the data, model, AdamW and trainer (train/train.h) of the flags
     gpt_train_begin(&r);
-    while (gpt_train_next(&r)) {                  // the learning rate of the step
-        for (int64_t a = 0; a < r.A; a++) {       // --grad-accum micro-batches
+    while (tt_trainer_next(&r.tr)) {                      // the learning rate of the step
+        for (int64_t a = 0; a < r.tr.accum; a++) {        // --grad-accum micro-batches
+            tt_scope_begin();
             tt_tensor *x, *y;
-            gpt_train_batch(&r, a, &x, &y);       // (B, T) tokens and the next ones
+            gpt_train_batch(&r, a, &x, &y);               // (B, T) tokens and the next ones
             tt_tensor *loss = tt_gpt_loss(&r.gpt, x, y);  // forward: mean cross-entropy
-            gpt_train_backward(&r, a, loss);      // backward: gradients summed
+            tt_trainer_backward(&r.tr, loss);             // backward: gradients summed
+            tt_scope_end();
         }
-        gpt_train_step(&r);  // averaged over micro-batches and ranks, clipped, AdamW, eval, save
+        tt_trainer_step(&r.tr);  // mean over micro-batches and ranks, clip, AdamW, eval, save
     }
     return gpt_cli_end(gpt_train_end(&r));
 }

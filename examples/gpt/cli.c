@@ -385,12 +385,7 @@ void check_outputs(int cmd) {
 // with .best appended when its name has no extension: the best state so far.
 const char *best_path(void) {
     static char buf[4200];
-    const char *slash = strrchr(opt.out, '/'), *base = slash ? slash + 1 : opt.out;
-    const char *dot = strrchr(base, '.');
-    if (dot && dot != base)
-        snprintf(buf, sizeof buf, "%.*s.best%s", (int)(dot - opt.out), opt.out, dot);
-    else
-        snprintf(buf, sizeof buf, "%s.best", opt.out);
+    tt_trainer_best_path(buf, sizeof buf, opt.out);
     return buf;
 }
 

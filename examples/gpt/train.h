@@ -1,21 +1,23 @@
-// The GPT programs' training run (train.c): everything around the step that char_gpt.c and
-// gpt's train command write out in their loop,
+// The GPT programs' training run (train.c): the setup around the library's trainer
+// (train/train.h) that char_gpt.c and gpt's train command drive in their loop,
 //
 //     gpt_run r;
-//     gpt_train_begin(&r);                          // flags, data, model, optimizer, files
-//     while (gpt_train_next(&r)) {                  // the step's learning rate
-//         for (int64_t a = 0; a < r.A; a++) {       // this rank's micro-batches
+//     gpt_train_begin(&r);                                // flags, data, model, AdamW, files
+//     while (tt_trainer_next(&r.tr)) {                    // the step's learning rate
+//         for (int64_t a = 0; a < r.tr.accum; a++) {      // this rank's micro-batches
+//             tt_scope_begin();
 //             tt_tensor *x, *y;
-//             gpt_train_batch(&r, a, &x, &y);       // (B, T) tokens and their next tokens
-//             tt_tensor *loss = tt_gpt_loss(&r.gpt, x, y);  // forward and loss
-//             gpt_train_backward(&r, a, loss);      // backward, gradients summed
+//             gpt_train_batch(&r, a, &x, &y);             // (B, T) tokens, the next tokens
+//             tt_tensor *loss = tt_gpt_loss(&r.gpt, x, y);    // forward and loss
+//             tt_trainer_backward(&r.tr, loss);           // backward, gradients summed
+//             tt_scope_end();
 //         }
-//         gpt_train_step(&r);                       // all-reduce, clip, AdamW, eval, save
+//         tt_trainer_step(&r.tr);  // mean over micro-batches and ranks, clip, AdamW, eval, save
 //     }
-//     return gpt_train_end(&r);
+//     return gpt_train_end(&r);                           // a stop's message and exit code
 //
-// The micro-batch slots, gradient sums and rank agreement are train_dist.c's; the flags read
-// back on --resume and the checks of the train flags train_setup.c's.
+// The micro-batch slots and rank agreement are train_dist.c's; the flags read back on --resume
+// and the checks of the train flags train_setup.c's.
 #ifndef GPT_TRAIN_H
 #define GPT_TRAIN_H
 
@@ -36,63 +38,32 @@ typedef struct slot_rngs {
 } slot_rngs;
 #define SLOT_BYTES 64
 
-// The last micro-batch's gradient of parameter i, as it becomes final during an overlapped
-// backward (tt_dist_overlap_begin's prepare): (accum + g) / A in place.
-typedef struct accum_prepare {
-    const float *accum;
-    const size_t *offset;  // per parameter: its first element in accum
-    int64_t A;
-    const tt_params *p;
-} accum_prepare;
-
-// ---- progress (train.c) ----
-
-typedef struct progress {
-    bool tty;
-    double last_draw;
-    bool drawn;  // a bar is on the line
-} progress;
-
 typedef struct gpt_run {
     train_state s;
     tt_gpt gpt;
     tt_optim o;
+    tt_lr_schedule sched;
+    tt_trainer tr;         // the step, accumulation, all-reduce, evals, saves, stops
     tt_text_dataset ds;
     int rank, ranks;
     bool lead;             // rank 0: prints, writes --out and --log
     int64_t A, M, B, T;    // micro-batches per step on this rank, on all ranks; batch shape
     slot_rngs *slots;      // this rank's A slots
+    int64_t slot;          // the slot whose dropout stream the model holds; -1: none
     unsigned char *all_slots;  // every slot's streams, packed (gather_slots)
-    float *accum;          // the running sum of this rank's micro-batch gradients (A > 1)
-    size_t *offset;        // per parameter: its first element in accum
-    accum_prepare ap;
-    bool overlap;          // the all-reduce starts during the last backward
     FILE *log;
-    progress pg;
-    tt_lr_schedule sched;
-    bool profiling;
-    // the step being taken
-    double lr, t0, loss_sum;
-    // totals
-    double train_time;
-    int64_t steps_run, live_after_first;
 } gpt_run;
 
 // Everything before the first step: the flags (with --resume's from the checkpoint), the data,
 // the model and optimizer (fresh, resumed or --init-from's), the slots, the ranks' agreement,
-// the output files; prints the run's header on stderr. Exits on any bad input.
+// the output files, the trainer; prints the run's header on stderr. Exits on any bad input.
 void gpt_train_begin(gpt_run *r);
-// Starts the next step (its learning rate, timer, profiler, tensor scope); false after --iters.
-bool gpt_train_next(gpt_run *r);
-// Micro-batch a's (B, T) input and target tokens, from its slot's streams.
+// Micro-batch a's (B, T) input and target tokens, from its slot's streams (the model's
+// dropout stream too).
 void gpt_train_batch(gpt_run *r, int64_t a, tt_tensor **x, tt_tensor **y);
-// Micro-batch a's backward; the gradients of the step's micro-batches are summed.
-void gpt_train_backward(gpt_run *r, int64_t a, tt_tensor *loss);
-// Ends the step: gradients averaged over the micro-batches and ranks, clipped, a divergence
-// check, the optimizer step; then the progress, the log, and at each eval the losses, the
-// checkpoints (.best first) and the stop of a SIGINT / SIGTERM (exit 130 / 143).
-void gpt_train_step(gpt_run *r);
-// The done line, the profile and trace, the all-reduce time; frees everything; returns 0.
+// After the loop: a stop's message and exit status (a divergence, a failed save or --log: 1;
+// SIGINT / SIGTERM: 130 / 143), else the done line, the profile and trace; frees everything
+// and returns 0.
 int gpt_train_end(gpt_run *r);
 
 // ---- train_dist.c ----
@@ -108,10 +79,11 @@ void init_slots(gpt_run *r, const tt_checkpoint *ck);
 void gather_slots(gpt_run *r);
 // Every rank's config, flags, data, parameters and step agree, or all of them exit.
 void check_ranks_agree(const gpt_run *r);
-// The micro-batch parts of gpt_train_batch / _backward / _step for more than one micro-batch.
+// Micro-batch a's batch from its slot's stream, with its dropout stream in the model.
 void slot_batch(gpt_run *r, int64_t a, tt_tensor **x, tt_tensor **y);
-void slot_backward(gpt_run *r, int64_t a, tt_tensor *loss);
-double slots_reduce(gpt_run *r);
+// The model's dropout stream back into its slot, slot 0's into the model (as a checkpoint
+// holds it).
+void sync_slots(gpt_run *r);
 
 // ---- train_setup.c ----
 

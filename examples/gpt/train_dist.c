@@ -1,7 +1,6 @@
 // The GPT programs' micro-batches and ranks (train.h): each micro-batch slot's batch and
-// dropout streams, the gradient sum over a rank's micro-batches and its all-reduce over the
-// ranks (overlapped with the last backward or not: the same bits), and the check that every
-// rank of an mpirun job runs the same training.
+// dropout streams, saved in and restored from checkpoints, and the check that every rank of an
+// mpirun job runs the same training.
 #include "train.h"
 
 #include "dist/dist.h"
@@ -63,23 +62,7 @@ void init_slots(gpt_run *r, const tt_checkpoint *ck) {
             slot_seed(&r->slots[a], opt.seed, g);
         }
     }
-    // The gradient sum of A > 1 micro-batches; with the all-reduce overlapped, where each
-    // parameter's part starts in it.
-    const tt_params *p = &r->gpt.params;
-    if (A > 1 && !(r->accum = malloc((size_t)tt_params_numel(p) * sizeof *r->accum)))
-        die("out of memory for --grad-accum's gradient sum (%lld floats)",
-            (long long)tt_params_numel(p));
-    r->overlap = opt.overlap && r->ranks > 1;
-    if (r->overlap && A > 1) {
-        r->offset = malloc((size_t)p->n * sizeof *r->offset);
-        if (!r->offset) die("out of memory");
-        size_t off = 0;
-        for (int i = 0; i < p->n; i++) {
-            r->offset[i] = off;
-            off += (size_t)tt_numel(p->items[i].tensor);
-        }
-    }
-    r->ap = (accum_prepare){r->accum, r->offset, A, p};
+    r->slot = -1;
 }
 
 void gather_slots(gpt_run *r) {
@@ -99,80 +82,23 @@ void gather_slots(gpt_run *r) {
     s->slot_bytes = all + SLOT_BYTES;
 }
 
-// ---- the gradient sum ----
-// Each micro-batch takes its batch and dropout masks from its slot's streams, and the .grad of
-// every parameter ends as the mean over all M micro-batches. The sum runs micro-batch by
-// micro-batch (accum holds it; the last is added into .grad), is divided by A, then summed
-// over the ranks and divided by their number (tt_dist_allreduce_grads): 1 rank with A = 2 and
-// 2 ranks with A = 1 both compute (g0 + g1) / 2, bit for bit.
-
-// The last micro-batch's gradient of parameter i as the overlapped backward makes it final:
-// (accum + g) / A in place, as accumulate does after a blocking one.
-static void add_accum(int i, tt_tensor *g, void *ctx) {
-    const accum_prepare *ap = ctx;
-    if (g->dtype != TT_F32 || !tt_is_contiguous(g))
-        die("internal error: --grad-accum needs a contiguous f32 gradient for '%s'",
-            ap->p->items[i].name);
-    float *d = tt_data(g);  // (numel)
-    const float *s = ap->accum + ap->offset[i];
-    size_t n = (size_t)tt_numel(g);
-    for (size_t j = 0; j < n; j++) d[j] = (s[j] + d[j]) / (float)ap->A;
-    tt_bump_version(g, "grad-accum");
-}
-
-// Adds micro-batch a's gradients to the sum: the first is copied, the last becomes
-// (sum + g) / A in .grad.
-static void accumulate(gpt_run *r, int64_t a) {
-    const tt_params *p = &r->gpt.params;
-    int64_t A = r->A;
-    float *accum = r->accum;
-    size_t off = 0;
-    for (int i = 0; i < p->n; i++) {
-        tt_tensor *g = p->items[i].tensor->grad;
-        if (!g || g->dtype != TT_F32 || !tt_is_contiguous(g))
-            die("internal error: --grad-accum needs a contiguous f32 gradient for '%s'",
-                p->items[i].name);
-        float *d = tt_data(g);  // (numel)
-        size_t n = (size_t)tt_numel(g);
-        if (a == 0) {
-            memcpy(accum + off, d, n * sizeof *d);
-        } else if (a < A - 1) {
-            for (size_t j = 0; j < n; j++) accum[off + j] += d[j];
-        } else {
-            for (size_t j = 0; j < n; j++) d[j] = (accum[off + j] + d[j]) / (float)A;
-            tt_bump_version(g, "grad-accum");
-        }
-        off += n;
-    }
-}
+// ---- micro-batches ----
+// The gradient sum over micro-batches and ranks is the trainer's (train/train.h): with the
+// slots, 1 rank with --grad-accum 2 and 2 ranks of 1 micro-batch compute (g0 + g1) / 2, bit for
+// bit. A micro-batch's dropout masks come from its slot's stream: the model holds it while the
+// micro-batch runs, and it goes back to its slot when the next one starts.
 
 void slot_batch(gpt_run *r, int64_t a, tt_tensor **x, tt_tensor **y) {
+    if (r->slot >= 0) r->slots[r->slot].drop = r->gpt.dropout_rng;
     r->gpt.dropout_rng = r->slots[a].drop;
+    r->slot = a;
     tt_dataset_batch(&r->ds, TT_SPLIT_TRAIN, r->B, r->T, &r->slots[a].data, x, y);  // (B, T)
 }
 
-void slot_backward(gpt_run *r, int64_t a, tt_tensor *loss) {
-    const tt_params *p = &r->gpt.params;
-    int64_t A = r->A;
-    r->loss_sum += tt_item(loss);
-    // Overlapped: the last backward starts the all-reduce (and adds accum as it goes).
-    bool start = r->overlap && a == A - 1;
-    if (start && tt_dist_overlap_begin(p, A > 1 ? add_accum : NULL, &r->ap) != TT_OK)
-        die("%s", tt_last_error());
-    tt_backward(loss);
-    r->slots[a].drop = r->gpt.dropout_rng;
-    if (start || A == 1) return;
-    accumulate(r, a);
-    if (a < A - 1) tt_params_zero_grad(p);
-}
-
-double slots_reduce(gpt_run *r) {
-    const tt_params *p = &r->gpt.params;
+void sync_slots(gpt_run *r) {
+    if (r->slot >= 0) r->slots[r->slot].drop = r->gpt.dropout_rng;
     r->gpt.dropout_rng = r->slots[0].drop;
-    tt_status st = r->overlap ? tt_dist_overlap_end(p) : tt_dist_allreduce_grads(p);
-    double sum = r->loss_sum;
-    if (st != TT_OK || tt_dist_allreduce_f64(&sum, 1) != TT_OK) die("%s", tt_last_error());
-    return sum / (double)r->M;
+    r->slot = 0;
 }
 
 // ---- several ranks: the same run everywhere ----
