@@ -48,8 +48,6 @@ static const char char_usage_tail[] =
     "scale per output channel, activations with a scale per token, int32 sums; embeddings,\n"
     "norms, attention and the KV cache stay f32) and notes the weight bytes on stderr.\n";
 
-// gpt's usage text, the same way.
-
 int main(int argc, char **argv) {
     static const gpt_program char_gpt = {"char_gpt", "out/char_gpt.ckpt", true, char_usage_head,
                                          "                 ", char_usage_tail};

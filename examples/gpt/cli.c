@@ -47,9 +47,6 @@ static void vdie(int code, const char *fmt, va_list ap) {
 }
 
 // Bad input: one line naming the problem and the fix, exit 2.
-#if defined(__GNUC__)
-
-#endif
 void die_usage(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -57,18 +54,13 @@ void die_usage(const char *fmt, ...) {
 }
 
 // A failure while running (I/O, a diverging loss): one line, exit 1.
-#if defined(__GNUC__)
-__attribute__((noreturn, format(printf, 1, 2)))
-#endif
 void die(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vdie(1, fmt, ap);
 }
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 1, 2)))
-#endif
+// A note on stderr: a default was lowered to fit a flag the user gave.
 void note(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

@@ -201,13 +201,14 @@ void apply_quantize(tt_gpt *gpt);
 
 // ---- the commands ----
 
-int cmd_train(void);  // gpt's (examples/gpt/train_cmd.c); char_gpt's is its main
-int cmd_sample(void);
-int cmd_eval(void);
-int cmd_tokenize(void);
-int cmd_encode(void);
-int cmd_decode(void);
-int cmd_bpe_train(void);
-int cmd_export(void);
+// Each runs its command with opt and returns the exit status (bad input and failures exit).
+int cmd_train(void);      // gpt's (train.c); char_gpt's loop is its main
+int cmd_sample(void);     // sample.c: the prompt and the generated text
+int cmd_eval(void);       // eval.c: the train and val loss
+int cmd_tokenize(void);   // tools.c: the token counts of --data
+int cmd_encode(void);     // tools.c: stdin's bytes to ids
+int cmd_decode(void);     // tools.c: ids to bytes
+int cmd_bpe_train(void);  // tools.c: a BPE vocab learned from --data
+int cmd_export(void);     // export.c: GPT-2's safetensors layout
 
 #endif  // GPT_CLI_H

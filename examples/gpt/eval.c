@@ -2,9 +2,7 @@
 // weights) over --eval-iters batches of each split, with the run's data, batch and seed.
 #include "cli.h"
 
-#include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 int cmd_eval(void) {

@@ -1,9 +1,7 @@
 // gpt's export command: a checkpoint's model in GPT-2's safetensors layout (f32, f16, bf16).
 #include "cli.h"
 
-#include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 int cmd_export(void) {

@@ -3,7 +3,6 @@
 #include "cli.h"
 
 #include <errno.h>
-#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
