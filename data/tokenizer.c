@@ -56,7 +56,7 @@ tt_status tt_tokenizer_open(tt_tokenizer *t, const char *name) {
                                                                  TT_GPT2_MERGES);
     struct stat sb;
     if (stat(name, &sb) != 0)
-        return tt_set_error(TT_ERR_IO, "'%s' is not char, gpt2 nor a readable vocab file (%s)",
+        return tt_set_error(TT_ERR_ARG, "'%s' is not char, gpt2 nor a readable vocab file (%s)",
                             name, strerror(errno));
     tt_status st = tt_bpe_load(&t->bpe, name);  // its messages name the file and the line
     unsigned char *b = NULL;

@@ -46,9 +46,9 @@ typedef struct tt_tokenizer {
 } tt_tokenizer;
 
 // By name: "char" (empty: its vocab comes from the first text it loads), "gpt2" (from
-// TT_GPT2_ENCODER and TT_GPT2_MERGES; tt_bpe_load_gpt2's errors) or a vocab file: TT_ERR_IO
-// "'NAME' is not char, gpt2 nor a readable vocab file (reason)" when it cannot be found, else
-// tt_bpe_load's errors. t is zeroed on error.
+// TT_GPT2_ENCODER and TT_GPT2_MERGES; tt_bpe_load_gpt2's errors) or a vocab file: TT_ERR_ARG
+// "'NAME' is not char, gpt2 nor a readable vocab file (reason)" when no file has that name,
+// else tt_bpe_load's errors (TT_ERR_IO, TT_ERR_FORMAT). t is zeroed on error.
 tt_status tt_tokenizer_open(tt_tokenizer *t, const char *name);
 // GPT-2's tokenizer from the given files.
 tt_status tt_tokenizer_open_gpt2(tt_tokenizer *t, const char *encoder_json,

@@ -130,7 +130,7 @@ END_TEST
 
 START_TEST(test_open_errors) {
     tt_tokenizer t;
-    ck_assert_int_eq(tt_tokenizer_open(&t, "/nonexistent/v.bpe"), TT_ERR_IO);
+    ck_assert_int_eq(tt_tokenizer_open(&t, "/nonexistent/v.bpe"), TT_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(tt_last_error(), "'/nonexistent/v.bpe' is not char, gpt2 nor "
                                                   "a readable vocab file"));
     ck_assert_int_eq(t.n_vocab, 0);

@@ -104,8 +104,7 @@ void tok_open(tt_tokenizer *t, const char *name) {
     tt_status st = tt_tokenizer_open(t, name);
     if (st == TT_OK) return;
     if (strcmp(name, "gpt2") == 0) die_usage("--tokenizer gpt2: %s", tt_last_error());
-    if (st == TT_ERR_IO && strncmp(tt_last_error(), "'", 1) == 0 &&
-        strstr(tt_last_error(), "' is not char, gpt2 nor a readable vocab file"))
+    if (st == TT_ERR_ARG)  // no such name nor file
         die_usage("--tokenizer %s; pass one of them, e.g. a vocab written by gpt bpe-train",
                   tt_last_error());
     die_usage("--tokenizer: %s; pass char, gpt2 or a vocab written by gpt bpe-train",
