@@ -124,12 +124,11 @@ $(BUILD)/libtinytorch.so: $(BUILD)/$(SO_FILE)
 $(BUILD)/%: examples/%.c $(BUILD)/libtinytorch.a
 	$(CC) $(CFLAGS) $(DEPFLAGS) -I. $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
 
-# The GPT programs share examples/gpt_main.c and gpt_flags.c (char_gpt is gpt with the char
-# tokenizer fixed).
-$(BUILD)/char_gpt $(BUILD)/gpt: $(BUILD)/%: examples/%.c examples/gpt_main.c examples/gpt_main.h \
-	examples/gpt_flags.c examples/gpt_flags.h $(HEADERS) $(BUILD)/libtinytorch.a
-	$(CC) $(CFLAGS) -I. $< examples/gpt_main.c examples/gpt_flags.c -o $@ \
-	    $(BUILD)/libtinytorch.a $(LDLIBS)
+# The GPT programs share examples/gpt/ (char_gpt.c and gpt.c are their mains).
+GPT_EX_SRCS := $(wildcard examples/gpt/*.c)
+$(BUILD)/char_gpt $(BUILD)/gpt: $(BUILD)/%: examples/%.c $(GPT_EX_SRCS) \
+	$(wildcard examples/gpt/*.h) $(HEADERS) $(BUILD)/libtinytorch.a
+	$(CC) $(CFLAGS) -I. -Iexamples $< $(GPT_EX_SRCS) -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
 
 $(BUILD)/tests/test_%: $(BUILD)/obj/tests/test_%.o $(TEST_UTIL) $(BUILD)/libtinytorch.a
 	@mkdir -p $(dir $@)
@@ -239,6 +238,7 @@ data: data/tinyshakespeare.txt $(GPT2_VOCAB)
 $(GPT2_VOCAB) &: scripts/gpt2_vocab.sh
 	@sh scripts/gpt2_vocab.sh
 $(BUILD)/tests/test_bpe: | data
+$(BUILD)/tests/test_tokenizer: | data
 data/tinyshakespeare.txt:
 	@part=$@.part.$$$$; \
 	if [ -s ../shared/data/tinyshakespeare.txt ] && \

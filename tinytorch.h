@@ -11,6 +11,7 @@
 // compress/compress.h int8 Linears, quantization of a module tree, pruning, low rank
 // data/data.h          char tokenizer, text dataset, batch sampler
 // data/bpe.h           byte-level BPE: GPT-2's tokenizer (tiktoken-exact), BPE training
+// data/tokenizer.h     tokenizer by name: char | gpt2 | a vocab file; dataset, checkpoint
 // data/idx.h           IDX files (MNIST family, plain or gzip), Fashion-MNIST
 // data/loader.h        datasets, the data loader (batches, shuffle, prefetch), image transforms
 // data/csv.h           numeric CSV files (plain or gzip), scikit-learn's digits
@@ -31,6 +32,7 @@
 #include "compress/compress.h"
 #include "data/data.h"
 #include "data/bpe.h"
+#include "data/tokenizer.h"
 #include "data/idx.h"
 #include "data/loader.h"
 #include "data/csv.h"

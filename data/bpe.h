@@ -76,6 +76,9 @@ tt_status tt_bpe_save(const tt_bpe *bpe, const char *path);
 // TT_ERR_FORMAT too when the tokens come to more than 64 MiB in all (each merge can double a
 // token's length: a short corrupt file could otherwise ask for gigabytes).
 tt_status tt_bpe_load(tt_bpe *bpe, const char *path);
+// The same from the file's n bytes in memory (e.g. kept in a checkpoint); path only names them
+// in messages.
+tt_status tt_bpe_load_bytes(tt_bpe *bpe, const char *bytes, size_t n, const char *path);
 
 void tt_bpe_free(tt_bpe *bpe);  // safe on a zeroed struct
 

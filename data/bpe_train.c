@@ -306,6 +306,17 @@ tt_status tt_bpe_load(tt_bpe *bpe, const char *path) {
     size_t n;
     tt_status st = bpe_read_file(path, VOCAB_FIX, &data, &n);
     if (st != TT_OK) return st;
+    st = tt_bpe_load_bytes(bpe, data, n, path);
+    tt_free(data);
+    return st;
+}
+
+tt_status tt_bpe_load_bytes(tt_bpe *bpe, const char *bytes, size_t n, const char *path) {
+    memset(bpe, 0, sizeof *bpe);
+    char *data = TT_MALLOC(n + 1);  // parsed in place: CR LF to LF, a NUL after the end
+    memcpy(data, bytes, n);
+    data[n] = '\0';
+    tt_status st = TT_OK;
     n = crlf_to_lf(data, n);
     if (strlen(data) != n) {
         tt_free(data);

@@ -1,9 +1,66 @@
 // gpt: train, sample, evaluate and export a GPT on characters, GPT-2's BPE tokens or a trained
 // BPE vocab, start from Hugging Face GPT-2 weights, and tokenize / encode / decode text or train
-// a BPE vocab. The code is examples/gpt_main.c's (shared with char_gpt); see `gpt --help`.
-#include "gpt_main.h"
+// a BPE vocab. One file per command in examples/gpt/ (shared with char_gpt); see `gpt --help`.
+#include "gpt/cli.h"
+
+// gpt's usage text: the model flags between head and tail come from the config's field table.
+static const char gpt_usage_head[] =
+    "usage:\n"
+    "  gpt train [--tokenizer char|gpt2|VOCAB] [--preset baby|gpt2|gpt2-medium]\n"
+    "            [--init-from FILE] [--data FILE] [--out FILE] [--resume FILE] [--log FILE.csv]\n";
+static const char gpt_usage_tail[] =
+    "            [--batch 12] [--iters 2000] [--decay-iters ITERS] [--lr 1e-3]\n"
+    "            [--min-lr 1e-4] [--warmup 100] [--weight-decay 0.1] [--beta2 0.99]\n"
+    "            [--grad-clip 1.0] [--eval-every 250] [--eval-iters 20] [--seed 1337]\n"
+    "            [--threads N] [--grad-accum 1] [--profile] [--trace FILE.json] [--overlap]\n"
+    "            [--bucket 4194304]\n"
+    "  gpt sample --ckpt FILE | --init-from FILE [--tokenizer T] [--prompt TEXT] [--tokens 500]\n"
+    "            [--temperature 0.8] [--top-k 200] [--top-p 1.0] [--seed 1337] [--no-cache]\n"
+    "            [--block N] [--threads N] [--quantize int8]\n"
+    "  gpt eval --ckpt FILE | --init-from FILE [--tokenizer T] [--data FILE] [--eval-iters N]\n"
+    "            [--batch N] [--seed N] [--threads N] [--quantize int8]\n"
+    "  gpt tokenize [--tokenizer T | --ckpt FILE] [--data FILE]\n"
+    "  gpt encode [--tokenizer T | --ckpt FILE] [--data FILE]  < bytes  > ids\n"
+    "  gpt decode [--tokenizer T | --ckpt FILE] [--data FILE]  < ids  > bytes\n"
+    "  gpt bpe-train --merges N --out VOCAB [--data FILE]\n"
+    "  gpt export --ckpt FILE --out FILE.safetensors [--dtype f32|f16|bf16]\n"
+    "\n"
+    "--tokenizer: char (one token per distinct byte of --data; the default), gpt2 (GPT-2's\n"
+    "BPE, from " TT_GPT2_ENCODER " and " TT_GPT2_MERGES "; run `make data`)\n"
+    "or the path of a VOCAB written by `gpt bpe-train`. A checkpoint keeps its tokenizer (a\n"
+    "trained vocab whole), so sample, eval, tokenize, encode and decode with --ckpt need no\n"
+    "--tokenizer. --data defaults to " DEFAULT_DATA "; --out of train to out/gpt.ckpt.\n"
+    "train: --preset sets every model flag (flags you give override it; the vocab size is the\n"
+    "tokenizer's). --init-from starts from the weights of a checkpoint of gpt train or of a\n"
+    "Hugging Face GPT-2 model.safetensors (the config is the file's, so model flags are\n"
+    "refused; the optimizer starts fresh). The rest is char_gpt's: --out holds the last state,\n"
+    "its .best name (out/gpt.best.ckpt) the best val loss; --resume FILE continues bit for bit\n"
+    "(into FILE unless --out is given); outputs, divergence and signals as char_gpt's; a\n"
+    "default that conflicts with a flag you give is lowered with a note; stdout: `eval step=N\n"
+    "train_loss=F val_loss=F` at each eval and a `done ...` line. --grad-accum and mpirun\n"
+    "as char_gpt's.\n"
+    "sample prints the prompt and the generated text (--temperature 0: greedy); eval prints\n"
+    "`eval train_loss=F val_loss=F`. A --init-from FILE.safetensors holds GPT-2 weights and no\n"
+    "tokenizer: gpt2 unless --tokenizer names another. --quantize int8 as char_gpt's.\n"
+    "tokenize prints `tokens=N train=N val=N` (the text split 90/10 by characters, each part\n"
+    "encoded on its own); encode prints the ids of stdin's bytes on one line; decode writes the\n"
+    "bytes of the ids on stdin (whitespace-separated); bpe-train learns --merges merges from\n"
+    "--data and writes VOCAB; export writes a checkpoint's model in GPT-2's safetensors layout\n"
+    "(the model must be GPT-2-shaped: train it with --preset gpt2).\n";
 
 int main(int argc, char **argv) {
-    static const gpt_program gpt = {"gpt", "out/gpt.ckpt", false};
-    return gpt_main(argc, argv, &gpt);
+    static const gpt_program gpt = {"gpt", "out/gpt.ckpt", false, gpt_usage_head,
+                                    "            ", gpt_usage_tail};
+    static const struct {
+        int cmd;
+        int (*run)(void);
+    } commands[] = {
+        {CMD_TRAIN, cmd_train},       {CMD_SAMPLE, cmd_sample},     {CMD_EVAL, cmd_eval},
+        {CMD_TOKENIZE, cmd_tokenize}, {CMD_ENCODE, cmd_encode},     {CMD_DECODE, cmd_decode},
+        {CMD_BPE_TRAIN, cmd_bpe_train}, {CMD_EXPORT, cmd_export},
+    };
+    int cmd = gpt_cli_begin(argc, argv, &gpt);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (commands[i].cmd == cmd) return gpt_cli_end(commands[i].run());
+    die("internal error: command %d has no function", cmd);
 }

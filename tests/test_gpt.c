@@ -1007,7 +1007,6 @@ START_TEST(test_field_table) {
     for (int i = 0; i < tt_gpt_nfields; i++) {
         const tt_gpt_field *f = &tt_gpt_fields[i];
         ck_assert_ptr_eq(tt_gpt_field_find(f->name), f);
-        if (f->flag) ck_assert_ptr_eq(tt_gpt_field_find(f->flag), f);
         for (int j = 0; j < i; j++) {  // one row per member
             ck_assert_str_ne(tt_gpt_fields[j].name, f->name);
             ck_assert_uint_ne(tt_gpt_fields[j].offset, f->offset);
@@ -1028,33 +1027,34 @@ START_TEST(test_field_table) {
         ck_assert_msg(tt_gpt_field_get(&e, f) == other, "%s: '%s'", f->name, buf);
     }
     ck_assert_ptr_null(tt_gpt_field_find("n_layers"));
+    ck_assert_ptr_null(tt_gpt_field_find("--layers"));  // flags are the programs'
     ck_assert_ptr_null(tt_gpt_field_find("--nope"));
     // The values of each type land in the struct member.
     tt_gpt_config c = d;
-    ck_assert_int_eq(tt_gpt_field_parse(&c, tt_gpt_field_find("--layers"), "12"), TT_OK);
+    ck_assert_int_eq(tt_gpt_field_parse(&c, tt_gpt_field_find("n_layer"), "12"), TT_OK);
     ck_assert_int_eq(tt_gpt_field_parse(&c, tt_gpt_field_find("dropout"), "0.25"), TT_OK);
-    ck_assert_int_eq(tt_gpt_field_parse(&c, tt_gpt_field_find("--pos"), "rope"), TT_OK);
-    ck_assert_int_eq(tt_gpt_field_parse(&c, tt_gpt_field_find("--act"), "gelu_tanh"), TT_OK);
+    ck_assert_int_eq(tt_gpt_field_parse(&c, tt_gpt_field_find("positional"), "rope"), TT_OK);
+    ck_assert_int_eq(tt_gpt_field_parse(&c, tt_gpt_field_find("activation"), "gelu_tanh"), TT_OK);
     ck_assert_int_eq(tt_gpt_field_parse(&c, tt_gpt_field_find("qkv_bias"), "false"), TT_OK);
     ck_assert_int_eq(c.n_layer, 12);
     ck_assert(c.dropout == 0.25);
     ck_assert_int_eq(c.positional, TT_POS_ROPE);
     ck_assert_int_eq(c.activation, TT_ACT_GELU_TANH);
     ck_assert(!c.qkv_bias);
-    // Syntax errors name the flag and the expected values; the config is unchanged.
+    // Syntax errors name the field and the expected values; the config is unchanged.
     struct { const char *key, *text, *msg; } bad[] = {
-        {"--layers", "four", "--layers expects an integer, got 'four'; e.g. --layers 4"},
-        {"--layers", "", "--layers expects an integer, got ''"},
-        {"--dropout", "0.1x", "--dropout expects a number, got '0.1x'"},
-        {"--dropout", "nan", "--dropout expects a number, got 'nan'"},
-        {"--pos", "absolute", "--pos expects one of learned, rope, got 'absolute'"},
-        {"--act", "softmax", "--act expects one of identity, relu, gelu, gelu_tanh, relu2, "
-                             "silu, tanh, sigmoid, got 'softmax'"},
+        {"n_layer", "four", "n_layer expects an integer, got 'four'; e.g. n_layer 4"},
+        {"n_layer", "", "n_layer expects an integer, got ''"},
+        {"dropout", "0.1x", "dropout expects a number, got '0.1x'"},
+        {"dropout", "nan", "dropout expects a number, got 'nan'"},
+        {"positional", "absolute", "positional expects one of learned, rope, got 'absolute'"},
+        {"activation", "softmax", "activation expects one of identity, relu, gelu, gelu_tanh, "
+                                  "relu2, silu, tanh, sigmoid, got 'softmax'"},
         {"qk_norm", "yes", "qk_norm expects true or false, got 'yes'"},
         // Beyond int64 or a double: out of range, with the text as given.
-        {"--layers", "99999999999999999999", "--layers 99999999999999999999 is out of range; "
-                                             "use a value in [1, 100000]"},
-        {"--dropout", "1e400", "--dropout 1e400 is out of range; use a value in [0, 1)"},
+        {"n_layer", "99999999999999999999", "n_layer 99999999999999999999 is out of range; "
+                                            "use a value in [1, 100000]"},
+        {"dropout", "1e400", "dropout 1e400 is out of range; use a value in [0, 1)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tt_gpt_config e = d;
@@ -1066,12 +1066,12 @@ START_TEST(test_field_table) {
     }
     // A denormal is the number it is (strtod's ERANGE on underflow); int64's top survives a
     // set through a double (saturated, not wrapped to INT64_MIN).
-    ck_assert_int_eq(tt_gpt_field_parse(&c, tt_gpt_field_find("--dropout"), "1e-320"), TT_OK);
+    ck_assert_int_eq(tt_gpt_field_parse(&c, tt_gpt_field_find("dropout"), "1e-320"), TT_OK);
     ck_assert(c.dropout > 0 && c.dropout < 1e-310);
-    ck_assert_int_eq(tt_gpt_field_parse(&c, tt_gpt_field_find("--block"),
+    ck_assert_int_eq(tt_gpt_field_parse(&c, tt_gpt_field_find("block_size"),
                                         "9223372036854775807"), TT_OK);
     ck_assert_int_eq(c.block_size, INT64_MAX);
-    tt_gpt_field_set(&c, tt_gpt_field_find("--block"), -1e30);
+    tt_gpt_field_set(&c, tt_gpt_field_find("block_size"), -1e30);
     ck_assert_int_eq(c.block_size, INT64_MIN);
     c.block_size = d.block_size;
     // Ranges are validate's: a huge n_layer parses, then validate names the range.

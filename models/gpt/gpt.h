@@ -11,7 +11,7 @@
 //     tt_scope_end();
 //     tt_gpt_free(&gpt);
 //
-// Configs are data (one field table: defaults, ranges, flags, checkpoint keys), with presets:
+// Configs are data (one field table: defaults, ranges, checkpoint keys), with presets:
 //     tt_gpt_config_preset("gpt2", &cfg);                  // 124M, as OpenAI's checkpoints
 //     tt_gpt_save("run.ckpt", &gpt, &optim, &state);       // tt_gpt_load reads it back
 #ifndef TT_GPT_H
@@ -48,15 +48,16 @@ typedef struct tt_gpt_config {
 
 // ---- config fields (gpt_config.c) ----
 // One table describes every field of tt_gpt_config: its name (the checkpoint key is
-// "cfg.<name>"), type, offset, default, valid range and command-line flag. Defaults, range
-// checks, checkpoint save/load and examples/char_gpt's flags are all driven by it, so adding a
-// config field is two edits: the member above and its row in tt_gpt_fields (gpt_config.c);
-// then use it in gpt.c. Older checkpoints without the new key load with the row's default.
+// "cfg.<name>"), type, offset, default and valid range. Defaults, range checks, checkpoint
+// save/load and the examples' model flags are all driven by it, so adding a config field is
+// two edits: the member above and its row in tt_gpt_fields (gpt_config.c), then use it in
+// gpt.c; a program that wants a flag for it names one (examples/gpt/flags.c). Older
+// checkpoints without the new key load with the row's default.
 
 typedef enum tt_gpt_field_type {
     TT_GPT_FIELD_I64,   // int64_t in [lo, hi]
     TT_GPT_FIELD_F64,   // double in [lo, hi)
-    TT_GPT_FIELD_BOOL,  // bool; its flag sets it, or clears it when the flag starts with --no-
+    TT_GPT_FIELD_BOOL,  // bool
     TT_GPT_FIELD_ENUM,  // an enum (int-sized) in [lo, hi] named by names[value - lo]
 } tt_gpt_field_type;
 
@@ -67,21 +68,21 @@ typedef struct tt_gpt_field {
     double def;                 // the default (bools 0/1, enums their value)
     double lo, hi;              // the valid range (I64, ENUM: [lo, hi]; F64: [lo, hi))
     const char *const *names;   // ENUM: a name per value lo .. hi (NULL: not allowed)
-    const char *flag;           // command-line flag, e.g. "--layers" (NULL: none)
     const char *help;           // one line
 } tt_gpt_field;
 
 extern const tt_gpt_field tt_gpt_fields[];
 extern const int tt_gpt_nfields;
 
-// The row whose name or flag is key ("n_layer" or "--layers"); NULL when none.
+// The row whose name is key ("n_layer"); NULL when none. (A program's flags, e.g. "--layers",
+// are its own: examples/gpt/flags.c.)
 const tt_gpt_field *tt_gpt_field_find(const char *key);
 // A field's value as a double (bools 0/1, enums their value) and the reverse (no checks).
 double tt_gpt_field_get(const tt_gpt_config *cfg, const tt_gpt_field *f);
 void tt_gpt_field_set(tt_gpt_config *cfg, const tt_gpt_field *f, double v);
 // Parses text ("4", "0.1", "rope", "true"/"false"/"1"/"0") into the field. Only the syntax
 // (and an enum's names) is checked here: ranges are tt_gpt_config_validate's. TT_ERR_ARG naming
-// the flag (or the name) and the expected values; cfg is unchanged then.
+// the field and the expected values; cfg is unchanged then.
 tt_status tt_gpt_field_parse(tt_gpt_config *cfg, const tt_gpt_field *f, const char *text);
 // The value as text ("4", "0.1", "rope", "true") into buf; returns buf.
 const char *tt_gpt_field_format(const tt_gpt_config *cfg, const tt_gpt_field *f, char *buf,

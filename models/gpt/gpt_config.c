@@ -1,4 +1,4 @@
-// The GPT's config as data: one table of fields (name, type, offset, default, range, flag) that
+// The GPT's config as data: one table of fields (name, type, offset, default, range) that
 // drives the defaults, validation, text parsing and checkpoint save/load; the GPT-2 presets; the
 // parameter count and memory of a config. Not here: the checkpoint (gpt_checkpoint.c).
 #include "gpt_internal.h"
@@ -27,34 +27,34 @@ _Static_assert(TT_ACT_SOFTMAX == TT_ACT_COUNT - 1, "the activation field's range
 // Rows in checkpoint order: the first 13 are those of the first char_gpt checkpoints. The size
 // ranges keep every parameter count of a valid config within int64 (12 n_embd^2 n_layer < 2^63).
 const tt_gpt_field tt_gpt_fields[] = {
-    // name          type  offset             default  lo  hi          names       flag
-    {"vocab_size",   I64,  AT(vocab_size),    65,      1,  2147483647, NULL,       NULL,
+    // name          type  offset             default  lo  hi          names
+    {"vocab_size",   I64,  AT(vocab_size),    65,      1,  2147483647, NULL,
      "tokens in the vocabulary"},
-    {"block_size",   I64,  AT(block_size),    64,      1,  1 << 20,    NULL,       "--block",
+    {"block_size",   I64,  AT(block_size),    64,      1,  1 << 20,    NULL,
      "longest context"},
-    {"n_layer",      I64,  AT(n_layer),       4,       1,  100000,     NULL,       "--layers",
+    {"n_layer",      I64,  AT(n_layer),       4,       1,  100000,     NULL,
      "transformer blocks"},
-    {"n_head",       I64,  AT(n_head),        4,       1,  1 << 20,    NULL,       "--heads",
+    {"n_head",       I64,  AT(n_head),        4,       1,  1 << 20,    NULL,
      "attention heads"},
-    {"n_kv_head",    I64,  AT(n_kv_head),     4,       0,  1 << 20,    NULL,       "--kv-heads",
+    {"n_kv_head",    I64,  AT(n_kv_head),     4,       0,  1 << 20,    NULL,
      "key/value heads (grouped-query attention when < n_head; 0 means n_head)"},
-    {"n_embd",       I64,  AT(n_embd),        128,     1,  1 << 20,    NULL,       "--embd",
+    {"n_embd",       I64,  AT(n_embd),        128,     1,  1 << 20,    NULL,
      "channels"},
-    {"dropout",      F64,  AT(dropout),       0.0,     0,  1,          NULL,       "--dropout",
+    {"dropout",      F64,  AT(dropout),       0.0,     0,  1,          NULL,
      "dropout probability"},
-    {"bias",         BOOL, AT(bias),          0,       0,  1,          NULL,       "--bias",
+    {"bias",         BOOL, AT(bias),          0,       0,  1,          NULL,
      "biases in Linear layers and LayerNorms"},
-    {"positional",   ENUM, AT(positional),    TT_POS_LEARNED, 0, 1,    pos_names,  "--pos",
+    {"positional",   ENUM, AT(positional),    TT_POS_LEARNED, 0, 1,    pos_names,
      "learned position embedding or rotary"},
-    {"norm",         ENUM, AT(norm),          TT_NORM_LAYERNORM, 0, 1, norm_names, "--norm",
+    {"norm",         ENUM, AT(norm),          TT_NORM_LAYERNORM, 0, 1, norm_names,
      "layernorm or rmsnorm"},
     {"activation",   ENUM, AT(activation),    TT_ACT_GELU, 0, TT_ACT_SIGMOID, tt_act_names,
-     "--act", "MLP activation (gelu exact, gelu_tanh as GPT-2)"},
-    {"tie_weights",  BOOL, AT(tie_weights),   1,       0,  1,          NULL,       "--no-tie",
+     "MLP activation (gelu exact, gelu_tanh as GPT-2)"},
+    {"tie_weights",  BOOL, AT(tie_weights),   1,       0,  1,          NULL,
      "the head shares the token embedding"},
-    {"qk_norm",      BOOL, AT(qk_norm),       0,       0,  1,          NULL,       "--qk-norm",
+    {"qk_norm",      BOOL, AT(qk_norm),       0,       0,  1,          NULL,
      "RMSNorm on each head's q and k"},
-    {"qkv_bias",     BOOL, AT(qkv_bias),      1,       0,  1,          NULL, "--no-qkv-bias",
+    {"qkv_bias",     BOOL, AT(qkv_bias),      1,       0,  1,          NULL,
      "biases in the q/k/v projections too (when bias)"},
 };
 const int tt_gpt_nfields = (int)(sizeof tt_gpt_fields / sizeof tt_gpt_fields[0]);
@@ -68,7 +68,7 @@ const tt_gpt_field *tt_gpt_field_find(const char *key) {
     if (!key) return NULL;
     for (int i = 0; i < tt_gpt_nfields; i++) {
         const tt_gpt_field *f = &tt_gpt_fields[i];
-        if (strcmp(f->name, key) == 0 || (f->flag && strcmp(f->flag, key) == 0)) return f;
+        if (strcmp(f->name, key) == 0) return f;
     }
     return NULL;
 }
@@ -152,8 +152,7 @@ tt_status tt__gpt_field_check(const tt_gpt_field *f, const char *label, double v
 
 tt_status tt_gpt_field_parse(tt_gpt_config *cfg, const tt_gpt_field *f, const char *text) {
     TT_CHECK(cfg && f && text, "cfg, field and text must not be NULL");
-    // A bool's flag sets or clears it without a value: its text is named by the field.
-    const char *label = f->flag && f->type != TT_GPT_FIELD_BOOL ? f->flag : f->name;
+    const char *label = f->name;  // the programs' flag spellings are theirs (examples/gpt/)
     char *end = NULL;
     double v = 0;
     switch (f->type) {

@@ -1,4 +1,4 @@
-// The GPT programs' flags (examples/gpt_main.c): each numeric flag's range, whose ends may be
+// The GPT programs' flags (examples/gpt/cli.c): each numeric flag's range, whose ends may be
 // open; parsing with overflow detection; the one message for a value outside its range; the
 // model flags of the usage text.
 #ifndef TT_GPT_FLAGS_H
@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "models/gpt/gpt.h"
 
 // [lo, hi], with ends "[]", "[)", "(]" or "()" saying which ends are open.
 typedef struct gpt_range {
@@ -31,6 +33,17 @@ bool gpt_range_has(gpt_range r, double v);
 // [lo, hi]" (a value the user did not type) into buf; returns buf.
 const char *gpt_range_message(gpt_range r, const char *text, const char *from, bool given,
                               bool is_int, char *buf, size_t n);
+
+// The flag of config field i (tt_gpt_fields[i]): "--layers" for n_layer; NULL when it has
+// none (vocab_size comes from the tokenizer). A bool's flag names the value it sets: --bias
+// turns bias on, --no-tie turns tie_weights off.
+const char *gpt_model_flag(int i);
+// The index in tt_gpt_fields of the field whose flag is name; -1 when none.
+int gpt_model_flag_field(const char *name);
+
+// Parses text into enum field i of cfg; false, with "FLAG expects one of a, b, got 'text'" in
+// buf, when text names none of its values (cfg unchanged).
+bool gpt_parse_enum(tt_gpt_config *cfg, int i, const char *text, char *buf, size_t n);
 
 // The model flags of the usage text ("[--layers 4] [--heads 4] ..."), from the config's field
 // table with the defaults, wrapped at 90 columns, each line starting with indent.

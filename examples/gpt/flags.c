@@ -1,7 +1,7 @@
-// The GPT programs' flags (gpt_flags.h): the numeric flags' ranges, parsing with overflow
+// The GPT programs' flags (flags.h): the numeric flags' ranges, parsing with overflow
 // detection, the message for a value outside a range, and the model flags of the usage text.
-// Which flags a command takes, and where a value came from, are examples/gpt_main.c's.
-#include "gpt_flags.h"
+// Which flags a command takes, and where a value came from, are examples/gpt/cli.c's.
+#include "flags.h"
 
 #include "tinytorch.h"
 #include "models/gpt/gpt.h"
@@ -65,6 +65,59 @@ const char *gpt_range_message(gpt_range r, const char *text, const char *from, b
     return buf;
 }
 
+// ---- the model flags: a flag per config field ----
+
+// The library's table holds each field's name, type, default and range; the spellings on the
+// command line are these programs'.
+static const struct {
+    const char *field, *flag;
+} model_flags[] = {
+    {"block_size", "--block"},   {"n_layer", "--layers"},      {"n_head", "--heads"},
+    {"n_kv_head", "--kv-heads"}, {"n_embd", "--embd"},         {"dropout", "--dropout"},
+    {"bias", "--bias"},          {"positional", "--pos"},      {"norm", "--norm"},
+    {"activation", "--act"},     {"tie_weights", "--no-tie"},  {"qk_norm", "--qk-norm"},
+    {"qkv_bias", "--no-qkv-bias"},
+};
+#define N_MODEL_FLAGS (sizeof model_flags / sizeof model_flags[0])
+
+const char *gpt_model_flag(int i) {
+    for (size_t k = 0; k < N_MODEL_FLAGS; k++)
+        if (strcmp(model_flags[k].field, tt_gpt_fields[i].name) == 0) return model_flags[k].flag;
+    return NULL;
+}
+
+int gpt_model_flag_field(const char *name) {
+    for (int i = 0; i < tt_gpt_nfields; i++) {
+        const char *f = gpt_model_flag(i);
+        if (f && strcmp(f, name) == 0) return i;
+    }
+    return -1;
+}
+
+// "learned|rope" (sep "|") or "learned, rope": the names of enum field f's values.
+static void enum_names(const tt_gpt_field *f, const char *sep, char *buf, size_t n) {
+    size_t k = 0;
+    buf[0] = 0;
+    for (int v = (int)f->lo; v <= (int)f->hi; v++)
+        if (f->names[v - (int)f->lo] && k < n)
+            k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? sep : "", f->names[v - (int)f->lo]);
+}
+
+bool gpt_parse_enum(tt_gpt_config *cfg, int i, const char *text, char *buf, size_t n) {
+    const tt_gpt_field *f = &tt_gpt_fields[i];
+    for (int v = (int)f->lo; v <= (int)f->hi; v++) {
+        const char *name = f->names[v - (int)f->lo];
+        if (name && strcmp(name, text) == 0) {
+            tt_gpt_field_set(cfg, f, v);
+            return true;
+        }
+    }
+    char list[256];
+    enum_names(f, ", ", list, sizeof list);
+    snprintf(buf, n, "%s expects one of %s, got '%s'", gpt_model_flag(i), list, text);
+    return false;
+}
+
 // ---- the usage text's model flags ----
 
 void gpt_usage_model_flags(FILE *fp, const char *indent) {
@@ -72,23 +125,19 @@ void gpt_usage_model_flags(FILE *fp, const char *indent) {
     tt_gpt_config d = tt_gpt_config_default();
     for (int i = 0; i < tt_gpt_nfields; i++) {
         const tt_gpt_field *f = &tt_gpt_fields[i];
-        if (!f->flag) continue;
+        const char *flag = gpt_model_flag(i);
+        if (!flag) continue;
         char item[200], val[100];
         if (f->type == TT_GPT_FIELD_BOOL) {
-            snprintf(item, sizeof item, "[%s]", f->flag);
+            snprintf(item, sizeof item, "[%s]", flag);
         } else if (f->type == TT_GPT_FIELD_ENUM) {
-            size_t k = 0;
-            val[0] = 0;
-            for (int v = (int)f->lo; v <= (int)f->hi; v++)
-                if (f->names[v - (int)f->lo])
-                    k += (size_t)snprintf(val + k, sizeof val - k, "%s%s", k ? "|" : "",
-                                          f->names[v - (int)f->lo]);
-            snprintf(item, sizeof item, "[%s %s]", f->flag, val);
+            enum_names(f, "|", val, sizeof val);
+            snprintf(item, sizeof item, "[%s %s]", flag, val);
         } else if (strcmp(f->name, "n_kv_head") == 0) {
-            snprintf(item, sizeof item, "[%s HEADS]", f->flag);  // defaults to --heads
+            snprintf(item, sizeof item, "[%s HEADS]", flag);  // defaults to --heads
         } else {
-            snprintf(item, sizeof item, "[%s %s]", f->flag, tt_gpt_field_format(&d, f, val,
-                                                                              sizeof val));
+            snprintf(item, sizeof item, "[%s %s]", flag, tt_gpt_field_format(&d, f, val,
+                                                                           sizeof val));
         }
         if (col + 1 + (int)strlen(item) > 90) col = fprintf(fp, "\n%s", indent) - 1;
         col += fprintf(fp, "%s%s", col > (int)strlen(indent) ? " " : "", item);
