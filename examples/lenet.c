@@ -97,7 +97,7 @@ static int64_t linear_bytes(const tt_lenet *m) {
     int64_t bytes = 0;
     for (int i = 0; i < 3; i++)
         bytes += tt_linear_quantized(fc[i]) ? tt_qlinear_bytes(tt_linear_quantized(fc[i]))
-                                  : 4 * (tt_numel(fc[i]->weight) + tt_numel(fc[i]->bias));
+                                            : 4 * (tt_numel(fc[i]->weight) + tt_numel(fc[i]->bias));
     return bytes;
 }
 
