@@ -120,39 +120,6 @@ const tt_k_bf16_kernel tt_k_bf16_generic = {"generic bf16 4x16 (f32 FMA order)",
 // Words of a packed A block: MC / MR panels.
 #define A_WORDS(mr) ((size_t)(MC / (mr) * tt_k_bf16_panel(KC, (int)(mr))))
 
-static void share(int64_t n, int t, int nt, int64_t *lo, int64_t *hi) {
-    *lo = n * t / nt;
-    *hi = n * (t + 1) / nt;
-}
-
-// Packing buffers kept per thread between products, 64-byte aligned, grown on demand.
-typedef struct workspace {
-    void *raw;
-    uint32_t *p;
-    size_t cap;  // words
-} workspace;
-
-static _Thread_local workspace ws_a, ws_b;
-
-// At thread exit (tt__at_thread_exit): the thread's workspaces.
-static void ws_free(void) {
-    tt_free(ws_a.raw);
-    tt_free(ws_b.raw);
-    ws_a = (workspace){0};
-    ws_b = (workspace){0};
-}
-
-static uint32_t *ws_get(workspace *w, size_t nwords) {
-    if (nwords > w->cap) {
-        if (!w->raw) tt__at_thread_exit(ws_free);
-        tt_free(w->raw);
-        w->raw = TT_MALLOC(nwords * sizeof(uint32_t) + 64);
-        w->p = (uint32_t *)(((uintptr_t)w->raw + 63) & ~(uintptr_t)63);
-        w->cap = nwords;
-    }
-    return w->p;
-}
-
 typedef struct bf16_job {
     const tt_k_bf16_kernel *kern;
     int64_t M, N, K;
@@ -169,85 +136,27 @@ typedef struct bf16_job {
     uint32_t *ap;   // packed A block, shared when split_n
 } bf16_job;
 
-// X (kc, n), X[k, j] = src[k ks + j js], into w-wide panels: the path's packer when a dim of
-// X is contiguous, else the portable one.
-static void pack(const bf16_job *g, uint32_t *dst, const char *src, tt_k_bf16_src type,
-                 int64_t ks, int64_t js, int64_t kc, int64_t n, int64_t w) {
-    tt_k_bf16_packer p = g->kern->pack && (js == 1 || ks == 1) ? g->kern->pack
-                                                                : tt_k_bf16_pack_generic;
-    p(dst, src, type, ks, js, kc, n, (int)w);
-}
-
-// Every tile of C[0:mc, 0:ncols] from the packed blocks ap (mc rows) and bp (ncols columns).
-static void macro_kernel(const bf16_job *g, const uint32_t *ap, const uint32_t *bp, int64_t mc,
-                         int64_t ncols, int64_t kc, float *c, bool add, const float *bias) {
-    const tt_k_bf16_kernel *kn = g->kern;
-    int64_t kp = cdiv(kc, 2);
-    int64_t pa = tt_k_bf16_panel(kc, kn->mr), pb = tt_k_bf16_panel(kc, kn->nr);  // strides
-    for (int64_t jr = 0; jr < ncols; jr += kn->nr) {
-        int nr = (int)min64(kn->nr, ncols - jr);
-        tt_k_bf16_ukernel uk = kn->narrow && nr <= kn->nr / 2 ? kn->narrow : kn->full;
-        for (int64_t ir = 0; ir < mc; ir += kn->mr) {
-            int mr = (int)min64(kn->mr, mc - ir);
-            uk(kp, ap + ir / kn->mr * pa, bp + jr / kn->nr * pb, c + ir * g->c_rs + jr,
-                     g->c_rs, mr, nr, add, bias ? bias + jr : NULL);
-        }
-    }
-}
-
-// Thread t of nt computes its part of C, as gemm_thread in matmul.c: rows split, each thread
-// packs a share of B's panels (shared, then a barrier) and its own rows of A; columns split,
-// its own B panels and a share of A's panels (shared). One thread computes each element of C.
-static void gemm_thread(const bf16_job *g, int t, int nt) {
-    const tt_k_bf16_kernel *kn = g->kern;
-    int64_t MR = kn->mr, NR = kn->nr;
-    uint32_t *ap = g->split_n ? g->ap : ws_get(&ws_a, A_WORDS(MR));
-    int64_t mlo, mhi;  // rows of this thread (rows split), as whole panels
-    share(cdiv(g->M, MR), t, nt, &mlo, &mhi);
-    mlo *= MR;
-    mhi = min64(g->M, mhi * MR);
-    for (int64_t jc = 0; jc < g->N; jc += NC) {
-        int64_t nc = min64(NC, g->N - jc), qlo, qhi;  // B panels this thread packs
-        share(cdiv(nc, NR), t, nt, &qlo, &qhi);
-        int64_t jlo = qlo * NR, jhi = min64(nc, qhi * NR);
-        for (int64_t pc = 0; pc < g->K; pc += KC) {
-            int64_t kc = min64(KC, g->K - pc);
-            bool add = g->accumulate || pc > 0;
-            const float *bias = g->bias && !add ? g->bias + jc : NULL;
-            const char *bk = g->B + (size_t)(pc * g->b_rs + (jc + jlo) * g->b_cs) * g->b_es;
-            const char *ak = g->A + (size_t)(pc * g->a_cs) * g->a_es;
-            uint32_t *bp = g->bp + qlo * tt_k_bf16_panel(kc, (int)NR);
-            if (jhi > jlo) pack(g, bp, bk, g->b_type, g->b_rs, g->b_cs, kc, jhi - jlo, NR);
-            if (!g->split_n) {
-                tt__team_barrier(nt);  // B's panels are packed
-                for (int64_t ic = mlo; ic < mhi; ic += MC) {
-                    int64_t mc = min64(MC, mhi - ic);
-                    pack(g, ap, ak + (size_t)(ic * g->a_rs) * g->a_es, g->a_type, g->a_cs,
-                         g->a_rs, kc, mc, MR);
-                    macro_kernel(g, ap, g->bp, mc, nc, kc, g->C + ic * g->c_rs + jc, add,
-                                 bias);
-                }
-                tt__team_barrier(nt);  // nobody reads B's panels any more
-            } else {
-                for (int64_t ic = 0; ic < g->M; ic += MC) {
-                    int64_t mc = min64(MC, g->M - ic), plo, phi;
-                    share(cdiv(mc, MR), t, nt, &plo, &phi);
-                    int64_t ilo = plo * MR, ihi = min64(mc, phi * MR);
-                    if (ihi > ilo)
-                        pack(g, ap + plo * tt_k_bf16_panel(kc, (int)MR),
-                             ak + (size_t)((ic + ilo) * g->a_rs) * g->a_es, g->a_type, g->a_cs,
-                             g->a_rs, kc, ihi - ilo, MR);
-                    tt__team_barrier(nt);  // A's panels are packed
-                    if (jhi > jlo)
-                        macro_kernel(g, ap, bp, mc, jhi - jlo, kc,
-                                     g->C + ic * g->c_rs + jc + jlo, add,
-                                     bias ? bias + jlo : NULL);
-                    tt__team_barrier(nt);  // nobody reads A's panels any more
-                }
-            }
-        }
-    }
-}
+// share, the workspaces, macro_kernel and gemm_thread (gemm_driver.inc, shared with
+// matmul.c): rows or columns of C split between threads as for the f32 GEMM.
+#define JOB bf16_job
+#define PANEL_T uint32_t
+#define OUT_T float
+#define UKERNEL_T tt_k_bf16_ukernel
+#define UK_K(kc) cdiv(kc, 2)
+#define A_ES(g) ((g)->a_es)
+#define B_ES(g) ((g)->b_es)
+#define OUT_AT(g, p, i) ((p) + (i))
+#define PANEL_AT(g, p, q, kc, w) ((p) + (q) * tt_k_bf16_panel(kc, (int)(w)))
+#define PACKER_T tt_k_bf16_packer
+#define PORTABLE_PACKER(g) tt_k_bf16_pack_generic
+#define PACK_A(g, dst, src, kc, n, w)                                          \
+    packer_for(g, (g)->a_cs, (g)->a_rs)(dst, src, (g)->a_type, (g)->a_cs, (g)->a_rs, kc, n, \
+                                        (int)(w))
+#define PACK_B(g, dst, src, kc, n, w)                                          \
+    packer_for(g, (g)->b_rs, (g)->b_cs)(dst, src, (g)->b_type, (g)->b_rs, (g)->b_cs, kc, n, \
+                                        (int)(w))
+#define WS_A_SIZE(g, mr) A_WORDS(mr)
+#include "gemm_driver.inc"
 
 // C (M, N), unit column stride, (+)= A B (+ bias, when not accumulating); M, N, K >= 1.
 static void gemm_packed(int64_t M, int64_t N, int64_t K, const void *A, tt_k_bf16_src a_type,
@@ -262,28 +171,15 @@ static void gemm_packed(int64_t M, int64_t N, int64_t K, const void *A, tt_k_bf1
         .a_rs = a_rs, .a_cs = a_cs, .b_rs = b_rs, .b_cs = b_cs,
         .C = C, .c_rs = c_rs, .accumulate = accumulate, .bias = bias,
     };
-    int64_t mpan = cdiv(M, kn->mr), npan = cdiv(min64(N, NC), kn->nr);
-    int nt = 2.0 * (double)M * (double)N * (double)K < PAR_MIN_FLOPS ? 1 : tt__kernel_threads();
-    nt = (int)min64(nt, max64(mpan, npan));
     // Threads: whichever split of C's panels balances better, rows on a tie; when C has more
     // than MC rows, rows unless the columns balance clearly better (a column split has two
     // barriers per (MC, KC) block, a row split two per KC block).
-    if (nt > 1) {
-        double em = (double)mpan / (double)(nt * cdiv(mpan, nt));
-        double en = (double)npan / (double)(nt * cdiv(npan, nt));
-        g.split_n = en > (M > MC ? 1.1 : 1.0) * em;
-    }
+    int nt = plan_threads(M, N, K, kn->mr, kn->nr, M > MC ? 1.1 : 1.0, &g.split_n);
+    int64_t npan = cdiv(min64(N, NC), kn->nr);
     size_t bwords = (size_t)(npan * tt_k_bf16_panel(KC, kn->nr));
     g.bp = ws_get(&ws_b, bwords + (g.split_n ? A_WORDS(kn->mr) : 0));
     g.ap = g.split_n ? g.bp + bwords : NULL;
-    if (nt <= 1) {
-        gemm_thread(&g, 0, 1);
-        return;
-    }
-#ifdef _OPENMP
-#pragma omp parallel num_threads(nt)
-    gemm_thread(&g, omp_get_thread_num(), omp_get_num_threads());
-#endif
+    run_threads(&g, nt);
 }
 
 // The checks shared by the public products, on behalf of `func`.

@@ -42,14 +42,10 @@ TARGET_AVX2 static inline __m256i lanes_pd(int w) {
 #define UKERNEL uk_f32_6x16
 #define NV 2
 #include "gemm_avx2_ukernel.inc"
-#undef UKERNEL
-#undef NV
 
 #define UKERNEL uk_f32_6x8
 #define NV 1
 #include "gemm_avx2_ukernel.inc"
-#undef UKERNEL
-#undef NV
 
 #undef T
 #undef V
@@ -82,14 +78,10 @@ TARGET_AVX2 static inline __m256i lanes_pd(int w) {
 #define UKERNEL uk_f64_6x8
 #define NV 2
 #include "gemm_avx2_ukernel.inc"
-#undef UKERNEL
-#undef NV
 
 #define UKERNEL uk_f64_6x4
 #define NV 1
 #include "gemm_avx2_ukernel.inc"
-#undef UKERNEL
-#undef NV
 
 #undef T
 #undef V
@@ -183,16 +175,6 @@ INLINE_AVX2 void store_first_pd(double *p, __m256d v, int n) {
 #define TPACK tpack_ps
 #define PACK pack_ps
 #include "gemm_avx2_pack.inc"
-#undef T
-#undef V
-#undef VL
-#undef V_SETZERO
-#undef TRANSPOSE
-#undef LOAD_FIRST
-#undef STORE_FIRST
-#undef COPY
-#undef TPACK
-#undef PACK
 
 #define T double
 #define V __m256d
@@ -205,16 +187,6 @@ INLINE_AVX2 void store_first_pd(double *p, __m256d v, int n) {
 #define TPACK tpack_pd
 #define PACK pack_pd
 #include "gemm_avx2_pack.inc"
-#undef T
-#undef V
-#undef VL
-#undef V_SETZERO
-#undef TRANSPOSE
-#undef LOAD_FIRST
-#undef STORE_FIRST
-#undef COPY
-#undef TPACK
-#undef PACK
 
 const tt_k_gemm_kernel tt_k_gemm_avx2_f32 = {"avx2 f32 6x16", 6, 16, uk_f32_6x16, uk_f32_6x8,
                                              pack_ps, tt_k_dot_rows_f32_avx2};

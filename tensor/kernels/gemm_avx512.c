@@ -32,14 +32,10 @@
 #define UKERNEL uk_f32_12x32
 #define NV 2
 #include "gemm_avx512_ukernel.inc"
-#undef UKERNEL
-#undef NV
 
 #define UKERNEL uk_f32_12x16
 #define NV 1
 #include "gemm_avx512_ukernel.inc"
-#undef UKERNEL
-#undef NV
 
 #undef T
 #undef V
@@ -68,14 +64,10 @@
 #define UKERNEL uk_f64_12x16
 #define NV 2
 #include "gemm_avx512_ukernel.inc"
-#undef UKERNEL
-#undef NV
 
 #define UKERNEL uk_f64_12x8
 #define NV 1
 #include "gemm_avx512_ukernel.inc"
-#undef UKERNEL
-#undef NV
 
 #undef T
 #undef V
@@ -146,17 +138,6 @@ INLINE_AVX512 void transpose_pd(__m512d r[8]) {
 #define TPACK tpack_ps
 #define PACK pack_ps
 #include "gemm_avx512_pack.inc"
-#undef T
-#undef V
-#undef VL
-#undef FIRST
-#undef TRANSPOSE
-#undef V_SETZERO
-#undef V_MASKZ_LOADU
-#undef V_MASK_STOREU
-#undef COPY
-#undef TPACK
-#undef PACK
 
 #define T double
 #define V __m512d
@@ -170,17 +151,6 @@ INLINE_AVX512 void transpose_pd(__m512d r[8]) {
 #define TPACK tpack_pd
 #define PACK pack_pd
 #include "gemm_avx512_pack.inc"
-#undef T
-#undef V
-#undef VL
-#undef FIRST
-#undef TRANSPOSE
-#undef V_SETZERO
-#undef V_MASKZ_LOADU
-#undef V_MASK_STOREU
-#undef COPY
-#undef TPACK
-#undef PACK
 
 const tt_k_gemm_kernel tt_k_gemm_avx512_f32 = {"avx512 f32 12x32", 12, 32, uk_f32_12x32,
                                                uk_f32_12x16, pack_ps,

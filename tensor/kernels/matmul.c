@@ -53,46 +53,6 @@ static const tt_k_gemm_kernel *kernel_for(tt_dtype dtype) {
 
 const char *tt_k_gemm_kernel_name(void) { return kernel_for(TT_F32)->name; }
 
-// ---- threads ----
-
-// The part [*lo, *hi) of n items that thread t of nt takes: contiguous, sizes differing by at
-// most one. A function of (n, t, nt) only: the partition never depends on timing.
-static void share(int64_t n, int t, int nt, int64_t *lo, int64_t *hi) {
-    *lo = n * t / nt;
-    *hi = n * (t + 1) / nt;
-}
-
-// ---- workspace ----
-// Packing buffers are kept per thread between products (a training step runs the same shapes
-// again and again): 64-byte aligned, grown on demand, never shrunk. Plain memory, not tensor
-// storage, so the live-byte counters do not see it.
-typedef struct workspace {
-    void *raw;
-    char *p;
-    size_t cap;
-} workspace;
-
-static _Thread_local workspace ws_a, ws_b;
-
-// At thread exit (tt__at_thread_exit): the thread's workspaces.
-static void ws_free(void) {
-    tt_free(ws_a.raw);
-    tt_free(ws_b.raw);
-    ws_a = (workspace){0};
-    ws_b = (workspace){0};
-}
-
-static char *ws_get(workspace *w, size_t nbytes) {
-    if (nbytes > w->cap) {
-        if (!w->raw) tt__at_thread_exit(ws_free);
-        tt_free(w->raw);
-        w->raw = TT_MALLOC(nbytes + 64);
-        w->p = (char *)(((uintptr_t)w->raw + 63) & ~(uintptr_t)63);
-        w->cap = nbytes;
-    }
-    return w->p;
-}
-
 // ---- packing ----
 // A's block, rows [0, mc) x steps [0, kc), goes into ceil(mc / mr) panels, panel p holding
 // dst[k * mr + i] = A[p mr + i, k], rows past mc zero; B's, steps [0, kc) x columns [0, nc),
@@ -184,87 +144,24 @@ typedef struct gemm_job {
     char *ap;      // packed A block (MC, KC), shared when split_n
 } gemm_job;
 
-// X (kc, n), X[k, j] = src[k ks + j js], into w-wide panels (A^T with w = MR, B with w = NR):
-// the path's SIMD packer when a dim of X is contiguous, else the portable one.
-static void pack(const gemm_job *g, char *dst, const char *src, int64_t ks, int64_t js,
-                 int64_t kc, int64_t n, int64_t w) {
-    tt_k_packer p = g->kern->pack && (js == 1 || ks == 1) ? g->kern->pack : g->pack;
-    p(dst, src, ks, js, kc, n, (int)w);
-}
-
-// Every tile of C[0:mc, 0:ncols] (row stride c_rs) from the packed blocks ap (mc rows) and bp
-// (ncols columns): B's panel outside (it stays in L1), A's inside.
-static void macro_kernel(const gemm_job *g, const char *ap, const char *bp, int64_t mc,
-                         int64_t ncols, int64_t kc, char *c, bool add, const char *bias) {
-    const tt_k_gemm_kernel *kn = g->kern;
-    size_t es = g->es;
-    for (int64_t jr = 0; jr < ncols; jr += kn->nr) {
-        int nr = (int)min64(kn->nr, ncols - jr);
-        tt_k_ukernel uk = kn->narrow && nr <= kn->nr / 2 ? kn->narrow : kn->full;
-        const char *b = bp + (size_t)(jr * kc) * es;
-        const char *bias_j = bias ? bias + (size_t)jr * es : NULL;
-        for (int64_t ir = 0; ir < mc; ir += kn->mr) {
-            int mr = (int)min64(kn->mr, mc - ir);
-            uk(kc, ap + (size_t)(ir * kc) * es, b, c + (size_t)(ir * g->c_rs + jr) * es,
-               g->c_rs, mr, nr, add, bias_j);
-        }
-    }
-}
-
-// Thread t of nt computes its part of C. Rows split: each thread packs a share of B's panels
-// (shared, then a barrier) and its own rows of A (private). Columns split: each thread packs
-// its own B panels (private) and a share of A's panels (shared, then a barrier). Either way an
-// element of C is computed by one thread, by the same chain of k blocks.
-static void gemm_thread(const gemm_job *g, int t, int nt) {
-    const tt_k_gemm_kernel *kn = g->kern;
-    size_t es = g->es;
-    int64_t MR = kn->mr, NR = kn->nr;
-    char *ap = g->split_n ? g->ap : ws_get(&ws_a, (size_t)(MC * KC) * es);
-    int64_t mlo, mhi;  // rows of this thread (rows split), as whole panels
-    share(cdiv(g->M, MR), t, nt, &mlo, &mhi);
-    mlo *= MR;
-    mhi = min64(g->M, mhi * MR);
-    for (int64_t jc = 0; jc < g->N; jc += NC) {
-        int64_t nc = min64(NC, g->N - jc), qlo, qhi;  // B panels this thread packs
-        share(cdiv(nc, NR), t, nt, &qlo, &qhi);
-        int64_t jlo = qlo * NR, jhi = min64(nc, qhi * NR);
-        for (int64_t pc = 0; pc < g->K; pc += KC) {
-            int64_t kc = min64(KC, g->K - pc);
-            bool add = g->accumulate || pc > 0;
-            const char *bias = g->bias && !add ? g->bias + (size_t)jc * es : NULL;
-            const char *bk = g->B + (size_t)(pc * g->b_rs + (jc + jlo) * g->b_cs) * es;
-            const char *ak = g->A + (size_t)(pc * g->a_cs) * es;
-            char *bp = g->bp + (size_t)(jlo * kc) * es;
-            if (jhi > jlo) pack(g, bp, bk, g->b_rs, g->b_cs, kc, jhi - jlo, NR);
-            if (!g->split_n) {
-                tt__team_barrier(nt);  // B's panels are packed
-                for (int64_t ic = mlo; ic < mhi; ic += MC) {
-                    int64_t mc = min64(MC, mhi - ic);
-                    pack(g, ap, ak + (size_t)(ic * g->a_rs) * es, g->a_cs, g->a_rs, kc, mc, MR);
-                    macro_kernel(g, ap, g->bp, mc, nc, kc,
-                                 g->C + (size_t)(ic * g->c_rs + jc) * es, add, bias);
-                }
-                tt__team_barrier(nt);  // nobody reads B's panels any more
-            } else {
-                for (int64_t ic = 0; ic < g->M; ic += MC) {
-                    int64_t mc = min64(MC, g->M - ic), plo, phi;
-                    share(cdiv(mc, MR), t, nt, &plo, &phi);
-                    int64_t ilo = plo * MR, ihi = min64(mc, phi * MR);
-                    if (ihi > ilo)
-                        pack(g, ap + (size_t)(ilo * kc) * es,
-                             ak + (size_t)((ic + ilo) * g->a_rs) * es, g->a_cs, g->a_rs, kc,
-                             ihi - ilo, MR);
-                    tt__team_barrier(nt);  // A's panels are packed
-                    if (jhi > jlo)
-                        macro_kernel(g, ap, bp, mc, jhi - jlo, kc,
-                                     g->C + (size_t)(ic * g->c_rs + jc + jlo) * es, add,
-                                     bias ? bias + (size_t)jlo * es : NULL);
-                    tt__team_barrier(nt);  // nobody reads A's panels any more
-                }
-            }
-        }
-    }
-}
+// share, the workspaces, macro_kernel and gemm_thread (gemm_driver.inc, shared with bf16.c).
+#define JOB gemm_job
+#define PANEL_T char
+#define OUT_T char
+#define UKERNEL_T tt_k_ukernel
+#define UK_K(kc) (kc)
+#define A_ES(g) ((g)->es)
+#define B_ES(g) ((g)->es)
+#define OUT_AT(g, p, i) ((p) + (size_t)(i) * (g)->es)
+#define PANEL_AT(g, p, q, kc, w) ((p) + (size_t)((q) * (w) * (kc)) * (g)->es)
+#define PACKER_T tt_k_packer
+#define PORTABLE_PACKER(g) ((g)->pack)
+#define PACK_A(g, dst, src, kc, n, w) \
+    packer_for(g, (g)->a_cs, (g)->a_rs)(dst, src, (g)->a_cs, (g)->a_rs, kc, n, (int)(w))
+#define PACK_B(g, dst, src, kc, n, w) \
+    packer_for(g, (g)->b_rs, (g)->b_cs)(dst, src, (g)->b_rs, (g)->b_cs, kc, n, (int)(w))
+#define WS_A_SIZE(g, mr) ((size_t)(MC * KC) * (g)->es)
+#include "gemm_driver.inc"
 
 // C (M, N), unit column stride, (+)= A B (+ bias, when not accumulating) through the packed
 // kernels; M, N, K >= 1. The number of threads and how they split C depend on the shape only;
@@ -282,25 +179,11 @@ static void gemm_packed(tt_dtype dtype, int64_t M, int64_t N, int64_t K, const v
         .C = C, .c_rs = c_rs, .accumulate = accumulate, .bias = bias,
     };
     // Threads: whichever split of C's panels balances better (rows on a tie).
-    int64_t mpan = cdiv(M, kn->mr), npan = cdiv(min64(N, NC), kn->nr);
-    int nt = 2.0 * (double)M * (double)N * (double)K < PAR_MIN_FLOPS ? 1 : tt__kernel_threads();
-    nt = (int)min64(nt, max64(mpan, npan));
-    if (nt > 1) {
-        double em = (double)mpan / (double)(nt * cdiv(mpan, nt));
-        double en = (double)npan / (double)(nt * cdiv(npan, nt));
-        g.split_n = en > em;
-    }
-    g.bp = ws_get(&ws_b, (size_t)(KC * cdiv(min64(N, NC), kn->nr) * kn->nr) * es +
-                             (g.split_n ? (size_t)(MC * KC) * es : 0));
-    g.ap = g.split_n ? g.bp + (size_t)(KC * cdiv(min64(N, NC), kn->nr) * kn->nr) * es : NULL;
-    if (nt <= 1) {
-        gemm_thread(&g, 0, 1);
-        return;
-    }
-#ifdef _OPENMP
-#pragma omp parallel num_threads(nt)
-    gemm_thread(&g, omp_get_thread_num(), omp_get_num_threads());
-#endif
+    int nt = plan_threads(M, N, K, kn->mr, kn->nr, 1.0, &g.split_n);
+    size_t bbytes = (size_t)(KC * cdiv(min64(N, NC), kn->nr) * kn->nr) * es;
+    g.bp = ws_get(&ws_b, bbytes + (g.split_n ? (size_t)(MC * KC) * es : 0));
+    g.ap = g.split_n ? g.bp + bbytes : NULL;
+    run_threads(&g, nt);
 }
 
 
