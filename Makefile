@@ -341,6 +341,7 @@ FUZZ_FLAGS   := -std=c11 -D_POSIX_C_SOURCE=200809L -O1 -g -fno-math-errno -ffp-c
 	-fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-Wall -Wno-unknown-pragmas
 FUZZ_OBJS    := $(LIB_SRCS:%.c=$(FUZZ_BUILD)/obj/%.o)
+FUZZ_OBJS    += $(FUZZ_BUILD)/obj/dist/dist_serial.o  # train/ calls dist/ (one process here)
 
 .PHONY: fuzz fuzz-build
 fuzz:
