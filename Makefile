@@ -180,6 +180,8 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuz
 	echo "== lenet"; sh tests/run_lenet.sh $(BUILD) || fail=1; \
 	echo "== char_gpt data parallel"; MPIRUN="$(if $(filter 1,$(MPI)),$(MPIRUN))" \
 	    sh tests/run_char_gpt_dist.sh $(BUILD) || fail=1; \
+	echo "== trainer over ranks"; MPIRUN="$(if $(filter 1,$(MPI)),$(MPIRUN))" \
+	    sh tests/run_train_dist.sh $(BUILD) || fail=1; \
 	echo "== compress"; sh tests/run_compress.sh $(BUILD) || fail=1; \
 	echo "== safety messages"; sh tests/run_safety_msgs.sh $(BUILD) || fail=1; \
 	echo "== model files and memory"; sh tests/run_safety_model.sh $(BUILD) || fail=1; \
@@ -330,6 +332,7 @@ FUZZ_FLAGS   := -std=c11 -D_POSIX_C_SOURCE=200809L -O1 -g -fno-math-errno -ffp-c
 	-fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-Wall -Wno-unknown-pragmas
 FUZZ_OBJS    := $(LIB_SRCS:%.c=$(FUZZ_BUILD)/obj/%.o)
+FUZZ_OBJS    += $(FUZZ_BUILD)/obj/dist/dist_serial.o  # train/ calls dist/
 
 .PHONY: fuzz fuzz-build
 fuzz:
@@ -473,6 +476,11 @@ $(BUILD)/tests/dist_check: tests/dist_check.c $(BUILD)/libtinytorch.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -I. $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
 test-run: $(BUILD)/tests/dist_check
+# tests/train_dist_check.c: the trainer over ranks (tests/run_train_dist.sh).
+$(BUILD)/tests/train_dist_check: tests/train_dist_check.c $(BUILD)/libtinytorch.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(DEPFLAGS) -I. $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
+test-run: $(BUILD)/tests/train_dist_check
 
 .PHONY: test-mpi
 test-mpi:
@@ -480,6 +488,8 @@ test-mpi:
 	@$(MAKE) --no-print-directory check-deps
 	@$(MAKE) --no-print-directory $(BUILD)/char_gpt $(BUILD)/tests/dist_check
 	MPIRUN="$(MPIRUN)" sh tests/run_char_gpt_dist.sh $(BUILD)
+	@$(MAKE) --no-print-directory $(BUILD)/tests/train_dist_check
+	MPIRUN="$(MPIRUN)" sh tests/run_train_dist.sh $(BUILD)
 
 clean: clean-mpi
 .PHONY: clean-mpi

@@ -79,21 +79,25 @@ int main(int argc, char **argv) {
     tt_optim_init(&opt, cfg);
     tt_optim_add_decay_groups(&opt, &params, 0.1);
     tt_lr_schedule sched = tt_lr_cosine(o.lr, o.iters / 20, o.iters, o.lr / 10);
-    for (int64_t step = 1; step <= o.iters; step++) {
-        tt_optim_set_lr(&opt, tt_lr_at(&sched, step - 1));
+    tt_trainer_opts to = tt_trainer_opts_default();  // the step: schedule, clip 1, AdamW
+    to.iters = o.iters;
+    to.clip = 1.0;
+    tt_trainer tr;
+    if (tt_trainer_init(&tr, &to, &params, &opt, &sched) != TT_OK)
+        fprintf(stderr, "char_lstm: %s\n", tt_last_error()), exit(1);
+    while (tt_trainer_next(&tr)) {
         tt_scope_begin();
         tt_tensor *x, *y;
         tt_dataset_batch(&ds, TT_SPLIT_TRAIN, o.batch, o.block, &data_rng, &x, &y);  // (B, T)
-        tt_tensor *loss = tt_cross_entropy(forward(&m, x, NULL, NULL), y, -1);
-        double lossv = tt_item(loss);
-        tt_backward(loss);
-        tt_clip_grad_norm(&params, 1.0);
-        tt_optim_step(&opt);
-        tt_optim_zero_grad(&opt);
+        tt_trainer_backward(&tr, tt_cross_entropy(forward(&m, x, NULL, NULL), y, -1));
         tt_scope_end();
-        if (step == 1 || step % 100 == 0 || step == o.iters)
-            printf("step %lld train_loss=%.4f\n", (long long)step, lossv), fflush(stdout);
+        if (!tt_trainer_step(&tr)) break;
+        if (tr.step == 1 || tr.step % 100 == 0 || tr.step == o.iters)
+            printf("step %lld train_loss=%.4f\n", (long long)tr.step, tr.loss), fflush(stdout);
     }
+    if (tr.stop != TT_TRAINER_DONE)  // a NaN loss or gradient: one line naming the step
+        fprintf(stderr, "char_lstm: %s; lower --lr\n", tt_last_error()), exit(1);
+    tt_trainer_free(&tr);
     tt_set_grad_enabled(false);  // with torch.no_grad(): evaluation and sampling
     printf("val_loss=%.4f\n", val_loss(&m, &ds));
 

@@ -103,7 +103,8 @@ static double now_s(void) {
 // ---- training and evaluation ----
 
 // steps of AdamW (weight decay 0.1 on matrices, grad clip 1) over m->params with a cosine
-// schedule from lr (warmup steps / 10); tt_prune_apply(pr) after each step when pr is given.
+// schedule from lr (warmup steps / 10), through the trainer; tt_prune_apply(pr) after each
+// step when pr is given. A diverging loss stops the program naming the step.
 static void train(tt_gpt *m, const tt_text_dataset *ds, int64_t steps, double lr, uint64_t seed,
                   const tt_pruning *pr) {
     if (steps == 0) return;
@@ -111,22 +112,25 @@ static void train(tt_gpt *m, const tt_text_dataset *ds, int64_t steps, double lr
     tt_optim_init(&o, tt_adamw_config(lr));
     tt_optim_add_decay_groups(&o, &m->params, 0.1);
     tt_lr_schedule sched = tt_lr_cosine(lr, steps / 10, steps, lr / 10);
+    tt_trainer_opts to = tt_trainer_opts_default();
+    to.iters = steps;
+    to.clip = 1.0;
+    tt_trainer tr;
+    if (tt_trainer_init(&tr, &to, &m->params, &o, &sched) != TT_OK) die("%s", tt_last_error());
     tt_rng r;
     tt_rng_seed(&r, seed);
     tt_gpt_train(m, true);
-    for (int64_t s = 0; s < steps; s++) {
-        tt_optim_set_lr(&o, tt_lr_at(&sched, s));
+    while (tt_trainer_next(&tr)) {
         tt_scope_begin();
-        tt_tensor *x, *y;
+        tt_tensor *x, *y;  // (B, T) each
         tt_dataset_batch(ds, TT_SPLIT_TRAIN, opt.batch, m->cfg.block_size, &r, &x, &y);
-        tt_backward(tt_gpt_loss(m, x, y));
+        tt_trainer_backward(&tr, tt_gpt_loss(m, x, y));
         tt_scope_end();
-        tt_clip_grad_norm(&m->params, 1.0);
-        tt_optim_step(&o);
-        tt_optim_zero_grad(&o);
+        if (!tt_trainer_step(&tr)) die("%s; lower --lr and --ft-lr", tt_last_error());
         if (pr) tt_prune_apply(pr);
     }
     tt_gpt_train(m, false);
+    tt_trainer_free(&tr);
     tt_optim_free(&o);
 }
 

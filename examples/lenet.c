@@ -17,6 +17,7 @@
 #endif
 
 #include "tinytorch.h"
+#include "models/lenet/lenet.h"
 
 static const char usage[] =
     "usage: lenet [--epochs N] [--batch N] [--lr F] [--seed N] [--threads N] [--limit N]\n"
@@ -46,61 +47,6 @@ static void die(const char *fmt, ...) {
 // --quantize: f32 only, also dynamic int8, also static int8.
 typedef enum quant_mode { Q_F32, Q_INT8, Q_STATIC } quant_mode;
 
-// ---- the model: conv(1->16, 5x5, pad 2)-[bn]-relu-pool, conv(16->32, 5x5)-[bn]-relu-pool,
-// 800-120-84-10; with bn the convs have no bias (the norm's shift replaces it)
-
-typedef struct lenet {
-    tt_conv2d_layer c1, c2;
-    tt_batchnorm_layer n1, n2;
-    tt_maxpool2d_layer pool;  // nn.MaxPool2d(2), used twice (no state)
-    tt_linear f1, f2, f3;
-    tt_sequential seq;
-    tt_params params;  // what AdamW trains
-    tt_params state;   // params and the batch-norm buffers: what a checkpoint holds
-} lenet;
-
-static void lenet_init(lenet *m, bool bn, tt_rng *rng) {
-    *m = (lenet){0};
-    tt_conv2d_layer_init(&m->c1, 1, 16, 5, 5, &(tt_conv2d_opts){.padding = {2, 2}}, !bn, rng);
-    tt_conv2d_layer_init(&m->c2, 16, 32, 5, 5, NULL, !bn, rng);
-    tt_maxpool2d_init(&m->pool, 2, 2, NULL, NULL);
-    tt_linear_init(&m->f1, 32 * 5 * 5, 120, true, rng);
-    tt_linear_init(&m->f2, 120, 84, true, rng);
-    tt_linear_init(&m->f3, 84, 10, true, rng);
-    tt_sequential_init(&m->seq);
-    tt_sequential_add(&m->seq, tt_conv2d_layer_module(&m->c1));
-    if (bn) tt_batchnorm2d_init(&m->n1, 16, NULL);
-    if (bn) tt_sequential_add(&m->seq, tt_batchnorm_module(&m->n1));
-    tt_sequential_add(&m->seq, tt_act_module(TT_ACT_RELU));
-    tt_sequential_add(&m->seq, tt_maxpool2d_module(&m->pool));
-    tt_sequential_add(&m->seq, tt_conv2d_layer_module(&m->c2));
-    if (bn) tt_batchnorm2d_init(&m->n2, 32, NULL);
-    if (bn) tt_sequential_add(&m->seq, tt_batchnorm_module(&m->n2));
-    tt_module tail[] = {tt_act_module(TT_ACT_RELU),     tt_maxpool2d_module(&m->pool),
-                        tt_flatten_module(1, -1),       tt_linear_module(&m->f1),
-                        tt_act_module(TT_ACT_RELU),     tt_linear_module(&m->f2),
-                        tt_act_module(TT_ACT_RELU),     tt_linear_module(&m->f3)};
-    for (size_t i = 0; i < sizeof tail / sizeof tail[0]; i++) tt_sequential_add(&m->seq, tail[i]);
-    tt_module seq = tt_sequential_module(&m->seq);
-    tt_params_init(&m->params);
-    tt_module_params(seq, &m->params, NULL);
-    tt_params_init(&m->state);
-    tt_module_state(seq, &m->state, NULL);
-}
-
-static void lenet_free(lenet *m) {
-    tt_params_free(&m->state);
-    tt_params_free(&m->params);
-    tt_batchnorm_free(&m->n1);
-    tt_batchnorm_free(&m->n2);
-    tt_sequential_free(&m->seq);
-    tt_conv2d_layer_free(&m->c1);
-    tt_conv2d_layer_free(&m->c2);
-    tt_linear_free(&m->f1);
-    tt_linear_free(&m->f2);
-    tt_linear_free(&m->f3);
-}
-
 // ---- data ----
 
 // A split as (N, 1, 28, 28) normalized images (x / 255 - mean) / std and (N,) labels, the
@@ -125,28 +71,28 @@ static void load_split(const char *dir, bool train, int64_t limit, tt_tensor **x
 
 // Mean cross-entropy and accuracy over a split, in batches of 1000, no grad, in eval mode
 // (batch norm on its running statistics).
-static void evaluate(lenet *m, tt_tensor *x, tt_tensor *y, double *loss, double *acc) {
+static void evaluate(tt_lenet *m, tt_tensor *x, tt_tensor *y, double *loss, double *acc) {
     bool prev = tt_set_grad_enabled(false);
-    tt_sequential_train(&m->seq, false);
+    tt_lenet_train(m, false);
     int64_t n = tt_numel(y);
     double ls = 0, hits = 0;
     for (int64_t s = 0; s < n; s += 1000) {
         int64_t b = n - s < 1000 ? n - s : 1000;
         tt_scope_begin();
         tt_tensor *yb = tt_narrow(y, 0, s, b);
-        tt_tensor *logits = tt_sequential_forward(&m->seq, tt_narrow(x, 0, s, b));
+        tt_tensor *logits = tt_lenet_forward(m, tt_narrow(x, 0, s, b));
         ls += tt_item(tt_cross_entropy(logits, yb, -1)) * (double)b;
         hits += tt_item(tt_sum_all(tt_to_dtype(tt_eq(tt_argmax(logits, -1, false), yb), TT_F32)));
         tt_scope_end();
     }
-    tt_sequential_train(&m->seq, true);
+    tt_lenet_train(m, true);
     tt_set_grad_enabled(prev);
     *loss = ls / (double)n;
     *acc = hits / (double)n;
 }
 
 // The bytes the three Linears' weights and biases take: f32, or their int8 packing.
-static int64_t linear_bytes(const lenet *m) {
+static int64_t linear_bytes(const tt_lenet *m) {
     const tt_linear *fc[] = {&m->f1, &m->f2, &m->f3};
     int64_t bytes = 0;
     for (int i = 0; i < 3; i++)
@@ -156,7 +102,7 @@ static int64_t linear_bytes(const lenet *m) {
 }
 
 // evaluate, timed, printed on one line under the name what.
-static void report(lenet *m, tt_tensor *x, tt_tensor *y, const char *what) {
+static void report(tt_lenet *m, tt_tensor *x, tt_tensor *y, const char *what) {
     struct timespec t0, t1;
     double loss, acc;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -170,9 +116,9 @@ static void report(lenet *m, tt_tensor *x, tt_tensor *y, const char *what) {
 
 // The f32 figures; with --quantize int8 or static, the dynamic int8 ones (the Linears
 // quantized, then back); with static, also those calibrated on calib (N, 1, 28, 28).
-static void report_int8(lenet *m, tt_tensor *x, tt_tensor *y, quant_mode quantize,
+static void report_int8(tt_lenet *m, tt_tensor *x, tt_tensor *y, quant_mode quantize,
                         tt_tensor *calib) {
-    tt_module seq = tt_sequential_module(&m->seq);
+    tt_module seq = tt_lenet_module(m);
     report(m, x, y, "f32");
     if (quantize == Q_F32) return;
     tt_quantize_dynamic(seq);
@@ -181,11 +127,11 @@ static void report_int8(lenet *m, tt_tensor *x, tt_tensor *y, quant_mode quantiz
     if (quantize != Q_STATIC) return;
     tt_quantize_static_prepare(seq);
     bool prev = tt_set_grad_enabled(false);
-    tt_sequential_train(&m->seq, false);
+    tt_lenet_train(m, false);
     tt_scope_begin();
-    tt_sequential_forward(&m->seq, calib);  // the observers record the ranges
+    tt_lenet_forward(m, calib);  // the observers record the ranges
     tt_scope_end();
-    tt_sequential_train(&m->seq, true);
+    tt_lenet_train(m, true);
     tt_set_grad_enabled(prev);
     tt_quantize_static_convert(seq);
     report(m, x, y, "static");
@@ -248,26 +194,27 @@ static void parse(int argc, char **argv, flags *f) {
     }
 }
 
-static void save(const flags *f, lenet *m, tt_optim *o, const tt_rng *rng, int64_t epoch) {
-    tt_checkpoint ck;
-    tt_ckpt_init(&ck);
-    tt_ckpt_add_params(&ck, "model.", &m->state);
-    tt_params s;
-    tt_params_init(&s);
-    tt_optim_state(o, &s);
-    tt_ckpt_add_params(&ck, "optim.", &s);
-    tt_params_free(&s);
-    tt_ckpt_set_i64(&ck, "optim.step", o->step);
-    tt_ckpt_set_bytes(&ck, "rng", rng->s, sizeof rng->s);
-    tt_ckpt_set_i64(&ck, "epoch", epoch);
-    tt_ckpt_set_i64(&ck, "batch", f->batch);
-    tt_ckpt_set_i64(&ck, "limit", f->limit);
-    tt_ckpt_set_f64(&ck, "lr", f->lr);
-    tt_ckpt_set_i64(&ck, "bn", f->bn);
-    tt_ckpt_set_i64(&ck, "augment", f->augment);
-    tt_status st = tt_ckpt_save(&ck, f->out);
-    tt_ckpt_free(&ck);
-    if (st != TT_OK) die("%s; pick a writable --out", tt_last_error());
+// What a checkpoint of the run holds besides the trainer's optimizer: the run's flags, the
+// model state, the rng and the epoch.
+typedef struct run {
+    const flags *f;
+    tt_lenet *m;
+    const tt_rng *rng;
+    int64_t epoch;  // epochs done
+} run;
+
+// The checkpoint of the run (tt_trainer_save writes it to --out).
+static void fill(tt_checkpoint *ck, const tt_trainer *tr, void *ctx) {
+    const run *r = ctx;
+    tt_ckpt_add_params(ck, "model.", &r->m->state);
+    tt_trainer_ckpt_fill_optim(tr, ck);
+    tt_ckpt_set_bytes(ck, "rng", r->rng->s, sizeof r->rng->s);
+    tt_ckpt_set_i64(ck, "epoch", r->epoch);
+    tt_ckpt_set_i64(ck, "batch", r->f->batch);
+    tt_ckpt_set_i64(ck, "limit", r->f->limit);
+    tt_ckpt_set_f64(ck, "lr", r->f->lr);
+    tt_ckpt_set_i64(ck, "bn", r->f->bn);
+    tt_ckpt_set_i64(ck, "augment", r->f->augment);
 }
 
 // The run's flags stored in f->resume's checkpoint ck (loaded here): batch, limit, lr, bn
@@ -283,7 +230,7 @@ static void resume_flags(flags *f, tt_checkpoint *ck) {
 
 // Restores the model state, the optimizer, the rng and the epoch from ck (freed here); the
 // run's batch, limit and lr come from the file.
-static int64_t restore(flags *f, tt_checkpoint *ck, lenet *m, tt_optim *o, tt_rng *rng) {
+static int64_t restore(flags *f, tt_checkpoint *ck, tt_lenet *m, tt_optim *o, tt_rng *rng) {
     const unsigned char *b;
     size_t n;
     int64_t epoch, step;
@@ -315,8 +262,8 @@ static void eval_checkpoint(const flags *f) {
         die("--eval '%s' is not a lenet checkpoint; pass a file lenet --out wrote", f->eval);
     tt_rng rng;
     tt_rng_seed(&rng, 1);
-    lenet m;
-    lenet_init(&m, bn != 0, &rng);
+    tt_lenet m;
+    tt_lenet_init(&m, bn != 0, &rng);
     if (tt_ckpt_restore_params(&ck, "model.", &m.state) != TT_OK)
         die("--eval '%s' is not a lenet checkpoint of this model (%s)", f->eval, tt_last_error());
     tt_ckpt_free(&ck);
@@ -328,7 +275,7 @@ static void eval_checkpoint(const flags *f) {
     tt_release(y);
     tt_release(cx);
     tt_release(cy);
-    lenet_free(&m);
+    tt_lenet_free(&m);
 }
 
 // A failed allocation: one line and exit 1, not an abort.
@@ -353,8 +300,8 @@ int main(int argc, char **argv) {
     if (f.resume) resume_flags(&f, &ck);
     tt_rng rng;
     tt_rng_seed(&rng, (uint64_t)f.seed);
-    lenet m;
-    lenet_init(&m, f.bn, &rng);
+    tt_lenet m;
+    tt_lenet_init(&m, f.bn, &rng);
     tt_optim opt;
     tt_optim_init(&opt, tt_adamw_config(f.lr));
     tt_optim_add_decay_groups(&opt, &m.params, 1e-4);
@@ -379,8 +326,16 @@ int main(int argc, char **argv) {
     tt_dataset *train = tt_tensor_dataset(2, (tt_tensor *[]){xtr, ytr});
     tt_dataloader *loader = tt_dataloader_new(train, &(tt_dataloader_opts){
         .batch_size = f.batch, .shuffle = true, .transform = aug, .prefetch = true}, &rng);
+    run r = {&f, &m, &rng, epoch};
+    tt_trainer_opts to = tt_trainer_opts_default();  // one step per batch, no clip, no schedule
+    to.out = f.out;
+    to.fill = fill;
+    to.ctx = &r;
+    tt_trainer tr;
+    if (tt_trainer_init(&tr, &to, &m.params, &opt, NULL) != TT_OK) die("%s", tt_last_error());
+    tr.step = opt.step;
     double test_loss = 0, acc = 0;
-    while (epoch < f.epochs) {
+    while (r.epoch < f.epochs) {
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         tt_dataloader_begin_epoch(loader);  // a new order (and crops) from rng every epoch
@@ -388,23 +343,22 @@ int main(int argc, char **argv) {
         tt_tensor *xb, *yb;  // (B, 1, 28, 28) f32 and (B,) i64
         while (tt_dataloader_next(loader, &xb, &yb)) {
             tt_scope_begin();
-            tt_tensor *loss = tt_cross_entropy(tt_sequential_forward(&m.seq, xb), yb, -1);
-            loss_sum += tt_item(loss) * (double)tt_numel(yb);
-            tt_backward(loss);
-            tt_optim_step(&opt);
-            tt_optim_zero_grad(&opt);
+            tt_trainer_backward(&tr, tt_cross_entropy(tt_lenet_forward(&m, xb), yb, -1));
             tt_scope_end();
+            if (!tt_trainer_step(&tr)) die("%s", tt_last_error());  // a NaN loss stops here
+            loss_sum += tr.loss * (double)tt_numel(yb);
             tt_release(xb);
             tt_release(yb);
         }
         clock_gettime(CLOCK_MONOTONIC, &t1);
         double ms = 1e3 * (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (t1.tv_nsec - t0.tv_nsec);
         evaluate(&m, xte, yte, &test_loss, &acc);
-        epoch++;
+        r.epoch++;
         printf("epoch %lld train_loss=%.4f test_loss=%.4f test_accuracy=%.4f "
-               "ms_per_epoch=%.1f\n", (long long)epoch, loss_sum / (double)n, test_loss, acc, ms);
+               "ms_per_epoch=%.1f\n", (long long)r.epoch, loss_sum / (double)n, test_loss, acc,
+               ms);
         fflush(stdout);
-        save(&f, &m, &opt, &rng, epoch);
+        if (tt_trainer_save(&tr, false) != TT_OK) die("%s; pick a writable --out", tt_last_error());
     }
     printf("done test_accuracy=%.4f\n", acc);
     if (f.quantize != Q_F32) {
@@ -413,11 +367,12 @@ int main(int argc, char **argv) {
         tt_release(calib);
     }
 
+    tt_trainer_free(&tr);
     tt_dataloader_free(loader);
     tt_dataset_destroy(train);
     tt_transform_destroy(aug);
     tt_optim_free(&opt);
-    lenet_free(&m);
+    tt_lenet_free(&m);
     tt_release(xtr);
     tt_release(ytr);
     tt_release(xte);

@@ -80,6 +80,17 @@ static tt_trainer_opts net_opts(net *n, int64_t iters, int64_t accum) {
     return o;
 }
 
+// net_opts with an eval every `every` steps and, when out is not NULL, a checkpoint there.
+static tt_trainer_opts eval_opts(net *n, int64_t iters, int64_t accum, int64_t every,
+                                 const char *out) {
+    tt_trainer_opts o = net_opts(n, iters, accum);
+    o.eval_every = every;
+    o.eval = net_eval;
+    o.fill = out ? net_fill : NULL;
+    o.out = out;
+    return o;
+}
+
 // Steps through the trainer, each of `accum` micro-batches of 8 / accum rows (the first 6 of
 // the 8 when accum is 3).
 static void run_trainer(net *n, tt_trainer *tr) {
@@ -257,11 +268,7 @@ START_TEST(test_best_on_improvement) {
     net n;
     net_init(&n, 4);
     n.vals = vals;
-    tt_trainer_opts o = net_opts(&n, 5, 1);
-    o.eval_every = 1;
-    o.eval = net_eval;
-    o.fill = net_fill;
-    o.out = out;
+    tt_trainer_opts o = eval_opts(&n, 5, 1, 1, out);
     tt_trainer tr;
     ck_assert_int_eq(tt_trainer_init(&tr, &o, &n.params, &n.optim, &n.sched), TT_OK);
     ck_assert_str_eq(tr.best_buf, best);
@@ -295,11 +302,7 @@ START_TEST(test_best_before_out) {
     ck_assert_int_eq(mkdir(best, 0700), 0);
     net n;
     net_init(&n, 5);
-    tt_trainer_opts o = net_opts(&n, 3, 1);
-    o.eval_every = 1;
-    o.eval = net_eval;
-    o.fill = net_fill;
-    o.out = out;
+    tt_trainer_opts o = eval_opts(&n, 3, 1, 1, out);
     tt_trainer tr;
     ck_assert_int_eq(tt_trainer_init(&tr, &o, &n.params, &n.optim, &n.sched), TT_OK);
     run_trainer(&n, &tr);
@@ -318,103 +321,50 @@ START_TEST(test_best_before_out) {
 }
 END_TEST
 
-// Resumed from the checkpoint of step 3, a fresh model (other initial weights) takes the same
-// steps 4..6 as the run that went on: the same parameters bit for bit.
+// Resumed from the file written at step 3, a fresh model (other initial weights) takes the
+// same steps 4..6 as the run that went on: the same parameters and losses bit for bit; with
+// one micro-batch a step and with two.
 START_TEST(test_resume_bitwise) {
-    char dir[128], out[256];
+    char dir[128], out[256], path[256];
     tt_test_mkdtemp(dir, sizeof dir, "train_resume");
     snprintf(out, sizeof out, "%s/m.ckpt", dir);
-    net a;
-    net_init(&a, 6);
-    tt_trainer_opts o = net_opts(&a, 6, 2);
-    o.eval_every = 3;
-    o.eval = net_eval;
-    o.fill = net_fill;
-    o.out = out;
-    tt_trainer ta;
-    ck_assert_int_eq(tt_trainer_init(&ta, &o, &a.params, &a.optim, &a.sched), TT_OK);
-    o.iters = 3;  // first a run that stops at 3 (its file is the one resumed)
-    net c;
-    net_init(&c, 6);
-    o.ctx = &c;
-    tt_trainer tc;
-    ck_assert_int_eq(tt_trainer_init(&tc, &o, &c.params, &c.optim, &c.sched), TT_OK);
-    run_trainer(&c, &tc);
-    ck_assert_int_eq(file_step(out), 3);
-    run_trainer(&a, &ta);  // the uninterrupted run (it overwrites out at 3 and 6)
-    ck_assert_int_eq(ta.step, 6);
+    for (int64_t accum = 1; accum <= 2; accum++) {
+        net a, b;
+        net_init(&a, 6);
+        net_init(&b, 99);
+        tt_trainer_opts o = eval_opts(&a, 3, accum, 3, out);
+        tt_trainer ta, tb;
+        ck_assert_int_eq(tt_trainer_init(&ta, &o, &a.params, &a.optim, &a.sched), TT_OK);
+        run_trainer(&a, &ta);  // stops at 3, its state in out
+        ck_assert_int_eq(ta.saved_step, 3);
+        ck_assert_int_eq(file_step(out), 3);
+        snprintf(path, sizeof path, "%s/on.ckpt", dir);
+        ta.opts.out = path;  // then on to 6 (the uninterrupted run), writing elsewhere
+        ta.opts.iters = 6;
+        ta.stop = TT_TRAINER_RUNNING;
+        run_trainer(&a, &ta);
 
-    net b;
-    net_init(&b, 99);
-    tt_checkpoint ck;
-    o.iters = 6;
-    o.out = NULL;
-    o.ctx = &b;
-    tt_trainer tb;
-    ck_assert_int_eq(tt_trainer_init(&tb, &o, &b.params, &b.optim, &b.sched), TT_OK);
-    ck_assert_int_eq(tt_ckpt_load(&ck, out), TT_OK);  // step 6 now: resume from c's state
-    tt_ckpt_free(&ck);
-    tt_checkpoint c3;
-    tt_ckpt_init(&c3);
-    net_fill(&c3, &tc, &c);
-    ck_assert_int_eq(tt_ckpt_restore_params(&c3, "model.", &b.params), TT_OK);
-    ck_assert_int_eq(tt_trainer_ckpt_restore(&tb, &c3), TT_OK);
-    tt_ckpt_free(&c3);
-    ck_assert_int_eq(tb.step, 3);
-    ck_assert_int_eq(b.optim.step, 3);
-    ck_assert_double_eq(tb.best_val_loss, tc.best_val_loss);
-    run_trainer(&b, &tb);
-    ck_assert_int_eq(tb.step, 6);
-    assert_params_equal(&a, &b);
-    ck_assert_double_eq(tb.loss, ta.loss);
-    tt_trainer_free(&ta);
-    tt_trainer_free(&tb);
-    tt_trainer_free(&tc);
-    net_free(&a);
-    net_free(&b);
-    net_free(&c);
-    tt_test_rmdir(dir);
-}
-END_TEST
-
-// The same through the file: the checkpoint written at step 3 resumes to the same step 6.
-START_TEST(test_resume_from_file) {
-    char dir[128], out[256];
-    tt_test_mkdtemp(dir, sizeof dir, "train_resume_file");
-    snprintf(out, sizeof out, "%s/m.ckpt", dir);
-    net a, b;
-    net_init(&a, 8);
-    tt_trainer_opts o = net_opts(&a, 3, 1);
-    o.eval_every = 3;
-    o.eval = net_eval;
-    o.fill = net_fill;
-    o.out = out;
-    tt_trainer ta;
-    ck_assert_int_eq(tt_trainer_init(&ta, &o, &a.params, &a.optim, &a.sched), TT_OK);
-    run_trainer(&a, &ta);
-    ck_assert_int_eq(ta.saved_step, 3);
-    ta.opts.iters = 6;  // the same run, on to 6
-    ta.stop = TT_TRAINER_RUNNING;
-    net_init(&b, 9);
-    o.ctx = &b;
-    o.iters = 6;
-    o.out = NULL;
-    tt_trainer tb;
-    ck_assert_int_eq(tt_trainer_init(&tb, &o, &b.params, &b.optim, &b.sched), TT_OK);
-    tt_checkpoint ck;
-    ck_assert_int_eq(tt_ckpt_load(&ck, out), TT_OK);
-    ck_assert_int_eq(tt_ckpt_restore_params(&ck, "model.", &b.params), TT_OK);
-    ck_assert_int_eq(tt_trainer_ckpt_restore(&tb, &ck), TT_OK);
-    tt_ckpt_free(&ck);
-    run_trainer(&a, &ta);
-    run_trainer(&b, &tb);
-    ck_assert_int_eq(ta.step, 6);
-    ck_assert_int_eq(tb.step, 6);
-    assert_params_equal(&a, &b);
-    tt_trainer_free(&ta);
-    tt_trainer_free(&tb);
-    net_free(&a);
-    net_free(&b);
+        o = eval_opts(&b, 6, accum, 3, NULL);
+        ck_assert_int_eq(tt_trainer_init(&tb, &o, &b.params, &b.optim, &b.sched), TT_OK);
+        tt_checkpoint ck;
+        ck_assert_int_eq(tt_ckpt_load(&ck, out), TT_OK);
+        ck_assert_int_eq(tt_ckpt_restore_params(&ck, "model.", &b.params), TT_OK);
+        ck_assert_int_eq(tt_trainer_ckpt_restore(&tb, &ck), TT_OK);
+        tt_ckpt_free(&ck);
+        ck_assert_int_eq(tb.step, 3);
+        ck_assert_int_eq(b.optim.step, 3);
+        run_trainer(&b, &tb);
+        ck_assert_int_eq(ta.step, 6);
+        ck_assert_int_eq(tb.step, 6);
+        assert_params_equal(&a, &b);
+        ck_assert_double_eq(tb.loss, ta.loss);
+        ck_assert_double_eq(tb.val_loss, ta.val_loss);
+        ck_assert_double_eq(tb.best_val_loss, ta.best_val_loss);
+        tt_trainer_free(&ta);
+        tt_trainer_free(&tb);
+        net_free(&a);
+        net_free(&b);
+    }
     tt_test_rmdir(dir);
 }
 END_TEST
@@ -432,11 +382,7 @@ START_TEST(test_diverged_loss_names_step) {
     net_init(&b, 10);
     hand_loop(&a, 2);
     b.nan_at = 3;
-    tt_trainer_opts o = net_opts(&b, 6, 1);
-    o.eval_every = 2;
-    o.eval = net_eval;
-    o.fill = net_fill;
-    o.out = out;
+    tt_trainer_opts o = eval_opts(&b, 6, 1, 2, out);
     tt_trainer tr;
     ck_assert_int_eq(tt_trainer_init(&tr, &o, &b.params, &b.optim, &b.sched), TT_OK);
     run_trainer(&b, &tr);
@@ -463,16 +409,14 @@ START_TEST(test_diverged_eval) {
     net n;
     net_init(&n, 11);
     n.vals = vals;
-    tt_trainer_opts o = net_opts(&n, 6, 1);
-    o.eval_every = 2;
-    o.eval = net_eval;
+    tt_trainer_opts o = eval_opts(&n, 6, 1, 2, NULL);
     tt_trainer tr;
     ck_assert_int_eq(tt_trainer_init(&tr, &o, &n.params, &n.optim, &n.sched), TT_OK);
     run_trainer(&n, &tr);
     ck_assert_int_eq(tr.stop, TT_TRAINER_DIVERGED);
     ck_assert_int_eq(tr.stop_step, 2);
     ck_assert_str_eq(tr.what, "the eval val loss is nan");
-    ck_assert_ptr_nonnull(strstr(tt_last_error(), "nothing was saved in this run"));
+    ck_assert_str_eq(tt_last_error(), "step 2: the eval val loss is nan, training diverged");
     tt_trainer_free(&tr);
     net_free(&n);
 }
@@ -485,10 +429,7 @@ START_TEST(test_signal_saves_and_stops) {
     snprintf(out, sizeof out, "%s/m.ckpt", dir);
     net n;
     net_init(&n, 12);
-    tt_trainer_opts o = net_opts(&n, 10, 1);
-    o.eval = net_eval;
-    o.fill = net_fill;
-    o.out = out;
+    tt_trainer_opts o = eval_opts(&n, 10, 1, 0, out);
     o.catch_signals = true;
     struct sigaction before, now;
     sigaction(SIGINT, NULL, &before);
@@ -522,9 +463,7 @@ START_TEST(test_csv_log) {
     net_init(&n, 13);
     FILE *log = tmpfile();
     ck_assert_ptr_nonnull(log);
-    tt_trainer_opts o = net_opts(&n, 3, 1);
-    o.eval_every = 2;
-    o.eval = net_eval;
+    tt_trainer_opts o = eval_opts(&n, 3, 1, 2, NULL);
     o.log = log;
     tt_trainer tr;
     ck_assert_int_eq(tt_trainer_init(&tr, &o, &n.params, &n.optim, &n.sched), TT_OK);
@@ -555,30 +494,134 @@ START_TEST(test_csv_log) {
 }
 END_TEST
 
+// check_leaks: a step that leaves a tensor alive more than the first one did stops training.
+START_TEST(test_leak_stops) {
+    net n;
+    net_init(&n, 16);
+    tt_trainer_opts o = net_opts(&n, 5, 1);
+    o.check_leaks = true;
+    tt_trainer tr;
+    ck_assert_int_eq(tt_trainer_init(&tr, &o, &n.params, &n.optim, &n.sched), TT_OK);
+    tt_tensor *kept = NULL;
+    while (tt_trainer_next(&tr)) {
+        tt_scope_begin();
+        tt_tensor *loss = net_loss(&n, tr.step, rows_of(tr.step), 8);
+        if (tr.step == 2) kept = tt_keep(tt_mul_scalar(n.x, 2.0));  // outlives the step
+        tt_trainer_backward(&tr, loss);
+        tt_scope_end();
+        if (!tt_trainer_step(&tr)) break;
+    }
+    ck_assert_int_eq(tr.stop, TT_TRAINER_ERR_LEAK);
+    ck_assert_int_eq(tr.step, 3);
+    ck_assert_ptr_nonnull(strstr(tt_last_error(), "after step 3"));
+    tt_release(kept);
+    tt_trainer_free(&tr);
+    net_free(&n);
+}
+END_TEST
+
+// The progress without a terminal: a line at step 1, every 50 steps and the last.
+START_TEST(test_progress_lines) {
+    char dir[128], path[256];
+    tt_test_mkdtemp(dir, sizeof dir, "train_progress");
+    snprintf(path, sizeof path, "%s/err.txt", dir);
+    ck_assert_ptr_nonnull(freopen(path, "w", stderr));  // this test's child only
+    net n;
+    net_init(&n, 17);
+    tt_trainer_opts o = net_opts(&n, 120, 1);
+    o.progress = true;
+    o.tokens_per_step = 8;
+    tt_trainer tr;
+    ck_assert_int_eq(tt_trainer_init(&tr, &o, &n.params, &n.optim, &n.sched), TT_OK);
+    run_trainer(&n, &tr);
+    ck_assert_int_eq(tr.stop, TT_TRAINER_DONE);
+    fflush(stderr);
+    FILE *f = fopen(path, "r");
+    char line[256];
+    const int want[] = {1, 50, 100, 120};
+    for (int i = 0; i < 4; i++) {
+        ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+        char head[64];
+        snprintf(head, sizeof head, "step %d/120: loss ", want[i]);
+        ck_assert_msg(strncmp(line, head, strlen(head)) == 0, "line %d: %s", i, line);
+        ck_assert_ptr_nonnull(strstr(line, " ms/step, "));
+        ck_assert_ptr_nonnull(strstr(line, " tok/s, ETA "));
+    }
+    ck_assert_ptr_null(fgets(line, sizeof line, f));
+    fclose(f);
+    tt_trainer_free(&tr);
+    net_free(&n);
+    tt_test_rmdir(dir);
+}
+END_TEST
+
+// The profiler switch: on inside every step (its forward and backward ops counted), off
+// between steps and after the loop.
+START_TEST(test_profile_steps) {
+    net n;
+    net_init(&n, 18);
+    tt_trainer_opts o = net_opts(&n, 3, 1);
+    o.profile = true;
+    tt_trainer tr;
+    ck_assert_int_eq(tt_trainer_init(&tr, &o, &n.params, &n.optim, &n.sched), TT_OK);
+    tt_profiler_reset();
+    while (tt_trainer_next(&tr)) {
+        ck_assert(tt_profiler_enabled());
+        tt_scope_begin();
+        tt_trainer_backward(&tr, net_loss(&n, tr.step, rows_of(tr.step), 8));
+        tt_scope_end();
+        ck_assert(tt_trainer_step(&tr));
+        ck_assert(!tt_profiler_enabled());
+    }
+    tt_profile_totals t = tt_profiler_totals();
+    ck_assert_int_gt(t.calls, 0);
+    ck_assert_int_eq(t.calls % 3, 0);  // the same ops in each of the 3 steps
+    ck_assert_int_gt(t.backward_calls, 0);
+    tt_scope_begin();
+    tt_item(net_loss(&n, 0, 0, 8));  // outside the steps: not counted
+    tt_scope_end();
+    ck_assert_int_eq(tt_profiler_totals().calls, t.calls);
+    tt_profiler_reset();
+    tt_trainer_free(&tr);
+    net_free(&n);
+}
+END_TEST
+
+// One rank always agrees with itself (tests/train_dist_check.c checks 2 ranks under mpirun).
+START_TEST(test_ranks_agree_alone) {
+    uint64_t h[2] = {1, 2};
+    int rank = 5, item = 5;
+    ck_assert_int_eq(tt_trainer_ranks_agree(h, 2, &rank, &item), TT_OK);
+    ck_assert_int_eq(rank, -1);
+    ck_assert_int_eq(item, -1);
+}
+END_TEST
+
 // ---- misuse ----
 
+// A trainer with the given accum after one micro-batch of its first step.
+static void one_micro_batch(net *n, tt_trainer *tr, int64_t accum) {
+    net_init(n, 14);
+    tt_trainer_opts o = net_opts(n, 3, accum);
+    tt_trainer_init(tr, &o, &n->params, &n->optim, &n->sched);
+    tt_trainer_next(tr);
+    tt_trainer_backward(tr, net_loss(n, 0, 0, 8));
+}
+
 START_TEST(test_abort_too_many_micro_batches) {
-    tt_expect_abort("micro-batches in one step, but accum is 1");
+    tt_expect_abort("2 micro-batches in one step, but accum is 1");
     net n;
-    net_init(&n, 14);
-    tt_trainer_opts o = net_opts(&n, 3, 1);
     tt_trainer tr;
-    tt_trainer_init(&tr, &o, &n.params, &n.optim, &n.sched);
-    tt_trainer_next(&tr);
-    tt_trainer_backward(&tr, net_loss(&n, 0, 0, 8));
+    one_micro_batch(&n, &tr, 1);
     tt_trainer_backward(&tr, net_loss(&n, 0, 0, 8));
 }
 END_TEST
 
 START_TEST(test_abort_step_without_backward) {
-    tt_expect_abort("call tt_trainer_backward accum times per step");
+    tt_expect_abort("the step had 1 micro-batches, accum is 2");
     net n;
-    net_init(&n, 15);
-    tt_trainer_opts o = net_opts(&n, 3, 2);
     tt_trainer tr;
-    tt_trainer_init(&tr, &o, &n.params, &n.optim, &n.sched);
-    tt_trainer_next(&tr);
-    tt_trainer_backward(&tr, net_loss(&n, 0, 0, 8));
+    one_micro_batch(&n, &tr, 2);
     tt_trainer_step(&tr);
 }
 END_TEST
@@ -594,13 +637,16 @@ int main(void) {
     tcase_add_test(ck, test_best_on_improvement);
     tcase_add_test(ck, test_best_before_out);
     tcase_add_test(ck, test_resume_bitwise);
-    tcase_add_test(ck, test_resume_from_file);
     suite_add_tcase(s, ck);
     TCase *sp = tt_tcase("stops");
     tcase_add_test(sp, test_diverged_loss_names_step);
     tcase_add_test(sp, test_diverged_eval);
     tcase_add_test(sp, test_signal_saves_and_stops);
     tcase_add_test(sp, test_csv_log);
+    tcase_add_test(sp, test_leak_stops);
+    tcase_add_test(sp, test_progress_lines);
+    tcase_add_test(sp, test_profile_steps);
+    tcase_add_test(sp, test_ranks_agree_alone);
     suite_add_tcase(s, sp);
     TCase *ab = tt_tcase_aborts("aborts");
     tcase_add_test_raise_signal(ab, test_abort_too_many_micro_batches, SIGABRT);

@@ -171,10 +171,10 @@ static bool overlapping(const tt_trainer *tr) {
 
 void tt_trainer_backward(tt_trainer *tr, tt_tensor *loss) {
     TT_CHECK(tr && loss, "trainer and loss must not be NULL");
+    if (!tr->in_step) begin_step(tr);
     TT_CHECK(tr->micro < tr->accum, "%lld micro-batches in one step, but accum is %lld; call "
              "tt_trainer_step after accum of them", (long long)tr->micro + 1,
              (long long)tr->accum);
-    if (!tr->in_step) begin_step(tr);
     double v = tt_item(loss);
     tr->loss_sum = tr->micro == 0 ? v : tr->loss_sum + v;
     bool last = tr->micro == tr->accum - 1;
@@ -201,8 +201,11 @@ static bool diverged(tt_trainer *tr, int64_t step) {
     char kept[9000];
     tt_trainer_kept(tr, kept, sizeof kept);
     tr->stop_step = step;
-    tt_set_error(TT_ERR_ARG, "step %lld: %s, training diverged (%s)", (long long)step, tr->what,
-                 kept);
+    if (tr->opts.out)
+        tt_set_error(TT_ERR_ARG, "step %lld: %s, training diverged (%s)", (long long)step,
+                     tr->what, kept);
+    else
+        tt_set_error(TT_ERR_ARG, "step %lld: %s, training diverged", (long long)step, tr->what);
     return fail(tr, TT_TRAINER_DIVERGED);
 }
 
@@ -364,13 +367,17 @@ tt_status tt_trainer_save(tt_trainer *tr, bool best) {
     return TT_OK;
 }
 
-void tt_trainer_ckpt_fill(const tt_trainer *tr, tt_checkpoint *ck) {
+void tt_trainer_ckpt_fill_optim(const tt_trainer *tr, tt_checkpoint *ck) {
     tt_params s;
     tt_params_init(&s);
     tt_optim_state(tr->optim, &s);
     tt_ckpt_add_params(ck, "optim.", &s);
     tt_params_free(&s);
     tt_ckpt_set_i64(ck, "optim.step", tr->optim->step);
+}
+
+void tt_trainer_ckpt_fill(const tt_trainer *tr, tt_checkpoint *ck) {
+    tt_trainer_ckpt_fill_optim(tr, ck);
     tt_ckpt_set_i64(ck, "step", tr->step);
     tt_ckpt_set_f64(ck, "best_val_loss", tr->best_val_loss);
     tt_ckpt_set_f64(ck, "train_loss", tr->train_loss);
@@ -403,6 +410,27 @@ tt_status tt_trainer_ckpt_restore(tt_trainer *tr, const tt_checkpoint *ck) {
     return TT_OK;
 }
 
+// ---- several ranks ----
+
+tt_status tt_trainer_ranks_agree(const uint64_t *hashes, int n, int *rank, int *item) {
+    TT_CHECK(hashes && n > 0 && rank && item, "need n > 0 hashes and the rank and item outputs");
+    *rank = *item = -1;
+    int ranks = tt_dist_world_size();
+    if (ranks == 1) return TT_OK;
+    uint64_t *all = malloc((size_t)ranks * (size_t)n * sizeof *all);
+    if (!all) return tt_set_error(TT_ERR_NOMEM, "out of memory for %d ranks' hashes", ranks);
+    if (tt_dist_allgather(all, hashes, (size_t)n * sizeof *hashes) != TT_OK) {
+        free(all);
+        return TT_ERR_IO;
+    }
+    for (int r = 1; r < ranks && *rank < 0; r++)
+        for (int i = 0; i < n && *rank < 0; i++)
+            if (all[(size_t)r * (size_t)n + (size_t)i] != all[i]) *rank = r, *item = i;
+    free(all);
+    if (*rank < 0) return TT_OK;
+    return tt_set_error(TT_ERR_MISMATCH, "rank %d's item %d differs from rank 0's", *rank, *item);
+}
+
 // ---- names and figures ----
 
 void tt_trainer_best_path(char *buf, size_t n, const char *out) {
@@ -413,10 +441,12 @@ void tt_trainer_best_path(char *buf, size_t n, const char *out) {
 }
 
 void tt_trainer_kept(const tt_trainer *tr, char *buf, size_t n) {
-    const char *out = tr->opts.out ? tr->opts.out : "no file";
-    if (tr->saved_step >= 0)
+    const char *out = tr->opts.out ? tr->opts.out : "(no --out)";
+    if (tr->saved_step >= 0 && tr->opts.eval)
         snprintf(buf, n, "%s holds step %lld, %s the best state", out,
                  (long long)tr->saved_step, tr->best_buf);
+    else if (tr->saved_step >= 0)
+        snprintf(buf, n, "%s holds step %lld", out, (long long)tr->saved_step);
     else
         snprintf(buf, n, "nothing was saved in this run, %s is untouched", out);
 }

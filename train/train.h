@@ -49,15 +49,15 @@ typedef double (*tt_trainer_eval_fn)(void *ctx, tt_data_split split);
 // writes the optimizer and the trainer's counters), the program's own entries.
 typedef void (*tt_trainer_fill_fn)(tt_checkpoint *ck, const tt_trainer *tr, void *ctx);
 // Called on every rank after each eval (tr->train_loss, val_loss, improved are set) and before
-// the save; a status other than TT_OK stops training (TT_TRAINER_ERROR).
+// the save; a status other than TT_OK stops training (TT_TRAINER_ERR_HOOK).
 typedef tt_status (*tt_trainer_hook_fn)(tt_trainer *tr, void *ctx);
 
 typedef struct tt_trainer_opts {
     int64_t iters;        // optimizer steps in all (tr.step counts to it); 0: no limit
     int64_t accum;        // micro-batches per step on this rank (gradient accumulation), >= 1
     double clip;          // max global gradient norm; 0: no clipping (the norm is still checked)
-    int64_t eval_every;   // eval (and save) every this many steps, at iters and on a signal;
-                          // 0: at iters and on a signal only
+    int64_t eval_every;   // an eval point every this many steps, at iters and after a signal
+                          // (0: the last two only): eval, log row, save when out and fill
     bool eval_train;      // also estimate the train split's loss at an eval (default true)
     const char *out;      // checkpoint written at each eval; NULL: none
     const char *best;     // the best state's file; NULL: tt_trainer_best_path(out)
@@ -69,9 +69,10 @@ typedef struct tt_trainer_opts {
     bool check_finite;    // stop on a non-finite loss, gradient norm, eval loss or weight
                           // (default true)
     bool check_leaks;     // stop when a step leaves more live tensors than the first one
-    bool profile;         // tt_profiler_begin/end around every step (rank 0)
+    bool profile;         // tt_profiler_begin/end around every step (set it on the ranks
+                          // that profile)
     bool overlap;         // several ranks: the all-reduce overlaps the last backward
-    int64_t tokens_per_step;  // for tok/s on the progress line (0: not shown as a rate)
+    int64_t tokens_per_step;  // for tok/s on the progress line (0 shows 0 tok/s)
     tt_trainer_eval_fn eval;  // NULL: no evals
     tt_trainer_fill_fn fill;  // NULL: no checkpoints
     tt_trainer_hook_fn on_eval;
@@ -142,7 +143,9 @@ tt_status tt_trainer_init(tt_trainer *tr, const tt_trainer_opts *opts, const tt_
 void tt_trainer_free(tt_trainer *tr);
 
 // Begins a step: false when training is over (iters reached, a stop recorded); otherwise sets
-// the schedule's lr, starts the clock and the profiler and returns true.
+// the schedule's lr, starts the clock and the profiler and returns true. A program with a loop
+// of its own (epochs of a data loader) may leave it out: the step's first tt_trainer_backward
+// begins the step the same way.
 bool tt_trainer_next(tt_trainer *tr);
 // One micro-batch's loss (a scalar): its value joins the step's mean, then tt_backward. With
 // accum > 1 the gradients are summed over the micro-batches and the last one's become
@@ -160,13 +163,23 @@ tt_status tt_trainer_save(tt_trainer *tr, bool best);
 // The optimizer state ("optim.*", "optim.step") and the counters ("step", "best_val_loss",
 // "train_loss", "val_loss"): the keys tt_gpt_ckpt_fill uses.
 void tt_trainer_ckpt_fill(const tt_trainer *tr, tt_checkpoint *ck);
+// Only the optimizer state ("optim.*", "optim.step"), for a program with its own counters.
+void tt_trainer_ckpt_fill_optim(const tt_trainer *tr, tt_checkpoint *ck);
 // Reads them back into tr and its optimizer. TT_ERR_FORMAT / TT_ERR_MISMATCH naming the key.
 tt_status tt_trainer_ckpt_restore(tt_trainer *tr, const tt_checkpoint *ck);
 
+// Several ranks must run the same job: each passes the same n hashes of what must agree (its
+// config, flags, data, parameters before the broadcast, step) and every rank compares all
+// ranks' with rank 0's (an all-gather: every rank calls it, and all reach the same verdict).
+// TT_OK when they agree (always with one rank); else TT_ERR_MISMATCH with *rank and *item the
+// first that differs (the program names them and its fix). TT_ERR_IO when the all-gather fails.
+tt_status tt_trainer_ranks_agree(const uint64_t *hashes, int n, int *rank, int *item);
+
 // out with .best before its extension (out/m.ckpt -> out/m.best.ckpt), or .best appended.
 void tt_trainer_best_path(char *buf, size_t n, const char *out);
-// What the files on disk hold, for a stop message: "OUT holds step N, BEST the best state" or
-// "nothing was saved in this run, OUT is untouched".
+// What the files on disk hold, for a stop message: "OUT holds step N, BEST the best state"
+// (with evals), "OUT holds step N" (without) or "nothing was saved in this run, OUT is
+// untouched".
 void tt_trainer_kept(const tt_trainer *tr, char *buf, size_t n);
 // Clears the progress bar from the terminal line (before the program prints).
 void tt_trainer_clear_progress(tt_trainer *tr);
