@@ -17,7 +17,7 @@
 
 #include "data.h"
 #include "bpe.h"
-#include "../nn/checkpoint.h"
+#include "../io/checkpoint.h"
 
 #include <stdio.h>
 

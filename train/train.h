@@ -32,7 +32,7 @@
 #include <stdio.h>
 
 #include "../nn/nn.h"
-#include "../nn/checkpoint.h"
+#include "../io/checkpoint.h"
 #include "../optim/optim.h"
 #include "../data/data.h"
 

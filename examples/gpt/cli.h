@@ -194,8 +194,10 @@ void check_memory(const tt_gpt_config *c, int64_t B, int64_t T, bool training);
 // batches at every eval, the same bits on any number of ranks).
 double estimate_split(tt_gpt *gpt, const tt_text_dataset *ds, tt_data_split split,
                       int64_t batch, int64_t block, int64_t iters, int64_t seed);
-// The model path of sample and eval: --ckpt, or (gpt) --init-from; exits when neither or both.
-const char *model_path(const char *cmd);
+// The model of sample and eval (cmd): --ckpt's, or (gpt) --init-from's, with its checkpoint,
+// tokenizer and state (load_model); --threads set. Returns its path; exits when neither or
+// both are given.
+const char *open_model(const char *cmd, tt_gpt *gpt, train_state *s, tt_checkpoint *ck);
 // --quantize int8: quantizes gpt's Linears and head, with a note on stderr.
 void apply_quantize(tt_gpt *gpt);
 

@@ -6,12 +6,10 @@
 #include <string.h>
 
 int cmd_eval(void) {
-    const char *path = model_path("eval");
-    set_threads();
     tt_checkpoint ck;
     train_state s;
     tt_gpt gpt;
-    load_model(opt.ckpt ? "--ckpt" : "--init-from", path, &gpt, &s, &ck);
+    const char *path = open_model("eval", &gpt, &s, &ck);
     // Defaults from the run that wrote the checkpoint: its data, batch, eval batches, seed.
     data_from_ckpt(&ck);
     int64_t v;

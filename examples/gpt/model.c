@@ -186,7 +186,7 @@ void load_model(const char *flagname, const char *path, tt_gpt *gpt, train_state
 }
 
 // The model path of sample and eval: --ckpt, or (gpt) --init-from; exits when neither or both.
-const char *model_path(const char *cmd) {
+static const char *model_path(const char *cmd) {
     if (opt.ckpt && opt.init_from)
         die_usage("pass --ckpt or --init-from, not both (they name the model to %s)", cmd);
     if (opt.init_from) return opt.init_from;
@@ -197,6 +197,13 @@ const char *model_path(const char *cmd) {
                   prog->default_out);
     }
     return opt.ckpt;
+}
+
+const char *open_model(const char *cmd, tt_gpt *gpt, train_state *s, tt_checkpoint *ck) {
+    const char *path = model_path(cmd);
+    set_threads();
+    load_model(opt.ckpt ? "--ckpt" : "--init-from", path, gpt, s, ck);
+    return path;
 }
 
 // --quantize: "int8" quantizes gpt's Linears and head (a note on stderr with their weight

@@ -13,15 +13,11 @@ static void print_token(int32_t tok, void *ctx) {
     check_stdout();  // a full disk or a closed stdout stops generation at once
 }
 
-
 int cmd_sample(void) {
-    const char *path = model_path("sample");
-    set_threads();
-
     tt_checkpoint ck;
     train_state s;
     tt_gpt gpt;
-    load_model(opt.ckpt ? "--ckpt" : "--init-from", path, &gpt, &s, &ck);
+    const char *path = open_model("sample", &gpt, &s, &ck);
     tt_ckpt_free(&ck);
     if (given("--block") && opt.window > s.cfg.block_size)
         die_usage("--block %lld is above the block size %lld of '%s'; use --block <= %lld",

@@ -117,8 +117,8 @@ static const char *const rank_items[RANK_NITEMS][2] = {
 static uint64_t hash_f64s(const double *v, size_t n) { return XXH3_64bits(v, n * sizeof *v); }
 
 // Every rank hashes its config, flags, data, parameters (before rank 0's are broadcast) and
-// step; each compares the table of all ranks with rank 0's and exits naming the first item
-// and rank that differ (every rank reaches the same verdict, so all of them stop).
+// step; tt_trainer_ranks_agree compares every rank's with rank 0's, and each rank exits naming
+// the first rank and item that differ (all reach the same verdict, so all of them stop).
 void check_ranks_agree(const gpt_run *r) {
     const train_state *s = &r->s;
     const tt_gpt *gpt = &r->gpt;
@@ -139,15 +139,10 @@ void check_ranks_agree(const gpt_run *r) {
                                            (uint64_t)ds->n_train);
     mine[RANK_PARAMS] = tt_params_fingerprint(&gpt->params);
     mine[RANK_STEP] = (uint64_t)s->st.step;
-    uint64_t *all = malloc((size_t)ranks * sizeof mine);
-    if (!all) die("out of memory");
-    if (tt_dist_allgather(all, mine, sizeof mine) != TT_OK) die("%s", tt_last_error());
-    for (int k = 1; k < ranks; k++)
-        for (int i = 0; i < RANK_NITEMS; i++)
-            if (all[(size_t)k * RANK_NITEMS + i] != all[i]) {
-                free(all);
-                die_usage("rank %d's %s differs from rank 0's; %s", k, rank_items[i][0],
-                          rank_items[i][1]);
-            }
-    free(all);
+    int rank, item;
+    tt_status st = tt_trainer_ranks_agree(mine, RANK_NITEMS, &rank, &item);
+    if (st == TT_ERR_MISMATCH)
+        die_usage("rank %d's %s differs from rank 0's; %s", rank, rank_items[item][0],
+                  rank_items[item][1]);
+    if (st != TT_OK) die("%s", tt_last_error());
 }
