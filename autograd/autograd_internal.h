@@ -102,11 +102,6 @@ void tt__check_same_dtype_at(const tt_tensor *a, const tt_tensor *b, const char 
 void tt__prof_forward(const tt_tensor *out, tt_op op, int n_inputs, tt_tensor *const *inputs);
 // Runs backward(n), timed and counted under n's op.
 void tt__prof_backward(tt_node *n, void (*backward)(tt_node *n));
-// Sets the profiler's figures aside and starts it from zero, without trace events, on this
-// thread (nn/summary.c measures forwards with it); tt__prof_pop puts them back, running or not
-// as before. One level: a push while pushed aborts.
-void tt__prof_push(void);
-void tt__prof_pop(void);
 
 // ---- gradients added in place ----
 // x's gradient so far, for a backward to add its contribution into directly (instead of a

@@ -289,8 +289,8 @@ typedef struct saved_state {
 static saved_state saved;
 static bool pushed;
 
-void tt__prof_push(void) {
-    TT_CHECK(!pushed, "the profiler is already set aside (tt__prof_push twice)");
+void tt_profiler_push(void) {
+    TT_CHECK(!pushed, "the profiler is already set aside (tt_profiler_push twice)");
     bool was_running = running;
     tt_profiler_end();  // closes a running interval, so its time and peak are kept
     saved = (saved_state){.running = was_running, .tracing = tracing,
@@ -306,8 +306,8 @@ void tt__prof_push(void) {
     tt_profiler_begin();
 }
 
-void tt__prof_pop(void) {
-    TT_CHECK(pushed, "the profiler was not set aside (tt__prof_pop without tt__prof_push)");
+void tt_profiler_pop(void) {
+    TT_CHECK(pushed, "the profiler was not set aside (tt_profiler_pop without tt_profiler_push)");
     tt_profiler_end();
     memcpy(ops, saved.ops, sizeof ops);
     wall_ns = saved.wall_ns;

@@ -54,6 +54,11 @@ extern "C" {
 void tt_profiler_begin(void);
 // Stops counting; the figures stay until tt_profiler_reset. A no-op when off.
 void tt_profiler_end(void);
+// Sets the profiler's figures aside and starts it from zero, without trace events, on this
+// thread (tt_summary measures forwards with it); tt_profiler_pop puts them back, running or
+// not as before. One level: a push while pushed aborts.
+void tt_profiler_push(void);
+void tt_profiler_pop(void);
 // Zeroes every figure and drops the trace events (the profiler keeps running if it was on).
 void tt_profiler_reset(void);
 bool tt_profiler_enabled(void);

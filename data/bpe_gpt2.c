@@ -3,7 +3,7 @@
 // the trained vocab file's loader (bpe_train.c) shares.
 #include "bpe_internal.h"
 
-#include "../tensor/tensor_internal.h"
+#include "../tensor/tensor_ext.h"
 
 #include <errno.h>
 #include <jansson.h>

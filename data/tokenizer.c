@@ -3,7 +3,7 @@
 // are data.c's and bpe.c's; this file only chooses between them.
 #include "tokenizer.h"
 
-#include "../tensor/tensor_internal.h"
+#include "../tensor/tensor_ext.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -2,7 +2,6 @@
 // forward FLOPs and activation memory at a given input, measured by running the forward under
 // the profiler (autograd/profiler.c). Not here: the FLOPs conventions (profiler.h).
 #include "nn_internal.h"
-#include "../autograd/autograd_internal.h"
 #include "../autograd/profiler.h"
 
 #include <string.h>
@@ -152,7 +151,7 @@ tt_model_stats tt_model_summary(FILE *f, tt_module m, tt_tensor *x) {
              "tt_<name>_module function");
     TT_CHECK(x, "input is NULL; pass a tensor the module's forward takes");
     rows r = {0};
-    tt__prof_push();
+    tt_profiler_push();
     tt_scope_begin();
     int64_t live0 = tt_live_bytes();
     tt_tensor *y = run_rows(m, x, "", 0, &r);
@@ -161,7 +160,7 @@ tt_model_stats tt_model_summary(FILE *f, tt_module m, tt_tensor *x) {
                          .out_ndim = y->ndim};
     memcpy(st.out_shape, y->shape, sizeof st.out_shape);
     tt_scope_end();
-    tt__prof_pop();
+    tt_profiler_pop();
     tt_params p;
     tt_params_init(&p);
     tt_module_params(m, &p, NULL);

@@ -4,7 +4,7 @@
 #define TT_GPT_INTERNAL_H
 
 #include "gpt.h"
-#include "../../nn/nn_internal.h"
+#include "../../tensor/tensor_ext.h"
 
 // tokens (B, T) at positions pos .. pos + T - 1 -> x (B, T, C): embeddings and dropout.
 tt_tensor *tt__gpt_embed(tt_gpt *m, tt_tensor *tokens, int64_t pos);
