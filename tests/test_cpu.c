@@ -14,15 +14,20 @@
 #include "tensor/kernels/matmul.h"
 #include "tensor/kernels/qgemm.h"
 
-// The level of the hardware, from __builtin_cpu_supports (the same rule as cpu.c).
+// The level of the hardware, from __builtin_cpu_supports, independently of cpu.c: each level
+// needs its features and those of the levels below it.
 static tt_cpu_level hw_level(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return TT_CPU_GENERIC;
-    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
-        !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512dq"))
-        return TT_CPU_AVX2;
-    return __builtin_cpu_supports("avx512bf16") ? TT_CPU_AVX512BF16 : TT_CPU_AVX512;
+    bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
+                  __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                  __builtin_cpu_supports("avx512dq");
+    bool bf16 = avx512 && __builtin_cpu_supports("avx512bf16");
+    return bf16     ? TT_CPU_AVX512BF16
+           : avx512 ? TT_CPU_AVX512
+           : avx2   ? TT_CPU_AVX2
+                    : TT_CPU_GENERIC;
 #else
     return TT_CPU_GENERIC;
 #endif

@@ -139,65 +139,24 @@ const tt__kattn_ops_f32 tt__kattn_ops_avx2_f32 = {
 // ---- bf16 products widened to f32 (AVX2 + FMA) ----
 // (the scheme: attention_ops.h)
 
-// widen_a512 in 8 lanes.
-TGT_AVX2 static void widen_a256(float *aw, int64_t *wi, int64_t *wk, int64_t M, int64_t K,
-                                int64_t kw, const float *a, int64_t a_rs, int64_t a_cs) {
-    if (a_rs == 1 && a_cs != 1) {
-        *wi = 1, *wk = BQ;
-        for (int64_t k = 0; k < kw; k++)
-            for (int64_t i = 0; i < M; i += 8) {
-                __m256i m = tt__simd_mask8(M - i);
-                __m256 x = k < K ? _mm256_maskload_ps(a + k * a_cs + i, m) : _mm256_setzero_ps();
-                _mm256_maskstore_ps(aw + (k ^ 1) * BQ + i, m, tt__simd_round8(x));
-            }
-        return;
-    }
-    *wi = kw, *wk = 1;
-    for (int64_t i = 0; i < M; i++) {
-        float *dst = aw + i * kw;
-        const float *ar = a + i * a_rs;
-        if (a_cs == 1) {
-            for (int64_t k = 0; k < kw; k += 8) {
-                __m256 x = tt__simd_round8(_mm256_maskload_ps(ar + k, tt__simd_mask8(K - k)));
-                _mm256_maskstore_ps(dst + k, tt__simd_mask8(kw - k),
-                                    _mm256_permute_ps(x, _MM_SHUFFLE(2, 3, 0, 1)));
-            }
-        } else {
-            for (int64_t k = 0; k < kw; k++) dst[k ^ 1] = k < K ? round_bf16(ar[k * a_cs]) : 0;
-        }
-    }
-}
-
-// The bf16 block product (the contract of gemm_bf16_portable) on AVX2 FMA; M <= BQ.
-TGT_AVX2 static void gemm_widen256(int64_t M, int64_t N, int64_t K, const float *a,
-                                   int64_t a_rs, int64_t a_cs, const float *b, int64_t b_rs,
-                                   float *c, int64_t c_rs, float alpha, bool acc) {
-    int64_t kw = (K + 1) / 2 * 2;
-    if (kw > TT_KATTN_KW_MAX || M > BQ) {
-        tt__kattn_gemm_bf16_portable(M, N, K, a, a_rs, a_cs, b, b_rs, c, c_rs, alpha, acc);
-        return;
-    }
-    float aw[BQ * TT_KATTN_KW_MAX], bw[TT_KATTN_KW_MAX * 16];  // A widened (widen_a256), B (kw, 16)
-    int64_t wi, wk;
-    widen_a256(aw, &wi, &wk, M, K, kw, a, a_rs, a_cs);
-    __m256 va = _mm256_set1_ps(alpha);
-    for (int64_t n = 0; n < N; n += 16) {
-        __m256i m0 = tt__simd_mask8(N - n), m1 = tt__simd_mask8(N - n - 8);
-        for (int64_t k = 0; k < kw; k++) {
-            float *dst = bw + (k ^ 1) * 16;
-            const float *br = b + k * b_rs + n;
-            __m256 x0 = k < K ? _mm256_maskload_ps(br, m0) : _mm256_setzero_ps();
-            __m256 x1 = k < K ? _mm256_maskload_ps(br + 8, m1) : _mm256_setzero_ps();
-            _mm256_storeu_ps(dst, tt__simd_round8(x0));
-            _mm256_storeu_ps(dst + 8, tt__simd_round8(x1));
-        }
-        int64_t i = 0;
-        for (; i + 4 <= M; i += 4)
-            tile256(4, kw, aw + i * wi, wi, wk, bw, 16, c + i * c_rs + n, c_rs, va, m0, m1, acc);
-        for (; i < M; i++)
-            tile256(1, kw, aw + i * wi, wi, wk, bw, 16, c + i * c_rs + n, c_rs, va, m0, m1, acc);
-    }
-}
+// widen_a256 and gemm_widen256 (attention_widen.inc).
+#define TGT TGT_AVX2
+#define V __m256
+#define VL 8
+#define M_T __m256i
+#define MASK tt__simd_mask8
+#define LOADM(p, m) _mm256_maskload_ps(p, m)
+#define STOREM(p, m, v) _mm256_maskstore_ps(p, m, v)
+#define SETZERO _mm256_setzero_ps
+#define STOREU _mm256_storeu_ps
+#define SET1 _mm256_set1_ps
+#define ROUND tt__simd_round8
+#define SWAP_PAIRS(v) _mm256_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1))
+#define TILE tile256
+#define WIDE_ROWS 4
+#define WIDEN_A widen_a256
+#define GEMM_WIDEN gemm_widen256
+#include "attention_widen.inc"
 
 const tt__kattn_ops_f32 tt__kattn_ops_avx2_bf16 = {
     gemm_widen256, rows_max_avx2, rows_exp_avx2, row_ds_avx2, row_scale_avx2,

@@ -391,70 +391,24 @@ TGT_BF16 static void gemm_pa_dpbf16(int64_t M, int64_t N, int64_t K, const uint3
 // ---- bf16 products widened to f32 (AVX-512F) ----
 // (the scheme: attention_ops.h)
 
-// A (M, K), A[i, k] = a[i a_rs + k a_cs], rounded and pair-swapped into aw: step k of row i at
-// aw[i *wi + (k ^ 1) *wk], kw = K rounded up to even. Columns contiguous along i: k-major
-// (wi = 1, wk = BQ); else i-major (wi = kw, wk = 1).
-TGT_AVX512 static void widen_a512(float *aw, int64_t *wi, int64_t *wk, int64_t M, int64_t K,
-                                  int64_t kw, const float *a, int64_t a_rs, int64_t a_cs) {
-    if (a_rs == 1 && a_cs != 1) {
-        *wi = 1, *wk = BQ;
-        for (int64_t k = 0; k < kw; k++)
-            for (int64_t i = 0; i < M; i += 16) {
-                __mmask16 m = tt__simd_mask16(M - i);
-                __m512 x = k < K ? _mm512_maskz_loadu_ps(m, a + k * a_cs + i) : _mm512_setzero_ps();
-                _mm512_mask_storeu_ps(aw + (k ^ 1) * BQ + i, m, tt__simd_round16(x));
-            }
-        return;
-    }
-    *wi = kw, *wk = 1;
-    for (int64_t i = 0; i < M; i++) {
-        float *dst = aw + i * kw;
-        const float *ar = a + i * a_rs;
-        if (a_cs == 1) {
-            for (int64_t k = 0; k < kw; k += 16) {  // k even: pairs stay within a vector
-                __m512 x = tt__simd_round16(_mm512_maskz_loadu_ps(tt__simd_mask16(K - k), ar + k));
-                _mm512_mask_storeu_ps(dst + k, tt__simd_mask16(kw - k),
-                                      _mm512_permute_ps(x, _MM_SHUFFLE(2, 3, 0, 1)));
-            }
-        } else {
-            for (int64_t k = 0; k < kw; k++) dst[k ^ 1] = k < K ? round_bf16(ar[k * a_cs]) : 0;
-        }
-    }
-}
-
-// The bf16 block product (the contract of gemm_bf16_portable) on AVX-512F FMA; M <= BQ.
-TGT_AVX512 static void gemm_widen512(int64_t M, int64_t N, int64_t K, const float *a,
-                                     int64_t a_rs, int64_t a_cs, const float *b, int64_t b_rs,
-                                     float *c, int64_t c_rs, float alpha, bool acc) {
-    int64_t kw = (K + 1) / 2 * 2;
-    if (kw > TT_KATTN_KW_MAX || M > BQ) {
-        tt__kattn_gemm_bf16_portable(M, N, K, a, a_rs, a_cs, b, b_rs, c, c_rs, alpha, acc);
-        return;
-    }
-    float aw[BQ * TT_KATTN_KW_MAX], bw[TT_KATTN_KW_MAX * 32];  // A widened (widen_a512), B (kw, 32)
-    int64_t wi, wk;
-    widen_a512(aw, &wi, &wk, M, K, kw, a, a_rs, a_cs);
-    __m512 va = _mm512_set1_ps(alpha);
-    for (int64_t n = 0; n < N; n += 32) {
-        __mmask16 m0 = tt__simd_mask16(N - n), m1 = tt__simd_mask16(N - n - 16);
-        for (int64_t k = 0; k < kw; k++) {
-            float *dst = bw + (k ^ 1) * 32;
-            const float *br = b + k * b_rs + n;
-            __m512 x0 = k < K ? _mm512_maskz_loadu_ps(m0, br) : _mm512_setzero_ps();
-            __m512 x1 = k < K ? _mm512_maskz_loadu_ps(m1, br + 16) : _mm512_setzero_ps();
-            _mm512_storeu_ps(dst, tt__simd_round16(x0));
-            _mm512_storeu_ps(dst + 16, tt__simd_round16(x1));
-        }
-        int64_t i = 0;
-        for (; i + TILE_R <= M; i += TILE_R)
-            tile512(TILE_R, kw, aw + i * wi, wi, wk, bw, 32, c + i * c_rs + n, c_rs, va, m0, m1,
-                    acc);
-        for (; i + 4 <= M; i += 4)
-            tile512(4, kw, aw + i * wi, wi, wk, bw, 32, c + i * c_rs + n, c_rs, va, m0, m1, acc);
-        for (; i < M; i++)
-            tile512(1, kw, aw + i * wi, wi, wk, bw, 32, c + i * c_rs + n, c_rs, va, m0, m1, acc);
-    }
-}
+// widen_a512 and gemm_widen512 (attention_widen.inc).
+#define TGT TGT_AVX512
+#define V __m512
+#define VL 16
+#define M_T __mmask16
+#define MASK tt__simd_mask16
+#define LOADM(p, m) _mm512_maskz_loadu_ps(m, p)
+#define STOREM(p, m, v) _mm512_mask_storeu_ps(p, m, v)
+#define SETZERO _mm512_setzero_ps
+#define STOREU _mm512_storeu_ps
+#define SET1 _mm512_set1_ps
+#define ROUND tt__simd_round16
+#define SWAP_PAIRS(v) _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1))
+#define TILE tile512
+#define WIDE_ROWS TILE_R
+#define WIDEN_A widen_a512
+#define GEMM_WIDEN gemm_widen512
+#include "attention_widen.inc"
 
 const tt__kattn_ops_f32 tt__kattn_ops_avx512_dpbf16 = {
     gemm_dpbf16, rows_max_avx512, rows_exp_avx512, row_ds_avx512, row_scale_avx512,
