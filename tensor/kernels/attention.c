@@ -10,6 +10,17 @@
 // register) and the rows of B and C unit-stride, so q k^T needs k^T packed (a (HS, keys)
 // panel) while P v, dS k and dS^T q read v, k and q in place.
 //
+// Why these block products are not the packed GEMM's (gemm_avx512.c), measured on an AMD EPYC
+// (AVX512-BF16), 2 cores at load 2.2, medians of 7 runs taking turns with the previous binary:
+// the AVX-512 f32 table's gemm on tt_k_gemm_avx512_f32's 12 x 32 micro-kernels, A^T and B
+// packed per call and alpha applied on store (the commit "f32 block products on the packed
+// GEMM's 12x32 micro-kernels (trial)"), gives the same bits (one FMA chain per element over k
+// from 0 in both) but is slower: `OMP_NUM_THREADS=1 bench_attention 4 6 256 64` f32 fwd+bwd
+// 11.05 -> 13.30 ms, `bench_train train baby 1` 47.50 -> 48.50 ms/step; only dV = P^T dO so
+// routed: 11.22 -> 11.35 ms, baby 47.70 -> 47.70. Per 32 x 32 x 64 product (2000 calls, one
+// thread) the micro-kernels on panels packed once take 1.31-1.34 us, tile512 1.30-1.39 us: the
+// loss is the packing of each tile's operands, 0.11-0.36 us (8-27%) per call.
+//
 // Threads: the forward splits (b, query head) pairs, the backward (b, kv head) groups (each
 // owns the dk/dv rows of its kv head and the dq rows of its query heads), statically. Each
 // output element is summed by one thread in a fixed order: results do not depend on the thread

@@ -2,7 +2,6 @@
 // vdpbf16ps (AVX512-BF16) and widened to f32 (AVX-512F): the tables tt__kattn_ops_avx512_*
 // (attention_ops.h). attention.c picks them by the CPU level and runs the tiled drivers.
 #include "attention_ops.h"
-#include "matmul.h"  // tt_k_gemm_avx512_f32: the packed GEMM's packer and micro-kernels
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
@@ -53,6 +52,7 @@ TGT_AVX512 INLINE void tile512(const int R, int64_t K, const float *a, int64_t a
     for (int r = 0; r < R; r++) store512(c + r * c_rs, c0[r], c1[r], va, m0, m1, acc);
 }
 
+// Not the packed GEMM's micro-kernels: packing each tile's operands made it slower (attention.c).
 TGT_AVX512 static void gemm_avx512(int64_t M, int64_t N, int64_t K, const float *a,
                                    int64_t a_rs, int64_t a_cs, const float *b, int64_t b_rs,
                                    float *c, int64_t c_rs, float alpha, bool acc) {
@@ -119,51 +119,6 @@ TGT_AVX512 static void row_scale_avx512(float *x, int64_t n, float alpha) {
     }
 }
 
-// ---- the packed GEMM's tiles (gemm_avx512.c) ----
-// The table's gemm on the packed GEMM's micro-kernels (tt_k_gemm_avx512_f32, 12 x 32 tiles):
-// A^T and B packed into zero-padded panels per call, each element one FMA chain over k in
-// order from 0, as tile512; alpha then applied on store (in place, or through a scratch tile
-// when adding to C): o = t alpha [+ C], the same bits as gemm_avx512. Past the scratch sizes,
-// or with A strided both ways, gemm_avx512.
-#define PK_K_MAX 256   // k steps
-#define PK_M_MAX 36    // rows of C (3 panels of 12)
-#define PK_B_MAX 8192  // floats of B's panels (columns rounded up to 32, times K)
-
-TGT_AVX512 static void gemm_packed512(int64_t M, int64_t N, int64_t K, const float *a,
-                                      int64_t a_rs, int64_t a_cs, const float *b, int64_t b_rs,
-                                      float *c, int64_t c_rs, float alpha, bool acc) {
-    const tt_k_gemm_kernel *kn = &tt_k_gemm_avx512_f32;
-    int64_t MR = kn->mr, NR = kn->nr;
-    if ((a_rs != 1 && a_cs != 1) || K > PK_K_MAX || M > PK_M_MAX ||
-        (N + NR - 1) / NR * NR * K > PK_B_MAX) {
-        gemm_avx512(M, N, K, a, a_rs, a_cs, b, b_rs, c, c_rs, alpha, acc);
-        return;
-    }
-    static _Thread_local _Alignas(64) float ap[PK_M_MAX * PK_K_MAX], bp[PK_B_MAX];
-    static _Thread_local _Alignas(64) float t[PK_M_MAX * PK_B_MAX / 32];
-    kn->pack(ap, a, a_cs, a_rs, K, M, (int)MR);  // A^T (K, M): X[k, i] = a[k a_cs + i a_rs]
-    kn->pack(bp, b, b_rs, 1, K, N, (int)NR);
-    bool scratch = acc && alpha != 1.0f;  // t (M, N) = A B, then C += t alpha
-    float *o = scratch ? t : c;
-    int64_t o_rs = scratch ? N : c_rs;
-    for (int64_t jr = 0; jr < N; jr += NR) {
-        int nr = (int)min64(NR, N - jr);
-        tt_k_ukernel uk = kn->narrow && nr <= NR / 2 ? kn->narrow : kn->full;
-        for (int64_t ir = 0; ir < M; ir += MR)
-            uk(K, ap + ir * K, bp + jr * K, o + ir * o_rs + jr, o_rs, (int)min64(MR, M - ir), nr,
-               acc && !scratch, NULL);
-    }
-    if (alpha == 1.0f) return;
-    __m512 va = _mm512_set1_ps(alpha);
-    for (int64_t i = 0; i < M; i++)
-        for (int64_t n = 0; n < N; n += 16) {
-            __mmask16 mk = tt__simd_mask16(N - n);
-            __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, o + i * o_rs + n), va);
-            if (scratch) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk, c + i * c_rs + n));
-            _mm512_mask_storeu_ps(c + i * c_rs + n, mk, v);
-        }
-}
-
 // rows_dot_portable_f32 on 8 rows at a time, one row per f64 lane: each 8 x 8 block of
 // products (exact in f64) transposed in three rounds of shuffles, then added column by column.
 TGT_AVX512 static void rows_dot_avx512(float *D, const float *x, int64_t x_rs, const float *y,
@@ -210,7 +165,7 @@ TGT_AVX512 static void rows_dot_avx512(float *D, const float *x, int64_t x_rs, c
 }
 
 const tt__kattn_ops_f32 tt__kattn_ops_avx512_f32 = {
-    gemm_packed512, rows_max_avx512, rows_exp_avx512, row_ds_avx512, row_scale_avx512,
+    gemm_avx512, rows_max_avx512, rows_exp_avx512, row_ds_avx512, row_scale_avx512,
     rows_dot_avx512,
     NULL, NULL, NULL, NULL, NULL, 0,
 };
