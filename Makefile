@@ -498,3 +498,27 @@ compress:
 # after the bench programs, from bench's recipe: a prerequisite would run its sub-make beside
 # this make's, both building the library at once under make -j.
 BENCH_AFTER += compress
+
+# ---- CMake package: find_package(tinytorch) from an installed prefix ----
+# make install also writes PREFIX/lib/cmake/tinytorch/tinytorchConfig.cmake (the imported target
+# tinytorch::tinytorch: include dir, the shared or static lib, its link deps) and
+# tinytorchConfigVersion.cmake, filled from the templates *.cmake.in as tinytorch.pc is. The
+# link deps come from LDLIBS: -lNAME as NAME, -fopenmp as OpenMP, -pthread as Threads, any other
+# word (MPI=1's -L, SAN=1's -fsanitize) as a link option.
+CMAKE_DIR         := $(LIB_DIR)/cmake/tinytorch
+CMAKE_LIBS         = $(patsubst -l%,%,$(filter -l%,$(LDLIBS)))
+CMAKE_LINK_OPTIONS = $(filter-out -l% -fopenmp -pthread,$(LDLIBS))
+CMAKE_SUBST        = -e 's|@VERSION@|$(VERSION)|g' -e 's|@SO_MAJOR@|$(SO_MAJOR)|g' \
+	-e 's|@CMAKE_LIBS@|$(CMAKE_LIBS)|g' -e 's|@CMAKE_LINK_OPTIONS@|$(CMAKE_LINK_OPTIONS)|g' \
+	-e 's|@CMAKE_OPENMP@|$(if $(filter -fopenmp,$(LDLIBS)),1,0)|g' \
+	-e 's|@CMAKE_THREADS@|$(if $(filter -pthread,$(LDLIBS)),1,0)|g'
+.PHONY: install-cmake uninstall-cmake
+install: install-cmake
+install-cmake:
+	install -d $(CMAKE_DIR)
+	sed $(CMAKE_SUBST) tinytorchConfig.cmake.in > $(CMAKE_DIR)/tinytorchConfig.cmake
+	sed $(CMAKE_SUBST) tinytorchConfigVersion.cmake.in > $(CMAKE_DIR)/tinytorchConfigVersion.cmake
+uninstall: uninstall-cmake
+uninstall-cmake:
+	rm -rf $(CMAKE_DIR)
+	rmdir $(LIB_DIR)/cmake 2>/dev/null || true
