@@ -529,7 +529,8 @@ uninstall-cmake:
 # ---- aarch64: the portable C path, cross-built and run under qemu-user ----
 # make test-aarch64 cross-compiles the library, the Check suites and gradcheck with Debian's
 # aarch64-linux-gnu-gcc into build-aarch64/ and runs each under qemu-aarch64
-# (tests/run_aarch64.sh). No x86 code is compiled in: every x86 kernel sits behind
+# (tests/run_aarch64.sh): about 25 minutes on a busy 2-core machine, so neither make test nor
+# .ci/run runs it (docs/portability.md). No x86 code is compiled in: every x86 kernel sits behind
 # #if defined(__x86_64__), so the suites check the portable C path, the reference. It first
 # installs what is missing (make deps-aarch64: the cross compiler, qemu-user and the arm64
 # libraries through dpkg's multiarch); plain make deps and make test never do. The cross
