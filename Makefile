@@ -16,7 +16,10 @@
 #   make plot LOG=F.csv  a PNG loss curve of a char_gpt --log file (gnuplot)
 #   make deps            install what is missing (check, libxxhash-dev, pkg-config, OpenMP,
 #                        clang with its libFuzzer runtime, gnuplot)
-#   make install         PREFIX=/usr/local DESTDIR= : headers, static and shared lib, .pc
+#   make install         PREFIX=/usr/local DESTDIR= : headers, static and shared lib, .pc,
+#                        lib/cmake/tinytorch/tinytorchConfig.cmake (find_package(tinytorch))
+#   make test-aarch64    the Check suites and gradcheck cross-built for aarch64 (portable C
+#                        path) and run under qemu-aarch64; make deps-aarch64 installs its tools
 #   make fuzz            libFuzzer + ASan/UBSan over the checkpoint, safetensors and BPE vocab
 #                        loaders (clang) for FUZZ_SECONDS=60 each, in build-fuzz/
 # Options: OMP=0 (no OpenMP), SAN=1 (sanitizers), WERROR=1 (warnings are errors; CI),
@@ -517,3 +520,63 @@ compress:
 # after the bench programs, from bench's recipe: a prerequisite would run its sub-make beside
 # this make's, both building the library at once under make -j.
 BENCH_AFTER += compress
+
+# ---- CMake package: find_package(tinytorch) from an installed prefix ----
+# make install also writes PREFIX/lib/cmake/tinytorch/tinytorchConfig.cmake (the imported target
+# tinytorch::tinytorch: include dir, the shared or static lib, its link deps) and
+# tinytorchConfigVersion.cmake, filled from the templates *.cmake.in as tinytorch.pc is. The
+# link deps come from LDLIBS: -lNAME as NAME, -fopenmp as OpenMP, -pthread as Threads, any other
+# word (MPI=1's -L, SAN=1's -fsanitize) as a link option.
+CMAKE_DIR         := $(LIB_DIR)/cmake/tinytorch
+CMAKE_LIBS         = $(patsubst -l%,%,$(filter -l%,$(LDLIBS)))
+CMAKE_LINK_OPTIONS = $(filter-out -l% -fopenmp -pthread,$(LDLIBS))
+CMAKE_SUBST        = -e 's|@VERSION@|$(VERSION)|g' -e 's|@SO_MAJOR@|$(SO_MAJOR)|g' \
+	-e 's|@CMAKE_LIBS@|$(CMAKE_LIBS)|g' -e 's|@CMAKE_LINK_OPTIONS@|$(CMAKE_LINK_OPTIONS)|g' \
+	-e 's|@CMAKE_OPENMP@|$(if $(filter -fopenmp,$(LDLIBS)),1,0)|g' \
+	-e 's|@CMAKE_THREADS@|$(if $(filter -pthread,$(LDLIBS)),1,0)|g'
+.PHONY: install-cmake uninstall-cmake
+install: install-cmake
+install-cmake:
+	install -d $(CMAKE_DIR)
+	sed $(CMAKE_SUBST) tinytorchConfig.cmake.in > $(CMAKE_DIR)/tinytorchConfig.cmake
+	sed $(CMAKE_SUBST) tinytorchConfigVersion.cmake.in > $(CMAKE_DIR)/tinytorchConfigVersion.cmake
+uninstall: uninstall-cmake
+uninstall-cmake:
+	rm -rf $(CMAKE_DIR)
+	rmdir $(LIB_DIR)/cmake 2>/dev/null || true
+
+# ---- aarch64: the portable C path, cross-built and run under qemu-user ----
+# make test-aarch64 cross-compiles the library, the Check suites and gradcheck with Debian's
+# aarch64-linux-gnu-gcc into build-aarch64/ and runs each under qemu-aarch64
+# (tests/run_aarch64.sh): about 25 minutes on a busy 2-core machine, so neither make test nor
+# .ci/run runs it (docs/portability.md). No x86 code is compiled in: every x86 kernel sits behind
+# #if defined(__x86_64__), so the suites check the portable C path, the reference. It first
+# installs what is missing (make deps-aarch64: the cross compiler, qemu-user and the arm64
+# libraries through dpkg's multiarch); plain make deps and make test never do. The cross
+# pkg-config search path finds the arm64 Check. The sysroot for qemu's -L is / : multiarch puts
+# the arm64 loader and libraries (libgomp1:arm64 too) in /lib and /usr/lib/aarch64-linux-gnu
+# (under qemu 7.2, -L /usr/aarch64-linux-gnu, the cross toolchain's tree, hangs every forked
+# child, and Check forks each test).
+AARCH64_CC      ?= aarch64-linux-gnu-gcc
+AARCH64_SYSROOT ?= /
+AARCH64_QEMU    ?= qemu-aarch64 -L $(AARCH64_SYSROOT)
+AARCH64_PKG     ?= /usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig
+AARCH64_BUILD   := build-aarch64
+AARCH64_BINS    := $(SUITE_SRCS:tests/%.c=$(AARCH64_BUILD)/tests/%) $(AARCH64_BUILD)/tests/gradcheck
+.PHONY: test-aarch64 deps-aarch64 aarch64-bins clean-aarch64
+deps-aarch64:
+	@AARCH64_CC=$(AARCH64_CC) AARCH64_QEMU="$(AARCH64_QEMU)" sh scripts/deps_aarch64.sh
+test-aarch64:
+	@AARCH64_CC=$(AARCH64_CC) AARCH64_QEMU="$(AARCH64_QEMU)" sh scripts/deps_aarch64.sh --quiet
+	@$(MAKE) --no-print-directory check-deps
+	@PKG_CONFIG_LIBDIR=$(AARCH64_PKG) $(MAKE) --no-print-directory CC=$(AARCH64_CC) \
+	    BUILD=$(AARCH64_BUILD) SAN=0 MPI=0 OMP=$(OMP) ARCH= aarch64-bins
+	@sh tests/run_aarch64.sh "$(AARCH64_QEMU)" $(AARCH64_BINS)
+aarch64-bins: $(AARCH64_BUILD)/libtinytorch.a $(AARCH64_BINS)
+# gcc 12.2's aarch64 loop vectorizer stops with an internal compiler error (in
+# vect_transform_reduction) on reductions in test_autocast.c and test_quantize.c; the tests'
+# own reference loops gain nothing from it, the library is compiled as on x86.
+$(AARCH64_BUILD)/obj/tests/%.o: CFLAGS += -fno-tree-loop-vectorize
+clean: clean-aarch64
+clean-aarch64:
+	rm -rf $(AARCH64_BUILD)

@@ -3,7 +3,8 @@
 # Check (unit tests), xxHash (checksums), Jansson (JSON: safetensors headers, GPT-2's
 # encoder.json), PCRE2 (GPT-2's Unicode pre-tokenizer pattern), zlib (gzip IDX files),
 # Fashion-MNIST (Debian's dataset-fashion-mnist: tests/test_idx.c), pkg-config, gcc's OpenMP
-# runtime, and clang with its libFuzzer runtime (make fuzz, which make test runs for 40 s);
+# runtime, clang with its libFuzzer runtime (make fuzz, which make test runs for 40 s) and CMake
+# (tests/install_test.sh builds a find_package(tinytorch) consumer);
 # and, for `make plot` only, gnuplot (without --quiet: `make test` does not need it); with
 # MPI=1 in the environment (make deps MPI=1) also Open MPI (libopenmpi-dev, openmpi-bin).
 # With apt-get and root it installs them; otherwise it prints the exact command to run.
@@ -18,6 +19,7 @@ have_header() {  # have_header <header> [cflags]
 }
 
 command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
+command -v cmake >/dev/null 2>&1 || missing="$missing cmake"
 if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists check; then
     missing="$missing check"
 fi
@@ -66,7 +68,7 @@ fi
 if [ -z "$missing" ]; then
     [ $quiet = 1 ] ||
         echo "deps: everything is installed (check, libxxhash-dev, libjansson-dev, libpcre2-dev," \
-             "zlib1g-dev, dataset-fashion-mnist, pkg-config, OpenMP, clang with libFuzzer," \
+             "zlib1g-dev, dataset-fashion-mnist, pkg-config, cmake, OpenMP, clang with libFuzzer," \
              "gnuplot$( [ "${MPI:-0}" = 1 ] && echo ", Open MPI"))"
     exit 0
 fi

@@ -2,7 +2,8 @@
 # make install into a temporary PREFIX (and a DESTDIR staging), then build a user program with
 # `cc prog.c $(pkg-config --cflags --libs tinytorch)` against the shared and the static library
 # and run it: the shared build through -Wl,-rpath and through LD_LIBRARY_PATH (as the README's
-# install section says), checking that it needs libtinytorch.so.0 by its SONAME.
+# install section says), checking that it needs libtinytorch.so.0 by its SONAME; then a CMake
+# project with find_package(tinytorch) against the same prefix, shared and static.
 cc=${1:-cc}
 build=${2:-build}
 tmp=$(mktemp -d)
@@ -13,7 +14,9 @@ make -s install BUILD="$build" PREFIX="$tmp/usr" > "$tmp/install.log" ||
     fail "make install failed"
 for f in include/tinytorch/tinytorch.h include/tinytorch/tensor/tensor.h \
          include/tinytorch/autograd/autograd.h include/tinytorch/tensor/ops.def \
-         lib/libtinytorch.a lib/libtinytorch.so.0.1.0 lib/pkgconfig/tinytorch.pc; do
+         lib/libtinytorch.a lib/libtinytorch.so.0.1.0 lib/pkgconfig/tinytorch.pc \
+         lib/cmake/tinytorch/tinytorchConfig.cmake \
+         lib/cmake/tinytorch/tinytorchConfigVersion.cmake; do
     [ -f "$tmp/usr/$f" ] || fail "missing $f"
 done
 [ "$(readlink "$tmp/usr/lib/libtinytorch.so")" = libtinytorch.so.0 ] &&
@@ -53,6 +56,42 @@ $cc -std=c11 my_model.c -o my_model_static $(pkg-config --cflags tinytorch) \
 if command -v ldd >/dev/null 2>&1 && ldd ./my_model_static | grep -q libtinytorch; then
     fail "the static build loads libtinytorch.so"
 fi
+
+# CMake: find_package(tinytorch) from the prefix, the imported target tinytorch::tinytorch.
+cmake_build() {  # cmake_build <dir> <extra cmake args...>: configure and build the consumer
+    dir=$1; shift
+    cmake -S "$tmp/cmake" -B "$dir" -DCMAKE_C_COMPILER="$cc" -DCMAKE_PREFIX_PATH="$tmp/usr" \
+        "$@" > "$dir.log" 2>&1 && cmake --build "$dir" >> "$dir.log" 2>&1
+}
+mkdir "$tmp/cmake" && cp my_model.c "$tmp/cmake/" || fail "no $tmp/cmake"
+cat > "$tmp/cmake/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.13)
+project(my_model C)
+set(TT_VERSION 0.1 CACHE STRING "the version find_package asks for")
+find_package(tinytorch ${TT_VERSION} REQUIRED)
+add_executable(my_model my_model.c)
+target_link_libraries(my_model PRIVATE tinytorch::tinytorch)
+CMAKE
+cmake_build "$tmp/cm_shared" || { cat "$tmp/cm_shared.log"; fail "the CMake build failed"; }
+"$tmp/cm_shared/my_model" | grep -q 'shape=(4, 1)' || fail "the CMake shared build did not run"
+if command -v readelf >/dev/null 2>&1; then
+    readelf -d "$tmp/cm_shared/my_model" | grep -q 'NEEDED.*\[libtinytorch\.so\.0\]' ||
+        fail "the CMake build does not need libtinytorch.so.0"
+fi
+cmake_build "$tmp/cm_static" -Dtinytorch_USE_STATIC_LIBS=ON ||
+    { cat "$tmp/cm_static.log"; fail "the CMake static build failed"; }
+"$tmp/cm_static/my_model" | grep -q 'shape=(4, 1)' || fail "the CMake static build did not run"
+if command -v ldd >/dev/null 2>&1 && ldd "$tmp/cm_static/my_model" | grep -q libtinytorch; then
+    fail "the CMake static build loads libtinytorch.so"
+fi
+# The version file: 0.1 and 0.1.0 are accepted (above); 0.2 and 1.0 are not.
+for v in 0.2 1.0; do
+    ! cmake_build "$tmp/cm_v$v" -DTT_VERSION=$v ||
+        fail "find_package(tinytorch $v) accepted version 0.1.0"
+    tr -s ' \n' '  ' < "$tmp/cm_v$v.log" |
+        grep -q "compatible with requested version \"$v\".*tinytorchConfig.cmake, version: 0.1.0" ||
+        fail "find_package(tinytorch $v) failed for another reason than the version"
+done
 cd - >/dev/null || fail "cd back"
 
 make -s install BUILD="$build" DESTDIR="$tmp/stage" PREFIX=/opt/tt >/dev/null ||
@@ -60,7 +99,11 @@ make -s install BUILD="$build" DESTDIR="$tmp/stage" PREFIX=/opt/tt >/dev/null ||
 [ -f "$tmp/stage/opt/tt/lib/libtinytorch.so.0.1.0" ] || fail "DESTDIR was not honoured"
 grep -q '^prefix=/opt/tt$' "$tmp/stage/opt/tt/lib/pkgconfig/tinytorch.pc" ||
     fail "the staged .pc does not name the final prefix"
+[ -f "$tmp/stage/opt/tt/lib/cmake/tinytorch/tinytorchConfig.cmake" ] ||
+    fail "the staged install has no tinytorchConfig.cmake"
 make -s uninstall BUILD="$build" PREFIX="$tmp/usr" >/dev/null || fail "make uninstall failed"
 [ -z "$(find "$tmp/usr/lib" -name 'libtinytorch*')" ] || fail "make uninstall left libraries"
+[ ! -e "$tmp/usr/lib/cmake" ] || fail "make uninstall left lib/cmake"
 echo "install test: ok (headers, libtinytorch.a, libtinytorch.so.0.1.0 with its SONAME and" \
-     "links, tinytorch.pc; shared (rpath, LD_LIBRARY_PATH) and static builds ran)"
+     "links, tinytorch.pc, tinytorchConfig.cmake; shared (rpath, LD_LIBRARY_PATH) and static" \
+     "builds ran, with pkg-config and with CMake's find_package)"

@@ -101,7 +101,9 @@ tt_status tt_gpt_ckpt_config(const tt_checkpoint *ck, tt_gpt_config *cfg) {
                 return tt_set_error(TT_ERR_FORMAT, "%s is an integer, not a number", key);
         } else if (tt_ckpt_get_i64(ck, key, &iv)) {
             v = (double)iv;
-            if ((int64_t)v != iv)  // beyond 2^53: out of every range anyway
+            // Beyond 2^53: out of every range anyway. v >= 2^63 first: converting it to
+            // int64 is undefined (x86 gives INT64_MIN, aarch64 saturates to INT64_MAX).
+            if (v >= 0x1p63 || (int64_t)v != iv)
                 return tt_set_error(TT_ERR_FORMAT, "%s = %lld is out of range", key,
                                     (long long)iv);
         } else if (tt_ckpt_get_f64(ck, key, &v)) {
