@@ -120,25 +120,14 @@ const tt_k_bf16_kernel tt_k_bf16_generic = {"generic bf16 4x16 (f32 FMA order)",
 // Words of a packed A block: MC / MR panels.
 #define A_WORDS(mr) ((size_t)(MC / (mr) * tt_k_bf16_panel(KC, (int)(mr))))
 
-typedef struct bf16_job {
-    const tt_k_bf16_kernel *kern;
-    int64_t M, N, K;
-    const char *A, *B;
-    size_t a_es, b_es;  // element sizes (4 for f32, 2 for bf16)
-    tt_k_bf16_src a_type, b_type;
-    int64_t a_rs, a_cs, b_rs, b_cs;
-    float *C;  // unit column stride
-    int64_t c_rs;
-    bool accumulate;
-    const float *bias;  // (N), added to every row with the first k block; or NULL
-    bool split_n;   // threads split the columns of C (else its rows)
-    uint32_t *bp;   // packed B block, shared
-    uint32_t *ap;   // packed A block, shared when split_n
-} bf16_job;
 
 // share, the workspaces, macro_kernel and gemm_thread (gemm_driver.inc, shared with
 // matmul.c): rows or columns of C split between threads as for the f32 GEMM.
 #define JOB bf16_job
+#define JOB_KERN_T tt_k_bf16_kernel
+#define JOB_FIELDS                                                            \
+    size_t a_es, b_es;  /* element sizes (4 for f32, 2 for bf16) */           \
+    tt_k_bf16_src a_type, b_type;
 #define PANEL_T uint32_t
 #define OUT_T float
 #define UKERNEL_T tt_k_bf16_ukernel

@@ -128,24 +128,13 @@ static void tpack_f64(double *dst, int w, const double *src, int64_t ls, int nl,
 
 // ---- packed GEMM ----
 
-typedef struct gemm_job {
-    const tt_k_gemm_kernel *kern;
-    size_t es;  // element size
-    tt_k_packer pack;  // the portable packer of the dtype
-    int64_t M, N, K;
-    const char *A, *B;
-    int64_t a_rs, a_cs, b_rs, b_cs;
-    char *C;  // unit column stride
-    int64_t c_rs;
-    bool accumulate;
-    const char *bias;  // (N), added to every row with the first k block; or NULL
-    bool split_n;  // threads split the columns of C (else its rows)
-    char *bp;      // packed B block (KC, NC), shared
-    char *ap;      // packed A block (MC, KC), shared when split_n
-} gemm_job;
 
 // share, the workspaces, macro_kernel and gemm_thread (gemm_driver.inc, shared with bf16.c).
 #define JOB gemm_job
+#define JOB_KERN_T tt_k_gemm_kernel
+#define JOB_FIELDS                                                            \
+    size_t es;         /* element size */                                     \
+    tt_k_packer pack;  /* the portable packer of the dtype */
 #define PANEL_T char
 #define OUT_T char
 #define UKERNEL_T tt_k_ukernel
