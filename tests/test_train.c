@@ -149,7 +149,7 @@ START_TEST(test_same_as_hand_loop) {
 }
 END_TEST
 
-// gpt_main.c's accumulation written out: the first micro-batch's gradients copied, the middle
+// The accumulation gpt trained with before the trainer, written out: the first micro-batch's gradients copied, the middle
 // ones added, the last one's become (sum + grad) / A.
 static void hand_accum_loop(net *n, int64_t iters, int64_t A) {
     float sum[15];

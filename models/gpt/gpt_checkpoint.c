@@ -1,7 +1,7 @@
 // The GPT checkpoint (docs/checkpoint.md): its format name, the config by the field table,
 // the parameters under their module tree names, the dropout stream, the optimizer state and
 // the training state; the loader's checks before it allocates. Not here: the file format
-// itself (nn/checkpoint.c) and the config table (gpt_config.c).
+// itself (io/checkpoint.c) and the config table (gpt_config.c).
 #include "gpt_internal.h"
 
 #include <math.h>
