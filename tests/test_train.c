@@ -149,8 +149,8 @@ START_TEST(test_same_as_hand_loop) {
 }
 END_TEST
 
-// The accumulation gpt trained with before the trainer, written out: the first micro-batch's gradients copied, the middle
-// ones added, the last one's become (sum + grad) / A.
+// The accumulation gpt trained with before the trainer, written out: the first micro-batch's
+// gradients copied, the middle ones added, the last one's become (sum + grad) / A.
 static void hand_accum_loop(net *n, int64_t iters, int64_t A) {
     float sum[15];
     for (int64_t s = 0; s < iters; s++) {
