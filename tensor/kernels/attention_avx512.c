@@ -264,6 +264,20 @@ TGT_BF16 INLINE void tile_dpbf16(const int R, int64_t KP, const uint32_t *ap, in
     for (int r = 0; r < R; r++) store512(c + r * c_rs, c0[r], c1[r], va, m0, m1, acc);
 }
 
+// The M rows of one 32-column panel of C (c, lanes m0 and m1 kept) from A's words and B's
+// panel bp: TILE_R rows at a time, then 4, then 1.
+TGT_BF16 INLINE void panel_dpbf16(int64_t M, int64_t KP, const uint32_t *ap, int64_t ai,
+                                  int64_t ap_, const uint32_t *bp, float *c, int64_t c_rs,
+                                  __m512 va, __mmask16 m0, __mmask16 m1, bool acc) {
+    int64_t i = 0;
+    for (; i + TILE_R <= M; i += TILE_R)
+        tile_dpbf16(TILE_R, KP, ap + i * ai, ai, ap_, bp, c + i * c_rs, c_rs, va, m0, m1, acc);
+    for (; i + 4 <= M; i += 4)
+        tile_dpbf16(4, KP, ap + i * ai, ai, ap_, bp, c + i * c_rs, c_rs, va, m0, m1, acc);
+    for (; i < M; i++)
+        tile_dpbf16(1, KP, ap + i * ai, ai, ap_, bp, c + i * c_rs, c_rs, va, m0, m1, acc);
+}
+
 // The bf16 block product (the contract of gemm_bf16_portable) on vdpbf16ps; M <= BQ.
 TGT_BF16 static void gemm_dpbf16(int64_t M, int64_t N, int64_t K, const float *a, int64_t a_rs,
                                  int64_t a_cs, const float *b, int64_t b_rs, float *c,
@@ -285,16 +299,7 @@ TGT_BF16 static void gemm_dpbf16(int64_t M, int64_t N, int64_t K, const float *a
             _mm512_storeu_si512(bp + p * 32 + 16,
                                 pair_rows16(r0 + 16, r1 ? r1 + 16 : NULL, m1));
         }
-        int64_t i = 0;
-        for (; i + TILE_R <= M; i += TILE_R)
-            tile_dpbf16(TILE_R, KP, ap + i * ai, ai, ap_, bp, c + i * c_rs + n, c_rs, va, m0, m1,
-                        acc);
-        for (; i + 4 <= M; i += 4)
-            tile_dpbf16(4, KP, ap + i * ai, ai, ap_, bp, c + i * c_rs + n, c_rs, va, m0, m1,
-                        acc);
-        for (; i < M; i++)
-            tile_dpbf16(1, KP, ap + i * ai, ai, ap_, bp, c + i * c_rs + n, c_rs, va, m0, m1,
-                        acc);
+        panel_dpbf16(M, KP, ap, ai, ap_, bp, c + n, c_rs, va, m0, m1, acc);
     }
 }
 
@@ -349,16 +354,7 @@ TGT_BF16 INLINE void gemm_words_dpbf16(int64_t M, int64_t N, int64_t KP, const u
     __m512 va = _mm512_set1_ps(alpha);
     for (int64_t n = 0; n < N; n += 32, bp += ldp) {
         __mmask16 m0 = tt__simd_mask16(N - n), m1 = tt__simd_mask16(N - n - 16);
-        int64_t i = 0;
-        for (; i + TILE_R <= M; i += TILE_R)
-            tile_dpbf16(TILE_R, KP, ap + i * ai, ai, ap_, bp, c + i * c_rs + n, c_rs, va, m0, m1,
-                        acc);
-        for (; i + 4 <= M; i += 4)
-            tile_dpbf16(4, KP, ap + i * ai, ai, ap_, bp, c + i * c_rs + n, c_rs, va, m0, m1,
-                        acc);
-        for (; i < M; i++)
-            tile_dpbf16(1, KP, ap + i * ai, ai, ap_, bp, c + i * c_rs + n, c_rs, va, m0, m1,
-                        acc);
+        panel_dpbf16(M, KP, ap, ai, ap_, bp, c + n, c_rs, va, m0, m1, acc);
     }
 }
 

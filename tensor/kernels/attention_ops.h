@@ -34,49 +34,32 @@ static inline float round_bf16(float x) { return tt_bf16_to_f32(tt_bf16_from_f32
 // the rows of X = B^T) and read by many calls (see "packed operands" below); the same bits as
 // gemm. pack_a, gemm_pa (NULL likewise): gemm_pb with A (M, K), rows a_rs apart and unit-stride,
 // rounded and paired once by pack_a into M rows of (K + 1) / 2 words, read by many calls.
-typedef struct tt__kattn_ops_f32 {
-    void (*gemm)(int64_t M, int64_t N, int64_t K, const float *a, int64_t a_rs, int64_t a_cs,
-                 const float *b, int64_t b_rs, float *c, int64_t c_rs, float alpha, bool acc);
-    void (*rows_max)(float *mx, const float *s, int64_t nq, const int64_t *lim);
-    void (*rows_exp)(float *sum, float *s, int64_t nq, const int64_t *lim, const float *sub);
-    void (*row_ds)(float *dp, const float *p, float D);
-    void (*row_scale)(float *x, int64_t n, float alpha);
-    void (*rows_dot)(float *D, const float *x, int64_t x_rs, const float *y, int64_t y_rs,
-                     int64_t n, int64_t HS);
-    void (*pack_b)(uint32_t *bp, int64_t ldp, int64_t K, int64_t N, const float *b,
-                   int64_t b_rs);
-    void (*pack_bt)(uint32_t *bp, int64_t ldp, int64_t K, int64_t N, const float *x,
-                    int64_t x_rs);
-    void (*gemm_pb)(int64_t M, int64_t N, int64_t K, const float *a, int64_t a_rs, int64_t a_cs,
-                    const uint32_t *bp, int64_t ldp, float *c, int64_t c_rs, float alpha,
-                    bool acc);
-    void (*pack_a)(uint32_t *ap, int64_t M, int64_t K, const float *a, int64_t a_rs);
-    void (*gemm_pa)(int64_t M, int64_t N, int64_t K, const uint32_t *ap, const uint32_t *bp,
-                    int64_t ldp, float *c, int64_t c_rs, float alpha, bool acc);
-    int64_t pb_kmax;
-} tt__kattn_ops_f32;
-
-typedef struct tt__kattn_ops_f64 {
-    void (*gemm)(int64_t M, int64_t N, int64_t K, const double *a, int64_t a_rs, int64_t a_cs,
-                 const double *b, int64_t b_rs, double *c, int64_t c_rs, double alpha, bool acc);
-    void (*rows_max)(double *mx, const double *s, int64_t nq, const int64_t *lim);
-    void (*rows_exp)(double *sum, double *s, int64_t nq, const int64_t *lim, const double *sub);
-    void (*row_ds)(double *dp, const double *p, double D);
-    void (*row_scale)(double *x, int64_t n, double alpha);
-    void (*rows_dot)(double *D, const double *x, int64_t x_rs, const double *y, int64_t y_rs,
-                     int64_t n, int64_t HS);
-    void (*pack_b)(uint32_t *bp, int64_t ldp, int64_t K, int64_t N, const double *b,
-                   int64_t b_rs);
-    void (*pack_bt)(uint32_t *bp, int64_t ldp, int64_t K, int64_t N, const double *x,
-                    int64_t x_rs);
-    void (*gemm_pb)(int64_t M, int64_t N, int64_t K, const double *a, int64_t a_rs, int64_t a_cs,
-                    const uint32_t *bp, int64_t ldp, double *c, int64_t c_rs, double alpha,
-                    bool acc);
-    void (*pack_a)(uint32_t *ap, int64_t M, int64_t K, const double *a, int64_t a_rs);
-    void (*gemm_pa)(int64_t M, int64_t N, int64_t K, const uint32_t *ap, const uint32_t *bp,
-                    int64_t ldp, double *c, int64_t c_rs, double alpha, bool acc);
-    int64_t pb_kmax;
-} tt__kattn_ops_f64;
+// One table type per element type T (tt__kattn_ops_f32, tt__kattn_ops_f64), declared once.
+#define TT__KATTN_OPS(NAME, T)                                                                 \
+    typedef struct NAME {                                                                      \
+        void (*gemm)(int64_t M, int64_t N, int64_t K, const T *a, int64_t a_rs, int64_t a_cs, \
+                     const T *b, int64_t b_rs, T *c, int64_t c_rs, T alpha, bool acc);         \
+        void (*rows_max)(T *mx, const T *s, int64_t nq, const int64_t *lim);                   \
+        void (*rows_exp)(T *sum, T *s, int64_t nq, const int64_t *lim, const T *sub);          \
+        void (*row_ds)(T *dp, const T *p, T D);                                                \
+        void (*row_scale)(T *x, int64_t n, T alpha);                                           \
+        void (*rows_dot)(T *D, const T *x, int64_t x_rs, const T *y, int64_t y_rs, int64_t n,  \
+                         int64_t HS);                                                          \
+        void (*pack_b)(uint32_t *bp, int64_t ldp, int64_t K, int64_t N, const T *b,            \
+                       int64_t b_rs);                                                          \
+        void (*pack_bt)(uint32_t *bp, int64_t ldp, int64_t K, int64_t N, const T *x,           \
+                        int64_t x_rs);                                                         \
+        void (*gemm_pb)(int64_t M, int64_t N, int64_t K, const T *a, int64_t a_rs,             \
+                        int64_t a_cs, const uint32_t *bp, int64_t ldp, T *c, int64_t c_rs,     \
+                        T alpha, bool acc);                                                    \
+        void (*pack_a)(uint32_t *ap, int64_t M, int64_t K, const T *a, int64_t a_rs);          \
+        void (*gemm_pa)(int64_t M, int64_t N, int64_t K, const uint32_t *ap,                   \
+                        const uint32_t *bp, int64_t ldp, T *c, int64_t c_rs, T alpha,          \
+                        bool acc);                                                             \
+        int64_t pb_kmax;                                                                       \
+    } NAME
+TT__KATTN_OPS(tt__kattn_ops_f32, float);
+TT__KATTN_OPS(tt__kattn_ops_f64, double);
 
 // ---- the tables ----
 // Portable C (attention.c), and on x86-64: AVX-512 (attention_avx512.c: f32, bf16 products
