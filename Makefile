@@ -17,7 +17,8 @@
 #   make deps            install what is missing (check, libxxhash-dev, pkg-config, OpenMP,
 #                        clang with its libFuzzer runtime, gnuplot)
 #   make install         PREFIX=/usr/local DESTDIR= : headers, static and shared lib, .pc,
-#                        lib/cmake/tinytorch/tinytorchConfig.cmake (find_package(tinytorch))
+#                        lib/cmake/tinytorch/tinytorchConfig.cmake (find_package(tinytorch)),
+#                        the programs in bin/, GPT-2's vocabulary in share/tinytorch/gpt2/
 #   make test-aarch64    the Check suites and gradcheck cross-built for aarch64 (portable C
 #                        path) and run under qemu-aarch64; make deps-aarch64 installs its tools
 #   make fuzz            libFuzzer + ASan/UBSan over the checkpoint, safetensors and BPE vocab
@@ -402,6 +403,26 @@ install: lib
 uninstall:
 	rm -rf $(INC_DIR) $(LIB_DIR)/libtinytorch.a $(LIB_DIR)/libtinytorch.so \
 	    $(LIB_DIR)/$(SO_NAME) $(LIB_DIR)/$(SO_FILE) $(LIB_DIR)/pkgconfig/tinytorch.pc
+
+# ---- the programs and their data: PREFIX/bin, PREFIX/share/tinytorch/ ----
+# make install also installs the programs a user runs (INSTALL_PROGRAMS; the demos stay in
+# build/) and GPT-2's vocabulary (make data's copy) in PREFIX/share/tinytorch/gpt2/, where
+# tt_data_path (data/path.c) finds it from PREFIX/bin. The source tree it finds data/ in when a
+# program runs from it is this folder, compiled into data/path.o.
+INSTALL_PROGRAMS := char_gpt gpt char_lstm lenet
+BIN_DIR   := $(DESTDIR)$(PREFIX)/bin
+SHARE_DIR := $(DESTDIR)$(PREFIX)/share/tinytorch
+$(BUILD)/obj/data/path.o: CFLAGS += -DTT_SOURCE_DIR='"$(CURDIR)"'
+.PHONY: install-programs uninstall-programs
+install: install-programs
+install-programs: $(INSTALL_PROGRAMS:%=$(BUILD)/%) $(GPT2_VOCAB)
+	install -d $(BIN_DIR) $(SHARE_DIR)/gpt2
+	install -m 755 $(INSTALL_PROGRAMS:%=$(BUILD)/%) $(BIN_DIR)/
+	install -m 644 $(GPT2_VOCAB) $(SHARE_DIR)/gpt2/
+uninstall: uninstall-programs
+uninstall-programs:
+	rm -f $(INSTALL_PROGRAMS:%=$(BIN_DIR)/%)
+	rm -rf $(SHARE_DIR)
 
 # ---- the data loader's prefetch thread (data/loader.c): POSIX threads ----
 LDLIBS += -pthread

@@ -30,6 +30,15 @@ tt_status tt_tokenizer_open_gpt2(tt_tokenizer *t, const char *encoder_json,
     return TT_OK;
 }
 
+// GPT-2's tokenizer from TT_GPT2_ENCODER and TT_GPT2_MERGES where tt_data_path finds them.
+static tt_status open_gpt2_data(tt_tokenizer *t) {
+    char enc[4096], merges[4096];
+    memset(t, 0, sizeof *t);
+    tt_status st = tt_data_path(TT_GPT2_ENCODER, enc, sizeof enc);
+    if (st == TT_OK) st = tt_data_path(TT_GPT2_MERGES, merges, sizeof merges);
+    return st == TT_OK ? tt_tokenizer_open_gpt2(t, enc, merges) : st;
+}
+
 // A trained vocab (t->bpe loaded) keeps its file's n bytes b (copied).
 static tt_status keep_vocab_file(tt_tokenizer *t, const unsigned char *b, size_t n) {
     t->kind = TT_TOKENIZER_FILE;
@@ -52,8 +61,7 @@ tt_status tt_tokenizer_open(tt_tokenizer *t, const char *name) {
     TT_CHECK(t && name, "tokenizer and name must not be NULL");
     memset(t, 0, sizeof *t);
     if (strcmp(name, "char") == 0) return TT_OK;  // TT_TOKENIZER_CHAR, no vocab yet
-    if (strcmp(name, "gpt2") == 0) return tt_tokenizer_open_gpt2(t, TT_GPT2_ENCODER,
-                                                                 TT_GPT2_MERGES);
+    if (strcmp(name, "gpt2") == 0) return open_gpt2_data(t);
     struct stat sb;
     if (stat(name, &sb) != 0)
         return tt_set_error(TT_ERR_ARG, "'%s' is not char, gpt2 nor a readable vocab file (%s)",
@@ -227,7 +235,7 @@ tt_status tt_tokenizer_from_checkpoint(tt_tokenizer *t, const tt_checkpoint *ck,
     bool has = tt_ckpt_get_bytes(ck, "tokenizer", &b, &n);
     if (!has || (n == 4 && memcmp(b, "char", 4) == 0)) return char_from_checkpoint(t, ck, path);
     if (n == 4 && memcmp(b, "gpt2", 4) == 0) {
-        tt_status st = tt_tokenizer_open_gpt2(t, TT_GPT2_ENCODER, TT_GPT2_MERGES);
+        tt_status st = open_gpt2_data(t);
         if (st != TT_OK)
             return tt_set_error(st, "checkpoint '%s' (trained on GPT-2 tokens): %s", path,
                                 saved_error(e, sizeof e));
@@ -245,4 +253,95 @@ tt_status tt_tokenizer_from_checkpoint(tt_tokenizer *t, const tt_checkpoint *ck,
     return tt_set_error(TT_ERR_FORMAT, "checkpoint '%s': unknown tokenizer '%.*s'; it was "
                         "written by a newer program", path, (int)(n > 40 ? 40 : n),
                         (const char *)b);
+}
+
+// ---- safetensors metadata ----
+
+// The bytes of t's vocab as metadata holds them: the char vocab, a trained vocab's file.
+static const unsigned char *vocab_bytes(const tt_tokenizer *t, size_t *n) {
+    *n = t->kind == TT_TOKENIZER_CHAR ? (size_t)t->vocab.size : t->file_len;
+    return t->kind == TT_TOKENIZER_CHAR ? t->vocab.chars : t->file;
+}
+
+const char **tt_tokenizer_metadata(const tt_tokenizer *t) {
+    TT_CHECK(t, "tokenizer must not be NULL");
+    TT_CHECK(t->kind != TT_TOKENIZER_CHAR || t->vocab.size > 0, "the char tokenizer has no "
+             "vocab yet; load its text first (tt_tokenizer_load_text)");
+    size_t n = 0;
+    const unsigned char *b = t->kind == TT_TOKENIZER_GPT2 ? NULL : vocab_bytes(t, &n);
+    const char **kv = TT_MALLOC(5 * sizeof *kv + 2 * n + 1);
+    char *hex = (char *)(kv + 5);
+    kv[0] = "tokenizer";
+    kv[1] = tt_tokenizer_name(t);
+    kv[2] = b ? "tokenizer.vocab_hex" : NULL;
+    kv[3] = b ? hex : NULL;
+    kv[4] = NULL;
+    for (size_t i = 0; i < n; i++) {
+        hex[2 * i] = "0123456789abcdef"[b[i] >> 4];
+        hex[2 * i + 1] = "0123456789abcdef"[b[i] & 15];
+    }
+    hex[2 * n] = '\0';
+    return kv;
+}
+
+static int hex_digit(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+// The bytes of f's "tokenizer.vocab_hex" in a new array *b (tt_free it), *n of them; false
+// (nothing allocated) when it is missing, empty or not hex.
+static bool meta_vocab(const tt_safetensors *f, unsigned char **b, size_t *n) {
+    const char *hex = tt_safetensors_meta(f, "tokenizer.vocab_hex");
+    size_t len = hex ? strlen(hex) : 0;
+    if (len == 0 || len % 2) return false;
+    *n = len / 2;
+    *b = TT_MALLOC(*n);
+    for (size_t i = 0; i < *n; i++) {
+        int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0) {
+            tt_free(*b);
+            return false;
+        }
+        (*b)[i] = (unsigned char)(hi << 4 | lo);
+    }
+    return true;
+}
+
+// The char or trained-vocab tokenizer (kind) of f's vocab entry.
+static tt_status vocab_from_metadata(tt_tokenizer *t, const tt_safetensors *f,
+                                     tt_tokenizer_kind kind) {
+    unsigned char *b;
+    size_t n;
+    char e[1024] = "missing, empty or not hex";
+    if (!meta_vocab(f, &b, &n))
+        return tt_set_error(TT_ERR_FORMAT, "safetensors '%s': its metadata tokenizer.vocab_hex "
+                            "is %s", f->path, e);
+    tt_status st;
+    if (kind == TT_TOKENIZER_CHAR) {
+        tt_char_vocab v;
+        st = tt_vocab_from_chars(&v, b, n > 256 ? 0 : (int)n);
+        if (st == TT_OK) tt_tokenizer_init_char(t, &v);
+    } else {
+        st = open_vocab_bytes(t, b, n, "tokenizer.vocab_hex");
+    }
+    tt_free(b);
+    if (st != TT_OK)
+        return tt_set_error(TT_ERR_FORMAT, "safetensors '%s': its metadata tokenizer.vocab_hex "
+                            "is not a valid %s vocab (%s)", f->path, kind == TT_TOKENIZER_CHAR
+                            ? "char" : "trained", saved_error(e, sizeof e));
+    return TT_OK;
+}
+
+tt_status tt_tokenizer_from_metadata(tt_tokenizer *t, const tt_safetensors *f, bool *found) {
+    TT_CHECK(t && f && found, "tokenizer, file and found must not be NULL");
+    memset(t, 0, sizeof *t);
+    const char *name = tt_safetensors_meta(f, "tokenizer");
+    *found = name != NULL;
+    if (!name) return TT_OK;
+    if (strcmp(name, "char") == 0) return vocab_from_metadata(t, f, TT_TOKENIZER_CHAR);
+    if (strcmp(name, "file") == 0) return vocab_from_metadata(t, f, TT_TOKENIZER_FILE);
+    if (strcmp(name, "gpt2") == 0) return open_gpt2_data(t);
+    return tt_set_error(TT_ERR_FORMAT, "safetensors '%s': unknown tokenizer '%.40s' in its "
+                        "metadata; it was written by a newer program", f->path, name);
 }

@@ -17,7 +17,9 @@
 
 #include "data.h"
 #include "bpe.h"
+#include "path.h"
 #include "../io/checkpoint.h"
+#include "../io/safetensors.h"
 
 #include <stdio.h>
 
@@ -25,9 +27,10 @@
 extern "C" {
 #endif
 
-// Where "gpt2" is read from (`make data` fetches them), relative to the working directory.
-#define TT_GPT2_ENCODER "data/gpt2/encoder.json"
-#define TT_GPT2_MERGES "data/gpt2/vocab.bpe"
+// The data files "gpt2" is read from, found by tt_data_path (path.h): $TINYTORCH_DATA, the
+// install location (make install), the source tree's data/ (make data).
+#define TT_GPT2_ENCODER "gpt2/encoder.json"
+#define TT_GPT2_MERGES "gpt2/vocab.bpe"
 
 typedef enum tt_tokenizer_kind {
     TT_TOKENIZER_CHAR,  // a tt_char_vocab
@@ -46,7 +49,8 @@ typedef struct tt_tokenizer {
 } tt_tokenizer;
 
 // By name: "char" (empty: its vocab comes from the first text it loads), "gpt2" (from
-// TT_GPT2_ENCODER and TT_GPT2_MERGES; tt_bpe_load_gpt2's errors) or a vocab file: TT_ERR_ARG
+// TT_GPT2_ENCODER and TT_GPT2_MERGES: tt_data_path's and tt_bpe_load_gpt2's errors) or a
+// vocab file: TT_ERR_ARG
 // "'NAME' is not char, gpt2 nor a readable vocab file (reason)" when no file has that name,
 // else tt_bpe_load's errors (TT_ERR_IO, TT_ERR_FORMAT). t is zeroed on error.
 tt_status tt_tokenizer_open(tt_tokenizer *t, const char *name);
@@ -90,6 +94,19 @@ void tt_tokenizer_to_checkpoint(const tt_tokenizer *t, tt_checkpoint *ck);
 // unknown tokenizer name; GPT-2's files that cannot be read are tt_bpe_load_gpt2's errors.
 tt_status tt_tokenizer_from_checkpoint(tt_tokenizer *t, const tt_checkpoint *ck,
                                        const char *path);
+
+// Safetensors metadata (string values), so an exported model carries its tokenizer:
+// "tokenizer" = char | gpt2 | file and, for char and file, "tokenizer.vocab_hex": the char
+// vocab's bytes in id order, or the trained vocab's file, as two lowercase hex digits a byte
+// (Python: bytes.fromhex(meta["tokenizer.vocab_hex"])). Returns {key, value, ..., NULL} in one
+// allocation (tt_free it), for tt_safetensors_save or tt_gpt_save_hf_meta. Aborts on a char
+// tokenizer without its vocab yet.
+const char **tt_tokenizer_metadata(const tt_tokenizer *t);
+// The tokenizer of a safetensors file's metadata: TT_OK with *found false (t zeroed) when the
+// file has no "tokenizer" entry (e.g. Hugging Face's GPT-2 files); TT_ERR_FORMAT naming the
+// file for an unknown tokenizer or a missing or invalid vocab; GPT-2's files that cannot be
+// read are tt_tokenizer_open's errors.
+tt_status tt_tokenizer_from_metadata(tt_tokenizer *t, const tt_safetensors *f, bool *found);
 
 #ifdef __cplusplus
 }

@@ -161,7 +161,8 @@ void load_ckpt(tt_checkpoint *ck, const char *path, train_state *s);
 // Builds the model of the checkpoint's config with its parameters and dropout stream.
 void model_from_ckpt(tt_gpt *gpt, const tt_checkpoint *ck, const char *path);
 // The model (and tokenizer) of --init-from / --ckpt path: a checkpoint of train, with its
-// tokenizer, or a GPT-2 .safetensors, with --tokenizer (default gpt2). ck receives the
+// tokenizer, or a GPT-2 .safetensors, with the tokenizer of its metadata (gpt export's) or
+// --tokenizer (default gpt2). ck receives the
 // checkpoint when path is one (left empty otherwise); s its config, tokenizer and state.
 void load_model(const char *flagname, const char *path, tt_gpt *gpt, train_state *s,
                 tt_checkpoint *ck);

@@ -1,4 +1,5 @@
-// gpt's export command: a checkpoint's model in GPT-2's safetensors layout (f32, f16, bf16).
+// gpt's export command: a checkpoint's model in GPT-2's safetensors layout (f32, f16, bf16),
+// its tokenizer in the metadata (tt_tokenizer_metadata), so eval and sample need no flag.
 #include "cli.h"
 
 #include <stdio.h>
@@ -19,12 +20,14 @@ int cmd_export(void) {
     model_from_ckpt(&gpt, &ck, opt.ckpt);
     tt_ckpt_free(&ck);
     check_outputs(CMD_EXPORT);
-    tt_status st = tt_gpt_save_hf(&gpt, opt.out, dt);
+    const char **meta = tt_tokenizer_metadata(&s.tok);  // the tokenizer travels with it
+    tt_status st = tt_gpt_save_hf_meta(&gpt, opt.out, dt, meta);
+    tt_free(meta);
     if (st == TT_ERR_ARG)
         die_usage("export: '%s': %s; train with --preset gpt2 (other flags may shrink it) to "
                   "export", opt.ckpt, tt_last_error());
     if (st != TT_OK) die("export: %s", tt_last_error());
-    fprintf(stderr, "%s: wrote %s (GPT-2 layout; its tokenizer, %s, is not in the file)\n",
+    fprintf(stderr, "%s: wrote %s (GPT-2 layout, its %s tokenizer in the metadata)\n",
             prog->name, opt.out, tt_tokenizer_name(&s.tok));
     tt_gpt_free(&gpt);
     tt_tokenizer_free(&s.tok);

@@ -125,8 +125,9 @@ bool is_safetensors(const char *path) {
     return n >= 12 && strcmp(path + n - 12, ".safetensors") == 0;
 }
 
-// A --tokenizer given with a checkpoint must be the one it was trained with.
-void tok_check_given(const tt_tokenizer *t, const char *path) {
+// A --tokenizer given with a model file must be the one it was trained with, which comes from
+// the file (from: "the checkpoint", "its metadata").
+static void check_given(const tt_tokenizer *t, const char *path, const char *from) {
     if (!opt.tokenizer) return;
     bool same;
     if (strcmp(opt.tokenizer, "char") == 0 || strcmp(opt.tokenizer, "gpt2") == 0) {
@@ -140,8 +141,12 @@ void tok_check_given(const tt_tokenizer *t, const char *path) {
     }
     if (!same)
         die_usage("--tokenizer %s is not the tokenizer '%s' was trained with (%s); leave "
-                  "--tokenizer out, it comes from the checkpoint", opt.tokenizer, path,
-                  tt_tokenizer_name(t));
+                  "--tokenizer out, it comes from %s", opt.tokenizer, path,
+                  tt_tokenizer_name(t), from);
+}
+
+void tok_check_given(const tt_tokenizer *t, const char *path) {
+    check_given(t, path, "the checkpoint");
 }
 
 // ---- models ----
@@ -153,31 +158,55 @@ void check_memory(const tt_gpt_config *c, int64_t B, int64_t T, bool training) {
         die("%s; use a smaller --batch, --block or model", tt_last_error());
 }
 
+// The tokenizer of an open safetensors file: its metadata's (gpt export writes it), which a
+// --tokenizer given must match; without one, --tokenizer (default gpt2), as for Hugging Face's
+// GPT-2 files.
+static void tok_from_safetensors(tt_tokenizer *t, const tt_safetensors *f,
+                                 const char *flagname) {
+    bool found;
+    if (tt_tokenizer_from_metadata(t, f, &found) != TT_OK)
+        die_usage("%s: %s", flagname, tt_last_error());
+    if (found) {
+        check_given(t, f->path, "its metadata");
+        return;
+    }
+    if (opt.tokenizer && strcmp(opt.tokenizer, "char") == 0)
+        die_usage("%s '%s' has no tokenizer metadata, so no char vocab (gpt export writes "
+                  "them); use --tokenizer gpt2 or a vocab file", flagname, f->path);
+    tok_open(t, opt.tokenizer ? opt.tokenizer : "gpt2");
+}
+
+// The model and tokenizer of a GPT-2 .safetensors file (load_model's).
+static void load_safetensors(const char *flagname, const char *path, tt_gpt *gpt,
+                             train_state *s) {
+    tt_safetensors f;
+    if (tt_safetensors_open(&f, path) != TT_OK || tt_gpt_load_hf_file(gpt, &f, 0) != TT_OK)
+        die_usage("%s: %s; pass a GPT-2 model.safetensors or a checkpoint of %s train",
+                  flagname, tt_last_error(), prog->name);
+    tok_from_safetensors(&s->tok, &f, flagname);
+    tt_safetensors_close(&f);
+    s->cfg = gpt->cfg;
+    // Larger is a padded vocab (nanoGPT's 50304); smaller cannot score the tokenizer's ids
+    // (sample needs only the prompt's within it: checked there).
+    if (s->tok.n_vocab > s->cfg.vocab_size && running_cmd != CMD_SAMPLE)
+        die_usage("%s '%s' has a vocabulary of %lld, fewer than the %lld ids of the %s "
+                  "tokenizer; pass the tokenizer it was trained with", flagname, path,
+                  (long long)s->cfg.vocab_size, (long long)s->tok.n_vocab,
+                  tt_tokenizer_name(&s->tok));
+    s->st.best_val_loss = INFINITY;
+    s->st.train_loss = s->st.val_loss = NAN;
+}
+
 // The model (and tokenizer) of --init-from / --ckpt path: a checkpoint of train, with its
-// tokenizer, or a GPT-2 .safetensors, with --tokenizer (default gpt2). ck receives the
-// checkpoint when path is one (left empty otherwise); s its config, tokenizer and state.
+// tokenizer, or a GPT-2 .safetensors, with the tokenizer of its metadata or --tokenizer
+// (default gpt2). ck receives the checkpoint when path is one (left empty otherwise); s its
+// config, tokenizer and state.
 void load_model(const char *flagname, const char *path, tt_gpt *gpt, train_state *s,
                 tt_checkpoint *ck) {
     memset(s, 0, sizeof *s);
     tt_ckpt_init(ck);
     if (is_safetensors(path)) {
-        if (opt.tokenizer && strcmp(opt.tokenizer, "char") == 0)
-            die_usage("%s '%s': a safetensors file holds no char vocab; use --tokenizer gpt2 "
-                      "or a vocab file", flagname, path);
-        if (tt_gpt_load_hf(gpt, path, 0) != TT_OK)
-            die_usage("%s: %s; pass a GPT-2 model.safetensors or a checkpoint of %s train",
-                      flagname, tt_last_error(), prog->name);
-        tok_open(&s->tok, opt.tokenizer ? opt.tokenizer : "gpt2");
-        s->cfg = gpt->cfg;
-        // Larger is a padded vocab (nanoGPT's 50304); smaller cannot score the tokenizer's ids
-        // (sample needs only the prompt's within it: checked there).
-        if (s->tok.n_vocab > s->cfg.vocab_size && running_cmd != CMD_SAMPLE)
-            die_usage("%s '%s' has a vocabulary of %lld, fewer than the %lld ids of the %s "
-                      "tokenizer; pass the tokenizer it was trained with", flagname, path,
-                      (long long)s->cfg.vocab_size, (long long)s->tok.n_vocab,
-                      tt_tokenizer_name(&s->tok));
-        s->st.best_val_loss = INFINITY;
-        s->st.train_loss = s->st.val_loss = NAN;
+        load_safetensors(flagname, path, gpt, s);
         return;
     }
     load_ckpt(ck, path, s);

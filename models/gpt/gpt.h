@@ -277,12 +277,19 @@ int32_t tt_sample_logits(const tt_tensor *logits, const tt_sample_opts *opts, tt
 // long for its model is refused, not cut, so the model built is the file's), and weights that
 // are not finite are refused (tt_gpt_check_finite).
 tt_status tt_gpt_load_hf(tt_gpt *m, const char *path, int64_t n_head);
+// The same from a safetensors file already open (its metadata, e.g. a tokenizer's, can then be
+// read without opening it twice); f stays open.
+tt_status tt_gpt_load_hf_file(tt_gpt *m, const tt_safetensors *f, int64_t n_head);
 // Writes m in GPT2LMHeadModel's layout (names "transformer.wte.weight", ...
 // "transformer.h.<l>.attn.c_attn.weight" (C, 3C), lm_head.weight only when untied; metadata
 // format = pt and n_head) with its float tensors as dtype, atomically. TT_ERR_ARG when m is
 // not GPT-2-shaped (no bias, RoPE, RMSNorm, another activation than TT_ACT_GELU_TANH,
 // grouped-query attention, QK-norm).
 tt_status tt_gpt_save_hf(const tt_gpt *m, const char *path, tt_st_dtype dtype);
+// The same with more metadata: {key, value, ..., NULL} (or NULL) after format and n_head,
+// e.g. tt_tokenizer_metadata's; a key given twice aborts.
+tt_status tt_gpt_save_hf_meta(const tt_gpt *m, const char *path, tt_st_dtype dtype,
+                              const char *const *metadata);
 
 // ---- the GPT as a tt_module (models/gpt/gpt_module.c) ----
 // The model's structure, described once: forward is tt_gpt_forward on tokens (B, T); its

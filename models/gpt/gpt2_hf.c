@@ -168,34 +168,42 @@ static void copy_layers(const tt_safetensors *f, const char *pre, tt_gpt *m, int
 
 tt_status tt_gpt_load_hf(tt_gpt *m, const char *path, int64_t n_head) {
     TT_CHECK(m && path, "model and path must be given");
-    TT_CHECK(n_head >= 0, "n_head is %lld; pass 0 to take it from the file", (long long)n_head);
     memset(m, 0, sizeof *m);
     tt_safetensors f;
     tt_status s = tt_safetensors_open(&f, path);
-    if (s != TT_OK) return s;
-    bool *used = TT_CALLOC((size_t)f.n + 1, sizeof *used);
+    if (s == TT_OK) s = tt_gpt_load_hf_file(m, &f, n_head);
+    tt_safetensors_close(&f);
+    return s;
+}
+
+tt_status tt_gpt_load_hf_file(tt_gpt *m, const tt_safetensors *f, int64_t n_head) {
+    TT_CHECK(m && f, "model and file must be given");
+    TT_CHECK(n_head >= 0, "n_head is %lld; pass 0 to take it from the file", (long long)n_head);
+    memset(m, 0, sizeof *m);
+    tt_status s = TT_OK;
+    bool *used = TT_CALLOC((size_t)f->n + 1, sizeof *used);
     char name[TT_NAME_MAX];
 
     // The prefix, the sizes, and the config they imply.
-    const char *pre = tt_safetensors_find(&f, "transformer.wte.weight") ? "transformer." : "";
-    const tt_st_info *wte = tt_safetensors_find(&f, fmt_name(name, "%swte.weight", pre));
-    const tt_st_info *wpe = tt_safetensors_find(&f, fmt_name(name, "%swpe.weight", pre)), *e;
+    const char *pre = tt_safetensors_find(f, "transformer.wte.weight") ? "transformer." : "";
+    const tt_st_info *wte = tt_safetensors_find(f, fmt_name(name, "%swte.weight", pre));
+    const tt_st_info *wpe = tt_safetensors_find(f, fmt_name(name, "%swpe.weight", pre)), *e;
     if (!wte || !wpe || wte->ndim != 2 || wpe->ndim != 2 || wte->shape[1] != wpe->shape[1] ||
         wte->shape[0] == 0 || wte->shape[1] == 0 || wpe->shape[0] == 0) {
         s = tt_set_error(TT_ERR_MISMATCH, "GPT-2 safetensors '%s' has no (V, C) wte.weight and "
                          "(N, C) wpe.weight (with or without the 'transformer.' prefix): not a "
-                         "GPT-2 checkpoint", path);
+                         "GPT-2 checkpoint", f->path);
         goto done;
     }
     int64_t V = wte->shape[0], C = wte->shape[1], N = wpe->shape[0], L = 0;
-    while (tt_safetensors_find(&f, fmt_name(name, "%sh.%lld.ln_1.weight", pre, (long long)L)))
+    while (tt_safetensors_find(f, fmt_name(name, "%sh.%lld.ln_1.weight", pre, (long long)L)))
         L++;
     if (L == 0) {
         s = tt_set_error(TT_ERR_MISMATCH, "GPT-2 safetensors '%s' has no layers (no "
-                         "%sh.0.ln_1.weight)", path, pre);
+                         "%sh.0.ln_1.weight)", f->path, pre);
         goto done;
     }
-    if ((s = hf_heads(&f, C, &n_head)) != TT_OK) goto done;
+    if ((s = hf_heads(f, C, &n_head)) != TT_OK) goto done;
     tt_gpt_config cfg = tt_gpt_config_default();
     cfg.vocab_size = V;
     cfg.block_size = N;
@@ -210,44 +218,44 @@ tt_status tt_gpt_load_hf(tt_gpt *m, const char *path, int64_t n_head) {
     cfg.qk_norm = false;
 
     // Every tensor present with its shape before anything is built.
-    const tt_st_info *head = tt_safetensors_find(&f, "lm_head.weight");
+    const tt_st_info *head = tt_safetensors_find(f, "lm_head.weight");
     cfg.tie_weights = true;
     if (head) {
-        if ((s = expect(&f, "lm_head.weight", V, C, &e)) != TT_OK) goto done;
+        if ((s = expect(f, "lm_head.weight", V, C, &e)) != TT_OK) goto done;
         // A head equal to wte (a tied model saved with both) stays tied.
         cfg.tie_weights = head->dtype == wte->dtype && head->end - head->begin ==
-                          wte->end - wte->begin && memcmp(f.data + head->begin, f.data +
+                          wte->end - wte->begin && memcmp(f->data + head->begin, f->data +
                           wte->begin, (size_t)(wte->end - wte->begin)) == 0;
-        used[head - f.tensors] = true;
+        used[head - f->tensors] = true;
     }
     const char *top[] = {"wte.weight", "wpe.weight", "ln_f.weight", "ln_f.bias"};
     const int64_t top_rows[] = {V, N, C, C}, top_cols[] = {C, C, -1, -1};
     for (int i = 0; i < 4; i++) {
-        if ((s = expect(&f, fmt_name(name, "%s%s", pre, top[i]), top_rows[i], top_cols[i], &e)) !=
+        if ((s = expect(f, fmt_name(name, "%s%s", pre, top[i]), top_rows[i], top_cols[i], &e)) !=
             TT_OK)
             goto done;
-        used[e - f.tensors] = true;
+        used[e - f->tensors] = true;
     }
     for (int64_t l = 0; l < L; l++) {
         for (int j = 0; j < N_LAYER_MAP; j++) {
             fmt_name(name, "%sh.%lld.%s", pre, (long long)l, layer_map[j].hf);
             int64_t cols = layer_map[j].cols ? layer_map[j].cols * C : -1;
-            if ((s = expect(&f, name, layer_map[j].rows * C, cols, &e)) != TT_OK) goto done;
-            used[e - f.tensors] = true;
+            if ((s = expect(f, name, layer_map[j].rows * C, cols, &e)) != TT_OK) goto done;
+            used[e - f->tensors] = true;
         }
     }
     if ((s = tt_gpt_config_validate(&cfg)) != TT_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", tt_last_error());
-        s = tt_set_error(TT_ERR_MISMATCH, "GPT-2 safetensors '%s': %s", path, why);
+        s = tt_set_error(TT_ERR_MISMATCH, "GPT-2 safetensors '%s': %s", f->path, why);
         goto done;
     }
-    if ((s = check_unexpected(&f, used)) != TT_OK) goto done;
+    if ((s = check_unexpected(f, used)) != TT_OK) goto done;
     if ((s = tt__gpt_check_masks(&cfg)) != TT_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", tt_last_error());
         s = tt_set_error(TT_ERR_MISMATCH, "GPT-2 safetensors '%s' (a %lld-row position table "
-                         "wpe, %lld layers): %s", path, (long long)N, (long long)L, why);
+                         "wpe, %lld layers): %s", f->path, (long long)N, (long long)L, why);
         goto done;
     }
 
@@ -257,26 +265,30 @@ tt_status tt_gpt_load_hf(tt_gpt *m, const char *path, int64_t n_head) {
     if ((s = tt_gpt_init(m, &cfg, &rng)) != TT_OK) goto done;
     bool grad = tt_set_grad_enabled(false);
     for (int i = 0; i < 4; i++)
-        copy_in(&f, fmt_name(name, "%s%s", pre, top[i]), tt_params_get(&m->params, top[i]),
+        copy_in(f, fmt_name(name, "%s%s", pre, top[i]), tt_params_get(&m->params, top[i]),
                 HF_COPY, 0);
-    if (!cfg.tie_weights) copy_in(&f, "lm_head.weight", m->lm_head.weight, HF_COPY, 0);
-    copy_layers(&f, pre, m, L);
+    if (!cfg.tie_weights) copy_in(f, "lm_head.weight", m->lm_head.weight, HF_COPY, 0);
+    copy_layers(f, pre, m, L);
     tt_set_grad_enabled(grad);
     if ((s = tt_gpt_check_finite(m)) != TT_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", tt_last_error());
-        s = tt_set_error(TT_ERR_FORMAT, "GPT-2 safetensors '%s': %s", path, why);
+        s = tt_set_error(TT_ERR_FORMAT, "GPT-2 safetensors '%s': %s", f->path, why);
         tt_gpt_free(m);
     }
 done:
     tt_free(used);
-    tt_safetensors_close(&f);
     return s;
 }
 
 // ---- export ----
 
 tt_status tt_gpt_save_hf(const tt_gpt *m, const char *path, tt_st_dtype dtype) {
+    return tt_gpt_save_hf_meta(m, path, dtype, NULL);
+}
+
+tt_status tt_gpt_save_hf_meta(const tt_gpt *m, const char *path, tt_st_dtype dtype,
+                              const char *const *metadata) {
     TT_CHECK(m && m->params.n && path, "model (initialized) and path must be given");
     const tt_gpt_config *c = &m->cfg;
     const char *why = !c->bias ? "bias = false (GPT-2 has biases in every Linear and LayerNorm)"
@@ -324,8 +336,16 @@ tt_status tt_gpt_save_hf(const tt_gpt *m, const char *path, tt_st_dtype dtype) {
     }
     char heads[32];
     snprintf(heads, sizeof heads, "%lld", (long long)c->n_head);
-    const char *meta[] = {"format", "pt", "n_head", heads, NULL};
+    int n_extra = 0;
+    while (metadata && metadata[n_extra]) n_extra++;
+    TT_CHECK(n_extra % 2 == 0, "tt_gpt_save_hf_meta: metadata holds %d strings before its NULL; "
+             "give key, value pairs", n_extra);
+    const char **meta = TT_MALLOC(((size_t)n_extra + 5) * sizeof *meta);
+    meta[0] = "format", meta[1] = "pt", meta[2] = "n_head", meta[3] = heads;
+    for (int i = 0; i < n_extra; i++) meta[4 + i] = metadata[i];
+    meta[4 + n_extra] = NULL;
     tt_status s = tt_safetensors_save(path, &out, meta, dtype);
+    tt_free(meta);
     tt_params_free(&out);
     tt_scope_end();
     tt_set_grad_enabled(grad);
