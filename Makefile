@@ -243,6 +243,7 @@ $(GPT2_VOCAB) &: scripts/gpt2_vocab.sh
 	@sh scripts/gpt2_vocab.sh
 $(BUILD)/tests/test_bpe: | data
 $(BUILD)/tests/test_tokenizer: | data
+$(BUILD)/tests/test_data_files: | data
 data/tinyshakespeare.txt:
 	@part=$@.part.$$$$; \
 	if [ -s ../shared/data/tinyshakespeare.txt ] && \
@@ -406,8 +407,8 @@ uninstall:
 
 # ---- the programs and their data: PREFIX/bin, PREFIX/share/tinytorch/ ----
 # make install also installs the programs a user runs (INSTALL_PROGRAMS; the demos stay in
-# build/) and GPT-2's vocabulary (make data's copy) in PREFIX/share/tinytorch/gpt2/, where
-# tt_data_path (data/path.c) finds it from PREFIX/bin. The source tree it finds data/ in when a
+# build/), GPT-2's vocabulary (make data's copy) in PREFIX/share/tinytorch/gpt2/ and the
+# default corpus beside it, where tt_data_path (data/path.c) finds them from PREFIX/bin. The source tree it finds data/ in when a
 # program runs from it is this folder, compiled into data/path.o.
 INSTALL_PROGRAMS := char_gpt gpt char_lstm lenet
 BIN_DIR   := $(DESTDIR)$(PREFIX)/bin
@@ -415,10 +416,11 @@ SHARE_DIR := $(DESTDIR)$(PREFIX)/share/tinytorch
 $(BUILD)/obj/data/path.o: CFLAGS += -DTT_SOURCE_DIR='"$(CURDIR)"'
 .PHONY: install-programs uninstall-programs
 install: install-programs
-install-programs: $(INSTALL_PROGRAMS:%=$(BUILD)/%) $(GPT2_VOCAB)
+install-programs: $(INSTALL_PROGRAMS:%=$(BUILD)/%) $(GPT2_VOCAB) $(CORPUS)
 	install -d $(BIN_DIR) $(SHARE_DIR)/gpt2
 	install -m 755 $(INSTALL_PROGRAMS:%=$(BUILD)/%) $(BIN_DIR)/
 	install -m 644 $(GPT2_VOCAB) $(SHARE_DIR)/gpt2/
+	install -m 644 $(CORPUS) $(SHARE_DIR)/
 uninstall: uninstall-programs
 uninstall-programs:
 	rm -f $(INSTALL_PROGRAMS:%=$(BIN_DIR)/%)

@@ -266,7 +266,7 @@ static const unsigned char *vocab_bytes(const tt_tokenizer *t, size_t *n) {
 const char **tt_tokenizer_metadata(const tt_tokenizer *t) {
     TT_CHECK(t, "tokenizer must not be NULL");
     TT_CHECK(t->kind != TT_TOKENIZER_CHAR || t->vocab.size > 0, "the char tokenizer has no "
-             "vocab yet; load its text first (tt_tokenizer_load_text)");
+             "vocab to put in metadata yet; load its text first (tt_tokenizer_load_text)");
     size_t n = 0;
     const unsigned char *b = t->kind == TT_TOKENIZER_GPT2 ? NULL : vocab_bytes(t, &n);
     const char **kv = TT_MALLOC(5 * sizeof *kv + 2 * n + 1);
@@ -313,10 +313,10 @@ static tt_status vocab_from_metadata(tt_tokenizer *t, const tt_safetensors *f,
                                      tt_tokenizer_kind kind) {
     unsigned char *b;
     size_t n;
-    char e[1024] = "missing, empty or not hex";
+    char e[1024];
     if (!meta_vocab(f, &b, &n))
         return tt_set_error(TT_ERR_FORMAT, "safetensors '%s': its metadata tokenizer.vocab_hex "
-                            "is %s", f->path, e);
+                            "is missing, empty or not hex digits", f->path);
     tt_status st;
     if (kind == TT_TOKENIZER_CHAR) {
         tt_char_vocab v;

@@ -57,6 +57,12 @@ static double val_loss(model *m, const tt_text_dataset *ds) {
 
 int main(int argc, char **argv) {
     parse(argc, argv);
+    char found[4096];  // the default corpus, when not here, where tt_data_path finds it
+    FILE *here = NULL;
+    if (strcmp(o.data, "data/tinyshakespeare.txt") == 0 && !(here = fopen(o.data, "rb")) &&
+        tt_data_path("tinyshakespeare.txt", found, sizeof found) == TT_OK)
+        o.data = found;
+    if (here) fclose(here);
     tt_text_dataset ds;  // nanoGPT's split: the first 90% train, the rest val
     if (tt_dataset_load(&ds, o.data, NULL, 0.9) || tt_dataset_check(&ds, o.block))
         fprintf(stderr, "char_lstm: --data: %s\n", tt_last_error()), exit(2);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #define DEFAULT_DATA "data/tinyshakespeare.txt"
+#define DEFAULT_DATA_NAME "tinyshakespeare.txt"  // its name for tt_data_path (data_file)
 #define TRAIN_FRAC 0.9
 // Size caps of these programs (a GPT on a CPU); they also bound what a checkpoint may ask us to
 // allocate: the causal mask alone is block^2 ints per layer.
@@ -186,6 +187,9 @@ int32_t *tok_encode(tt_tokenizer *t, const char *text, size_t n, size_t *n_out,
 // both splits fit the block (when block > 0); fix ends a message of a byte t lacks.
 void load_data(tt_text_dataset *ds, const char *path, tt_tokenizer *t, int64_t block,
                const char *fix);
+// The file read for --data path: the default corpus, when the working directory has no
+// DEFAULT_DATA, is found by tt_data_path; any other path is itself.
+const char *data_file(const char *path);
 // Exits with the message of a --data file that cannot be read (status s).
 void data_error(tt_status s, const char *path);
 // Exits (1) with the estimate and the machine's memory when a run of c on (B, T) batches

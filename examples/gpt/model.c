@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static void tok_from_ckpt(tt_tokenizer *t, const tt_checkpoint *ck, const char *path);
 
@@ -284,9 +285,24 @@ double estimate_split(tt_gpt *gpt, const tt_text_dataset *ds, tt_data_split spli
     return sum / (double)iters;
 }
 
+// The file to read for --data path: path, but the default corpus (DEFAULT_DATA, or a
+// checkpoint's record of it) missing from the working directory is looked up as
+// tinyshakespeare.txt by tt_data_path ($TINYTORCH_DATA, the install location, the source tree).
+const char *data_file(const char *path) {
+    static char found[4096];
+    struct stat sb;
+    if (strcmp(path, DEFAULT_DATA) != 0 || stat(path, &sb) == 0) return path;
+    return tt_data_path(DEFAULT_DATA_NAME, found, sizeof found) == TT_OK ? found : path;
+}
+
 // Exits with the message of a --data file that cannot be read.
 void data_error(tt_status s, const char *path) {
     const char *e = tt_last_error();
+    char found[4096];
+    if (strcmp(path, DEFAULT_DATA) == 0 && s == TT_ERR_IO &&
+        tt_data_path(DEFAULT_DATA_NAME, found, sizeof found) != TT_OK)
+        die_usage("--data: %s is not in the working directory, and %s; or pass --data FILE",
+                  DEFAULT_DATA, tt_last_error());
     if (strcmp(path, DEFAULT_DATA) == 0 && s == TT_ERR_IO)
         die_usage("--data: %s; run `make data` to fetch it, or pass --data FILE", e);
     if (strchr(e, ';')) die_usage("--data: %s", e);
@@ -295,7 +311,7 @@ void data_error(tt_status s, const char *path) {
 
 void load_data(tt_text_dataset *ds, const char *path, tt_tokenizer *t, int64_t block,
                const char *fix) {
-    tt_status s = tt_tokenizer_load_text(t, ds, path, TRAIN_FRAC);
+    tt_status s = tt_tokenizer_load_text(t, ds, data_file(path), TRAIN_FRAC);
     if (s == TT_ERR_MISMATCH) die_usage("%s; %s", tt_last_error(), fix);
     if (s == TT_ERR_IO || s == TT_ERR_ARG) data_error(s, path);
     if (s != TT_OK) die("--data '%s': %s", path, tt_last_error());

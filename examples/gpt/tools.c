@@ -132,7 +132,7 @@ int cmd_bpe_train(void) {
     if (!given("--out")) die_usage("bpe-train needs --out VOCAB (e.g. --out out/bpe.vocab)");
     unsigned char *text;
     size_t n;
-    tt_status st = tt_read_file(opt.data, &text, &n);
+    tt_status st = tt_read_file(data_file(opt.data), &text, &n);
     if (st == TT_OK && n == 0) st = tt_set_error(TT_ERR_ARG, "'%s' is empty", opt.data);
     if (st != TT_OK) data_error(st, opt.data);
     check_outputs(CMD_BPE_TRAIN);
