@@ -8,7 +8,7 @@
 # and on a trained vocab, whose checkpoints keep the tokenizer (sample and tokenize need no
 # --tokenizer, even with the vocab file gone); gpt with the char tokenizer trains as char_gpt,
 # bit for bit; export then --init-from gives the same greedy text and eval losses as the
-# checkpoint; --init-from trains from a checkpoint and from a safetensors file; --preset; bad
+# checkpoint, and with the tokenizer in its metadata, a char or trained-vocab model's too; --init-from trains from a checkpoint and from a safetensors file; --preset; bad
 # input (unknown tokenizer, missing vocab, corrupt safetensors, a prompt a char vocab cannot
 # encode, ...) exits non-zero, not by a signal, with one line on stderr and clobbers no file.
 # Under ASan (make test SAN=1) LeakSanitizer checks every run. Usage: sh tests/run_gpt.sh [builddir]
@@ -211,6 +211,53 @@ train_ok "train --init-from a checkpoint" "$d/i2.ckpt" --init-from "$d/g.ckpt"
 "$bin" export --ckpt "$d/p.ckpt" --out "$d/p16.safetensors" --dtype bf16 2> /dev/null &&
     [ "$(wc -c < "$d/p16.safetensors")" -lt "$(wc -c < "$d/p.safetensors")" ] &&
     ok "export --dtype bf16 writes a smaller file" || bad "export --dtype bf16"
+
+# ---- the tokenizer travels in the exported file's metadata ----
+# A char model and a trained-vocab model exported: eval and sample from the safetensors file,
+# without --tokenizer or with the one it was trained with, give the checkpoint's losses and
+# text (sampled at temperature 0.8, so every id maps to the same bytes).
+export_same() {  # export_same <name> <tokenizer> <flags for --init-from...>
+    name=$1
+    tok=$2
+    shift 2
+    "$bin" sample --ckpt "$d/$name.ckpt" --prompt "The " --tokens 40 --seed 3 \
+        > "$d/m_ck.txt" 2> /dev/null
+    "$bin" sample --init-from "$d/$name.safetensors" "$@" --prompt "The " --tokens 40 --seed 3 \
+        > "$d/m_st.txt" 2> "$d/m.err"
+    e_ck=$("$bin" eval --ckpt "$d/$name.ckpt" $ev 2>&1)
+    e_st=$("$bin" eval --init-from "$d/$name.safetensors" "$@" $ev 2>&1)
+    if [ "$(wc -c < "$d/m_ck.txt")" -gt 30 ] && cmp -s "$d/m_ck.txt" "$d/m_st.txt" &&
+       [ -n "$e_ck" ] && [ "$e_ck" = "$e_st" ]; then
+        ok "$tok export, --init-from ${*:-without --tokenizer}: the checkpoint's text and $e_ck"
+    else
+        bad "$tok export --init-from $*: '$e_ck' vs '$e_st'"
+        cat "$d/m_ck.txt" "$d/m_st.txt" "$d/m.err" >&2
+    fi
+}
+for tk in char "$d/vocab/tiny.bpe"; do
+    name=meta_$(basename "$tk" .bpe)
+    "$bin" train --preset gpt2 $small --tokenizer "$tk" --iters 2 --out "$d/$name.ckpt" \
+        > /dev/null 2> "$d/p.err" || { bad "train $tk for export"; cat "$d/p.err" >&2; }
+    "$bin" export --ckpt "$d/$name.ckpt" --out "$d/$name.safetensors" 2> "$d/x.err"
+    kind=$([ "$tk" = char ] && echo char || echo file)
+    grep -q "its $kind tokenizer in the metadata" "$d/x.err" &&
+        head -c 4000 "$d/$name.safetensors" | grep -q "\"tokenizer\":\"$kind\"" &&
+        head -c 4000 "$d/$name.safetensors" | grep -q '"tokenizer.vocab_hex":"[0-9a-f]*"' &&
+        ok "export writes the $kind tokenizer in the metadata: $(cat "$d/x.err")" ||
+        { bad "export $kind metadata"; cat "$d/x.err" >&2; }
+    export_same "$name" "$kind"
+    export_same "$name" "$kind" --tokenizer "$tk"
+done
+"$bin" eval --init-from "$d/meta_char.safetensors" --tokenizer gpt2 $ev > /dev/null \
+    2> "$d/m.err"
+[ $? = 2 ] && grep -q "is not the tokenizer .* (char); leave --tokenizer out, it comes from \
+its metadata" "$d/m.err" && ok "another tokenizer than the metadata's: $(cat "$d/m.err")" ||
+    { bad "--tokenizer gpt2 for a char export"; cat "$d/m.err" >&2; }
+"$bin" sample --init-from $ref/gpt2_tiny_untied.safetensors --tokenizer char --prompt hi \
+    > /dev/null 2> "$d/m.err"
+[ $? = 2 ] && grep -q "has no tokenizer metadata, so no char vocab" "$d/m.err" &&
+    ok "--tokenizer char for a file without metadata: $(cat "$d/m.err")" ||
+    { bad "--tokenizer char without metadata"; cat "$d/m.err" >&2; }
 
 # ---- bad input: one line, non-zero exit, nothing clobbered ----
 echo keep > "$d/keep.ckpt"
