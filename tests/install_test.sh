@@ -3,7 +3,9 @@
 # `cc prog.c $(pkg-config --cflags --libs tinytorch)` against the shared and the static library
 # and run it: the shared build through -Wl,-rpath and through LD_LIBRARY_PATH (as the README's
 # install section says), checking that it needs libtinytorch.so.0 by its SONAME; then a CMake
-# project with find_package(tinytorch) against the same prefix, shared and static.
+# project with find_package(tinytorch) against the same prefix, shared and static; the installed
+# programs run from /tmp with the installed GPT-2 vocabulary and corpus, TINYTORCH_DATA before
+# them, and the message of a miss.
 cc=${1:-cc}
 build=${2:-build}
 tmp=$(mktemp -d)
@@ -94,9 +96,47 @@ for v in 0.2 1.0; do
 done
 cd - >/dev/null || fail "cd back"
 
+# The programs and their data: from another directory, gpt finds GPT-2's vocabulary and the
+# default corpus where make install put them (PREFIX/share/tinytorch); $TINYTORCH_DATA comes
+# first; with neither, the error names every place it looked and the fix.
+unset TINYTORCH_DATA
+share="$tmp/usr/share/tinytorch"
+for f in bin/gpt bin/char_gpt bin/char_lstm bin/lenet share/tinytorch/gpt2/encoder.json \
+         share/tinytorch/gpt2/vocab.bpe share/tinytorch/tinyshakespeare.txt; do
+    [ -f "$tmp/usr/$f" ] || fail "missing $f"
+done
+cmp -s data/gpt2/vocab.bpe "$share/gpt2/vocab.bpe" || fail "the installed vocab.bpe differs"
+here=$(pwd)
+cd /tmp || fail "no /tmp"
+[ "$(printf 'Hello world' | "$tmp/usr/bin/gpt" encode --tokenizer gpt2)" = "15496 995" ] ||
+    fail "the installed gpt run from /tmp does not encode with --tokenizer gpt2"
+[ "$("$tmp/usr/bin/gpt" tokenize --tokenizer gpt2)" = \
+  "tokens=338025 train=301966 val=36059" ] ||
+    fail "the installed gpt run from /tmp does not find the installed default corpus"
+mkdir -p "$tmp/alt/gpt2" && echo 'not json' > "$tmp/alt/gpt2/encoder.json" &&
+    cp "$share/gpt2/vocab.bpe" "$tmp/alt/gpt2/" || fail "no $tmp/alt"
+TINYTORCH_DATA="$tmp/alt" "$tmp/usr/bin/gpt" encode --tokenizer gpt2 < /dev/null \
+    > /dev/null 2> "$tmp/env.err" && fail "a broken vocab under TINYTORCH_DATA was not read"
+grep -qF "$tmp/alt/gpt2/encoder.json" "$tmp/env.err" ||
+    fail "TINYTORCH_DATA does not come before the install location: $(cat "$tmp/env.err")"
+mv "$share" "$tmp/moved" || fail "cannot move $share"
+[ "$(printf 'Hello world' | TINYTORCH_DATA="$tmp/moved" "$tmp/usr/bin/gpt" encode \
+     --tokenizer gpt2)" = "15496 995" ] || fail "gpt does not read TINYTORCH_DATA"
+printf 'Hello' | "$tmp/usr/bin/gpt" encode --tokenizer gpt2 > /dev/null 2> "$tmp/miss.err"
+rc=$?
+[ $rc = 2 ] && [ "$(wc -l < "$tmp/miss.err")" = 1 ] &&
+    grep -qF "gpt: --tokenizer gpt2: data file 'gpt2/encoder.json' not found: looked in \
+\$TINYTORCH_DATA (not set), $share/gpt2/encoder.json (the install location), not $here/data \
+(the source tree: this program runs outside it); run \`make install\` (or \`make data\` in the \
+source tree), or set TINYTORCH_DATA to a folder that holds gpt2/encoder.json" "$tmp/miss.err" ||
+    fail "a missing vocabulary (exit $rc) does not name every place: $(cat "$tmp/miss.err")"
+mv "$tmp/moved" "$share" || fail "cannot move $share back"
+cd "$here" || fail "cd back"
+
 make -s install BUILD="$build" DESTDIR="$tmp/stage" PREFIX=/opt/tt >/dev/null ||
     fail "DESTDIR install failed"
-[ -f "$tmp/stage/opt/tt/lib/libtinytorch.so.0.1.0" ] || fail "DESTDIR was not honoured"
+[ -f "$tmp/stage/opt/tt/lib/libtinytorch.so.0.1.0" ] && [ -x "$tmp/stage/opt/tt/bin/gpt" ] &&
+    [ -f "$tmp/stage/opt/tt/share/tinytorch/gpt2/encoder.json" ] || fail "DESTDIR was not honoured"
 grep -q '^prefix=/opt/tt$' "$tmp/stage/opt/tt/lib/pkgconfig/tinytorch.pc" ||
     fail "the staged .pc does not name the final prefix"
 [ -f "$tmp/stage/opt/tt/lib/cmake/tinytorch/tinytorchConfig.cmake" ] ||
@@ -104,6 +144,9 @@ grep -q '^prefix=/opt/tt$' "$tmp/stage/opt/tt/lib/pkgconfig/tinytorch.pc" ||
 make -s uninstall BUILD="$build" PREFIX="$tmp/usr" >/dev/null || fail "make uninstall failed"
 [ -z "$(find "$tmp/usr/lib" -name 'libtinytorch*')" ] || fail "make uninstall left libraries"
 [ ! -e "$tmp/usr/lib/cmake" ] || fail "make uninstall left lib/cmake"
+[ ! -e "$tmp/usr/bin/gpt" ] && [ ! -e "$tmp/usr/share/tinytorch" ] ||
+    fail "make uninstall left the programs or their data"
 echo "install test: ok (headers, libtinytorch.a, libtinytorch.so.0.1.0 with its SONAME and" \
      "links, tinytorch.pc, tinytorchConfig.cmake; shared (rpath, LD_LIBRARY_PATH) and static" \
-     "builds ran, with pkg-config and with CMake's find_package)"
+     "builds ran, with pkg-config and with CMake's find_package; the programs ran from /tmp" \
+     "with the installed data, TINYTORCH_DATA and a miss's message)"
