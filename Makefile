@@ -408,8 +408,8 @@ uninstall:
 # ---- the programs and their data: PREFIX/bin, PREFIX/share/tinytorch/ ----
 # make install also installs the programs a user runs (INSTALL_PROGRAMS; the demos stay in
 # build/), GPT-2's vocabulary (make data's copy) in PREFIX/share/tinytorch/gpt2/ and the
-# default corpus beside it, where tt_data_path (data/path.c) finds them from PREFIX/bin. The source tree it finds data/ in when a
-# program runs from it is this folder, compiled into data/path.o.
+# default corpus beside it, where tt_data_path (data/path.c) finds them from PREFIX/bin. The
+# source tree it finds data/ in, for a program run from it, is this folder (in data/path.o).
 INSTALL_PROGRAMS := char_gpt gpt char_lstm lenet
 BIN_DIR   := $(DESTDIR)$(PREFIX)/bin
 SHARE_DIR := $(DESTDIR)$(PREFIX)/share/tinytorch

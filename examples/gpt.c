@@ -30,7 +30,8 @@ static const char gpt_usage_tail[] =
     "PREFIX/share/tinytorch (make install) or the source tree's data/ (make data), in that order)\n"
     "or the path of a VOCAB written by `gpt bpe-train`. A checkpoint keeps its tokenizer (a\n"
     "trained vocab whole), so sample, eval, tokenize, encode and decode with --ckpt need no\n"
-    "--tokenizer. --data defaults to " DEFAULT_DATA "; --out of train to out/gpt.ckpt.\n"
+    "--tokenizer. --data defaults to " DEFAULT_DATA " (when absent, tinyshakespeare.txt found\n"
+    "as GPT-2's files are); --out of train to out/gpt.ckpt.\n"
     "train: --preset sets every model flag (flags you give override it; the vocab size is the\n"
     "tokenizer's). --init-from starts from the weights of a checkpoint of gpt train or of a\n"
     "Hugging Face GPT-2 model.safetensors (the config is the file's, so model flags are\n"
@@ -41,13 +42,15 @@ static const char gpt_usage_tail[] =
     "train_loss=F val_loss=F` at each eval and a `done ...` line. --grad-accum and mpirun\n"
     "as char_gpt's.\n"
     "sample prints the prompt and the generated text (--temperature 0: greedy); eval prints\n"
-    "`eval train_loss=F val_loss=F`. A --init-from FILE.safetensors holds GPT-2 weights and no\n"
-    "tokenizer: gpt2 unless --tokenizer names another. --quantize int8 as char_gpt's.\n"
+    "`eval train_loss=F val_loss=F`. A --init-from FILE.safetensors holds GPT-2 weights and\n"
+    "the tokenizer its metadata names (export writes it); without one (Hugging Face's), gpt2\n"
+    "unless --tokenizer names another. --quantize int8 as char_gpt's.\n"
     "tokenize prints `tokens=N train=N val=N` (the text split 90/10 by characters, each part\n"
     "encoded on its own); encode prints the ids of stdin's bytes on one line; decode writes the\n"
     "bytes of the ids on stdin (whitespace-separated); bpe-train learns --merges merges from\n"
     "--data and writes VOCAB; export writes a checkpoint's model in GPT-2's safetensors layout\n"
-    "(the model must be GPT-2-shaped: train it with --preset gpt2).\n";
+    "(the model must be GPT-2-shaped: train it with --preset gpt2), its tokenizer (a char or\n"
+    "trained vocab whole) in the file's metadata.\n";
 
 int main(int argc, char **argv) {
     static const gpt_program gpt = {"gpt", "out/gpt.ckpt", false, gpt_usage_head,

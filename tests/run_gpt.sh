@@ -8,8 +8,9 @@
 # and on a trained vocab, whose checkpoints keep the tokenizer (sample and tokenize need no
 # --tokenizer, even with the vocab file gone); gpt with the char tokenizer trains as char_gpt,
 # bit for bit; export then --init-from gives the same greedy text and eval losses as the
-# checkpoint, and with the tokenizer in its metadata, a char or trained-vocab model's too; --init-from trains from a checkpoint and from a safetensors file; --preset; bad
-# input (unknown tokenizer, missing vocab, corrupt safetensors, a prompt a char vocab cannot
+# checkpoint, for a char or trained-vocab model too (the tokenizer in the metadata);
+# --init-from trains from a checkpoint and from a safetensors file; --preset; bad input
+# (unknown tokenizer, missing vocab, corrupt safetensors, a prompt a char vocab cannot
 # encode, ...) exits non-zero, not by a signal, with one line on stderr and clobbers no file.
 # Under ASan (make test SAN=1) LeakSanitizer checks every run. Usage: sh tests/run_gpt.sh [builddir]
 build=${1:-build}
