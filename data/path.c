@@ -81,7 +81,7 @@ static bool try_place(lookup *l, const char *dir, const char *what) {
 }
 
 tt_status tt_data_path(const char *name, char *buf, size_t size) {
-    TT_CHECK(name && buf && size > 0, "tt_data_path: name and buf must be given");
+    TT_CHECK(name && buf && size > 0, "name and buf (size > 0) must be given");
     if (!name[0] || name[0] == '/')
         return tt_set_error(TT_ERR_ARG, "tt_data_path: '%s' is not a relative file name", name);
     lookup l = {.name = name, .buf = buf, .size = size, .seen = "", .st = TT_OK};

@@ -2,7 +2,8 @@
 // tt_data_path's places in order ($TINYTORCH_DATA first, then the source tree for a program
 // run from it), its miss naming every place and the fix, its argument errors, "gpt2" opened
 // through it; tt_tokenizer_metadata's exact strings and their round trip through a real
-// safetensors file (char, trained vocab, gpt2, none), and the errors of bad metadata.
+// safetensors file (char, trained vocab, gpt2, none), and the errors of bad metadata; the
+// aborts of a NULL name and of metadata that is not key, value pairs (tt_gpt_save_hf_meta).
 // Needs `make data` (data/gpt2/); the Makefile builds it first.
 #include <signal.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "data/tokenizer.h"
+#include "models/gpt/gpt.h"
 #include "test_util.h"
 
 // Writes the NUL-terminated s to path.
@@ -253,6 +255,28 @@ START_TEST(test_abort_meta_no_vocab) {
 }
 END_TEST
 
+START_TEST(test_abort_data_path_null) {
+    tt_expect_abort("name and buf (size > 0) must be given");
+    char buf[16];
+    tt_data_path(NULL, buf, sizeof buf);
+}
+END_TEST
+
+// Metadata for tt_gpt_save_hf_meta comes in key, value pairs.
+START_TEST(test_abort_odd_metadata) {
+    tt_expect_abort("holds 3 strings before its NULL; give key, value pairs");
+    tt_gpt_config c;
+    ck_assert_int_eq(tt_gpt_config_preset("gpt2", &c), TT_OK);
+    c.n_layer = 1, c.n_embd = 8, c.n_head = c.n_kv_head = 2, c.block_size = 4, c.vocab_size = 5;
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    tt_gpt m;
+    ck_assert_int_eq(tt_gpt_init(&m, &c, &rng), TT_OK);
+    tt_gpt_save_hf_meta(&m, "/tmp/tt_never_written.safetensors", TT_ST_F32,
+                        (const char *[]){"tokenizer", "char", "tokenizer.vocab_hex", NULL});
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("data_files");
     TCase *tc = tt_tcase("data_files");
@@ -268,6 +292,8 @@ int main(void) {
     suite_add_tcase(s, tc);
     TCase *ab = tt_tcase_aborts("aborts_data_files");
     tcase_add_test_raise_signal(ab, test_abort_meta_no_vocab, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_data_path_null, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_odd_metadata, SIGABRT);
     suite_add_tcase(s, ab);
     return tt_test_run(s);
 }

@@ -290,6 +290,10 @@ tt_status tt_gpt_save_hf(const tt_gpt *m, const char *path, tt_st_dtype dtype) {
 tt_status tt_gpt_save_hf_meta(const tt_gpt *m, const char *path, tt_st_dtype dtype,
                               const char *const *metadata) {
     TT_CHECK(m && m->params.n && path, "model (initialized) and path must be given");
+    int n_extra = 0;
+    while (metadata && metadata[n_extra]) n_extra++;
+    TT_CHECK(n_extra % 2 == 0, "metadata holds %d strings before its NULL; give key, value "
+             "pairs", n_extra);
     const tt_gpt_config *c = &m->cfg;
     const char *why = !c->bias ? "bias = false (GPT-2 has biases in every Linear and LayerNorm)"
                       : !c->qkv_bias ? "qkv_bias = false (GPT-2's c_attn has a bias)"
@@ -336,10 +340,6 @@ tt_status tt_gpt_save_hf_meta(const tt_gpt *m, const char *path, tt_st_dtype dty
     }
     char heads[32];
     snprintf(heads, sizeof heads, "%lld", (long long)c->n_head);
-    int n_extra = 0;
-    while (metadata && metadata[n_extra]) n_extra++;
-    TT_CHECK(n_extra % 2 == 0, "tt_gpt_save_hf_meta: metadata holds %d strings before its NULL; "
-             "give key, value pairs", n_extra);
     const char **meta = TT_MALLOC(((size_t)n_extra + 5) * sizeof *meta);
     meta[0] = "format", meta[1] = "pt", meta[2] = "n_head", meta[3] = heads;
     for (int i = 0; i < n_extra; i++) meta[4 + i] = metadata[i];
