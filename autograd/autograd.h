@@ -154,13 +154,18 @@ tt_tensor *tt_dropout(tt_tensor *x, double p, bool training, tt_rng *rng);
 tt_tensor *tt_reshape(tt_tensor *x, int ndim, const int64_t *shape);
 // Like tt_reshape, but aborts instead of copying.
 tt_tensor *tt_view(tt_tensor *x, int ndim, const int64_t *shape);
-tt_tensor *tt_flatten(tt_tensor *x);  // 1-D
+// torch.flatten: dims start_dim .. end_dim (inclusive, negative count from the end) merged
+// into one; tt_flatten(x, 0, -1) is 1-D. A view when the strides allow, otherwise a copy.
+tt_tensor *tt_flatten(tt_tensor *x, int start_dim, int end_dim);
 tt_tensor *tt_transpose(tt_tensor *x, int dim0, int dim1);
 tt_tensor *tt_permute(tt_tensor *x, const int *dims);  // x->ndim entries
 // Elements start, start+step, ... < end along dim; negative start/end count from the end and
 // are clamped as in Python; step >= 1.
 tt_tensor *tt_slice(tt_tensor *x, int dim, int64_t start, int64_t end, int64_t step);
 tt_tensor *tt_narrow(tt_tensor *x, int dim, int64_t start, int64_t length);
+// torch.select / x[:, i]: the view at `index` along dim, dim removed; negative dim and index
+// count from the end.
+tt_tensor *tt_select(tt_tensor *x, int dim, int64_t index);
 // Size-1 dims repeat (stride 0); -1 keeps a size; new leading dims may be added.
 tt_tensor *tt_expand(tt_tensor *x, int ndim, const int64_t *shape);
 tt_tensor *tt_broadcast_to(tt_tensor *x, int ndim, const int64_t *shape);

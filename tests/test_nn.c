@@ -1080,16 +1080,16 @@ START_TEST(test_flatten_module) {
     ck_assert_int_eq(y->shape[0], 2);
     ck_assert_int_eq(y->shape[1], 60);
     ck_assert_ptr_eq(y->storage, x->storage);  // a view
-    y = tt_flatten_dims(x, 0, 1);
+    y = tt_flatten(x, 0, 1);
     ck_assert_int_eq(y->ndim, 3);
     ck_assert_int_eq(y->shape[0], 6);
     ck_assert_int_eq(y->shape[2], 5);
-    y = tt_flatten_dims(x, -3, -2);
+    y = tt_flatten(x, -3, -2);
     ck_assert_int_eq(y->ndim, 3);
     ck_assert_int_eq(y->shape[1], 12);
-    y = tt_flatten_dims(x, 2, 2);  // one dim: unchanged
+    y = tt_flatten(x, 2, 2);  // one dim: unchanged
     ck_assert(tt_same_shape(y, x));
-    y = tt_flatten_dims(tt_full(TT_F32, TT_SCALAR_SHAPE, 7), 0, -1);  // 0-dim -> (1,)
+    y = tt_flatten(tt_full(TT_F32, TT_SCALAR_SHAPE, 7), 0, -1);  // 0-dim -> (1,)
     ck_assert_int_eq(y->ndim, 1);
     ck_assert_int_eq(y->shape[0], 1);
     ck_assert_values(y, 0, 0, 7);
@@ -1444,7 +1444,7 @@ START_TEST(test_abort_flatten_dims) {
 END_TEST
 
 START_TEST(test_abort_flatten_range) {
-    tt_expect_abort("tt_flatten_module: start_dim=1 or end_dim=3 is out of range for input "
+    tt_expect_abort("tt_flatten: start_dim=1 or end_dim=3 is out of range for input "
                     "(2, 3) (valid: -2 .. 1)");
     tt_module_forward(tt_flatten_module(1, 3), tt_zeros(TT_F32, TT_SHAPE(2, 3)));
 }
