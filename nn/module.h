@@ -143,6 +143,10 @@ typedef enum tt_fan_mode { TT_FAN_IN, TT_FAN_OUT } tt_fan_mode;
 void tt_init_zeros_(tt_tensor *t);
 void tt_init_ones_(tt_tensor *t);
 void tt_init_normal_(tt_tensor *t, tt_rng *rng, double mean, double std);
+// nn.init.trunc_normal_: N(mean, std^2) conditioned on [a, b] (a and b absolute bounds, not
+// in units of std); every value lies in [a, b].
+void tt_init_trunc_normal_(tt_tensor *t, tt_rng *rng, double mean, double std, double a,
+                           double b);
 void tt_init_uniform_(tt_tensor *t, tt_rng *rng, double lo, double hi);
 void tt_init_xavier_uniform_(tt_tensor *t, tt_rng *rng, double gain);
 void tt_init_xavier_normal_(tt_tensor *t, tt_rng *rng, double gain);
