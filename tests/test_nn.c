@@ -317,7 +317,8 @@ END_TEST
 static void trunc_normal_moments(double mu, double sigma, double a, double b, double *mean,
                                  double *std) {
     double al = (a - mu) / sigma, be = (b - mu) / sigma;
-    double pa = exp(-0.5 * al * al) / sqrt(8 * atan(1)), pb = exp(-0.5 * be * be) / sqrt(8 * atan(1));
+    double root_2pi = sqrt(8 * atan(1.0));
+    double pa = exp(-0.5 * al * al) / root_2pi, pb = exp(-0.5 * be * be) / root_2pi;
     double z = 0.5 * (erfc(-be / sqrt(2.0)) - erfc(-al / sqrt(2.0)));
     double d = (pa - pb) / z;
     *mean = mu + sigma * d;
