@@ -143,7 +143,7 @@ static tt_tensor *fwd_pos_embedding(const mod_ctx *c, tt_tensor *x) {
 static void pos_embedding_basic(gc_report *r) {
     tt_dtype prev = tt_set_default_dtype(TT_F64);
     tt_pos_embedding pe;
-    tt_pos_embedding_init(&pe, 5, 8, gc_rng());
+    tt_pos_embedding_init(&pe, 5, 8, 1.0, gc_rng());
     tt_set_default_dtype(prev);
     mod_ctx c = {.forward = fwd_pos_embedding, .m = &pe, .pos = 1};
     add_slot(&c, &pe.weight);

@@ -353,6 +353,21 @@ START_TEST(test_init_trunc_normal) {
 }
 END_TEST
 
+// tt_pos_embedding starts at N(0, std^2) with the std it is given: 0.02 (GPT-2) and 1.
+START_TEST(test_pos_embedding_init_std) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 4);
+    const double stds[] = {0.02, 1.0};
+    for (int i = 0; i < 2; i++) {
+        tt_pos_embedding pe;
+        tt_pos_embedding_init(&pe, 256, 128, stds[i], &rng);
+        ck_assert(pe.weight->requires_grad);
+        check_normal(pe.weight, 0, stds[i]);
+        tt_pos_embedding_free(&pe);
+    }
+}
+END_TEST
+
 // The same seed gives the same init, so a model is reproducible.
 START_TEST(test_init_reproducible) {
     tt_rng r1, r2;
@@ -1169,7 +1184,7 @@ START_TEST(test_module_wrappers) {
                               .bias = true, .dropout = 0.1};
     tt_attention_init(&attn, &ac, &rng);
     tt_block_init(&blk, &(tt_block_config){.attn = ac, .act = TT_ACT_GELU}, &rng);
-    tt_pos_embedding_init(&pe, 8, C, &rng);
+    tt_pos_embedding_init(&pe, 8, C, 1.0, &rng);
     tt_sinusoidal_init(&sine, 8, C);
     tt_rope_init(&rope, C / NH, 8, 10000);
     tt_embedding_init(&emb, 10, C, &rng);
@@ -1644,6 +1659,7 @@ int main(void) {
     tcase_add_test(in, test_init_xavier);
     tcase_add_test(in, test_init_kaiming);
     tcase_add_test(in, test_init_trunc_normal);
+    tcase_add_test(in, test_pos_embedding_init_std);
     tcase_add_test(in, test_init_basic);
     tcase_add_test(in, test_init_reproducible);
     suite_add_tcase(s, in);

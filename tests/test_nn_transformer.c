@@ -69,7 +69,7 @@ START_TEST(test_pos_embedding_values) {
     tt_rng_seed(&rng, 7);
     tt_dtype prev = tt_set_default_dtype(TT_F64);
     tt_pos_embedding pe;
-    tt_pos_embedding_init(&pe, 4, 3, &rng);
+    tt_pos_embedding_init(&pe, 4, 3, 1.0, &rng);
     tt_set_default_dtype(prev);
     ck_assert(pe.weight->requires_grad);
     ck_assert_int_eq(pe.weight->shape[0], 4);
@@ -847,7 +847,7 @@ END_TEST
 START_TEST(test_abort_pos_embedding_too_long) {
     tt_expect_abort("tt_pos_embedding_forward: pos + T = 2 + 3 = 5 exceeds max_len = 4");
     tt_pos_embedding pe;
-    tt_pos_embedding_init(&pe, 4, 8, &abort_rng);
+    tt_pos_embedding_init(&pe, 4, 8, 1.0, &abort_rng);
     tt_pos_embedding_forward(&pe, tt_zeros(TT_F32, TT_SHAPE(1, 3, 8)), 2);  // 2 + 3 > 4
 }
 END_TEST
@@ -887,7 +887,7 @@ END_TEST
 START_TEST(test_abort_negative_pos) {
     tt_expect_abort("position offset -1 is negative");
     tt_pos_embedding pe;
-    tt_pos_embedding_init(&pe, 4, 8, &abort_rng);
+    tt_pos_embedding_init(&pe, 4, 8, 1.0, &abort_rng);
     tt_pos_embedding_forward(&pe, tt_zeros(TT_F32, TT_SHAPE(1, 2, 8)), -1);
 }
 END_TEST
