@@ -139,8 +139,10 @@ tt_tensor *tt_layernorm(tt_tensor *x, int norm_ndim, tt_tensor *weight, tt_tenso
 tt_tensor *tt_rmsnorm(tt_tensor *x, tt_tensor *weight, double eps);
 // weight (V, C), indices (...) of TT_I32/TT_I64 in [0, V) -> (..., C).
 tt_tensor *tt_embedding(tt_tensor *weight, tt_tensor *indices);
-// logits (..., V), targets (...) of TT_I32/TT_I64 -> 0-dim mean of -log softmax(logits)[target]
-// over the targets that are not ignore_index (0 if all are ignored). label_smoothing in [0, 1).
+// Classes in the LAST dim: logits (..., V), targets (...) of TT_I32/TT_I64 -> 0-dim mean of
+// -log softmax(logits)[target] over the targets that are not ignore_index (0 if all are
+// ignored). label_smoothing in [0, 1). For 2-D (N, V) logits this is F.cross_entropy; for
+// PyTorch's (N, C, d1, ...) layout, a weight or a reduction use tt_cross_entropy_nc (nn/loss.h).
 tt_tensor *tt_cross_entropy(tt_tensor *logits, tt_tensor *targets, int64_t ignore_index);
 tt_tensor *tt_cross_entropy_smooth(tt_tensor *logits, tt_tensor *targets,
                                    int64_t ignore_index, double label_smoothing);
