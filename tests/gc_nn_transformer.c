@@ -268,6 +268,13 @@ static void block_rmsnorm_relu2_gqa_rope_qknorm(gc_report *r) {
         .act = TT_ACT_RELU2, .norm = TT_NORM_RMSNORM, .norm_eps = 1e-6});
 }
 
+// PyTorch's TransformerEncoderLayer order (norm_first=False): the norms after the residuals.
+static void block_post_norm(gc_report *r) {
+    block_case(r, (tt_block_config){
+        .attn = {.n_embd = 8, .n_head = 2, .max_seq = 4}, .mlp_hidden = 16, .act = TT_ACT_GELU,
+        .norm = TT_NORM_LAYERNORM, .post_norm = true});
+}
+
 const gc_module_case gc_modules_nn_transformer[] = {
     {"rope", "basic", rope_basic},
     {"rope", "with_offset", rope_with_offset},
@@ -283,5 +290,6 @@ const gc_module_case gc_modules_nn_transformer[] = {
     {"attention", "bias", attention_bias},
     {"block", "layernorm_gelu", block_layernorm_gelu},
     {"block", "rmsnorm_relu2_gqa_rope_qknorm", block_rmsnorm_relu2_gqa_rope_qknorm},
+    {"block", "post_norm", block_post_norm},
     {NULL, NULL, NULL},
 };
