@@ -3,8 +3,8 @@
 // equivalence), the block (parameter names and counts, no leaks, train/eval) and the abort
 // paths; attention masks (tt_attention_forward_mask) against torch.nn.MultiheadAttention
 // (tests/reference/attention_mask_values.h) and on the dropout path; the block, post-norm and
-// pre-norm, against torch.nn.TransformerEncoderLayer (tests/reference/block_reference.h). Gradchecks are in
-// tests/gc_nn_transformer.c (masks: tests/gc_ops_attention.c).
+// pre-norm, against torch.nn.TransformerEncoderLayer (tests/reference/block_reference.h).
+// Gradchecks are in tests/gc_nn_transformer.c (masks: tests/gc_ops_attention.c).
 //
 // Letters: B batch, T time, C channels, NH heads, NKV key/value heads, HS head size.
 #include <signal.h>
