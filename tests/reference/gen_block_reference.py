@@ -2,12 +2,13 @@
 # PyTorch reference for tests/test_nn_transformer.c's block parity:
 # torch.nn.TransformerEncoderLayer (batch_first, dropout 0, no mask) in float64 with its own
 # initial weights, post-norm (norm_first=False, PyTorch's default) and pre-norm
-# (norm_first=True), one input, the output and the gradients of loss = sum(y * R) (R fixed
-# random) with respect to the input and every parameter, in tt_block's parameter order (norm1, attn q/k/v/o, norm2, mlp fc/proj; weight then
-# bias). A case without attention biases zeroes and freezes in_proj_bias and out_proj.bias:
-# the block with attn.bias off and the norms' and MLP's biases on. Writes
-# tests/reference/block_reference.h (C arrays, 17 significant digits). Needs torch (Debian's
-# python3-torch, torch 1.13); `make test` never runs it.
+# (norm_first=True). One input, the output and the gradients of loss = sum(y * R) (R fixed
+# random) with respect to the input and every parameter, in tt_block's parameter order
+# (norm1, attn q/k/v/o, norm2, mlp fc/proj; weight then bias). A case without attention
+# biases zeroes and freezes in_proj_bias and out_proj.bias: the block with attn.bias off and
+# the norms' and MLP's biases on. Writes tests/reference/block_reference.h (C arrays, 17
+# significant digits). Needs torch (Debian's python3-torch, torch 1.13); `make test` never
+# runs it.
 #
 #     /usr/bin/python3 tests/reference/gen_block_reference.py [OUT.h]
 import os
