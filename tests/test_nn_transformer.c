@@ -314,6 +314,32 @@ START_TEST(test_block_matches_torch) {
 }
 END_TEST
 
+// tt_block_forward_cached, one position at a time, gives tt_block_forward's rows, pre-norm and
+// post-norm (causal, no grad).
+START_TEST(test_block_cached_matches_forward) {
+    enum { B = 2, T = 4, C = 8, NH = 2, HS = C / NH };
+    tt_rng rng;
+    tt_rng_seed(&rng, 5);
+    tt_block b;
+    tt_block_init(&b, &(tt_block_config){
+        .attn = {.n_embd = C, .n_head = NH, .max_seq = T, .causal = true, .bias = true},
+        .act = TT_ACT_GELU, .norm = TT_NORM_LAYERNORM, .post_norm = _i == 1}, &rng);
+    bool prev = tt_set_grad_enabled(false);
+    tt_scope_begin();
+    tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(B, T, C));
+    tt_tensor *full = tt_block_forward(&b, x);
+    tt_tensor *kc = tt_zeros(TT_F32, TT_SHAPE(B, NH, T, HS));
+    tt_tensor *vc = tt_zeros(TT_F32, TT_SHAPE(B, NH, T, HS));
+    for (int64_t t = 0; t < T; t++) {
+        tt_tensor *y = tt_block_forward_cached(&b, tt_narrow(x, 1, t, 1), kc, vc, t);
+        assert_same(y, tt_narrow(full, 1, t, 1), 1e-5);
+    }
+    tt_scope_end();
+    tt_set_grad_enabled(prev);
+    tt_block_free(&b);
+}
+END_TEST
+
 // The norms' and the MLP's biases follow attn.bias at zero (every existing config) and are
 // switched on their own otherwise.
 START_TEST(test_block_bias_switches) {
@@ -1111,6 +1137,7 @@ int main(void) {
     tcase_add_test(mod, test_feedforward_block_params);
     tcase_add_loop_test(mod, test_block_matches_torch, 0, 3);
     tcase_add_test(mod, test_block_bias_switches);
+    tcase_add_loop_test(mod, test_block_cached_matches_forward, 0, 2);
     tcase_add_loop_test(mod, test_attention_naive, 0,
                         (int)(sizeof naive_cfgs / sizeof naive_cfgs[0]));
     tcase_add_test(mod, test_causal);
