@@ -146,6 +146,7 @@ static bool needs_grad(int n, tt_tensor *const *inputs) {
 
 void *tt__record(tt_tensor *out, tt_op op, int n_inputs, tt_tensor *const *inputs,
                  size_t ctx_size) {
+    out->origin = info(op)->name;  // what leak reports and misuse messages call it
     if (tt__prof_on) tt__prof_forward(out, op, n_inputs, inputs);
     if (!needs_grad(n_inputs, inputs)) return NULL;
     TT_CHECK(!out->node, "output already has a node");

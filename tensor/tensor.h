@@ -78,6 +78,8 @@ typedef struct tt_storage {
     void *data;          // 64-byte aligned
     uint64_t version;    // bumped by every in-place write; views share it (tt_version)
     const char *writer;  // name of the last in-place op that wrote here ("fill_"), or NULL
+    int ndim;            // the shape of the tensor it was made for (leak reports name it
+    int64_t shape[TT_MAX_DIMS];  // when only views of it are left)
 } tt_storage;
 
 typedef struct tt_node tt_node;    // autograd tape node (autograd/)
@@ -98,6 +100,8 @@ struct tt_tensor {
     char *name;                    // optional (owned), used in messages and checkpoints
     bool retains_grad;             // a non-leaf whose .grad backward fills (tt_retain_grad)
     tt_hooks *hooks;               // gradient hooks (owned), NULL if none (tt_register_hook)
+    const char *origin;            // the op or function that made it: "matmul", "tt_zeros"
+    struct tt_tensor_debug *debug;  // call sites under TT_DEBUG=origin (owned), else NULL
 };
 
 // Shape and dims literals: tt_zeros(TT_F32, TT_SHAPE(2, 3)), tt_sum(x, TT_DIMS(0, 2), false).
@@ -282,12 +286,32 @@ int tt_get_num_threads(void);    // the count the next kernel called from this t
 
 int64_t tt_live_tensors(void);
 int64_t tt_live_bytes(void);  // bytes of live tensor storage
+// Every live tensor, one line per group of identical ones (shape, dtype, the op or function
+// that made it, its name, the open scope that owns it), biggest storage first, at most 20
+// lines: "tinytorch: 3 live tensors, 188 MB of storage" then lines such as
+//   "  2 x (2, 3) f32 made by matmul, 24 bytes each"
+//   "  1 x (1,) f32 made by select: a 1-element view keeping a (60000, 784) f32 tensor of
+//    188 MB alive" (one line)
+// Under the debug switch each line is followed by "      made at file:line (function) < ...".
+// Returns the number of live tensors. Reads other threads' tensors: call it while no other
+// thread makes or frees tensors.
+int64_t tt_live_report(FILE *f);
 // Leak report: with TT_LEAK_REPORT=1 in the environment, a program that created tensors
-// prints "tinytorch: N tensors (M bytes) still live at exit ..." to stderr at exit when N is
-// not zero (a tensor returned outside any scope and never released, e.g. the result of
-// tt_mul_scalar(w, 0.1) dropped on the floor). tt_leak_report writes the same line to f now
-// and returns the number of live tensors (nothing is written when it is 0).
+// writes to stderr at exit, when tensors are still live, "tinytorch: N tensors (M bytes of
+// storage) still live at exit: ..." saying how many were made outside any scope and how many
+// are owned by scopes never ended, then the list of tt_live_report; and, when scopes are
+// still open, "tinytorch: K scopes still open at exit ..." with one line per scope: "the
+// scope at depth 1 (owning 3 tensors) opened at x.c:10 (main) never ended". tt_leak_report
+// writes the same to f now and returns the number of live tensors (nothing is written when
+// it is 0 and no scope is open).
 int64_t tt_leak_report(FILE *f);
+// The debug switch: with it on, each tensor and scope records the stack where it is made,
+// begun and released (a backtrace, a few hundred ns each), and the leak report, the open
+// scopes and the use-after-free message name those places as file:line (resolved by
+// addr2line when it is installed, else object+offset). On with TT_DEBUG=origin or
+// TT_LEAK_REPORT=2 in the environment (read when the first tensor is made), or this call;
+// tensors made while it was off have no site. Off by default: it then costs one branch.
+void tt_set_debug_origin(bool on);
 
 // ---- the buffer cache: freed tensor buffers are reused by size, so a steady-state training
 // step calls no malloc. Off under sanitizers and with TT_NO_CACHE=1 in the environment. ----

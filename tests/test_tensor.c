@@ -89,7 +89,8 @@ END_TEST
 // A real double release: the freed struct is poisoned and quarantined, so the second release
 // finds the poison (in every build; under ASan before ASan's use-after-free report).
 START_TEST(test_double_release_aborts) {
-    tt_expect_abort("tensor (2, 3) f32 was already freed: released more often than retained");
+    tt_expect_abort("tensor (2, 3) f32 made by tt_zeros was already freed: released more often than "
+                    "retained");
     tt_tensor *t = tt_zeros(TT_F32, TT_SHAPE(2, 3));  // outside any scope: ours
     tt_release(t);
     tt_release(t);
@@ -108,7 +109,7 @@ START_TEST(test_release_of_scope_owned_aborts) {
 END_TEST
 
 START_TEST(test_retain_after_free_aborts) {
-    tt_expect_abort("tensor (3,) i64 was already freed: retain after free");
+    tt_expect_abort("tensor (3,) i64 made by tt_zeros was already freed: retain after free");
     tt_tensor *t = tt_zeros(TT_I64, TT_SHAPE(3));
     tt_release(t);
     tt_retain(t);
