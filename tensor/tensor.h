@@ -194,28 +194,32 @@ void tt_release(tt_tensor *t);       // NULL is a no-op
 
 // ---- over-release: what is caught ----
 // A freed tensor struct is poisoned (its refcount set to a sentinel, its storage, gradient,
-// node and name pointers cleared; shape and dtype kept for the message) and held in a
+// node and name pointers cleared; shape, dtype and origin kept for the message) and held in a
 // first-in first-out quarantine: it is reused for a new tensor only after at least 4096 more
 // structs were freed on this thread. Within that window, in every build (plain, -O3, SAN=1):
-// - a double release (tt_release of a tensor already freed) aborts: "tensor ... was already
-//   freed";
+// - a double release (tt_release of a tensor already freed) aborts: "tensor (4,) i64 made by
+//   tt_arange was already freed";
 // - releasing a tensor a scope owns and then ending the scope aborts in tt_scope_end: "a
 //   tensor owned by this scope was released by hand before tt_scope_end";
 // - tt_retain of a freed tensor aborts;
 // - using a freed tensor (released, or made inside a scope that has ended) in an op, a view,
 //   tt_print, tt_item / tt_get / tt_at / tt_data*, tt_numel / tt_size, tt_backward, an
-//   optimizer step or a module forward aborts with one line: "tensor (2, 3) f32 was used after
-//   it was freed: made inside a scope that has ended? tt_keep it ...". The check is one test
-//   in the accessors every op reads through: of the storage pointer for data (tt__base,
-//   tt_data), of the refcount sentinel for metadata (tt_numel, tt_same_shape, ...).
+//   optimizer step or a module forward aborts with one line: "tensor (2, 3) f32 made by
+//   matmul was used after it was freed: made inside a scope that has ended? tt_keep it ...",
+//   ending, under the debug switch (tt_set_debug_origin), with "(made at x.c:12 (f) < ...;
+//   released at x.c:14 (f) < ...)". The check is one test in the accessors every op reads
+//   through: of the storage pointer for data (tt__base, tt_data), of the refcount sentinel
+//   for metadata (tt_numel, tt_same_shape, ...).
 // Not caught: a stale pointer used after 4096 more tensors were freed on the freeing thread
 // (its struct may belong to a new tensor by then: the use then reads that tensor, silently;
-// or, past 16384, it went back to malloc), a tensor another thread frees while this one uses
-// it (a race), and reads or writes of a freed tensor's fields that go around the functions
-// (t->shape[0]). Under ASan the quarantined memory is still allocated, so these messages come
-// before ASan's report. Each thread that frees tensors holds its quarantine (up to 16384
-// structs of 208 bytes, about 3.3 MiB) until it exits (the main thread: until the process
-// exits); the live-tensor counters do not count it.
+// past 16384, it waits in a pool shared by the threads), a tensor another thread frees while
+// this one uses it (a race), and reads or writes of a freed tensor's fields that go around the
+// functions (t->shape[0]). A freed struct is never given back to malloc, so ASan does not see
+// these uses: the messages above are the check. Each thread that frees tensors holds its quarantine (up to 16384
+// structs of 224 bytes, about 3.7 MiB) until it exits, then hands it to that pool; the
+// live-tensor counters do not count it. Structs come from slabs of 1024 that are never
+// freed (so tt_live_report can walk every live tensor): the memory is the peak of live
+// tensors plus the quarantines.
 
 // ---- ownership scopes (autorelease pools) ----
 
