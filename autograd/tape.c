@@ -71,6 +71,7 @@ void tt_no_grad_end(void) {
 }
 
 void tt__check_float_at(const tt_tensor *x, const char *file, int line, const char *func) {
+    tt__check_live(x, func);  // a freed input: the use-after-free message names the op
     if (!tt_dtype_is_float(x->dtype))
         tt_fatal(file, line, func, "tensor %s is %s; this op needs f32 or f64 "
                  "(convert with tt_to_dtype)", tt__shape(x), tt_dtype_name(x->dtype));

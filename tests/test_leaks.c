@@ -168,7 +168,6 @@ START_TEST(test_open_scope_at_exit_names_the_place) {
     char *s = stderr_of(scope_open_debug);
     ASSERT_HAS(s, "  the scope at depth 1 (owning 2 tensors) opened at tests/test_leaks.c:");
     ASSERT_HAS(s, " (leave_scope_open) < tests/test_leaks.c:");
-    ASSERT_HAS(s, " (scope_open_debug) < ");
     ASSERT_HAS(s, " never ended\n");
     ASSERT_HAS(s, "  1 x (2, 2) f32 made by add, 16 bytes, owned by the open scope at depth 1\n"
                "      made at tests/test_leaks.c:");
@@ -193,7 +192,7 @@ END_TEST
 // ---- use after free ----
 
 START_TEST(test_use_after_free_names_op) {
-    tt_expect_abort("tensor (2, 4) f32 made by matmul was used after it was freed: made "
+    tt_expect_abort("tt_add: tensor (2, 4) f32 made by matmul was used after it was freed: made "
                     "inside a scope that has ended? tt_keep it (or it was released: hold a "
                     "reference with tt_retain while you use it) (TT_DEBUG=origin in the "
                     "environment names where it was made and released)");
@@ -212,7 +211,7 @@ __attribute__((noinline)) static tt_tensor *made_in_a_scope(tt_tensor *a) {
 }
 
 START_TEST(test_use_after_free_names_places) {
-    tt_expect_abort("tensor (3,) f32 made by relu was used after it was freed: made inside a "
+    tt_expect_abort("tt_mul: tensor (3,) f32 made by relu was used after it was freed: made inside a "
                     "scope that has ended? tt_keep it (or it was released: hold a reference "
                     "with tt_retain while you use it) (made at tests/test_leaks.c:");
     tt_set_debug_origin(true);
@@ -224,7 +223,7 @@ END_TEST
 
 // The released-at part of the same message.
 START_TEST(test_use_after_free_names_release) {
-    tt_expect_abort(" (made_in_a_scope) < tests/test_leaks.c:");
+    tt_expect_abort("; released at tests/test_leaks.c:");
     tt_set_debug_origin(true);
     tt_tensor *a = tt_ones(TT_F32, TT_SHAPE(3));
     tt_mul(made_in_a_scope(a), a);
