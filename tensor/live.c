@@ -110,8 +110,7 @@ static const char *site_str(const tt__trace *tr, int depth, char *buf, size_t nb
     char (*lines)[SITE_LEN] = TT_MALLOC(TT__TRACE_MAX * sizeof *lines);
     resolve(tr, lines);
     char cwd[1024] = "";
-    if (!getcwd(cwd, sizeof cwd - 1)) cwd[0] = 0;
-    strcat(cwd, "/");
+    if (getcwd(cwd, sizeof cwd - 1)) strcat(cwd, "/");  // else "": nothing is shortened
     const char *me = tr->n ? strstr(lines[0], "tensor/live.c:") : NULL;
     size_t nroot = me ? (size_t)(me - lines[0]) : 0;
     size_t k = 0, ncwd = strlen(cwd);

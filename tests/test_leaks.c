@@ -211,9 +211,9 @@ __attribute__((noinline)) static tt_tensor *made_in_a_scope(tt_tensor *a) {
 }
 
 START_TEST(test_use_after_free_names_places) {
-    tt_expect_abort("tt_mul: tensor (3,) f32 made by relu was used after it was freed: made inside a "
-                    "scope that has ended? tt_keep it (or it was released: hold a reference "
-                    "with tt_retain while you use it) (made at tests/test_leaks.c:");
+    tt_expect_abort("tt_mul: tensor (3,) f32 made by relu was used after it was freed: made "
+                    "inside a scope that has ended? tt_keep it (or it was released: hold a "
+                    "reference with tt_retain while you use it) (made at tests/test_leaks.c:");
     tt_set_debug_origin(true);
     tt_tensor *a = tt_ones(TT_F32, TT_SHAPE(3));
     tt_tensor *y = made_in_a_scope(a);
