@@ -111,13 +111,17 @@ static const char *site_str(const tt__trace *tr, int depth, char *buf, size_t nb
     resolve(tr, lines);
     char cwd[1024] = "";
     if (getcwd(cwd, sizeof cwd - 1)) strcat(cwd, "/");  // else "": nothing is shortened
-    const char *me = tr->n ? strstr(lines[0], "tensor/live.c:") : NULL;
-    size_t nroot = me ? (size_t)(me - lines[0]) : 0;
+    // The first frame in live.c (tt__trace_capture; under ASan its backtrace interceptor
+    // comes first) gives the library's source root.
+    int first = 0;
+    while (first < tr->n && !strstr(lines[first], "tensor/live.c:")) first++;
+    const char *root = first < tr->n ? lines[first] : "";
+    size_t nroot = first < tr->n ? (size_t)(strstr(root, "tensor/live.c:") - root) : 0;
     size_t k = 0, ncwd = strlen(cwd);
     buf[0] = 0;
     int shown = 0;
-    for (int i = 1; i < tr->n && shown < depth && k < nbuf; i++) {
-        if (shown == 0 && library_frame(lines[i], lines[0], nroot)) continue;
+    for (int i = first < tr->n ? first + 1 : 1; i < tr->n && shown < depth && k < nbuf; i++) {
+        if (shown == 0 && library_frame(lines[i], root, nroot)) continue;
         const char *s = strncmp(lines[i], cwd, ncwd) == 0 ? lines[i] + ncwd : lines[i];
         k += (size_t)snprintf(buf + k, nbuf - k, "%s%s", shown++ ? " < " : "", s);
         if (strstr(s, " (main)")) break;  // what calls main is the C library
@@ -293,8 +297,9 @@ static void print_group(FILE *f, const entry *g) {
 // Returns the number of groups (their first entries at the front, with their counts).
 static size_t live_groups(entries *l, int64_t *scoped) {
     tt__tensors_each(collect, l);
-    qsort(l->e, l->n, sizeof *l->e, by_pointer);
     *scoped = 0;
+    if (l->n == 0) return 0;  // (qsort and bsearch take no NULL array)
+    qsort(l->e, l->n, sizeof *l->e, by_pointer);
     for (int i = 0; i < tt_scope_depth(); i++) {
         tt__scope_view v = tt__scope_get(i);
         mark_scope(l, v.owned, v.n, i);
