@@ -86,7 +86,8 @@ void tt__accum_grad_node(tt_tensor *x, const tt_node *n, tt_tensor *g);
 // hand it over with tt__accum_grad_owned (which skips an x without grad and releases NULL).
 tt_tensor *tt__grad_buffer(const tt_tensor *x);
 
-// Aborts unless x is a float tensor; aborts unless a and b share a dtype.
+// Aborts unless x is a float tensor (with the use-after-free message, naming func, when x was
+// freed: the one liveness check of most ops' inputs); aborts unless a and b share a dtype.
 // The messages name the caller's file and line.
 void tt__check_float_at(const tt_tensor *x, const char *file, int line, const char *func);
 void tt__check_same_dtype_at(const tt_tensor *a, const tt_tensor *b, const char *file, int line,

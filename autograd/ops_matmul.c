@@ -193,14 +193,16 @@ void tt__backward_matmul(tt_node *n) {
     tt_k_matrix mg = out_operand(g, &p);
     if (a->requires_grad) {
         bool acc = broadcast_batch(a, p.a_vec, &p);
-        tt_tensor *da = (acc ? tt__new_zeros : tt__new)(a->dtype, a->ndim, a->shape);
+        tt_tensor *da = (acc ? tt__new_zeros_at : tt__new_at)(__func__, a->dtype, a->ndim,
+                                                               a->shape);
         tt_k_matrix mda = left_operand(da, &p), mbt = transposed(right_operand(b, &p));
         gemm_batched(bf16, a->dtype, p.nb, p.batch, p.M, p.K, p.N, &mg, &mbt, &mda, acc);
         tt__accum_grad_owned(a, da);
     }
     if (b->requires_grad) {
         bool acc = broadcast_batch(b, p.b_vec, &p);
-        tt_tensor *db = (acc ? tt__new_zeros : tt__new)(b->dtype, b->ndim, b->shape);
+        tt_tensor *db = (acc ? tt__new_zeros_at : tt__new_at)(__func__, b->dtype, b->ndim,
+                                                               b->shape);
         tt_k_matrix mdb = right_operand(db, &p), mat = transposed(left_operand(a, &p));
         gemm_batched(bf16, b->dtype, p.nb, p.batch, p.K, p.N, p.M, &mat, &mg, &mdb, acc);
         tt__accum_grad_owned(b, db);

@@ -71,6 +71,7 @@ void tt_no_grad_end(void) {
 }
 
 void tt__check_float_at(const tt_tensor *x, const char *file, int line, const char *func) {
+    tt__check_live(x, func);  // a freed input: the use-after-free message names the op
     if (!tt_dtype_is_float(x->dtype))
         tt_fatal(file, line, func, "tensor %s is %s; this op needs f32 or f64 "
                  "(convert with tt_to_dtype)", tt__shape(x), tt_dtype_name(x->dtype));
@@ -146,6 +147,7 @@ static bool needs_grad(int n, tt_tensor *const *inputs) {
 
 void *tt__record(tt_tensor *out, tt_op op, int n_inputs, tt_tensor *const *inputs,
                  size_t ctx_size) {
+    out->origin = info(op)->name;  // what leak reports and misuse messages call it
     if (tt__prof_on) tt__prof_forward(out, op, n_inputs, inputs);
     if (!needs_grad(n_inputs, inputs)) return NULL;
     TT_CHECK(!out->node, "output already has a node");

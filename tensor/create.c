@@ -47,7 +47,9 @@ tt_tensor *tt_zeros(tt_dtype dtype, int ndim, const int64_t *shape) {
 
 tt_tensor *tt_ones(tt_dtype dtype, int ndim, const int64_t *shape) {
     tt__check_shape(__func__, dtype, ndim, shape);
-    return tt_full(dtype, ndim, shape, 1.0);
+    tt_tensor *t = tt_full(dtype, ndim, shape, 1.0);
+    t->origin = __func__;
+    return t;
 }
 
 tt_tensor *tt_full(tt_dtype dtype, int ndim, const int64_t *shape, double value) {
@@ -56,7 +58,11 @@ tt_tensor *tt_full(tt_dtype dtype, int ndim, const int64_t *shape, double value)
     return tt__autorelease(tt_fill_(tt__new(dtype, ndim, shape), value));
 }
 
-tt_tensor *tt_scalar(tt_dtype dtype, double value) { return tt_full(dtype, 0, NULL, value); }
+tt_tensor *tt_scalar(tt_dtype dtype, double value) {
+    tt_tensor *t = tt_full(dtype, 0, NULL, value);
+    t->origin = __func__;
+    return t;
+}
 
 tt_tensor *tt_arange(tt_dtype dtype, double start, double end, double step) {
     TT_CHECK(step != 0 && isfinite(step) && isfinite(start) && isfinite(end),

@@ -82,12 +82,16 @@ tt_tensor *tt_normal(tt_rng *rng, tt_dtype dtype, int ndim, const int64_t *shape
 
 tt_tensor *tt_rand(tt_rng *rng, tt_dtype dtype, int ndim, const int64_t *shape) {
     tt__check_shape(__func__, dtype, ndim, shape);
-    return tt_uniform(rng, dtype, ndim, shape, 0.0, 1.0);
+    tt_tensor *t = tt_uniform(rng, dtype, ndim, shape, 0.0, 1.0);
+    t->origin = __func__;
+    return t;
 }
 
 tt_tensor *tt_randn(tt_rng *rng, tt_dtype dtype, int ndim, const int64_t *shape) {
     tt__check_shape(__func__, dtype, ndim, shape);
-    return tt_normal(rng, dtype, ndim, shape, 0.0, 1.0);
+    tt_tensor *t = tt_normal(rng, dtype, ndim, shape, 0.0, 1.0);
+    t->origin = __func__;
+    return t;
 }
 
 tt_tensor *tt_rand_like(const tt_tensor *t, tt_rng *rng) {

@@ -171,8 +171,10 @@ static void prof_track_peak(void) {
 
 // ---- storage ----
 
-static tt_storage *storage_new(size_t nbytes) {
+static tt_storage *storage_new(size_t nbytes, int ndim, const int64_t *shape) {
     tt_storage *s = TT_MALLOC(sizeof *s);
+    s->ndim = ndim;
+    for (int i = 0; i < ndim; i++) s->shape[i] = shape[i];
     size_t padded = (nbytes + 63) & ~(size_t)63;
     s->data = tt__buffer_get(padded ? padded : 64);
     s->nbytes = nbytes;
@@ -246,16 +248,34 @@ void tt__at_thread_exit(void (*fn)(void)) {
 }
 
 // ---- tensor structs: poisoned on free, reused from a quarantine ----
-// A freed struct gets the refcount FREED (its shape and dtype stay, for the message) and waits
-// in a thread-local FIFO ring of up to RING structs; a new tensor reuses the oldest one once
-// more than QUARANTINE structs wait behind it, else it allocates. So a release or retain of a
-// tensor freed fewer than QUARANTINE frees ago finds the poison and aborts (tensor.h says what
-// is caught). The ring is larger than the window so that a training step, which frees about as
-// many tensors as it makes, reuses structs instead of calling malloc and free for each.
+// A freed struct gets the refcount FREED (its shape, dtype and origin stay, for the message)
+// and waits in a thread-local FIFO ring of up to RING structs; a new tensor reuses the oldest
+// one once more than QUARANTINE structs wait behind it. So a release or retain of a tensor freed
+// fewer than QUARANTINE frees ago finds the poison and aborts (tensor.h says what is caught).
+// The ring is larger than the window so that a training step, which frees about as many
+// tensors as it makes, reuses structs instead of making new ones. New structs come from slabs
+// that are never freed: walking the slabs finds every live tensor (the leak report, live.c).
+// A struct pushed out of a full ring, or left in the ring of a thread that exits, goes to a
+// shared pool (poisoned still) that a thread takes from before it cuts a new slab.
 
 #define FREED TT__FREED
 #define QUARANTINE 4096  // frees a struct waits at least before reuse
 #define RING 16384       // structs held at most; a power of two
+#define SLAB 1024        // structs per slab
+
+typedef struct slab {
+    struct slab *next;
+    tt_tensor t[SLAB];
+} slab;
+
+static _Atomic(slab *) slabs;  // every slab ever made, newest first
+static _Thread_local slab *my_slab;
+static _Thread_local int my_slab_used;
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static tt_tensor **pool;  // structs out of every quarantine, under pool_lock
+static size_t npool, cappool;
+static atomic_size_t pool_size;  // npool, read without the lock
 
 static _Thread_local tt_tensor **quarantine;  // ring; the oldest entry is at qhead
 static _Thread_local size_t qhead, qlen;
@@ -263,9 +283,23 @@ static _Thread_local size_t qhead, qlen;
 static _Thread_local tt_tensor **dead;  // tensors waiting to be freed (tt_release)
 static _Thread_local size_t ndead, capdead;
 
-// At thread exit: the quarantined structs and the release list.
+static void pool_put_locked(tt_tensor *t) {
+    if (npool == cappool) {
+        cappool = cappool ? 2 * cappool : 1024;
+        pool = TT_REALLOC(pool, cappool * sizeof *pool);
+    }
+    pool[npool++] = t;
+}
+
+// At thread exit: the quarantined structs and the unused rest of the slab go to the pool.
 static void quarantine_free(void) {
-    for (size_t i = 0; i < qlen; i++) tt_free(quarantine[(qhead + i) & (RING - 1)]);
+    pthread_mutex_lock(&pool_lock);
+    for (size_t i = 0; i < qlen; i++) pool_put_locked(quarantine[(qhead + i) & (RING - 1)]);
+    for (; my_slab && my_slab_used < SLAB; my_slab_used++)
+        pool_put_locked(&my_slab->t[my_slab_used]);
+    atomic_store(&pool_size, npool);
+    pthread_mutex_unlock(&pool_lock);
+    my_slab = NULL;
     tt_free(quarantine);
     quarantine = NULL;
     qhead = qlen = 0;
@@ -274,17 +308,42 @@ static void quarantine_free(void) {
     ndead = capdead = 0;
 }
 
-static tt_tensor *struct_get(void) {
-    if (qlen <= QUARANTINE) return TT_CALLOC(1, sizeof(tt_tensor));
-    tt_tensor *t = quarantine[qhead];
-    qhead = (qhead + 1) & (RING - 1);
-    qlen--;
-    memset(t, 0, sizeof *t);
+static tt_tensor *from_pool(void) {
+    tt_tensor *t = NULL;
+    pthread_mutex_lock(&pool_lock);
+    if (npool) t = pool[--npool];
+    atomic_store(&pool_size, npool);
+    pthread_mutex_unlock(&pool_lock);
     return t;
 }
 
+static tt_tensor *struct_get(void) {
+    tt_tensor *t = NULL;
+    if (qlen > QUARANTINE) {
+        t = quarantine[qhead];
+        qhead = (qhead + 1) & (RING - 1);
+        qlen--;
+    } else if (atomic_load_explicit(&pool_size, memory_order_relaxed)) {
+        t = from_pool();
+    }
+    if (t) {
+        if (t->debug) tt__debug_drop(t);
+        memset(t, 0, sizeof *t);
+        return t;
+    }
+    if (!my_slab || my_slab_used == SLAB) {
+        slab *b = TT_CALLOC(1, sizeof *b), *head = atomic_load(&slabs);
+        do b->next = head;
+        while (!atomic_compare_exchange_weak(&slabs, &head, b));
+        my_slab = b;
+        my_slab_used = 0;
+        tt__at_thread_exit(quarantine_free);
+    }
+    return &my_slab->t[my_slab_used++];
+}
+
 static void struct_put(tt_tensor *t) {
-    t->refcount = FREED;
+    __atomic_store_n(&t->refcount, FREED, __ATOMIC_RELAXED);
     t->storage = NULL;
     t->grad = NULL;
     t->node = NULL;
@@ -294,8 +353,11 @@ static void struct_put(tt_tensor *t) {
         quarantine = TT_MALLOC(RING * sizeof *quarantine);
         tt__at_thread_exit(quarantine_free);
     }
-    if (qlen == RING) {  // more frees than allocations: the oldest goes back for good
-        tt_free(quarantine[qhead]);
+    if (qlen == RING) {  // more frees than allocations: the oldest goes to the pool
+        pthread_mutex_lock(&pool_lock);
+        pool_put_locked(quarantine[qhead]);
+        atomic_store(&pool_size, npool);
+        pthread_mutex_unlock(&pool_lock);
         qhead = (qhead + 1) & (RING - 1);
         qlen--;
     }
@@ -303,24 +365,20 @@ static void struct_put(tt_tensor *t) {
     qlen++;
 }
 
-// ---- the leak report (TT_LEAK_REPORT=1) ----
-
-int64_t tt_leak_report(FILE *f) {
-    int64_t n = tt_live_tensors();
-    if (n != 0)
-        fprintf(f, "tinytorch: %lld tensors (%lld bytes of storage) still live at exit: a tensor "
-                "made outside any scope was never released (call tt_release on it, or make it "
-                "inside tt_scope_begin()/tt_scope_end())\n", (long long)n,
-                (long long)tt_live_bytes());
-    return n;
-}
-
-static void leak_report_at_exit(void) {
-    const char *env = getenv("TT_LEAK_REPORT");
-    if (env && env[0] && strcmp(env, "0") != 0) tt_leak_report(stderr);
+void tt__tensors_each(void (*fn)(const tt_tensor *t, void *ctx), void *ctx) {
+    for (slab *b = atomic_load(&slabs); b; b = b->next)
+        for (int i = 0; i < SLAB; i++)
+            if (__atomic_load_n(&b->t[i].refcount, __ATOMIC_RELAXED) > 0) fn(&b->t[i], ctx);
 }
 
 static atomic_int leak_report_armed;
+
+// The at-exit report is registered by the first tensor or scope (one relaxed load after).
+static inline void arm_leak_report(void) {
+    if (!atomic_load_explicit(&leak_report_armed, memory_order_relaxed) &&
+        !atomic_exchange(&leak_report_armed, 1))
+        tt__leak_report_arm();
+}
 
 // ---- tensors ----
 
@@ -356,39 +414,41 @@ void tt__check_shape(const char *func, tt_dtype dtype, int ndim, const int64_t *
     }
 }
 
-static tt_tensor *tensor_struct(tt_dtype dtype, int ndim, const int64_t *shape) {
-    tt__check_shape("tt__new", dtype, ndim, shape);
-    if (!atomic_load_explicit(&leak_report_armed, memory_order_relaxed) &&
-        !atomic_exchange(&leak_report_armed, 1))
-        atexit(leak_report_at_exit);
+static tt_tensor *tensor_struct(const char *origin, tt_dtype dtype, int ndim,
+                                const int64_t *shape) {
+    tt__check_shape(origin, dtype, ndim, shape);
+    arm_leak_report();
     tt_tensor *t = struct_get();
     t->refcount = 1;
     t->dtype = dtype;
     t->ndim = ndim;
+    t->origin = origin;
+    if (tt__debug_origin) tt__debug_made(t);
     for (int i = 0; i < ndim; i++) t->shape[i] = shape[i];
     count(&counters()->tensors, 1);
     if (tt__prof_on && !tt__prof_first_new) tt__prof_first_new = tt__now_ns();
     return t;
 }
 
-tt_tensor *tt__new(tt_dtype dtype, int ndim, const int64_t *shape) {
-    tt_tensor *t = tensor_struct(dtype, ndim, shape);
+tt_tensor *tt__new_at(const char *origin, tt_dtype dtype, int ndim, const int64_t *shape) {
+    tt_tensor *t = tensor_struct(origin, dtype, ndim, shape);
     int64_t n = tt__shape_numel(ndim, shape);
     TT_CHECK(n <= (int64_t)(SIZE_MAX / 16), "tensor of %lld elements is too large", (long long)n);
-    t->storage = storage_new((size_t)n * tt_dtype_size(dtype));
+    t->storage = storage_new((size_t)n * tt_dtype_size(dtype), ndim, shape);
     tt__contiguous_strides(ndim, shape, t->stride);
     return t;
 }
 
-tt_tensor *tt__new_zeros(tt_dtype dtype, int ndim, const int64_t *shape) {
-    tt_tensor *t = tt__new(dtype, ndim, shape);
+tt_tensor *tt__new_zeros_at(const char *origin, tt_dtype dtype, int ndim,
+                            const int64_t *shape) {
+    tt_tensor *t = tt__new_at(origin, dtype, ndim, shape);
     memset(t->storage->data, 0, t->storage->nbytes);
     return t;
 }
 
-tt_tensor *tt__new_view(const tt_tensor *t, int ndim, const int64_t *shape,
-                        const int64_t *stride, int64_t offset) {
-    tt_tensor *v = tensor_struct(t->dtype, ndim, shape);
+tt_tensor *tt__new_view_at(const char *origin, const tt_tensor *t, int ndim,
+                           const int64_t *shape, const int64_t *stride, int64_t offset) {
+    tt_tensor *v = tensor_struct(origin, t->dtype, ndim, shape);
     for (int i = 0; i < ndim; i++) v->stride[i] = stride[i];
     v->offset = offset;
     v->storage = tt__storage(t, "tt__new_view");
@@ -431,37 +491,10 @@ static _Thread_local bool freeing;
 void tt__set_node_free(void (*fn)(tt_node *)) { node_free_fn = fn; }
 void tt__set_hooks_free(void (*fn)(tt_hooks *)) { hooks_free_fn = fn; }
 
-// Aborts for a tt_retain / tt_release (`func`, at `line`) of t whose refcount is not positive.
-#if defined(__GNUC__)
-__attribute__((noreturn))
-#endif
-static void bad_refcount(const tt_tensor *t, int line, const char *func, bool retain) {
-    if (t->refcount == FREED)
-        tt_fatal(__FILE__, line, func, "tensor %s %s was already freed: %s (inside a scope, "
-                 "the scope owns what ops return: do not release it, or tt_keep it first)",
-                 tt__shape(t), tt_dtype_name(t->dtype),
-                 retain ? "retain after free"
-                        : "released more often than retained (a double release)");
-    tt_fatal(__FILE__, line, func, "refcount underflow (%lld) on tensor %s %s: released more "
-             "often than retained, or not a tensor", (long long)t->refcount, tt__shape(t),
-             tt_dtype_name(t->dtype));
-}
-
-void tt__freed(const tt_tensor *t, const char *func) {
-    if (__atomic_load_n(&t->refcount, __ATOMIC_RELAXED) == FREED)
-        tt_fatal(__FILE__, __LINE__, func, "tensor %s %s was used after it was freed: made "
-                 "inside a scope that has ended? tt_keep it (or it was released: hold a "
-                 "reference with tt_retain while you use it)", tt__shape(t),
-                 tt_dtype_name(t->dtype));
-    tt_fatal(__FILE__, __LINE__, func, "tensor %s %s has no storage: not a tensor, or freed "
-             "long ago (made inside a scope that has ended? tt_keep it)", tt__shape(t),
-             tt_dtype_name(t->dtype));
-}
-
 tt_tensor *tt_retain(tt_tensor *t) {
     if (t) {
         if (__atomic_load_n(&t->refcount, __ATOMIC_RELAXED) <= 0)
-            bad_refcount(t, __LINE__, "tt_retain", true);
+            tt__bad_refcount(t, "tt_retain", true);
         __atomic_fetch_add(&t->refcount, 1, __ATOMIC_RELAXED);
     }
     return t;
@@ -471,7 +504,7 @@ tt_tensor *tt_retain(tt_tensor *t) {
 void tt_release(tt_tensor *t) {
     if (!t) return;
     int64_t c = __atomic_load_n(&t->refcount, __ATOMIC_ACQUIRE);
-    if (c <= 0) bad_refcount(t, __LINE__, "tt_release", false);
+    if (c <= 0) tt__bad_refcount(t, "tt_release", false);
     if (c != 1 && __atomic_sub_fetch(&t->refcount, 1, __ATOMIC_ACQ_REL) > 0) return;
     if (ndead == capdead) {
         capdead = capdead ? 2 * capdead : 64;
@@ -485,6 +518,7 @@ void tt_release(tt_tensor *t) {
         tt_node *node = d->node;
         tt_tensor *grad = d->grad;
         tt_hooks *hooks = d->hooks;
+        if (d->debug) tt__debug_freed(d);
         storage_release(d->storage);
         tt_free(d->name);
         struct_put(d);
@@ -503,7 +537,10 @@ typedef struct scope {
     size_t n, cap;
     tt_tensor **kept;
     size_t nkept, capkept;
+    tt__trace *begun;  // under the debug switch, else NULL
 } scope;
+
+#define SCOPES_DEEP 1000  // tt__scope_deep warns: a tt_scope_begin in a loop without its end?
 
 static _Thread_local scope *scopes;
 static _Thread_local int nscopes, capscopes;
@@ -517,6 +554,7 @@ static void push(tt_tensor ***arr, size_t *n, size_t *cap, tt_tensor *t) {
 }
 
 void tt_scope_begin(void) {
+    arm_leak_report();
     if (nscopes == capscopes) {
         int old = capscopes;
         capscopes = capscopes ? 2 * capscopes : 8;
@@ -526,6 +564,20 @@ void tt_scope_begin(void) {
     scope *s = &scopes[nscopes++];
     s->n = 0;
     s->nkept = 0;
+    if (tt__debug_origin) {
+        if (!s->begun) s->begun = TT_MALLOC(sizeof *s->begun);
+        tt__trace_capture(s->begun);
+    } else if (s->begun) {
+        s->begun->n = 0;
+    }
+    if (nscopes == SCOPES_DEEP) tt__scope_deep(nscopes);
+}
+
+tt__scope_view tt__scope_get(int i) {
+    TT_CHECK(i >= 0 && i < nscopes, "scope %d of %d", i, nscopes);
+    scope *s = &scopes[i];
+    return (tt__scope_view){s->owned, s->n, s->kept, s->nkept,
+                            s->begun && s->begun->n ? s->begun : NULL};
 }
 
 void tt_scope_end(void) {
@@ -552,6 +604,7 @@ void tt_scope_end(void) {
         for (int i = 0; i < capscopes; i++) {
             tt_free(scopes[i].owned);
             tt_free(scopes[i].kept);
+            tt_free(scopes[i].begun);
         }
         tt_free(scopes);
         scopes = NULL;

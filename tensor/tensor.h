@@ -78,6 +78,8 @@ typedef struct tt_storage {
     void *data;          // 64-byte aligned
     uint64_t version;    // bumped by every in-place write; views share it (tt_version)
     const char *writer;  // name of the last in-place op that wrote here ("fill_"), or NULL
+    int ndim;            // the shape of the tensor it was made for (leak reports name it
+    int64_t shape[TT_MAX_DIMS];  // when only views of it are left)
 } tt_storage;
 
 typedef struct tt_node tt_node;    // autograd tape node (autograd/)
@@ -98,6 +100,8 @@ struct tt_tensor {
     char *name;                    // optional (owned), used in messages and checkpoints
     bool retains_grad;             // a non-leaf whose .grad backward fills (tt_retain_grad)
     tt_hooks *hooks;               // gradient hooks (owned), NULL if none (tt_register_hook)
+    const char *origin;            // the op or function that made it: "matmul", "tt_zeros"
+    struct tt_tensor_debug *debug;  // call sites under TT_DEBUG=origin (owned), else NULL
 };
 
 // Shape and dims literals: tt_zeros(TT_F32, TT_SHAPE(2, 3)), tt_sum(x, TT_DIMS(0, 2), false).
@@ -195,28 +199,32 @@ void tt_release(tt_tensor *t);       // NULL is a no-op
 
 // ---- over-release: what is caught ----
 // A freed tensor struct is poisoned (its refcount set to a sentinel, its storage, gradient,
-// node and name pointers cleared; shape and dtype kept for the message) and held in a
+// node and name pointers cleared; shape, dtype and origin kept for the message) and held in a
 // first-in first-out quarantine: it is reused for a new tensor only after at least 4096 more
 // structs were freed on this thread. Within that window, in every build (plain, -O3, SAN=1):
-// - a double release (tt_release of a tensor already freed) aborts: "tensor ... was already
-//   freed";
+// - a double release (tt_release of a tensor already freed) aborts: "tensor (4,) i64 made by
+//   tt_arange was already freed";
 // - releasing a tensor a scope owns and then ending the scope aborts in tt_scope_end: "a
 //   tensor owned by this scope was released by hand before tt_scope_end";
 // - tt_retain of a freed tensor aborts;
 // - using a freed tensor (released, or made inside a scope that has ended) in an op, a view,
 //   tt_print, tt_item / tt_get / tt_at / tt_data*, tt_numel / tt_size, tt_backward, an
-//   optimizer step or a module forward aborts with one line: "tensor (2, 3) f32 was used after
-//   it was freed: made inside a scope that has ended? tt_keep it ...". The check is one test
-//   in the accessors every op reads through: of the storage pointer for data (tt__base,
-//   tt_data), of the refcount sentinel for metadata (tt_numel, tt_same_shape, ...).
+//   optimizer step or a module forward aborts with one line: "tensor (2, 3) f32 made by
+//   matmul was used after it was freed: made inside a scope that has ended? tt_keep it ...",
+//   ending, under the debug switch (tt_set_debug_origin), with "(made at x.c:12 (f) < ...;
+//   released at x.c:14 (f) < ...)". The check is one test in the accessors every op reads
+//   through: of the storage pointer for data (tt__base, tt_data), of the refcount sentinel
+//   for metadata (tt_numel, tt_same_shape, ...).
 // Not caught: a stale pointer used after 4096 more tensors were freed on the freeing thread
 // (its struct may belong to a new tensor by then: the use then reads that tensor, silently;
-// or, past 16384, it went back to malloc), a tensor another thread frees while this one uses
-// it (a race), and reads or writes of a freed tensor's fields that go around the functions
-// (t->shape[0]). Under ASan the quarantined memory is still allocated, so these messages come
-// before ASan's report. Each thread that frees tensors holds its quarantine (up to 16384
-// structs of 208 bytes, about 3.3 MiB) until it exits (the main thread: until the process
-// exits); the live-tensor counters do not count it.
+// past 16384, it waits in a pool shared by the threads), a tensor another thread frees while
+// this one uses it (a race), and reads or writes of a freed tensor's fields that go around the
+// functions (t->shape[0]). A freed struct is never given back to malloc, so ASan does not see
+// these uses: the messages above are the check. Each thread that frees tensors holds its quarantine (up to 16384
+// structs of 224 bytes, about 3.7 MiB) until it exits, then hands it to that pool; the
+// live-tensor counters do not count it. Structs come from slabs of 1024 that are never
+// freed (so tt_live_report can walk every live tensor): the memory is the peak of live
+// tensors plus the quarantines.
 
 // ---- ownership scopes (autorelease pools) ----
 
@@ -287,12 +295,33 @@ int tt_get_num_threads(void);    // the count the next kernel called from this t
 
 int64_t tt_live_tensors(void);
 int64_t tt_live_bytes(void);  // bytes of live tensor storage
+// Every live tensor, one line per group of identical ones (shape, dtype, the op or function
+// that made it, its name, the open scope that owns it), biggest storage first, at most 20
+// lines: "tinytorch: 3 live tensors, 188 MB of storage" then lines such as
+//   "  2 x (2, 3) f32 made by matmul, 24 bytes each"
+//   "  1 x (1,) f32 made by select: a 1-element view keeping a (60000, 784) f32 tensor of
+//    188 MB alive" (one line)
+// Under the debug switch each line is followed by "      made at file:line (function) < ...".
+// Returns the number of live tensors. Reads other threads' tensors: call it while no other
+// thread makes or frees tensors.
+int64_t tt_live_report(FILE *f);
 // Leak report: with TT_LEAK_REPORT=1 in the environment, a program that created tensors
-// prints "tinytorch: N tensors (M bytes) still live at exit ..." to stderr at exit when N is
-// not zero (a tensor returned outside any scope and never released, e.g. the result of
-// tt_mul_scalar(w, 0.1) dropped on the floor). tt_leak_report writes the same line to f now
-// and returns the number of live tensors (nothing is written when it is 0).
+// writes to stderr at exit, when tensors are still live, "tinytorch: N tensors (M bytes of
+// storage) still live at exit: ..." saying how many were made outside any scope and how many
+// are owned by scopes never ended, then the list of tt_live_report; and, when scopes are
+// still open, "tinytorch: K scopes still open at exit ..." with one line per scope: "the
+// scope at depth 1 (owning 3 tensors) opened at x.c:10 (main) never ended". tt_leak_report
+// writes the same to f now and returns the number of live tensors (nothing is written when
+// it is 0 and no scope is open).
 int64_t tt_leak_report(FILE *f);
+// The debug switch: with it on, each tensor and scope records the stack where it is made,
+// begun and released (a backtrace: a small op then takes about 5 us instead of 0.2-0.4), and
+// the leak report, the open scopes and the use-after-free message name those places as
+// file:line (resolved by addr2line when it is installed, else object+offset). On with
+// TT_DEBUG=origin or TT_LEAK_REPORT=2 in the environment (read when the first tensor or scope
+// is made), or this call; tensors made while it was off have no site. Off by default: it then
+// costs one branch.
+void tt_set_debug_origin(bool on);
 
 // ---- the buffer cache: freed tensor buffers are reused by size, so a steady-state training
 // step calls no malloc. Off under sanitizers and with TT_NO_CACHE=1 in the environment. ----

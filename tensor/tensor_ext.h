@@ -16,10 +16,16 @@
 // Aborts, naming func, unless (dtype, ndim, shape) can make a tensor (public creators check
 // first so that a bad shape names them).
 void tt__check_shape(const char *func, tt_dtype dtype, int ndim, const int64_t *shape);
-tt_tensor *tt__new(tt_dtype dtype, int ndim, const int64_t *shape);  // contiguous, uninitialized
-tt_tensor *tt__new_zeros(tt_dtype dtype, int ndim, const int64_t *shape);
-tt_tensor *tt__new_view(const tt_tensor *t, int ndim, const int64_t *shape,
-                        const int64_t *stride, int64_t offset);  // shares storage
+// Each records the calling function's name as the tensor's origin (an op's tt__record
+// replaces it with the op's name): the _at forms take it explicitly.
+#define tt__new(...) tt__new_at(__func__, __VA_ARGS__)  // contiguous, uninitialized
+#define tt__new_zeros(...) tt__new_zeros_at(__func__, __VA_ARGS__)
+#define tt__new_view(...) tt__new_view_at(__func__, __VA_ARGS__)  // shares t's storage
+tt_tensor *tt__new_at(const char *origin, tt_dtype dtype, int ndim, const int64_t *shape);
+tt_tensor *tt__new_zeros_at(const char *origin, tt_dtype dtype, int ndim, const int64_t *shape);
+// (t, ndim, shape, stride, offset)
+tt_tensor *tt__new_view_at(const char *origin, const tt_tensor *t, int ndim,
+                           const int64_t *shape, const int64_t *stride, int64_t offset);
 tt_tensor *tt__autorelease(tt_tensor *t);
 tt_tensor *tt__contiguous_copy(const tt_tensor *t);  // always copies; unscoped
 // t itself (retained) when contiguous, else a contiguous copy; unscoped: release it.

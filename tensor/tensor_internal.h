@@ -77,6 +77,43 @@ int64_t tt__now_ns(void);       // CLOCK_MONOTONIC in nanoseconds
 void tt__prof_peak_reset(void);  // the peak starts again from the live bytes now
 int64_t tt__prof_peak(void);     // the highest live storage bytes seen while tt__prof_on
 
+// ---- live tensors, call sites and misuse messages (live.c) ----
+// The debug switch: TT_DEBUG=origin or TT_LEAK_REPORT=2 in the environment (read when the
+// first tensor is made), or tt_set_debug_origin. While on, tensors and scopes record the
+// stack where they are made, begun and released; off, each hook is one predictable branch.
+extern _Atomic bool tt__debug_origin;
+#define TT__TRACE_MAX 16
+typedef struct tt__trace {
+    int n;
+    void *pc[TT__TRACE_MAX];  // return addresses, innermost first (frame 0 is in live.c)
+} tt__trace;
+void tt__trace_capture(tt__trace *tr);
+void tt__debug_made(tt_tensor *t);   // allocates t->debug and records the stack
+void tt__debug_freed(tt_tensor *t);  // records the stack that releases t
+void tt__debug_drop(tt_tensor *t);   // frees t->debug
+// Registers the at-exit report and reads the debug switch; once, at the first tensor.
+void tt__leak_report_arm(void);
+// Aborts for a tt_retain / tt_release (func) of t whose refcount is not positive.
+#if defined(__GNUC__)
+__attribute__((noreturn, cold))
+#endif
+void tt__bad_refcount(const tt_tensor *t, const char *func, bool retain);
+// Calls fn on every live tensor of every thread (tensor.c walks its slabs). Not safe while
+// another thread makes or frees tensors.
+void tt__tensors_each(void (*fn)(const tt_tensor *t, void *ctx), void *ctx);
+// This thread's open scope i (0 outermost .. tt_scope_depth() - 1): the tensors it owns and
+// keeps, and where it was begun (NULL unless the debug switch was on then).
+typedef struct tt__scope_view {
+    tt_tensor *const *owned;
+    size_t n;
+    tt_tensor *const *kept;
+    size_t nkept;
+    const tt__trace *begun;
+} tt__scope_view;
+tt__scope_view tt__scope_get(int i);
+// Warns once on stderr that `depth` scopes are open on this thread (tt_scope_begin).
+void tt__scope_deep(int depth);
+
 // ---- typed element access on raw storage (strided fallbacks) ----
 // TT_BOOL is one byte holding 0 or 1; storing any nonzero value (NaN too) stores 1.
 static inline double tt__load(const void *base, tt_dtype dt, int64_t i) {
