@@ -8,9 +8,6 @@
 #include <stdbool.h>
 #include <math.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 // Letters: x (N, C, H, W), w (CO, C / G, KH, KW), b (CO,), out (N, CO, OH, OW); G groups,
 // CG = C / G and COG = CO / G channels per group, L = OH * OW, K = CG * KH * KW.
@@ -92,40 +89,61 @@ static int image_threads(int64_t images, int64_t elems) {
     return nt > 1 && elems >= 32768 ? nt : 1;
 }
 
-// col (G, K, nn L) = the patches of x (nn, G CG, H, W): image n's at columns [n L, (n + 1) L)
-// of each group's (K, nn L) block. With par, images (and groups) in parallel when worth a team,
-// each writing its own columns.
-static void batch_im2col(tt_dtype dt, char *col, const char *x, int64_t nn, int64_t G,
-                         const tt_k_conv_geom *g, bool par) {
-    int64_t L = g->OH * g->OW, K = g->C * g->KH * g->KW, ld = nn * L, CHW = g->C * g->H * g->W;
-    size_t es = tt_dtype_size(dt);
-    int nt = !par ? 1 : image_threads(nn * G, nn * G * K * L);
-    TT_PARALLEL_FOR_N(nt)
-    for (int64_t t = 0; t < nn * G; t++) {
-        int64_t n = t / G, gi = t % G;
-        char *dst = col + (size_t)(gi * K * ld + n * L) * es;
-        const char *src = x + (size_t)((n * G + gi) * CHW) * es;
-        if (dt == TT_F32)
+// The arguments of the passes over a chunk's images below, for the thread pool.
+typedef struct images_job {
+    tt_dtype dt;
+    size_t es;
+    char *dst;
+    const char *src, *bias;
+    int64_t nn, G, CO, L;
+    const tt_k_conv_geom *g;
+} images_job;
+
+// The loop over [0, n) on the pool when nt > 1, else on this thread.
+static void images_loop(int64_t n, int nt, tt__range_fn fn, images_job *j) {
+    tt__parallel_for(n, nt > 1 || n < 1 ? 1 : n, fn, j);
+}
+
+// batch_im2col's (image, group) pairs [t0, t1).
+static void im2col_range(void *ctx, int64_t t0, int64_t t1) {
+    const images_job *j = ctx;
+    const tt_k_conv_geom *g = j->g;
+    int64_t L = g->OH * g->OW, K = g->C * g->KH * g->KW, ld = j->nn * L, CHW = g->C * g->H * g->W;
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t n = t / j->G, gi = t % j->G;
+        char *dst = j->dst + (size_t)(gi * K * ld + n * L) * j->es;
+        const char *src = j->src + (size_t)((n * j->G + gi) * CHW) * j->es;
+        if (j->dt == TT_F32)
             tt_k_im2col_f32((float *)dst, ld, (const float *)src, g);
         else
             tt_k_im2col_f64((double *)dst, ld, (const double *)src, g);
     }
 }
 
-// dx (nn, G CG, H, W) = the adjoint of batch_im2col applied to dcol (G, K, nn L): every image
-// zeroed and summed into by one thread, in a fixed order (with par, images in parallel).
-static void batch_col2im(tt_dtype dt, char *dx, const char *dcol, int64_t nn, int64_t G,
+// col (G, K, nn L) = the patches of x (nn, G CG, H, W): image n's at columns [n L, (n + 1) L)
+// of each group's (K, nn L) block. With par, images (and groups) in parallel when worth a team,
+// each writing its own columns.
+static void batch_im2col(tt_dtype dt, char *col, const char *x, int64_t nn, int64_t G,
                          const tt_k_conv_geom *g, bool par) {
-    int64_t L = g->OH * g->OW, K = g->C * g->KH * g->KW, ld = nn * L, CHW = g->C * g->H * g->W;
-    size_t es = tt_dtype_size(dt);
-    int nt = !par ? 1 : image_threads(nn, nn * G * K * L);
-    TT_PARALLEL_FOR_N(nt)
-    for (int64_t n = 0; n < nn; n++) {
-        memset(dx + (size_t)(n * G * CHW) * es, 0, (size_t)(G * CHW) * es);
-        for (int64_t gi = 0; gi < G; gi++) {
-            char *dst = dx + (size_t)((n * G + gi) * CHW) * es;
-            const char *src = dcol + (size_t)(gi * K * ld + n * L) * es;
-            if (dt == TT_F32)
+    int64_t L = g->OH * g->OW, K = g->C * g->KH * g->KW;
+    int nt = !par ? 1 : image_threads(nn * G, nn * G * K * L);
+    images_job j = {.dt = dt, .es = tt_dtype_size(dt), .dst = col, .src = x, .nn = nn, .G = G,
+                    .g = g};
+    images_loop(nn * G, nt, im2col_range, &j);
+}
+
+// batch_col2im's images [n0, n1).
+static void col2im_range(void *ctx, int64_t n0, int64_t n1) {
+    const images_job *j = ctx;
+    const tt_k_conv_geom *g = j->g;
+    int64_t L = g->OH * g->OW, K = g->C * g->KH * g->KW, ld = j->nn * L, CHW = g->C * g->H * g->W;
+    size_t es = j->es;
+    for (int64_t n = n0; n < n1; n++) {
+        memset(j->dst + (size_t)(n * j->G * CHW) * es, 0, (size_t)(j->G * CHW) * es);
+        for (int64_t gi = 0; gi < j->G; gi++) {
+            char *dst = j->dst + (size_t)((n * j->G + gi) * CHW) * es;
+            const char *src = j->src + (size_t)(gi * K * ld + n * L) * es;
+            if (j->dt == TT_F32)
                 tt_k_col2im_f32((float *)dst, (const float *)src, ld, g);
             else
                 tt_k_col2im_f64((double *)dst, (const double *)src, ld, g);
@@ -133,42 +151,69 @@ static void batch_col2im(tt_dtype dt, char *dx, const char *dcol, int64_t nn, in
     }
 }
 
-// out (nn, CO, L) = t (CO, nn L) + bias (CO,) (bias may be NULL): the NCHW layout of a batched
-// GEMM's result. With par, images in parallel.
-static void batch_to_nchw(tt_dtype dt, char *out, const char *t, const char *bias, int64_t nn,
-                          int64_t CO, int64_t L, bool par) {
-    size_t es = tt_dtype_size(dt);
-    int nt = !par ? 1 : image_threads(nn, nn * CO * L);
-    TT_PARALLEL_FOR_N(nt)
-    for (int64_t n = 0; n < nn; n++)
+// dx (nn, G CG, H, W) = the adjoint of batch_im2col applied to dcol (G, K, nn L): every image
+// zeroed and summed into by one thread, in a fixed order (with par, images in parallel).
+static void batch_col2im(tt_dtype dt, char *dx, const char *dcol, int64_t nn, int64_t G,
+                         const tt_k_conv_geom *g, bool par) {
+    int64_t L = g->OH * g->OW, K = g->C * g->KH * g->KW;
+    int nt = !par ? 1 : image_threads(nn, nn * G * K * L);
+    images_job j = {.dt = dt, .es = tt_dtype_size(dt), .dst = dx, .src = dcol, .nn = nn, .G = G,
+                    .g = g};
+    images_loop(nn, nt, col2im_range, &j);
+}
+
+// batch_to_nchw's images [n0, n1).
+static void to_nchw_range(void *ctx, int64_t n0, int64_t n1) {
+    const images_job *j = ctx;
+    int64_t CO = j->CO, L = j->L, nn = j->nn;
+    size_t es = j->es;
+    for (int64_t n = n0; n < n1; n++)
         for (int64_t o = 0; o < CO; o++) {
-            char *dst = out + (size_t)((n * CO + o) * L) * es;
-            const char *src = t + (size_t)(o * nn * L + n * L) * es;
-            if (!bias) {
+            char *dst = j->dst + (size_t)((n * CO + o) * L) * es;
+            const char *src = j->src + (size_t)(o * nn * L + n * L) * es;
+            if (!j->bias) {
                 memcpy(dst, src, (size_t)L * es);
-            } else if (dt == TT_F32) {
-                float *d = (float *)dst, bv = ((const float *)bias)[o];
+            } else if (j->dt == TT_F32) {
+                float *d = (float *)dst, bv = ((const float *)j->bias)[o];
                 const float *s = (const float *)src;
                 for (int64_t l = 0; l < L; l++) d[l] = s[l] + bv;
             } else {
-                double *d = (double *)dst, bv = ((const double *)bias)[o];
+                double *d = (double *)dst, bv = ((const double *)j->bias)[o];
                 const double *s = (const double *)src;
                 for (int64_t l = 0; l < L; l++) d[l] = s[l] + bv;
             }
         }
 }
 
+// out (nn, CO, L) = t (CO, nn L) + bias (CO,) (bias may be NULL): the NCHW layout of a batched
+// GEMM's result. With par, images in parallel.
+static void batch_to_nchw(tt_dtype dt, char *out, const char *t, const char *bias, int64_t nn,
+                          int64_t CO, int64_t L, bool par) {
+    int nt = !par ? 1 : image_threads(nn, nn * CO * L);
+    images_job j = {.dt = dt, .es = tt_dtype_size(dt), .dst = out, .src = t, .bias = bias,
+                    .nn = nn, .CO = CO, .L = L};
+    images_loop(nn, nt, to_nchw_range, &j);
+}
+
+// nchw_to_batch's images [n0, n1).
+static void to_batch_range(void *ctx, int64_t n0, int64_t n1) {
+    const images_job *j = ctx;
+    int64_t CO = j->CO, L = j->L, nn = j->nn;
+    size_t es = j->es;
+    for (int64_t n = n0; n < n1; n++)
+        for (int64_t o = 0; o < CO; o++)
+            memcpy(j->dst + (size_t)(o * nn * L + n * L) * es,
+                   j->src + (size_t)((n * CO + o) * L) * es, (size_t)L * es);
+}
+
 // t (CO, nn L) = g (nn, CO, L): a gradient in NCHW as the batched GEMMs' operand. With par,
 // images in parallel.
 static void nchw_to_batch(tt_dtype dt, char *t, const char *g, int64_t nn, int64_t CO,
                           int64_t L, bool par) {
-    size_t es = tt_dtype_size(dt);
     int nt = !par ? 1 : image_threads(nn, nn * CO * L);
-    TT_PARALLEL_FOR_N(nt)
-    for (int64_t n = 0; n < nn; n++)
-        for (int64_t o = 0; o < CO; o++)
-            memcpy(t + (size_t)(o * nn * L + n * L) * es, g + (size_t)((n * CO + o) * L) * es,
-                   (size_t)L * es);
+    images_job j = {.dt = dt, .es = tt_dtype_size(dt), .dst = t, .src = g, .nn = nn, .CO = CO,
+                    .L = L};
+    images_loop(nn, nt, to_batch_range, &j);
 }
 
 // tt_conv2d splits a batch into groups of GROUP_IMAGES images (the unit of the weight
@@ -198,12 +243,52 @@ static chunk_plan plan_chunks(int64_t N, int64_t per_image, size_t es, int64_t f
     return p;
 }
 
-static int thread_num(void) {
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
+// The scratch slot of the calling thread in a loop over groups of cp.nt threads.
+static int thread_num(const chunk_plan *cp) {
+    int t = cp->nt > 1 ? tt__thread_index() : 0;
+    TT_CHECK(t < cp->nt, "thread %d of a conv2d loop planned for %d", t, cp->nt);
+    return t;
+}
+
+// The arguments of tt_conv2d's and its backward's loops over image groups, for the pool.
+typedef struct conv_job {
+    tt_dtype dt;
+    size_t es;
+    int64_t N, C, HW, CO, G, COG, K, L, PI, WN;
+    const tt_k_conv_geom *g;
+    const chunk_plan *cp;
+    bool inner;          // serial groups: the passes over a chunk's images may thread
+    char *xp, *wp, *op;  // x, w, out (forward)
+    char *gp, *dxp, *dwp, *pp;  // g, dx, dw, dw's group partials (backward)
+    char *buf, *tmp;     // per thread: the patches (G, K, nb L), the (CO, nb L) block
+    const char *bp;      // bias or NULL (forward)
+    double *dbp;         // (groups, CO) db's partials or NULL (backward)
+} conv_job;
+
+// tt_conv2d's image groups [gr0, gr1) (see tt_conv2d).
+static void conv_forward_groups(void *ctx, int64_t gr0, int64_t gr1) {
+    const conv_job *j = ctx;
+    const chunk_plan *cp = j->cp;
+    tt_dtype dt = j->dt;
+    size_t es = j->es;
+    int64_t N = j->N, C = j->C, HW = j->HW, CO = j->CO, G = j->G, COG = j->COG, K = j->K;
+    int64_t L = j->L, PI = j->PI;
+    for (int64_t gr = gr0; gr < gr1; gr++) {
+        int t = thread_num(cp);
+        int64_t end = (gr + 1) * GROUP_IMAGES < N ? (gr + 1) * GROUP_IMAGES : N;
+        for (int64_t n0 = gr * GROUP_IMAGES; n0 < end; n0 += cp->nb) {
+            int64_t nn = end - n0 < cp->nb ? end - n0 : cp->nb, ld = nn * L;
+            char *cc = j->buf + (size_t)(t * cp->nb * PI) * es;     // (G, K, ld)
+            char *tt = j->tmp + (size_t)(t * cp->nb * CO * L) * es;  // (CO, ld)
+            batch_im2col(dt, cc, j->xp + (size_t)(n0 * C * HW) * es, nn, G, j->g, j->inner);
+            for (int64_t gi = 0; gi < G; gi++)  // tt[group] (COG, ld) = w[group] (COG, K) @ cc
+                gemm(dt, COG, ld, K, j->wp + (size_t)(gi * COG * K) * es, K, 1,
+                     cc + (size_t)(gi * K * ld) * es, ld, 1, tt + (size_t)(gi * COG * ld) * es,
+                     false);
+            batch_to_nchw(dt, j->op + (size_t)(n0 * CO * L) * es, tt, j->bp, nn, CO, L,
+                          j->inner);
+        }
+    }
 }
 
 // ---- conv2d ----
@@ -282,22 +367,10 @@ tt_tensor *tt_conv2d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias, const int
     char *xp = tt_data(xc), *wp = tt_data(wc), *op = tt_data(out), *colp = tt_data(col);
     char *tmpp = tt_data(tmp);
     const char *bp = bc ? tt_data(bc) : NULL;
-    TT_PARALLEL_FOR_N(cp.nt)
-    for (int64_t gr = 0; gr < cp.ngroups; gr++) {
-        int t = thread_num();
-        int64_t end = (gr + 1) * GROUP_IMAGES < N ? (gr + 1) * GROUP_IMAGES : N;
-        for (int64_t n0 = gr * GROUP_IMAGES; n0 < end; n0 += cp.nb) {
-            int64_t nn = end - n0 < cp.nb ? end - n0 : cp.nb, ld = nn * L;
-            char *cc = colp + (size_t)(t * cp.nb * PI) * es;      // (G, K, ld)
-            char *tt = tmpp + (size_t)(t * cp.nb * CO * L) * es;  // (CO, ld)
-            batch_im2col(dt, cc, xp + (size_t)(n0 * C * HW) * es, nn, G, &g, inner);
-            for (int64_t gi = 0; gi < G; gi++)  // tt[group] (COG, ld) = w[group] (COG, K) @ cc
-                gemm(dt, COG, ld, K, wp + (size_t)(gi * COG * K) * es, K, 1,
-                     cc + (size_t)(gi * K * ld) * es, ld, 1, tt + (size_t)(gi * COG * ld) * es,
-                     false);
-            batch_to_nchw(dt, op + (size_t)(n0 * CO * L) * es, tt, bp, nn, CO, L, inner);
-        }
-    }
+    conv_job j = {.dt = dt, .es = es, .N = N, .C = C, .HW = HW, .CO = CO, .G = G, .COG = COG,
+                  .K = K, .L = L, .PI = PI, .g = &g, .cp = &cp, .inner = inner, .xp = xp,
+                  .wp = wp, .op = op, .buf = colp, .tmp = tmpp, .bp = bp};
+    tt__parallel_for(cp.ngroups, cp.nt > 1 ? 1 : cp.ngroups, conv_forward_groups, &j);
     tt_release(col);
     tt_release(tmp);
     tt_release(xc);
@@ -326,6 +399,44 @@ static void add_row_sums(tt_dtype dt, double *acc, const char *t, int64_t CO, in
             for (; l < ld; l++) s[l % 8] += r[l];
         }
         acc[o] += ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    }
+}
+
+// tt__backward_conv2d's image groups [gr0, gr1) (see there).
+static void conv_backward_groups(void *ctx, int64_t gr0, int64_t gr1) {
+    const conv_job *j = ctx;
+    const chunk_plan *cp = j->cp;
+    tt_dtype dt = j->dt;
+    size_t es = j->es;
+    int64_t N = j->N, C = j->C, HW = j->HW, CO = j->CO, G = j->G, COG = j->COG, K = j->K;
+    int64_t L = j->L, PI = j->PI;
+    for (int64_t gr = gr0; gr < gr1; gr++) {
+        int t = thread_num(cp);
+        int64_t end = (gr + 1) * GROUP_IMAGES < N ? (gr + 1) * GROUP_IMAGES : N;
+        char *acc = gr == 0 ? j->dwp : j->pp + (size_t)((gr - 1) * j->WN) * es;  // (CO, K)
+        char *tb = j->buf + (size_t)(t * cp->nb * PI) * es;     // (G, K, ld)
+        char *tg = j->tmp + (size_t)(t * cp->nb * CO * L) * es;  // (CO, ld)
+        double *dba = j->dbp ? j->dbp + gr * CO : NULL;          // (CO,)
+        for (int64_t o = 0; dba && o < CO; o++) dba[o] = 0;
+        for (int64_t n0 = gr * GROUP_IMAGES; n0 < end; n0 += cp->nb) {
+            int64_t nn = end - n0 < cp->nb ? end - n0 : cp->nb, ld = nn * L;
+            nchw_to_batch(dt, tg, j->gp + (size_t)(n0 * CO * L) * es, nn, CO, L, j->inner);
+            if (dba) add_row_sums(dt, dba, tg, CO, ld);
+            if (j->dwp) {
+                batch_im2col(dt, tb, j->xp + (size_t)(n0 * C * HW) * es, nn, G, j->g, j->inner);
+                for (int64_t gi = 0; gi < G; gi++)
+                    gemm(dt, COG, K, ld, tg + (size_t)(gi * COG * ld) * es, ld, 1,
+                         tb + (size_t)(gi * K * ld) * es, 1, ld,
+                         acc + (size_t)(gi * COG * K) * es, n0 > gr * GROUP_IMAGES);
+            }
+            if (j->dxp) {
+                for (int64_t gi = 0; gi < G; gi++)
+                    gemm(dt, K, ld, COG, j->wp + (size_t)(gi * COG * K) * es, 1, K,
+                         tg + (size_t)(gi * COG * ld) * es, ld, 1,
+                         tb + (size_t)(gi * K * ld) * es, false);
+                batch_col2im(dt, j->dxp + (size_t)(n0 * C * HW) * es, tb, nn, G, j->g, j->inner);
+            }
+        }
     }
 }
 
@@ -369,35 +480,11 @@ void tt__backward_conv2d(tt_node *nd) {
         char *xp = xc ? tt_data(xc) : NULL;
         char *wp = wc ? tt_data(wc) : NULL, *dxp = dx ? tt_data(dx) : NULL;
         char *dwp = dw ? tt_data(dw) : NULL, *pp = part ? tt_data(part) : NULL;
-    TT_PARALLEL_FOR_N(cp.nt)
-        for (int64_t gr = 0; gr < cp.ngroups; gr++) {
-            int t = thread_num();
-            int64_t end = (gr + 1) * GROUP_IMAGES < N ? (gr + 1) * GROUP_IMAGES : N;
-            char *acc = gr == 0 ? dwp : pp + (size_t)((gr - 1) * WN) * es;  // (CO, K)
-            char *tb = bufp + (size_t)(t * cp.nb * PI) * es;      // (G, K, ld)
-            char *tg = gtp + (size_t)(t * cp.nb * CO * L) * es;   // (CO, ld)
-            double *dba = dbp ? dbp + gr * CO : NULL;               // (CO,)
-            for (int64_t o = 0; dba && o < CO; o++) dba[o] = 0;
-            for (int64_t n0 = gr * GROUP_IMAGES; n0 < end; n0 += cp.nb) {
-                int64_t nn = end - n0 < cp.nb ? end - n0 : cp.nb, ld = nn * L;
-                nchw_to_batch(dt, tg, gp + (size_t)(n0 * CO * L) * es, nn, CO, L, inner);
-                if (dba) add_row_sums(dt, dba, tg, CO, ld);
-                if (dw) {
-                    batch_im2col(dt, tb, xp + (size_t)(n0 * C * HW) * es, nn, G, &g, inner);
-                    for (int64_t gi = 0; gi < G; gi++)
-                        gemm(dt, COG, K, ld, tg + (size_t)(gi * COG * ld) * es, ld, 1,
-                             tb + (size_t)(gi * K * ld) * es, 1, ld,
-                             acc + (size_t)(gi * COG * K) * es, n0 > gr * GROUP_IMAGES);
-                }
-                if (dx) {
-                    for (int64_t gi = 0; gi < G; gi++)
-                        gemm(dt, K, ld, COG, wp + (size_t)(gi * COG * K) * es, 1, K,
-                             tg + (size_t)(gi * COG * ld) * es, ld, 1,
-                             tb + (size_t)(gi * K * ld) * es, false);
-                    batch_col2im(dt, dxp + (size_t)(n0 * C * HW) * es, tb, nn, G, &g, inner);
-                }
-            }
-        }
+        conv_job j = {.dt = dt, .es = es, .N = N, .C = C, .HW = HW, .CO = CO, .G = G,
+                      .COG = COG, .K = K, .L = L, .PI = PI, .WN = WN, .g = &g, .cp = &cp,
+                      .inner = inner, .xp = xp, .wp = wp, .gp = gp, .dxp = dxp, .dwp = dwp,
+                      .pp = pp, .buf = bufp, .tmp = gtp, .dbp = dbp};
+        tt__parallel_for(cp.ngroups, cp.nt > 1 ? 1 : cp.ngroups, conv_backward_groups, &j);
         for (int64_t gr = 1; dw && gr < cp.ngroups; gr++)  // dw += the partials, in order
             for (int64_t i = 0; i < WN; i++) {
                 if (dt == TT_F32)

@@ -15,9 +15,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 const gpt_program *prog;
 options opt;
@@ -308,17 +305,11 @@ void set_threads(void) {
     tt_precision prec;
     if (!tt_precision_parse(opt.precision, &prec))
         die_usage("--precision '%s' is not f32 nor bf16", opt.precision);
-#ifdef _OPENMP
-    if (opt.threads > 0) omp_set_num_threads((int)opt.threads);
-#endif
+    if (opt.threads > 0) tt_set_num_threads((int)opt.threads);
 }
 
 int nthreads(void) {
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
+    return tt_get_num_threads();
 }
 
 // ---- small helpers ----

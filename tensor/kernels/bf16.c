@@ -6,9 +6,6 @@
 #include "cpu.h"
 #include "../tensor_internal.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
