@@ -268,9 +268,9 @@ BENCH_ARGS_bench_train := train baby; train baby bf16; train mid; train mid bf16
 # `make bench BENCH_GPT2_BATCHES=1` skips the B=2 step, `make bench-gpt2` runs these alone.
 BENCH_GPT2_BATCHES ?= 1 2
 BENCH_ARGS_bench_gpt2 := $(foreach b,$(BENCH_GPT2_BATCHES),train $(b);) sample
-# bench_threads runs bench_train's baby step per thread count and wait policy, with the cores
-# free and with one core busy.
-BENCH_ARGS_bench_threads := $(BUILD)/bench_train
+# bench_threads runs bench_train's baby step on 1 and 2 threads, with the cores idle and with
+# one core busy; BENCH_THREADS_OLD=path/to/an/older/bench_train runs that one alongside.
+BENCH_ARGS_bench_threads := $(BUILD)/bench_train $(BENCH_THREADS_OLD)
 # ---- profiler: its cost on the baby step, off / on / on with the trace ----
 BENCH_ARGS_bench_train += ; profile baby
 

@@ -1,6 +1,7 @@
 // tt_conv2d (PyTorch's F.conv2d: NCHW, stride, zero padding, dilation, groups) and
 // tt_conv_transpose2d as ops with their own backward, by im2col / col2im + the packed GEMM;
 // tt_conv1d as a view of conv2d (H = 1); dropout2d, nearest upsampling, unflatten composed.
+// The batched im2col passes are conv_batch.c's.
 #include "autograd_internal.h"
 #include "../tensor/kernels/conv.h"
 #include "../tensor/kernels/matmul.h"
@@ -68,154 +69,6 @@ static tt_k_conv_geom geometry(const tt_tensor *x, const tt_tensor *w, const con
     return g;
 }
 
-// ---- batched im2col: the patches of a chunk of images side by side ----
-
-// The most bytes of patches tt_conv_transpose2d materializes at once (one GEMM per chunk of
-// images, threaded by the GEMM); larger batches run in chunks.
-#define COL_BYTES ((size_t)64 << 20)
-
-// Images per chunk, each with per_image elements of patches (G K L): at least 1, at most N.
-static int64_t chunk_images(int64_t N, int64_t per_image, size_t es) {
-    size_t per = (size_t)per_image * es;
-    int64_t nb = per ? (int64_t)(COL_BYTES / per) : N;
-    return nb < 1 ? 1 : nb > N ? N : nb;
-}
-
-// Whether a pass over the images of a chunk is worth a thread team: more than one thread and
-// enough elements.
-static int image_threads(int64_t images, int64_t elems) {
-    int nt = tt_get_num_threads();
-    if (nt > images) nt = (int)images;
-    return nt > 1 && elems >= 32768 ? nt : 1;
-}
-
-// The arguments of the passes over a chunk's images below, for the thread pool.
-typedef struct images_job {
-    tt_dtype dt;
-    size_t es;
-    char *dst;
-    const char *src, *bias;
-    int64_t nn, G, CO, L;
-    const tt_k_conv_geom *g;
-} images_job;
-
-// The loop over [0, n) on the pool when nt > 1, else on this thread.
-static void images_loop(int64_t n, int nt, tt__range_fn fn, images_job *j) {
-    tt__parallel_for(n, nt > 1 || n < 1 ? 1 : n, fn, j);
-}
-
-// batch_im2col's (image, group) pairs [t0, t1).
-static void im2col_range(void *ctx, int64_t t0, int64_t t1) {
-    const images_job *j = ctx;
-    const tt_k_conv_geom *g = j->g;
-    int64_t L = g->OH * g->OW, K = g->C * g->KH * g->KW, ld = j->nn * L, CHW = g->C * g->H * g->W;
-    for (int64_t t = t0; t < t1; t++) {
-        int64_t n = t / j->G, gi = t % j->G;
-        char *dst = j->dst + (size_t)(gi * K * ld + n * L) * j->es;
-        const char *src = j->src + (size_t)((n * j->G + gi) * CHW) * j->es;
-        if (j->dt == TT_F32)
-            tt_k_im2col_f32((float *)dst, ld, (const float *)src, g);
-        else
-            tt_k_im2col_f64((double *)dst, ld, (const double *)src, g);
-    }
-}
-
-// col (G, K, nn L) = the patches of x (nn, G CG, H, W): image n's at columns [n L, (n + 1) L)
-// of each group's (K, nn L) block. With par, images (and groups) in parallel when worth a team,
-// each writing its own columns.
-static void batch_im2col(tt_dtype dt, char *col, const char *x, int64_t nn, int64_t G,
-                         const tt_k_conv_geom *g, bool par) {
-    int64_t L = g->OH * g->OW, K = g->C * g->KH * g->KW;
-    int nt = !par ? 1 : image_threads(nn * G, nn * G * K * L);
-    images_job j = {.dt = dt, .es = tt_dtype_size(dt), .dst = col, .src = x, .nn = nn, .G = G,
-                    .g = g};
-    images_loop(nn * G, nt, im2col_range, &j);
-}
-
-// batch_col2im's images [n0, n1).
-static void col2im_range(void *ctx, int64_t n0, int64_t n1) {
-    const images_job *j = ctx;
-    const tt_k_conv_geom *g = j->g;
-    int64_t L = g->OH * g->OW, K = g->C * g->KH * g->KW, ld = j->nn * L, CHW = g->C * g->H * g->W;
-    size_t es = j->es;
-    for (int64_t n = n0; n < n1; n++) {
-        memset(j->dst + (size_t)(n * j->G * CHW) * es, 0, (size_t)(j->G * CHW) * es);
-        for (int64_t gi = 0; gi < j->G; gi++) {
-            char *dst = j->dst + (size_t)((n * j->G + gi) * CHW) * es;
-            const char *src = j->src + (size_t)(gi * K * ld + n * L) * es;
-            if (j->dt == TT_F32)
-                tt_k_col2im_f32((float *)dst, (const float *)src, ld, g);
-            else
-                tt_k_col2im_f64((double *)dst, (const double *)src, ld, g);
-        }
-    }
-}
-
-// dx (nn, G CG, H, W) = the adjoint of batch_im2col applied to dcol (G, K, nn L): every image
-// zeroed and summed into by one thread, in a fixed order (with par, images in parallel).
-static void batch_col2im(tt_dtype dt, char *dx, const char *dcol, int64_t nn, int64_t G,
-                         const tt_k_conv_geom *g, bool par) {
-    int64_t L = g->OH * g->OW, K = g->C * g->KH * g->KW;
-    int nt = !par ? 1 : image_threads(nn, nn * G * K * L);
-    images_job j = {.dt = dt, .es = tt_dtype_size(dt), .dst = dx, .src = dcol, .nn = nn, .G = G,
-                    .g = g};
-    images_loop(nn, nt, col2im_range, &j);
-}
-
-// batch_to_nchw's images [n0, n1).
-static void to_nchw_range(void *ctx, int64_t n0, int64_t n1) {
-    const images_job *j = ctx;
-    int64_t CO = j->CO, L = j->L, nn = j->nn;
-    size_t es = j->es;
-    for (int64_t n = n0; n < n1; n++)
-        for (int64_t o = 0; o < CO; o++) {
-            char *dst = j->dst + (size_t)((n * CO + o) * L) * es;
-            const char *src = j->src + (size_t)(o * nn * L + n * L) * es;
-            if (!j->bias) {
-                memcpy(dst, src, (size_t)L * es);
-            } else if (j->dt == TT_F32) {
-                float *d = (float *)dst, bv = ((const float *)j->bias)[o];
-                const float *s = (const float *)src;
-                for (int64_t l = 0; l < L; l++) d[l] = s[l] + bv;
-            } else {
-                double *d = (double *)dst, bv = ((const double *)j->bias)[o];
-                const double *s = (const double *)src;
-                for (int64_t l = 0; l < L; l++) d[l] = s[l] + bv;
-            }
-        }
-}
-
-// out (nn, CO, L) = t (CO, nn L) + bias (CO,) (bias may be NULL): the NCHW layout of a batched
-// GEMM's result. With par, images in parallel.
-static void batch_to_nchw(tt_dtype dt, char *out, const char *t, const char *bias, int64_t nn,
-                          int64_t CO, int64_t L, bool par) {
-    int nt = !par ? 1 : image_threads(nn, nn * CO * L);
-    images_job j = {.dt = dt, .es = tt_dtype_size(dt), .dst = out, .src = t, .bias = bias,
-                    .nn = nn, .CO = CO, .L = L};
-    images_loop(nn, nt, to_nchw_range, &j);
-}
-
-// nchw_to_batch's images [n0, n1).
-static void to_batch_range(void *ctx, int64_t n0, int64_t n1) {
-    const images_job *j = ctx;
-    int64_t CO = j->CO, L = j->L, nn = j->nn;
-    size_t es = j->es;
-    for (int64_t n = n0; n < n1; n++)
-        for (int64_t o = 0; o < CO; o++)
-            memcpy(j->dst + (size_t)(o * nn * L + n * L) * es,
-                   j->src + (size_t)((n * CO + o) * L) * es, (size_t)L * es);
-}
-
-// t (CO, nn L) = g (nn, CO, L): a gradient in NCHW as the batched GEMMs' operand. With par,
-// images in parallel.
-static void nchw_to_batch(tt_dtype dt, char *t, const char *g, int64_t nn, int64_t CO,
-                          int64_t L, bool par) {
-    int nt = !par ? 1 : image_threads(nn, nn * CO * L);
-    images_job j = {.dt = dt, .es = tt_dtype_size(dt), .dst = t, .src = g, .nn = nn, .CO = CO,
-                    .L = L};
-    images_loop(nn, nt, to_batch_range, &j);
-}
-
 // tt_conv2d splits a batch into groups of GROUP_IMAGES images (the unit of the weight
 // gradient's partial sums and of the threads' work) and each group into chunks of nb images
 // whose patches (G K, nb L) stay in a core's cache (CHUNK_BYTES): lenet's second layer takes 4
@@ -269,24 +122,23 @@ typedef struct conv_job {
 static void conv_forward_groups(void *ctx, int64_t gr0, int64_t gr1) {
     const conv_job *j = ctx;
     const chunk_plan *cp = j->cp;
-    tt_dtype dt = j->dt;
     size_t es = j->es;
-    int64_t N = j->N, C = j->C, HW = j->HW, CO = j->CO, G = j->G, COG = j->COG, K = j->K;
-    int64_t L = j->L, PI = j->PI;
+    int64_t K = j->K, L = j->L, CO = j->CO, COG = j->COG;
     for (int64_t gr = gr0; gr < gr1; gr++) {
         int t = thread_num(cp);
-        int64_t end = (gr + 1) * GROUP_IMAGES < N ? (gr + 1) * GROUP_IMAGES : N;
+        int64_t end = (gr + 1) * GROUP_IMAGES < j->N ? (gr + 1) * GROUP_IMAGES : j->N;
+        char *cc = j->buf + (size_t)(t * cp->nb * j->PI) * es;  // (G, K, ld)
+        char *tt = j->tmp + (size_t)(t * cp->nb * CO * L) * es;  // (CO, ld)
         for (int64_t n0 = gr * GROUP_IMAGES; n0 < end; n0 += cp->nb) {
             int64_t nn = end - n0 < cp->nb ? end - n0 : cp->nb, ld = nn * L;
-            char *cc = j->buf + (size_t)(t * cp->nb * PI) * es;     // (G, K, ld)
-            char *tt = j->tmp + (size_t)(t * cp->nb * CO * L) * es;  // (CO, ld)
-            batch_im2col(dt, cc, j->xp + (size_t)(n0 * C * HW) * es, nn, G, j->g, j->inner);
-            for (int64_t gi = 0; gi < G; gi++)  // tt[group] (COG, ld) = w[group] (COG, K) @ cc
-                gemm(dt, COG, ld, K, j->wp + (size_t)(gi * COG * K) * es, K, 1,
+            tt__conv_batch_im2col(j->dt, cc, j->xp + (size_t)(n0 * j->C * j->HW) * es, nn, j->G,
+                                  j->g, j->inner);
+            for (int64_t gi = 0; gi < j->G; gi++)  // tt[group] (COG, ld) = w[group] (COG, K) @ cc
+                gemm(j->dt, COG, ld, K, j->wp + (size_t)(gi * COG * K) * es, K, 1,
                      cc + (size_t)(gi * K * ld) * es, ld, 1, tt + (size_t)(gi * COG * ld) * es,
                      false);
-            batch_to_nchw(dt, j->op + (size_t)(n0 * CO * L) * es, tt, j->bp, nn, CO, L,
-                          j->inner);
+            tt__conv_batch_to_nchw(j->dt, j->op + (size_t)(n0 * CO * L) * es, tt, j->bp, nn, CO,
+                                   L, j->inner);
         }
     }
 }
@@ -420,10 +272,11 @@ static void conv_backward_groups(void *ctx, int64_t gr0, int64_t gr1) {
         for (int64_t o = 0; dba && o < CO; o++) dba[o] = 0;
         for (int64_t n0 = gr * GROUP_IMAGES; n0 < end; n0 += cp->nb) {
             int64_t nn = end - n0 < cp->nb ? end - n0 : cp->nb, ld = nn * L;
-            nchw_to_batch(dt, tg, j->gp + (size_t)(n0 * CO * L) * es, nn, CO, L, j->inner);
+            tt__conv_nchw_to_batch(dt, tg, j->gp + (size_t)(n0 * CO * L) * es, nn, CO, L, j->inner);
             if (dba) add_row_sums(dt, dba, tg, CO, ld);
             if (j->dwp) {
-                batch_im2col(dt, tb, j->xp + (size_t)(n0 * C * HW) * es, nn, G, j->g, j->inner);
+                tt__conv_batch_im2col(dt, tb, j->xp + (size_t)(n0 * C * HW) * es, nn, G, j->g,
+                                      j->inner);
                 for (int64_t gi = 0; gi < G; gi++)
                     gemm(dt, COG, K, ld, tg + (size_t)(gi * COG * ld) * es, ld, 1,
                          tb + (size_t)(gi * K * ld) * es, 1, ld,
@@ -434,7 +287,8 @@ static void conv_backward_groups(void *ctx, int64_t gr0, int64_t gr1) {
                     gemm(dt, K, ld, COG, j->wp + (size_t)(gi * COG * K) * es, 1, K,
                          tg + (size_t)(gi * COG * ld) * es, ld, 1,
                          tb + (size_t)(gi * K * ld) * es, false);
-                batch_col2im(dt, j->dxp + (size_t)(n0 * C * HW) * es, tb, nn, G, j->g, j->inner);
+                tt__conv_batch_col2im(dt, j->dxp + (size_t)(n0 * C * HW) * es, tb, nn, G, j->g,
+                                      j->inner);
             }
         }
     }
@@ -675,18 +529,18 @@ tt_tensor *tt_conv_transpose2d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias,
     // Chunks of images as tt_conv2d's backward: xt (C, nb HW) = the chunk of x gathered,
     // col[group] (K, nb HW) = w[group]^T (K, CG) @ xt[group] (CG, nb HW), then col2im of each
     // image's columns. Bits independent of the thread count and of the batch size.
-    int64_t nb = chunk_images(N, GKHW, es);
+    int64_t nb = tt__conv_chunk_images(N, GKHW, es);
     tt_tensor *col = tt__new(x->dtype, 2, (int64_t[]){G * K, nb * HW});  // (G, K, nb HW)
     tt_tensor *xt = tt__new(x->dtype, 2, (int64_t[]){C, nb * HW});       // (G, CG, nb HW)
     char *xp = tt_data(xc), *wp = tt_data(wc), *op = tt_data(out), *cp = tt_data(col);
     char *tp = tt_data(xt);
     for (int64_t n0 = 0; n0 < N; n0 += nb) {
         int64_t nn = N - n0 < nb ? N - n0 : nb, ld = nn * HW;
-        nchw_to_batch(x->dtype, tp, xp + (size_t)(n0 * C * HW) * es, nn, C, HW, true);
+        tt__conv_nchw_to_batch(x->dtype, tp, xp + (size_t)(n0 * C * HW) * es, nn, C, HW, true);
         for (int64_t gi = 0; gi < G; gi++)
             gemm(x->dtype, K, ld, CG, wp + (size_t)(gi * CG * K) * es, 1, K,
                  tp + (size_t)(gi * CG * ld) * es, ld, 1, cp + (size_t)(gi * K * ld) * es, false);
-        batch_col2im(x->dtype, op + (size_t)(n0 * CO * L) * es, cp, nn, G, &g, true);
+        tt__conv_batch_col2im(x->dtype, op + (size_t)(n0 * CO * L) * es, cp, nn, G, &g, true);
     }
     tt_release(xt);
     if (bias) {
@@ -731,7 +585,7 @@ void tt__backward_conv_transpose2d(tt_node *nd) {
     char *gp = tt_data(gc);
     bool need_dx = x->requires_grad, need_dw = w->requires_grad;
     if (need_dx || need_dw) {
-        int64_t nb = chunk_images(N, G * K * HW, es);
+        int64_t nb = tt__conv_chunk_images(N, G * K * HW, es);
         tt_tensor *col = tt__new(dt, 2, (int64_t[]){G * K, nb * HW});  // (G, K, nb HW)
         tt_tensor *t = tt__new(dt, 2, (int64_t[]){C, nb * HW});        // (G, CG, nb HW)
         tt_tensor *wc = need_dx ? tt__contiguous_ref(w) : NULL;
@@ -741,10 +595,10 @@ void tt__backward_conv_transpose2d(tt_node *nd) {
         char *cp = tt_data(col), *tp = tt_data(t);
         for (int64_t n0 = 0; n0 < N; n0 += nb) {
             int64_t nn = N - n0 < nb ? N - n0 : nb, ld = nn * HW;
-            batch_im2col(dt, cp, gp + (size_t)(n0 * CO * L) * es, nn, G, &g, true);
+            tt__conv_batch_im2col(dt, cp, gp + (size_t)(n0 * CO * L) * es, nn, G, &g, true);
             if (dw) {
-                nchw_to_batch(dt, tp, (char *)tt_data(xc) + (size_t)(n0 * C * HW) * es, nn, C,
-                              HW, true);
+                tt__conv_nchw_to_batch(dt, tp, (char *)tt_data(xc) + (size_t)(n0 * C * HW) * es,
+                                       nn, C, HW, true);
                 for (int64_t gi = 0; gi < G; gi++)
                     gemm(dt, CG, K, ld, tp + (size_t)(gi * CG * ld) * es, ld, 1,
                          cp + (size_t)(gi * K * ld) * es, 1, ld,
@@ -755,8 +609,8 @@ void tt__backward_conv_transpose2d(tt_node *nd) {
                     gemm(dt, CG, ld, K, (char *)tt_data(wc) + (size_t)(gi * CG * K) * es, K, 1,
                          cp + (size_t)(gi * K * ld) * es, ld, 1, tp + (size_t)(gi * CG * ld) * es,
                          false);
-                batch_to_nchw(dt, (char *)tt_data(dx) + (size_t)(n0 * C * HW) * es, tp, NULL,
-                              nn, C, HW, true);
+                tt__conv_batch_to_nchw(dt, (char *)tt_data(dx) + (size_t)(n0 * C * HW) * es, tp,
+                                       NULL, nn, C, HW, true);
             }
         }
         tt_release(col);

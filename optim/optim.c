@@ -9,9 +9,9 @@
 #include "../tensor/tensor_ext.h"
 
 // n: elements of one parameter. SGD and the clipping norm cut long tensors into chunks that
-// threads process independently; Adam and AdamW cut all the parameters' elements into one
-// range of at least CHUNK elements (adam_update_all). Every element is computed the same way, so results do
-// not depend on the thread count.
+// threads process independently; Adam and AdamW cut all the parameters' elements into ranges
+// of at least CHUNK elements (adam_update_all). Every element is computed the same way, so
+// results do not depend on the thread count.
 #define CHUNK (1 << 16)
 
 // ---- configuration ----

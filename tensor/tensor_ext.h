@@ -1,6 +1,6 @@
 // The tensor layer's interface for library code of the layers built on it (optim/, data/,
 // dist/, nn/, ...) beyond the public API: tensors made outside the scope rules, liveness
-// checks and shape strings for messages, the OpenMP loop helpers, the multi-ISA clone
+// checks and shape strings for messages, the thread pool's loops, the multi-ISA clone
 // attribute, crash-safe files. Not installed, not part of the public API; tensor/'s own
 // internals stay in tensor_internal.h.
 #ifndef TT_TENSOR_EXT_H

@@ -2,7 +2,7 @@
 // the live-tensor and live-byte counts return to their baseline after every step; the same seed
 // and thread count give bit-identical losses and parameter fingerprints; a run saved after N
 // steps and resumed from the file continues with the losses of the uninterrupted run bit for
-// bit; 1, 2 and 3 OpenMP threads give the same bits. Not a speed or accuracy test.
+// bit; 1, 2 and 3 threads give the same bits. Not a speed or accuracy test.
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>

@@ -181,7 +181,7 @@ static void set_defaults(void) {
     opt.grad_accum = 1;
     opt.bucket = (int64_t)TT_DIST_BUCKET;
     opt.precision = "f32";
-    opt.threads = 0;  // OpenMP's default
+    opt.threads = 0;  // the library's default
     opt.prompt = "\n";
     opt.tokens = 500;
     opt.top_k = 200;
@@ -300,7 +300,7 @@ static void parse_args(int argc, char **argv, int cmd, const char *cmd_name) {
     }
 }
 
-// --threads (given: checked when parsed; else 0, OpenMP's default) and --precision.
+// --threads (given: checked when parsed; else 0, the library's default) and --precision.
 void set_threads(void) {
     tt_precision prec;
     if (!tt_precision_parse(opt.precision, &prec))

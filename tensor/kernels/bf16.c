@@ -1,6 +1,6 @@
 // The bf16 kernels' portable side and driver: the run-time choice of SIMD path, the scalar
 // conversions, the portable packer and micro-kernel, and the packed GEMM driver (cache
-// blocking, the OpenMP split of a product, C layouts). The SIMD kernels: bf16_avx2.c,
+// blocking, the parallel split of a product, C layouts). The SIMD kernels: bf16_avx2.c,
 // bf16_avx512.c.
 #include "bf16.h"
 #include "cpu.h"

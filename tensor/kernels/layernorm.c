@@ -1,7 +1,7 @@
 // The f32 layernorm kernels (tt_klayernorm_forward_f32 / _backward_f32, declared in nn.h): the
 // run-time choice of instruction set (by the CPU level, cpu.h), the portable C row functions
 // (the reference the SIMD ones in layernorm_avx2.c and layernorm_avx512.c match bit for bit)
-// and the OpenMP split.
+// and the parallel split.
 // The lane-ordered sums: layernorm.h. The f64 layernorm (gradcheck) stays in nn.inc.
 #include "layernorm.h"
 

@@ -1,5 +1,5 @@
 // The GEMM driver (f32, f64): run-time choice of the SIMD path, packing of A and B into
-// zero-padded panels, cache blocking, the OpenMP partition of a product's blocks, matrix-vector
+// zero-padded panels, cache blocking, the parallel loops over a product's blocks, matrix-vector
 // and few-output products without packing, split-K summation in double for long f32 reductions,
 // the batched driver over broadcast batch dims. The micro-kernels are in gemm_*.c. The code
 // written once for both dtypes is in matmul_pack.inc and matmul_gemm.inc, included per dtype.

@@ -5,7 +5,7 @@
 // Each kernel is written once in nn.inc over the element type T and included below once per
 // dtype, with every function name spelled out. <tgmath.h> picks expf/logf/sqrtf for float
 // operands. f32 rows are reduced in double. Rows are independent, so they run in parallel
-// (OpenMP) when large; reductions across rows (dweight, the loss) run in a fixed serial order:
+// (thread pool) when large; reductions across rows (dweight, the loss) run in a fixed serial order:
 // results do not depend on the thread count. The f32 layernorm is in layernorm.c (vectorized);
 // the template's layernorm is the f64 one only (its includer names it).
 #include "nn.h"

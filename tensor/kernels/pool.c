@@ -4,7 +4,8 @@
 //
 // Each kernel is written once in pool.inc over the element type T and included below once per
 // dtype, with every function name spelled out. Planes are independent: they run in parallel
-// (tt__parallel_for) when large, each writing only its own plane, so results do not depend on threads.
+// (tt__parallel_for) when large, each writing only its own plane, so results do not depend on
+// threads.
 #include "pool.h"
 
 #include <math.h>

@@ -1,6 +1,6 @@
 // The int8 GEMM driver: run-time choice of the SIMD path, int8 quantization of weights and u8
 // quantization of activations, packing of the weight into vpdpbusd's panels, the loop over
-// tiles with its OpenMP split, the dequantizing epilogue, and the portable C micro-kernel.
+// tiles with its parallel split, the dequantizing epilogue, and the portable C micro-kernel.
 // The SIMD micro-kernels are in qgemm_avx2.c and qgemm_avx512.c. The scheme: qgemm.h.
 #include "qgemm.h"
 #include "cpu.h"
