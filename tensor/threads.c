@@ -1,7 +1,8 @@
 // The thread pool of the parallel kernels (tensor/parallel.h) and the thread count
 // (tt_set_num_threads). A loop is cut into chunks that the calling thread and the workers claim
 // from one atomic counter; idle threads spin briefly, then sleep on a futex (Linux; elsewhere
-// they nap 50 us at a time). Not a task system: one loop at a time, no nesting (inner loops run serially).
+// they nap 50 us at a time). Not a task system: one loop at a time, no nesting (inner loops
+// run serially).
 #define _GNU_SOURCE  // sched_getaffinity, CPU_COUNT, syscall
 #include <pthread.h>
 #include <sched.h>
