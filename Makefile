@@ -23,9 +23,9 @@
 #                        path) and run under qemu-aarch64; make deps-aarch64 installs its tools
 #   make fuzz            libFuzzer + ASan/UBSan over the checkpoint, safetensors and BPE vocab
 #                        loaders (clang) for FUZZ_SECONDS=60 each, in build-fuzz/
-# Options: OMP=0 (no OpenMP), SAN=1 (sanitizers), WERROR=1 (warnings are errors; CI),
+# Options: OMP=0 (bench_gemm/_decode without OpenMP), SAN=1 (sanitizers), WERROR=1 (warnings are errors; CI),
 #          OPT=... (replaces -O3), ARCH=-march=native (the default binary runs on any x86-64;
-#          SIMD is picked at run time), CC=clang (any C11 compiler with OpenMP).
+#          SIMD is picked at run time), CC=clang (any C11 compiler).
 
 CC      ?= cc
 PREFIX  ?= /usr/local
@@ -42,10 +42,6 @@ CFLAGS  := -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) -g -fno-math-errno -ffp-con
 LDLIBS  := -lxxhash -ljansson -lpcre2-8 -lz -lm
 BUILD   := build
 
-ifeq ($(OMP),1)
-CFLAGS  += -fopenmp
-LDLIBS  += -fopenmp
-endif
 ifeq ($(SAN),1)
 BUILD   := build-san
 CFLAGS  += -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -274,12 +270,17 @@ BENCH_ARGS_bench_train := train baby; train baby bf16; train mid; train mid bf16
 # `make bench BENCH_GPT2_BATCHES=1` skips the B=2 step, `make bench-gpt2` runs these alone.
 BENCH_GPT2_BATCHES ?= 1 2
 BENCH_ARGS_bench_gpt2 := $(foreach b,$(BENCH_GPT2_BATCHES),train $(b);) sample
-# bench_threads runs bench_train's baby step per thread count and wait policy, with the cores
-# free and with one core busy.
-BENCH_ARGS_bench_threads := $(BUILD)/bench_train
+# bench_threads runs bench_train's baby step on 1 and 2 threads, with the cores idle and with
+# one core busy; BENCH_THREADS_OLD=path/to/an/older/bench_train runs that one alongside.
+BENCH_ARGS_bench_threads := $(BUILD)/bench_train $(BENCH_THREADS_OLD)
 # ---- profiler: its cost on the baby step, off / on / on with the trace ----
 BENCH_ARGS_bench_train += ; profile baby
 
+# The library runs on its own thread pool (tensor/threads.c); OpenMP builds only bench_gemm's
+# and bench_decode's own measuring loops (OMP=0: those loops run on one thread).
+ifeq ($(OMP),1)
+$(BUILD)/bench_gemm $(BUILD)/bench_decode: private CFLAGS += -fopenmp
+endif
 $(BUILD)/bench_%: bench/bench_%.c $(BUILD)/libtinytorch.a
 	$(CC) $(CFLAGS) $(DEPFLAGS) -I. $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
 $(BUILD)/bench_tokenizer: | data

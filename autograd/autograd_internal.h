@@ -114,4 +114,25 @@ void tt__prof_backward(tt_node *n, void (*backward)(tt_node *n));
 // storages it reads.
 tt_tensor *tt__grad_inplace(tt_tensor *x);
 
+// ---- batched im2col (conv_batch.c), for ops_conv.c ----
+// Letters: x (N, C, H, W) with G groups of CG = C / G channels, K = CG * KH * KW patch rows,
+// L = OH * OW patch columns per image (tt_k_conv_geom g describes one group of one image).
+struct tt_k_conv_geom;
+// Images per chunk whose per_image patch elements fit 64 MiB: at least 1, at most N.
+int64_t tt__conv_chunk_images(int64_t N, int64_t per_image, size_t es);
+// col (G, K, nn L) = the patches of x (nn, G CG, H, W); with par, (image, group) pairs in
+// parallel when worth it, each writing its own columns.
+void tt__conv_batch_im2col(tt_dtype dt, char *col, const char *x, int64_t nn, int64_t G,
+                           const struct tt_k_conv_geom *g, bool par);
+// dx (nn, G CG, H, W) = the adjoint of the above applied to dcol (G, K, nn L): every image
+// zeroed and summed into by one thread, in a fixed order (with par, images in parallel).
+void tt__conv_batch_col2im(tt_dtype dt, char *dx, const char *dcol, int64_t nn, int64_t G,
+                           const struct tt_k_conv_geom *g, bool par);
+// out (nn, CO, L) = t (CO, nn L) + bias (CO,) (bias may be NULL); with par, images in parallel.
+void tt__conv_batch_to_nchw(tt_dtype dt, char *out, const char *t, const char *bias, int64_t nn,
+                            int64_t CO, int64_t L, bool par);
+// t (CO, nn L) = g (nn, CO, L); with par, images in parallel.
+void tt__conv_nchw_to_batch(tt_dtype dt, char *t, const char *g, int64_t nn, int64_t CO,
+                            int64_t L, bool par);
+
 #endif  // TT_AUTOGRAD_INTERNAL_H

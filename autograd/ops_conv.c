@@ -1,6 +1,7 @@
 // tt_conv2d (PyTorch's F.conv2d: NCHW, stride, zero padding, dilation, groups) and
 // tt_conv_transpose2d as ops with their own backward, by im2col / col2im + the packed GEMM;
 // tt_conv1d as a view of conv2d (H = 1); dropout2d, nearest upsampling, unflatten composed.
+// The batched im2col passes are conv_batch.c's.
 #include "autograd_internal.h"
 #include "../tensor/kernels/conv.h"
 #include "../tensor/kernels/matmul.h"
@@ -8,9 +9,6 @@
 #include <stdbool.h>
 #include <math.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 // Letters: x (N, C, H, W), w (CO, C / G, KH, KW), b (CO,), out (N, CO, OH, OW); G groups,
 // CG = C / G and COG = CO / G channels per group, L = OH * OW, K = CG * KH * KW.
@@ -71,106 +69,6 @@ static tt_k_conv_geom geometry(const tt_tensor *x, const tt_tensor *w, const con
     return g;
 }
 
-// ---- batched im2col: the patches of a chunk of images side by side ----
-
-// The most bytes of patches tt_conv_transpose2d materializes at once (one GEMM per chunk of
-// images, threaded by the GEMM); larger batches run in chunks.
-#define COL_BYTES ((size_t)64 << 20)
-
-// Images per chunk, each with per_image elements of patches (G K L): at least 1, at most N.
-static int64_t chunk_images(int64_t N, int64_t per_image, size_t es) {
-    size_t per = (size_t)per_image * es;
-    int64_t nb = per ? (int64_t)(COL_BYTES / per) : N;
-    return nb < 1 ? 1 : nb > N ? N : nb;
-}
-
-// Whether a pass over the images of a chunk is worth a thread team: more than one thread and
-// enough elements.
-static int image_threads(int64_t images, int64_t elems) {
-    int nt = tt_get_num_threads();
-    if (nt > images) nt = (int)images;
-    return nt > 1 && elems >= 32768 ? nt : 1;
-}
-
-// col (G, K, nn L) = the patches of x (nn, G CG, H, W): image n's at columns [n L, (n + 1) L)
-// of each group's (K, nn L) block. With par, images (and groups) in parallel when worth a team,
-// each writing its own columns.
-static void batch_im2col(tt_dtype dt, char *col, const char *x, int64_t nn, int64_t G,
-                         const tt_k_conv_geom *g, bool par) {
-    int64_t L = g->OH * g->OW, K = g->C * g->KH * g->KW, ld = nn * L, CHW = g->C * g->H * g->W;
-    size_t es = tt_dtype_size(dt);
-    int nt = !par ? 1 : image_threads(nn * G, nn * G * K * L);
-    TT_PARALLEL_FOR_N(nt)
-    for (int64_t t = 0; t < nn * G; t++) {
-        int64_t n = t / G, gi = t % G;
-        char *dst = col + (size_t)(gi * K * ld + n * L) * es;
-        const char *src = x + (size_t)((n * G + gi) * CHW) * es;
-        if (dt == TT_F32)
-            tt_k_im2col_f32((float *)dst, ld, (const float *)src, g);
-        else
-            tt_k_im2col_f64((double *)dst, ld, (const double *)src, g);
-    }
-}
-
-// dx (nn, G CG, H, W) = the adjoint of batch_im2col applied to dcol (G, K, nn L): every image
-// zeroed and summed into by one thread, in a fixed order (with par, images in parallel).
-static void batch_col2im(tt_dtype dt, char *dx, const char *dcol, int64_t nn, int64_t G,
-                         const tt_k_conv_geom *g, bool par) {
-    int64_t L = g->OH * g->OW, K = g->C * g->KH * g->KW, ld = nn * L, CHW = g->C * g->H * g->W;
-    size_t es = tt_dtype_size(dt);
-    int nt = !par ? 1 : image_threads(nn, nn * G * K * L);
-    TT_PARALLEL_FOR_N(nt)
-    for (int64_t n = 0; n < nn; n++) {
-        memset(dx + (size_t)(n * G * CHW) * es, 0, (size_t)(G * CHW) * es);
-        for (int64_t gi = 0; gi < G; gi++) {
-            char *dst = dx + (size_t)((n * G + gi) * CHW) * es;
-            const char *src = dcol + (size_t)(gi * K * ld + n * L) * es;
-            if (dt == TT_F32)
-                tt_k_col2im_f32((float *)dst, (const float *)src, ld, g);
-            else
-                tt_k_col2im_f64((double *)dst, (const double *)src, ld, g);
-        }
-    }
-}
-
-// out (nn, CO, L) = t (CO, nn L) + bias (CO,) (bias may be NULL): the NCHW layout of a batched
-// GEMM's result. With par, images in parallel.
-static void batch_to_nchw(tt_dtype dt, char *out, const char *t, const char *bias, int64_t nn,
-                          int64_t CO, int64_t L, bool par) {
-    size_t es = tt_dtype_size(dt);
-    int nt = !par ? 1 : image_threads(nn, nn * CO * L);
-    TT_PARALLEL_FOR_N(nt)
-    for (int64_t n = 0; n < nn; n++)
-        for (int64_t o = 0; o < CO; o++) {
-            char *dst = out + (size_t)((n * CO + o) * L) * es;
-            const char *src = t + (size_t)(o * nn * L + n * L) * es;
-            if (!bias) {
-                memcpy(dst, src, (size_t)L * es);
-            } else if (dt == TT_F32) {
-                float *d = (float *)dst, bv = ((const float *)bias)[o];
-                const float *s = (const float *)src;
-                for (int64_t l = 0; l < L; l++) d[l] = s[l] + bv;
-            } else {
-                double *d = (double *)dst, bv = ((const double *)bias)[o];
-                const double *s = (const double *)src;
-                for (int64_t l = 0; l < L; l++) d[l] = s[l] + bv;
-            }
-        }
-}
-
-// t (CO, nn L) = g (nn, CO, L): a gradient in NCHW as the batched GEMMs' operand. With par,
-// images in parallel.
-static void nchw_to_batch(tt_dtype dt, char *t, const char *g, int64_t nn, int64_t CO,
-                          int64_t L, bool par) {
-    size_t es = tt_dtype_size(dt);
-    int nt = !par ? 1 : image_threads(nn, nn * CO * L);
-    TT_PARALLEL_FOR_N(nt)
-    for (int64_t n = 0; n < nn; n++)
-        for (int64_t o = 0; o < CO; o++)
-            memcpy(t + (size_t)(o * nn * L + n * L) * es, g + (size_t)((n * CO + o) * L) * es,
-                   (size_t)L * es);
-}
-
 // tt_conv2d splits a batch into groups of GROUP_IMAGES images (the unit of the weight
 // gradient's partial sums and of the threads' work) and each group into chunks of nb images
 // whose patches (G K, nb L) stay in a core's cache (CHUNK_BYTES): lenet's second layer takes 4
@@ -198,12 +96,51 @@ static chunk_plan plan_chunks(int64_t N, int64_t per_image, size_t es, int64_t f
     return p;
 }
 
-static int thread_num(void) {
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
+// The scratch slot of the calling thread in a loop over groups of cp.nt threads.
+static int thread_num(const chunk_plan *cp) {
+    int t = cp->nt > 1 ? tt__thread_index() : 0;
+    TT_CHECK(t < cp->nt, "thread %d of a conv2d loop planned for %d", t, cp->nt);
+    return t;
+}
+
+// The arguments of tt_conv2d's and its backward's loops over image groups, for the pool.
+typedef struct conv_job {
+    tt_dtype dt;
+    size_t es;
+    int64_t N, C, HW, CO, G, COG, K, L, PI, WN;
+    const tt_k_conv_geom *g;
+    const chunk_plan *cp;
+    bool inner;          // serial groups: the passes over a chunk's images may thread
+    char *xp, *wp, *op;  // x, w, out (forward)
+    char *gp, *dxp, *dwp, *pp;  // g, dx, dw, dw's group partials (backward)
+    char *buf, *tmp;     // per thread: the patches (G, K, nb L), the (CO, nb L) block
+    const char *bp;      // bias or NULL (forward)
+    double *dbp;         // (groups, CO) db's partials or NULL (backward)
+} conv_job;
+
+// tt_conv2d's image groups [gr0, gr1) (see tt_conv2d).
+static void conv_forward_groups(void *ctx, int64_t gr0, int64_t gr1) {
+    const conv_job *j = ctx;
+    const chunk_plan *cp = j->cp;
+    size_t es = j->es;
+    int64_t K = j->K, L = j->L, CO = j->CO, COG = j->COG;
+    for (int64_t gr = gr0; gr < gr1; gr++) {
+        int t = thread_num(cp);
+        int64_t end = (gr + 1) * GROUP_IMAGES < j->N ? (gr + 1) * GROUP_IMAGES : j->N;
+        char *cc = j->buf + (size_t)(t * cp->nb * j->PI) * es;  // (G, K, ld)
+        char *tt = j->tmp + (size_t)(t * cp->nb * CO * L) * es;  // (CO, ld)
+        for (int64_t n0 = gr * GROUP_IMAGES; n0 < end; n0 += cp->nb) {
+            int64_t nn = end - n0 < cp->nb ? end - n0 : cp->nb, ld = nn * L;
+            tt__conv_batch_im2col(j->dt, cc, j->xp + (size_t)(n0 * j->C * j->HW) * es, nn, j->G,
+                                  j->g, j->inner);
+            for (int64_t gi = 0; gi < j->G; gi++)  // tt[group] (COG, ld) = w[group] (COG, K) @ cc
+                gemm(j->dt, COG, ld, K, j->wp + (size_t)(gi * COG * K) * es, K, 1,
+                     cc + (size_t)(gi * K * ld) * es, ld, 1, tt + (size_t)(gi * COG * ld) * es,
+                     false);
+            tt__conv_batch_to_nchw(j->dt, j->op + (size_t)(n0 * CO * L) * es, tt, j->bp, nn, CO,
+                                   L, j->inner);
+        }
+    }
 }
 
 // ---- conv2d ----
@@ -282,22 +219,10 @@ tt_tensor *tt_conv2d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias, const int
     char *xp = tt_data(xc), *wp = tt_data(wc), *op = tt_data(out), *colp = tt_data(col);
     char *tmpp = tt_data(tmp);
     const char *bp = bc ? tt_data(bc) : NULL;
-    TT_PARALLEL_FOR_N(cp.nt)
-    for (int64_t gr = 0; gr < cp.ngroups; gr++) {
-        int t = thread_num();
-        int64_t end = (gr + 1) * GROUP_IMAGES < N ? (gr + 1) * GROUP_IMAGES : N;
-        for (int64_t n0 = gr * GROUP_IMAGES; n0 < end; n0 += cp.nb) {
-            int64_t nn = end - n0 < cp.nb ? end - n0 : cp.nb, ld = nn * L;
-            char *cc = colp + (size_t)(t * cp.nb * PI) * es;      // (G, K, ld)
-            char *tt = tmpp + (size_t)(t * cp.nb * CO * L) * es;  // (CO, ld)
-            batch_im2col(dt, cc, xp + (size_t)(n0 * C * HW) * es, nn, G, &g, inner);
-            for (int64_t gi = 0; gi < G; gi++)  // tt[group] (COG, ld) = w[group] (COG, K) @ cc
-                gemm(dt, COG, ld, K, wp + (size_t)(gi * COG * K) * es, K, 1,
-                     cc + (size_t)(gi * K * ld) * es, ld, 1, tt + (size_t)(gi * COG * ld) * es,
-                     false);
-            batch_to_nchw(dt, op + (size_t)(n0 * CO * L) * es, tt, bp, nn, CO, L, inner);
-        }
-    }
+    conv_job j = {.dt = dt, .es = es, .N = N, .C = C, .HW = HW, .CO = CO, .G = G, .COG = COG,
+                  .K = K, .L = L, .PI = PI, .g = &g, .cp = &cp, .inner = inner, .xp = xp,
+                  .wp = wp, .op = op, .buf = colp, .tmp = tmpp, .bp = bp};
+    tt__parallel_for(cp.ngroups, cp.nt > 1 ? 1 : cp.ngroups, conv_forward_groups, &j);
     tt_release(col);
     tt_release(tmp);
     tt_release(xc);
@@ -326,6 +251,46 @@ static void add_row_sums(tt_dtype dt, double *acc, const char *t, int64_t CO, in
             for (; l < ld; l++) s[l % 8] += r[l];
         }
         acc[o] += ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    }
+}
+
+// tt__backward_conv2d's image groups [gr0, gr1) (see there).
+static void conv_backward_groups(void *ctx, int64_t gr0, int64_t gr1) {
+    const conv_job *j = ctx;
+    const chunk_plan *cp = j->cp;
+    tt_dtype dt = j->dt;
+    size_t es = j->es;
+    int64_t N = j->N, C = j->C, HW = j->HW, CO = j->CO, G = j->G, COG = j->COG, K = j->K;
+    int64_t L = j->L, PI = j->PI;
+    for (int64_t gr = gr0; gr < gr1; gr++) {
+        int t = thread_num(cp);
+        int64_t end = (gr + 1) * GROUP_IMAGES < N ? (gr + 1) * GROUP_IMAGES : N;
+        char *acc = gr == 0 ? j->dwp : j->pp + (size_t)((gr - 1) * j->WN) * es;  // (CO, K)
+        char *tb = j->buf + (size_t)(t * cp->nb * PI) * es;     // (G, K, ld)
+        char *tg = j->tmp + (size_t)(t * cp->nb * CO * L) * es;  // (CO, ld)
+        double *dba = j->dbp ? j->dbp + gr * CO : NULL;          // (CO,)
+        for (int64_t o = 0; dba && o < CO; o++) dba[o] = 0;
+        for (int64_t n0 = gr * GROUP_IMAGES; n0 < end; n0 += cp->nb) {
+            int64_t nn = end - n0 < cp->nb ? end - n0 : cp->nb, ld = nn * L;
+            tt__conv_nchw_to_batch(dt, tg, j->gp + (size_t)(n0 * CO * L) * es, nn, CO, L, j->inner);
+            if (dba) add_row_sums(dt, dba, tg, CO, ld);
+            if (j->dwp) {
+                tt__conv_batch_im2col(dt, tb, j->xp + (size_t)(n0 * C * HW) * es, nn, G, j->g,
+                                      j->inner);
+                for (int64_t gi = 0; gi < G; gi++)
+                    gemm(dt, COG, K, ld, tg + (size_t)(gi * COG * ld) * es, ld, 1,
+                         tb + (size_t)(gi * K * ld) * es, 1, ld,
+                         acc + (size_t)(gi * COG * K) * es, n0 > gr * GROUP_IMAGES);
+            }
+            if (j->dxp) {
+                for (int64_t gi = 0; gi < G; gi++)
+                    gemm(dt, K, ld, COG, j->wp + (size_t)(gi * COG * K) * es, 1, K,
+                         tg + (size_t)(gi * COG * ld) * es, ld, 1,
+                         tb + (size_t)(gi * K * ld) * es, false);
+                tt__conv_batch_col2im(dt, j->dxp + (size_t)(n0 * C * HW) * es, tb, nn, G, j->g,
+                                      j->inner);
+            }
+        }
     }
 }
 
@@ -369,35 +334,11 @@ void tt__backward_conv2d(tt_node *nd) {
         char *xp = xc ? tt_data(xc) : NULL;
         char *wp = wc ? tt_data(wc) : NULL, *dxp = dx ? tt_data(dx) : NULL;
         char *dwp = dw ? tt_data(dw) : NULL, *pp = part ? tt_data(part) : NULL;
-    TT_PARALLEL_FOR_N(cp.nt)
-        for (int64_t gr = 0; gr < cp.ngroups; gr++) {
-            int t = thread_num();
-            int64_t end = (gr + 1) * GROUP_IMAGES < N ? (gr + 1) * GROUP_IMAGES : N;
-            char *acc = gr == 0 ? dwp : pp + (size_t)((gr - 1) * WN) * es;  // (CO, K)
-            char *tb = bufp + (size_t)(t * cp.nb * PI) * es;      // (G, K, ld)
-            char *tg = gtp + (size_t)(t * cp.nb * CO * L) * es;   // (CO, ld)
-            double *dba = dbp ? dbp + gr * CO : NULL;               // (CO,)
-            for (int64_t o = 0; dba && o < CO; o++) dba[o] = 0;
-            for (int64_t n0 = gr * GROUP_IMAGES; n0 < end; n0 += cp.nb) {
-                int64_t nn = end - n0 < cp.nb ? end - n0 : cp.nb, ld = nn * L;
-                nchw_to_batch(dt, tg, gp + (size_t)(n0 * CO * L) * es, nn, CO, L, inner);
-                if (dba) add_row_sums(dt, dba, tg, CO, ld);
-                if (dw) {
-                    batch_im2col(dt, tb, xp + (size_t)(n0 * C * HW) * es, nn, G, &g, inner);
-                    for (int64_t gi = 0; gi < G; gi++)
-                        gemm(dt, COG, K, ld, tg + (size_t)(gi * COG * ld) * es, ld, 1,
-                             tb + (size_t)(gi * K * ld) * es, 1, ld,
-                             acc + (size_t)(gi * COG * K) * es, n0 > gr * GROUP_IMAGES);
-                }
-                if (dx) {
-                    for (int64_t gi = 0; gi < G; gi++)
-                        gemm(dt, K, ld, COG, wp + (size_t)(gi * COG * K) * es, 1, K,
-                             tg + (size_t)(gi * COG * ld) * es, ld, 1,
-                             tb + (size_t)(gi * K * ld) * es, false);
-                    batch_col2im(dt, dxp + (size_t)(n0 * C * HW) * es, tb, nn, G, &g, inner);
-                }
-            }
-        }
+        conv_job j = {.dt = dt, .es = es, .N = N, .C = C, .HW = HW, .CO = CO, .G = G,
+                      .COG = COG, .K = K, .L = L, .PI = PI, .WN = WN, .g = &g, .cp = &cp,
+                      .inner = inner, .xp = xp, .wp = wp, .gp = gp, .dxp = dxp, .dwp = dwp,
+                      .pp = pp, .buf = bufp, .tmp = gtp, .dbp = dbp};
+        tt__parallel_for(cp.ngroups, cp.nt > 1 ? 1 : cp.ngroups, conv_backward_groups, &j);
         for (int64_t gr = 1; dw && gr < cp.ngroups; gr++)  // dw += the partials, in order
             for (int64_t i = 0; i < WN; i++) {
                 if (dt == TT_F32)
@@ -588,18 +529,18 @@ tt_tensor *tt_conv_transpose2d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias,
     // Chunks of images as tt_conv2d's backward: xt (C, nb HW) = the chunk of x gathered,
     // col[group] (K, nb HW) = w[group]^T (K, CG) @ xt[group] (CG, nb HW), then col2im of each
     // image's columns. Bits independent of the thread count and of the batch size.
-    int64_t nb = chunk_images(N, GKHW, es);
+    int64_t nb = tt__conv_chunk_images(N, GKHW, es);
     tt_tensor *col = tt__new(x->dtype, 2, (int64_t[]){G * K, nb * HW});  // (G, K, nb HW)
     tt_tensor *xt = tt__new(x->dtype, 2, (int64_t[]){C, nb * HW});       // (G, CG, nb HW)
     char *xp = tt_data(xc), *wp = tt_data(wc), *op = tt_data(out), *cp = tt_data(col);
     char *tp = tt_data(xt);
     for (int64_t n0 = 0; n0 < N; n0 += nb) {
         int64_t nn = N - n0 < nb ? N - n0 : nb, ld = nn * HW;
-        nchw_to_batch(x->dtype, tp, xp + (size_t)(n0 * C * HW) * es, nn, C, HW, true);
+        tt__conv_nchw_to_batch(x->dtype, tp, xp + (size_t)(n0 * C * HW) * es, nn, C, HW, true);
         for (int64_t gi = 0; gi < G; gi++)
             gemm(x->dtype, K, ld, CG, wp + (size_t)(gi * CG * K) * es, 1, K,
                  tp + (size_t)(gi * CG * ld) * es, ld, 1, cp + (size_t)(gi * K * ld) * es, false);
-        batch_col2im(x->dtype, op + (size_t)(n0 * CO * L) * es, cp, nn, G, &g, true);
+        tt__conv_batch_col2im(x->dtype, op + (size_t)(n0 * CO * L) * es, cp, nn, G, &g, true);
     }
     tt_release(xt);
     if (bias) {
@@ -644,7 +585,7 @@ void tt__backward_conv_transpose2d(tt_node *nd) {
     char *gp = tt_data(gc);
     bool need_dx = x->requires_grad, need_dw = w->requires_grad;
     if (need_dx || need_dw) {
-        int64_t nb = chunk_images(N, G * K * HW, es);
+        int64_t nb = tt__conv_chunk_images(N, G * K * HW, es);
         tt_tensor *col = tt__new(dt, 2, (int64_t[]){G * K, nb * HW});  // (G, K, nb HW)
         tt_tensor *t = tt__new(dt, 2, (int64_t[]){C, nb * HW});        // (G, CG, nb HW)
         tt_tensor *wc = need_dx ? tt__contiguous_ref(w) : NULL;
@@ -654,10 +595,10 @@ void tt__backward_conv_transpose2d(tt_node *nd) {
         char *cp = tt_data(col), *tp = tt_data(t);
         for (int64_t n0 = 0; n0 < N; n0 += nb) {
             int64_t nn = N - n0 < nb ? N - n0 : nb, ld = nn * HW;
-            batch_im2col(dt, cp, gp + (size_t)(n0 * CO * L) * es, nn, G, &g, true);
+            tt__conv_batch_im2col(dt, cp, gp + (size_t)(n0 * CO * L) * es, nn, G, &g, true);
             if (dw) {
-                nchw_to_batch(dt, tp, (char *)tt_data(xc) + (size_t)(n0 * C * HW) * es, nn, C,
-                              HW, true);
+                tt__conv_nchw_to_batch(dt, tp, (char *)tt_data(xc) + (size_t)(n0 * C * HW) * es,
+                                       nn, C, HW, true);
                 for (int64_t gi = 0; gi < G; gi++)
                     gemm(dt, CG, K, ld, tp + (size_t)(gi * CG * ld) * es, ld, 1,
                          cp + (size_t)(gi * K * ld) * es, 1, ld,
@@ -668,8 +609,8 @@ void tt__backward_conv_transpose2d(tt_node *nd) {
                     gemm(dt, CG, ld, K, (char *)tt_data(wc) + (size_t)(gi * CG * K) * es, K, 1,
                          cp + (size_t)(gi * K * ld) * es, ld, 1, tp + (size_t)(gi * CG * ld) * es,
                          false);
-                batch_to_nchw(dt, (char *)tt_data(dx) + (size_t)(n0 * C * HW) * es, tp, NULL,
-                              nn, C, HW, true);
+                tt__conv_batch_to_nchw(dt, (char *)tt_data(dx) + (size_t)(n0 * C * HW) * es, tp,
+                                       NULL, nn, C, HW, true);
             }
         }
         tt_release(col);

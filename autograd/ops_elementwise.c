@@ -61,6 +61,25 @@ static void emap_run(const emap *m, char *const *p, const int64_t *st, int64_t n
     }
 }
 
+// A long run for the thread pool: chunks_of_run runs its CHUNK-sized pieces [c0, c1).
+typedef struct run_job {
+    const emap *m;
+    int nops;
+    char *const *p;
+    const int64_t *st;
+    int64_t n, es;
+} run_job;
+
+static void chunks_of_run(void *ctx, int64_t c0, int64_t c1) {
+    const run_job *j = ctx;
+    for (int64_t c = c0; c < c1; c++) {
+        int64_t i0 = c * CHUNK, len = j->n - i0 < CHUNK ? j->n - i0 : CHUNK;
+        char *q[TT_ITER_MAX] = {0};
+        for (int k = 0; k < j->nops; k++) q[k] = j->p[k] + i0 * j->st[k] * j->es;
+        emap_run(j->m, q, j->st, len);
+    }
+}
+
 // A run, split into CHUNK-sized pieces processed in parallel when it is long.
 static void emap_run_par(const emap *m, int nops, char *const *p, const int64_t *st,
                          int64_t n) {
@@ -69,16 +88,8 @@ static void emap_run_par(const emap *m, int nops, char *const *p, const int64_t 
         emap_run(m, p, st, n);
         return;
     }
-    int64_t es = (int64_t)tt_dtype_size(m->dt);
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static)
-#endif
-    for (int64_t c = 0; c < nchunks; c++) {
-        int64_t i0 = c * CHUNK, len = n - i0 < CHUNK ? n - i0 : CHUNK;
-        char *q[TT_ITER_MAX] = {0};
-        for (int k = 0; k < nops; k++) q[k] = p[k] + i0 * st[k] * es;
-        emap_run(m, q, st, len);
-    }
+    run_job j = {m, nops, p, st, n, (int64_t)tt_dtype_size(m->dt)};
+    tt__parallel_for(nchunks, 1, chunks_of_run, &j);
 }
 
 static char *elem_ptr(const tt_tensor *t, int64_t off) {

@@ -248,6 +248,28 @@ static void accum_run_f64(double *dst, int64_t ds, const double *src, int64_t ss
 // count).
 #define ACCUM_PAR_MIN ((int64_t)1 << 18)
 
+// out += g over contiguous same-shape f32/f64 data of n elements, for the thread pool:
+// accum_chunks adds the ACCUM_PAR_MIN-element chunks [c0, c1).
+typedef struct accum_job {
+    char *o;
+    const char *s;
+    tt_dtype dt;
+    int64_t n;
+} accum_job;
+
+static void accum_chunks(void *ctx, int64_t c0, int64_t c1) {
+    const accum_job *j = ctx;
+    int64_t es = (int64_t)tt_dtype_size(j->dt);
+    for (int64_t c = c0; c < c1; c++) {
+        int64_t i0 = c * ACCUM_PAR_MIN, len = j->n - i0 < ACCUM_PAR_MIN ? j->n - i0 : ACCUM_PAR_MIN;
+        if (j->dt == TT_F32)
+            accum_run_f32((float *)(j->o + i0 * es), 1, (const float *)(j->s + i0 * es), 1, len);
+        else
+            accum_run_f64((double *)(j->o + i0 * es), 1, (const double *)(j->s + i0 * es), 1,
+                          len);
+    }
+}
+
 // out (shape broadcastable to g's) += g, summing over the broadcast dims.
 static void accum_into(tt_tensor *out, tt_tensor *g) {
     tt__check_same_dtype(out, g, __func__);
@@ -255,19 +277,8 @@ static void accum_into(tt_tensor *out, tt_tensor *g) {
     if (n >= ACCUM_PAR_MIN && tt_same_shape(out, g) && tt_is_contiguous(out) &&
         tt_is_contiguous(g)) {
         int64_t nchunks = (n + ACCUM_PAR_MIN - 1) / ACCUM_PAR_MIN;
-        size_t es = tt_dtype_size(g->dtype);
-        char *o = tt_data(out);
-        const char *s = tt_data(g);
-        TT_PARALLEL_FOR(tt__kernel_threads() > 1)
-        for (int64_t c = 0; c < nchunks; c++) {
-            int64_t i0 = c * ACCUM_PAR_MIN, len = n - i0 < ACCUM_PAR_MIN ? n - i0 : ACCUM_PAR_MIN;
-            if (out->dtype == TT_F32)
-                accum_run_f32((float *)(o + i0 * (int64_t)es), 1,
-                              (const float *)(s + i0 * (int64_t)es), 1, len);
-            else
-                accum_run_f64((double *)(o + i0 * (int64_t)es), 1,
-                              (const double *)(s + i0 * (int64_t)es), 1, len);
-        }
+        accum_job j = {tt_data(out), tt_data(g), out->dtype, n};
+        tt__parallel_for(nchunks, 1, accum_chunks, &j);
         return;
     }
     int64_t ost[TT_MAX_DIMS];

@@ -4,7 +4,7 @@
 // (bf16 block products). Prints `bench attention ...` lines; never part of `make test`, never
 // an assertion.
 //
-//   bench_attention                  every figure at B=4 NH=6 T=256 HS=64, the threads OpenMP picks
+//   bench_attention                  every figure at B=4 NH=6 T=256 HS=64, default threads
 //   bench_attention B NH T HS [REPS] one size
 //   bench_attention bf16 B NH T HS [REPS]   only bf16 autocast without a mask, the forward and
 //                                    the backward timed apart (for profiling that case alone)

@@ -19,9 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "tinytorch.h"
 #include "bench_util.h"
@@ -72,9 +69,7 @@ int main(int argc, char **argv) {
     long long bucket = argc > 5 ? atoll(argv[5]) : (long long)TT_DIST_BUCKET;
     if (bucket < 1 || bucket > INT32_MAX) fail("the bucket size must be in 1 .. 2^31 - 1");
     tt_dist_set_bucket_size((size_t)bucket);
-#ifdef _OPENMP
-    omp_set_num_threads(threads);
-#endif
+    tt_set_num_threads(threads);
     int rank = tt_dist_rank(), ranks = tt_dist_world_size();
 
     tt_rng rng;

@@ -15,9 +15,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "tinytorch.h"
 #include "bench_util.h"
@@ -158,11 +155,7 @@ int main(int argc, char **argv) {
     }
     int threads = 1;
     int targ = train ? 3 : 2;
-#ifdef _OPENMP
-    if (argc > targ) omp_set_num_threads(atoi(argv[targ]));
-    threads = omp_get_max_threads();
-#else
-    (void)targ;
-#endif
+    if (argc > targ) tt_set_num_threads(atoi(argv[targ]));
+    threads = tt_get_num_threads();
     return train ? bench_train(B, threads) : bench_sample(threads);
 }

@@ -6,9 +6,6 @@
 //   bench_lenet [threads] [epochs]   median ms per epoch over the epochs (default 1), images/s
 #include <stdio.h>
 #include <stdlib.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "tinytorch.h"
 #include "models/lenet/lenet.h"
@@ -39,10 +36,8 @@ static double train(tt_lenet *m, tt_trainer *tr, tt_tensor *x, tt_tensor *y, tt_
 
 int main(int argc, char **argv) {
     int threads = 1, epochs = argc > 2 ? atoi(argv[2]) : 1;
-#ifdef _OPENMP
-    if (argc > 1) omp_set_num_threads(atoi(argv[1]));
-    threads = omp_get_max_threads();
-#endif
+    if (argc > 1) tt_set_num_threads(atoi(argv[1]));
+    threads = tt_get_num_threads();
     if (epochs < 1 || epochs > 100) {
         fprintf(stderr, "usage: bench_lenet [threads] [epochs 1..100]\n");
         return 2;

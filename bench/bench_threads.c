@@ -1,9 +1,10 @@
-// Thread count and OpenMP wait policy under contention: runs `bench_train train baby N` as a
-// child process for 1 and 2 threads, for each wait policy of idle workers, with the cores
-// free and with a busy process pinned to one core, and prints each median step time.
-// Never part of `make test`.
+// Threads under contention: runs `bench_train train baby N` as a child process on 1 and 2
+// threads, with the cores idle and with a busy process pinned to the last core, RUNS times
+// each (alternating), and prints each median step time and the 2-thread / 1-thread ratio.
+// Given a second bench_train (e.g. one built from an older commit), runs it alongside, as
+// "old". Never part of `make test`.
 //
-//   bench_threads BENCH_TRAIN    BENCH_TRAIN: the path of the bench_train binary
+//   bench_threads BENCH_TRAIN [OLD_BENCH_TRAIN]
 #define _GNU_SOURCE  // sched_setaffinity, CPU_SET
 #include <sched.h>
 #include <signal.h>
@@ -13,20 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tinytorch.h"
-
-typedef struct policy {
-    const char *name;
-    const char *wait_policy;  // OMP_WAIT_POLICY, or NULL for unset
-    const char *spincount;    // GOMP_SPINCOUNT, or NULL for unset
-} policy;
-
-static const policy policies[] = {
-    {"libgomp-default", NULL, NULL},  // 300,000 spins (~3 ms), then sleep
-    {"passive", "passive", NULL},     // sleep at once
-    {"spin-1000", NULL, "1000"},      // ~10 us
-    {"spin-10000", NULL, "10000"},    // ~100 us
-};
+#define RUNS 3
 
 // A process that keeps the last CPU busy until it is killed.
 static pid_t start_busy(void) {
@@ -41,8 +29,8 @@ static pid_t start_busy(void) {
     for (;;) spin = spin + 1;
 }
 
-// Runs bench_train with the policy's environment; returns its median ms per step, or -1.
-static double run_step(const char *bench_train, int threads, const policy *p) {
+// Runs bench_train on the given thread count; returns its median ms per step, or -1.
+static double run_step(const char *bench_train, int threads) {
     int fd[2];
     if (pipe(fd) != 0) return -1;
     pid_t pid = fork();
@@ -53,8 +41,7 @@ static double run_step(const char *bench_train, int threads, const policy *p) {
         unsetenv("OMP_WAIT_POLICY");
         unsetenv("GOMP_SPINCOUNT");
         unsetenv("OMP_NUM_THREADS");
-        if (p->wait_policy) setenv("OMP_WAIT_POLICY", p->wait_policy, 1);
-        if (p->spincount) setenv("GOMP_SPINCOUNT", p->spincount, 1);
+        unsetenv("TT_NUM_THREADS");
         char nt[16];
         snprintf(nt, sizeof nt, "%d", threads);
         execl(bench_train, bench_train, "train", "baby", nt, (char *)NULL);
@@ -74,24 +61,38 @@ static double run_step(const char *bench_train, int threads, const policy *p) {
     return atof(ms + strlen("ms_per_step="));
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: bench_threads PATH/bench_train\n");
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: bench_threads PATH/bench_train [PATH/old_bench_train]\n");
         return 2;
     }
+    const char *bins[2] = {argv[1], argc == 3 ? argv[2] : NULL};
+    const char *names[2] = {"new", "old"};
     int fail = 0;
     for (int busy = 0; busy <= 1; busy++) {
         pid_t hog = busy ? start_busy() : 0;
         if (hog < 0) return 1;
-        for (int threads = 1; threads <= 2; threads++)
-            for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++) {
-                double ms = run_step(argv[1], threads, &policies[i]);
-                if (ms < 0) fail = 1;
-                printf("bench threads config=baby load=%s threads=%d wait=%s "
-                       "ms_per_step=%.2f\n",
-                       busy ? "busy-core" : "none", threads, policies[i].name, ms);
-                fflush(stdout);
+        double ms[2][2][RUNS];  // [binary][threads - 1][run]
+        for (int r = 0; r < RUNS; r++)  // alternating: binaries and counts see the same load
+            for (int b = 0; b < 2; b++)
+                for (int t = 1; t <= 2 && bins[b]; t++) ms[b][t - 1][r] = run_step(bins[b], t);
+        for (int b = 0; b < 2 && bins[b]; b++) {
+            double med[2];
+            for (int t = 0; t < 2; t++) {
+                qsort(ms[b][t], RUNS, sizeof(double), cmp_double);
+                med[t] = ms[b][t][RUNS / 2];
+                if (ms[b][t][0] < 0) fail = 1;
             }
+            printf("bench threads config=baby load=%s build=%s ms_1thread=%.2f ms_2threads=%.2f "
+                   "ratio_2_over_1=%.2f runs=%d\n", busy ? "busy-core" : "idle", names[b],
+                   med[0], med[1], med[1] / med[0], RUNS);
+            fflush(stdout);
+        }
         if (hog > 0) {
             kill(hog, SIGKILL);
             waitpid(hog, NULL, 0);

@@ -16,9 +16,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "tinytorch.h"
 #include "bench_util.h"
@@ -196,13 +193,9 @@ int main(int argc, char **argv) {
     tt_precision precision = TT_PRECISION_F32;
     for (int i = 3; i < argc; i++) {
         if (tt_precision_parse(argv[i], &precision)) continue;
-#ifdef _OPENMP
-        omp_set_num_threads(atoi(argv[i]));
-#endif
+        tt_set_num_threads(atoi(argv[i]));
     }
-#ifdef _OPENMP
-    threads = omp_get_max_threads();
-#endif
+    threads = tt_get_num_threads();
     if (strcmp(argv[1], "train") == 0) return bench_train(bc, threads, precision);
     if (strcmp(argv[1], "profile") == 0) return bench_profile(bc, threads);
     return bench_sample(bc, threads);

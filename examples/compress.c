@@ -18,10 +18,6 @@
 #include <string.h>
 #include <time.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 static struct {
     const char *ckpt, *data;
     int64_t iters, ft_iters, layers, heads, embd, block, batch, eval_iters, tokens, seed, threads;
@@ -230,9 +226,7 @@ static void clone(tt_gpt *m, const tt_checkpoint *ck) {
 
 int main(int argc, char **argv) {
     parse(argc, argv);
-#ifdef _OPENMP
-    if (opt.threads > 0) omp_set_num_threads((int)opt.threads);
-#endif
+    if (opt.threads > 0) tt_set_num_threads((int)opt.threads);
     tt_gpt gpt;
     tt_text_dataset ds;
     tt_checkpoint ck;
@@ -279,11 +273,7 @@ int main(int argc, char **argv) {
            (long long)c->n_embd, (long long)c->block_size, (long long)c->vocab_size,
            opt.ckpt ? opt.ckpt : "trained here", (long long)opt.seed, (long long)opt.ft_iters,
            opt.ft_lr, (long long)opt.batch, (long long)opt.eval_iters, (long long)opt.tokens,
-#ifdef _OPENMP
-           omp_get_max_threads()
-#else
-           1
-#endif
+           tt_get_num_threads()
     );
     printf("%-12s %8s %8s %8s %9s %9s %9s %9s %8s %8s\n", "model", "params", "nonzero",
            "sparsity", "MFLOP/tok", "nz_MFLOP", "size_KB", "matmul_KB", "val_loss", "tok/s");

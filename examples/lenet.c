@@ -12,9 +12,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "tinytorch.h"
 #include "models/lenet/lenet.h"
@@ -289,9 +286,7 @@ int main(int argc, char **argv) {
     tt_set_oom_hook(on_oom, NULL);
     flags f;
     parse(argc, argv, &f);
-#ifdef _OPENMP
-    if (f.threads) omp_set_num_threads((int)f.threads);
-#endif
+    if (f.threads) tt_set_num_threads((int)f.threads);
     if (f.eval) {
         eval_checkpoint(&f);
         return 0;

@@ -9,9 +9,9 @@
 #include "../tensor/tensor_ext.h"
 
 // n: elements of one parameter. SGD and the clipping norm cut long tensors into chunks that
-// threads process independently; Adam and AdamW cut all the parameters' elements into one
-// range per thread (adam_update_all). Every element is computed the same way, so results do
-// not depend on the thread count.
+// threads process independently; Adam and AdamW cut all the parameters' elements into ranges
+// of at least CHUNK elements (adam_update_all). Every element is computed the same way, so
+// results do not depend on the thread count.
 #define CHUNK (1 << 16)
 
 // ---- configuration ----
@@ -312,15 +312,29 @@ static void *at(const tt_tensor *t, int64_t i) {
     return t ? (char *)tt_data(t) + i * (int64_t)tt_dtype_size(t->dtype) : NULL;
 }
 
-static void sgd_update(tt_tensor *p, tt_tensor *buf, const tt_tensor *g, const sgd_args *a) {
-    int64_t n = tt_numel(p), nchunks = (n + CHUNK - 1) / CHUNK;
-    bool f32 = p->dtype == TT_F32;
-    TT_PARALLEL_FOR(nchunks > 1)
-    for (int64_t c = 0; c < nchunks; c++) {
+// sgd_update's arguments; sgd_chunks updates its CHUNK-element chunks [c0, c1).
+typedef struct sgd_job {
+    tt_tensor *p, *buf;
+    const tt_tensor *g;
+    const sgd_args *a;
+} sgd_job;
+
+static void sgd_chunks(void *ctx, int64_t c0, int64_t c1) {
+    const sgd_job *j = ctx;
+    int64_t n = tt_numel(j->p);
+    for (int64_t c = c0; c < c1; c++) {
         int64_t i0 = c * CHUNK, len = n - i0 < CHUNK ? n - i0 : CHUNK;
-        if (f32) sgd_f32(at(p, i0), at(buf, i0), at(g, i0), len, a);
-        else sgd_f64(at(p, i0), at(buf, i0), at(g, i0), len, a);
+        if (j->p->dtype == TT_F32)
+            sgd_f32(at(j->p, i0), at(j->buf, i0), at(j->g, i0), len, j->a);
+        else
+            sgd_f64(at(j->p, i0), at(j->buf, i0), at(j->g, i0), len, j->a);
     }
+}
+
+static void sgd_update(tt_tensor *p, tt_tensor *buf, const tt_tensor *g, const sgd_args *a) {
+    int64_t nchunks = (tt_numel(p) + CHUNK - 1) / CHUNK;
+    sgd_job j = {p, buf, g, a};
+    tt__parallel_for(nchunks, 1, sgd_chunks, &j);
 }
 
 // One parameter's share of an Adam step: its tensors and its bias-corrected arguments.
@@ -331,15 +345,18 @@ typedef struct adam_seg {
     int64_t start;  // index of its first element in the concatenation of every segment
 } adam_seg;
 
-// Every segment in one parallel pass: the concatenated elements are cut into one contiguous
-// range per thread (the small tensors no longer run one by one on the calling thread, and the
-// threads get equal shares). Each element is updated by the same adam_f32/adam_f64 formula
-// whichever range it falls in, so results do not depend on the thread count.
-static void adam_update_all(const adam_seg *seg, int nseg, int64_t total) {
-    int nt = total >= 2 * CHUNK ? tt__kernel_threads() : 1;
-    TT_PARALLEL_FOR_N(nt)
-    for (int t = 0; t < nt; t++) {
-        int64_t lo = total * t / nt, hi = total * (t + 1) / nt;
+// The segments of an Adam step, for the thread pool.
+typedef struct adam_job {
+    const adam_seg *seg;
+    int nseg;
+} adam_job;
+
+// Elements [lo, hi) of the concatenation of every segment.
+static void adam_range(void *ctx, int64_t lo, int64_t hi) {
+    const adam_job *j = ctx;
+    const adam_seg *seg = j->seg;
+    int nseg = j->nseg;
+    {
         for (int s = 0; s < nseg; s++) {
             const adam_seg *q = &seg[s];
             int64_t n = tt_numel(q->p), a = q->start, b = q->start + n;
@@ -353,6 +370,16 @@ static void adam_update_all(const adam_seg *seg, int nseg, int64_t total) {
                          &q->a);
         }
     }
+}
+
+// Every segment in one parallel pass: the concatenated elements are cut into ranges of at
+// least CHUNK elements that the threads claim (the small tensors no longer run one by one on
+// the calling thread). Each element is updated by the same adam_f32/adam_f64 formula whichever
+// range it falls in, so results do not depend on the thread count.
+static void adam_update_all(const adam_seg *seg, int nseg, int64_t total) {
+    adam_job j = {seg, nseg};
+    tt__parallel_for(total, total >= 2 * CHUNK ? CHUNK : (total > 0 ? total : 1), adam_range,
+                     &j);
 }
 
 // ---- step ----
@@ -442,16 +469,28 @@ static double sumsq_f64(const double *x, int64_t n) {
     return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
+// sumsq's arguments; sumsq_chunks writes part[c], the sum of chunk c, for c in [c0, c1).
+typedef struct sumsq_job {
+    const tt_tensor *g;
+    double *part;
+} sumsq_job;
+
+static void sumsq_chunks(void *ctx, int64_t c0, int64_t c1) {
+    const sumsq_job *j = ctx;
+    int64_t n = tt_numel(j->g);
+    for (int64_t c = c0; c < c1; c++) {
+        int64_t i0 = c * CHUNK, len = n - i0 < CHUNK ? n - i0 : CHUNK;
+        j->part[c] = j->g->dtype == TT_F32 ? sumsq_f32(at(j->g, i0), len)
+                                            : sumsq_f64(at(j->g, i0), len);
+    }
+}
+
 static double sumsq(const tt_tensor *g) {
     int64_t n = tt_numel(g), nchunks = (n + CHUNK - 1) / CHUNK;
     if (nchunks == 0) return 0;
     double one, *part = nchunks > 1 ? TT_MALLOC((size_t)nchunks * sizeof *part) : &one;
-    bool f32 = g->dtype == TT_F32;
-    TT_PARALLEL_FOR(nchunks > 1)
-    for (int64_t c = 0; c < nchunks; c++) {
-        int64_t i0 = c * CHUNK, len = n - i0 < CHUNK ? n - i0 : CHUNK;
-        part[c] = f32 ? sumsq_f32(at(g, i0), len) : sumsq_f64(at(g, i0), len);
-    }
+    sumsq_job j = {g, part};
+    tt__parallel_for(nchunks, 1, sumsq_chunks, &j);
     double s = 0;
     for (int64_t c = 0; c < nchunks; c++) s += part[c];
     if (part != &one) tt_free(part);

@@ -118,6 +118,27 @@ static void copy_runs(tt__iter *it, char *d, tt_dtype dt, const char *s, tt_dtyp
 // conversions; any other pair goes through double (tt__load / tt__store). A large copy into a
 // contiguous dst splits dst's first dim between threads (each element is written once, so
 // the result is the same for any thread count).
+typedef struct copy_job {
+    tt_tensor *dst;
+    const tt_tensor *src;
+    const int64_t *sst;  // src's strides broadcast to dst's shape
+    char *d;
+    const char *s;
+} copy_job;
+
+// dst[i] = src[i] (shape[1:]) for i in [i0, i1), for the thread pool.
+static void copy_slices(void *ctx, int64_t i0, int64_t i1) {
+    const copy_job *j = ctx;
+    const tt_tensor *dst = j->dst, *src = j->src;
+    const int64_t *strides[2] = {dst->stride + 1, j->sst + 1};
+    for (int64_t i = i0; i < i1; i++) {
+        int64_t offs[2] = {dst->offset + i * dst->stride[0], src->offset + i * j->sst[0]};
+        tt__iter it;
+        if (tt__iter_init(&it, dst->ndim - 1, dst->shape + 1, 2, strides, offs))
+            copy_runs(&it, j->d, dst->dtype, j->s, src->dtype);
+    }
+}
+
 void tt_copy_(tt_tensor *dst, const tt_tensor *src) {
     TT_CHECK(dst && src, "dst or src is NULL");
     bool fits = src->ndim <= dst->ndim;
@@ -134,14 +155,8 @@ void tt_copy_(tt_tensor *dst, const tt_tensor *src) {
     const char *s = tt__base(src);
     if (dst->ndim >= 2 && dst->shape[0] > 1 && tt_numel(dst) >= COPY_PAR_MIN &&
         tt_is_contiguous(dst) && tt__kernel_threads() > 1) {
-        const int64_t *strides[2] = {dst->stride + 1, sst + 1};
-        TT_PARALLEL_FOR(true)
-        for (int64_t i = 0; i < dst->shape[0]; i++) {  // dst[i] = src[i], (shape[1:])
-            int64_t offs[2] = {dst->offset + i * dst->stride[0], src->offset + i * sst[0]};
-            tt__iter it;
-            if (tt__iter_init(&it, dst->ndim - 1, dst->shape + 1, 2, strides, offs))
-                copy_runs(&it, d, dst->dtype, s, src->dtype);
-        }
+        copy_job j = {dst, src, sst, d, s};
+        tt__parallel_for(dst->shape[0], 1, copy_slices, &j);
         return;
     }
     const int64_t *strides[2] = {dst->stride, sst};

@@ -39,8 +39,8 @@
 // - Writes are not synchronized: an in-place op, tt_set, tt_copy_, an optimizer step or
 //   tt_zero_grad on a tensor another thread is using is a data race; order them yourself
 //   (join the backward threads, then step).
-// - Each calling thread starts its own OpenMP team in the parallel kernels; with several
-//   calling threads, tt_set_num_threads(1) in each keeps the cores from being oversubscribed.
+// - The parallel kernels share one thread pool: while one calling thread's kernel uses it,
+//   another thread's kernels run on that thread alone (the cores are never oversubscribed).
 #ifndef TT_TENSOR_H
 #define TT_TENSOR_H
 
@@ -279,17 +279,19 @@ void tt_set_print_options(int64_t threshold, int64_t edgeitems, int precision);
 
 // ---- threads ----
 
-// The parallel kernels (GEMM, attention, large elementwise ops, optimizer updates) use
-// OpenMP. The default count is OpenMP's: OMP_NUM_THREADS if set, else one per core. Results
-// are bitwise identical for every count (fixed partitions). A build with OMP=0 has 1 thread.
-void tt_set_num_threads(int n);  // n >= 1 (aborts otherwise); for kernels this thread calls
-int tt_get_num_threads(void);    // the count the next kernel called from this thread uses
+// The parallel kernels (GEMM, attention, large elementwise ops, optimizer updates) run on the
+// library's thread pool (tensor/threads.c). The default count is TT_NUM_THREADS if set, else
+// OMP_NUM_THREADS, else one per CPU this process may use. Results are bitwise identical for
+// every count: a kernel's loop is cut into chunks whose arithmetic never depends on the thread
+// that runs them.
+void tt_set_num_threads(int n);  // n >= 1 (aborts otherwise); for every kernel from now on
+int tt_get_num_threads(void);    // the count the next kernel uses
 
-// Idle OpenMP workers wait for the next parallel region by spinning first (libgomp: about
-// 3 ms), which is the fastest on idle cores. When another process keeps a core busy, the
-// 2-thread step slows down (measured by `make bench`, bench_threads: about 2x the idle step,
-// about 1.2x the 1-thread step); OMP_NUM_THREADS=1 or OMP_WAIT_POLICY=passive then help, but
-// passive costs the idle case about 1.9x, so the library keeps OpenMP's default policy.
+// The threads claim a loop's chunks from a shared counter, so a thread the OS leaves without
+// a core (another process on it) delays a loop by one chunk, not by its share; idle threads
+// spin about 50 us for the next loop, then sleep. `make bench` (bench_threads) measures the
+// step on 1 and 2 threads with a core idle and busy. A kernel called from inside a parallel
+// loop, or while another thread's kernel holds the pool, runs on its calling thread.
 
 // ---- counters (tests assert nothing leaks) ----
 

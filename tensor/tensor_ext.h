@@ -1,6 +1,6 @@
 // The tensor layer's interface for library code of the layers built on it (optim/, data/,
 // dist/, nn/, ...) beyond the public API: tensors made outside the scope rules, liveness
-// checks and shape strings for messages, the OpenMP loop helpers, the multi-ISA clone
+// checks and shape strings for messages, the thread pool's loops, the multi-ISA clone
 // attribute, crash-safe files. Not installed, not part of the public API; tensor/'s own
 // internals stay in tensor_internal.h.
 #ifndef TT_TENSOR_EXT_H
@@ -49,43 +49,8 @@ static inline void tt__check_live(const tt_tensor *t, const char *func) {
     if (__atomic_load_n(&t->refcount, __ATOMIC_RELAXED) == TT__FREED) tt__freed(t, func);
 }
 
-// ---- OpenMP ----
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-// TT_PARALLEL_FOR(cond) before a for loop: its iterations are split statically between the
-// threads when cond holds (the same partition every run); serial without OpenMP.
-// TT_PARALLEL_FOR_N(nt): the same on a team of nt threads, serial when nt is 1.
-#ifdef _OPENMP
-#define TT_PRAGMA_(x) _Pragma(#x)
-#define TT_PARALLEL_FOR(cond) TT_PRAGMA_(omp parallel for schedule(static) if (cond))
-#define TT_PARALLEL_FOR_N(nt) \
-    TT_PRAGMA_(omp parallel for schedule(static) num_threads(nt) if ((nt) > 1))
-#else
-#define TT_PARALLEL_FOR(cond)
-#define TT_PARALLEL_FOR_N(nt) (void)(nt);
-#endif
-
-// The threads a kernel may start: 1 inside a parallel region (no nested teams), else OpenMP's
-// count (1 without OpenMP).
-static inline int tt__kernel_threads(void) {
-#ifdef _OPENMP
-    return omp_in_parallel() ? 1 : omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
-// A barrier of the enclosing team of nt threads; nothing when nt is 1 or without OpenMP.
-static inline void tt__team_barrier(int nt) {
-#ifdef _OPENMP
-    if (nt > 1) {
-#pragma omp barrier
-    }
-#else
-    (void)nt;
-#endif
-}
+// ---- the thread pool: tt__parallel_for (parallel.h) ----
+#include "parallel.h"
 
 // ---- hot loops compiled for several ISAs: TT_CLONES (kernels/cpu.h) ----
 #include "kernels/cpu.h"

@@ -10,9 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "test_util.h"
 #include "tensor/kernels/attention.h"
@@ -299,7 +296,6 @@ END_TEST
 
 // Large enough to run on several threads; results bitwise the same on 1 and 2.
 START_TEST(test_threads_same_bits) {
-#ifdef _OPENMP
     tt_rng_seed(&rng, 60);
     tt_scope_begin();
     tt_tensor *q = tt_set_requires_grad(tt_uniform(&rng, TT_F32, TT_SHAPE(2, 4, 128, 64), -2, 2),
@@ -309,15 +305,14 @@ START_TEST(test_threads_same_bits) {
     tt_tensor *v = tt_set_requires_grad(tt_uniform(&rng, TT_F32, TT_SHAPE(2, 2, 128, 64), -1, 1),
                                         true);
     tt_tensor *dy = tt_uniform(&rng, TT_F32, TT_SHAPE(2, 4, 128, 64), -1, 1);
-    int prev = omp_get_max_threads();
-    omp_set_num_threads(1);
+    int prev = tt_get_num_threads();
+    tt_set_num_threads(1);
     run_out one = run(q, k, v, dy, true, 0.125, TT_PRECISION_BF16);
-    omp_set_num_threads(2);
+    tt_set_num_threads(2);
     run_out two = run(q, k, v, dy, true, 0.125, TT_PRECISION_BF16);
-    omp_set_num_threads(prev);
+    tt_set_num_threads(prev);
     ck_assert_msg(same_run(one, two), "bf16 attention depends on the thread count");
     tt_scope_end();
-#endif
 }
 END_TEST
 

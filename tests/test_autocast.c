@@ -6,9 +6,6 @@
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "test_util.h"
 #include "models/gpt/gpt.h"
@@ -274,17 +271,15 @@ static uint64_t gpt_autocast_hash(void) {
 START_TEST(test_gpt_same_bits) {
     uint64_t first = gpt_autocast_hash();
     ck_assert_msg(gpt_autocast_hash() == first, "two runs under autocast differ");
-#ifdef _OPENMP
-    int prev = omp_get_max_threads();
+    int prev = tt_get_num_threads();
     uint64_t by_threads[2];
     for (int t = 1; t <= 2; t++) {
-        omp_set_num_threads(t);
+        tt_set_num_threads(t);
         by_threads[t - 1] = gpt_autocast_hash();
     }
-    omp_set_num_threads(prev);
+    tt_set_num_threads(prev);
     ck_assert_msg(by_threads[0] == by_threads[1] && by_threads[0] == first,
                   "autocast results depend on the thread count");
-#endif
 }
 END_TEST
 

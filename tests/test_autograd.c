@@ -2,9 +2,6 @@
 // misuse aborts, and tt_gradcheck catching a wrong gradient.
 #include "test_util.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include <signal.h>
 
@@ -709,13 +706,9 @@ END_TEST
 // Gradients big enough for the parallel accumulation: x reaches the loss three ways, so its
 // gradient is a moved buffer plus two adds; every element is checked with 1 and 2 threads.
 START_TEST(test_large_gradient_accumulates) {
-#ifdef _OPENMP
-    int saved = omp_get_max_threads();
-#endif
+    int saved = tt_get_num_threads();
     for (int threads = 1; threads <= 2; threads++) {
-#ifdef _OPENMP
-        omp_set_num_threads(threads);
-#endif
+        tt_set_num_threads(threads);
         tt_scope_begin();
         tt_tensor *x = leaf(tt_ones(TT_F32, TT_SHAPE(512, 600)));
         tt_tensor *l = tt_add(tt_add(tt_sum_all(tt_mul_scalar(x, 2)),
@@ -728,9 +721,7 @@ START_TEST(test_large_gradient_accumulates) {
         ck_assert_int_eq(bad, 0);
         tt_scope_end();
     }
-#ifdef _OPENMP
-    omp_set_num_threads(saved);
-#endif
+    tt_set_num_threads(saved);
 }
 END_TEST
 

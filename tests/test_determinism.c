@@ -2,13 +2,10 @@
 // the live-tensor and live-byte counts return to their baseline after every step; the same seed
 // and thread count give bit-identical losses and parameter fingerprints; a run saved after N
 // steps and resumed from the file continues with the losses of the uninterrupted run bit for
-// bit; 1, 2 and 3 OpenMP threads give the same bits. Not a speed or accuracy test.
+// bit; 1, 2 and 3 threads give the same bits. Not a speed or accuracy test.
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "test_util.h"
 #include "models/gpt/gpt.h"
@@ -252,13 +249,12 @@ END_TEST
 // The kernels reduce in a fixed order whatever the thread count, so 1, 2 and 3 threads give
 // the same losses and parameters bit for bit.
 START_TEST(test_thread_count_same_bits) {
-#ifdef _OPENMP
     make_data();
-    int prev = omp_get_max_threads();
+    int prev = tt_get_num_threads();
     double base[STEPS], other[STEPS];
     uint64_t f_base = 0;
     for (int threads = 1; threads <= 3; threads++) {
-        omp_set_num_threads(threads);
+        tt_set_num_threads(threads);
         run r;
         run_init(&r, 5);
         train(&r, STEPS, threads == 1 ? base : other);
@@ -273,11 +269,8 @@ START_TEST(test_thread_count_same_bits) {
         assert_same_bits(base, other, STEPS, what);
         ck_assert_msg(f == f_base, "%s: parameter fingerprints differ", what);
     }
-    omp_set_num_threads(prev);
+    tt_set_num_threads(prev);
     remove_data();
-#else
-    printf("thread count: built without OpenMP, nothing to compare\n");
-#endif
 }
 END_TEST
 

@@ -8,9 +8,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "test_util.h"
 #include "tensor/kernels/cpu.h"
@@ -194,9 +191,7 @@ START_TEST(test_threads_bitwise) {
     tt_cpu_level path = paths[_i];
     if (path > tt_cpu_max_level()) return;
     tt_cpu_level prev = tt_cpu_set_level(path);
-#ifdef _OPENMP
-    int saved = omp_get_max_threads();
-#endif
+    int saved = tt_get_num_threads();
     static const int64_t big[][3] = {
         {300, 200, 100}, {13, 520, 200}, {18, 520, 200}, {36, 520, 200}, {12, 520, 201},
         {257, 96, 260},  {40, 64, 4200}, {30, 4200, 20},
@@ -221,9 +216,7 @@ START_TEST(test_threads_bitwise) {
             }
         }
     }
-#ifdef _OPENMP
-    omp_set_num_threads(saved);
-#endif
+    tt_set_num_threads(saved);
     tt_cpu_set_level(prev);
 }
 END_TEST
@@ -251,9 +244,7 @@ START_TEST(test_gemv_bitwise) {
     tt_cpu_level path = paths[_i];
     if (path > tt_cpu_max_level()) return;
     tt_cpu_level prev = tt_cpu_set_level(path);
-#ifdef _OPENMP
-    int saved = omp_get_max_threads();
-#endif
+    int saved = tt_get_num_threads();
     static const int64_t Ns[] = {1, 7, 8, 9, 17, 65, 1152};
     static const int64_t Ks[] = {1, 5, 8, 13, 255, 256, 257, 384, 1000};
     rng_state = 7;
@@ -287,9 +278,7 @@ START_TEST(test_gemv_bitwise) {
             free(y);
         }
     }
-#ifdef _OPENMP
-    omp_set_num_threads(saved);
-#endif
+    tt_set_num_threads(saved);
     tt_cpu_set_level(prev);
 }
 END_TEST
@@ -451,16 +440,12 @@ START_TEST(test_batched_stack) {
     tt_k_matrix mk = {.data = k, .rs = 1, .cs = HS, .bs = {NH * T * HS, T * HS}};
     tt_k_matrix m1 = {.data = att1, .rs = T, .cs = 1, .bs = {NH * T * T, T * T}};
     tt_k_matrix m2 = {.data = att2, .rs = T, .cs = 1, .bs = {NH * T * T, T * T}};
-#ifdef _OPENMP
-    int saved = omp_get_max_threads();
-#endif
+    int saved = tt_get_num_threads();
     tt_set_num_threads(1);
     tt_k_gemm_batched(TT_F32, 2, (int64_t[]){Bt, NH}, T, T, HS, &mq, &mk, &m1, false);
     tt_set_num_threads(2);
     tt_k_gemm_batched(TT_F32, 2, (int64_t[]){Bt, NH}, T, T, HS, &mq, &mk, &m2, false);
-#ifdef _OPENMP
-    omp_set_num_threads(saved);
-#endif
+    tt_set_num_threads(saved);
     ck_assert(memcmp(att1, att2, (size_t)(Bt * NH * T * T) * sizeof(float)) == 0);
     for (int64_t b = 0; b < Bt * NH; b++)
         for (int64_t i = 0; i < T; i++)
@@ -493,16 +478,12 @@ START_TEST(test_batched_reduce) {
     tt_k_matrix mb = {.data = b, .rs = N, .cs = 1, .bs = {K * N}};
     tt_k_matrix mc1 = {.data = c1, .rs = N, .cs = 1, .bs = {0}};
     tt_k_matrix mc2 = {.data = c2, .rs = N, .cs = 1, .bs = {0}};
-#ifdef _OPENMP
-    int saved = omp_get_max_threads();
-#endif
+    int saved = tt_get_num_threads();
     tt_set_num_threads(1);
     tt_k_gemm_batched(TT_F32, 1, (int64_t[]){nb}, M, N, K, &ma, &mb, &mc1, true);
     tt_set_num_threads(2);
     tt_k_gemm_batched(TT_F32, 1, (int64_t[]){nb}, M, N, K, &ma, &mb, &mc2, true);
-#ifdef _OPENMP
-    omp_set_num_threads(saved);
-#endif
+    tt_set_num_threads(saved);
     ck_assert(memcmp(c1, c2, (size_t)(M * N) * sizeof(float)) == 0);
     for (int64_t i = 0; i < M; i++)
         for (int64_t j = 0; j < N; j++) {

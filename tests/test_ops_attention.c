@@ -11,9 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "test_util.h"
 #include "tensor/kernels/attention.h"
@@ -230,29 +227,27 @@ END_TEST
 
 // ---- determinism ----
 
-#ifdef _OPENMP
 // Large enough to run on several threads (B NH T S HS >= 2^18); results are bitwise the same.
 START_TEST(test_threads_bitwise) {
     tt_dtype dt = _i == 0 ? TT_F32 : TT_F64;
-    int prev = omp_get_max_threads();
+    int prev = tt_get_num_threads();
     tt_scope_begin();
     tt_tensor *q = leaf(dt, 2, 4, 70, 16), *k = leaf(dt, 2, 2, 70, 16);
     tt_tensor *v = leaf(dt, 2, 2, 70, 16);
     tt_tensor *g = tt_uniform(&rng, dt, TT_SHAPE(2, 4, 70, 16), -1, 1);
     for (int causal = 0; causal < 2; causal++) {
-        omp_set_num_threads(1);
+        tt_set_num_threads(1);
         attn_run one = run(tt_scaled_dot_product_attention, q, k, v, NULL, causal, 0.25, g);
-        omp_set_num_threads(2);
+        tt_set_num_threads(2);
         attn_run two = run(tt_scaled_dot_product_attention, q, k, v, NULL, causal, 0.25, g);
         attn_run again = run(tt_scaled_dot_product_attention, q, k, v, NULL, causal, 0.25, g);
         assert_runs_bitwise(one, two, "1 vs 2 threads");
         assert_runs_bitwise(two, again, "run to run");
     }
     tt_scope_end();
-    omp_set_num_threads(prev);
+    tt_set_num_threads(prev);
 }
 END_TEST
-#endif
 
 // ---- layouts ----
 
@@ -636,10 +631,9 @@ START_TEST(test_mask_kv_cache_rows) {
 }
 END_TEST
 
-#ifdef _OPENMP
 // With masks the results are still bitwise the same for 1 and 2 threads (dmask included).
 START_TEST(test_mask_threads_bitwise) {
-    int prev = omp_get_max_threads();
+    int prev = tt_get_num_threads();
     tt_scope_begin();
     tt_tensor *q = leaf(TT_F32, 2, 4, 70, 16), *k = leaf(TT_F32, 2, 2, 70, 16);
     tt_tensor *v = leaf(TT_F32, 2, 2, 70, 16);
@@ -648,18 +642,17 @@ START_TEST(test_mask_threads_bitwise) {
                            tt_set_requires_grad(tt_uniform(&rng, TT_F32, TT_SHAPE(4, 70, 70),
                                                            -1, 1), true)};
     for (int i = 0; i < 2; i++) {
-        omp_set_num_threads(1);
+        tt_set_num_threads(1);
         attn_run one = run(tt_scaled_dot_product_attention, q, k, v, masks[i], true, 0.25, g);
-        omp_set_num_threads(2);
+        tt_set_num_threads(2);
         attn_run two = run(tt_scaled_dot_product_attention, q, k, v, masks[i], true, 0.25, g);
         assert_runs_bitwise(one, two, "masked, 1 vs 2 threads");
         if (i == 1) assert_bitwise(one.dmask, two.dmask, "dmask, 1 vs 2 threads");
     }
     tt_scope_end();
-    omp_set_num_threads(prev);
+    tt_set_num_threads(prev);
 }
 END_TEST
-#endif
 
 // A broadcast mask is read in place: the graph keeps y and lse, as without a mask (and the
 // mask itself, which the caller owns), never a (B, NH, T, S) copy.
@@ -810,9 +803,7 @@ int main(void) {
     tcase_add_loop_test(tc, test_gqa_equals_repeated_kv, 0, 2);
     suite_add_tcase(s, tc);
     TCase *det = tt_tcase("determinism_layouts");
-#ifdef _OPENMP
     tcase_add_loop_test(det, test_threads_bitwise, 0, 2);
-#endif
     tcase_add_loop_test(det, test_strided_inputs_bitwise, 0, 2);
     tcase_add_loop_test(det, test_causal_no_future, 0, 2);
     tcase_add_loop_test(det, test_nan_propagates, 0, 2);
@@ -830,9 +821,7 @@ int main(void) {
                         (int)(sizeof sdpa_refs / sizeof sdpa_refs[0]));
     tcase_add_loop_test(mk, test_mask_fully_masked_row, 0, 4);
     tcase_add_loop_test(mk, test_mask_kv_cache_rows, 0, 2);
-#ifdef _OPENMP
     tcase_add_test(mk, test_mask_threads_bitwise);
-#endif
     tcase_add_test(mk, test_mask_no_copy);
     suite_add_tcase(s, mk);
     TCase *amk = tt_tcase_aborts("aborts_attention_masks");

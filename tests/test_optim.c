@@ -5,9 +5,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "test_util.h"
 
@@ -280,20 +277,14 @@ START_TEST(test_large_update_threads) {
         tt_set_at(small->grad, j, cos((double)idx[j]));
     }
     optim_one(&o[2], tt_adamw_config(1e-2), small, 0.1);
-#ifdef _OPENMP
-    int threads = omp_get_max_threads();
-    omp_set_num_threads(1);
-#endif
+    int threads = tt_get_num_threads();
+    tt_set_num_threads(1);
     tt_optim_step(&o[0]);
     tt_optim_step(&o[0]);
-#ifdef _OPENMP
-    omp_set_num_threads(4);
-#endif
+    tt_set_num_threads(4);
     tt_optim_step(&o[1]);
     tt_optim_step(&o[1]);
-#ifdef _OPENMP
-    omp_set_num_threads(threads);
-#endif
+    tt_set_num_threads(threads);
     tt_optim_step(&o[2]);
     tt_optim_step(&o[2]);
     ck_assert_int_eq(memcmp(tt_data(big[0]), tt_data(big[1]), (size_t)n * sizeof(float)), 0);
@@ -544,15 +535,13 @@ START_TEST(test_clip_large_and_nonfinite) {
     tt_params_add(&ps, NULL, "w", w);
     double norm = tt_grad_norm(&ps);
     ck_assert(norm == sqrt(0.25 * (double)n));
-#ifdef _OPENMP
-    int threads = omp_get_max_threads();
-    omp_set_num_threads(1);
+    int threads = tt_get_num_threads();
+    tt_set_num_threads(1);
     double one = tt_grad_norm(&ps);
-    omp_set_num_threads(4);
+    tt_set_num_threads(4);
     double four = tt_grad_norm(&ps);
-    omp_set_num_threads(threads);
+    tt_set_num_threads(threads);
     ck_assert(one == norm && four == norm);
-#endif
     tt_clip_grad_norm(&ps, 1.0);
     ck_assert_close(tt_grad_norm(&ps), 1.0, 0, 1e-6);
     tt_set_at(w->grad, 7, INFINITY);

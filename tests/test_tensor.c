@@ -2,9 +2,6 @@
 // raw views, element access, copy, the printer and the error helpers.
 #include "test_util.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include <signal.h>
 #include <stdlib.h>
@@ -400,13 +397,9 @@ START_TEST(test_copy_large_threads) {
     tt_tensor *row = tt_empty(TT_F64, TT_SHAPE(B, C));
     double *rp = tt_data(row);
     for (int64_t i = 0; i < (int64_t)B * C; i++) rp[i] = (double)i * 0.5;
-#ifdef _OPENMP
-    int saved = omp_get_max_threads();
-#endif
+    int saved = tt_get_num_threads();
     for (int threads = 1; threads <= 2; threads++) {
-#ifdef _OPENMP
-        omp_set_num_threads(threads);
-#endif
+        tt_set_num_threads(threads);
         tt_tensor *dst = tt_zeros(TT_F32, TT_SHAPE(A, B, C));
         tt_copy_(dst, perm);
         const float *dp = tt_data(dst);
@@ -422,9 +415,7 @@ START_TEST(test_copy_large_threads) {
                 bad += dp[a * B * C + i] != (float)rp[i];
         ck_assert_int_eq(bad, 0);
     }
-#ifdef _OPENMP
-    omp_set_num_threads(saved);
-#endif
+    tt_set_num_threads(saved);
     tt_scope_end();
 }
 END_TEST
@@ -473,11 +464,7 @@ START_TEST(test_threads_set_get) {
     tt_set_num_threads(1);
     ck_assert_int_eq(tt_get_num_threads(), 1);
     tt_set_num_threads(2);
-#ifdef _OPENMP
     ck_assert_int_eq(tt_get_num_threads(), 2);
-#else
-    ck_assert_int_eq(tt_get_num_threads(), 1);  // OMP=0: one thread whatever is asked
-#endif
     tt_set_num_threads(before);
     ck_assert_int_eq(tt_get_num_threads(), before);
 }

@@ -15,9 +15,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 const gpt_program *prog;
 options opt;
@@ -184,7 +181,7 @@ static void set_defaults(void) {
     opt.grad_accum = 1;
     opt.bucket = (int64_t)TT_DIST_BUCKET;
     opt.precision = "f32";
-    opt.threads = 0;  // OpenMP's default
+    opt.threads = 0;  // the library's default
     opt.prompt = "\n";
     opt.tokens = 500;
     opt.top_k = 200;
@@ -303,22 +300,16 @@ static void parse_args(int argc, char **argv, int cmd, const char *cmd_name) {
     }
 }
 
-// --threads (given: checked when parsed; else 0, OpenMP's default) and --precision.
+// --threads (given: checked when parsed; else 0, the library's default) and --precision.
 void set_threads(void) {
     tt_precision prec;
     if (!tt_precision_parse(opt.precision, &prec))
         die_usage("--precision '%s' is not f32 nor bf16", opt.precision);
-#ifdef _OPENMP
-    if (opt.threads > 0) omp_set_num_threads((int)opt.threads);
-#endif
+    if (opt.threads > 0) tt_set_num_threads((int)opt.threads);
 }
 
 int nthreads(void) {
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
+    return tt_get_num_threads();
 }
 
 // ---- small helpers ----

@@ -139,7 +139,7 @@ void check_stdout(void);
 void check_outputs(int cmd);
 // --out with .best before its extension (out/char_gpt.ckpt -> out/char_gpt.best.ckpt).
 const char *best_path(void);
-// --threads (OpenMP) and --precision's check; the number of threads.
+// --threads (tt_set_num_threads) and --precision's check; the number of threads.
 void set_threads(void);
 int nthreads(void);
 double now_s(void);

@@ -41,6 +41,7 @@
 #include "bf16.h"
 #include "cpu.h"
 #include "simd.h"  // TT_SIMD_EXP_MIN
+#include "../parallel.h"
 
 #include <math.h>
 #include <string.h>
@@ -54,12 +55,6 @@
 // Below this many multiply-adds of q k^T (B NH T S HS) a call stays on one thread.
 #define PAR_MIN ((int64_t)1 << 18)
 
-#ifdef _OPENMP
-#define PRAGMA_(x) _Pragma(#x)
-#define OMP(x) PRAGMA_(omp x)
-#else
-#define OMP(x)
-#endif
 
 // The per-head (forward) and per-group (backward) drivers are inlined at two call sites each,
 // masked and not, so the unmasked copy carries none of the mask's tests.
@@ -230,6 +225,9 @@ static void prefetch_rows(const void *x, int64_t rs, int64_t es, int64_t r0, int
 #define FORWARD tt_kattention_forward_f32
 #define BACKWARD_GROUP backward_group_f32
 #define BACKWARD tt_kattention_backward_f32
+#define ATTN_JOB attn_job_f32
+#define FORWARD_TASKS forward_tasks_f32
+#define BACKWARD_TASKS backward_tasks_f32
 #include "attention_driver.inc"
 #undef F
 #undef OPS
@@ -240,6 +238,9 @@ static void prefetch_rows(const void *x, int64_t rs, int64_t es, int64_t r0, int
 #undef FORWARD
 #undef BACKWARD_GROUP
 #undef BACKWARD
+#undef ATTN_JOB
+#undef FORWARD_TASKS
+#undef BACKWARD_TASKS
 
 #define F double
 #define OPS tt__kattn_ops_f64
@@ -250,6 +251,9 @@ static void prefetch_rows(const void *x, int64_t rs, int64_t es, int64_t r0, int
 #define FORWARD tt_kattention_forward_f64
 #define BACKWARD_GROUP backward_group_f64
 #define BACKWARD tt_kattention_backward_f64
+#define ATTN_JOB attn_job_f64
+#define FORWARD_TASKS forward_tasks_f64
+#define BACKWARD_TASKS backward_tasks_f64
 #include "attention_driver.inc"
 #undef F
 #undef OPS
@@ -260,3 +264,6 @@ static void prefetch_rows(const void *x, int64_t rs, int64_t es, int64_t r0, int
 #undef FORWARD
 #undef BACKWARD_GROUP
 #undef BACKWARD
+#undef ATTN_JOB
+#undef FORWARD_TASKS
+#undef BACKWARD_TASKS

@@ -1,14 +1,11 @@
 // The bf16 kernels' portable side and driver: the run-time choice of SIMD path, the scalar
 // conversions, the portable packer and micro-kernel, and the packed GEMM driver (cache
-// blocking, the OpenMP split of a product, C layouts). The SIMD kernels: bf16_avx2.c,
+// blocking, the parallel split of a product, C layouts). The SIMD kernels: bf16_avx2.c,
 // bf16_avx512.c.
 #include "bf16.h"
 #include "cpu.h"
 #include "../tensor_internal.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }

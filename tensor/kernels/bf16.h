@@ -70,8 +70,8 @@ void tt_k_bf16_to_f32(float *dst, const tt_bf16 *src, int64_t n);
 // tt_bf16_from_f32 does (to a subnormal bf16, a zero, or up to the smallest normal 2^-126),
 // not flushed, on the vcvtne2ps2bf16 packer too (bf16_avx512.c says how).
 //
-// Threads: OpenMP, as the f32 GEMM: C's rows (or its columns, when they share out clearly
-// better) split into fixed contiguous parts; products under 3 MFLOP run on one thread.
+// Threads: the thread pool, as the f32 GEMM: C's rows (or its columns, when they share out
+// clearly better) in chunks of whole panels; products under 3 MFLOP run on one thread.
 #define TT_K_BF16_KC 384  // steps of k per block (even)
 
 // The element type of an operand.

@@ -1,7 +1,7 @@
 // The f32 layernorm kernels (tt_klayernorm_forward_f32 / _backward_f32, declared in nn.h): the
 // run-time choice of instruction set (by the CPU level, cpu.h), the portable C row functions
 // (the reference the SIMD ones in layernorm_avx2.c and layernorm_avx512.c match bit for bit)
-// and the OpenMP split.
+// and the parallel split.
 // The lane-ordered sums: layernorm.h. The f64 layernorm (gradcheck) stays in nn.inc.
 #include "layernorm.h"
 
@@ -17,11 +17,6 @@
 // Rows per parallel task of the forward (the backward's task is a chunk, TT_KLN_CHUNK rows).
 #define ROWS_PER_TASK 16
 
-#ifdef _OPENMP
-#define PARALLEL_TASKS _Pragma("omp parallel for schedule(static) if (par)")
-#else
-#define PARALLEL_TASKS
-#endif
 
 // ---- portable row functions ----
 
@@ -99,6 +94,44 @@ static void backward_rows_portable(float *dx, double *aw, double *ab, const floa
 
 // ---- the kernels ----
 
+// The forward's arguments; forward_tasks runs tasks [t0, t1) of ROWS_PER_TASK rows.
+typedef struct forward_job {
+    tt_kln_forward_rows_fn *rows;
+    float *y, *mean, *rstd;
+    const float *x, *w, *b;
+    int64_t R, N;
+    double eps;
+} forward_job;
+
+static void forward_tasks(void *ctx, int64_t t0, int64_t t1) {
+    const forward_job *j = ctx;
+    int64_t N = j->N;
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t r = t * ROWS_PER_TASK, nr = j->R - r < ROWS_PER_TASK ? j->R - r : ROWS_PER_TASK;
+        j->rows(j->y + r * N, j->mean + r, j->rstd + r, j->x + r * N, j->w, j->b, nr, N, j->eps);
+    }
+}
+
+// The backward's arguments; backward_chunks runs chunks [t0, t1) of TT_KLN_CHUNK rows.
+typedef struct backward_job {
+    tt_kln_backward_rows_fn *rows;
+    float *dx;
+    double *part;  // (nchunks, 2, N) or NULL
+    const float *dy, *x, *w, *mean, *rstd;
+    int64_t R, N;
+} backward_job;
+
+static void backward_chunks(void *ctx, int64_t t0, int64_t t1) {
+    const backward_job *j = ctx;
+    int64_t N = j->N;
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t r = t * TT_KLN_CHUNK, nr = j->R - r < TT_KLN_CHUNK ? j->R - r : TT_KLN_CHUNK;
+        double *aw = j->part ? j->part + t * 2 * N : NULL, *ab = j->part ? aw + N : NULL;
+        j->rows(j->dx ? j->dx + r * N : NULL, aw, ab, j->dy + r * N, j->x + r * N, j->w,
+                j->mean + r, j->rstd + r, nr, N);
+    }
+}
+
 // y, x (R, N); w, b (N) or NULL; mean, rstd (R) out
 void tt_klayernorm_forward_f32(float *y, float *mean, float *rstd, const float *x, const float *w,
                                const float *b, int64_t R, int64_t N, double eps) {
@@ -110,12 +143,8 @@ void tt_klayernorm_forward_f32(float *y, float *mean, float *rstd, const float *
 #endif
     int64_t ntasks = (R + ROWS_PER_TASK - 1) / ROWS_PER_TASK;
     bool par = ntasks > 1 && R * N >= PAR_MIN;
-    (void)par;
-    PARALLEL_TASKS
-    for (int64_t t = 0; t < ntasks; t++) {
-        int64_t r = t * ROWS_PER_TASK, nr = R - r < ROWS_PER_TASK ? R - r : ROWS_PER_TASK;
-        rows(y + r * N, mean + r, rstd + r, x + r * N, w, b, nr, N, eps);
-    }
+    forward_job j = {rows, y, mean, rstd, x, w, b, R, N, eps};
+    tt__parallel_for(ntasks, par ? 1 : ntasks, forward_tasks, &j);
 }
 
 // dx, dy, x (R, N); dw, db, w (N) or NULL; mean, rstd (R)
@@ -136,14 +165,8 @@ void tt_klayernorm_backward_f32(float *dx, float *dw, float *db, const float *dy
     // (nchunks, 2, N): each chunk's sums of dy xhat and of dy
     double *part = sums ? TT_CALLOC((size_t)(nchunks * 2 * N), sizeof *part) : NULL;
     bool par = nchunks > 1 && R * N >= PAR_MIN;
-    (void)par;
-    PARALLEL_TASKS
-    for (int64_t t = 0; t < nchunks; t++) {
-        int64_t r = t * TT_KLN_CHUNK, nr = R - r < TT_KLN_CHUNK ? R - r : TT_KLN_CHUNK;
-        double *aw = sums ? part + t * 2 * N : NULL, *ab = sums ? aw + N : NULL;
-        rows(dx ? dx + r * N : NULL, aw, ab, dy + r * N, x + r * N, w, mean + r, rstd + r, nr,
-             N);
-    }
+    backward_job j = {rows, dx, part, dy, x, w, mean, rstd, R, N};
+    tt__parallel_for(nchunks, par ? 1 : nchunks, backward_chunks, &j);
     for (int64_t i = 0; sums && i < N; i++) {
         double sw = 0, sb = 0;
         for (int64_t t = 0; t < nchunks; t++) {

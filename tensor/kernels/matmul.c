@@ -1,5 +1,5 @@
 // The GEMM driver (f32, f64): run-time choice of the SIMD path, packing of A and B into
-// zero-padded panels, cache blocking, the OpenMP partition of a product's blocks, matrix-vector
+// zero-padded panels, cache blocking, the parallel loops over a product's blocks, matrix-vector
 // and few-output products without packing, split-K summation in double for long f32 reductions,
 // the batched driver over broadcast batch dims. The micro-kernels are in gemm_*.c. The code
 // written once for both dtypes is in matmul_pack.inc and matmul_gemm.inc, included per dtype.
@@ -10,9 +10,6 @@
 #include <string.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
-#endif
-#ifdef _OPENMP
-#include <omp.h>
 #endif
 
 // Letters: M rows of A and C, N columns of B and C, K the reduction dim; MR x NR the
@@ -224,11 +221,6 @@ static void gemm_unit_cs_f32(int64_t M, int64_t N, int64_t K, const float *A, in
 
 #define GEMV_ROWS 256
 #define GEMV_PAR_MIN (1 << 14)  // elements of A: 64 KiB of f32
-#ifdef _OPENMP
-#define GEMV_PARALLEL _Pragma("omp parallel for schedule(static) num_threads(nt_)")
-#else
-#define GEMV_PARALLEL
-#endif
 
 // dot_f32, gemv_cols_f32, tt_k_gemm_f32, tt_k_gemm_bias_f32 and the same in f64.
 #define T float
@@ -236,6 +228,8 @@ static void gemm_unit_cs_f32(int64_t M, int64_t N, int64_t K, const float *A, in
 #define BIAS_KMAX KSPLIT
 #define DOT dot_f32
 #define GEMV_DOTS gemv_dots_f32
+#define GEMV_JOB gemv_job_f32
+#define GEMV_RANGE gemv_range_f32
 #define GEMV_COLS gemv_cols_f32
 #define GEMM_UNIT_CS gemm_unit_cs_f32
 #define GEMM tt_k_gemm_f32
@@ -246,6 +240,8 @@ static void gemm_unit_cs_f32(int64_t M, int64_t N, int64_t K, const float *A, in
 #undef BIAS_KMAX
 #undef DOT
 #undef GEMV_DOTS
+#undef GEMV_JOB
+#undef GEMV_RANGE
 #undef GEMV_COLS
 #undef GEMM_UNIT_CS
 #undef GEMM
@@ -256,6 +252,8 @@ static void gemm_unit_cs_f32(int64_t M, int64_t N, int64_t K, const float *A, in
 #define BIAS_KMAX INT64_MAX
 #define DOT dot_f64
 #define GEMV_DOTS gemv_dots_f64
+#define GEMV_JOB gemv_job_f64
+#define GEMV_RANGE gemv_range_f64
 #define GEMV_COLS gemv_cols_f64
 #define GEMM_UNIT_CS gemm_unit_cs_f64
 #define GEMM tt_k_gemm_f64
@@ -266,6 +264,8 @@ static void gemm_unit_cs_f32(int64_t M, int64_t N, int64_t K, const float *A, in
 #undef BIAS_KMAX
 #undef DOT
 #undef GEMV_DOTS
+#undef GEMV_JOB
+#undef GEMV_RANGE
 #undef GEMV_COLS
 #undef GEMM_UNIT_CS
 #undef GEMM
@@ -297,6 +297,13 @@ typedef struct batch_plan {
     tt_k_matrix A, B, C;
     bool accumulate;
 } batch_plan;
+
+static void batch_item(const batch_plan *p, int64_t q);
+
+// The products [q0, q1) of the plan ctx.
+static void batch_range(void *ctx, int64_t q0, int64_t q1) {
+    for (int64_t q = q0; q < q1; q++) batch_item(ctx, q);
+}
 
 // The product at row-major batch index q.
 static void batch_item(const batch_plan *p, int64_t q) {
@@ -362,11 +369,8 @@ void tt_k_gemm_batched(tt_dtype dtype, int nbatch, const int64_t *batch, int64_t
     int nt = tt__kernel_threads();
     if (!reduce && nt > 1 && items >= nt && flops * (double)items >= PAR_MIN_FLOPS &&
         (items % nt == 0 || items >= 4 * nt || flops < PAR_MIN_FLOPS)) {
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (int64_t q = 0; q < items; q++) batch_item(&p, q);
+        tt__parallel_for(items, 1, batch_range, &p);
         return;
-#endif
     }
     for (int64_t q = 0; q < items; q++) batch_item(&p, q);  // in order: reductions too
 }

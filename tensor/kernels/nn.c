@@ -5,7 +5,7 @@
 // Each kernel is written once in nn.inc over the element type T and included below once per
 // dtype, with every function name spelled out. <tgmath.h> picks expf/logf/sqrtf for float
 // operands. f32 rows are reduced in double. Rows are independent, so they run in parallel
-// (OpenMP) when large; reductions across rows (dweight, the loss) run in a fixed serial order:
+// (thread pool) when large; reductions across rows (dweight, the loss) run in a fixed serial order:
 // results do not depend on the thread count. The f32 layernorm is in layernorm.c (vectorized);
 // the template's layernorm is the f64 one only (its includer names it).
 #include "nn.h"
@@ -21,11 +21,6 @@
 // Rows whose layernorm sums are interleaved.
 #define LN_GROUP 4
 
-#ifdef _OPENMP
-#define PARALLEL_ROWS _Pragma("omp parallel for schedule(static) if (par)")
-#else
-#define PARALLEL_ROWS
-#endif
 
 // ---- f32 ----
 
@@ -48,6 +43,14 @@
 #define KCROSS_ENTROPY_BACKWARD tt_kcross_entropy_backward_f32
 #define KDROPOUT_FORWARD tt_kdropout_forward_f32
 #define KDROPOUT_BACKWARD tt_kdropout_backward_f32
+#define NN_JOB nn_job_f32
+#define NN_GRAIN nn_grain_f32
+#define SOFTMAX_RANGE softmax_range_f32
+#define SOFTMAX_BACKWARD_RANGE softmax_backward_range_f32
+#define RMSNORM_FORWARD_RANGE rmsnorm_forward_range_f32
+#define RMSNORM_BACKWARD_RANGE rmsnorm_backward_range_f32
+#define CROSS_ENTROPY_FORWARD_RANGE cross_entropy_forward_range_f32
+#define CROSS_ENTROPY_BACKWARD_RANGE cross_entropy_backward_range_f32
 #include "nn.inc"
 
 // ---- f64 ----
@@ -75,4 +78,15 @@
 #define KCROSS_ENTROPY_BACKWARD tt_kcross_entropy_backward_f64
 #define KDROPOUT_FORWARD tt_kdropout_forward_f64
 #define KDROPOUT_BACKWARD tt_kdropout_backward_f64
+#define NN_JOB nn_job_f64
+#define NN_GRAIN nn_grain_f64
+#define SOFTMAX_RANGE softmax_range_f64
+#define SOFTMAX_BACKWARD_RANGE softmax_backward_range_f64
+#define RMSNORM_FORWARD_RANGE rmsnorm_forward_range_f64
+#define RMSNORM_BACKWARD_RANGE rmsnorm_backward_range_f64
+#define CROSS_ENTROPY_FORWARD_RANGE cross_entropy_forward_range_f64
+#define CROSS_ENTROPY_BACKWARD_RANGE cross_entropy_backward_range_f64
+#define LAYERNORM_FORWARD_RANGE layernorm_forward_range_f64
+#define LAYERNORM_BACKWARD_RANGE layernorm_backward_range_f64
+#define LAYERNORM_PARAMS_RANGE layernorm_params_range_f64
 #include "nn.inc"

@@ -1,6 +1,6 @@
 // The int8 GEMM driver: run-time choice of the SIMD path, int8 quantization of weights and u8
 // quantization of activations, packing of the weight into vpdpbusd's panels, the loop over
-// tiles with its OpenMP split, the dequantizing epilogue, and the portable C micro-kernel.
+// tiles with its parallel split, the dequantizing epilogue, and the portable C micro-kernel.
 // The SIMD micro-kernels are in qgemm_avx2.c and qgemm_avx512.c. The scheme: qgemm.h.
 #include "qgemm.h"
 #include "cpu.h"
@@ -8,9 +8,6 @@
 
 #include <math.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 // Letters: Y (M, N) = X (M, K) W^T; KG = ceil(K / 4) groups of 4 k; P = ceil(N / NR) panels.
 #define NR TT_K_QGEMM_NR
@@ -125,19 +122,29 @@ TT_CLONES static void quantize_row_u8_fixed(uint8_t *u, const float *x, int64_t 
     memset(u + K, 0, (size_t)(ldu - K));
 }
 
+// tt_k_quantize_u8's arguments; quant_rows quantizes rows [m0, m1).
+typedef struct quant_job {
+    uint8_t *u;
+    float *scale;
+    int32_t *zero;
+    const float *x;
+    int64_t ldx, ldu, K;
+} quant_job;
+
+static void quant_rows(void *ctx, int64_t m0, int64_t m1) {
+    const quant_job *q = ctx;
+    for (int64_t m = m0; m < m1; m++)
+        quantize_row_u8(q->u + m * q->ldu, q->scale + m, q->zero + m, q->x + m * q->ldx, q->K,
+                        q->ldu);
+}
+
 void tt_k_quantize_u8(uint8_t *u, float *scale, int32_t *zero, const float *x, int64_t ldx,
                       int64_t ldu, int64_t M, int64_t K) {
     TT_CHECK(M >= 0 && K >= 0 && ldu >= K && ldx >= K, "M = %lld, K = "
              "%lld, ldx = %lld, ldu = %lld; need M, K >= 0 and ldx, ldu >= K", (long long)M,
              (long long)K, (long long)ldx, (long long)ldu);
-    if (M > 1 && M * K >= (1 << 16)) {
-        TT_PARALLEL_FOR(true)
-        for (int64_t m = 0; m < M; m++)
-            quantize_row_u8(u + m * ldu, scale + m, zero + m, x + m * ldx, K, ldu);
-    } else {  // no OpenMP region: even of one thread, it allocates a team (decoding: M = 1)
-        for (int64_t m = 0; m < M; m++)
-            quantize_row_u8(u + m * ldu, scale + m, zero + m, x + m * ldx, K, ldu);
-    }
+    quant_job q = {u, scale, zero, x, ldx, ldu, K};
+    tt__parallel_for(M, M > 1 && M * K >= (1 << 16) ? 1 : (M > 0 ? M : 1), quant_rows, &q);
 }
 
 // ---- packed weights ----
@@ -294,34 +301,28 @@ static void qgemm_range(const qjob *j, int64_t m0, int64_t m1, int64_t p0, int64
     }
 }
 
-// Thread t of n's part: a contiguous share of MR-row units (M >= ROWS_SPLIT_MIN) or of
-// panels, a function of (M, N, t, n) only.
-static void qgemm_thread(const qjob *j, int t, int n) {
-    int64_t P = cdiv(j->N, NR), MR = j->kern->mr;
-    if (j->M >= ROWS_SPLIT_MIN) {
-        int64_t units = cdiv(j->M, MR);
-        int64_t lo = units * t / n * MR, hi = min64(units * (t + 1) / n * MR, j->M);
-        if (lo < hi) qgemm_range(j, lo, hi, 0, P);
-    } else {
-        int64_t lo = P * t / n, hi = P * (t + 1) / n;
-        if (lo < hi) qgemm_range(j, 0, j->M, lo, hi);
-    }
+// MR-row units [u0, u1) of the product, every panel (M >= ROWS_SPLIT_MIN).
+static void qgemm_rows(void *ctx, int64_t u0, int64_t u1) {
+    const qjob *j = ctx;
+    int64_t MR = j->kern->mr;
+    qgemm_range(j, u0 * MR, min64(u1 * MR, j->M), 0, cdiv(j->N, NR));
 }
 
-// Splits the product between threads. One thread calls qgemm_thread directly: an OpenMP
-// region, even of one thread, allocates its team (a malloc and a free per product, which a
-// decoding step's profile showed).
+// Panels [p0, p1) of the product, every row (M < ROWS_SPLIT_MIN).
+static void qgemm_cols(void *ctx, int64_t p0, int64_t p1) {
+    const qjob *j = ctx;
+    qgemm_range(j, 0, j->M, p0, p1);
+}
+
+// Splits the product between the threads: MR-row units (M >= ROWS_SPLIT_MIN) or panels, each
+// computed the same way whichever thread claims it.
 static void qgemm_run(const qjob *j, int64_t K) {
-    int nt = tt__kernel_threads();
-    if ((double)j->M * (double)j->N * (double)K < PAR_MIN_MACS) nt = 1;
-    if (nt == 1) {
-        qgemm_thread(j, 0, 1);
-        return;
-    }
-#ifdef _OPENMP
-#pragma omp parallel num_threads(nt)
-    qgemm_thread(j, omp_get_thread_num(), omp_get_num_threads());
-#endif
+    bool par = (double)j->M * (double)j->N * (double)K >= PAR_MIN_MACS;
+    int64_t P = cdiv(j->N, NR), units = cdiv(j->M, j->kern->mr);
+    if (j->M >= ROWS_SPLIT_MIN)
+        tt__parallel_for(units, par ? 1 : units, qgemm_rows, (void *)j);
+    else
+        tt__parallel_for(P, par ? 1 : P, qgemm_cols, (void *)j);
 }
 
 void tt_k_qgemm_s32(int32_t *S, const uint8_t *u, int64_t ldu, const int8_t *packed,

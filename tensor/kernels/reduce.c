@@ -58,6 +58,8 @@ typedef double (*run_fn)(const void *x, int64_t n, int64_t s, double mu);
 #define SQDEV_RUN sqdev_run_f32
 #define MAX_RUN max_run_f32
 #define REDUCE_MAX reduce_max_f32
+#define MAX_ROWS max_rows_f32
+#define MAX_ROWS_JOB max_rows_job_f32
 #define ARGMAX_RUN argmax_run_f32
 #define SPREAD spread_f32
 #define MAX_BACKWARD max_backward_f32
@@ -70,6 +72,8 @@ typedef double (*run_fn)(const void *x, int64_t n, int64_t s, double mu);
 #define SQDEV_RUN sqdev_run_f64
 #define MAX_RUN max_run_f64
 #define REDUCE_MAX reduce_max_f64
+#define MAX_ROWS max_rows_f64
+#define MAX_ROWS_JOB max_rows_job_f64
 #define ARGMAX_RUN argmax_run_f64
 #define SPREAD spread_f64
 #define MAX_BACKWARD max_backward_f64
@@ -82,6 +86,24 @@ static run_fn pick_run(tt_dtype dt, bool sqdev) {
     return sqdev ? sqdev_run_f64 : sum_run_f64;
 }
 
+// A long run cut into chunks of PAR_CHUNK elements (run_chunked): part[c] is chunk c's sum.
+typedef struct chunked_job {
+    run_fn f;
+    const char *x;
+    size_t es;
+    int64_t n, s;
+    double mu;
+    double *part;  // (nc,)
+} chunked_job;
+
+static void chunked_range(void *ctx, int64_t c0, int64_t c1) {
+    const chunked_job *j = ctx;
+    for (int64_t c = c0; c < c1; c++) {
+        int64_t lo = c * PAR_CHUNK, len = j->n - lo < PAR_CHUNK ? j->n - lo : PAR_CHUNK;
+        j->part[c] = j->f(j->x + lo * j->s * (int64_t)j->es, len, j->s, j->mu);
+    }
+}
+
 // One long run (a reduction to a single output) in fixed chunks of PAR_CHUNK elements, summed
 // in parallel, whose partial sums are then added pairwise: the result depends on n, never on
 // the thread count.
@@ -89,14 +111,27 @@ static double run_chunked(run_fn f, const char *x, size_t es, int64_t n, int64_t
     if (n <= 2 * (int64_t)PAR_CHUNK) return f(x, n, s, mu);
     int64_t nc = (n + PAR_CHUNK - 1) / PAR_CHUNK;
     double *part = TT_MALLOC((size_t)nc * sizeof(double));  // (nc,)
-    TT_PARALLEL_FOR(1)
-    for (int64_t c = 0; c < nc; c++) {
-        int64_t lo = c * PAR_CHUNK, len = n - lo < PAR_CHUNK ? n - lo : PAR_CHUNK;
-        part[c] = f(x + lo * s * (int64_t)es, len, s, mu);
-    }
+    chunked_job j = {f, x, es, n, s, mu, part};
+    tt__parallel_for(nc, 1, chunked_range, &j);
     double total = sum_run_f64(part, nc, 1, 0);
     tt_free(part);
     return total;
+}
+
+// Outputs m of one run each (the fast path of tt_k_reduce_sum): out[m os] = f(run m).
+typedef struct rows_job {
+    run_fn f;
+    double *out;
+    const char *xb;
+    const double *mean;
+    int64_t os, xs, es, inner, istride;
+} rows_job;
+
+static void rows_range(void *ctx, int64_t m0, int64_t m1) {
+    const rows_job *j = ctx;
+    for (int64_t m = m0; m < m1; m++)
+        j->out[m * j->os] = j->f(j->xb + m * j->xs * j->es, j->inner, j->istride,
+                                 j->mean ? j->mean[m * j->os] : 0);
 }
 
 // out[o + i os] += term(x[i xs]) for i < n: a run along a kept dim.
@@ -148,10 +183,8 @@ void tt_k_reduce_sum(double *out, const void *x, tt_dtype dt, const double *mean
         }
         if (it.ndim == 1) {
             int64_t m_n = it.shape[0], os = it.stride[0][0], xs = it.stride[1][0];
-            TT_PARALLEL_FOR(r->nout * r->nred >= PAR_MIN)
-            for (int64_t m = 0; m < m_n; m++)
-                out[m * os] = f(xb + m * xs * es, it.inner, it.istride[1],
-                                mean ? mean[m * os] : 0);
+            rows_job j = {f, out, xb, mean, os, xs, es, it.inner, it.istride[1]};
+            tt__parallel_for(m_n, r->nout * r->nred >= PAR_MIN ? 1 : m_n, rows_range, &j);
             return;
         }
         do {
