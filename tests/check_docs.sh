@@ -63,18 +63,18 @@ region_in() {
 }
 
 # ---- ```c blocks ----
-compile_block() {  # $1 id, $2 where, $3 kind (fragment|file)
+compile_block() {  # $1 id, $2 where, $3 kind (fragment|file), $4 the .md, $5 the fence's line
     src="$dir/$1.c"
     {
         printf '#include <math.h>\n#include <stdio.h>\n#include <stdlib.h>\n'
         printf '#include <string.h>\n#include "tinytorch.h"\n'
         if [ "$3" = file ]; then
-            printf '#line 1 "%s"\n' "$2"; cat "$dir/$1.block"
+            printf '#line %d "%s"\n' $(($5 + 1)) "$4"; cat "$dir/$1.block"
             printf 'int main(void) { return 0; }\n'
         else
             printf 'int docs_fragment(void);\nint docs_fragment(void) {\n'
             sed '1d;$d' "$dir/$1.mark"
-            printf '#line 1 "%s"\n' "$2"; cat "$dir/$1.block"
+            printf '#line %d "%s"\n' $(($5 + 1)) "$4"; cat "$dir/$1.block"
             printf '    return 0;\n}\nint main(void) { return docs_fragment() * 0; }\n'
         fi
     } > "$src"
@@ -163,9 +163,12 @@ while IFS='	' read -r id md line lang; do
             elif ! region_in "$dir/$id.block" "$f"; then
                 err "$where: the block is not a region of $f"
             fi ;;
-        '<!-- compile: fragment'*) ncomp=$((ncomp + 1)); compile_block "$id" "$where" fragment ;;
-        '<!-- compile: file -->') ncomp=$((ncomp + 1)); compile_block "$id" "$where" file ;;
-        *) err "$where: a \`\`\`c block needs <!-- verbatim: FILE -->, <!-- compile: ... --> or <!-- nocheck: WHY -->" ;;
+        '<!-- compile: fragment'*)
+            ncomp=$((ncomp + 1)); compile_block "$id" "$where" fragment "$md" "$line" ;;
+        '<!-- compile: file -->')
+            ncomp=$((ncomp + 1)); compile_block "$id" "$where" file "$md" "$line" ;;
+        *) err "$where: a C block needs a <!-- verbatim: FILE -->, <!-- compile: ... -->" \
+               "or <!-- nocheck: WHY --> line before it" ;;
         esac ;;
     sh) nsh=$((nsh + 1)); check_sh_block "$id" "$where" ;;
     *)
@@ -176,7 +179,7 @@ while IFS='	' read -r id md line lang; do
             region_in "$dir/$id.block" "$dir/$id.help" ||
                 err "$where: the block is not a region of \`$build/$p --help\`"
             ;;
-        *) nout=$((nout + 1)) ;;
+        *) nout=$((nout + 1)); echo "$where" >> "$dir/output_blocks" ;;
         esac ;;
     esac
 done < "$dir/index"
@@ -187,6 +190,7 @@ echo "$out" | grep -q '^loss [0-9]' && echo "$out" | grep -q 'shape=(4, 1), dtyp
     err "tour: unexpected output: $out"
 
 echo "docs: $nverb verbatim and $ncomp compiled C blocks, $nhelp usage blocks, $nsh command" \
-     "blocks checked; $nskip marked not checkable, $nout output blocks not checked"
+     "blocks checked; $nskip marked not checkable, $nout output blocks not checked" \
+     "(listed in $dir/output_blocks)"
 [ $fail -eq 0 ] && echo "docs: ok"
 exit $fail
