@@ -184,13 +184,27 @@ while IFS='	' read -r id md line lang; do
     esac
 done < "$dir/index"
 
+# ---- every tt_ / TT_ name the pages mention is in the sources ----
+find tensor autograd nn optim io compress data train dist models examples bench tests \
+    -name '*.[ch]' -o -name '*.def' -o -name '*.inc' | xargs cat | grep -oE '\b[tT][tT]_\w+' |
+    sort -u > "$dir/names_src"
+cat README.md docs/*.md | grep -oE '\b[tT][tT]_[A-Za-z0-9_]+<?' | grep -v '<$' |
+    grep -vE '^[tT][tT]_+$' | sort -u > "$dir/names_docs"
+nnames=$(wc -l < "$dir/names_docs")
+for n in $(comm -23 "$dir/names_docs" "$dir/names_src"); do
+    case $n in  # TT_OP_<ROW> is pasted together from a row of tensor/ops.def
+    TT_OP_*) grep -q "^TT_[A-Z_]*(${n#TT_OP_}," tensor/ops.def && continue ;;
+    esac
+    err "the docs name $n, which no source file declares or uses"
+done
+
 # ---- the tour: README's block is examples/tour.c (checked above); run it ----
 out=$("$build/tour") || err "tour exited non-zero"
 echo "$out" | grep -q '^loss [0-9]' && echo "$out" | grep -q 'shape=(4, 1), dtype=f32' ||
     err "tour: unexpected output: $out"
 
 echo "docs: $nverb verbatim and $ncomp compiled C blocks, $nhelp usage blocks, $nsh command" \
-     "blocks checked; $nskip marked not checkable, $nout output blocks not checked" \
+     "blocks and $nnames tt_/TT_ names checked; $nskip marked not checkable, $nout output blocks not checked" \
      "(listed in $dir/output_blocks)"
 [ $fail -eq 0 ] && echo "docs: ok"
 exit $fail
