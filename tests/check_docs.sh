@@ -198,13 +198,22 @@ for n in $(comm -23 "$dir/names_docs" "$dir/names_src"); do
     err "the docs name $n, which no source file declares or uses"
 done
 
+# ---- every relative link leads to a file ----
+nlinks=0
+for md in README.md docs/*.md; do
+    for t in $(grep -oE '\]\([^)#[:space:]]+' "$md" | sed 's/^](//' | grep -v '^[a-z]*:'); do
+        nlinks=$((nlinks + 1))
+        [ -e "$(dirname "$md")/$t" ] || err "$md: the link $t leads nowhere"
+    done
+done
+
 # ---- the tour: README's block is examples/tour.c (checked above); run it ----
 out=$("$build/tour") || err "tour exited non-zero"
 echo "$out" | grep -q '^loss [0-9]' && echo "$out" | grep -q 'shape=(4, 1), dtype=f32' ||
     err "tour: unexpected output: $out"
 
 echo "docs: $nverb verbatim and $ncomp compiled C blocks, $nhelp usage blocks, $nsh command" \
-     "blocks and $nnames tt_/TT_ names checked; $nskip marked not checkable, $nout output blocks not checked" \
+     "blocks, $nnames tt_/TT_ names and $nlinks links checked; $nskip marked not checkable, $nout output blocks not checked" \
      "(listed in $dir/output_blocks)"
 [ $fail -eq 0 ] && echo "docs: ok"
 exit $fail
