@@ -97,6 +97,7 @@ is_target() {
         grep -Eq "^\.PHONY:.* $1( |$)" Makefile
 }
 check_command() {  # $1 where, $2 the command line
+    w=$1
     set -f
     for part in $(printf '%s\n' "$2" | sed 's/[|;&]\{1,2\}/\n/g' | tr ' ' '\001'); do
         set -- $(printf '%s' "$part" | tr '\001' ' ')
@@ -107,28 +108,28 @@ check_command() {  # $1 where, $2 the command line
             shift
             for t in "$@"; do
                 case $t in -*|*=*|'#'*) continue ;; esac
-                is_target "$t" || err "$where: make target '$t' is not in the Makefile"
+                is_target "$t" || err "$w: make target '$t' is not in the Makefile"
             done ;;
         mpirun|*build*/*|./build*)
             while [ $# -gt 0 ]; do case $1 in *build*/*) break ;; *) shift ;; esac; done
-            [ $# -gt 0 ] || { echo "  not checked: $where: $part" | tr '\001' ' '; continue; }
+            [ $# -gt 0 ] || { echo "  not checked: $w: $part" | tr '\001' ' '; continue; }
             prog=${1#./}; prog=${prog#*/}; shift
             if [ ! -x "$build/$prog" ] && ! grep -q "$prog" Makefile; then
-                err "$where: $build/$prog is neither built nor named in the Makefile"; continue
+                err "$w: $build/$prog is neither built nor named in the Makefile"; continue
             fi
             case $prog in
-            char_gpt|gpt|lenet|compress|char_lstm)
+            char_gpt|gpt|lenet|compress)
                 help=$(help_of "$prog")
                 for a in "$@"; do
                     case $a in --*) ;; *) continue ;; esac
                     f=${a%%=*}
                     [ "$f" = --help ] && continue
                     printf '%s\n' "$help" | grep -q -- "$f\b" ||
-                        err "$where: $prog has no flag $f (not in its --help)"
+                        err "$w: $prog has no flag $f (not in its --help)"
                 done ;;
             esac ;;
         echo|printf|cat|cd|export|mkdir|grep|head|tail|sed|awk) ;;
-        *) echo "  not checked: $where: $*" ;;
+        *) echo "  not checked: $w: $*" ;;
         esac
     done
     set +f
@@ -213,7 +214,7 @@ echo "$out" | grep -q '^loss [0-9]' && echo "$out" | grep -q 'shape=(4, 1), dtyp
     err "tour: unexpected output: $out"
 
 echo "docs: $nverb verbatim and $ncomp compiled C blocks, $nhelp usage blocks, $nsh command" \
-     "blocks, $nnames tt_/TT_ names and $nlinks links checked; $nskip marked not checkable, $nout output blocks not checked" \
-     "(listed in $dir/output_blocks)"
+     "blocks, $nnames tt_/TT_ names and $nlinks links checked; $nskip marked not checkable," \
+     "$nout output blocks not checked (listed in $dir/output_blocks)"
 [ $fail -eq 0 ] && echo "docs: ok"
 exit $fail
