@@ -175,7 +175,8 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuz
 	    sed -n 's/^stat::number_of_executed_units: */fuzz: ok, executions: /p' \
 	        $(BUILD)/fuzz_test.log; \
 	else tail -30 $(BUILD)/fuzz_test.log; echo "make fuzz: FAILED"; fail=1; fi; \
-	echo "== README tour"; sh tests/run_tour.sh $(BUILD) || fail=1; \
+	echo "== code blocks of README.md and docs/"; CC="$(CC)" CFLAGS="$(CFLAGS)" \
+	    LDLIBS="$(LDLIBS)" sh tests/check_docs.sh $(BUILD) || fail=1; \
 	echo "== mlp_moons"; sh tests/run_mlp_moons.sh $(BUILD) || fail=1; \
 	echo "== char_gpt"; sh tests/run_char_gpt.sh $(BUILD) || fail=1; \
 	echo "== gpt"; sh tests/run_gpt.sh $(BUILD) || fail=1; \
