@@ -80,6 +80,8 @@ EXAMPLES    := tour mlp_moons char_gpt gpt char_lstm spiral_classify sort_digits
 EXAMPLES    += lenet
 # ---- compression: the milestone table (examples/compress.c) ----
 EXAMPLES    += compress
+# ---- the trial programs beside their PyTorch twins in tests/reference/ ----
+EXAMPLES    += vit vae
 
 .SECONDARY:
 .PHONY: all lib examples run data plot test test-run gradcheck bench bench-gpt2 deps install \

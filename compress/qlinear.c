@@ -100,7 +100,7 @@ static tt_tensor *qlinear_fwd(void *self, tt_tensor *x) { return tt_qlinear_forw
 static void qlinear_free(void *self) { tt_qlinear_free(self); }
 static const tt_module_ops qlinear_ops = {.type = "QuantizedLinear", .forward = qlinear_fwd,
                                           .free = qlinear_free};
-tt_module tt_qlinear_module(tt_qlinear *q) { return (tt_module){q, &qlinear_ops}; }
+tt_module tt_qlinear_module(tt_qlinear *q) { return (tt_module){q, &qlinear_ops, false}; }
 
 // ---- the modules swapped in for a Linear: int8, or f32 recording its input's range ----
 // Both keep references to the Linear's f32 weight and bias and list them as its parameters
@@ -164,7 +164,7 @@ void tt_linear_quantize(tt_linear *m) {
     tt_qlinear_from_linear(&s->q, m);
     s->weight = tt_retain(m->weight);
     s->bias = m->bias ? tt_retain(m->bias) : NULL;
-    m->swap = (tt_module){s, &int8_ops};
+    m->swap = (tt_module){s, &int8_ops, false};
 }
 
 void tt_linear_dequantize(tt_linear *m) {
@@ -188,7 +188,7 @@ static void observe_linear(tt_linear *m) {
     s->obs = (tt_observer){.min = INFINITY, .max = -INFINITY, .batches = 0};
     s->weight = tt_retain(m->weight);
     s->bias = m->bias ? tt_retain(m->bias) : NULL;
-    m->swap = (tt_module){s, &observed_ops};
+    m->swap = (tt_module){s, &observed_ops, false};
 }
 
 // ---- a module tree: every Linear in place ----

@@ -39,7 +39,9 @@ static tt_tensor *maxpool2d_fwd(void *self, tt_tensor *x) {
     return tt_maxpool2d_forward(self, x);
 }
 static const tt_module_ops maxpool2d_ops = {.type = "MaxPool2d", .forward = maxpool2d_fwd};
-tt_module tt_maxpool2d_module(tt_maxpool2d_layer *m) { return (tt_module){m, &maxpool2d_ops}; }
+tt_module tt_maxpool2d_module(tt_maxpool2d_layer *m) {
+    return (tt_module){m, &maxpool2d_ops, false};
+}
 
 // ---- AvgPool2d ----
 
@@ -58,7 +60,9 @@ static tt_tensor *avgpool2d_fwd(void *self, tt_tensor *x) {
     return tt_avgpool2d_forward(self, x);
 }
 static const tt_module_ops avgpool2d_ops = {.type = "AvgPool2d", .forward = avgpool2d_fwd};
-tt_module tt_avgpool2d_module(tt_avgpool2d_layer *m) { return (tt_module){m, &avgpool2d_ops}; }
+tt_module tt_avgpool2d_module(tt_avgpool2d_layer *m) {
+    return (tt_module){m, &avgpool2d_ops, false};
+}
 
 // ---- AdaptiveAvgPool2d ----
 
@@ -78,5 +82,5 @@ static tt_tensor *adaptive_avgpool2d_fwd(void *self, tt_tensor *x) {
 static const tt_module_ops adaptive_avgpool2d_ops = {.type = "AdaptiveAvgPool2d",
                                                      .forward = adaptive_avgpool2d_fwd};
 tt_module tt_adaptive_avgpool2d_module(tt_adaptive_avgpool2d_layer *m) {
-    return (tt_module){m, &adaptive_avgpool2d_ops};
+    return (tt_module){m, &adaptive_avgpool2d_ops, false};
 }
