@@ -81,7 +81,7 @@ EXAMPLES    += lenet
 # ---- compression: the milestone table (examples/compress.c) ----
 EXAMPLES    += compress
 # ---- the trial programs beside their PyTorch twins in tests/reference/ ----
-EXAMPLES    += vit vae
+EXAMPLES    += vit vae makemore
 
 .SECONDARY:
 .PHONY: all lib examples run data plot test test-run gradcheck bench bench-gpt2 deps install \
