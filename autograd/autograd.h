@@ -139,8 +139,10 @@ tt_tensor *tt_layernorm(tt_tensor *x, int norm_ndim, tt_tensor *weight, tt_tenso
 tt_tensor *tt_rmsnorm(tt_tensor *x, tt_tensor *weight, double eps);
 // weight (V, C), indices (...) of TT_I32/TT_I64 in [0, V) -> (..., C).
 tt_tensor *tt_embedding(tt_tensor *weight, tt_tensor *indices);
-// logits (..., V), targets (...) of TT_I32/TT_I64 -> 0-dim mean of -log softmax(logits)[target]
-// over the targets that are not ignore_index (0 if all are ignored). label_smoothing in [0, 1).
+// Classes in the LAST dim: logits (..., V), targets (...) of TT_I32/TT_I64 -> 0-dim mean of
+// -log softmax(logits)[target] over the targets that are not ignore_index (0 if all are
+// ignored). label_smoothing in [0, 1). For 2-D (N, V) logits this is F.cross_entropy; for
+// PyTorch's (N, C, d1, ...) layout, a weight or a reduction use tt_cross_entropy_nc (nn/loss.h).
 tt_tensor *tt_cross_entropy(tt_tensor *logits, tt_tensor *targets, int64_t ignore_index);
 tt_tensor *tt_cross_entropy_smooth(tt_tensor *logits, tt_tensor *targets,
                                    int64_t ignore_index, double label_smoothing);
@@ -154,13 +156,18 @@ tt_tensor *tt_dropout(tt_tensor *x, double p, bool training, tt_rng *rng);
 tt_tensor *tt_reshape(tt_tensor *x, int ndim, const int64_t *shape);
 // Like tt_reshape, but aborts instead of copying.
 tt_tensor *tt_view(tt_tensor *x, int ndim, const int64_t *shape);
-tt_tensor *tt_flatten(tt_tensor *x);  // 1-D
+// torch.flatten: dims start_dim .. end_dim (inclusive, negative count from the end) merged
+// into one; tt_flatten(x, 0, -1) is 1-D. A view when the strides allow, otherwise a copy.
+tt_tensor *tt_flatten(tt_tensor *x, int start_dim, int end_dim);
 tt_tensor *tt_transpose(tt_tensor *x, int dim0, int dim1);
 tt_tensor *tt_permute(tt_tensor *x, const int *dims);  // x->ndim entries
 // Elements start, start+step, ... < end along dim; negative start/end count from the end and
 // are clamped as in Python; step >= 1.
 tt_tensor *tt_slice(tt_tensor *x, int dim, int64_t start, int64_t end, int64_t step);
 tt_tensor *tt_narrow(tt_tensor *x, int dim, int64_t start, int64_t length);
+// torch.select / x[:, i]: the view at `index` along dim, dim removed; negative dim and index
+// count from the end.
+tt_tensor *tt_select(tt_tensor *x, int dim, int64_t index);
 // Size-1 dims repeat (stride 0); -1 keeps a size; new leading dims may be added.
 tt_tensor *tt_expand(tt_tensor *x, int ndim, const int64_t *shape);
 tt_tensor *tt_broadcast_to(tt_tensor *x, int ndim, const int64_t *shape);

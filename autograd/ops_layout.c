@@ -145,7 +145,7 @@ tt_tensor *tt_roll(tt_tensor *x, int64_t shift, int dim) {
 tt_tensor *tt_roll_flat(tt_tensor *x, int64_t shift) {
     check_x(x, __func__);
     tt_scope_begin();
-    tt_tensor *y = tt_reshape(tt_roll(tt_flatten(x), shift, 0), x->ndim, x->shape);
+    tt_tensor *y = tt_reshape(tt_roll(tt_flatten(x, 0, -1), shift, 0), x->ndim, x->shape);
     tt_keep(y);
     tt_scope_end();
     return y;

@@ -157,9 +157,27 @@ tt_tensor *tt_view(tt_tensor *x, int ndim, const int64_t *shape) {
     return reshape_impl(x, ndim, shape, false, __func__);
 }
 
-tt_tensor *tt_flatten(tt_tensor *x) {
+// torch.flatten: x (d0, ..., d_{n-1}) -> (d0, ..., d_{s-1}, d_s * ... * d_e, d_{e+1}, ...);
+// a 0-dim tensor flattens to (1,), as PyTorch's.
+tt_tensor *tt_flatten(tt_tensor *x, int start_dim, int end_dim) {
     check_tensor(x, __func__);
-    return reshape_impl(x, 1, (const int64_t[]){tt_numel(x)}, true, __func__);
+    int nd = x->ndim > 0 ? x->ndim : 1;
+    int s = start_dim < 0 ? start_dim + nd : start_dim;
+    int e = end_dim < 0 ? end_dim + nd : end_dim;
+    SHAPE_CHECK(s >= 0 && s < nd && e >= 0 && e < nd, __func__, "start_dim=%d or end_dim=%d is "
+                "out of range for input %s (valid: %d .. %d)", start_dim, end_dim,
+                tt__shape(x), -nd, nd - 1);
+    SHAPE_CHECK(s <= e, __func__, "start_dim=%d comes after end_dim=%d for input %s; swap them",
+                start_dim, end_dim, tt__shape(x));
+    if (x->ndim == 0) return reshape_impl(x, 1, (const int64_t[]){1}, true, __func__);
+    int64_t shape[TT_MAX_DIMS];
+    int n = 0;
+    for (int d = 0; d < s; d++) shape[n++] = x->shape[d];
+    int64_t merged = 1;
+    for (int d = s; d <= e; d++) merged *= x->shape[d];
+    shape[n++] = merged;
+    for (int d = e + 1; d < x->ndim; d++) shape[n++] = x->shape[d];
+    return reshape_impl(x, n, shape, true, __func__);
 }
 
 // d x = reshape(d out, x's shape): the same elements in the same row-major order.
@@ -270,6 +288,19 @@ tt_tensor *tt_narrow(tt_tensor *x, int dim, int64_t start, int64_t length) {
                 "-size <= start <= size and start + length <= size", (long long)start,
                 (long long)length, d, tt__shape(x), (long long)size);
     return slice_record(x, d, length > 0 ? s : 0, length, 1);
+}
+
+// torch.select / x[:, i]: a view of x without `dim`, at `index` along it (negative counts from
+// the end). Composed of narrow and squeeze, so its gradient is theirs.
+tt_tensor *tt_select(tt_tensor *x, int dim, int64_t index) {
+    check_tensor(x, __func__);
+    SHAPE_CHECK(x->ndim > 0, __func__, "cannot select from a 0-dim tensor (it has no dims)");
+    int d = tt__norm_dim(dim, x->ndim, __func__);
+    int64_t size = x->shape[d];
+    SHAPE_CHECK(index >= -size && index < size, __func__, "index %lld is out of range for dim "
+                "%d of %s (valid: %lld .. %lld)", (long long)index, d, tt__shape(x),
+                (long long)-size, (long long)size - 1);
+    return tt_squeeze(tt_narrow(x, d, index < 0 ? index + size : index, 1), d);
 }
 
 // d x = zeros of x's shape with d out copied into the sliced positions.

@@ -35,7 +35,7 @@ int main(void) {
     tt_norm norm;
     tt_linear head;
     tt_embedding_init(&tok, DIGITS, EMBD, &rng);
-    tt_pos_embedding_init(&pos, LEN, EMBD, &rng);
+    tt_pos_embedding_init(&pos, LEN, EMBD, 1.0, &rng);  // N(0, 1), as nn.Embedding
     for (int i = 0; i < 2; i++) tt_block_init(&blocks[i], &cfg, &rng);
     tt_norm_init(&norm, TT_NORM_LAYERNORM, EMBD, 1e-5, true);
     tt_linear_init(&head, EMBD, DIGITS, true, &rng);

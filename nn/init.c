@@ -1,5 +1,6 @@
-// Init schemes, in place: normal, uniform, Xavier/Glorot (Glorot & Bengio 2010), Kaiming/He
-// (He et al. 2015) with PyTorch's fan conventions, and GPT-2's scaled residual init.
+// Init schemes, in place: normal, truncated normal, uniform, Xavier/Glorot (Glorot & Bengio
+// 2010), Kaiming/He (He et al. 2015) with PyTorch's fan conventions, and GPT-2's scaled
+// residual init.
 #include "nn_internal.h"
 
 #include <math.h>
@@ -25,6 +26,49 @@ void tt_init_ones_(tt_tensor *t) { tt_fill_(t, 1.0); }
 
 void tt_init_normal_(tt_tensor *t, tt_rng *rng, double mean, double std) {
     tt_normal_(t, rng, mean, std);
+}
+
+// ---- truncated normal ----
+
+static double std_normal_cdf(double z) { return 0.5 * erfc(-z / sqrt(2.0)); }
+
+// The z with cdf(z) = p, for p inside (cdf(lo), cdf(hi)): bisection to double precision.
+static double std_normal_quantile(double p, double lo, double hi) {
+    for (int i = 0; i < 200 && lo < hi; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (mid <= lo || mid >= hi) break;
+        if (std_normal_cdf(mid) < p) lo = mid; else hi = mid;
+    }
+    return 0.5 * (lo + hi);
+}
+
+// N(0, 1) conditioned on [alpha, beta]: rejection from N(0, 1) while that accepts at least one
+// draw in 8 on average, else the inverse cdf of a uniform in [cdf(alpha), cdf(beta)] (the tail
+// intervals rejection would take long to hit).
+static double trunc_std_normal(tt_rng *rng, double alpha, double beta, double mass) {
+    if (mass >= 0.125) {
+        for (;;) {
+            double z = tt_rng_normal(rng);
+            if (z >= alpha && z <= beta) return z;
+        }
+    }
+    double lo = std_normal_cdf(alpha), p = lo + tt_rng_uniform(rng) * mass;
+    return std_normal_quantile(p, alpha, beta);
+}
+
+void tt_init_trunc_normal_(tt_tensor *t, tt_rng *rng, double mean, double std, double a,
+                           double b) {
+    TT_CHECK(t && rng, "t and rng must not be NULL");
+    TT_CHECK(std > 0 && a < b, "need std > 0 and a < b, got std=%g, a=%g, b=%g", std, a, b);
+    double alpha = (a - mean) / std, beta = (b - mean) / std;
+    double mass = std_normal_cdf(beta) - std_normal_cdf(alpha);
+    TT_CHECK(mass > 0, "[a, b] = [%g, %g] lies too far in the tail of N(%g, %g^2) to sample "
+             "(probability %g); move the bounds nearer the mean", a, b, mean, std, mass);
+    for (int64_t i = 0, n = tt_numel(t); i < n; i++) {
+        double x = mean + std * trunc_std_normal(rng, alpha, beta, mass);
+        tt_set_at(t, i, x < a ? a : (x > b ? b : x));  // rounding may step out: clamp
+    }
+    tt_bump_version(t, "trunc_normal_");
 }
 
 void tt_init_uniform_(tt_tensor *t, tt_rng *rng, double lo, double hi) {

@@ -257,32 +257,6 @@ static const tt_module_ops identity_ops = {.type = "Identity", .forward = identi
 static char identity_self;  // a module needs a non-NULL self; Identity has no state
 tt_module tt_identity_module(void) { return (tt_module){&identity_self, &identity_ops, false}; }
 
-// x (d0, ..., d_{n-1}) -> (d0, ..., d_{s-1}, d_s * ... * d_e, d_{e+1}, ...).
-static tt_tensor *flatten_dims(tt_tensor *x, int start_dim, int end_dim, const char *func) {
-    TT_CHECK_IN(func, x, "x is NULL");
-    int nd = x->ndim > 0 ? x->ndim : 1;  // a 0-dim tensor flattens as PyTorch's: to (1,)
-    int s = start_dim < 0 ? start_dim + nd : start_dim;
-    int e = end_dim < 0 ? end_dim + nd : end_dim;
-    TT_CHECK_IN(func, s >= 0 && s < nd && e >= 0 && e < nd, "start_dim=%d or end_dim=%d is out "
-                "of range for input %s (valid: %d .. %d)", start_dim, end_dim, tt__shape(x),
-                -nd, nd - 1);
-    TT_CHECK_IN(func, s <= e, "start_dim=%d comes after end_dim=%d for input %s; swap them",
-                start_dim, end_dim, tt__shape(x));
-    if (x->ndim == 0) return tt_reshape(x, TT_SHAPE(1));
-    int64_t shape[TT_MAX_DIMS];
-    int n = 0;
-    for (int d = 0; d < s; d++) shape[n++] = x->shape[d];
-    int64_t merged = 1;
-    for (int d = s; d <= e; d++) merged *= x->shape[d];
-    shape[n++] = merged;
-    for (int d = e + 1; d < x->ndim; d++) shape[n++] = x->shape[d];
-    return tt_reshape(x, n, shape);
-}
-
-tt_tensor *tt_flatten_dims(tt_tensor *x, int start_dim, int end_dim) {
-    return flatten_dims(x, start_dim, end_dim, __func__);
-}
-
 // The module's state is its two dims, encoded in its self pointer: an address in a static
 // table with one slot per valid (start_dim, end_dim) pair (never written), so there is nothing
 // to free and nothing shared is mutated.
@@ -292,7 +266,7 @@ static tt_tensor *flatten_fwd(void *self, tt_tensor *x) {
     ptrdiff_t slot = (const char *)self - &flatten_slots[0][0];
     int start_dim = (int)(slot / (2 * TT_MAX_DIMS)) - TT_MAX_DIMS;
     int end_dim = (int)(slot % (2 * TT_MAX_DIMS)) - TT_MAX_DIMS;
-    return flatten_dims(x, start_dim, end_dim, "tt_flatten_module");
+    return tt_flatten(x, start_dim, end_dim);
 }
 static const tt_module_ops flatten_ops = {.type = "Flatten", .forward = flatten_fwd};
 

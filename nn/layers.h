@@ -115,7 +115,10 @@ typedef struct tt_pos_embedding {
     int64_t max_len, dim;
 } tt_pos_embedding;
 
-void tt_pos_embedding_init(tt_pos_embedding *m, int64_t max_len, int64_t dim, tt_rng *rng);
+// The table starts at N(0, std^2): GPT-2 and nanoGPT use std 0.02; nn.Embedding's default (a
+// plain nn.Embedding as the table) is 1.
+void tt_pos_embedding_init(tt_pos_embedding *m, int64_t max_len, int64_t dim, double std,
+                           tt_rng *rng);
 tt_tensor *tt_pos_embedding_forward(tt_pos_embedding *m, tt_tensor *x, int64_t pos);
 void tt_pos_embedding_params(const tt_pos_embedding *m, tt_params *out, const char *prefix);
 void tt_pos_embedding_free(tt_pos_embedding *m);

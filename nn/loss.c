@@ -310,7 +310,7 @@ tt_tensor *tt_nll_loss(tt_tensor *logp, tt_tensor *targets, tt_tensor *weight,
 
 // PyTorch's cross_entropy_loss_label_smoothing: smooth = -sum_c weight[c] logp[n, c, ...], 0
 // for ignored targets, reduced like nll_loss; loss = (1 - eps) nll + (eps / C) smooth.
-tt_tensor *tt_cross_entropy_ex(tt_tensor *logits, tt_tensor *targets, tt_tensor *weight,
+tt_tensor *tt_cross_entropy_nc(tt_tensor *logits, tt_tensor *targets, tt_tensor *weight,
                                int64_t ignore_index, tt_reduction reduction,
                                double label_smoothing) {
     check_reduction(reduction, false, __func__);
@@ -325,7 +325,7 @@ tt_tensor *tt_cross_entropy_ex(tt_tensor *logits, tt_tensor *targets, tt_tensor 
             tt_fatal(__FILE__, __LINE__, __func__, "logits %s are one sample of C classes, so "
                      "targets must be 0-dim", tt__shape(logits));
         tt_scope_begin();
-        tt_tensor *loss = tt_cross_entropy_ex(tt_unsqueeze(logits, 0), tt_unsqueeze(targets, 0),
+        tt_tensor *loss = tt_cross_entropy_nc(tt_unsqueeze(logits, 0), tt_unsqueeze(targets, 0),
                                               weight, ignore_index, reduction, label_smoothing);
         tt_keep(reduction == TT_REDUCTION_NONE ? (loss = tt_squeeze(loss, 0)) : loss);
         tt_scope_end();

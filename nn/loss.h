@@ -27,7 +27,8 @@ typedef enum tt_reduction {
 } tt_reduction;
 
 // tt_cross_entropy / tt_cross_entropy_smooth (autograd.h) are the fused classification losses
-// (classes in the LAST dim, mean over the non-ignored targets).
+// (classes in the LAST dim, mean over the non-ignored targets); tt_cross_entropy_nc below is
+// F.cross_entropy in PyTorch's (N, C, d1, ...) layout.
 tt_tensor *tt_mse_loss(tt_tensor *pred, tt_tensor *target);  // mean((pred - target)^2)
 // mean(max(x, 0) - x t + log(1 + exp(-|x|))): stable for any logit.
 tt_tensor *tt_bce_with_logits(tt_tensor *logits, tt_tensor *targets);
@@ -61,14 +62,23 @@ tt_tensor *tt_bce_with_logits_ex(tt_tensor *logits, tt_tensor *targets, tt_tenso
 // (C,) of logp's dtype, a constant (no gradient flows to it).
 tt_tensor *tt_nll_loss(tt_tensor *logp, tt_tensor *targets, tt_tensor *weight,
                        int64_t ignore_index, tt_reduction reduction);
-// F.cross_entropy with class-index targets, in PyTorch's layout (classes in dim 1; dim 0 for a
-// (C,) input), unlike tt_cross_entropy: tt_nll_loss(tt_log_softmax(logits, 1), ...) when
+// F.cross_entropy with class-index targets in PyTorch's layout, logits (N, C, d1, ...), (N, C)
+// or (C,): classes in dim 1 (dim 0 for (C,)), unlike tt_cross_entropy (classes in the LAST
+// dim, the fused op language models use). tt_nll_loss(tt_log_softmax(logits, 1), ...) when
 // label_smoothing is 0; otherwise (1 - eps) nll + eps / C times the (weighted) sum of -logp over
 // the classes, reduced like nll (MEAN: by the summed weights of the used targets), as PyTorch.
 // label_smoothing in [0, 1].
-tt_tensor *tt_cross_entropy_ex(tt_tensor *logits, tt_tensor *targets, tt_tensor *weight,
+tt_tensor *tt_cross_entropy_nc(tt_tensor *logits, tt_tensor *targets, tt_tensor *weight,
                                int64_t ignore_index, tt_reduction reduction,
                                double label_smoothing);
+// Deprecated: the old name of tt_cross_entropy_nc.
+__attribute__((deprecated("renamed tt_cross_entropy_nc (classes in dim 1)")))
+static inline tt_tensor *tt_cross_entropy_ex(tt_tensor *logits, tt_tensor *targets,
+                                             tt_tensor *weight, int64_t ignore_index,
+                                             tt_reduction reduction, double label_smoothing) {
+    return tt_cross_entropy_nc(logits, targets, weight, ignore_index, reduction,
+                               label_smoothing);
+}
 
 #ifdef __cplusplus
 }

@@ -142,7 +142,11 @@ tt_module tt_identity_module(void);
 // the end; PyTorch's defaults are 1 and -1, i.e. keep the batch dim). A view when x's strides
 // allow it, else a copy (tt_reshape). No parameters; the module holds no pointer to free.
 tt_module tt_flatten_module(int start_dim, int end_dim);
-tt_tensor *tt_flatten_dims(tt_tensor *x, int start_dim, int end_dim);  // the same as a function
+// Deprecated: the op is tt_flatten(x, start_dim, end_dim) (autograd.h), torch.flatten.
+__attribute__((deprecated("use tt_flatten(x, start_dim, end_dim)")))
+static inline tt_tensor *tt_flatten_dims(tt_tensor *x, int start_dim, int end_dim) {
+    return tt_flatten(x, start_dim, end_dim);
+}
 
 // ---- init schemes (in place on a tensor; every one takes an explicit rng) ----
 // fan_in / fan_out follow PyTorch: for a (out, in, ...) weight, fan_in = in * receptive field.
@@ -152,6 +156,10 @@ typedef enum tt_fan_mode { TT_FAN_IN, TT_FAN_OUT } tt_fan_mode;
 void tt_init_zeros_(tt_tensor *t);
 void tt_init_ones_(tt_tensor *t);
 void tt_init_normal_(tt_tensor *t, tt_rng *rng, double mean, double std);
+// nn.init.trunc_normal_: N(mean, std^2) conditioned on [a, b] (a and b absolute bounds, not
+// in units of std); every value lies in [a, b].
+void tt_init_trunc_normal_(tt_tensor *t, tt_rng *rng, double mean, double std, double a,
+                           double b);
 void tt_init_uniform_(tt_tensor *t, tt_rng *rng, double lo, double hi);
 void tt_init_xavier_uniform_(tt_tensor *t, tt_rng *rng, double gain);
 void tt_init_xavier_normal_(tt_tensor *t, tt_rng *rng, double gain);

@@ -37,14 +37,16 @@ static void check_table_dtype(const tt_tensor *x, const tt_tensor *table, const 
 
 // ---- learned positional embedding ----
 
-void tt_pos_embedding_init(tt_pos_embedding *m, int64_t max_len, int64_t dim, tt_rng *rng) {
+void tt_pos_embedding_init(tt_pos_embedding *m, int64_t max_len, int64_t dim, double std,
+                           tt_rng *rng) {
     TT_CHECK(max_len > 0 && dim > 0, "sizes must be positive, got max_len=%lld dim=%lld",
              (long long)max_len, (long long)dim);
+    TT_CHECK(std >= 0, "std must be >= 0, got %g (GPT-2 uses 0.02, nn.Embedding 1)", std);
     memset(m, 0, sizeof *m);
     m->max_len = max_len;
     m->dim = dim;
     m->weight = tt__param_new(2, (int64_t[]){max_len, dim});  // (L, C)
-    tt_normal_(m->weight, rng, 0.0, 1.0);  // like nn.Embedding; GPT code re-inits it
+    tt_normal_(m->weight, rng, 0.0, std);
 }
 
 // x (..., T, C) + weight[pos : pos + T] (T, C), broadcast over the leading dims.

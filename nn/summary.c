@@ -132,12 +132,14 @@ static void count_str(char *buf, size_t cap, int64_t v) {  // 1234567 -> "1,234,
     buf[k] = 0;
 }
 
-static void print_row(FILE *f, const row *w) {
+// A row labelled with its name under its parent (NULL for the root): the name the parent
+// gave it, dots included ("blocks.0", not "0").
+static void print_row(FILE *f, const row *w, const row *parent) {
     char label[TT_NAME_MAX + 96], params[32];
     const char *shown = w->name[0] ? w->name : "(model)";
-    const char *dot = strrchr(shown, '.');
-    snprintf(label, sizeof label, "%*s%s (%s)", 2 * w->depth, "", dot ? dot + 1 : shown,
-             w->type);
+    size_t skip = parent && parent->name[0] ? strlen(parent->name) + 1 : 0;
+    if (skip > strlen(shown)) skip = 0;
+    snprintf(label, sizeof label, "%*s%s (%s)", 2 * w->depth, "", shown + skip, w->type);
     count_str(params, sizeof params, w->params);
     if (w->measured)
         fprintf(f, "%-40s %-18s %13s %12.4g %10.3f\n", label, tt__shape_of(w->ndim, w->shape),
@@ -177,7 +179,12 @@ tt_model_stats tt_model_summary(FILE *f, tt_module m, tt_tensor *x) {
     if (f) {
         fprintf(f, "%-40s %-18s %13s %12s %10s\n", "module (type)", "output shape", "params",
                 "FLOPs", "act. MB");
-        for (int i = 0; i < r.n; i++) print_row(f, &r.v[i]);
+        for (int i = 0; i < r.n; i++) {
+            const row *parent = NULL;  // the nearest row above one level up
+            for (int j = i - 1; j >= 0 && !parent; j--)
+                if (r.v[j].depth == r.v[i].depth - 1) parent = &r.v[j];
+            print_row(f, &r.v[i], parent);
+        }
         char a[32], b[32];
         count_str(a, sizeof a, st.params);
         count_str(b, sizeof b, st.trainable_params);

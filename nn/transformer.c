@@ -321,24 +321,43 @@ void tt_attention_free(tt_attention *m) {
     memset(m, 0, sizeof *m);
 }
 
-// ---- transformer block (pre-norm, GPT-2 / Llama order) ----
+// ---- transformer block (pre-norm, GPT-2 / Llama order; or post-norm, PyTorch's default) ----
+
+static bool block_bias(tt_block_bias b, bool attn_bias, const char *what) {
+    TT_CHECK_IN("tt_block_init", (unsigned)b < TT_BIAS_COUNT, "%s is %d; use TT_BIAS_LIKE_ATTN "
+                "(0), TT_BIAS_ON or TT_BIAS_OFF", what, (int)b);
+    return b == TT_BIAS_LIKE_ATTN ? attn_bias : b == TT_BIAS_ON;
+}
 
 void tt_block_init(tt_block *m, const tt_block_config *cfg, tt_rng *rng) {
     int64_t C = cfg->attn.n_embd;
     double eps = cfg->norm_eps != 0 ? cfg->norm_eps : 1e-5;
     int64_t hidden = cfg->mlp_hidden != 0 ? cfg->mlp_hidden : 4 * C;
+    bool norm_bias = block_bias(cfg->norm_bias, cfg->attn.bias, "norm_bias");
+    bool mlp_bias = block_bias(cfg->mlp_bias, cfg->attn.bias, "mlp_bias");
     memset(m, 0, sizeof *m);
+    m->post_norm = cfg->post_norm;
     tt_attention_init(&m->attn, &cfg->attn, rng);
-    tt_norm_init(&m->norm1, cfg->norm, C, eps, cfg->attn.bias);
-    tt_norm_init(&m->norm2, cfg->norm, C, eps, cfg->attn.bias);
-    tt_feedforward_init(&m->mlp, C, hidden, cfg->act, cfg->attn.bias, cfg->attn.dropout, rng);
+    tt_norm_init(&m->norm1, cfg->norm, C, eps, norm_bias);
+    tt_norm_init(&m->norm2, cfg->norm, C, eps, norm_bias);
+    tt_feedforward_init(&m->mlp, C, hidden, cfg->act, mlp_bias, cfg->attn.dropout, rng);
 }
 
-// x (B, T, C): x = x + attn(norm1(x)); x = x + mlp(norm2(x)).
+// The rest of the block after the attention branch a (of norm1(x), or of x when post-norm).
+static tt_tensor *block_finish(tt_block *m, tt_tensor *x, tt_tensor *a) {
+    if (m->post_norm) {  // x = norm1(x + attn(x)); x = norm2(x + mlp(x))
+        tt_tensor *h = tt_norm_forward(&m->norm1, tt_add(x, a));
+        return tt_norm_forward(&m->norm2, tt_add(h, tt_feedforward_forward(&m->mlp, h)));
+    }
+    tt_tensor *h = tt_add(x, a);  // x = x + attn(norm1(x)); x = x + mlp(norm2(x))
+    return tt_add(h, tt_feedforward_forward(&m->mlp, tt_norm_forward(&m->norm2, h)));
+}
+
+// x (B, T, C) -> (B, T, C).
 tt_tensor *tt_block_forward(tt_block *m, tt_tensor *x) {
     tt_scope_begin();
-    tt_tensor *h = tt_add(x, tt_attention_forward(&m->attn, tt_norm_forward(&m->norm1, x)));
-    h = tt_add(h, tt_feedforward_forward(&m->mlp, tt_norm_forward(&m->norm2, h)));  // (B, T, C)
+    tt_tensor *in = m->post_norm ? x : tt_norm_forward(&m->norm1, x);
+    tt_tensor *h = block_finish(m, x, tt_attention_forward(&m->attn, in));
     tt_keep(h);
     tt_scope_end();
     return h;
@@ -347,10 +366,9 @@ tt_tensor *tt_block_forward(tt_block *m, tt_tensor *x) {
 tt_tensor *tt_block_forward_cached(tt_block *m, tt_tensor *x, tt_tensor *k_cache,
                                    tt_tensor *v_cache, int64_t pos) {
     tt_scope_begin();
-    tt_tensor *a = tt_attention_forward_cached(&m->attn, tt_norm_forward(&m->norm1, x), k_cache,
-                                               v_cache, pos);
-    tt_tensor *h = tt_add(x, a);
-    h = tt_add(h, tt_feedforward_forward(&m->mlp, tt_norm_forward(&m->norm2, h)));  // (B, T, C)
+    tt_tensor *in = m->post_norm ? x : tt_norm_forward(&m->norm1, x);
+    tt_tensor *a = tt_attention_forward_cached(&m->attn, in, k_cache, v_cache, pos);
+    tt_tensor *h = block_finish(m, x, a);
     tt_keep(h);
     tt_scope_end();
     return h;

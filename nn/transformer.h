@@ -85,7 +85,19 @@ void tt_attention_train(tt_attention *m, bool training);
 void tt_attention_free(tt_attention *m);
 tt_module tt_attention_module(tt_attention *m);  // self-attention: tt_attention_forward(m, x)
 
-// ---- transformer block (pre-norm): x + attn(norm1(x)), then + mlp(norm2(x)) ----
+// ---- transformer block ----
+// Pre-norm (GPT-2, Llama; the default): x = x + attn(norm1(x)); x = x + mlp(norm2(x)).
+// Post-norm (PyTorch's TransformerEncoderLayer, norm_first=False, and the original
+// Transformer): x = norm1(x + attn(x)); x = norm2(x + mlp(x)).
+
+// The norms' and the MLP's biases: zero follows attn.bias, as every block did before the
+// switches were split.
+typedef enum tt_block_bias {
+    TT_BIAS_LIKE_ATTN,  // the attention's bias switch (attn.bias)
+    TT_BIAS_ON,
+    TT_BIAS_OFF,
+    TT_BIAS_COUNT
+} tt_block_bias;
 
 typedef struct tt_block_config {
     tt_attention_config attn;
@@ -93,12 +105,16 @@ typedef struct tt_block_config {
     tt_act act;
     tt_norm_kind norm;
     double norm_eps;     // 0 means 1e-5
+    bool post_norm;      // PyTorch's norm_first=False; false (pre-norm) is norm_first=True
+    tt_block_bias norm_bias;  // LayerNorm's bias in norm1 and norm2 (RMSNorm has none)
+    tt_block_bias mlp_bias;   // in mlp.fc and mlp.proj
 } tt_block_config;
 
 typedef struct tt_block {
     tt_norm norm1, norm2;
     tt_attention attn;
     tt_feedforward mlp;
+    bool post_norm;  // cfg.post_norm
 } tt_block;
 
 void tt_block_init(tt_block *m, const tt_block_config *cfg, tt_rng *rng);

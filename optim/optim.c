@@ -195,6 +195,24 @@ void tt_optim_set_lr(tt_optim *o, double lr) {
     o->lr = lr;
 }
 
+static void check_group(const tt_optim *o, int g, const char *func) {
+    TT_CHECK_IN(func, o && g >= 0 && g < o->ngroups, "group %d does not exist (the optimizer "
+                "has %d; tt_optim_add_group returns the index)", g, o ? o->ngroups : 0);
+}
+
+void tt_optim_set_group_lr(tt_optim *o, int g, double lr) {
+    check_group(o, g, __func__);
+    check_lr(lr, __func__);
+    TT_CHECK(o->lr > 0, "the optimizer's lr is 0, so group %d's lr cannot be kept as a ratio to "
+             "it; set group lrs while the lr is > 0 (e.g. right after tt_optim_add_group)", g);
+    o->groups[g].lr_scale = lr / o->lr;
+}
+
+double tt_optim_group_lr(const tt_optim *o, int g) {
+    check_group(o, g, __func__);
+    return o->lr * o->groups[g].lr_scale;
+}
+
 void tt_optim_zero_grad(tt_optim *o) {
     for (int g = 0; g < o->ngroups; g++) tt_params_zero_grad(&o->groups[g].params);
 }

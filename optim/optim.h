@@ -75,7 +75,7 @@ typedef struct tt_optim_group {
     tt_params params;     // the group's parameters (names and retained references)
     tt_tensor **state;    // [i * TT_OPTIM_SLOT_COUNT + slot] for parameter i; NULL if unused
     double weight_decay;  // SGD/Adam: L2 added to the gradient; AdamW: decoupled
-    double lr_scale;      // this group's lr is o->lr * lr_scale (1 unless changed)
+    double lr_scale;      // this group's lr is o->lr * lr_scale (1; tt_optim_set_group_lr)
 } tt_optim_group;
 
 typedef struct tt_optim {
@@ -106,7 +106,16 @@ void tt_optim_add_module(tt_optim *o, tt_module m, double weight_decay);
 tt_optim tt_optim_new(tt_optim_config cfg, tt_module m, double weight_decay);
 void tt_optim_step(tt_optim *o);       // one update of every parameter that has a gradient
 void tt_optim_zero_grad(tt_optim *o);  // drops the gradients (PyTorch's set_to_none)
+// Sets the optimizer's lr, and so every group's: group g's lr is lr times its lr_scale. A
+// schedule calls this each step (tt_lr_at), as a PyTorch scheduler sets every group's lr
+// from the group's own base lr.
 void tt_optim_set_lr(tt_optim *o, double lr);
+// PyTorch's param_groups[g]['lr'], absolute: group g's lr becomes `lr` now and keeps its ratio
+// to the optimizer's lr afterwards (lr_scale = lr / o->lr, so o->lr must be > 0). Set it after
+// tt_optim_add_group, while o->lr is the base lr, and a schedule moves the group from that
+// base as PyTorch's schedulers do. Not saved in checkpoints: set it again after loading.
+void tt_optim_set_group_lr(tt_optim *o, int g, double lr);
+double tt_optim_group_lr(const tt_optim *o, int g);  // o->lr * groups[g].lr_scale
 void tt_optim_free(tt_optim *o);       // safe on a zeroed struct
 
 // Appends the state tensors (borrowed by `out`: it retains them) group by group, parameter by

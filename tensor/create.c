@@ -83,6 +83,10 @@ tt_tensor *tt_from_data(tt_dtype dtype, int ndim, const int64_t *shape, const vo
 tt_tensor *tt_empty_like(const tt_tensor *t) { return tt_empty(t->dtype, t->ndim, t->shape); }
 tt_tensor *tt_zeros_like(const tt_tensor *t) { return tt_zeros(t->dtype, t->ndim, t->shape); }
 tt_tensor *tt_ones_like(const tt_tensor *t) { return tt_ones(t->dtype, t->ndim, t->shape); }
+tt_tensor *tt_full_like(const tt_tensor *t, double value) {
+    TT_CHECK(t, "t is NULL");
+    return tt_full(t->dtype, t->ndim, t->shape, value);
+}
 
 // ---- eye, linspace, one_hot ----
 

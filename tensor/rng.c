@@ -96,6 +96,16 @@ tt_tensor *tt_randn(tt_rng *rng, tt_dtype dtype, int ndim, const int64_t *shape)
     return tt_normal(rng, dtype, ndim, shape, 0.0, 1.0);
 }
 
+tt_tensor *tt_rand_like(const tt_tensor *t, tt_rng *rng) {
+    TT_CHECK(t, "t is NULL");
+    return tt_rand(rng, t->dtype, t->ndim, t->shape);
+}
+
+tt_tensor *tt_randn_like(const tt_tensor *t, tt_rng *rng) {
+    TT_CHECK(t, "t is NULL");
+    return tt_randn(rng, t->dtype, t->ndim, t->shape);
+}
+
 // ---- samplers: randint, randperm, bernoulli, multinomial ----
 
 tt_tensor *tt_randint(tt_rng *rng, int64_t lo, int64_t hi, int ndim, const int64_t *shape) {

@@ -120,6 +120,8 @@ tt_tensor *tt_from_data(tt_dtype dtype, int ndim, const int64_t *shape, const vo
 tt_tensor *tt_empty_like(const tt_tensor *t);
 tt_tensor *tt_zeros_like(const tt_tensor *t);
 tt_tensor *tt_ones_like(const tt_tensor *t);
+// t's dtype and shape filled with value (torch.full_like).
+tt_tensor *tt_full_like(const tt_tensor *t, double value);
 // (n, m) with ones on the main diagonal (torch.eye(n, m)).
 tt_tensor *tt_eye(tt_dtype dtype, int64_t n, int64_t m);
 // steps values from start to end inclusive, PyTorch's formula: step = (end - start) /
@@ -147,6 +149,9 @@ int64_t tt_rng_below(tt_rng *rng, int64_t n);  // uniform integer in [0, n), unb
 
 tt_tensor *tt_rand(tt_rng *rng, tt_dtype dtype, int ndim, const int64_t *shape);   // U[0,1)
 tt_tensor *tt_randn(tt_rng *rng, tt_dtype dtype, int ndim, const int64_t *shape);  // N(0,1)
+// t's float dtype and shape, drawn as tt_rand / tt_randn draw (the same rng stream).
+tt_tensor *tt_rand_like(const tt_tensor *t, tt_rng *rng);
+tt_tensor *tt_randn_like(const tt_tensor *t, tt_rng *rng);
 tt_tensor *tt_uniform(tt_rng *rng, tt_dtype dtype, int ndim, const int64_t *shape,
                       double lo, double hi);
 tt_tensor *tt_normal(tt_rng *rng, tt_dtype dtype, int ndim, const int64_t *shape,

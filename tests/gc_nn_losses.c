@@ -2,7 +2,7 @@
 // both sides of beta / delta, kl_div (probability and log targets, a zero target), binary
 // cross-entropy with a broadcast weight, bce_with_logits_ex, nll_loss with ignored targets,
 // weights, (N, C, d) inputs, non-contiguous log-probabilities and a (C,) input, and
-// cross_entropy_ex. Weights and targets travel as inputs (requiring grad or not) so gc_check's
+// cross_entropy_nc. Weights and targets travel as inputs (requiring grad or not) so gc_check's
 // f32 forward gets f32 copies of them; index tensors travel in ctx.
 #include "gc_util.h"
 
@@ -42,7 +42,7 @@ static tt_tensor *f_loss(tt_tensor *const *in, int n, void *ctx) {
     case L_BCE_LOGITS: return tt_bce_with_logits_ex(in[0], in[1], n > 2 ? in[2] : NULL, r);
     case L_NLL: return tt_nll_loss(in[0], c->targets, n > 1 ? in[1] : NULL, c->ignore_index, r);
     case L_CE:
-        return tt_cross_entropy_ex(in[0], c->targets, n > 1 ? in[1] : NULL, c->ignore_index, r,
+        return tt_cross_entropy_nc(in[0], c->targets, n > 1 ? in[1] : NULL, c->ignore_index, r,
                                    c->param);
     }
     return NULL;
@@ -141,7 +141,7 @@ static void bce_logits_weight(gc_report *r) {
     check3(r, (loss_ctx){.kind = L_BCE_LOGITS}, 3, in);
 }
 
-// ---- nll_loss, cross_entropy_ex ----
+// ---- nll_loss, cross_entropy_nc ----
 
 // log-probabilities: any values (the loss is linear in them).
 static void nll_2d(gc_report *r, bool weight, int64_t ignore_index) {
@@ -180,7 +180,7 @@ static void nll_1d(gc_report *r) {
     check3(r, (loss_ctx){.kind = L_NLL, .targets = tg, .ignore_index = -100}, 1, in);
 }
 
-static void cross_entropy_ex_3d_weight(gc_report *r) {
+static void cross_entropy_nc_3d_weight(gc_report *r) {
     tt_tensor *tg = tt_from_data(TT_I64, TT_SHAPE(2, 3), (const int64_t[]){2, 0, 1, -100, 3, 3});
     tt_tensor *in[2] = {gc_input(TT_SHAPE(2, 4, 3), -2, 2),
                         leaf(TT_SHAPE(4), (const double[]){1.0, 0.5, 2.0, 0.3}, false)};
@@ -188,7 +188,7 @@ static void cross_entropy_ex_3d_weight(gc_report *r) {
 }
 
 // Label smoothing 0.2, (N, C, d) with a weight; and (C,) without one.
-static void cross_entropy_ex_smoothing(gc_report *r) {
+static void cross_entropy_nc_smoothing(gc_report *r) {
     tt_tensor *tg = tt_from_data(TT_I64, TT_SHAPE(2, 3), (const int64_t[]){2, 0, 1, -100, 3, 3});
     tt_tensor *in[2] = {gc_input(TT_SHAPE(2, 4, 3), -2, 2),
                         leaf(TT_SHAPE(4), (const double[]){1.0, 0.5, 2.0, 0.3}, false)};
@@ -224,7 +224,7 @@ const gc_module_case gc_modules_nn_losses[] = {
     {"nll_loss", "4d_weight", nll_4d_weight},
     {"nll_loss", "transposed", nll_transposed},
     {"nll_loss", "1d", nll_1d},
-    {"cross_entropy_ex", "3d_weight_ignored", cross_entropy_ex_3d_weight},
-    {"cross_entropy_ex", "label_smoothing", cross_entropy_ex_smoothing},
+    {"cross_entropy_nc", "3d_weight_ignored", cross_entropy_nc_3d_weight},
+    {"cross_entropy_nc", "label_smoothing", cross_entropy_nc_smoothing},
     {NULL, NULL, NULL},
 };

@@ -46,7 +46,7 @@ static tt_tensor *f_recurrent(tt_tensor *const *in, int n, void *ctx) {
                     c->kind == R_RELU ? TT_ACT_RELU : TT_ACT_TANH};
         y = tt_rnn_forward(&m, in[0], h0, &h_n);
     }
-    tt_tensor *parts[3] = {tt_flatten(y), tt_flatten(h_n), c_n ? tt_flatten(c_n) : NULL};
+    tt_tensor *parts[3] = {tt_flatten(y, 0, -1), tt_flatten(h_n, 0, -1), c_n ? tt_flatten(c_n, 0, -1) : NULL};
     return tt_cat(c_n ? 3 : 2, parts, 0);
 }
 

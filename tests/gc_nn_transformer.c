@@ -143,7 +143,7 @@ static tt_tensor *fwd_pos_embedding(const mod_ctx *c, tt_tensor *x) {
 static void pos_embedding_basic(gc_report *r) {
     tt_dtype prev = tt_set_default_dtype(TT_F64);
     tt_pos_embedding pe;
-    tt_pos_embedding_init(&pe, 5, 8, gc_rng());
+    tt_pos_embedding_init(&pe, 5, 8, 1.0, gc_rng());
     tt_set_default_dtype(prev);
     mod_ctx c = {.forward = fwd_pos_embedding, .m = &pe, .pos = 1};
     add_slot(&c, &pe.weight);
@@ -268,6 +268,13 @@ static void block_rmsnorm_relu2_gqa_rope_qknorm(gc_report *r) {
         .act = TT_ACT_RELU2, .norm = TT_NORM_RMSNORM, .norm_eps = 1e-6});
 }
 
+// PyTorch's TransformerEncoderLayer order (norm_first=False): the norms after the residuals.
+static void block_post_norm(gc_report *r) {
+    block_case(r, (tt_block_config){
+        .attn = {.n_embd = 8, .n_head = 2, .max_seq = 4}, .mlp_hidden = 16, .act = TT_ACT_GELU,
+        .norm = TT_NORM_LAYERNORM, .post_norm = true});
+}
+
 const gc_module_case gc_modules_nn_transformer[] = {
     {"rope", "basic", rope_basic},
     {"rope", "with_offset", rope_with_offset},
@@ -283,5 +290,6 @@ const gc_module_case gc_modules_nn_transformer[] = {
     {"attention", "bias", attention_bias},
     {"block", "layernorm_gelu", block_layernorm_gelu},
     {"block", "rmsnorm_relu2_gqa_rope_qknorm", block_rmsnorm_relu2_gqa_rope_qknorm},
+    {"block", "post_norm", block_post_norm},
     {NULL, NULL, NULL},
 };

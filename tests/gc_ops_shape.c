@@ -35,11 +35,20 @@ static void reshape_infer_minus1(gc_report *r) {
 
 static tt_tensor *f_flatten(tt_tensor *const *in, int n, void *ctx) {
     (void)n, (void)ctx;
-    return tt_flatten(in[0]);
+    return tt_flatten(in[0], 0, -1);
 }
 static void reshape_flatten_strided(gc_report *r) {
     tt_tensor *x = gc_input_strided(TT_SHAPE(4, 3), 0, 2, -1, 1);  // (2, 3), rows 0 and 2
     gc_check(r, f_flatten, NULL, 1, &x, NULL);
+}
+
+static tt_tensor *f_flatten_mid(tt_tensor *const *in, int n, void *ctx) {
+    (void)n, (void)ctx;
+    return tt_flatten(in[0], -3, -2);
+}
+static void reshape_flatten_dims(gc_report *r) {
+    tt_tensor *x = gc_input_transposed(TT_SHAPE(2, 3, 4), 1, 2, -1, 1);  // (2, 4, 3): copies
+    gc_check(r, f_flatten_mid, NULL, 1, &x, NULL);
 }
 
 // ---- transpose / permute ----
@@ -107,6 +116,15 @@ static tt_tensor *f_narrow(tt_tensor *const *in, int n, void *ctx) {
 static void slice_narrow(gc_report *r) {
     tt_tensor *x = gc_input(TT_SHAPE(2, 4, 3), -1, 1);
     gc_check(r, f_narrow, NULL, 1, &x, NULL);
+}
+
+static tt_tensor *f_select(tt_tensor *const *in, int n, void *ctx) {
+    (void)n, (void)ctx;
+    return tt_select(in[0], -2, -1);  // x[:, -1] of (2, 3, 4)
+}
+static void slice_select(gc_report *r) {
+    tt_tensor *x = gc_input(TT_SHAPE(2, 3, 4), -1, 1);
+    gc_check(r, f_select, NULL, 1, &x, NULL);
 }
 
 // ---- expand / broadcast_to ----
@@ -240,6 +258,7 @@ const gc_case gc_cases_shape[] = {
     {TT_OP_RESHAPE, "reshape_copy", reshape_copy},
     {TT_OP_RESHAPE, "infer_minus1", reshape_infer_minus1},
     {TT_OP_RESHAPE, "flatten_strided", reshape_flatten_strided},
+    {TT_OP_RESHAPE, "flatten_dims", reshape_flatten_dims},
     {TT_OP_TRANSPOSE, "2d", transpose_2d},
     {TT_OP_TRANSPOSE, "3d_outer", transpose_3d_outer},
     {TT_OP_PERMUTE, "3d", permute_3d},
@@ -248,6 +267,7 @@ const gc_case gc_cases_shape[] = {
     {TT_OP_SLICE, "step2", slice_step2},
     {TT_OP_SLICE, "negative", slice_negative},
     {TT_OP_SLICE, "narrow", slice_narrow},
+    {TT_OP_SLICE, "select", slice_select},
     {TT_OP_EXPAND, "b1c_to_btc", expand_b1c_to_btc},
     {TT_OP_EXPAND, "new_leading", expand_new_leading},
     {TT_OP_SQUEEZE, "size1_dim", squeeze_size1_dim},

@@ -204,7 +204,7 @@ START_TEST(test_bce_with_logits_ex) {
 }
 END_TEST
 
-// ---- nll_loss, cross_entropy_ex ----
+// ---- nll_loss, cross_entropy_nc ----
 
 static tt_tensor *nll_logp(tt_dtype dt) {
     return tt_set_requires_grad(
@@ -285,10 +285,10 @@ START_TEST(test_nll_cross_entropy_3d) {
     CHECK(tt_grad(x), dt, 0, -0.33333333333333331, 0, 0, -0.33333333333333331, 0, 0, 0,
           -0.33333333333333331, 0, 0, 0);
     tt_zero_grad(x);
-    CHECK(tt_cross_entropy_ex(x, tg, w, -100, TT_REDUCTION_NONE, 0.0), dt,
+    CHECK(tt_cross_entropy_nc(x, tg, w, -100, TT_REDUCTION_NONE, 0.0), dt,
           4.0843176983973928, 1.7623795458312443, 1.1694471506806416, 0);
-    CHECK(tt_cross_entropy_ex(x, tg, w, -100, TT_REDUCTION_SUM, 0.0), dt, 7.0161443949092792);
-    tt_tensor *ce = tt_cross_entropy_ex(x, tg, w, -100, TT_REDUCTION_MEAN, 0.0);
+    CHECK(tt_cross_entropy_nc(x, tg, w, -100, TT_REDUCTION_SUM, 0.0), dt, 7.0161443949092792);
+    tt_tensor *ce = tt_cross_entropy_nc(x, tg, w, -100, TT_REDUCTION_MEAN, 0.0);
     CHECK(ce, dt, 2.004612684259794);
     tt_backward(ce);
     CHECK(tt_grad(x), dt, 0.16500580281336305, -0.23667543946344155, 0.33228088216374946,
@@ -299,16 +299,16 @@ START_TEST(test_nll_cross_entropy_3d) {
 END_TEST
 
 // Label smoothing 0.1 with a weight and an ignored target, in (N, C, d).
-START_TEST(test_cross_entropy_ex_label_smoothing) {
+START_TEST(test_cross_entropy_nc_label_smoothing) {
     tt_dtype dt = dtypes[_i];
     tt_scope_begin();
     tt_tensor *tg = tt_from_data(TT_I64, TT_SHAPE(2, 2), (const int64_t[]){2, 0, 1, -100});
     tt_tensor *w = tt_test_tensor(dt, TT_SHAPE(3), 1.0, 0.5, 2.0);
     tt_tensor *x = q3d(dt);
-    CHECK(tt_cross_entropy_ex(x, tg, w, -100, TT_REDUCTION_NONE, 0.1), dt,
+    CHECK(tt_cross_entropy_nc(x, tg, w, -100, TT_REDUCTION_NONE, 0.1), dt,
           3.8624711276308346, 1.7084192049284319, 1.1653734374380607, 0);
-    CHECK(tt_cross_entropy_ex(x, tg, w, -100, TT_REDUCTION_SUM, 0.1), dt, 6.7362637699973282);
-    tt_tensor *ce = tt_cross_entropy_ex(x, tg, w, -100, TT_REDUCTION_MEAN, 0.1);
+    CHECK(tt_cross_entropy_nc(x, tg, w, -100, TT_REDUCTION_SUM, 0.1), dt, 6.7362637699973282);
+    tt_tensor *ce = tt_cross_entropy_nc(x, tg, w, -100, TT_REDUCTION_MEAN, 0.1);
     CHECK(ce, dt, 1.9246467914278078);
     tt_backward(ce);
     CHECK(tt_grad(x), dt, 0.14860675150566344, -0.21681050631164184, 0.3136739406450218,
@@ -320,7 +320,7 @@ START_TEST(test_cross_entropy_ex_label_smoothing) {
                        0.4, 1.5),
         true);
     tt_tensor *t2 = tt_from_data(TT_I64, TT_SHAPE(3), (const int64_t[]){1, -100, 3});
-    tt_tensor *l2 = tt_cross_entropy_ex(z, t2, NULL, -100, TT_REDUCTION_MEAN, 0.25);
+    tt_tensor *l2 = tt_cross_entropy_nc(z, t2, NULL, -100, TT_REDUCTION_MEAN, 0.25);
     CHECK(l2, dt, 1.5019492098141383);
     CHECK(tt_cross_entropy_smooth(z, t2, -100, 0.25), dt, 1.5019492098141383);
     tt_backward(l2);
@@ -331,9 +331,38 @@ START_TEST(test_cross_entropy_ex_label_smoothing) {
 }
 END_TEST
 
+// The two layouts: tt_cross_entropy takes (B, T, V), classes last; tt_cross_entropy_nc the
+// same logits as PyTorch's (B, V, T). Same loss and gradient; the deprecated name
+// tt_cross_entropy_ex still computes tt_cross_entropy_nc.
+START_TEST(test_cross_entropy_layouts) {
+    tt_scope_begin();
+    tt_rng rng;
+    tt_rng_seed(&rng, 3);
+    tt_tensor *z = tt_set_requires_grad(tt_randn(&rng, TT_F64, TT_SHAPE(2, 3, 5)), true);
+    tt_tensor *t = tt_randint(&rng, 0, 5, TT_SHAPE(2, 3));
+    tt_tensor *last = tt_cross_entropy(z, t, -100);
+    tt_tensor *nc = tt_cross_entropy_nc(tt_transpose(z, 1, 2), t, NULL, -100,
+                                        TT_REDUCTION_MEAN, 0.0);
+    ck_assert_double_eq_tol(tt_item(last), tt_item(nc), 1e-12);
+    tt_backward(last);
+    tt_tensor *g_last = tt_clone(tt_grad(z));
+    tt_zero_grad(z);
+    tt_backward(nc);
+    for (int64_t i = 0; i < 30; i++)
+        ck_assert_double_eq_tol(tt_at(tt_grad(z), i), tt_at(g_last, i), 1e-12);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    tt_tensor *ex = tt_cross_entropy_ex(tt_transpose(z, 1, 2), t, NULL, -100,
+                                        TT_REDUCTION_SUM, 0.0);
+#pragma GCC diagnostic pop
+    ck_assert_double_eq_tol(tt_item(ex), 6 * tt_item(last), 1e-12);
+    tt_scope_end();
+}
+END_TEST
+
 START_TEST(test_abort_label_smoothing) {
     tt_expect_abort("label_smoothing is 1.5; it must be in [0, 1]");
-    tt_cross_entropy_ex(tt_zeros(TT_F32, TT_SHAPE(2, 3)), tt_zeros(TT_I64, TT_SHAPE(2)), NULL,
+    tt_cross_entropy_nc(tt_zeros(TT_F32, TT_SHAPE(2, 3)), tt_zeros(TT_I64, TT_SHAPE(2)), NULL,
                         -100, TT_REDUCTION_MEAN, 1.5);
 }
 END_TEST
@@ -446,7 +475,8 @@ int main(void) {
     tcase_add_loop_test(tc, test_nll_loss, 0, 2);
     tcase_add_loop_test(tc, test_nll_loss_inf_elsewhere, 0, 2);
     tcase_add_loop_test(tc, test_nll_cross_entropy_3d, 0, 2);
-    tcase_add_loop_test(tc, test_cross_entropy_ex_label_smoothing, 0, 2);
+    tcase_add_loop_test(tc, test_cross_entropy_nc_label_smoothing, 0, 2);
+    tcase_add_test(tc, test_cross_entropy_layouts);
     tcase_add_test(tc, test_empty);
     suite_add_tcase(s, tc);
 

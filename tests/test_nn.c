@@ -311,6 +311,63 @@ START_TEST(test_init_basic) {
 }
 END_TEST
 
+// Mean and std of N(mu, sigma^2) truncated to [a, b]: with alpha, beta the standardized bounds,
+// Z = Phi(beta) - Phi(alpha), mean = mu + sigma (phi(alpha) - phi(beta)) / Z, var = sigma^2 (1 +
+// (alpha phi(alpha) - beta phi(beta)) / Z - ((phi(alpha) - phi(beta)) / Z)^2).
+static void trunc_normal_moments(double mu, double sigma, double a, double b, double *mean,
+                                 double *std) {
+    double al = (a - mu) / sigma, be = (b - mu) / sigma;
+    double root_2pi = sqrt(8 * atan(1.0));
+    double pa = exp(-0.5 * al * al) / root_2pi, pb = exp(-0.5 * be * be) / root_2pi;
+    double z = 0.5 * (erfc(-be / sqrt(2.0)) - erfc(-al / sqrt(2.0)));
+    double d = (pa - pb) / z;
+    *mean = mu + sigma * d;
+    *std = sigma * sqrt(1 + (al * pa - be * pb) / z - d * d);
+}
+
+// nn.init.trunc_normal_: every value in [a, b] and 40000 draws' mean and std within 3% of the
+// std of the truncated formulas, for a central interval (PyTorch's usual [-2, 2]), a one-sided
+// one and a tail interval (probability 0.02 under N(0, 1)).
+START_TEST(test_init_trunc_normal) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 11);
+    const double cases[][4] = {{0, 1, -2, 2}, {0.5, 0.02, 0.49, 0.6}, {0, 1, 2, 3}};
+    tt_tensor *t = tt_empty(TT_F64, TT_SHAPE(200, 200));
+    for (int c = 0; c < 3; c++) {
+        const double *p = cases[c];
+        tt_init_trunc_normal_(t, &rng, p[0], p[1], p[2], p[3]);
+        stats s = tensor_stats(t);
+        ck_assert(s.min >= p[2] && s.max <= p[3]);
+        double mean, std;
+        trunc_normal_moments(p[0], p[1], p[2], p[3], &mean, &std);
+        ck_assert_msg(fabs(s.mean - mean) < 0.03 * std, "case %d: mean %g, expected %g", c,
+                      s.mean, mean);
+        ck_assert_msg(fabs(s.std - std) < 0.03 * std, "case %d: std %g, expected %g", c, s.std,
+                      std);
+    }
+    tt_release(t);
+    tt_tensor *w = tt_empty(TT_F32, TT_SHAPE(1000));  // f32, the rounding of 0.04 lies below it
+    tt_init_trunc_normal_(w, &rng, 0, 0.02, -0.04, 0.04);
+    for (int64_t i = 0; i < 1000; i++) ck_assert(fabs(tt_at(w, i)) <= 0.04);
+    tt_release(w);
+}
+END_TEST
+
+// tt_pos_embedding starts at N(0, std^2) with the std it is given: 0.02 (GPT-2) and 1.
+START_TEST(test_pos_embedding_init_std) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 4);
+    const double stds[] = {0.02, 1.0};
+    for (int i = 0; i < 2; i++) {
+        tt_pos_embedding pe;
+        tt_pos_embedding_init(&pe, 256, 128, stds[i], &rng);
+        ck_assert(pe.weight->requires_grad);
+        check_normal(pe.weight, 0, stds[i]);
+        tt_pos_embedding_free(&pe);
+    }
+}
+END_TEST
+
 // The same seed gives the same init, so a model is reproducible.
 START_TEST(test_init_reproducible) {
     tt_rng r1, r2;
@@ -1080,16 +1137,16 @@ START_TEST(test_flatten_module) {
     ck_assert_int_eq(y->shape[0], 2);
     ck_assert_int_eq(y->shape[1], 60);
     ck_assert_ptr_eq(y->storage, x->storage);  // a view
-    y = tt_flatten_dims(x, 0, 1);
+    y = tt_flatten(x, 0, 1);
     ck_assert_int_eq(y->ndim, 3);
     ck_assert_int_eq(y->shape[0], 6);
     ck_assert_int_eq(y->shape[2], 5);
-    y = tt_flatten_dims(x, -3, -2);
+    y = tt_flatten(x, -3, -2);
     ck_assert_int_eq(y->ndim, 3);
     ck_assert_int_eq(y->shape[1], 12);
-    y = tt_flatten_dims(x, 2, 2);  // one dim: unchanged
+    y = tt_flatten(x, 2, 2);  // one dim: unchanged
     ck_assert(tt_same_shape(y, x));
-    y = tt_flatten_dims(tt_full(TT_F32, TT_SCALAR_SHAPE, 7), 0, -1);  // 0-dim -> (1,)
+    y = tt_flatten(tt_full(TT_F32, TT_SCALAR_SHAPE, 7), 0, -1);  // 0-dim -> (1,)
     ck_assert_int_eq(y->ndim, 1);
     ck_assert_int_eq(y->shape[0], 1);
     ck_assert_values(y, 0, 0, 7);
@@ -1127,7 +1184,7 @@ START_TEST(test_module_wrappers) {
                               .bias = true, .dropout = 0.1};
     tt_attention_init(&attn, &ac, &rng);
     tt_block_init(&blk, &(tt_block_config){.attn = ac, .act = TT_ACT_GELU}, &rng);
-    tt_pos_embedding_init(&pe, 8, C, &rng);
+    tt_pos_embedding_init(&pe, 8, C, 1.0, &rng);
     tt_sinusoidal_init(&sine, 8, C);
     tt_rope_init(&rope, C / NH, 8, 10000);
     tt_embedding_init(&emb, 10, C, &rng);
@@ -1444,7 +1501,7 @@ START_TEST(test_abort_flatten_dims) {
 END_TEST
 
 START_TEST(test_abort_flatten_range) {
-    tt_expect_abort("tt_flatten_module: start_dim=1 or end_dim=3 is out of range for input "
+    tt_expect_abort("tt_flatten: start_dim=1 or end_dim=3 is out of range for input "
                     "(2, 3) (valid: -2 .. 1)");
     tt_module_forward(tt_flatten_module(1, 3), tt_zeros(TT_F32, TT_SHAPE(2, 3)));
 }
@@ -1601,6 +1658,8 @@ int main(void) {
     tcase_add_test(in, test_fans);
     tcase_add_test(in, test_init_xavier);
     tcase_add_test(in, test_init_kaiming);
+    tcase_add_test(in, test_init_trunc_normal);
+    tcase_add_test(in, test_pos_embedding_init_std);
     tcase_add_test(in, test_init_basic);
     tcase_add_test(in, test_init_reproducible);
     suite_add_tcase(s, in);

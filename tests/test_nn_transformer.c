@@ -2,8 +2,9 @@
 // feed-forward block, attention (against a naive per-head loop in double, causality, GQA
 // equivalence), the block (parameter names and counts, no leaks, train/eval) and the abort
 // paths; attention masks (tt_attention_forward_mask) against torch.nn.MultiheadAttention
-// (tests/reference/attention_mask_values.h) and on the dropout path. Gradchecks are in
-// tests/gc_nn_transformer.c (masks: tests/gc_ops_attention.c).
+// (tests/reference/attention_mask_values.h) and on the dropout path; the block, post-norm and
+// pre-norm, against torch.nn.TransformerEncoderLayer (tests/reference/block_reference.h).
+// Gradchecks are in tests/gc_nn_transformer.c (masks: tests/gc_ops_attention.c).
 //
 // Letters: B batch, T time, C channels, NH heads, NKV key/value heads, HS head size.
 #include <signal.h>
@@ -13,6 +14,7 @@
 #include "test_util.h"
 
 #include "reference/attention_mask_values.h"
+#include "reference/block_reference.h"
 
 static const tt_dtype float_dtypes[2] = {TT_F32, TT_F64};
 
@@ -69,7 +71,7 @@ START_TEST(test_pos_embedding_values) {
     tt_rng_seed(&rng, 7);
     tt_dtype prev = tt_set_default_dtype(TT_F64);
     tt_pos_embedding pe;
-    tt_pos_embedding_init(&pe, 4, 3, &rng);
+    tt_pos_embedding_init(&pe, 4, 3, 1.0, &rng);
     tt_set_default_dtype(prev);
     ck_assert(pe.weight->requires_grad);
     ck_assert_int_eq(pe.weight->shape[0], 4);
@@ -239,6 +241,121 @@ START_TEST(test_attention_params) {
     ck_assert_int_eq(tt_params_numel(&p), 4 * C * C);
     tt_params_free(&p);
     tt_attention_free(&a);
+}
+END_TEST
+
+// ---- the block against torch.nn.TransformerEncoderLayer ----
+
+typedef struct block_ref {
+    bool post_norm, attn_bias;
+    tt_act act;
+    const double *x, *r, *params, *y, *dx, *dparams;
+} block_ref;
+
+#define BLOCK_REF(name, post, bias, act)                                                    \
+    {post, bias, act, name##_x, name##_r, name##_params, name##_y, name##_dx, name##_dparams}
+static const block_ref block_refs[] = {
+    BLOCK_REF(post_relu, true, true, TT_ACT_RELU),
+    BLOCK_REF(pre_gelu, false, true, TT_ACT_GELU),
+    BLOCK_REF(post_gelu_no_attn_bias, true, false, TT_ACT_GELU),
+};
+
+// PyTorch's TransformerEncoderLayer (batch_first, dropout 0, no mask) with the same weights:
+// post-norm (norm_first=False) with ReLU, pre-norm with GELU, and post-norm with the attention
+// biases off but the norms' and MLP's on (mlp_bias, norm_bias TT_BIAS_ON): output, input
+// gradient and every parameter's gradient of sum(y * R), in f64.
+START_TEST(test_block_matches_torch) {
+    const block_ref *c = &block_refs[_i];
+    enum { B = BLOCK_REF_B, T = BLOCK_REF_T, C = BLOCK_REF_C };
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    tt_dtype prev = tt_set_default_dtype(TT_F64);
+    tt_block b;
+    tt_block_init(&b, &(tt_block_config){
+        .attn = {.n_embd = C, .n_head = BLOCK_REF_NH, .max_seq = T, .bias = c->attn_bias},
+        .mlp_hidden = BLOCK_REF_H, .act = c->act, .norm = TT_NORM_LAYERNORM,
+        .post_norm = c->post_norm, .norm_bias = TT_BIAS_ON, .mlp_bias = TT_BIAS_ON}, &rng);
+    tt_set_default_dtype(prev);
+    tt_params p;
+    tt_params_init(&p);
+    tt_block_params(&b, &p, NULL);
+    ck_assert_int_eq(p.n, c->attn_bias ? 16 : 12);
+    int64_t off = 0;
+    for (int i = 0; i < p.n; i++) {
+        tt_tensor *w = p.items[i].tensor;
+        for (int64_t k = 0; k < tt_numel(w); k++) tt_set_at(w, k, c->params[off + k]);
+        off += tt_numel(w);
+    }
+    tt_scope_begin();
+    tt_tensor *x = tt_from_data(TT_F64, TT_SHAPE(B, T, C), c->x);
+    tt_set_requires_grad(x, true);
+    tt_tensor *y = tt_block_forward(&b, x);
+    tt_tensor *r = tt_from_data(TT_F64, TT_SHAPE(B, T, C), c->r);
+    tt_backward(tt_sum(tt_mul(y, r), 0, NULL, false));
+    for (int64_t k = 0; k < B * T * C; k++) {
+        ck_assert_msg(fabs(tt_at(y, k) - c->y[k]) < 1e-12, "y[%lld]: %.17g vs torch %.17g",
+                      (long long)k, tt_at(y, k), c->y[k]);
+        ck_assert_msg(fabs(tt_at(tt_grad(x), k) - c->dx[k]) < 1e-12, "dx[%lld]: %.17g vs "
+                      "torch %.17g", (long long)k, tt_at(tt_grad(x), k), c->dx[k]);
+    }
+    off = 0;
+    for (int i = 0; i < p.n; i++) {
+        const tt_tensor *g = tt_grad(p.items[i].tensor);
+        ck_assert_ptr_nonnull(g);
+        for (int64_t k = 0; k < tt_numel(g); k++)
+            ck_assert_msg(fabs(tt_at(g, k) - c->dparams[off + k]) < 1e-11, "d %s[%lld]: %.17g "
+                          "vs torch %.17g", p.items[i].name, (long long)k, tt_at(g, k),
+                          c->dparams[off + k]);
+        off += tt_numel(g);
+    }
+    tt_scope_end();
+    tt_params_free(&p);
+    tt_block_free(&b);
+}
+END_TEST
+
+// The norms' and the MLP's biases follow attn.bias at zero (every existing config) and are
+// switched on their own otherwise.
+START_TEST(test_block_bias_switches) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 2);
+    const struct {
+        bool attn;
+        tt_block_bias norm, mlp;
+        bool want_attn, want_norm, want_mlp;
+    } cases[] = {
+        {true, TT_BIAS_LIKE_ATTN, TT_BIAS_LIKE_ATTN, true, true, true},
+        {false, TT_BIAS_LIKE_ATTN, TT_BIAS_LIKE_ATTN, false, false, false},
+        {true, TT_BIAS_OFF, TT_BIAS_LIKE_ATTN, true, false, true},
+        {true, TT_BIAS_LIKE_ATTN, TT_BIAS_OFF, true, true, false},
+        {false, TT_BIAS_ON, TT_BIAS_OFF, false, true, false},
+        {false, TT_BIAS_OFF, TT_BIAS_ON, false, false, true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tt_block b;
+        tt_block_init(&b, &(tt_block_config){
+            .attn = {.n_embd = 8, .n_head = 2, .max_seq = 4, .bias = cases[i].attn},
+            .act = TT_ACT_GELU, .norm = TT_NORM_LAYERNORM, .norm_bias = cases[i].norm,
+            .mlp_bias = cases[i].mlp}, &rng);
+        ck_assert_msg((b.attn.q_proj.bias != NULL) == cases[i].want_attn, "case %zu", i);
+        ck_assert_msg((b.attn.o_proj.bias != NULL) == cases[i].want_attn, "case %zu", i);
+        ck_assert_msg((b.norm1.ln.bias != NULL) == cases[i].want_norm, "case %zu", i);
+        ck_assert_msg((b.norm2.ln.bias != NULL) == cases[i].want_norm, "case %zu", i);
+        ck_assert_msg((b.mlp.fc.bias != NULL) == cases[i].want_mlp, "case %zu", i);
+        ck_assert_msg((b.mlp.proj.bias != NULL) == cases[i].want_mlp, "case %zu", i);
+        tt_block_free(&b);
+    }
+}
+END_TEST
+
+START_TEST(test_block_bad_bias_aborts) {
+    tt_expect_abort("tt_block_init: mlp_bias is 7; use TT_BIAS_LIKE_ATTN (0), TT_BIAS_ON or "
+                    "TT_BIAS_OFF");
+    tt_rng rng;
+    tt_rng_seed(&rng, 2);
+    tt_block b;
+    tt_block_init(&b, &(tt_block_config){.attn = {.n_embd = 8, .n_head = 2, .max_seq = 4},
+                                         .mlp_bias = (tt_block_bias)7}, &rng);
 }
 END_TEST
 
@@ -847,7 +964,7 @@ END_TEST
 START_TEST(test_abort_pos_embedding_too_long) {
     tt_expect_abort("tt_pos_embedding_forward: pos + T = 2 + 3 = 5 exceeds max_len = 4");
     tt_pos_embedding pe;
-    tt_pos_embedding_init(&pe, 4, 8, &abort_rng);
+    tt_pos_embedding_init(&pe, 4, 8, 1.0, &abort_rng);
     tt_pos_embedding_forward(&pe, tt_zeros(TT_F32, TT_SHAPE(1, 3, 8)), 2);  // 2 + 3 > 4
 }
 END_TEST
@@ -887,7 +1004,7 @@ END_TEST
 START_TEST(test_abort_negative_pos) {
     tt_expect_abort("position offset -1 is negative");
     tt_pos_embedding pe;
-    tt_pos_embedding_init(&pe, 4, 8, &abort_rng);
+    tt_pos_embedding_init(&pe, 4, 8, 1.0, &abort_rng);
     tt_pos_embedding_forward(&pe, tt_zeros(TT_F32, TT_SHAPE(1, 2, 8)), -1);
 }
 END_TEST
@@ -992,6 +1109,8 @@ int main(void) {
     tcase_add_test(mod, test_feedforward_matches_composition);
     tcase_add_test(mod, test_attention_params);
     tcase_add_test(mod, test_feedforward_block_params);
+    tcase_add_loop_test(mod, test_block_matches_torch, 0, 3);
+    tcase_add_test(mod, test_block_bias_switches);
     tcase_add_loop_test(mod, test_attention_naive, 0,
                         (int)(sizeof naive_cfgs / sizeof naive_cfgs[0]));
     tcase_add_test(mod, test_causal);
@@ -1008,6 +1127,7 @@ int main(void) {
     tcase_add_test_raise_signal(ab, test_abort_embd_not_divisible, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_heads_not_divisible, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_block_heads_not_divisible, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_block_bad_bias_aborts, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_seq_too_long, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_attention_input_shape, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_rope_odd_head_dim, SIGABRT);

@@ -38,7 +38,7 @@ START_TEST(test_reshape_layout) {
     ck_assert_ptr_eq(r->storage, x->storage);
     assert_layout(tt_reshape(x, TT_SHAPE(-1, 2)), TT_SHAPE(12, 2), STRIDES(2, 1), 0);
     assert_layout(tt_view(x, TT_SHAPE(2, 1, 12)), TT_SHAPE(2, 1, 12), STRIDES(12, 12, 1), 0);
-    assert_layout(tt_flatten(x), TT_SHAPE(24), STRIDES(1), 0);
+    assert_layout(tt_flatten(x, 0, -1), TT_SHAPE(24), STRIDES(1), 0);
     assert_layout(tt_reshape(tt_scalar(TT_F64, 3), TT_SHAPE(1, 1)), TT_SHAPE(1, 1),
                   STRIDES(1, 1), 0);
     tt_tensor *s = tt_reshape(tt_ones(TT_F64, TT_SHAPE(1)), TT_SCALAR_SHAPE);
@@ -77,7 +77,7 @@ START_TEST(test_reshape_copies_transposed) {
     tt_tensor *r = tt_reshape(t, TT_SHAPE(6));
     ck_assert_ptr_ne(r->storage, x->storage);
     ck_assert_values(r, 0, 0, 0, 3, 1, 4, 2, 5);
-    tt_tensor *f = tt_flatten(t);
+    tt_tensor *f = tt_flatten(t, 0, -1);
     ck_assert_values(f, 0, 0, 0, 3, 1, 4, 2, 5);
     tt_scope_end();
 }
@@ -182,6 +182,57 @@ START_TEST(test_narrow_out_of_range_aborts) {
 }
 END_TEST
 
+// torch.select: x[1] and x[:, -1] of a (2, 3, 4) iota are views without the dim, at the
+// offsets PyTorch gives; the gradient is one-hot along the selected slice.
+START_TEST(test_select_layout_and_grad) {
+    tt_scope_begin();
+    tt_tensor *x = iota(TT_F32, TT_SHAPE(2, 3, 4));
+    tt_tensor *a = tt_select(x, 0, 1);  // x[1]
+    assert_layout(a, TT_SHAPE(3, 4), STRIDES(4, 1), 12);
+    ck_assert_ptr_eq(a->storage, x->storage);
+    tt_tensor *b = tt_select(x, -2, -1);  // x[:, -1]
+    assert_layout(b, TT_SHAPE(2, 4), STRIDES(12, 1), 8);
+    ck_assert_values(b, 0, 0, 8, 9, 10, 11, 20, 21, 22, 23);
+    ck_assert_values(tt_select(tt_select(x, 2, 3), 0, 0), 0, 0, 3, 7, 11);  // x[0, :, 3]
+    tt_tensor *w = tt_set_requires_grad(iota(TT_F64, TT_SHAPE(2, 3)), true);
+    tt_backward(tt_sum(tt_mul_scalar(tt_select(w, 1, -2), 3), 0, NULL, false));  // w[:, 1]
+    ck_assert_values(w->grad, 0, 0, 0, 3, 0, 0, 3, 0);
+    tt_scope_end();
+}
+END_TEST
+
+START_TEST(test_select_out_of_range_aborts) {
+    tt_expect_abort("index 3 is out of range for dim 1 of (2, 3) (valid: -3 .. 2)");
+    tt_select(iota(TT_F32, TT_SHAPE(2, 3)), 1, 3);
+}
+END_TEST
+
+// torch.flatten(x, start_dim, end_dim): shapes, negative dims, a view when contiguous, a copy
+// of a transposed input in logical order, a 0-dim tensor to (1,).
+START_TEST(test_flatten_dims) {
+    tt_scope_begin();
+    tt_tensor *x = iota(TT_F32, TT_SHAPE(2, 3, 4, 5));
+    assert_layout(tt_flatten(x, 1, 2), TT_SHAPE(2, 12, 5), STRIDES(60, 5, 1), 0);
+    assert_layout(tt_flatten(x, -2, -1), TT_SHAPE(2, 3, 20), STRIDES(60, 20, 1), 0);
+    assert_layout(tt_flatten(x, 0, -1), TT_SHAPE(120), STRIDES(1), 0);
+    assert_layout(tt_flatten(x, 3, 3), TT_SHAPE(2, 3, 4, 5), STRIDES(60, 20, 5, 1), 0);
+    ck_assert_ptr_eq(tt_flatten(x, 1, -1)->storage, x->storage);
+    tt_tensor *t = tt_transpose(iota(TT_F32, TT_SHAPE(2, 3)), 0, 1);  // (3, 2)
+    ck_assert_values(tt_flatten(t, 0, 1), 0, 0, 0, 3, 1, 4, 2, 5);
+    tt_tensor *z = tt_flatten(tt_scalar(TT_F32, 7), 0, -1);
+    assert_layout(z, TT_SHAPE(1), STRIDES(1), 0);
+    ck_assert_values(z, 0, 0, 7);
+    assert_layout(tt_flatten(tt_scalar(TT_F32, 7), -1, 0), TT_SHAPE(1), STRIDES(1), 0);
+    tt_scope_end();
+}
+END_TEST
+
+START_TEST(test_flatten_reversed_dims_aborts) {
+    tt_expect_abort("tt_flatten: start_dim=2 comes after end_dim=1 for input (2, 3, 4)");
+    tt_flatten(iota(TT_F32, TT_SHAPE(2, 3, 4)), 2, 1);
+}
+END_TEST
+
 START_TEST(test_expand_layout) {
     tt_scope_begin();
     tt_tensor *x = iota(TT_F32, TT_SHAPE(3, 1));
@@ -251,7 +302,7 @@ START_TEST(test_views_write_through) {
     tt_set(tt_unsqueeze(x, 0), (int64_t[]){0, 0, 2}, 4);               // x[0][2]
     tt_set(tt_squeeze(tt_unsqueeze(x, 1), 1), (int64_t[]){1, 1}, 5);   // x[1][1]
     tt_set(tt_permute(x, (const int[]){1, 0}), (int64_t[]){0, 0}, 6);  // x[0][0]
-    tt_set_at(tt_narrow(tt_flatten(x), 0, 5, 1), 0, 7);                // x[1][2]
+    tt_set_at(tt_narrow(tt_flatten(x, 0, -1), 0, 5, 1), 0, 7);                // x[1][2]
     ck_assert_values(x, 0, 0, 6, 2, 4, 3, 5, 7);
     // Reading through an expanded view sees the base's current values.
     tt_tensor *e = tt_expand(tt_slice(x, 0, 0, 1, 1), TT_SHAPE(3, 3));
@@ -430,7 +481,7 @@ START_TEST(test_recording_rules) {
     struct { tt_tensor *t; tt_op op; } cases[] = {
         {tt_reshape(w, TT_SHAPE(3, 2)), TT_OP_RESHAPE},
         {tt_view(w, TT_SHAPE(6)), TT_OP_RESHAPE},
-        {tt_flatten(w), TT_OP_RESHAPE},
+        {tt_flatten(w, 0, -1), TT_OP_RESHAPE},
         {tt_transpose(w, 0, 1), TT_OP_TRANSPOSE},
         {tt_permute(w, (const int[]){1, 0}), TT_OP_PERMUTE},
         {tt_slice(w, 1, 0, 2, 1), TT_OP_SLICE},
@@ -473,7 +524,7 @@ START_TEST(test_backward_chain_of_views) {
     tt_tensor *x = tt_set_requires_grad(tt_zeros(TT_F64, TT_SHAPE(2, 3)), true);
     tt_scope_begin();
     // x (2, 3) -> transpose (3, 2) -> flatten (copy; 6) -> every other element (3)
-    tt_tensor *y = tt_slice(tt_flatten(tt_transpose(x, 0, 1)), 0, 0, 6, 2);
+    tt_tensor *y = tt_slice(tt_flatten(tt_transpose(x, 0, 1), 0, -1), 0, 0, 6, 2);
     tt_backward_with(y, tt_test_tensor(TT_F64, TT_SHAPE(3), 1, 2, 3));
     // y = x[0][0], x[0][1], x[0][2]
     ck_assert_values(tt_grad(x), 0, 0, 1, 2, 3, 0, 0, 0);
@@ -554,6 +605,8 @@ int main(void) {
     tcase_add_test(views, test_slice_layout);
     tcase_add_test(views, test_slice_clamping_and_empty);
     tcase_add_test(views, test_expand_layout);
+    tcase_add_test(views, test_select_layout_and_grad);
+    tcase_add_test(views, test_flatten_dims);
     tcase_add_test(views, test_squeeze_unsqueeze_layout);
     tcase_add_test(views, test_views_write_through);
     suite_add_tcase(s, views);
@@ -582,6 +635,8 @@ int main(void) {
     tcase_add_test_raise_signal(aborts, test_permute_out_of_range_aborts, SIGABRT);
     tcase_add_test_raise_signal(aborts, test_slice_step0_aborts, SIGABRT);
     tcase_add_test_raise_signal(aborts, test_narrow_out_of_range_aborts, SIGABRT);
+    tcase_add_test_raise_signal(aborts, test_select_out_of_range_aborts, SIGABRT);
+    tcase_add_test_raise_signal(aborts, test_flatten_reversed_dims_aborts, SIGABRT);
     tcase_add_test_raise_signal(aborts, test_expand_non1_aborts, SIGABRT);
     tcase_add_test_raise_signal(aborts, test_expand_fewer_dims_aborts, SIGABRT);
     tcase_add_test_raise_signal(aborts, test_squeeze_non1_aborts, SIGABRT);

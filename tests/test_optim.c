@@ -383,6 +383,66 @@ START_TEST(test_groups_lr_scale) {
 }
 END_TEST
 
+// PyTorch's per-group absolute lr: SGD(lr=0.1) with param_groups[1]['lr'] = 0.02 updates b
+// by 0.02 g; a schedule then halving the lr (LambdaLR, factor 0.5) gives the groups 0.05 and
+// 0.01, each from its own base lr.
+START_TEST(test_group_absolute_lr) {
+    tt_tensor *a = param(TT_SHAPE(2), 1, 2), *b = param(TT_SHAPE(2), 1, 2);
+    tt_params pa, pb;
+    tt_params_init(&pa);
+    tt_params_init(&pb);
+    tt_params_add(&pa, NULL, "a", a);
+    tt_params_add(&pb, NULL, "b", b);
+    tt_optim o;
+    tt_optim_init(&o, tt_sgd_config(0.1));
+    tt_optim_add_group(&o, &pa, 0.0);
+    tt_optim_add_group(&o, &pb, 0.0);
+    tt_optim_set_group_lr(&o, 1, 0.02);
+    ck_assert_double_eq_tol(tt_optim_group_lr(&o, 0), 0.1, 1e-15);
+    ck_assert_double_eq_tol(tt_optim_group_lr(&o, 1), 0.02, 1e-15);
+    set_grad(a, 1, 1);
+    set_grad(b, 1, 1);
+    tt_optim_step(&o);
+    ck_assert_values(a, 0, TOL, 1 - 0.1, 2 - 0.1);
+    ck_assert_values(b, 0, TOL, 1 - 0.02, 2 - 0.02);
+    tt_optim_set_lr(&o, 0.05);  // a schedule at half the base lr
+    ck_assert_double_eq_tol(tt_optim_group_lr(&o, 0), 0.05, 1e-15);
+    ck_assert_double_eq_tol(tt_optim_group_lr(&o, 1), 0.01, 1e-15);
+    set_grad(a, 1, 1);
+    set_grad(b, 1, 1);
+    tt_optim_step(&o);
+    ck_assert_values(a, 0, TOL, 1 - 0.15, 2 - 0.15);
+    ck_assert_values(b, 0, TOL, 1 - 0.03, 2 - 0.03);
+    tt_optim_free(&o);
+    tt_params_free(&pa);
+    tt_params_free(&pb);
+    tt_release(a);
+    tt_release(b);
+}
+END_TEST
+
+START_TEST(test_group_lr_bad_group_aborts) {
+    tt_expect_abort("tt_optim_group_lr: group 2 does not exist (the optimizer has 0");
+    tt_optim o;
+    tt_optim_init(&o, tt_sgd_config(0.1));
+    tt_optim_group_lr(&o, 2);
+}
+END_TEST
+
+START_TEST(test_group_lr_at_zero_lr_aborts) {
+    tt_expect_abort("the optimizer's lr is 0, so group 0's lr cannot be kept as a ratio");
+    tt_tensor *a = param(TT_SHAPE(2), 1, 2);
+    tt_params pa;
+    tt_params_init(&pa);
+    tt_params_add(&pa, NULL, "a", a);
+    tt_optim o;
+    tt_optim_init(&o, tt_sgd_config(0.1));
+    tt_optim_add_group(&o, &pa, 0.0);
+    tt_optim_set_lr(&o, 0);
+    tt_optim_set_group_lr(&o, 0, 0.01);
+}
+END_TEST
+
 // A tensor listed twice (tied weights) is optimized once.
 START_TEST(test_tied_param_once) {
     tt_tensor *w = param(TT_SHAPE(2), 1, 2);
@@ -858,6 +918,7 @@ int main(void) {
     tcase_add_test(tc, test_large_update_threads);
     tcase_add_test(tc, test_decay_groups);
     tcase_add_test(tc, test_groups_lr_scale);
+    tcase_add_test(tc, test_group_absolute_lr);
     tcase_add_test(tc, test_tied_param_once);
     tcase_add_test(tc, test_skip_without_grad);
     tcase_add_test(tc, test_free_zeroed);
@@ -880,6 +941,8 @@ int main(void) {
     tcase_add_test_raise_signal(ab, test_abort_nesterov_without_momentum, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_bad_betas, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_negative_lr, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_group_lr_bad_group_aborts, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_group_lr_at_zero_lr_aborts, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_param_in_two_groups, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_strided_param, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_grad_shape, SIGABRT);

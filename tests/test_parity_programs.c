@@ -197,7 +197,7 @@ static int op_nll_loss(call *c) {  // ignore_index, reduction
     return one(c, tt_nll_loss(in0(c), c->in[1], opt(c, 2), c->k[0], c->k[1]));
 }
 static int op_cross_entropy(call *c) {  // ignore_index, reduction; label_smoothing
-    return one(c, tt_cross_entropy_ex(in0(c), c->in[1], opt(c, 2), c->k[0], c->k[1], c->f[0]));
+    return one(c, tt_cross_entropy_nc(in0(c), c->in[1], opt(c, 2), c->k[0], c->k[1], c->f[0]));
 }
 
 // convolutions, pooling, batch norm and the rest of the CNN vocabulary (the script's order)

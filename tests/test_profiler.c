@@ -495,6 +495,49 @@ START_TEST(test_summary_of_the_gpt) {
 }
 END_TEST
 
+// A module whose children are named "blocks.0" and "blocks.1" (dots in a child's name):
+// each row shows the name the parent gave, not only what follows its last dot.
+typedef struct two_blocks {
+    tt_linear l[2];
+} two_blocks;
+
+static tt_tensor *two_blocks_fwd(void *self, tt_tensor *x) {
+    two_blocks *m = self;
+    return tt_linear_forward(&m->l[1], tt_linear_forward(&m->l[0], x));
+}
+static void two_blocks_children(void *self, tt_module_visit visit, void *ctx) {
+    two_blocks *m = self;
+    visit(tt_linear_module(&m->l[0]), "blocks.0", ctx);
+    visit(tt_linear_module(&m->l[1]), "blocks.1", ctx);
+}
+static const tt_module_ops two_blocks_ops = {.type = "TwoBlocks", .forward = two_blocks_fwd,
+                                             .children = two_blocks_children, .chain = true};
+
+START_TEST(test_summary_dotted_child_names) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 2);
+    two_blocks m;
+    tt_linear_init(&m.l[0], 4, 6, true, &rng);
+    tt_linear_init(&m.l[1], 6, 2, true, &rng);
+    tt_scope_begin();
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    tt_model_stats st = tt_model_summary(f, (tt_module){&m, &two_blocks_ops},
+                                         tt_ones(TT_F32, TT_SHAPE(3, 4)));
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_int_eq(st.params, 4 * 6 + 6 + 6 * 2 + 2);
+    ck_assert_msg(strstr(buf, "\n  blocks.0 (Linear)                      (3, 6)") &&
+                  strstr(buf, "\n  blocks.1 (Linear)                      (3, 2)"),
+                  "summary:\n%s", buf);
+    free(buf);
+    tt_scope_end();
+    tt_linear_free(&m.l[1]);
+    tt_linear_free(&m.l[0]);
+}
+END_TEST
+
 // A Sequential gets a row per child, each with its own FLOPs: Linear 2 B in out + B out.
 START_TEST(test_summary_of_a_sequential) {
     tt_rng rng;
@@ -568,6 +611,7 @@ int main(void) {
     tcase_add_test(tc, test_profiling_leaves_the_losses_bitwise_the_same);
     tcase_add_test(tc, test_summary_of_the_gpt);
     tcase_add_test(tc, test_summary_of_a_sequential);
+    tcase_add_test(tc, test_summary_dotted_child_names);
     suite_add_tcase(s, tc);
     TCase *ab = tt_tcase_aborts("aborts_profiler");
     tcase_add_test_raise_signal(ab, test_report_to_null_aborts, SIGABRT);

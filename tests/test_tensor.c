@@ -43,6 +43,30 @@ START_TEST(test_creation_values) {
 }
 END_TEST
 
+// full_like, rand_like, randn_like: x's dtype and shape; the random ones draw exactly what
+// tt_rand / tt_randn draw from the same rng state.
+START_TEST(test_like_creators) {
+    tt_scope_begin();
+    tt_tensor *x = tt_zeros(TT_F64, TT_SHAPE(3, 5));
+    tt_tensor *f = tt_full_like(x, -1.5);
+    ck_assert(tt_same_shape(f, x) && f->dtype == TT_F64);
+    for (int64_t i = 0; i < 15; i++) ck_assert_double_eq(tt_at(f, i), -1.5);
+    ck_assert_values(tt_full_like(tt_zeros(TT_I32, TT_SHAPE(2)), 4), 0, 0, 4, 4);
+    tt_rng a, b;
+    tt_rng_seed(&a, 5), tt_rng_seed(&b, 5);
+    tt_tensor *rn = tt_randn_like(x, &a), *rn_ref = tt_randn(&b, TT_F64, TT_SHAPE(3, 5));
+    ck_assert(tt_same_shape(rn, x) && rn->dtype == TT_F64);
+    ck_assert_mem_eq(tt_data(rn), tt_data(rn_ref), 15 * sizeof(double));
+    tt_tensor *x32 = tt_zeros(TT_F32, TT_SHAPE(4, 2));
+    tt_tensor *ru = tt_rand_like(x32, &a), *ru_ref = tt_rand(&b, TT_F32, TT_SHAPE(4, 2));
+    ck_assert(tt_same_shape(ru, x32) && ru->dtype == TT_F32);
+    ck_assert_mem_eq(tt_data(ru), tt_data(ru_ref), 8 * sizeof(float));
+    for (int64_t i = 0; i < 8; i++) ck_assert(tt_at(ru, i) >= 0 && tt_at(ru, i) < 1);
+    ck_assert(tt_at(rn, 0) != tt_at(rn, 1));
+    tt_scope_end();
+}
+END_TEST
+
 START_TEST(test_storage_alignment) {
     tt_scope_begin();
     for (int n = 1; n < 100; n += 7) {
@@ -684,6 +708,7 @@ int main(void) {
     Suite *s = suite_create("tensor");
     TCase *tc = tt_tcase("tensor");
     tcase_add_test(tc, test_creation_values);
+    tcase_add_test(tc, test_like_creators);
     tcase_add_test(tc, test_storage_alignment);
     tcase_add_test(tc, test_refcount_and_counters);
     tcase_add_test(tc, test_scope_releases_and_keeps);

@@ -88,7 +88,8 @@ tt_status tt_gpt_init(tt_gpt *m, const tt_gpt_config *cfg, tt_rng *rng) {
     tt_rng_seed(scratch, tt_rng_u64(rng));
     tt_embedding_init(&m->wte, c->vocab_size, c->n_embd, scratch);  // (V, C)
     if (c->positional == TT_POS_LEARNED)
-        tt_pos_embedding_init(&m->wpe, c->block_size, c->n_embd, scratch);  // (block_size, C)
+        tt_pos_embedding_init(&m->wpe, c->block_size, c->n_embd, 0.02,  // (block_size, C)
+                              scratch);
     tt_dropout_init(&m->drop, c->dropout, &m->dropout_rng);
     tt_block_config bc = block_config(c);
     m->blocks = TT_CALLOC((size_t)c->n_layer, sizeof *m->blocks);
