@@ -15,9 +15,8 @@ static tt_tensor *vae_loss(void *self, tt_tensor *x) {
     vae *m = self;
     tt_tensor *h = tt_relu(tt_module_forward(m->enc, x));
     tt_tensor *mu = tt_module_forward(m->mu, h), *logvar = tt_module_forward(m->logvar, h);
-    tt_tensor *eps = tt_randn(m->rng, TT_F32, mu->ndim, mu->shape);  // randn_like(mu)
-    tt_tensor *z = m->base.training ? tt_add(mu, tt_mul(tt_exp(tt_mul_scalar(logvar, 0.5)), eps))
-                                    : mu;
+    tt_tensor *std = tt_exp(tt_mul_scalar(logvar, 0.5));
+    tt_tensor *z = m->base.training ? tt_add(mu, tt_mul(std, tt_randn_like(mu, m->rng))) : mu;
     tt_tensor *rec = tt_bce_with_logits_ex(tt_module_forward(m->dec, z), x, NULL, TT_REDUCTION_SUM);
     tt_tensor *kl = tt_sum_all(tt_sub(tt_add_scalar(logvar, 1),
                                       tt_add(tt_square(mu), tt_exp(logvar))));

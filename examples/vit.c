@@ -32,11 +32,11 @@ typedef struct vit {
 
 static tt_tensor *vit_forward(void *self, tt_tensor *x) {  // (B, 1, 28, 28) -> (B, 10)
     vit *m = self;
-    tt_tensor *p = tt_transpose(tt_flatten_dims(tt_module_forward(m->patch, x), 2, -1), 1, 2);
+    tt_tensor *p = tt_transpose(tt_flatten(tt_module_forward(m->patch, x), 2, -1), 1, 2);
     tt_tensor *cls = tt_expand(m->cls_token, TT_SHAPE(x->shape[0], 1, D));
     tt_tensor *h = tt_add(tt_cat(2, (tt_tensor *[]){cls, p}, 1), m->pos);
     h = tt_module_forward(m->norm, tt_module_forward(m->blocks, h));
-    return tt_module_forward(m->head, tt_squeeze(tt_narrow(h, 1, 0, 1), 1));  // h[:, 0]
+    return tt_module_forward(m->head, tt_select(h, 1, 0));  // h[:, 0]
 }
 
 static tt_module vit_init(vit *m, tt_rng *rng) {
