@@ -6,7 +6,7 @@
 #include <string.h>
 
 void tt_custom_init(tt_custom *c, void *self, tt_tensor *(*forward)(void *self, tt_tensor *x)) {
-    TT_CHECK(c && forward, "tt_custom_init: give the struct and a forward function");
+    TT_CHECK(c && forward, "give the struct and a forward function");
     memset(c, 0, sizeof *c);
     c->self = self;
     c->forward = forward;
@@ -16,9 +16,9 @@ void tt_custom_init(tt_custom *c, void *self, tt_tensor *(*forward)(void *self, 
 }
 
 tt_module tt_custom_add_module(tt_custom *c, const char *name, tt_module child) {
-    TT_CHECK(child.ops && child.ops->forward, "tt_custom_add_module: '%s' has no forward", name);
+    TT_CHECK(child.ops && child.ops->forward, "'%s' has no forward", name);
     for (int i = 0; i < c->n; i++)
-        TT_CHECK(strcmp(c->names[i], name) != 0, "tt_custom_add_module: '%s' added twice", name);
+        TT_CHECK(strcmp(c->names[i], name) != 0, "'%s' added twice", name);
     if (c->n == c->cap) {
         c->cap = c->cap ? 2 * c->cap : 8;
         c->children = TT_REALLOC(c->children, (size_t)c->cap * sizeof *c->children);
