@@ -199,7 +199,7 @@ void tt_linear_low_rank(tt_linear *m, int64_t rank) {
     m->bias = NULL;  // moved to the second factor
     tt_release(m->weight);
     m->weight = NULL;
-    m->swap = (tt_module){s, &low_rank_ops, false};
+    m->swap = (tt_module){s, &low_rank_ops};
     tt_free(up);
     tt_free(down);
     tt_free(Vt);

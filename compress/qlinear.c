@@ -4,6 +4,7 @@
 // quantization's prepare swap in for a Linear, and the walks over a module tree.
 #include "compress_internal.h"
 
+#include "../nn/walk.h"
 #include "../tensor/kernels/qgemm.h"
 
 #include <math.h>
@@ -100,7 +101,7 @@ static tt_tensor *qlinear_fwd(void *self, tt_tensor *x) { return tt_qlinear_forw
 static void qlinear_free(void *self) { tt_qlinear_free(self); }
 static const tt_module_ops qlinear_ops = {.type = "QuantizedLinear", .forward = qlinear_fwd,
                                           .free = qlinear_free};
-tt_module tt_qlinear_module(tt_qlinear *q) { return (tt_module){q, &qlinear_ops, false}; }
+tt_module tt_qlinear_module(tt_qlinear *q) { return (tt_module){q, &qlinear_ops}; }
 
 // ---- the modules swapped in for a Linear: int8, or f32 recording its input's range ----
 // Both keep references to the Linear's f32 weight and bias and list them as its parameters
@@ -164,7 +165,7 @@ void tt_linear_quantize(tt_linear *m) {
     tt_qlinear_from_linear(&s->q, m);
     s->weight = tt_retain(m->weight);
     s->bias = m->bias ? tt_retain(m->bias) : NULL;
-    m->swap = (tt_module){s, &int8_ops, false};
+    m->swap = (tt_module){s, &int8_ops};
 }
 
 void tt_linear_dequantize(tt_linear *m) {
@@ -188,7 +189,7 @@ static void observe_linear(tt_linear *m) {
     s->obs = (tt_observer){.min = INFINITY, .max = -INFINITY, .batches = 0};
     s->weight = tt_retain(m->weight);
     s->bias = m->bias ? tt_retain(m->bias) : NULL;
-    m->swap = (tt_module){s, &observed_ops, false};
+    m->swap = (tt_module){s, &observed_ops};
 }
 
 // ---- a module tree: every Linear in place ----
@@ -219,7 +220,7 @@ static void convert_linear(tt_linear *lin) {
 
 // A Linear is recognized by its ops table (tt_linear_module's), not by its type string, so a
 // user's module that calls itself "Linear" is walked as any other module.
-static bool is_linear(tt_module m) { return m.ops == tt_linear_module(NULL).ops; }
+static bool is_linear(tt_module m) { return tt_module_as_linear(m) != NULL; }
 
 static void quantize_visit(tt_module m, const char *name, void *ctx) {
     (void)name;

@@ -80,5 +80,5 @@ static const tt_module_ops act_ops = {.type = "Activation", .forward = act_fwd};
 
 tt_module tt_act_module(tt_act act) {
     tt__check_act(act, __func__);
-    return (tt_module){(void *)tt_act_info_of(act), &act_ops, false};
+    return (tt_module){(void *)tt_act_info_of(act), &act_ops};
 }

@@ -81,13 +81,15 @@ static void conv2d_params(const void *self, tt_params *out, const char *prefix) 
 static void conv2d_free(void *self) { tt_conv2d_layer_free(self); }
 static const tt_module_ops conv2d_ops = {
     .type = "Conv2d", .forward = conv2d_fwd, .params = conv2d_params, .free = conv2d_free};
-tt_module tt_conv2d_layer_module(tt_conv2d_layer *m) { return (tt_module){m, &conv2d_ops, false}; }
+tt_module tt_conv2d_layer_module(tt_conv2d_layer *m) { return (tt_module){m, &conv2d_ops}; }
 
 tt_module tt_conv2d_layer_new(int64_t in_channels, int64_t out_channels, int64_t kh, int64_t kw,
                               const tt_conv2d_opts *opts, bool bias, tt_rng *rng) {
     tt_conv2d_layer *m = TT_MALLOC(sizeof *m);
     tt_conv2d_layer_init(m, in_channels, out_channels, kh, kw, opts, bias, rng);
-    return tt__module_owned(tt_conv2d_layer_module(m));
+    static const tt_module_ops owned = {.type = "Conv2d", .forward = conv2d_fwd,
+        .params = conv2d_params, .free = conv2d_free, .owned = true};
+    return (tt_module){m, &owned};
 }
 
 // ---- ConvTranspose2d ----
@@ -144,7 +146,7 @@ static void convt_free(void *self) { tt_conv_transpose2d_layer_free(self); }
 static const tt_module_ops convt_ops = {
     .type = "ConvTranspose2d", .forward = convt_fwd, .params = convt_params, .free = convt_free};
 tt_module tt_conv_transpose2d_layer_module(tt_conv_transpose2d_layer *m) {
-    return (tt_module){m, &convt_ops, false};
+    return (tt_module){m, &convt_ops};
 }
 
 // ---- Conv1d ----
@@ -191,7 +193,7 @@ static void conv1d_params(const void *self, tt_params *out, const char *prefix) 
 static void conv1d_free(void *self) { tt_conv1d_layer_free(self); }
 static const tt_module_ops conv1d_ops = {
     .type = "Conv1d", .forward = conv1d_fwd, .params = conv1d_params, .free = conv1d_free};
-tt_module tt_conv1d_layer_module(tt_conv1d_layer *m) { return (tt_module){m, &conv1d_ops, false}; }
+tt_module tt_conv1d_layer_module(tt_conv1d_layer *m) { return (tt_module){m, &conv1d_ops}; }
 
 // ---- Dropout2d ----
 
@@ -215,9 +217,7 @@ static tt_tensor *drop2d_fwd(void *self, tt_tensor *x) {
 static void drop2d_train(void *self, bool training) { tt_dropout2d_layer_train(self, training); }
 static const tt_module_ops drop2d_ops = {
     .type = "Dropout2d", .forward = drop2d_fwd, .train = drop2d_train};
-tt_module tt_dropout2d_layer_module(tt_dropout2d_layer *m) {
-    return (tt_module){m, &drop2d_ops, false};
-}
+tt_module tt_dropout2d_layer_module(tt_dropout2d_layer *m) { return (tt_module){m, &drop2d_ops}; }
 
 // ---- Upsample, Unflatten ----
 
@@ -236,7 +236,7 @@ tt_module tt_upsample_module(tt_upsample_layer *m) {
                  (by_scale || (m->scale[0] == 0 && m->scale[1] == 0)),
              "set exactly one of size (%lld, %lld) and scale (%g, %g), both entries > 0",
              (long long)m->size[0], (long long)m->size[1], m->scale[0], m->scale[1]);
-    return (tt_module){m, &upsample_ops, false};
+    return (tt_module){m, &upsample_ops};
 }
 
 static tt_tensor *unflatten_fwd(void *self, tt_tensor *x) {
@@ -248,5 +248,5 @@ static const tt_module_ops unflatten_ops = {.type = "Unflatten", .forward = unfl
 tt_module tt_unflatten_module(tt_unflatten_layer *m) {
     TT_CHECK(m && m->n >= 1 && m->n <= TT_MAX_DIMS, "n = %d sizes: need 1 .. %d",
              m ? m->n : 0, TT_MAX_DIMS);
-    return (tt_module){m, &unflatten_ops, false};
+    return (tt_module){m, &unflatten_ops};
 }

@@ -1,6 +1,6 @@
 // tt_custom: a user's module built by registration (PyTorch's register_parameter,
 // register_buffer and add_module), so params, buffers, train and free need no callbacks of
-// the user's own. Not a container of heap modules the user made by hand: those are borrowed.
+// the user's own. It frees the children made by tt_<name>_new and borrows the others.
 #include "nn_internal.h"
 
 #include <string.h>
@@ -89,11 +89,11 @@ static const tt_module_ops custom_ops = {
     .type = "Module", .forward = custom_fwd, .params = custom_params, .train = custom_train,
     .children = custom_children, .free = custom_free, .buffers = custom_buffers};
 
-tt_module tt_custom_module(tt_custom *c) { return (tt_module){c, &custom_ops, false}; }
+tt_module tt_custom_module(tt_custom *c) { return (tt_module){c, &custom_ops}; }
 
 void tt_custom_free(tt_custom *c) {
     for (int i = 0; i < c->n; i++) {
-        if (c->children[i].owned) tt_module_free(c->children[i]);
+        if (c->children[i].ops->owned) tt_module_free(c->children[i]);
         tt_free(c->names[i]);
     }
     tt_free(c->children);

@@ -221,5 +221,5 @@ static void bag_free(void *self) { tt_embedding_bag_free(self); }
 static const tt_module_ops bag_ops = {.type = "EmbeddingBag", .forward = bag_fwd,
                                       .params = bag_params, .free = bag_free};
 tt_module tt_embedding_bag_module(tt_embedding_bag_layer *m) {
-    return (tt_module){m, &bag_ops, false};
+    return (tt_module){m, &bag_ops};
 }

@@ -60,12 +60,19 @@ static void linear_params(const void *self, tt_params *out, const char *prefix) 
 static void linear_free(void *self) { tt_linear_free(self); }
 static const tt_module_ops linear_ops = {.type = "Linear", .forward = linear_fwd,
                                          .params = linear_params, .free = linear_free};
-tt_module tt_linear_module(tt_linear *m) { return (tt_module){m, &linear_ops, false}; }
+tt_module tt_linear_module(tt_linear *m) { return (tt_module){m, &linear_ops}; }
+
+static const tt_module_ops linear_owned_ops = {.type = "Linear", .forward = linear_fwd,
+    .params = linear_params, .free = linear_free, .owned = true};
 
 tt_module tt_linear_new(int64_t in_features, int64_t out_features, bool bias, tt_rng *rng) {
     tt_linear *m = TT_MALLOC(sizeof *m);
     tt_linear_init(m, in_features, out_features, bias, rng);
-    return tt__module_owned(tt_linear_module(m));
+    return (tt_module){m, &linear_owned_ops};
+}
+
+bool tt__is_linear_ops(const tt_module_ops *ops) {
+    return ops == &linear_ops || ops == &linear_owned_ops;
 }
 
 // ---- Embedding ----
@@ -100,14 +107,14 @@ static void embedding_params(const void *self, tt_params *out, const char *prefi
 static void embedding_free(void *self) { tt_embedding_free(self); }
 static const tt_module_ops embedding_ops = {.type = "Embedding", .forward = embedding_fwd,
                                             .params = embedding_params, .free = embedding_free};
-tt_module tt_embedding_module(tt_embedding_layer *m) {
-    return (tt_module){m, &embedding_ops, false};
-}
+tt_module tt_embedding_module(tt_embedding_layer *m) { return (tt_module){m, &embedding_ops}; }
 
 tt_module tt_embedding_new(int64_t num, int64_t dim, tt_rng *rng) {
     tt_embedding_layer *m = TT_MALLOC(sizeof *m);
     tt_embedding_init(m, num, dim, rng);
-    return tt__module_owned(tt_embedding_module(m));
+    static const tt_module_ops owned = {.type = "Embedding", .forward = embedding_fwd,
+        .params = embedding_params, .free = embedding_free, .owned = true};
+    return (tt_module){m, &owned};
 }
 
 // ---- LayerNorm, RMSNorm ----
@@ -149,14 +156,14 @@ static void layernorm_params(const void *self, tt_params *out, const char *prefi
 static void layernorm_free(void *self) { tt_layernorm_free(self); }
 static const tt_module_ops layernorm_ops = {.type = "LayerNorm", .forward = layernorm_fwd,
                                             .params = layernorm_params, .free = layernorm_free};
-tt_module tt_layernorm_module(tt_layernorm_layer *m) {
-    return (tt_module){m, &layernorm_ops, false};
-}
+tt_module tt_layernorm_module(tt_layernorm_layer *m) { return (tt_module){m, &layernorm_ops}; }
 
 tt_module tt_layernorm_new(int64_t dim, double eps, bool affine, bool bias) {
     tt_layernorm_layer *m = TT_MALLOC(sizeof *m);
     tt_layernorm_init(m, dim, eps, affine, bias);
-    return tt__module_owned(tt_layernorm_module(m));
+    static const tt_module_ops owned = {.type = "LayerNorm", .forward = layernorm_fwd,
+        .params = layernorm_params, .free = layernorm_free, .owned = true};
+    return (tt_module){m, &owned};
 }
 
 void tt_rmsnorm_init(tt_rmsnorm_layer *m, int64_t dim, double eps, bool weight) {
@@ -193,7 +200,7 @@ static void rmsnorm_params(const void *self, tt_params *out, const char *prefix)
 static void rmsnorm_free(void *self) { tt_rmsnorm_free(self); }
 static const tt_module_ops rmsnorm_ops = {.type = "RMSNorm", .forward = rmsnorm_fwd,
                                           .params = rmsnorm_params, .free = rmsnorm_free};
-tt_module tt_rmsnorm_module(tt_rmsnorm_layer *m) { return (tt_module){m, &rmsnorm_ops, false}; }
+tt_module tt_rmsnorm_module(tt_rmsnorm_layer *m) { return (tt_module){m, &rmsnorm_ops}; }
 
 void tt_norm_init(tt_norm *m, tt_norm_kind kind, int64_t dim, double eps, bool bias) {
     memset(m, 0, sizeof *m);
@@ -224,7 +231,7 @@ static void norm_params(const void *self, tt_params *out, const char *prefix) {
 static void norm_free(void *self) { tt_norm_free(self); }
 static const tt_module_ops norm_ops = {.type = "Norm", .forward = norm_fwd, .params = norm_params,
                                        .free = norm_free};
-tt_module tt_norm_module(tt_norm *m) { return (tt_module){m, &norm_ops, false}; }
+tt_module tt_norm_module(tt_norm *m) { return (tt_module){m, &norm_ops}; }
 
 // ---- dropout ----
 
@@ -245,7 +252,7 @@ void tt_dropout_train(tt_dropout_layer *m, bool training) { m->training = traini
 static tt_tensor *drop_fwd(void *self, tt_tensor *x) { return tt_dropout_forward(self, x); }
 static void drop_train(void *self, bool training) { tt_dropout_train(self, training); }
 static const tt_module_ops drop_ops = {.type = "Dropout", .forward = drop_fwd, .train = drop_train};
-tt_module tt_dropout_module(tt_dropout_layer *m) { return (tt_module){m, &drop_ops, false}; }
+tt_module tt_dropout_module(tt_dropout_layer *m) { return (tt_module){m, &drop_ops}; }
 
 // ---- Identity, Flatten ----
 
@@ -255,7 +262,7 @@ static tt_tensor *identity_fwd(void *self, tt_tensor *x) {
 }
 static const tt_module_ops identity_ops = {.type = "Identity", .forward = identity_fwd};
 static char identity_self;  // a module needs a non-NULL self; Identity has no state
-tt_module tt_identity_module(void) { return (tt_module){&identity_self, &identity_ops, false}; }
+tt_module tt_identity_module(void) { return (tt_module){&identity_self, &identity_ops}; }
 
 // The module's state is its two dims, encoded in its self pointer: an address in a static
 // table with one slot per valid (start_dim, end_dim) pair (never written), so there is nothing
@@ -276,5 +283,5 @@ tt_module tt_flatten_module(int start_dim, int end_dim) {
              "(tensors have at most %d dims)", start_dim, end_dim, -TT_MAX_DIMS,
              TT_MAX_DIMS - 1, TT_MAX_DIMS);
     char *slot = &flatten_slots[start_dim + TT_MAX_DIMS][end_dim + TT_MAX_DIMS];
-    return (tt_module){slot, &flatten_ops, false};
+    return (tt_module){slot, &flatten_ops};
 }

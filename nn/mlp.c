@@ -64,7 +64,7 @@ static tt_tensor *mlp_fwd(void *self, tt_tensor *x) { return tt_mlp_forward(self
 static void mlp_free(void *self) { tt_mlp_free(self); }
 static const tt_module_ops mlp_ops = {.type = "MLP", .forward = mlp_fwd,
                                       .children = mlp_children, .free = mlp_free};
-tt_module tt_mlp_module(tt_mlp *m) { return (tt_module){m, &mlp_ops, false}; }
+tt_module tt_mlp_module(tt_mlp *m) { return (tt_module){m, &mlp_ops}; }
 
 void tt_mlp_params(const tt_mlp *m, tt_params *out, const char *prefix) {
     tt_module_params(tt_mlp_module((tt_mlp *)m), out, prefix);

@@ -90,15 +90,16 @@ typedef struct tt_module_ops {
     // True when the forward is its children run one after another, each on the previous one's
     // output (a Sequential): tt_model_summary then measures each child on its own input.
     bool chain;
+    // True for the ops of a module a tt_<name>_new made on the heap (TT_MALLOC): the module is
+    // owned, tt_module_free frees the struct after `free`, and a container it is added to
+    // (tt_sequential, tt_custom) frees it with itself. False (unset) for a struct the caller
+    // owns: containers only borrow it. (tt_linear_new's ops, not tt_linear_module's.)
+    bool owned;
 } tt_module_ops;
 
 struct tt_module {
     void *self;
     const tt_module_ops *ops;
-    // True for a module a tt_<name>_new made on the heap: tt_module_free then frees the struct
-    // too, and a container it is added to (tt_sequential, tt_custom) frees it with itself.
-    // False (a zeroed field) for a struct the caller owns: containers only borrow it.
-    bool owned;
 };
 
 tt_tensor *tt_module_forward(tt_module m, tt_tensor *x);
@@ -114,7 +115,7 @@ void tt_module_eval_end(tt_module m);
 // The number of parameter elements: sum(p.numel() for p in model.parameters()).
 int64_t tt_module_numel(tt_module m);
 void tt_module_children(tt_module m, tt_module_visit visit, void *ctx);  // direct children
-// ops->free, if any; for an owned module (m.owned) also the struct itself.
+// ops->free, if any; for an owned module (ops->owned) also the struct itself.
 void tt_module_free(tt_module m);
 // Buffers: tensors without requires_grad that a module updates itself (running statistics)
 // and that belong in a checkpoint but not in the optimizer. A buffer list is a tt_params;
@@ -174,7 +175,7 @@ int64_t tt_fan_out(const tt_tensor *t);
 // ---- sequential: runs modules in order; names their parameters "0.", "1.", ... ----
 
 typedef struct tt_sequential {
-    tt_module *items;  // owned ones (m.owned) are freed with it; the others are borrowed
+    tt_module *items;  // owned ones (ops->owned) are freed with it; the others are borrowed
     int n, cap;
 } tt_sequential;
 
@@ -228,7 +229,7 @@ typedef struct tt_custom {
 } tt_custom;
 
 void tt_custom_init(tt_custom *c, void *self, tt_tensor *(*forward)(void *self, tt_tensor *x));
-// Registers child under name (adopting it when child.owned) and returns it.
+// Registers child under name (adopting it when child.ops->owned) and returns it.
 tt_module tt_custom_add_module(tt_custom *c, const char *name, tt_module child);
 // Registers t as the parameter name: t becomes a leaf that requires grad and the module takes
 // the caller's reference (t must be made outside any scope: parameters outlive every step).

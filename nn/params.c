@@ -205,7 +205,7 @@ void tt_module_children(tt_module m, tt_module_visit visit, void *ctx) {
 
 void tt_module_free(tt_module m) {
     if (m.ops->free) m.ops->free(m.self);
-    if (m.owned) tt_free(m.self);
+    if (m.ops->owned) tt_free(m.self);
 }
 
 static void free_visit(tt_module child, const char *name, void *ctx) {
@@ -235,11 +235,6 @@ int64_t tt_module_numel(tt_module m) {
     int64_t n = tt_params_numel(&p);
     tt_params_free(&p);
     return n;
-}
-
-tt_module tt__module_owned(tt_module m) {
-    m.owned = true;
-    return m;
 }
 
 // ---- sequential ----
@@ -279,7 +274,7 @@ static tt_tensor *sequential_fwd(void *self, tt_tensor *x) {
 }
 static const tt_module_ops sequential_ops = {.type = "Sequential", .forward = sequential_fwd,
                                              .children = sequential_children, .chain = true};
-tt_module tt_sequential_module(tt_sequential *s) { return (tt_module){s, &sequential_ops, false}; }
+tt_module tt_sequential_module(tt_sequential *s) { return (tt_module){s, &sequential_ops}; }
 
 void tt_sequential_params(const tt_sequential *s, tt_params *out, const char *prefix) {
     tt_module_params(tt_sequential_module((tt_sequential *)s), out, prefix);
@@ -291,7 +286,7 @@ void tt_sequential_train(tt_sequential *s, bool training) {
 
 void tt_sequential_free(tt_sequential *s) {
     for (int i = 0; i < s->n; i++)
-        if (s->items[i].owned) tt_module_free(s->items[i]);
+        if (s->items[i].ops->owned) tt_module_free(s->items[i]);
     tt_free(s->items);
     memset(s, 0, sizeof *s);
 }
@@ -301,12 +296,12 @@ void tt_sequential_free(tt_sequential *s) {
 static void sequential_free_cb(void *self) { tt_sequential_free(self); }
 static const tt_module_ops owned_sequential_ops = {
     .type = "Sequential", .forward = sequential_fwd, .children = sequential_children,
-    .free = sequential_free_cb, .chain = true};
+    .free = sequential_free_cb, .chain = true, .owned = true};
 
 tt_module tt_sequential_new(int n, const tt_module *mods) {
     TT_CHECK(n >= 0 && (n == 0 || mods), "tt_sequential_new: n = %d modules", n);
     tt_sequential *s = TT_MALLOC(sizeof *s);
     tt_sequential_init(s);
     for (int i = 0; i < n; i++) tt_sequential_add(s, mods[i]);
-    return (tt_module){s, &owned_sequential_ops, true};
+    return (tt_module){s, &owned_sequential_ops};
 }

@@ -39,9 +39,7 @@ static tt_tensor *maxpool2d_fwd(void *self, tt_tensor *x) {
     return tt_maxpool2d_forward(self, x);
 }
 static const tt_module_ops maxpool2d_ops = {.type = "MaxPool2d", .forward = maxpool2d_fwd};
-tt_module tt_maxpool2d_module(tt_maxpool2d_layer *m) {
-    return (tt_module){m, &maxpool2d_ops, false};
-}
+tt_module tt_maxpool2d_module(tt_maxpool2d_layer *m) { return (tt_module){m, &maxpool2d_ops}; }
 
 // ---- AvgPool2d ----
 
@@ -60,9 +58,7 @@ static tt_tensor *avgpool2d_fwd(void *self, tt_tensor *x) {
     return tt_avgpool2d_forward(self, x);
 }
 static const tt_module_ops avgpool2d_ops = {.type = "AvgPool2d", .forward = avgpool2d_fwd};
-tt_module tt_avgpool2d_module(tt_avgpool2d_layer *m) {
-    return (tt_module){m, &avgpool2d_ops, false};
-}
+tt_module tt_avgpool2d_module(tt_avgpool2d_layer *m) { return (tt_module){m, &avgpool2d_ops}; }
 
 // ---- AdaptiveAvgPool2d ----
 
@@ -82,5 +78,5 @@ static tt_tensor *adaptive_avgpool2d_fwd(void *self, tt_tensor *x) {
 static const tt_module_ops adaptive_avgpool2d_ops = {.type = "AdaptiveAvgPool2d",
                                                      .forward = adaptive_avgpool2d_fwd};
 tt_module tt_adaptive_avgpool2d_module(tt_adaptive_avgpool2d_layer *m) {
-    return (tt_module){m, &adaptive_avgpool2d_ops, false};
+    return (tt_module){m, &adaptive_avgpool2d_ops};
 }

@@ -170,7 +170,7 @@ static const tt_module_ops pos_embedding_ops = {.type = "PositionalEmbedding",
                                                 .params = pos_embedding_params,
                                                 .free = pos_embedding_free};
 tt_module tt_pos_embedding_module(tt_pos_embedding *m) {
-    return (tt_module){m, &pos_embedding_ops, false};
+    return (tt_module){m, &pos_embedding_ops};
 }
 
 static tt_tensor *sinusoidal_fwd(void *self, tt_tensor *x) {
@@ -179,9 +179,9 @@ static tt_tensor *sinusoidal_fwd(void *self, tt_tensor *x) {
 static void sinusoidal_free(void *self) { tt_sinusoidal_free(self); }
 static const tt_module_ops sinusoidal_ops = {.type = "Sinusoidal", .forward = sinusoidal_fwd,
                                              .free = sinusoidal_free};
-tt_module tt_sinusoidal_module(tt_sinusoidal *m) { return (tt_module){m, &sinusoidal_ops, false}; }
+tt_module tt_sinusoidal_module(tt_sinusoidal *m) { return (tt_module){m, &sinusoidal_ops}; }
 
 static tt_tensor *rope_fwd(void *self, tt_tensor *x) { return tt_rope_forward(self, x, 0); }
 static void rope_free(void *self) { tt_rope_free(self); }
 static const tt_module_ops rope_ops = {.type = "RoPE", .forward = rope_fwd, .free = rope_free};
-tt_module tt_rope_module(tt_rope *m) { return (tt_module){m, &rope_ops, false}; }
+tt_module tt_rope_module(tt_rope *m) { return (tt_module){m, &rope_ops}; }

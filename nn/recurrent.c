@@ -248,7 +248,7 @@ static void rnn_params(const void *self, tt_params *out, const char *prefix) {
 static void rnn_free_self(void *self) { tt_rnn_free(self); }
 static const tt_module_ops rnn_ops = {.type = "RNN", .forward = rnn_fwd, .params = rnn_params,
                                       .free = rnn_free_self};
-tt_module tt_rnn_module(tt_rnn *m) { return (tt_module){m, &rnn_ops, false}; }
+tt_module tt_rnn_module(tt_rnn *m) { return (tt_module){m, &rnn_ops}; }
 
 // ---- LSTM ----
 
@@ -288,7 +288,7 @@ static void lstm_params(const void *self, tt_params *out, const char *prefix) {
 static void lstm_free_self(void *self) { tt_lstm_free(self); }
 static const tt_module_ops lstm_ops = {.type = "LSTM", .forward = lstm_fwd,
                                        .params = lstm_params, .free = lstm_free_self};
-tt_module tt_lstm_module(tt_lstm *m) { return (tt_module){m, &lstm_ops, false}; }
+tt_module tt_lstm_module(tt_lstm *m) { return (tt_module){m, &lstm_ops}; }
 
 // ---- GRU ----
 
@@ -327,4 +327,4 @@ static void gru_params(const void *self, tt_params *out, const char *prefix) {
 static void gru_free_self(void *self) { tt_gru_free(self); }
 static const tt_module_ops gru_ops = {.type = "GRU", .forward = gru_fwd, .params = gru_params,
                                       .free = gru_free_self};
-tt_module tt_gru_module(tt_gru *m) { return (tt_module){m, &gru_ops, false}; }
+tt_module tt_gru_module(tt_gru *m) { return (tt_module){m, &gru_ops}; }

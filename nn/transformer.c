@@ -47,7 +47,7 @@ static tt_tensor *ff_fwd(void *self, tt_tensor *x) { return tt_feedforward_forwa
 static void ff_free(void *self) { tt_feedforward_free(self); }
 static const tt_module_ops ff_ops = {.type = "FeedForward", .forward = ff_fwd,
                                      .children = ff_children, .free = ff_free};
-tt_module tt_feedforward_module(tt_feedforward *m) { return (tt_module){m, &ff_ops, false}; }
+tt_module tt_feedforward_module(tt_feedforward *m) { return (tt_module){m, &ff_ops}; }
 
 void tt_feedforward_params(const tt_feedforward *m, tt_params *out, const char *prefix) {
     tt_module_params(tt_feedforward_module((tt_feedforward *)m), out, prefix);
@@ -305,7 +305,7 @@ static tt_tensor *attention_fwd(void *self, tt_tensor *x) { return tt_attention_
 static void attention_free(void *self) { tt_attention_free(self); }
 static const tt_module_ops attention_ops = {.type = "Attention", .forward = attention_fwd,
                                             .children = attention_children, .free = attention_free};
-tt_module tt_attention_module(tt_attention *m) { return (tt_module){m, &attention_ops, false}; }
+tt_module tt_attention_module(tt_attention *m) { return (tt_module){m, &attention_ops}; }
 
 void tt_attention_params(const tt_attention *m, tt_params *out, const char *prefix) {
     tt_module_params(tt_attention_module((tt_attention *)m), out, prefix);
@@ -387,12 +387,14 @@ static tt_tensor *block_fwd(void *self, tt_tensor *x) { return tt_block_forward(
 static void block_free(void *self) { tt_block_free(self); }
 static const tt_module_ops block_ops = {.type = "Block", .forward = block_fwd,
                                         .children = block_children, .free = block_free};
-tt_module tt_block_module(tt_block *m) { return (tt_module){m, &block_ops, false}; }
+tt_module tt_block_module(tt_block *m) { return (tt_module){m, &block_ops}; }
 
 tt_module tt_block_new(const tt_block_config *cfg, tt_rng *rng) {
     tt_block *m = TT_MALLOC(sizeof *m);
     tt_block_init(m, cfg, rng);
-    return tt__module_owned(tt_block_module(m));
+    static const tt_module_ops owned = {.type = "Block", .forward = block_fwd,
+        .children = block_children, .free = block_free, .owned = true};
+    return (tt_module){m, &owned};
 }
 
 void tt_block_params(const tt_block *m, tt_params *out, const char *prefix) {

@@ -34,9 +34,9 @@ static void set_values(tt_tensor *t, const double *v) {
 START_TEST(test_sequential_new_owns) {
     tt_rng rng = tt_rng_new(1);
     tt_module fc1 = tt_linear_new(2, 3, true, &rng), fc2 = tt_linear_new(3, 1, false, &rng);
-    ck_assert(fc1.owned && fc2.owned);
+    ck_assert(fc1.ops->owned && fc2.ops->owned);
     tt_module model = tt_sequential_new(3, (tt_module[]){fc1, tt_act_module(TT_ACT_RELU), fc2});
-    ck_assert(model.owned);
+    ck_assert(model.ops->owned);
     char buf[256];
     ck_assert_str_eq(param_names(model, buf, sizeof buf), "0.weight 0.bias 2.weight");
     ck_assert_int_eq(tt_module_numel(model), 2 * 3 + 3 + 3);
@@ -50,6 +50,19 @@ START_TEST(test_sequential_new_owns) {
     ck_assert_values(tt_module_forward(model, x), 1e-6, 0, 5, 12.5);
     tt_scope_end();
     tt_module_free(model);  // the sequential, both Linears and their tensors
+}
+END_TEST
+
+START_TEST(test_owned_linear_is_a_linear) {
+    tt_rng rng = tt_rng_new(8);
+    tt_module fc = tt_linear_new(4, 2, true, &rng);
+    tt_module model = tt_sequential_new(1, &fc);
+    ck_assert_ptr_eq(tt_module_as_linear(fc), fc.self);
+    ck_assert_int_eq(tt_quantize_dynamic(model), 1);  // compress finds it in the tree
+    ck_assert_ptr_nonnull(tt_linear_quantized(fc.self));
+    tt_dequantize_model(model);
+    ck_assert_ptr_null(tt_linear_quantized(fc.self));
+    tt_module_free(model);
 }
 END_TEST
 
@@ -83,7 +96,7 @@ START_TEST(test_new_constructors) {
     // block: 2 norms (2 * 16) + 4 projections (4 * 72) + fc (8 * 16 + 16) + proj (16 * 8 + 8)
     const int64_t numel[] = {15, 3, 6, 2 * 9 + 2, 32 + 288 + 144 + 136};
     for (int i = 0; i < 5; i++) {
-        ck_assert(ms[i].owned);
+        ck_assert(ms[i].ops->owned);
         ck_assert_str_eq(ms[i].ops->type, types[i]);
         ck_assert_int_eq(tt_module_numel(ms[i]), numel[i]);
         tt_module_free(ms[i]);
@@ -303,6 +316,7 @@ int main(void) {
     TCase *tc = tt_tcase("nn_owned");
     tcase_add_test(tc, test_sequential_new_owns);
     tcase_add_test(tc, test_sequential_add_owned_and_borrowed);
+    tcase_add_test(tc, test_owned_linear_is_a_linear);
     tcase_add_test(tc, test_new_constructors);
     tcase_add_test(tc, test_custom_module);
     tcase_add_test(tc, test_custom_nested_and_borrowed);

@@ -524,7 +524,7 @@ START_TEST(test_summary_dotted_child_names) {
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     ck_assert_ptr_nonnull(f);
-    tt_model_stats st = tt_model_summary(f, (tt_module){&m, &two_blocks_ops, false},
+    tt_model_stats st = tt_model_summary(f, (tt_module){&m, &two_blocks_ops},
                                          tt_ones(TT_F32, TT_SHAPE(3, 4)));
     ck_assert_int_eq(fclose(f), 0);
     ck_assert_int_eq(st.params, 4 * 6 + 6 + 6 * 2 + 2);

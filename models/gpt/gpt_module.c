@@ -36,7 +36,7 @@ static const tt_module_ops blocks_ops = {.type = "Blocks", .forward = blocks_fwd
                                          .children = blocks_children, .free = blocks_free,
                                          .chain = true};
 
-tt_module tt__gpt_blocks_module(tt_gpt *m) { return (tt_module){m, &blocks_ops, false}; }
+tt_module tt__gpt_blocks_module(tt_gpt *m) { return (tt_module){m, &blocks_ops}; }
 
 // ---- the tied head: logits = x wte^T, no parameters of its own ----
 
@@ -60,7 +60,7 @@ static void gpt_children(void *self, tt_module_visit visit, void *ctx) {
     visit(tt__gpt_blocks_module(m), "blocks", ctx);
     visit(tt_norm_module(&m->ln_f), "ln_f", ctx);
     if (m->lm_head.weight) visit(tt_linear_module(&m->lm_head), "lm_head", ctx);
-    else visit((tt_module){m, &tied_head_ops, false}, "head", ctx);
+    else visit((tt_module){m, &tied_head_ops}, "head", ctx);
 }
 
 static void gpt_free(void *self) { gpt_children(self, free_visit, NULL); }
@@ -70,5 +70,5 @@ static const tt_module_ops gpt_ops = {.type = "GPT", .forward = gpt_fwd,
 
 tt_module tt_gpt_module(tt_gpt *m) {
     TT_CHECK(m && m->blocks, "the model is not initialized; call tt_gpt_init first");
-    return (tt_module){m, &gpt_ops, false};
+    return (tt_module){m, &gpt_ops};
 }
