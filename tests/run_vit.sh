@@ -3,7 +3,8 @@
 # 5,000 Fashion-MNIST training images, 1 thread, and checks: the parameter line (105,546, as
 # tests/reference/vit.py counts), two `epoch N train_loss=F test_acc=F s_per_epoch=F` lines,
 # a falling train loss, a test accuracy over all 10,000 test images far above chance (0.1):
-# >= 0.6 (it gave 0.70), and nothing left live at exit (TT_LEAK_REPORT=1).
+# >= 0.6 (it gave 0.70), and nothing left live at exit (TT_LEAK_REPORT=1). Also that the
+# README's excerpt of vit.c (the struct and its forward) is still in vit.c, line for line.
 # Skipped (exit 0) when Debian's dataset-fashion-mnist is not installed.
 # Usage: sh tests/run_vit.sh [builddir]
 build=${1:-build}
@@ -12,6 +13,11 @@ if [ ! -d /usr/share/datasets/fashion-mnist ]; then
     exit 0
 fi
 fail() { echo "vit: $*" >&2; exit 1; }
+awk '/^typedef struct vit \{$/{f=1} /^\/\/ in vit_init/{f=0} f' README.md > "$build/vit_readme.txt"
+[ "$(wc -l < "$build/vit_readme.txt")" -ge 10 ] || fail "README.md has no excerpt of vit.c"
+while IFS= read -r l; do
+    grep -qxF -- "$l" examples/vit.c || fail "README.md's line '$l' is not in examples/vit.c"
+done < "$build/vit_readme.txt"
 num='[0-9][0-9]*\.[0-9]*'
 out=$(TT_LEAK_REPORT=1 "$build/vit" 2 5000 1 2>"$build/vit_test.err") || fail "exited non-zero"
 echo "$out"
