@@ -77,6 +77,8 @@ EXAMPLES    := tour mlp_moons char_gpt gpt char_lstm spiral_classify sort_digits
 EXAMPLES    += lenet
 # ---- compression: the milestone table (examples/compress.c) ----
 EXAMPLES    += compress
+# ---- the trial programs beside their PyTorch twins in tests/reference/ ----
+EXAMPLES    += vit vae makemore
 
 .SECONDARY:
 .PHONY: all lib examples run data plot test test-run gradcheck bench bench-gpt2 deps install \
@@ -185,6 +187,9 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuz
 	echo "== spiral_classify"; sh tests/run_spiral_classify.sh $(BUILD) || fail=1; \
 	echo "== sort_digits"; sh tests/run_sort_digits.sh $(BUILD) || fail=1; \
 	echo "== lenet"; sh tests/run_lenet.sh $(BUILD) || fail=1; \
+	echo "== vit"; sh tests/run_vit.sh $(BUILD) || fail=1; \
+	echo "== vae"; sh tests/run_vae.sh $(BUILD) || fail=1; \
+	echo "== makemore"; sh tests/run_makemore.sh $(BUILD) || fail=1; \
 	echo "== char_gpt data parallel"; MPIRUN="$(if $(filter 1,$(MPI)),$(MPIRUN))" \
 	    sh tests/run_char_gpt_dist.sh $(BUILD) || fail=1; \
 	echo "== trainer over ranks"; MPIRUN="$(if $(filter 1,$(MPI)),$(MPIRUN))" \

@@ -4,6 +4,7 @@
 // quantization's prepare swap in for a Linear, and the walks over a module tree.
 #include "compress_internal.h"
 
+#include "../nn/walk.h"
 #include "../tensor/kernels/qgemm.h"
 
 #include <math.h>
@@ -219,7 +220,7 @@ static void convert_linear(tt_linear *lin) {
 
 // A Linear is recognized by its ops table (tt_linear_module's), not by its type string, so a
 // user's module that calls itself "Linear" is walked as any other module.
-static bool is_linear(tt_module m) { return m.ops == tt_linear_module(NULL).ops; }
+static bool is_linear(tt_module m) { return tt_module_as_linear(m) != NULL; }
 
 static void quantize_visit(tt_module m, const char *name, void *ctx) {
     (void)name;

@@ -270,6 +270,7 @@ void tt_dataloader_free(tt_dataloader *dl) {
     pthread_cond_destroy(&dl->cv);
     free(dl->scratch);
     free(dl->order);
+    if (dl->opts.own_dataset) tt_dataset_destroy(dl->ds);
     free(dl);
 }
 

@@ -116,14 +116,17 @@ typedef struct tt_dataloader_opts {
     bool drop_last;                // drop a last batch smaller than batch_size
     const tt_transform *transform; // applied to field 0 of each item (f32); NULL: none
     bool prefetch;                 // prepare the next batch on a background thread
+    bool own_dataset;              // tt_dataloader_free also destroys the dataset
 } tt_dataloader_opts;
 
 typedef struct tt_dataloader tt_dataloader;
 
-// Borrows ds, the transform and rng (they must outlive the loader). rng may be NULL only
+// Borrows ds (owns it with opts->own_dataset), the transform and rng (they must outlive the
+// loader). rng may be NULL only
 // without shuffle and transform. Aborts on bad options, naming them.
 tt_dataloader *tt_dataloader_new(tt_dataset *ds, const tt_dataloader_opts *opts, tt_rng *rng);
-void tt_dataloader_free(tt_dataloader *dl);  // stops the prefetch thread; NULL is a no-op
+// Stops the prefetch thread, and destroys the dataset when it owns it; NULL is a no-op.
+void tt_dataloader_free(tt_dataloader *dl);
 // Batches per epoch: ceil(len / batch_size), or floor with drop_last.
 int64_t tt_dataloader_len(const tt_dataloader *dl);
 // Starts an epoch (ending one in progress): with shuffle the order is tt_randperm(rng, len),

@@ -603,3 +603,12 @@ tt_status tt_safetensors_load_params(const char *path, const tt_params *p, bool 
     tt_safetensors_close(&f);
     return s;
 }
+
+tt_status tt_safetensors_load_module(const char *path, tt_module m) {
+    tt_params state;
+    tt_params_init(&state);
+    tt_module_state(m, &state, NULL);
+    tt_status st = tt_safetensors_load_params(path, &state, true);
+    tt_params_free(&state);
+    return st;
+}

@@ -99,6 +99,12 @@ const char *tt_safetensors_meta(const tt_safetensors *f, const char *key);
 tt_status tt_safetensors_save(const char *path, const tt_params *p, const char *const *metadata,
                               tt_st_dtype dtype);
 
+// A module's state (tt_module_state: parameters and buffers, PyTorch's state_dict names)
+// saved as tt_safetensors_save does (f64 when its first tensor is f64, else f32) and loaded
+// back strictly: torch.save(m.state_dict(), path) and m.load_state_dict(torch.load(path)).
+tt_status tt_safetensors_save_module(const char *path, tt_module m);
+tt_status tt_safetensors_load_module(const char *path, tt_module m);
+
 // Copies the tensors of path into p by name (as PyTorch's load_state_dict): the stored
 // tensor is converted to the parameter's dtype (float to float, integer to integer). Every
 // tensor of p whose name is in the file must have the same shape; with strict, p and the file

@@ -223,3 +223,13 @@ tt_status tt_safetensors_save(const char *path, const tt_params *p, const char *
     tt_free(items);
     return s;
 }
+
+tt_status tt_safetensors_save_module(const char *path, tt_module m) {
+    tt_params state;
+    tt_params_init(&state);
+    tt_module_state(m, &state, NULL);
+    bool f64 = state.n > 0 && state.items[0].tensor->dtype == TT_F64;
+    tt_status st = tt_safetensors_save(path, &state, NULL, f64 ? TT_ST_F64 : TT_ST_F32);
+    tt_params_free(&state);
+    return st;
+}

@@ -83,6 +83,15 @@ static const tt_module_ops conv2d_ops = {
     .type = "Conv2d", .forward = conv2d_fwd, .params = conv2d_params, .free = conv2d_free};
 tt_module tt_conv2d_layer_module(tt_conv2d_layer *m) { return (tt_module){m, &conv2d_ops}; }
 
+tt_module tt_conv2d_layer_new(int64_t in_channels, int64_t out_channels, int64_t kh, int64_t kw,
+                              const tt_conv2d_opts *opts, bool bias, tt_rng *rng) {
+    tt_conv2d_layer *m = TT_MALLOC(sizeof *m);
+    tt_conv2d_layer_init(m, in_channels, out_channels, kh, kw, opts, bias, rng);
+    static const tt_module_ops owned = {.type = "Conv2d", .forward = conv2d_fwd,
+        .params = conv2d_params, .free = conv2d_free, .owned = true};
+    return (tt_module){m, &owned};
+}
+
 // ---- ConvTranspose2d ----
 
 void tt_conv_transpose2d_layer_init(tt_conv_transpose2d_layer *m, int64_t in_channels,

@@ -39,6 +39,9 @@ tt_tensor *tt_conv2d_layer_forward(tt_conv2d_layer *m, tt_tensor *x);  // (N, in
 void tt_conv2d_layer_params(const tt_conv2d_layer *m, tt_params *out, const char *prefix);
 void tt_conv2d_layer_free(tt_conv2d_layer *m);
 tt_module tt_conv2d_layer_module(tt_conv2d_layer *m);
+// An owned Conv2d (see tt_linear_new); opts NULL: stride 1, no padding.
+tt_module tt_conv2d_layer_new(int64_t in_channels, int64_t out_channels, int64_t kh, int64_t kw,
+                              const tt_conv2d_opts *opts, bool bias, tt_rng *rng);
 
 // ---- batch norm and pooling modules: nn/norm_batch.c, nn/pool.c ----
 // torch.nn.BatchNorm1d ((N, C) or (N, C, L)) and BatchNorm2d ((N, C, H, W)) over
@@ -85,6 +88,8 @@ void tt_batchnorm_buffers(const tt_batchnorm_layer *m, tt_params *out, const cha
 void tt_batchnorm_train(tt_batchnorm_layer *m, bool training);
 void tt_batchnorm_free(tt_batchnorm_layer *m);
 tt_module tt_batchnorm_module(tt_batchnorm_layer *m);  // "BatchNorm1d" / "BatchNorm2d"
+// An owned BatchNorm1d (see tt_linear_new in layers.h); opts NULL: the defaults.
+tt_module tt_batchnorm1d_new(int64_t num_features, const tt_batchnorm_opts *opts);
 
 // torch.nn.MaxPool2d / AvgPool2d / AdaptiveAvgPool2d over tt_max_pool2d, tt_avg_pool2d and
 // tt_adaptive_avg_pool2d (x (N, C, H, W) or (C, H, W)); no parameters, nothing to free.

@@ -62,6 +62,19 @@ static const tt_module_ops linear_ops = {.type = "Linear", .forward = linear_fwd
                                          .params = linear_params, .free = linear_free};
 tt_module tt_linear_module(tt_linear *m) { return (tt_module){m, &linear_ops}; }
 
+static const tt_module_ops linear_owned_ops = {.type = "Linear", .forward = linear_fwd,
+    .params = linear_params, .free = linear_free, .owned = true};
+
+tt_module tt_linear_new(int64_t in_features, int64_t out_features, bool bias, tt_rng *rng) {
+    tt_linear *m = TT_MALLOC(sizeof *m);
+    tt_linear_init(m, in_features, out_features, bias, rng);
+    return (tt_module){m, &linear_owned_ops};
+}
+
+bool tt__is_linear_ops(const tt_module_ops *ops) {
+    return ops == &linear_ops || ops == &linear_owned_ops;
+}
+
 // ---- Embedding ----
 
 void tt_embedding_init(tt_embedding_layer *m, int64_t num, int64_t dim, tt_rng *rng) {
@@ -95,6 +108,14 @@ static void embedding_free(void *self) { tt_embedding_free(self); }
 static const tt_module_ops embedding_ops = {.type = "Embedding", .forward = embedding_fwd,
                                             .params = embedding_params, .free = embedding_free};
 tt_module tt_embedding_module(tt_embedding_layer *m) { return (tt_module){m, &embedding_ops}; }
+
+tt_module tt_embedding_new(int64_t num, int64_t dim, tt_rng *rng) {
+    tt_embedding_layer *m = TT_MALLOC(sizeof *m);
+    tt_embedding_init(m, num, dim, rng);
+    static const tt_module_ops owned = {.type = "Embedding", .forward = embedding_fwd,
+        .params = embedding_params, .free = embedding_free, .owned = true};
+    return (tt_module){m, &owned};
+}
 
 // ---- LayerNorm, RMSNorm ----
 
@@ -136,6 +157,14 @@ static void layernorm_free(void *self) { tt_layernorm_free(self); }
 static const tt_module_ops layernorm_ops = {.type = "LayerNorm", .forward = layernorm_fwd,
                                             .params = layernorm_params, .free = layernorm_free};
 tt_module tt_layernorm_module(tt_layernorm_layer *m) { return (tt_module){m, &layernorm_ops}; }
+
+tt_module tt_layernorm_new(int64_t dim, double eps, bool affine, bool bias) {
+    tt_layernorm_layer *m = TT_MALLOC(sizeof *m);
+    tt_layernorm_init(m, dim, eps, affine, bias);
+    static const tt_module_ops owned = {.type = "LayerNorm", .forward = layernorm_fwd,
+        .params = layernorm_params, .free = layernorm_free, .owned = true};
+    return (tt_module){m, &owned};
+}
 
 void tt_rmsnorm_init(tt_rmsnorm_layer *m, int64_t dim, double eps, bool weight) {
     TT_CHECK(dim > 0 && eps >= 0, "need dim > 0 and eps >= 0, got dim=%lld eps=%g",

@@ -33,6 +33,9 @@ tt_tensor *tt_linear_forward(tt_linear *m, tt_tensor *x);  // (..., in) -> (...,
 void tt_linear_params(const tt_linear *m, tt_params *out, const char *prefix);
 void tt_linear_free(tt_linear *m);
 tt_module tt_linear_module(tt_linear *m);
+// A heap-made Linear as an owned module (nn.Linear(in, out, bias)): tt_module_free or the
+// container it is added to frees it. Its struct is (tt_linear *)m.self.
+tt_module tt_linear_new(int64_t in_features, int64_t out_features, bool bias, tt_rng *rng);
 
 // ---- Embedding: a (V, C) table, N(0, 1) init ----
 
@@ -46,6 +49,7 @@ tt_tensor *tt_embedding_forward(tt_embedding_layer *m, tt_tensor *indices);  // 
 void tt_embedding_params(const tt_embedding_layer *m, tt_params *out, const char *prefix);
 void tt_embedding_free(tt_embedding_layer *m);
 tt_module tt_embedding_module(tt_embedding_layer *m);  // x: the indices
+tt_module tt_embedding_new(int64_t num, int64_t dim, tt_rng *rng);  // owned (tt_linear_new)
 
 // ---- EmbeddingBag: sums, means or maxima of bags of rows of a (V, C) table ----
 // F.embedding_bag / torch.nn.EmbeddingBag. input (TT_I32 / TT_I64, values in [0, V)) is either
@@ -159,6 +163,8 @@ tt_tensor *tt_layernorm_forward(tt_layernorm_layer *m, tt_tensor *x);
 void tt_layernorm_params(const tt_layernorm_layer *m, tt_params *out, const char *prefix);
 void tt_layernorm_free(tt_layernorm_layer *m);
 tt_module tt_layernorm_module(tt_layernorm_layer *m);
+// An owned LayerNorm (see tt_linear_new).
+tt_module tt_layernorm_new(int64_t dim, double eps, bool affine, bool bias);
 
 typedef struct tt_rmsnorm_layer {
     tt_tensor *weight;  // (C,) or NULL

@@ -14,6 +14,10 @@
 // tt_<name>_module(m) wraps any module (layers, norms, MLP, attention, block, positional, a
 // nested sequential, a user's struct) as a tt_module for tt_sequential; a composite lists its
 // children once (tt_module_ops.children) and params/train/free walk them.
+// Owned modules: tt_<name>_new (tt_linear_new, tt_sequential_new, ...) makes the struct on the
+// heap and returns a tt_module whose ops are flagged owned; the container it is added to (once)
+// frees it, so one tt_module_free frees a tree. tt_custom (below) is a user's module built by
+// registration, with no params/children/free callbacks to write.
 #ifndef TT_NN_MODULE_H
 #define TT_NN_MODULE_H
 
@@ -90,6 +94,11 @@ typedef struct tt_module_ops {
     // True when the forward is its children run one after another, each on the previous one's
     // output (a Sequential): tt_model_summary then measures each child on its own input.
     bool chain;
+    // True for the ops of a module a tt_<name>_new made on the heap (TT_MALLOC): the module is
+    // owned, tt_module_free frees the struct after `free`, and a container it is added to
+    // (tt_sequential, tt_custom) frees it with itself. False (unset) for a struct the caller
+    // owns: containers only borrow it. (tt_linear_new's ops, not tt_linear_module's.)
+    bool owned;
 } tt_module_ops;
 
 struct tt_module {
@@ -101,8 +110,17 @@ tt_tensor *tt_module_forward(tt_module m, tt_tensor *x);
 // Its own parameters, then each child's under "prefix.name".
 void tt_module_params(tt_module m, tt_params *out, const char *prefix);
 void tt_module_train(tt_module m, bool training);  // itself, then each child
+// model.eval() and `with torch.no_grad():` in one: switches m to eval mode (dropout off,
+// batch norm on its running statistics), turns grad mode off and opens a scope; _end closes
+// the scope (freeing what the evaluation made, so tt_item the results before it), restores the
+// grad mode and switches m back to training mode (model.train()).
+void tt_module_eval_begin(tt_module m);
+void tt_module_eval_end(tt_module m);
+// The number of parameter elements: sum(p.numel() for p in model.parameters()).
+int64_t tt_module_numel(tt_module m);
 void tt_module_children(tt_module m, tt_module_visit visit, void *ctx);  // direct children
-void tt_module_free(tt_module m);  // ops->free, if any
+// ops->free, if any; for an owned module (ops->owned) also the struct itself.
+void tt_module_free(tt_module m);
 // Buffers: tensors without requires_grad that a module updates itself (running statistics)
 // and that belong in a checkpoint but not in the optimizer. A buffer list is a tt_params;
 // tt_module_buffers appends its own buffers, then each child's under "prefix.name".
@@ -161,7 +179,7 @@ int64_t tt_fan_out(const tt_tensor *t);
 // ---- sequential: runs modules in order; names their parameters "0.", "1.", ... ----
 
 typedef struct tt_sequential {
-    tt_module *items;  // the modules are borrowed: their owner frees them
+    tt_module *items;  // owned ones (ops->owned) are freed with it; the others are borrowed
     int n, cap;
 } tt_sequential;
 
@@ -170,10 +188,62 @@ void tt_sequential_add(tt_sequential *s, tt_module m);
 tt_tensor *tt_sequential_forward(tt_sequential *s, tt_tensor *x);
 void tt_sequential_params(const tt_sequential *s, tt_params *out, const char *prefix);
 void tt_sequential_train(tt_sequential *s, bool training);
-void tt_sequential_free(tt_sequential *s);
+void tt_sequential_free(tt_sequential *s);  // frees the owned modules it holds
+// torch.nn.Sequential(*mods): a heap-made sequential holding the n modules, owned (free the
+// whole tree with one tt_module_free). It adopts the owned ones among mods:
+//
+//     tt_module model = tt_sequential_new(3, (tt_module[]){tt_linear_new(2, 16, true, &rng),
+//                                         tt_act_module(TT_ACT_RELU),
+//                                         tt_linear_new(16, 2, true, &rng)});
+//     ...
+//     tt_module_free(model);  // the sequential and both Linears
+tt_module tt_sequential_new(int n, const tt_module *mods);
 // A sequential inside another: its parameters are named "<index>.<inner index>.…", train
 // propagates to its modules.
 tt_module tt_sequential_module(tt_sequential *s);
+
+// ---- a custom module with no params/children/free boilerplate (nn/custom.c) ----
+// PyTorch's nn.Module with register_parameter / register_buffer / add_module: put a tt_custom
+// in your struct, give it your forward, and register what the module holds; params, buffers,
+// train, state and free then follow from the registrations (names in registration order).
+//
+//     typedef struct net { tt_custom base; tt_module fc1, fc2; tt_tensor *scale; } net;
+//     static tt_tensor *net_forward(void *self, tt_tensor *x) {
+//         net *n = self;
+//         return tt_mul(tt_module_forward(n->fc2, tt_relu(tt_module_forward(n->fc1, x))),
+//                       n->scale);
+//     }
+//     net n;
+//     tt_custom_init(&n.base, &n, net_forward);
+//     n.fc1 = tt_custom_add_module(&n.base, "fc1", tt_linear_new(4, 8, true, &rng));
+//     n.fc2 = tt_custom_add_module(&n.base, "fc2", tt_linear_new(8, 2, true, &rng));
+//     n.scale = tt_custom_add_param(&n.base, "scale", tt_ones(TT_F32, TT_SHAPE(2)));
+//     tt_module model = tt_custom_module(&n.base);   // "fc1.weight", ..., "scale"
+//     ...
+//     tt_custom_free(&n.base);  // both Linears (owned) and scale
+
+typedef struct tt_custom {
+    void *self;                                     // passed to forward: the user's struct
+    tt_tensor *(*forward)(void *self, tt_tensor *x);
+    bool training;                                  // starts true; set by tt_module_train
+    tt_params params, buffers;                      // its own, retained
+    tt_module *children;                            // the owned ones are freed with it
+    char **names;                                   // children's names (owned)
+    int n, cap;
+} tt_custom;
+
+void tt_custom_init(tt_custom *c, void *self, tt_tensor *(*forward)(void *self, tt_tensor *x));
+// Registers child under name (adopting it when child.ops->owned) and returns it.
+tt_module tt_custom_add_module(tt_custom *c, const char *name, tt_module child);
+// Registers t as the parameter name: t becomes a leaf that requires grad and the module takes
+// the caller's reference (t must be made outside any scope: parameters outlive every step).
+// Returns t, borrowed.
+tt_tensor *tt_custom_add_param(tt_custom *c, const char *name, tt_tensor *t);
+// The same for a buffer (saved with the state, not trained: requires_grad stays off).
+tt_tensor *tt_custom_add_buffer(tt_custom *c, const char *name, tt_tensor *t);
+tt_module tt_custom_module(tt_custom *c);  // borrowed: c stays the caller's
+// Releases the parameters and buffers, frees the owned children; safe on a zeroed struct.
+void tt_custom_free(tt_custom *c);
 
 #ifdef __cplusplus
 }

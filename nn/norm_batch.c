@@ -118,3 +118,13 @@ tt_module tt_batchnorm_module(tt_batchnorm_layer *m) {
              "tt_batchnorm1d_init or tt_batchnorm2d_init first");
     return (tt_module){m, m->dims == 1 ? &batchnorm1d_ops : &batchnorm2d_ops};
 }
+
+tt_module tt_batchnorm1d_new(int64_t num_features, const tt_batchnorm_opts *opts) {
+    tt_batchnorm_layer *m = TT_MALLOC(sizeof *m);
+    tt_batchnorm1d_init(m, num_features, opts);
+    static const tt_module_ops owned = {
+        .type = "BatchNorm1d", .forward = batchnorm_fwd, .params = batchnorm_params,
+        .train = batchnorm_train, .free = batchnorm_free, .buffers = batchnorm_buffers,
+        .owned = true};
+    return (tt_module){m, &owned};
+}

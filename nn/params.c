@@ -205,6 +205,7 @@ void tt_module_children(tt_module m, tt_module_visit visit, void *ctx) {
 
 void tt_module_free(tt_module m) {
     if (m.ops->free) m.ops->free(m.self);
+    if (m.ops->owned) tt_free(m.self);
 }
 
 static void free_visit(tt_module child, const char *name, void *ctx) {
@@ -214,6 +215,27 @@ static void free_visit(tt_module child, const char *name, void *ctx) {
 }
 
 void tt__module_free_children(tt_module m) { tt_module_children(m, free_visit, NULL); }
+
+void tt_module_eval_begin(tt_module m) {
+    tt_module_train(m, false);
+    tt_no_grad_begin();
+    tt_scope_begin();
+}
+
+void tt_module_eval_end(tt_module m) {
+    tt_scope_end();
+    tt_no_grad_end();
+    tt_module_train(m, true);
+}
+
+int64_t tt_module_numel(tt_module m) {
+    tt_params p;
+    tt_params_init(&p);
+    tt_module_params(m, &p, NULL);
+    int64_t n = tt_params_numel(&p);
+    tt_params_free(&p);
+    return n;
+}
 
 // ---- sequential ----
 
@@ -263,6 +285,23 @@ void tt_sequential_train(tt_sequential *s, bool training) {
 }
 
 void tt_sequential_free(tt_sequential *s) {
+    for (int i = 0; i < s->n; i++)
+        if (s->items[i].ops->owned) tt_module_free(s->items[i]);
     tt_free(s->items);
     memset(s, 0, sizeof *s);
+}
+
+// The heap-made sequential's ops: those of a borrowed one, plus a free (its items and arrays;
+// tt_module_free then frees the struct).
+static void sequential_free_cb(void *self) { tt_sequential_free(self); }
+static const tt_module_ops owned_sequential_ops = {
+    .type = "Sequential", .forward = sequential_fwd, .children = sequential_children,
+    .free = sequential_free_cb, .chain = true, .owned = true};
+
+tt_module tt_sequential_new(int n, const tt_module *mods) {
+    TT_CHECK(n >= 0 && (n == 0 || mods), "tt_sequential_new: n = %d modules", n);
+    tt_sequential *s = TT_MALLOC(sizeof *s);
+    tt_sequential_init(s);
+    for (int i = 0; i < n; i++) tt_sequential_add(s, mods[i]);
+    return (tt_module){s, &owned_sequential_ops};
 }

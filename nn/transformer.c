@@ -389,6 +389,14 @@ static const tt_module_ops block_ops = {.type = "Block", .forward = block_fwd,
                                         .children = block_children, .free = block_free};
 tt_module tt_block_module(tt_block *m) { return (tt_module){m, &block_ops}; }
 
+tt_module tt_block_new(const tt_block_config *cfg, tt_rng *rng) {
+    tt_block *m = TT_MALLOC(sizeof *m);
+    tt_block_init(m, cfg, rng);
+    static const tt_module_ops owned = {.type = "Block", .forward = block_fwd,
+        .children = block_children, .free = block_free, .owned = true};
+    return (tt_module){m, &owned};
+}
+
 void tt_block_params(const tt_block *m, tt_params *out, const char *prefix) {
     tt_module_params(tt_block_module((tt_block *)m), out, prefix);
 }

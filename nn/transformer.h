@@ -126,6 +126,8 @@ void tt_block_params(const tt_block *m, tt_params *out, const char *prefix);  //
 void tt_block_train(tt_block *m, bool training);
 void tt_block_free(tt_block *m);
 tt_module tt_block_module(tt_block *m);
+// An owned block (see tt_linear_new in layers.h).
+tt_module tt_block_new(const tt_block_config *cfg, tt_rng *rng);
 
 #ifdef __cplusplus
 }

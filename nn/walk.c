@@ -29,7 +29,7 @@ void tt_module_named_modules(tt_module m, const char *prefix, tt_module_visit vi
 // ---- Linears ----
 
 tt_linear *tt_module_as_linear(tt_module m) {
-    return m.ops == tt_linear_module(NULL).ops ? m.self : NULL;
+    return tt__is_linear_ops(m.ops) ? m.self : NULL;
 }
 
 void tt_linear_list_init(tt_linear_list *l) { memset(l, 0, sizeof *l); }

@@ -175,6 +175,21 @@ void tt_optim_add_decay_groups(tt_optim *o, const tt_params *p, double weight_de
     tt_params_free(&no_decay);
 }
 
+void tt_optim_add_module(tt_optim *o, tt_module m, double weight_decay) {
+    tt_params p;
+    tt_params_init(&p);
+    tt_module_params(m, &p, NULL);
+    tt_optim_add_decay_groups(o, &p, weight_decay);
+    tt_params_free(&p);
+}
+
+tt_optim tt_optim_new(tt_optim_config cfg, tt_module m, double weight_decay) {
+    tt_optim o;
+    tt_optim_init(&o, cfg);
+    tt_optim_add_module(&o, m, weight_decay);
+    return o;
+}
+
 void tt_optim_set_lr(tt_optim *o, double lr) {
     check_lr(lr, __func__);
     o->lr = lr;

@@ -96,6 +96,14 @@ int tt_optim_add_group(tt_optim *o, const tt_params *p, double weight_decay);
 // (matmul weights, embeddings) and decays by weight_decay; group 1 the rest (biases, norm gains)
 // with weight decay 0. Both groups are added even when one is empty.
 void tt_optim_add_decay_groups(tt_optim *o, const tt_params *p, double weight_decay);
+// The same split of the parameters of a module tree (tt_module_params): the optimizer of
+// `model.parameters()` with nanoGPT's groups; weight_decay 0 gives PyTorch's single group's
+// updates. The optimizer retains the tensors; the module stays the caller's.
+void tt_optim_add_module(tt_optim *o, tt_module m, double weight_decay);
+// tt_optim_init then tt_optim_add_module, returned by value (free it with tt_optim_free):
+// `tt_optim opt = tt_optim_new(tt_adamw_config(1e-3), model, 0.05);` is
+// torch.optim.AdamW(model.parameters(), lr=1e-3) with nanoGPT's decay groups.
+tt_optim tt_optim_new(tt_optim_config cfg, tt_module m, double weight_decay);
 void tt_optim_step(tt_optim *o);       // one update of every parameter that has a gradient
 void tt_optim_zero_grad(tt_optim *o);  // drops the gradients (PyTorch's set_to_none)
 // Sets the optimizer's lr, and so every group's: group g's lr is lr times its lr_scale. A

@@ -18,6 +18,12 @@ void tt_rng_seed(tt_rng *rng, uint64_t seed) {
     for (int i = 0; i < 4; i++) rng->s[i] = splitmix64(&x);
 }
 
+tt_rng tt_rng_new(uint64_t seed) {
+    tt_rng rng;
+    tt_rng_seed(&rng, seed);
+    return rng;
+}
+
 static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 uint64_t tt_rng_u64(tt_rng *rng) {

@@ -144,6 +144,8 @@ typedef struct tt_rng {
 } tt_rng;
 
 void tt_rng_seed(tt_rng *rng, uint64_t seed);
+// A state seeded with seed, by value: `tt_rng rng = tt_rng_new(1);` (torch.manual_seed(1)).
+tt_rng tt_rng_new(uint64_t seed);
 uint64_t tt_rng_u64(tt_rng *rng);
 double tt_rng_uniform(tt_rng *rng);  // [0, 1), 53 random bits
 double tt_rng_normal(tt_rng *rng);   // N(0, 1), Box-Muller
