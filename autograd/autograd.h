@@ -192,7 +192,7 @@ tt_tensor *tt_to_dtype(tt_tensor *x, tt_dtype dtype);  // a copy; float <-> floa
 //   mask: NULL, or a tensor broadcastable to the scores (B, NH, T, S), e.g. (T, S),
 //     (B, 1, 1, S) or (B, NH, T, S), read in place (no (B, NH, T, S) copy). TT_BOOL: TRUE =
 //     the key TAKES PART (PyTorch's SDPA convention; nn.MultiheadAttention's is the opposite,
-//     see tt_attention_forward_mask). A float mask of q's dtype is ADDED to the scaled scores
+//     see tt_nn_attention_forward_mask). A float mask of q's dtype is ADDED to the scaled scores
 //     (-inf removes a key); if it requires grad it gets dL/dscores summed over its broadcast
 //     dims (learned relative-position biases, ALiBi), which needs a (B, NH, T, S) buffer.
 //   causal: query i sees keys 0 .. i (needs T == S). With a mask both apply (PyTorch forbids
@@ -257,7 +257,7 @@ tt_tensor *tt_logsumexp(tt_tensor *x, int ndims, const int *dims, bool keepdim);
 // sqrt(tt_var(...)); the gradient is 0 where the result is 0 (as PyTorch).
 tt_tensor *tt_std(tt_tensor *x, int ndims, const int *dims, int correction, bool keepdim);
 // torch.linalg.vector_norm (torch.norm's vector case) over dims for p = 1, 2 or INFINITY
-// (others abort); named so because nn.h's tt_norm is the layer type. The 2-norm's
+// (others abort); named so because nn.h's tt_nn_norm is the layer type. The 2-norm's
 // gradient is 0 where the norm is 0, the inf-norm's splits evenly among tied maxima of |x|.
 tt_tensor *tt_vector_norm(tt_tensor *x, double p, int ndims, const int *dims, bool keepdim);
 

@@ -1,10 +1,10 @@
 // tinytorch.c compress: int8 QuantizedLinear, dynamic and static quantization of a module tree,
 // pruning, low rank. A layer above nn: a compressed Linear is a module of its own (an int8
 // QuantizedLinear, a low-rank pair, a calibrating observer) that these functions swap in for a
-// tt_linear (tt_linear.swap, nn/layers.h), so nn knows nothing of compression.
+// tt_nn_linear (tt_nn_linear.swap, nn/layers.h), so nn knows nothing of compression.
 //
-//     tt_quantize_dynamic(tt_sequential_module(&seq));  // every Linear of the tree runs int8
-//     tt_linear_low_rank(&fc, 16);                      // fc runs as two Linears of rank 16
+//     tt_quantize_dynamic(tt_nn_sequential_module(&seq));  // every Linear of the tree runs int8
+//     tt_nn_linear_low_rank(&fc, 16);                      // fc runs as two Linears of rank 16
 #ifndef TT_COMPRESS_H
 #define TT_COMPRESS_H
 
@@ -26,46 +26,46 @@ extern "C" {
 // No autograd: the forward aborts when grad mode is on and its input requires grad (run it
 // under tt_no_grad_begin()/tt_no_grad_end() or tt_set_grad_enabled(false)).
 //
-//     tt_qlinear q;
-//     tt_qlinear_from_linear(&q, &fc);           // a copy: fc is unchanged and may be freed
+//     tt_nn_qlinear q;
+//     tt_nn_qlinear_from_linear(&q, &fc);           // a copy: fc is unchanged and may be freed
 //     tt_no_grad_begin();
-//     tt_tensor *y = tt_qlinear_forward(&q, x);  // x (..., in) f32 -> (..., out) f32
+//     tt_tensor *y = tt_nn_qlinear_forward(&q, x);  // x (..., in) f32 -> (..., out) f32
 //     tt_no_grad_end();
-//     tt_qlinear_free(&q);
-// Or in place, so every module that calls tt_linear_forward runs int8 (a whole module tree:
+//     tt_nn_qlinear_free(&q);
+// Or in place, so every module that calls tt_nn_linear_forward runs int8 (a whole module tree:
 // tt_quantize_dynamic below; a GPT: tt_gpt_quantize):
-//     tt_linear_quantize(&fc);   // fc's f32 weight stays (tt_linear_dequantize goes back)
+//     tt_nn_linear_quantize(&fc);   // fc's f32 weight stays (tt_nn_linear_dequantize goes back)
 
-typedef struct tt_qlinear {
+typedef struct tt_nn_qlinear {
     struct tt_k_qweight *qweight;  // packed int8 weight, per-channel scales (owned)
     tt_tensor *bias;               // (out,) f32 or NULL (owned)
     int64_t in_features, out_features;
-    // Static activations (tt_qlinear_set_static): every row quantized with this one scale and
+    // Static activations (tt_nn_qlinear_set_static): every row quantized with this one scale and
     // zero point instead of its own range. false: dynamic, per row.
     bool act_static;
     float act_scale;
     int32_t act_zero;
-} tt_qlinear;
+} tt_nn_qlinear;
 
 // From a weight (out, in) and a bias (out,) or NULL of any float dtype (copied and rounded to
-// f32 first); in <= 65536. tt_qlinear_from_linear(q, m) is this with m's weight and bias.
-void tt_qlinear_init(tt_qlinear *q, const tt_tensor *weight, const tt_tensor *bias);
-void tt_qlinear_from_linear(tt_qlinear *q, const tt_linear *m);
+// f32 first); in <= 65536. tt_nn_qlinear_from_linear(q, m) is this with m's weight and bias.
+void tt_nn_qlinear_init(tt_nn_qlinear *q, const tt_tensor *weight, const tt_tensor *bias);
+void tt_nn_qlinear_from_linear(tt_nn_qlinear *q, const tt_nn_linear *m);
 // x (..., in) f32, any layout -> y (..., out) f32, a new tensor without history.
-tt_tensor *tt_qlinear_forward(tt_qlinear *q, tt_tensor *x);
+tt_tensor *tt_nn_qlinear_forward(tt_nn_qlinear *q, tt_tensor *x);
 // The bytes the forward reads for its parameters: packed int8 weight, scales, sums and bias.
-int64_t tt_qlinear_bytes(const tt_qlinear *q);
-void tt_qlinear_free(tt_qlinear *q);  // safe on a zeroed struct
-tt_module tt_qlinear_module(tt_qlinear *q);  // type "QuantizedLinear", no parameters
+int64_t tt_nn_qlinear_bytes(const tt_nn_qlinear *q);
+void tt_nn_qlinear_free(tt_nn_qlinear *q);  // safe on a zeroed struct
+tt_module tt_nn_qlinear_module(tt_nn_qlinear *q);  // type "QuantizedLinear", no parameters
 
 // Swaps in for m (m->swap) an int8 QuantizedLinear made from m's current weight, replacing an
-// older one or an observer: tt_linear_forward then runs int8, while tt_linear_params still
+// older one or an observer: tt_nn_linear_forward then runs int8, while tt_nn_linear_params still
 // lists the f32 weight and bias. Re-quantize after changing the weight. _dequantize swaps the
 // int8 module (or a calibration observer) out again (safe when there is neither).
-void tt_linear_quantize(tt_linear *m);
-void tt_linear_dequantize(tt_linear *m);
+void tt_nn_linear_quantize(tt_nn_linear *m);
+void tt_nn_linear_dequantize(tt_nn_linear *m);
 // The int8 module running in m's place (borrowed), NULL when m is not quantized.
-tt_qlinear *tt_linear_quantized(const tt_linear *m);
+tt_nn_qlinear *tt_nn_linear_quantized(const tt_nn_linear *m);
 
 // ---- pruning (compress/prune.c) ----
 // torch.nn.utils.prune's magnitude and structured pruning over named tensors. A tt_pruning
@@ -149,30 +149,30 @@ void tt_svd(const tt_tensor *A, tt_tensor **U, tt_tensor **S, tt_tensor **Vh);
 // (m->swap, type "LowRankLinear"): factor 0 weight sqrt(S_r) Vt_r (r, in), factor 1 weight
 // U_r sqrt(S_r) (out, r) and m's bias. The forward then runs both (2 r (in + out) FLOPs per
 // row instead of 2 in out);
-// tt_linear_params lists "prefix.0.weight", "prefix.1.weight", "prefix.1.bias" (Sequential's
+// tt_nn_linear_params lists "prefix.0.weight", "prefix.1.weight", "prefix.1.bias" (Sequential's
 // names), so rebuild a parameter list made before. The dense weight is released. Aborts for
 // rank outside [1, min(in, out)], a quantized Linear or one already factored.
-void tt_linear_low_rank(tt_linear *m, int64_t rank);
+void tt_nn_linear_low_rank(tt_nn_linear *m, int64_t rank);
 // The two factors (borrowed) of a Linear made low rank, NULL for any other.
-tt_linear *tt_linear_factors(const tt_linear *m);
+tt_nn_linear *tt_nn_linear_factors(const tt_nn_linear *m);
 
 // ---- dynamic quantization of a module tree (compress/qlinear.c) ----
 // PyTorch's torch.ao.quantization.quantize_dynamic for Linear: walks m and its children
-// (tt_module_ops.children, depth first) and runs tt_linear_quantize on every Linear it
+// (tt_module_ops.children, depth first) and runs tt_nn_linear_quantize on every Linear it
 // reaches, so their forwards run int8 (QuantizedLinear above); everything else stays f32, as
 // PyTorch's dynamic quantization leaves convolutions, norms and embeddings. Returns how many
 // Linears it quantized (a Linear reached twice counts twice; one with in > 65536, the int8
 // product's limit, stays f32 and is not counted). Quantizing again re-reads the f32 weights.
 // tt_dequantize_model frees them again (the forwards are then the f32 ones, bit for bit) and
-// returns how many it freed. A Linear is recognized by tt_linear_module's ops, so a custom
+// returns how many it freed. A Linear is recognized by tt_nn_linear_module's ops, so a custom
 // module's Linears are reached when its children callback lists them. The GPT's tied head is
 // no Linear: tt_gpt_quantize (models/gpt/gpt.h) handles it.
 //
-//     int n = tt_quantize_dynamic(tt_sequential_module(&seq));  // seq: conv, ..., 3 Linears
+//     int n = tt_quantize_dynamic(tt_nn_sequential_module(&seq));  // seq: conv, ..., 3 Linears
 //     tt_no_grad_begin();
-//     tt_tensor *logits = tt_sequential_forward(&seq, x);      // Linears int8, convs f32
+//     tt_tensor *logits = tt_nn_sequential_forward(&seq, x);      // Linears int8, convs f32
 //     tt_no_grad_end();
-//     tt_dequantize_model(tt_sequential_module(&seq));          // back to f32
+//     tt_dequantize_model(tt_nn_sequential_module(&seq));          // back to f32
 int tt_quantize_dynamic(tt_module m);
 int tt_dequantize_model(tt_module m);
 
@@ -181,19 +181,19 @@ int tt_dequantize_model(tt_module m);
 // tt_quantize_static_prepare swaps an observer in for every Linear of m (their forwards stay
 // f32 and record the min and max of their inputs); run calibration batches through m's
 // forward (under tt_no_grad_begin()); tt_quantize_static_convert then quantizes each observed
-// Linear as tt_linear_quantize does, with its input quantized by one fixed scale and zero
+// Linear as tt_nn_linear_quantize does, with its input quantized by one fixed scale and zero
 // point from the recorded range (tt_k_qact_from_range: the range widened to hold 0, 255 steps)
 // instead of per row at run time, and frees the observers. Inputs outside the calibrated range
 // clamp to its ends. Both return how many Linears they handled; convert aborts for a Linear
 // whose observer saw no input. tt_dequantize_model undoes either (and frees the observers).
 // tests/test_quantize.c, tests/test_milestone_digits.c.
 //
-//     tt_quantize_static_prepare(tt_sequential_module(&seq));
+//     tt_quantize_static_prepare(tt_nn_sequential_module(&seq));
 //     tt_no_grad_begin();
-//     for (int b = 0; b < n_calib; b++) tt_scope_begin(), tt_sequential_forward(&seq, xb[b]),
+//     for (int b = 0; b < n_calib; b++) tt_scope_begin(), tt_nn_sequential_forward(&seq, xb[b]),
 //                                        tt_scope_end();
 //     tt_no_grad_end();
-//     tt_quantize_static_convert(tt_sequential_module(&seq));  // the Linears run static int8
+//     tt_quantize_static_convert(tt_nn_sequential_module(&seq));  // the Linears run static int8
 typedef struct tt_observer {
     double min, max;  // of every input element seen (NaNs skipped); +inf, -inf before any
     int64_t batches;  // forwards observed
@@ -201,14 +201,19 @@ typedef struct tt_observer {
 
 void tt_observer_update(tt_observer *o, const tt_tensor *x);  // x: any float dtype and layout
 // The observer of a Linear prepared for static quantization (borrowed), NULL for any other.
-tt_observer *tt_linear_observer(const tt_linear *m);
+tt_observer *tt_nn_linear_observer(const tt_nn_linear *m);
 int tt_quantize_static_prepare(tt_module m);
 int tt_quantize_static_convert(tt_module m);
 // Fixes q's activation quantization to the range [lo, hi] (widened to hold 0).
-void tt_qlinear_set_static(tt_qlinear *q, double lo, double hi);
+void tt_nn_qlinear_set_static(tt_nn_qlinear *q, double lo, double hi);
 
 #ifdef __cplusplus
 }
+#endif
+
+// The names from before the tt_nn_* scheme, deprecated for one release.
+#ifndef TT_NO_DEPRECATED
+#include "deprecated.h"
 #endif
 
 #endif  // TT_COMPRESS_H

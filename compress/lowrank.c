@@ -1,5 +1,5 @@
 // Low rank: a one-sided Jacobi SVD in f64 (small matrices: O(sweeps m n^2)) and the truncated
-// SVD of a Linear's weight as two Linears (tt_linear_low_rank). Not a general LAPACK: no
+// SVD of a Linear's weight as two Linears (tt_nn_linear_low_rank). Not a general LAPACK: no
 // blocking, no bidiagonalization.
 #include "compress_internal.h"
 
@@ -122,33 +122,33 @@ void tt_svd(const tt_tensor *A, tt_tensor **U, tt_tensor **S, tt_tensor **Vh) {
 }
 
 // ---- a Linear as two ----
-// The module tt_linear_low_rank swaps in: torch.nn.Sequential(Linear(in, r, bias=False),
+// The module tt_nn_linear_low_rank swaps in: torch.nn.Sequential(Linear(in, r, bias=False),
 // Linear(r, out)), its children named "0" and "1".
 
 typedef struct low_rank_linear {
-    tt_linear f[2];  // (in -> r), (r -> out) with the bias
+    tt_nn_linear f[2];  // (in -> r), (r -> out) with the bias
 } low_rank_linear;
 
 static tt_tensor *low_rank_fwd(void *self, tt_tensor *x) {
     low_rank_linear *s = self;  // (..., in) -> (..., r) -> (..., out)
-    return tt_linear_forward(&s->f[1], tt_linear_forward(&s->f[0], x));
+    return tt_nn_linear_forward(&s->f[1], tt_nn_linear_forward(&s->f[0], x));
 }
 static void low_rank_children(void *self, tt_module_visit visit, void *ctx) {
     low_rank_linear *s = self;
-    visit(tt_linear_module(&s->f[0]), "0", ctx);
-    visit(tt_linear_module(&s->f[1]), "1", ctx);
+    visit(tt_nn_linear_module(&s->f[0]), "0", ctx);
+    visit(tt_nn_linear_module(&s->f[1]), "1", ctx);
 }
 static void low_rank_free(void *self) {
     low_rank_linear *s = self;
-    tt_linear_free(&s->f[0]);
-    tt_linear_free(&s->f[1]);
+    tt_nn_linear_free(&s->f[0]);
+    tt_nn_linear_free(&s->f[1]);
     tt_free(s);
 }
 static const tt_module_ops low_rank_ops = {.type = "LowRankLinear", .forward = low_rank_fwd,
                                            .children = low_rank_children,
                                            .free = low_rank_free};
 
-tt_linear *tt_linear_factors(const tt_linear *m) {
+tt_nn_linear *tt_nn_linear_factors(const tt_nn_linear *m) {
     return m && m->swap.ops == &low_rank_ops ? ((low_rank_linear *)m->swap.self)->f : NULL;
 }
 
@@ -163,13 +163,13 @@ static tt_tensor *param_from(tt_dtype dtype, int64_t rows, int64_t cols, const d
     return t;
 }
 
-void tt_linear_low_rank(tt_linear *m, int64_t rank) {
+void tt_nn_linear_low_rank(tt_nn_linear *m, int64_t rank) {
     TT_CHECK(m && (m->weight || m->swap.ops), "the Linear is not initialized; call "
-             "tt_linear_init first");
-    TT_CHECK(!tt_linear_factors(m), "the Linear (in=%lld, out=%lld) is already low rank; factor "
+             "tt_nn_linear_init first");
+    TT_CHECK(!tt_nn_linear_factors(m), "the Linear (in=%lld, out=%lld) is already low rank; factor "
              "a dense Linear once", (long long)m->in_features, (long long)m->out_features);
-    TT_CHECK(!tt_linear_quantized(m), "the Linear (in=%lld, out=%lld) runs int8; call "
-             "tt_linear_dequantize first", (long long)m->in_features,
+    TT_CHECK(!tt_nn_linear_quantized(m), "the Linear (in=%lld, out=%lld) runs int8; call "
+             "tt_nn_linear_dequantize first", (long long)m->in_features,
              (long long)m->out_features);
     int64_t out = m->out_features, in = m->in_features, k = out < in ? out : in;
     TT_CHECK(rank >= 1 && rank <= k, "rank %lld must be in [1, min(out, in)] = [1, %lld] for "
@@ -191,11 +191,11 @@ void tt_linear_low_rank(tt_linear *m, int64_t rank) {
     tt_dtype dtype = m->weight->dtype;
     low_rank_linear *s = TT_MALLOC(sizeof *s);
     memset(s, 0, sizeof *s);
-    s->f[0] = (tt_linear){.weight = param_from(dtype, rank, in, down), .in_features = in,
-                          .out_features = rank};
-    s->f[1] = (tt_linear){.weight = param_from(dtype, out, rank, up), .bias = m->bias,
-                          .in_features = rank, .out_features = out};
-    tt_linear_dequantize(m);  // an observer, if any, goes
+    s->f[0] = (tt_nn_linear){.weight = param_from(dtype, rank, in, down), .in_features = in,
+                             .out_features = rank};
+    s->f[1] = (tt_nn_linear){.weight = param_from(dtype, out, rank, up), .bias = m->bias,
+                             .in_features = rank, .out_features = out};
+    tt_nn_linear_dequantize(m);  // an observer, if any, goes
     m->bias = NULL;  // moved to the second factor
     tt_release(m->weight);
     m->weight = NULL;

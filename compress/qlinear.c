@@ -1,6 +1,6 @@
 // QuantizedLinear: a Linear's weight as int8 with per-output-channel scales and a forward that
 // quantizes its input rows at run time and multiplies in int32 (tensor/kernels/qgemm.h).
-// Inference only: no autograd node. Also the modules tt_linear_quantize and static
+// Inference only: no autograd node. Also the modules tt_nn_linear_quantize and static
 // quantization's prepare swap in for a Linear, and the walks over a module tree.
 #include "compress_internal.h"
 
@@ -23,7 +23,7 @@ static tt_tensor *to_f32(const tt_tensor *t) {
     return out;
 }
 
-void tt_qlinear_init(tt_qlinear *q, const tt_tensor *weight, const tt_tensor *bias) {
+void tt_nn_qlinear_init(tt_nn_qlinear *q, const tt_tensor *weight, const tt_tensor *bias) {
     TT_CHECK(q, "the module must not be NULL");
     TT_CHECK(weight && weight->ndim == 2 && tt_dtype_is_float(weight->dtype),
              "weight must be a float matrix (out, in), got %s %s",
@@ -46,19 +46,19 @@ void tt_qlinear_init(tt_qlinear *q, const tt_tensor *weight, const tt_tensor *bi
     if (bias) q->bias = to_f32(bias);  // (N)
 }
 
-void tt_qlinear_from_linear(tt_qlinear *q, const tt_linear *m) {
-    TT_CHECK(m && m->weight, "the Linear is not initialized; call tt_linear_init first");
-    tt_qlinear_init(q, m->weight, m->bias);
+void tt_nn_qlinear_from_linear(tt_nn_qlinear *q, const tt_nn_linear *m) {
+    TT_CHECK(m && m->weight, "the Linear is not initialized; call tt_nn_linear_init first");
+    tt_nn_qlinear_init(q, m->weight, m->bias);
 }
 
-tt_tensor *tt_qlinear_forward(tt_qlinear *q, tt_tensor *x) {
-    TT_CHECK(q && q->qweight, "the module is not initialized; call tt_qlinear_from_linear");
+tt_tensor *tt_nn_qlinear_forward(tt_nn_qlinear *q, tt_tensor *x) {
+    TT_CHECK(q && q->qweight, "the module is not initialized; call tt_nn_qlinear_from_linear");
     TT_CHECK(x, "input is NULL");
     TT_CHECK(!(x->requires_grad && tt_is_grad_enabled()), "the int8 Linear (in=%lld, out=%lld) "
              "is inference only and has no gradient, but input %s requires grad with grad mode "
              "on; run it inside tt_no_grad_begin()/tt_no_grad_end() (or "
              "tt_set_grad_enabled(false)), or train with the f32 Linear "
-             "(tt_linear_dequantize)", (long long)q->in_features, (long long)q->out_features,
+             "(tt_nn_linear_dequantize)", (long long)q->in_features, (long long)q->out_features,
              tt__shape(x));
     TT_CHECK(x->dtype == TT_F32, "input %s must be f32, got %s; convert it with "
              "tt_to_dtype(x, TT_F32)", tt__shape(x), tt_dtype_name(x->dtype));
@@ -82,12 +82,12 @@ tt_tensor *tt_qlinear_forward(tt_qlinear *q, tt_tensor *x) {
     return tt__autorelease(y);
 }
 
-int64_t tt_qlinear_bytes(const tt_qlinear *q) {
+int64_t tt_nn_qlinear_bytes(const tt_nn_qlinear *q) {
     if (!q || !q->qweight) return 0;
     return tt_k_qweight_bytes(q->qweight) + (q->bias ? 4 * q->out_features : 0);
 }
 
-void tt_qlinear_free(tt_qlinear *q) {
+void tt_nn_qlinear_free(tt_nn_qlinear *q) {
     if (!q) return;
     if (q->qweight) {
         tt_k_qweight_free(q->qweight);
@@ -97,18 +97,18 @@ void tt_qlinear_free(tt_qlinear *q) {
     memset(q, 0, sizeof *q);
 }
 
-static tt_tensor *qlinear_fwd(void *self, tt_tensor *x) { return tt_qlinear_forward(self, x); }
-static void qlinear_free(void *self) { tt_qlinear_free(self); }
+static tt_tensor *qlinear_fwd(void *self, tt_tensor *x) { return tt_nn_qlinear_forward(self, x); }
+static void qlinear_free(void *self) { tt_nn_qlinear_free(self); }
 static const tt_module_ops qlinear_ops = {.type = "QuantizedLinear", .forward = qlinear_fwd,
                                           .free = qlinear_free};
-tt_module tt_qlinear_module(tt_qlinear *q) { return (tt_module){q, &qlinear_ops}; }
+tt_module tt_nn_qlinear_module(tt_nn_qlinear *q) { return (tt_module){q, &qlinear_ops}; }
 
 // ---- the modules swapped in for a Linear: int8, or f32 recording its input's range ----
 // Both keep references to the Linear's f32 weight and bias and list them as its parameters
 // (a checkpoint or an optimizer sees the same names as before the swap).
 
 typedef struct int8_linear {
-    tt_qlinear q;
+    tt_nn_qlinear q;
     tt_tensor *weight, *bias;  // the Linear's f32 ones (retained)
 } int8_linear;
 
@@ -123,7 +123,7 @@ static void f32_params(tt_tensor *weight, tt_tensor *bias, tt_params *out, const
 }
 
 static tt_tensor *int8_fwd(void *self, tt_tensor *x) {
-    return tt_qlinear_forward(&((int8_linear *)self)->q, x);  // (..., out)
+    return tt_nn_qlinear_forward(&((int8_linear *)self)->q, x);  // (..., out)
 }
 static void int8_params(const void *self, tt_params *out, const char *prefix) {
     const int8_linear *s = self;
@@ -131,7 +131,7 @@ static void int8_params(const void *self, tt_params *out, const char *prefix) {
 }
 static void int8_free(void *self) {
     int8_linear *s = self;
-    tt_qlinear_free(&s->q);
+    tt_nn_qlinear_free(&s->q);
     tt_release(s->weight);
     tt_release(s->bias);
     tt_free(s);
@@ -158,33 +158,33 @@ static void observed_free(void *self) {
 static const tt_module_ops observed_ops = {.type = "ObservedLinear", .forward = observed_fwd,
                                            .params = observed_params, .free = observed_free};
 
-void tt_linear_quantize(tt_linear *m) {
-    TT_CHECK(m && m->weight, "the Linear is not initialized; call tt_linear_init first");
-    tt_linear_dequantize(m);
+void tt_nn_linear_quantize(tt_nn_linear *m) {
+    TT_CHECK(m && m->weight, "the Linear is not initialized; call tt_nn_linear_init first");
+    tt_nn_linear_dequantize(m);
     int8_linear *s = TT_MALLOC(sizeof *s);
-    tt_qlinear_from_linear(&s->q, m);
+    tt_nn_qlinear_from_linear(&s->q, m);
     s->weight = tt_retain(m->weight);
     s->bias = m->bias ? tt_retain(m->bias) : NULL;
     m->swap = (tt_module){s, &int8_ops};
 }
 
-void tt_linear_dequantize(tt_linear *m) {
+void tt_nn_linear_dequantize(tt_nn_linear *m) {
     if (!m || (m->swap.ops != &int8_ops && m->swap.ops != &observed_ops)) return;
     tt_module_free(m->swap);
     m->swap = (tt_module){0};
 }
 
-tt_qlinear *tt_linear_quantized(const tt_linear *m) {
+tt_nn_qlinear *tt_nn_linear_quantized(const tt_nn_linear *m) {
     return m && m->swap.ops == &int8_ops ? &((int8_linear *)m->swap.self)->q : NULL;
 }
 
-tt_observer *tt_linear_observer(const tt_linear *m) {
+tt_observer *tt_nn_linear_observer(const tt_nn_linear *m) {
     return m && m->swap.ops == &observed_ops ? &((observed_linear *)m->swap.self)->obs : NULL;
 }
 
 // Swaps in a fresh observer (replacing an int8 module or an older observer).
-static void observe_linear(tt_linear *m) {
-    tt_linear_dequantize(m);
+static void observe_linear(tt_nn_linear *m) {
+    tt_nn_linear_dequantize(m);
     observed_linear *s = TT_MALLOC(sizeof *s);
     s->obs = (tt_observer){.min = INFINITY, .max = -INFINITY, .batches = 0};
     s->weight = tt_retain(m->weight);
@@ -206,19 +206,19 @@ typedef struct quantize_walk {
     int count;
 } quantize_walk;
 
-static void convert_linear(tt_linear *lin) {
-    const tt_observer *o = tt_linear_observer(lin);
+static void convert_linear(tt_nn_linear *lin) {
+    const tt_observer *o = tt_nn_linear_observer(lin);
     TT_CHECK_IN("tt_quantize_static_convert", o->batches > 0, "a Linear (in=%lld, out=%lld) "
                 "has an observer that saw no input; run calibration batches through the "
                 "model's forward between tt_quantize_static_prepare and "
                 "tt_quantize_static_convert", (long long)lin->in_features,
                 (long long)lin->out_features);
     double lo = o->min, hi = o->max;
-    tt_linear_quantize(lin);  // frees the observer
-    tt_qlinear_set_static(tt_linear_quantized(lin), lo, hi);
+    tt_nn_linear_quantize(lin);  // frees the observer
+    tt_nn_qlinear_set_static(tt_nn_linear_quantized(lin), lo, hi);
 }
 
-// A Linear is recognized by its ops table (tt_linear_module's), not by its type string, so a
+// A Linear is recognized by its ops table (tt_nn_linear_module's), not by its type string, so a
 // user's module that calls itself "Linear" is walked as any other module.
 static bool is_linear(tt_module m) { return tt_module_as_linear(m) != NULL; }
 
@@ -226,19 +226,19 @@ static void quantize_visit(tt_module m, const char *name, void *ctx) {
     (void)name;
     quantize_walk *w = ctx;
     if (is_linear(m)) {
-        tt_linear *lin = m.self;
+        tt_nn_linear *lin = m.self;
         bool fits = lin->weight && lin->in_features <= TT_K_QGEMM_KMAX;
         if (w->action == WALK_DYNAMIC && fits) {
-            tt_linear_quantize(lin);
+            tt_nn_linear_quantize(lin);
             w->count++;
-        } else if (w->action == WALK_DEQUANTIZE && (tt_linear_quantized(lin) ||
-                                                    tt_linear_observer(lin))) {
-            w->count += tt_linear_quantized(lin) != NULL;
-            tt_linear_dequantize(lin);
+        } else if (w->action == WALK_DEQUANTIZE && (tt_nn_linear_quantized(lin) ||
+                                                    tt_nn_linear_observer(lin))) {
+            w->count += tt_nn_linear_quantized(lin) != NULL;
+            tt_nn_linear_dequantize(lin);
         } else if (w->action == WALK_PREPARE && fits) {
             observe_linear(lin);
             w->count++;
-        } else if (w->action == WALK_CONVERT && tt_linear_observer(lin)) {
+        } else if (w->action == WALK_CONVERT && tt_nn_linear_observer(lin)) {
             convert_linear(lin);
             w->count++;
         }
@@ -262,8 +262,8 @@ int tt_dequantize_model(tt_module m) { return walk_tree(m, WALK_DEQUANTIZE, __fu
 
 // ---- static quantization ----
 
-void tt_qlinear_set_static(tt_qlinear *q, double lo, double hi) {
-    TT_CHECK(q && q->qweight, "the module is not initialized; call tt_qlinear_from_linear");
+void tt_nn_qlinear_set_static(tt_nn_qlinear *q, double lo, double hi) {
+    TT_CHECK(q && q->qweight, "the module is not initialized; call tt_nn_qlinear_from_linear");
     TT_CHECK(lo == lo && hi == hi && lo <= hi, "the range [%g, %g] must be ordered and hold no "
              "NaN", lo, hi);
     tt_k_qact a = tt_k_qact_from_range((float)lo, (float)hi);

@@ -32,12 +32,12 @@ static void parse(int argc, char **argv) {
     }
 }
 
-typedef struct model { tt_embedding_layer emb; tt_lstm lstm; tt_linear head; } model;
+typedef struct model { tt_nn_embedding emb; tt_nn_lstm lstm; tt_nn_linear head; } model;
 // (B, T) tokens -> (B, T, V) logits; h, c (L, B, H) or NULL for zeros, updated when given.
 static tt_tensor *forward(model *m, tt_tensor *x, tt_tensor **h, tt_tensor **c) {
-    tt_tensor *e = tt_embedding_forward(&m->emb, x);  // (B, T, E)
-    tt_tensor *y = tt_lstm_forward(&m->lstm, e, h ? *h : NULL, c ? *c : NULL, h, c);
-    return tt_linear_forward(&m->head, y);            // (B, T, H) -> (B, T, V)
+    tt_tensor *e = tt_nn_embedding_forward(&m->emb, x);  // (B, T, E)
+    tt_tensor *y = tt_nn_lstm_forward(&m->lstm, e, h ? *h : NULL, c ? *c : NULL, h, c);
+    return tt_nn_linear_forward(&m->head, y);         // (B, T, H) -> (B, T, V)
 }
 
 // The val loss as char_gpt estimates it: the mean over the same 20 batches (--eval-iters 20).
@@ -71,14 +71,14 @@ int main(int argc, char **argv) {
     tt_rng_seed(&data_rng, (uint64_t)o.seed ^ 0xDA7A5EEDull);
     model m;
     int64_t V = ds.vocab.size;
-    tt_embedding_init(&m.emb, V, 64, &rng);                    // 64-wide embeddings
-    tt_lstm_init(&m.lstm, 64, o.hidden, 2, true, true, &rng);  // 2 layers, bias, batch_first
-    tt_linear_init(&m.head, o.hidden, V, true, &rng);
+    tt_nn_embedding_init(&m.emb, V, 64, &rng);                 // 64-wide embeddings
+    tt_nn_lstm_init(&m.lstm, 64, o.hidden, 2, true, true, &rng);  // 2 layers, bias, batch_first
+    tt_nn_linear_init(&m.head, o.hidden, V, true, &rng);
     tt_params params;  // "emb.weight", "lstm.weight_ih_l0", ..., "head.bias"
     tt_params_init(&params);
-    tt_embedding_params(&m.emb, &params, "emb");
-    tt_lstm_params(&m.lstm, &params, "lstm");
-    tt_linear_params(&m.head, &params, "head");
+    tt_nn_embedding_params(&m.emb, &params, "emb");
+    tt_nn_lstm_params(&m.lstm, &params, "lstm");
+    tt_nn_linear_params(&m.head, &params, "head");
     tt_optim opt;  // char_gpt's optimizer: AdamW, beta2 0.99, decay 0.1, warmup + cosine
     tt_optim_config cfg = tt_adamw_config(o.lr);
     cfg.beta2 = 0.99;
@@ -122,9 +122,9 @@ int main(int argc, char **argv) {
     tt_scope_end();
     tt_optim_free(&opt);
     tt_params_free(&params);
-    tt_embedding_free(&m.emb);
-    tt_lstm_free(&m.lstm);
-    tt_linear_free(&m.head);
+    tt_nn_embedding_free(&m.emb);
+    tt_nn_lstm_free(&m.lstm);
+    tt_nn_linear_free(&m.head);
     tt_dataset_free(&ds);
     return 0;
 }

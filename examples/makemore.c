@@ -49,12 +49,12 @@ int main(int argc, char **argv) {
     build(words, perm, u * 8 / 10, u * 9 / 10, T, &xva, &yva);
     printf("%d words, %lld train / %lld val examples, context %d\n", u, (long long)tt_numel(ytr),
            (long long)tt_numel(yva), T);
-    tt_module head = tt_linear_new(200, 27, true, &rng);
+    tt_module head = tt_nn_linear_new(200, 27, true, &rng);
     // weight *= 0.1: PyTorch's U(-1/sqrt(200), 1/sqrt(200)) init scaled, a less confident start
-    tt_init_uniform_(((tt_linear *)head.self)->weight, &rng, -0.0070711, 0.0070711);
-    tt_module model = tt_sequential_new(6, (tt_module[]){tt_embedding_new(27, 10, &rng),
-        tt_flatten_module(1, -1), tt_linear_new(T * 10, 200, false, &rng),
-        tt_batchnorm1d_new(200, NULL), tt_act_module(TT_ACT_TANH), head});
+    tt_init_uniform_(((tt_nn_linear *)head.self)->weight, &rng, -0.0070711, 0.0070711);
+    tt_module model = tt_nn_sequential_new(6, (tt_module[]){tt_nn_embedding_new(27, 10, &rng),
+        tt_nn_flatten_module(1, -1), tt_nn_linear_new(T * 10, 200, false, &rng),
+        tt_nn_batchnorm1d_new(200, NULL), tt_act_module(TT_ACT_TANH), head});
     tt_optim opt = tt_optim_new(tt_sgd_config(0.1), model, 0.0);
     printf("%lld parameters\n", (long long)tt_module_numel(model));
     clock_t t0 = clock();

@@ -39,20 +39,20 @@ int main(void) {
 
     // model = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(),
     //                       nn.Linear(16, 2))
-    tt_linear fc1, fc2, fc3;
-    tt_linear_init(&fc1, 2, 16, true, &rng);
-    tt_linear_init(&fc2, 16, 16, true, &rng);
-    tt_linear_init(&fc3, 16, 2, true, &rng);
-    tt_sequential model;
-    tt_sequential_init(&model);
-    tt_sequential_add(&model, tt_linear_module(&fc1));
-    tt_sequential_add(&model, tt_act_module(TT_ACT_RELU));
-    tt_sequential_add(&model, tt_linear_module(&fc2));
-    tt_sequential_add(&model, tt_act_module(TT_ACT_RELU));
-    tt_sequential_add(&model, tt_linear_module(&fc3));
+    tt_nn_linear fc1, fc2, fc3;
+    tt_nn_linear_init(&fc1, 2, 16, true, &rng);
+    tt_nn_linear_init(&fc2, 16, 16, true, &rng);
+    tt_nn_linear_init(&fc3, 16, 2, true, &rng);
+    tt_nn_sequential model;
+    tt_nn_sequential_init(&model);
+    tt_nn_sequential_add(&model, tt_nn_linear_module(&fc1));
+    tt_nn_sequential_add(&model, tt_act_module(TT_ACT_RELU));
+    tt_nn_sequential_add(&model, tt_nn_linear_module(&fc2));
+    tt_nn_sequential_add(&model, tt_act_module(TT_ACT_RELU));
+    tt_nn_sequential_add(&model, tt_nn_linear_module(&fc3));
     tt_params params;  // "0.weight", "0.bias", "2.weight", ... as PyTorch names them
     tt_params_init(&params);
-    tt_sequential_params(&model, &params, NULL);
+    tt_nn_sequential_params(&model, &params, NULL);
 
     // optimizer = torch.optim.AdamW(params, lr=0.02, weight_decay=1e-4), cosine schedule
     tt_optim opt;
@@ -65,7 +65,7 @@ int main(void) {
     for (int step = 0; step < steps; step++) {
         tt_optim_set_lr(&opt, tt_lr_at(&sched, step));
         tt_scope_begin();  // everything this step creates is freed at its end
-        tt_tensor *logits = tt_sequential_forward(&model, x_train);  // (N, 2)
+        tt_tensor *logits = tt_nn_sequential_forward(&model, x_train);  // (N, 2)
         tt_tensor *loss = tt_cross_entropy(logits, y_train, -1);
         tt_backward(loss);
         tt_optim_step(&opt);
@@ -79,17 +79,17 @@ int main(void) {
 
     bool prev = tt_set_grad_enabled(false);  // with torch.no_grad():
     tt_scope_begin();
-    double test_acc = accuracy(tt_sequential_forward(&model, x_test), y_test);
+    double test_acc = accuracy(tt_nn_sequential_forward(&model, x_test), y_test);
     tt_scope_end();
     tt_set_grad_enabled(prev);
     printf("done accuracy=%.4f loss=%.4f\n", test_acc, loss_value);
 
     tt_optim_free(&opt);
     tt_params_free(&params);
-    tt_sequential_free(&model);
-    tt_linear_free(&fc1);
-    tt_linear_free(&fc2);
-    tt_linear_free(&fc3);
+    tt_nn_sequential_free(&model);
+    tt_nn_linear_free(&fc1);
+    tt_nn_linear_free(&fc2);
+    tt_nn_linear_free(&fc3);
     tt_release(x_train);
     tt_release(y_train);
     tt_release(x_test);

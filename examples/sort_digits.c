@@ -1,5 +1,5 @@
 // sort_digits: a small non-causal transformer that learns to sort sequences of 8 digits,
-// written as one tt_sequential (embedding, positions, 2 blocks, norm, head); targets come from
+// written as one tt_nn_sequential (embedding, positions, 2 blocks, norm, head); targets come from
 // tt_sort of the integer digits, and the accuracy of whole sequences from eq + tt_all.
 #include <stdio.h>
 
@@ -27,28 +27,28 @@ int main(void) {
     tt_rng rng;
     tt_rng_seed(&rng, 1);
     // A non-causal pre-norm block: every position attends to every other.
-    tt_block_config cfg = {.attn = {.n_embd = EMBD, .n_head = 4, .max_seq = LEN, .causal = false},
-                           .act = TT_ACT_GELU, .norm = TT_NORM_LAYERNORM};
-    tt_embedding_layer tok;
-    tt_pos_embedding pos;
-    tt_block blocks[2];
-    tt_norm norm;
-    tt_linear head;
-    tt_embedding_init(&tok, DIGITS, EMBD, &rng);
-    tt_pos_embedding_init(&pos, LEN, EMBD, 1.0, &rng);  // N(0, 1), as nn.Embedding
-    for (int i = 0; i < 2; i++) tt_block_init(&blocks[i], &cfg, &rng);
-    tt_norm_init(&norm, TT_NORM_LAYERNORM, EMBD, 1e-5, true);
-    tt_linear_init(&head, EMBD, DIGITS, true, &rng);
-    tt_sequential model;  // (B, LEN) digits -> (B, LEN, EMBD) -> ... -> (B, LEN, DIGITS) logits
-    tt_sequential_init(&model);
-    tt_sequential_add(&model, tt_embedding_module(&tok));
-    tt_sequential_add(&model, tt_pos_embedding_module(&pos));
-    for (int i = 0; i < 2; i++) tt_sequential_add(&model, tt_block_module(&blocks[i]));
-    tt_sequential_add(&model, tt_norm_module(&norm));
-    tt_sequential_add(&model, tt_linear_module(&head));
+    tt_nn_block_config cfg = {.attn = {.n_embd = EMBD, .n_head = 4, .max_seq = LEN, .causal = false},
+                              .act = TT_ACT_GELU, .norm = TT_NORM_LAYERNORM};
+    tt_nn_embedding tok;
+    tt_nn_pos_embedding pos;
+    tt_nn_block blocks[2];
+    tt_nn_norm norm;
+    tt_nn_linear head;
+    tt_nn_embedding_init(&tok, DIGITS, EMBD, &rng);
+    tt_nn_pos_embedding_init(&pos, LEN, EMBD, 1.0, &rng);  // N(0, 1), as nn.Embedding
+    for (int i = 0; i < 2; i++) tt_nn_block_init(&blocks[i], &cfg, &rng);
+    tt_nn_norm_init(&norm, TT_NORM_LAYERNORM, EMBD, 1e-5, true);
+    tt_nn_linear_init(&head, EMBD, DIGITS, true, &rng);
+    tt_nn_sequential model;  // (B, LEN) digits -> (B, LEN, EMBD) -> ... -> (B, LEN, DIGITS) logits
+    tt_nn_sequential_init(&model);
+    tt_nn_sequential_add(&model, tt_nn_embedding_module(&tok));
+    tt_nn_sequential_add(&model, tt_nn_pos_embedding_module(&pos));
+    for (int i = 0; i < 2; i++) tt_nn_sequential_add(&model, tt_nn_block_module(&blocks[i]));
+    tt_nn_sequential_add(&model, tt_nn_norm_module(&norm));
+    tt_nn_sequential_add(&model, tt_nn_linear_module(&head));
     tt_params params;
     tt_params_init(&params);
-    tt_sequential_params(&model, &params, NULL);  // "0.weight", "2.attn.q_proj.weight", ...
+    tt_nn_sequential_params(&model, &params, NULL);  // "0.weight", "2.attn.q_proj.weight", ...
     tt_optim opt;
     tt_optim_init(&opt, tt_adamw_config(3e-3));  // peak lr; warmup, then cosine decay
     tt_optim_add_decay_groups(&opt, &params, 0.01);
@@ -60,7 +60,7 @@ int main(void) {
         tt_scope_begin();
         tt_tensor *x, *y;
         make_batch(&rng, 64, &x, &y);
-        tt_tensor *loss = tt_cross_entropy(tt_sequential_forward(&model, x), y, -1);
+        tt_tensor *loss = tt_cross_entropy(tt_nn_sequential_forward(&model, x), y, -1);
         if (step == 1 || step % 100 == 0) printf("step %d loss=%.4f\n", step, tt_item(loss));
         tt_backward(loss);
         tt_clip_grad_norm(&params, 1.0);
@@ -74,17 +74,17 @@ int main(void) {
     tt_tensor *x, *y;
     make_batch(&rng, 1000, &x, &y);
     double digit_acc, seq_acc;
-    accuracy(tt_sequential_forward(&model, x), y, &digit_acc, &seq_acc);
+    accuracy(tt_nn_sequential_forward(&model, x), y, &digit_acc, &seq_acc);
     printf("done digit_accuracy=%.4f sequence_accuracy=%.4f\n", digit_acc, seq_acc);
     tt_scope_end();
 
     tt_optim_free(&opt);
     tt_params_free(&params);
-    tt_sequential_free(&model);
-    tt_embedding_free(&tok);
-    tt_pos_embedding_free(&pos);
-    for (int i = 0; i < 2; i++) tt_block_free(&blocks[i]);
-    tt_norm_free(&norm);
-    tt_linear_free(&head);
+    tt_nn_sequential_free(&model);
+    tt_nn_embedding_free(&tok);
+    tt_nn_pos_embedding_free(&pos);
+    for (int i = 0; i < 2; i++) tt_nn_block_free(&blocks[i]);
+    tt_nn_norm_free(&norm);
+    tt_nn_linear_free(&head);
     return 0;
 }

@@ -1,4 +1,4 @@
-// spiral_classify: an MLP (tt_sequential of linear and ReLU modules) separating three
+// spiral_classify: an MLP (tt_nn_sequential of linear and ReLU modules) separating three
 // interleaved spirals, trained in shuffled mini-batches (tt_randperm + tt_index_select of the
 // points and of the integer labels), with accuracy computed by tensor ops (argmax, eq, mean)
 // rather than a loop over elements.
@@ -41,20 +41,20 @@ int main(void) {
 
     // model = nn.Sequential(nn.Linear(2, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
     //                       nn.Linear(64, 3))
-    tt_linear fc1, fc2, fc3;
-    tt_linear_init(&fc1, 2, 64, true, &rng);
-    tt_linear_init(&fc2, 64, 64, true, &rng);
-    tt_linear_init(&fc3, 64, CLASSES, true, &rng);
-    tt_sequential model;
-    tt_sequential_init(&model);
-    tt_sequential_add(&model, tt_linear_module(&fc1));
-    tt_sequential_add(&model, tt_act_module(TT_ACT_RELU));
-    tt_sequential_add(&model, tt_linear_module(&fc2));
-    tt_sequential_add(&model, tt_act_module(TT_ACT_RELU));
-    tt_sequential_add(&model, tt_linear_module(&fc3));
+    tt_nn_linear fc1, fc2, fc3;
+    tt_nn_linear_init(&fc1, 2, 64, true, &rng);
+    tt_nn_linear_init(&fc2, 64, 64, true, &rng);
+    tt_nn_linear_init(&fc3, 64, CLASSES, true, &rng);
+    tt_nn_sequential model;
+    tt_nn_sequential_init(&model);
+    tt_nn_sequential_add(&model, tt_nn_linear_module(&fc1));
+    tt_nn_sequential_add(&model, tt_act_module(TT_ACT_RELU));
+    tt_nn_sequential_add(&model, tt_nn_linear_module(&fc2));
+    tt_nn_sequential_add(&model, tt_act_module(TT_ACT_RELU));
+    tt_nn_sequential_add(&model, tt_nn_linear_module(&fc3));
     tt_params params;
     tt_params_init(&params);
-    tt_sequential_params(&model, &params, NULL);
+    tt_nn_sequential_params(&model, &params, NULL);
     tt_optim opt;  // AdamW, lr 0.01 decaying to 0.0005 over the run (cosine, no warmup)
     tt_optim_init(&opt, tt_adamw_config(0.01));
     tt_optim_add_decay_groups(&opt, &params, 1e-4);
@@ -71,7 +71,7 @@ int main(void) {
             tt_tensor *idx = tt_narrow(perm, 0, start, start + batch < n ? batch : n - start);
             tt_tensor *xb = tt_index_select(x_train, 0, idx);  // (b, 2)
             tt_tensor *yb = tt_index_select(y_train, 0, idx);  // (b,) i64 labels
-            tt_tensor *loss = tt_cross_entropy(tt_sequential_forward(&model, xb), yb, -1);
+            tt_tensor *loss = tt_cross_entropy(tt_nn_sequential_forward(&model, xb), yb, -1);
             loss_sum += tt_item(loss) * (double)tt_numel(yb);
             tt_backward(loss);
             tt_optim_step(&opt);
@@ -80,7 +80,7 @@ int main(void) {
         }
         if (epoch == 1 || epoch % 10 == 0) {  // the epoch's mean loss, the train accuracy
             bool prev = tt_set_grad_enabled(false);
-            double acc = accuracy(tt_sequential_forward(&model, x_train), y_train);
+            double acc = accuracy(tt_nn_sequential_forward(&model, x_train), y_train);
             tt_set_grad_enabled(prev);
             printf("epoch %lld loss=%.4f accuracy=%.4f\n", (long long)epoch,
                    loss_sum / (double)n, acc);
@@ -90,15 +90,15 @@ int main(void) {
 
     tt_set_grad_enabled(false);  // with torch.no_grad():
     tt_scope_begin();
-    printf("done accuracy=%.4f\n", accuracy(tt_sequential_forward(&model, x_test), y_test));
+    printf("done accuracy=%.4f\n", accuracy(tt_nn_sequential_forward(&model, x_test), y_test));
     tt_scope_end();
 
     tt_optim_free(&opt);
     tt_params_free(&params);
-    tt_sequential_free(&model);
-    tt_linear_free(&fc1);
-    tt_linear_free(&fc2);
-    tt_linear_free(&fc3);
+    tt_nn_sequential_free(&model);
+    tt_nn_linear_free(&fc1);
+    tt_nn_linear_free(&fc2);
+    tt_nn_linear_free(&fc3);
     tt_release(x_train);
     tt_release(y_train);
     tt_release(x_test);

@@ -26,12 +26,12 @@ static tt_tensor *vae_loss(void *self, tt_tensor *x) {
 static tt_module vae_init(vae *m, tt_rng *rng) {
     tt_custom_init(&m->base, m, vae_loss);
     m->rng = rng;
-    m->enc = tt_custom_add_module(&m->base, "enc", tt_linear_new(784, 400, true, rng));
-    m->mu = tt_custom_add_module(&m->base, "mu", tt_linear_new(400, 20, true, rng));
-    m->logvar = tt_custom_add_module(&m->base, "logvar", tt_linear_new(400, 20, true, rng));
-    m->dec = tt_custom_add_module(&m->base, "dec", tt_sequential_new(3, (tt_module[]){
-        tt_linear_new(20, 400, true, rng), tt_act_module(TT_ACT_RELU),
-        tt_linear_new(400, 784, true, rng)}));  // (B, 20) -> (B, 784) logits
+    m->enc = tt_custom_add_module(&m->base, "enc", tt_nn_linear_new(784, 400, true, rng));
+    m->mu = tt_custom_add_module(&m->base, "mu", tt_nn_linear_new(400, 20, true, rng));
+    m->logvar = tt_custom_add_module(&m->base, "logvar", tt_nn_linear_new(400, 20, true, rng));
+    m->dec = tt_custom_add_module(&m->base, "dec", tt_nn_sequential_new(3, (tt_module[]){
+        tt_nn_linear_new(20, 400, true, rng), tt_act_module(TT_ACT_RELU),
+        tt_nn_linear_new(400, 784, true, rng)}));  // (B, 20) -> (B, 784) logits
     return tt_custom_module(&m->base);
 }
 

@@ -41,18 +41,18 @@ static tt_tensor *vit_forward(void *self, tt_tensor *x) {  // (B, 1, 28, 28) -> 
 
 static tt_module vit_init(vit *m, tt_rng *rng) {
     tt_custom_init(&m->base, m, vit_forward);
-    m->patch = tt_custom_add_module(&m->base, "patch", tt_conv2d_layer_new(1, D, PATCH, PATCH,
-                                    &(tt_conv2d_opts){.stride = {PATCH, PATCH}}, true, rng));
+    m->patch = tt_custom_add_module(&m->base, "patch", tt_nn_conv2d_new(1, D, PATCH, PATCH,
+                                    &(tt_nn_conv2d_opts){.stride = {PATCH, PATCH}}, true, rng));
     m->cls_token = tt_custom_add_param(&m->base, "cls_token", tt_zeros(TT_F32, TT_SHAPE(1, 1, D)));
     m->pos = tt_custom_add_param(&m->base, "pos", tt_zeros(TT_F32, TT_SHAPE(NTOK, D)));
     tt_init_normal_(m->pos, rng, 0, 0.02);
-    tt_block_config bc = {.attn = {.n_embd = D, .n_head = HEADS, .max_seq = NTOK, .bias = true},
-                          .mlp_hidden = MLP, .act = TT_ACT_GELU};
+    tt_nn_block_config bc = {.attn = {.n_embd = D, .n_head = HEADS, .max_seq = NTOK, .bias = true},
+                             .mlp_hidden = MLP, .act = TT_ACT_GELU};
     tt_module blocks[DEPTH];
-    for (int i = 0; i < DEPTH; i++) blocks[i] = tt_block_new(&bc, rng);
-    m->blocks = tt_custom_add_module(&m->base, "blocks", tt_sequential_new(DEPTH, blocks));
-    m->norm = tt_custom_add_module(&m->base, "norm", tt_layernorm_new(D, 1e-5, true, true));
-    m->head = tt_custom_add_module(&m->base, "head", tt_linear_new(D, 10, true, rng));
+    for (int i = 0; i < DEPTH; i++) blocks[i] = tt_nn_block_new(&bc, rng);
+    m->blocks = tt_custom_add_module(&m->base, "blocks", tt_nn_sequential_new(DEPTH, blocks));
+    m->norm = tt_custom_add_module(&m->base, "norm", tt_nn_layernorm_new(D, 1e-5, true, true));
+    m->head = tt_custom_add_module(&m->base, "head", tt_nn_linear_new(D, 10, true, rng));
     return tt_custom_module(&m->base);
 }
 

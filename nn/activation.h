@@ -9,7 +9,7 @@
 #ifndef TT_NN_ACTIVATION_H
 #define TT_NN_ACTIVATION_H
 
-#include "nn.h"
+#include "layers.h"
 
 #ifdef __cplusplus
 extern "C" {

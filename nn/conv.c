@@ -36,9 +36,9 @@ static void conv_params_init(const char *who, tt_tensor **weight, tt_tensor **bi
 
 // ---- Conv2d ----
 
-void tt_conv2d_layer_init(tt_conv2d_layer *m, int64_t in_channels, int64_t out_channels, int64_t kh,
-                          int64_t kw, const tt_conv2d_opts *opts, bool bias, tt_rng *rng) {
-    tt_conv2d_opts o = opts ? *opts : (tt_conv2d_opts){0};
+void tt_nn_conv2d_init(tt_nn_conv2d *m, int64_t in_channels, int64_t out_channels, int64_t kh,
+                       int64_t kw, const tt_nn_conv2d_opts *opts, bool bias, tt_rng *rng) {
+    tt_nn_conv2d_opts o = opts ? *opts : (tt_nn_conv2d_opts){0};
     if (o.groups == 0) o.groups = 1;
     for (int d = 0; d < 2; d++) {
         if (o.stride[d] == 0) o.stride[d] = 1;
@@ -55,7 +55,7 @@ void tt_conv2d_layer_init(tt_conv2d_layer *m, int64_t in_channels, int64_t out_c
                      in_channels / g * kh * kw, bias, rng);  // fan_in = in / groups * kh * kw
 }
 
-tt_tensor *tt_conv2d_layer_forward(tt_conv2d_layer *m, tt_tensor *x) {
+tt_tensor *tt_nn_conv2d_forward(tt_nn_conv2d *m, tt_tensor *x) {
     TT_CHECK(x->ndim == 4 && x->shape[1] == m->in_channels,
              "input %s must be (N, in_channels=%lld, H, W)", tt__shape(x),
              (long long)m->in_channels);
@@ -63,30 +63,30 @@ tt_tensor *tt_conv2d_layer_forward(tt_conv2d_layer *m, tt_tensor *x) {
                      m->opts.groups);  // (N, out_channels, OH, OW)
 }
 
-void tt_conv2d_layer_params(const tt_conv2d_layer *m, tt_params *out, const char *prefix) {
+void tt_nn_conv2d_params(const tt_nn_conv2d *m, tt_params *out, const char *prefix) {
     tt_params_add(out, prefix, "weight", m->weight);
     if (m->bias) tt_params_add(out, prefix, "bias", m->bias);
 }
 
-void tt_conv2d_layer_free(tt_conv2d_layer *m) {
+void tt_nn_conv2d_free(tt_nn_conv2d *m) {
     tt_release(m->weight);
     tt_release(m->bias);
     memset(m, 0, sizeof *m);
 }
 
-static tt_tensor *conv2d_fwd(void *self, tt_tensor *x) { return tt_conv2d_layer_forward(self, x); }
+static tt_tensor *conv2d_fwd(void *self, tt_tensor *x) { return tt_nn_conv2d_forward(self, x); }
 static void conv2d_params(const void *self, tt_params *out, const char *prefix) {
-    tt_conv2d_layer_params(self, out, prefix);
+    tt_nn_conv2d_params(self, out, prefix);
 }
-static void conv2d_free(void *self) { tt_conv2d_layer_free(self); }
+static void conv2d_free(void *self) { tt_nn_conv2d_free(self); }
 static const tt_module_ops conv2d_ops = {
     .type = "Conv2d", .forward = conv2d_fwd, .params = conv2d_params, .free = conv2d_free};
-tt_module tt_conv2d_layer_module(tt_conv2d_layer *m) { return (tt_module){m, &conv2d_ops}; }
+tt_module tt_nn_conv2d_module(tt_nn_conv2d *m) { return (tt_module){m, &conv2d_ops}; }
 
-tt_module tt_conv2d_layer_new(int64_t in_channels, int64_t out_channels, int64_t kh, int64_t kw,
-                              const tt_conv2d_opts *opts, bool bias, tt_rng *rng) {
-    tt_conv2d_layer *m = TT_MALLOC(sizeof *m);
-    tt_conv2d_layer_init(m, in_channels, out_channels, kh, kw, opts, bias, rng);
+tt_module tt_nn_conv2d_new(int64_t in_channels, int64_t out_channels, int64_t kh, int64_t kw,
+                           const tt_nn_conv2d_opts *opts, bool bias, tt_rng *rng) {
+    tt_nn_conv2d *m = TT_MALLOC(sizeof *m);
+    tt_nn_conv2d_init(m, in_channels, out_channels, kh, kw, opts, bias, rng);
     static const tt_module_ops owned = {.type = "Conv2d", .forward = conv2d_fwd,
         .params = conv2d_params, .free = conv2d_free, .owned = true};
     return (tt_module){m, &owned};
@@ -94,11 +94,11 @@ tt_module tt_conv2d_layer_new(int64_t in_channels, int64_t out_channels, int64_t
 
 // ---- ConvTranspose2d ----
 
-void tt_conv_transpose2d_layer_init(tt_conv_transpose2d_layer *m, int64_t in_channels,
-                                    int64_t out_channels, int64_t kh, int64_t kw,
-                                    const tt_conv_transpose2d_opts *opts, bool bias,
-                                    tt_rng *rng) {
-    tt_conv_transpose2d_opts o = opts ? *opts : (tt_conv_transpose2d_opts){0};
+void tt_nn_conv_transpose2d_init(tt_nn_conv_transpose2d *m, int64_t in_channels,
+                                 int64_t out_channels, int64_t kh, int64_t kw,
+                                 const tt_nn_conv_transpose2d_opts *opts, bool bias,
+                                 tt_rng *rng) {
+    tt_nn_conv_transpose2d_opts o = opts ? *opts : (tt_nn_conv_transpose2d_opts){0};
     if (o.groups == 0) o.groups = 1;
     for (int d = 0; d < 2; d++) {
         if (o.stride[d] == 0) o.stride[d] = 1;
@@ -116,7 +116,7 @@ void tt_conv_transpose2d_layer_init(tt_conv_transpose2d_layer *m, int64_t in_cha
                      out_channels / g * kh * kw, bias, rng);
 }
 
-tt_tensor *tt_conv_transpose2d_layer_forward(tt_conv_transpose2d_layer *m, tt_tensor *x) {
+tt_tensor *tt_nn_conv_transpose2d_forward(tt_nn_conv_transpose2d *m, tt_tensor *x) {
     TT_CHECK(x->ndim == 4 && x->shape[1] == m->in_channels,
              "input %s must be (N, in_channels=%lld, H, W)", tt__shape(x),
              (long long)m->in_channels);
@@ -124,36 +124,36 @@ tt_tensor *tt_conv_transpose2d_layer_forward(tt_conv_transpose2d_layer *m, tt_te
                                m->opts.output_padding, m->opts.groups, m->opts.dilation);
 }
 
-void tt_conv_transpose2d_layer_params(const tt_conv_transpose2d_layer *m, tt_params *out,
-                                      const char *prefix) {
+void tt_nn_conv_transpose2d_params(const tt_nn_conv_transpose2d *m, tt_params *out,
+                                   const char *prefix) {
     tt_params_add(out, prefix, "weight", m->weight);
     if (m->bias) tt_params_add(out, prefix, "bias", m->bias);
 }
 
-void tt_conv_transpose2d_layer_free(tt_conv_transpose2d_layer *m) {
+void tt_nn_conv_transpose2d_free(tt_nn_conv_transpose2d *m) {
     tt_release(m->weight);
     tt_release(m->bias);
     memset(m, 0, sizeof *m);
 }
 
 static tt_tensor *convt_fwd(void *self, tt_tensor *x) {
-    return tt_conv_transpose2d_layer_forward(self, x);
+    return tt_nn_conv_transpose2d_forward(self, x);
 }
 static void convt_params(const void *self, tt_params *out, const char *prefix) {
-    tt_conv_transpose2d_layer_params(self, out, prefix);
+    tt_nn_conv_transpose2d_params(self, out, prefix);
 }
-static void convt_free(void *self) { tt_conv_transpose2d_layer_free(self); }
+static void convt_free(void *self) { tt_nn_conv_transpose2d_free(self); }
 static const tt_module_ops convt_ops = {
     .type = "ConvTranspose2d", .forward = convt_fwd, .params = convt_params, .free = convt_free};
-tt_module tt_conv_transpose2d_layer_module(tt_conv_transpose2d_layer *m) {
+tt_module tt_nn_conv_transpose2d_module(tt_nn_conv_transpose2d *m) {
     return (tt_module){m, &convt_ops};
 }
 
 // ---- Conv1d ----
 
-void tt_conv1d_layer_init(tt_conv1d_layer *m, int64_t in_channels, int64_t out_channels,
-                          int64_t k, const tt_conv1d_opts *opts, bool bias, tt_rng *rng) {
-    tt_conv1d_opts o = opts ? *opts : (tt_conv1d_opts){0};
+void tt_nn_conv1d_init(tt_nn_conv1d *m, int64_t in_channels, int64_t out_channels,
+                       int64_t k, const tt_nn_conv1d_opts *opts, bool bias, tt_rng *rng) {
+    tt_nn_conv1d_opts o = opts ? *opts : (tt_nn_conv1d_opts){0};
     if (o.groups == 0) o.groups = 1;
     if (o.stride == 0) o.stride = 1;
     if (o.dilation == 0) o.dilation = 1;
@@ -167,7 +167,7 @@ void tt_conv1d_layer_init(tt_conv1d_layer *m, int64_t in_channels, int64_t out_c
                      rng);  // as Conv2d
 }
 
-tt_tensor *tt_conv1d_layer_forward(tt_conv1d_layer *m, tt_tensor *x) {
+tt_tensor *tt_nn_conv1d_forward(tt_nn_conv1d *m, tt_tensor *x) {
     TT_CHECK(x->ndim == 3 && x->shape[1] == m->in_channels,
              "input %s must be (N, in_channels=%lld, L)", tt__shape(x),
              (long long)m->in_channels);
@@ -175,29 +175,29 @@ tt_tensor *tt_conv1d_layer_forward(tt_conv1d_layer *m, tt_tensor *x) {
                      m->opts.groups);  // (N, out_channels, OL)
 }
 
-void tt_conv1d_layer_params(const tt_conv1d_layer *m, tt_params *out, const char *prefix) {
+void tt_nn_conv1d_params(const tt_nn_conv1d *m, tt_params *out, const char *prefix) {
     tt_params_add(out, prefix, "weight", m->weight);
     if (m->bias) tt_params_add(out, prefix, "bias", m->bias);
 }
 
-void tt_conv1d_layer_free(tt_conv1d_layer *m) {
+void tt_nn_conv1d_free(tt_nn_conv1d *m) {
     tt_release(m->weight);
     tt_release(m->bias);
     memset(m, 0, sizeof *m);
 }
 
-static tt_tensor *conv1d_fwd(void *self, tt_tensor *x) { return tt_conv1d_layer_forward(self, x); }
+static tt_tensor *conv1d_fwd(void *self, tt_tensor *x) { return tt_nn_conv1d_forward(self, x); }
 static void conv1d_params(const void *self, tt_params *out, const char *prefix) {
-    tt_conv1d_layer_params(self, out, prefix);
+    tt_nn_conv1d_params(self, out, prefix);
 }
-static void conv1d_free(void *self) { tt_conv1d_layer_free(self); }
+static void conv1d_free(void *self) { tt_nn_conv1d_free(self); }
 static const tt_module_ops conv1d_ops = {
     .type = "Conv1d", .forward = conv1d_fwd, .params = conv1d_params, .free = conv1d_free};
-tt_module tt_conv1d_layer_module(tt_conv1d_layer *m) { return (tt_module){m, &conv1d_ops}; }
+tt_module tt_nn_conv1d_module(tt_nn_conv1d *m) { return (tt_module){m, &conv1d_ops}; }
 
 // ---- Dropout2d ----
 
-void tt_dropout2d_layer_init(tt_dropout2d_layer *m, double p, tt_rng *rng) {
+void tt_nn_dropout2d_init(tt_nn_dropout2d *m, double p, tt_rng *rng) {
     TT_CHECK(p >= 0 && p <= 1, "dropout probability %g is outside [0, 1]", p);
     TT_CHECK(p == 0 || rng, "dropout2d with p=%g needs an rng", p);
     m->p = p;
@@ -205,30 +205,30 @@ void tt_dropout2d_layer_init(tt_dropout2d_layer *m, double p, tt_rng *rng) {
     m->rng = rng;
 }
 
-tt_tensor *tt_dropout2d_layer_forward(tt_dropout2d_layer *m, tt_tensor *x) {
+tt_tensor *tt_nn_dropout2d_forward(tt_nn_dropout2d *m, tt_tensor *x) {
     return tt_dropout2d(x, m->p, m->training, m->rng);
 }
 
-void tt_dropout2d_layer_train(tt_dropout2d_layer *m, bool training) { m->training = training; }
+void tt_nn_dropout2d_train(tt_nn_dropout2d *m, bool training) { m->training = training; }
 
 static tt_tensor *drop2d_fwd(void *self, tt_tensor *x) {
-    return tt_dropout2d_layer_forward(self, x);
+    return tt_nn_dropout2d_forward(self, x);
 }
-static void drop2d_train(void *self, bool training) { tt_dropout2d_layer_train(self, training); }
+static void drop2d_train(void *self, bool training) { tt_nn_dropout2d_train(self, training); }
 static const tt_module_ops drop2d_ops = {
     .type = "Dropout2d", .forward = drop2d_fwd, .train = drop2d_train};
-tt_module tt_dropout2d_layer_module(tt_dropout2d_layer *m) { return (tt_module){m, &drop2d_ops}; }
+tt_module tt_nn_dropout2d_module(tt_nn_dropout2d *m) { return (tt_module){m, &drop2d_ops}; }
 
 // ---- Upsample, Unflatten ----
 
 static tt_tensor *upsample_fwd(void *self, tt_tensor *x) {
-    const tt_upsample_layer *m = self;
+    const tt_nn_upsample *m = self;
     if (m->size[0] > 0) return tt_upsample_nearest2d(x, m->size[0], m->size[1]);
     return tt_upsample_nearest2d_scale(x, m->scale[0], m->scale[1]);
 }
 static const tt_module_ops upsample_ops = {.type = "Upsample", .forward = upsample_fwd};
 
-tt_module tt_upsample_module(tt_upsample_layer *m) {
+tt_module tt_nn_upsample_module(tt_nn_upsample *m) {
     TT_CHECK(m, "m is NULL");
     bool by_size = m->size[0] > 0 && m->size[1] > 0;
     bool by_scale = m->scale[0] > 0 && m->scale[1] > 0;
@@ -240,12 +240,12 @@ tt_module tt_upsample_module(tt_upsample_layer *m) {
 }
 
 static tt_tensor *unflatten_fwd(void *self, tt_tensor *x) {
-    const tt_unflatten_layer *m = self;
+    const tt_nn_unflatten *m = self;
     return tt_unflatten(x, m->dim, m->sizes, m->n);
 }
 static const tt_module_ops unflatten_ops = {.type = "Unflatten", .forward = unflatten_fwd};
 
-tt_module tt_unflatten_module(tt_unflatten_layer *m) {
+tt_module tt_nn_unflatten_module(tt_nn_unflatten *m) {
     TT_CHECK(m && m->n >= 1 && m->n <= TT_MAX_DIMS, "n = %d sizes: need 1 .. %d",
              m ? m->n : 0, TT_MAX_DIMS);
     return (tt_module){m, &unflatten_ops};

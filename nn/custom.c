@@ -52,7 +52,7 @@ tt_tensor *tt_custom_add_buffer(tt_custom *c, const char *name, tt_tensor *t) {
 
 // ---- the module interface ----
 
-// The user's forward in a scope of its own, as tt_sequential_forward: its intermediates are
+// The user's forward in a scope of its own, as tt_nn_sequential_forward: its intermediates are
 // freed on return (the graph keeps what backward needs), only the result reaches the caller.
 static tt_tensor *custom_fwd(void *self, tt_tensor *x) {
     tt_custom *c = self;

@@ -6,6 +6,8 @@
 #ifndef TT_NN_DEPRECATED_H
 #define TT_NN_DEPRECATED_H
 
+#include "nn.h"  // the new names the aliases point to, whichever header came first
+
 #if !defined(TT__DEPRECATED_TYPE) && (defined(__GNUC__) || defined(__clang__))
 #define TT__DEPRECATED_TYPE(old_name, new_name) \
     typedef new_name old_name __attribute__((deprecated("use " #new_name)));

@@ -161,8 +161,8 @@ tt_tensor *tt_embedding_bag(tt_tensor *weight, tt_tensor *input,
 
 // ---- the module ----
 
-void tt_embedding_bag_init(tt_embedding_bag_layer *m, int64_t num, int64_t dim,
-                           tt_bag_mode mode, tt_rng *rng) {
+void tt_nn_embedding_bag_init(tt_nn_embedding_bag *m, int64_t num, int64_t dim,
+                              tt_bag_mode mode, tt_rng *rng) {
     TT_CHECK(num > 0 && dim > 0, "sizes must be positive, got num=%lld dim=%lld",
              (long long)num, (long long)dim);
     TT_CHECK((unsigned)mode < TT_BAG_MODE_COUNT, "invalid mode %d; valid values are 0 .. %d "
@@ -175,8 +175,8 @@ void tt_embedding_bag_init(tt_embedding_bag_layer *m, int64_t num, int64_t dim,
     tt_normal_(m->weight, rng, 0.0, 1.0);  // N(0, 1), as nn.EmbeddingBag
 }
 
-void tt_embedding_bag_set_padding_idx(tt_embedding_bag_layer *m, int64_t padding_idx) {
-    TT_CHECK(m->weight, "the layer is not initialized; call tt_embedding_bag_init first");
+void tt_nn_embedding_bag_set_padding_idx(tt_nn_embedding_bag *m, int64_t padding_idx) {
+    TT_CHECK(m->weight, "the layer is not initialized; call tt_nn_embedding_bag_init first");
     int64_t V = m->num;
     TT_CHECK(padding_idx >= -V && padding_idx < V, "padding_idx %lld is outside [-%lld, %lld)",
              (long long)padding_idx, (long long)V, (long long)V);
@@ -191,8 +191,8 @@ void tt_embedding_bag_set_padding_idx(tt_embedding_bag_layer *m, int64_t padding
     tt_scope_end();
 }
 
-tt_tensor *tt_embedding_bag_forward(tt_embedding_bag_layer *m, tt_tensor *input,
-                                    tt_tensor *offsets, tt_tensor *per_sample_weights) {
+tt_tensor *tt_nn_embedding_bag_forward(tt_nn_embedding_bag *m, tt_tensor *input,
+                                       tt_tensor *offsets, tt_tensor *per_sample_weights) {
     tt_embedding_bag_opts o = {.mode = m->mode, .offsets = offsets,
                                .include_last_offset = m->include_last_offset,
                                .per_sample_weights = per_sample_weights,
@@ -201,25 +201,25 @@ tt_tensor *tt_embedding_bag_forward(tt_embedding_bag_layer *m, tt_tensor *input,
     return tt_embedding_bag(m->weight, input, &o);
 }
 
-void tt_embedding_bag_params(const tt_embedding_bag_layer *m, tt_params *out,
-                             const char *prefix) {
+void tt_nn_embedding_bag_params(const tt_nn_embedding_bag *m, tt_params *out,
+                                const char *prefix) {
     tt_params_add(out, prefix, "weight", m->weight);
 }
 
-void tt_embedding_bag_free(tt_embedding_bag_layer *m) {
+void tt_nn_embedding_bag_free(tt_nn_embedding_bag *m) {
     tt_release(m->weight);
     memset(m, 0, sizeof *m);
 }
 
 static tt_tensor *bag_fwd(void *self, tt_tensor *x) {
-    return tt_embedding_bag_forward(self, x, NULL, NULL);
+    return tt_nn_embedding_bag_forward(self, x, NULL, NULL);
 }
 static void bag_params(const void *self, tt_params *out, const char *prefix) {
-    tt_embedding_bag_params(self, out, prefix);
+    tt_nn_embedding_bag_params(self, out, prefix);
 }
-static void bag_free(void *self) { tt_embedding_bag_free(self); }
+static void bag_free(void *self) { tt_nn_embedding_bag_free(self); }
 static const tt_module_ops bag_ops = {.type = "EmbeddingBag", .forward = bag_fwd,
                                       .params = bag_params, .free = bag_free};
-tt_module tt_embedding_bag_module(tt_embedding_bag_layer *m) {
+tt_module tt_nn_embedding_bag_module(tt_nn_embedding_bag *m) {
     return (tt_module){m, &bag_ops};
 }

@@ -2,9 +2,9 @@
 // LayerNorm / RMSNorm, activations, Dropout and the MLP (nn/layers.c, embedding_bag.c,
 // positional.c, mlp.c). Module conventions: module.h.
 //
-//     tt_linear fc;
-//     tt_linear_init(&fc, 784, 10, true, &rng);
-//     tt_tensor *logits = tt_linear_forward(&fc, x);  // (B, 784) -> (B, 10)
+//     tt_nn_linear fc;
+//     tt_nn_linear_init(&fc, 784, 10, true, &rng);
+//     tt_tensor *logits = tt_nn_linear_forward(&fc, x);  // (B, 784) -> (B, 10)
 #ifndef TT_NN_LAYERS_H
 #define TT_NN_LAYERS_H
 
@@ -16,40 +16,40 @@ extern "C" {
 
 // ---- Linear: y = x W^T + b, W (out, in), b (out,); PyTorch's default init ----
 
-typedef struct tt_linear {
+typedef struct tt_nn_linear {
     tt_tensor *weight;  // (out, in); NULL when a swapped-in module holds the weights instead
     tt_tensor *bias;    // (out,) or NULL
     int64_t in_features, out_features;
     // A module swapped in to run in this Linear's place (ops NULL: none). compress/ installs
-    // its compressed Linears here (int8, low rank, a calibrating observer): tt_linear_forward
-    // and tt_linear_params hand over to it and tt_linear_free frees it (owned), so a model
+    // its compressed Linears here (int8, low rank, a calibrating observer): tt_nn_linear_forward
+    // and tt_nn_linear_params hand over to it and tt_nn_linear_free frees it (owned), so a model
     // holding Linears by value (attention's q_proj, ...) runs them without knowing of them.
     tt_module swap;
-} tt_linear;
+} tt_nn_linear;
 
-void tt_linear_init(tt_linear *m, int64_t in_features, int64_t out_features, bool bias,
-                    tt_rng *rng);
-tt_tensor *tt_linear_forward(tt_linear *m, tt_tensor *x);  // (..., in) -> (..., out)
-void tt_linear_params(const tt_linear *m, tt_params *out, const char *prefix);
-void tt_linear_free(tt_linear *m);
-tt_module tt_linear_module(tt_linear *m);
+void tt_nn_linear_init(tt_nn_linear *m, int64_t in_features, int64_t out_features, bool bias,
+                       tt_rng *rng);
+tt_tensor *tt_nn_linear_forward(tt_nn_linear *m, tt_tensor *x);  // (..., in) -> (..., out)
+void tt_nn_linear_params(const tt_nn_linear *m, tt_params *out, const char *prefix);
+void tt_nn_linear_free(tt_nn_linear *m);
+tt_module tt_nn_linear_module(tt_nn_linear *m);
 // A heap-made Linear as an owned module (nn.Linear(in, out, bias)): tt_module_free or the
-// container it is added to frees it. Its struct is (tt_linear *)m.self.
-tt_module tt_linear_new(int64_t in_features, int64_t out_features, bool bias, tt_rng *rng);
+// container it is added to frees it. Its struct is (tt_nn_linear *)m.self.
+tt_module tt_nn_linear_new(int64_t in_features, int64_t out_features, bool bias, tt_rng *rng);
 
 // ---- Embedding: a (V, C) table, N(0, 1) init ----
 
-typedef struct tt_embedding_layer {
+typedef struct tt_nn_embedding {
     tt_tensor *weight;  // (V, C)
     int64_t num, dim;
-} tt_embedding_layer;
+} tt_nn_embedding;
 
-void tt_embedding_init(tt_embedding_layer *m, int64_t num, int64_t dim, tt_rng *rng);
-tt_tensor *tt_embedding_forward(tt_embedding_layer *m, tt_tensor *indices);  // (...) -> (..., C)
-void tt_embedding_params(const tt_embedding_layer *m, tt_params *out, const char *prefix);
-void tt_embedding_free(tt_embedding_layer *m);
-tt_module tt_embedding_module(tt_embedding_layer *m);  // x: the indices
-tt_module tt_embedding_new(int64_t num, int64_t dim, tt_rng *rng);  // owned (tt_linear_new)
+void tt_nn_embedding_init(tt_nn_embedding *m, int64_t num, int64_t dim, tt_rng *rng);
+tt_tensor *tt_nn_embedding_forward(tt_nn_embedding *m, tt_tensor *indices);  // (...) -> (..., C)
+void tt_nn_embedding_params(const tt_nn_embedding *m, tt_params *out, const char *prefix);
+void tt_nn_embedding_free(tt_nn_embedding *m);
+tt_module tt_nn_embedding_module(tt_nn_embedding *m);  // x: the indices
+tt_module tt_nn_embedding_new(int64_t num, int64_t dim, tt_rng *rng);  // owned (tt_nn_linear_new)
 
 // ---- EmbeddingBag: sums, means or maxima of bags of rows of a (V, C) table ----
 // F.embedding_bag / torch.nn.EmbeddingBag. input (TT_I32 / TT_I64, values in [0, V)) is either
@@ -83,114 +83,114 @@ tt_tensor *tt_embedding_bag(tt_tensor *weight, tt_tensor *input,
 
 // The module holds the table ("weight", N(0, 1) init as nn.EmbeddingBag) and the options;
 // set include_last_offset after init if needed.
-typedef struct tt_embedding_bag_layer {
+typedef struct tt_nn_embedding_bag {
     tt_tensor *weight;  // (V, C)
     int64_t num, dim;
     tt_bag_mode mode;
     bool include_last_offset;
-    bool use_padding_idx;  // set by tt_embedding_bag_set_padding_idx
+    bool use_padding_idx;  // set by tt_nn_embedding_bag_set_padding_idx
     int64_t padding_idx;   // in [0, V)
-} tt_embedding_bag_layer;
+} tt_nn_embedding_bag;
 
-void tt_embedding_bag_init(tt_embedding_bag_layer *m, int64_t num, int64_t dim,
-                           tt_bag_mode mode, tt_rng *rng);
+void tt_nn_embedding_bag_init(tt_nn_embedding_bag *m, int64_t num, int64_t dim,
+                              tt_bag_mode mode, tt_rng *rng);
 // Leaves padding_idx (in [-V, V)) out of every bag and zeroes its row, as the padding_idx
 // argument of nn.EmbeddingBag does at construction.
-void tt_embedding_bag_set_padding_idx(tt_embedding_bag_layer *m, int64_t padding_idx);
+void tt_nn_embedding_bag_set_padding_idx(tt_nn_embedding_bag *m, int64_t padding_idx);
 // input (B, N) with offsets NULL, or (N) with offsets; per_sample_weights NULL or input's
 // shape (TT_BAG_SUM) -> (B, C).
-tt_tensor *tt_embedding_bag_forward(tt_embedding_bag_layer *m, tt_tensor *input,
-                                    tt_tensor *offsets, tt_tensor *per_sample_weights);
-void tt_embedding_bag_params(const tt_embedding_bag_layer *m, tt_params *out,
-                             const char *prefix);
-void tt_embedding_bag_free(tt_embedding_bag_layer *m);
-// For tt_sequential: x is a 2-D (B, N) input, no per-sample weights.
-tt_module tt_embedding_bag_module(tt_embedding_bag_layer *m);
+tt_tensor *tt_nn_embedding_bag_forward(tt_nn_embedding_bag *m, tt_tensor *input,
+                                       tt_tensor *offsets, tt_tensor *per_sample_weights);
+void tt_nn_embedding_bag_params(const tt_nn_embedding_bag *m, tt_params *out,
+                                const char *prefix);
+void tt_nn_embedding_bag_free(tt_nn_embedding_bag *m);
+// For tt_nn_sequential: x is a 2-D (B, N) input, no per-sample weights.
+tt_module tt_nn_embedding_bag_module(tt_nn_embedding_bag *m);
 
 // ---- positional encodings ----
 
 // Learned: a (max_len, C) table; forward(x (B, T, C)) returns x + table[pos : pos + T].
-typedef struct tt_pos_embedding {
+typedef struct tt_nn_pos_embedding {
     tt_tensor *weight;  // (max_len, C)
     int64_t max_len, dim;
-} tt_pos_embedding;
+} tt_nn_pos_embedding;
 
 // The table starts at N(0, std^2): GPT-2 and nanoGPT use std 0.02; nn.Embedding's default (a
 // plain nn.Embedding as the table) is 1.
-void tt_pos_embedding_init(tt_pos_embedding *m, int64_t max_len, int64_t dim, double std,
-                           tt_rng *rng);
-tt_tensor *tt_pos_embedding_forward(tt_pos_embedding *m, tt_tensor *x, int64_t pos);
-void tt_pos_embedding_params(const tt_pos_embedding *m, tt_params *out, const char *prefix);
-void tt_pos_embedding_free(tt_pos_embedding *m);
-tt_module tt_pos_embedding_module(tt_pos_embedding *m);  // forward at pos 0
+void tt_nn_pos_embedding_init(tt_nn_pos_embedding *m, int64_t max_len, int64_t dim, double std,
+                              tt_rng *rng);
+tt_tensor *tt_nn_pos_embedding_forward(tt_nn_pos_embedding *m, tt_tensor *x, int64_t pos);
+void tt_nn_pos_embedding_params(const tt_nn_pos_embedding *m, tt_params *out, const char *prefix);
+void tt_nn_pos_embedding_free(tt_nn_pos_embedding *m);
+tt_module tt_nn_pos_embedding_module(tt_nn_pos_embedding *m);  // forward at pos 0
 
 // Sinusoidal (Vaswani et al.): no parameters; forward(x (B, T, C)) returns x + PE[pos : pos + T]
 // with PE[p, 2i] = sin(p / 10000^(2i/C)), PE[p, 2i+1] = cos(same).
-typedef struct tt_sinusoidal {
+typedef struct tt_nn_sinusoidal {
     tt_tensor *table;  // (max_len, C) buffer
     int64_t max_len, dim;
-} tt_sinusoidal;
+} tt_nn_sinusoidal;
 
-void tt_sinusoidal_init(tt_sinusoidal *m, int64_t max_len, int64_t dim);
-tt_tensor *tt_sinusoidal_forward(tt_sinusoidal *m, tt_tensor *x, int64_t pos);
-void tt_sinusoidal_free(tt_sinusoidal *m);
-tt_module tt_sinusoidal_module(tt_sinusoidal *m);  // forward at pos 0
+void tt_nn_sinusoidal_init(tt_nn_sinusoidal *m, int64_t max_len, int64_t dim);
+tt_tensor *tt_nn_sinusoidal_forward(tt_nn_sinusoidal *m, tt_tensor *x, int64_t pos);
+void tt_nn_sinusoidal_free(tt_nn_sinusoidal *m);
+tt_module tt_nn_sinusoidal_module(tt_nn_sinusoidal *m);  // forward at pos 0
 
 // Rotary (RoPE, Su et al.), no parameters: rotates pairs (i, i + HS/2) of each head's vector by
 // angle p * base^(-2i/HS) (the "rotate half" layout). x (B, NH, T, HS) -> same shape, positions
 // pos .. pos + T - 1.
-typedef struct tt_rope {
+typedef struct tt_nn_rope {
     tt_tensor *cos, *sin;  // (max_len, HS) buffers
     int64_t head_dim, max_len;
     double base;
-} tt_rope;
+} tt_nn_rope;
 
-void tt_rope_init(tt_rope *m, int64_t head_dim, int64_t max_len, double base);
-tt_tensor *tt_rope_forward(tt_rope *m, tt_tensor *x, int64_t pos);
-void tt_rope_free(tt_rope *m);
-tt_module tt_rope_module(tt_rope *m);  // forward at pos 0
+void tt_nn_rope_init(tt_nn_rope *m, int64_t head_dim, int64_t max_len, double base);
+tt_tensor *tt_nn_rope_forward(tt_nn_rope *m, tt_tensor *x, int64_t pos);
+void tt_nn_rope_free(tt_nn_rope *m);
+tt_module tt_nn_rope_module(tt_nn_rope *m);  // forward at pos 0
 
 // ---- normalization ----
 
-typedef struct tt_layernorm_layer {
+typedef struct tt_nn_layernorm {
     tt_tensor *weight, *bias;  // (C,) each; NULL when !affine (bias also NULL when !bias)
     int64_t dim;
     double eps;
-} tt_layernorm_layer;
+} tt_nn_layernorm;
 
-void tt_layernorm_init(tt_layernorm_layer *m, int64_t dim, double eps, bool affine, bool bias);
-tt_tensor *tt_layernorm_forward(tt_layernorm_layer *m, tt_tensor *x);
-void tt_layernorm_params(const tt_layernorm_layer *m, tt_params *out, const char *prefix);
-void tt_layernorm_free(tt_layernorm_layer *m);
-tt_module tt_layernorm_module(tt_layernorm_layer *m);
-// An owned LayerNorm (see tt_linear_new).
-tt_module tt_layernorm_new(int64_t dim, double eps, bool affine, bool bias);
+void tt_nn_layernorm_init(tt_nn_layernorm *m, int64_t dim, double eps, bool affine, bool bias);
+tt_tensor *tt_nn_layernorm_forward(tt_nn_layernorm *m, tt_tensor *x);
+void tt_nn_layernorm_params(const tt_nn_layernorm *m, tt_params *out, const char *prefix);
+void tt_nn_layernorm_free(tt_nn_layernorm *m);
+tt_module tt_nn_layernorm_module(tt_nn_layernorm *m);
+// An owned LayerNorm (see tt_nn_linear_new).
+tt_module tt_nn_layernorm_new(int64_t dim, double eps, bool affine, bool bias);
 
-typedef struct tt_rmsnorm_layer {
+typedef struct tt_nn_rmsnorm {
     tt_tensor *weight;  // (C,) or NULL
     int64_t dim;
     double eps;
-} tt_rmsnorm_layer;
+} tt_nn_rmsnorm;
 
-void tt_rmsnorm_init(tt_rmsnorm_layer *m, int64_t dim, double eps, bool weight);
-tt_tensor *tt_rmsnorm_forward(tt_rmsnorm_layer *m, tt_tensor *x);
-void tt_rmsnorm_params(const tt_rmsnorm_layer *m, tt_params *out, const char *prefix);
-void tt_rmsnorm_free(tt_rmsnorm_layer *m);
-tt_module tt_rmsnorm_module(tt_rmsnorm_layer *m);
+void tt_nn_rmsnorm_init(tt_nn_rmsnorm *m, int64_t dim, double eps, bool weight);
+tt_tensor *tt_nn_rmsnorm_forward(tt_nn_rmsnorm *m, tt_tensor *x);
+void tt_nn_rmsnorm_params(const tt_nn_rmsnorm *m, tt_params *out, const char *prefix);
+void tt_nn_rmsnorm_free(tt_nn_rmsnorm *m);
+tt_module tt_nn_rmsnorm_module(tt_nn_rmsnorm *m);
 
 // Either kind behind one type (what a transformer block holds).
-typedef enum tt_norm_kind { TT_NORM_LAYERNORM, TT_NORM_RMSNORM } tt_norm_kind;
-typedef struct tt_norm {
-    tt_norm_kind kind;
-    tt_layernorm_layer ln;
-    tt_rmsnorm_layer rms;
-} tt_norm;
+typedef enum tt_nn_norm_kind { TT_NORM_LAYERNORM, TT_NORM_RMSNORM } tt_nn_norm_kind;
+typedef struct tt_nn_norm {
+    tt_nn_norm_kind kind;
+    tt_nn_layernorm ln;
+    tt_nn_rmsnorm rms;
+} tt_nn_norm;
 
-void tt_norm_init(tt_norm *m, tt_norm_kind kind, int64_t dim, double eps, bool bias);
-tt_tensor *tt_norm_forward(tt_norm *m, tt_tensor *x);
-void tt_norm_params(const tt_norm *m, tt_params *out, const char *prefix);
-void tt_norm_free(tt_norm *m);
-tt_module tt_norm_module(tt_norm *m);
+void tt_nn_norm_init(tt_nn_norm *m, tt_nn_norm_kind kind, int64_t dim, double eps, bool bias);
+tt_tensor *tt_nn_norm_forward(tt_nn_norm *m, tt_tensor *x);
+void tt_nn_norm_params(const tt_nn_norm *m, tt_params *out, const char *prefix);
+void tt_nn_norm_free(tt_nn_norm *m);
+tt_module tt_nn_norm_module(tt_nn_norm *m);
 
 // ---- activations ----
 
@@ -214,16 +214,16 @@ tt_module tt_act_module(tt_act act);
 
 // ---- dropout ----
 
-typedef struct tt_dropout_layer {
+typedef struct tt_nn_dropout {
     double p;
     bool training;  // starts true, as in PyTorch
     tt_rng *rng;    // borrowed: the model owns its rng
-} tt_dropout_layer;
+} tt_nn_dropout;
 
-void tt_dropout_init(tt_dropout_layer *m, double p, tt_rng *rng);
-tt_tensor *tt_dropout_forward(tt_dropout_layer *m, tt_tensor *x);
-void tt_dropout_train(tt_dropout_layer *m, bool training);
-tt_module tt_dropout_module(tt_dropout_layer *m);
+void tt_nn_dropout_init(tt_nn_dropout *m, double p, tt_rng *rng);
+tt_tensor *tt_nn_dropout_forward(tt_nn_dropout *m, tt_tensor *x);
+void tt_nn_dropout_train(tt_nn_dropout *m, bool training);
+tt_module tt_nn_dropout_module(tt_nn_dropout *m);
 
 // ---- MLP: torchvision.ops.MLP (without its norm layers) ----
 // widths = {in, h1, ..., out}, n_widths >= 2: n_widths - 1 Linear layers (PyTorch's default
@@ -232,24 +232,24 @@ tt_module tt_dropout_module(tt_dropout_layer *m);
 // state_dict of torchvision.ops.MLP (an nn.Sequential): the Linear layers sit at 0, 3, 6, ...
 // ("0.weight", "0.bias", "3.weight", ...), so a PyTorch checkpoint maps one to one.
 //
-//     tt_mlp mlp;
-//     tt_mlp_init(&mlp, 3, (int64_t[]){784, 256, 10}, TT_ACT_RELU, true, 0.1, &rng);
-//     tt_tensor *logits = tt_mlp_forward(&mlp, x);  // (B, 784) -> (B, 10)
+//     tt_nn_mlp mlp;
+//     tt_nn_mlp_init(&mlp, 3, (int64_t[]){784, 256, 10}, TT_ACT_RELU, true, 0.1, &rng);
+//     tt_tensor *logits = tt_nn_mlp_forward(&mlp, x);  // (B, 784) -> (B, 10)
 
-typedef struct tt_mlp {
-    tt_linear *layers;        // n_layers (owned): widths[i] -> widths[i + 1]
-    tt_dropout_layer *drops;  // n_layers (owned): after each layer
+typedef struct tt_nn_mlp {
+    tt_nn_linear *layers;     // n_layers (owned): widths[i] -> widths[i + 1]
+    tt_nn_dropout *drops;  // n_layers (owned): after each layer
     int n_layers;             // n_widths - 1
     tt_act act;
-} tt_mlp;
+} tt_nn_mlp;
 
-void tt_mlp_init(tt_mlp *m, int n_widths, const int64_t *widths, tt_act act, bool bias,
-                 double dropout, tt_rng *rng);
-tt_tensor *tt_mlp_forward(tt_mlp *m, tt_tensor *x);  // (..., widths[0]) -> (..., widths[last])
-void tt_mlp_params(const tt_mlp *m, tt_params *out, const char *prefix);  // 0.*, 3.*, ...
-void tt_mlp_train(tt_mlp *m, bool training);
-void tt_mlp_free(tt_mlp *m);
-tt_module tt_mlp_module(tt_mlp *m);
+void tt_nn_mlp_init(tt_nn_mlp *m, int n_widths, const int64_t *widths, tt_act act, bool bias,
+                    double dropout, tt_rng *rng);
+tt_tensor *tt_nn_mlp_forward(tt_nn_mlp *m, tt_tensor *x);  // (..., widths[0]) -> (..., widths[last])
+void tt_nn_mlp_params(const tt_nn_mlp *m, tt_params *out, const char *prefix);  // 0.*, 3.*, ...
+void tt_nn_mlp_train(tt_nn_mlp *m, bool training);
+void tt_nn_mlp_free(tt_nn_mlp *m);
+tt_module tt_nn_mlp_module(tt_nn_mlp *m);
 
 #ifdef __cplusplus
 }

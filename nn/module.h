@@ -1,4 +1,4 @@
-// tinytorch.c nn: parameter lists, the tt_module interface, tt_sequential, init schemes and
+// tinytorch.c nn: parameter lists, the tt_module interface, tt_nn_sequential, init schemes and
 // the default dtype of new parameters. The layers are in layers.h, transformer.h, conv.h and
 // recurrent.h; nn.h includes them all.
 //
@@ -12,9 +12,9 @@
 // buffers, tt_<name>_buffers(m, list, prefix); a checkpoint saves tt_module_state (parameters
 // and buffers, PyTorch's state_dict names) while the optimizer gets tt_module_params.
 // tt_<name>_module(m) wraps any module (layers, norms, MLP, attention, block, positional, a
-// nested sequential, a user's struct) as a tt_module for tt_sequential; a composite lists its
+// nested sequential, a user's struct) as a tt_module for tt_nn_sequential; a composite lists its
 // children once (tt_module_ops.children) and params/train/free walk them.
-// Owned modules: tt_<name>_new (tt_linear_new, tt_sequential_new, ...) makes the struct on the
+// Owned modules: tt_<name>_new (tt_nn_linear_new, tt_nn_sequential_new, ...) makes the struct on the
 // heap and returns a tt_module whose ops are flagged owned; the container it is added to (once)
 // frees it, so one tt_module_free frees a tree. tt_custom (below) is a user's module built by
 // registration, with no params/children/free callbacks to write.
@@ -68,7 +68,7 @@ void tt_params_check_reaches(const tt_params *p, tt_tensor *loss);
 char *tt_name_join(char *buf, const char *prefix, const char *name);
 char *tt_name_index(char *buf, const char *prefix, int index);  // "prefix.3"
 
-// ---- a module behind a uniform interface (for tt_sequential) ----
+// ---- a module behind a uniform interface (for tt_nn_sequential) ----
 
 // A composite (block, MLP, attention, sequential, a user's model) lists its direct children once,
 // in its `children` callback; tt_module_params and tt_module_train recurse through it, and the
@@ -86,7 +86,7 @@ typedef struct tt_module_ops {
     // "prefix.name.…". NULL: no children.
     void (*children)(void *self, tt_module_visit visit, void *ctx);
     // Releases what the module owns, children included (its tt_<name>_free); NULL: nothing.
-    // Not called by tt_sequential, which borrows its modules.
+    // Not called by tt_nn_sequential, which borrows its modules.
     void (*free)(void *self);
     // Its own buffers (PyTorch's register_buffer: state saved and loaded with the model but
     // not trained, such as BatchNorm's running stats), appended like params; NULL: none.
@@ -96,8 +96,8 @@ typedef struct tt_module_ops {
     bool chain;
     // True for the ops of a module a tt_<name>_new made on the heap (TT_MALLOC): the module is
     // owned, tt_module_free frees the struct after `free`, and a container it is added to
-    // (tt_sequential, tt_custom) frees it with itself. False (unset) for a struct the caller
-    // owns: containers only borrow it. (tt_linear_new's ops, not tt_linear_module's.)
+    // (tt_nn_sequential, tt_custom) frees it with itself. False (unset) for a struct the caller
+    // owns: containers only borrow it. (tt_nn_linear_new's ops, not tt_nn_linear_module's.)
     bool owned;
 } tt_module_ops;
 
@@ -142,11 +142,11 @@ void tt_module_buffers(tt_module m, tt_params *out, const char *prefix);
 void tt_module_state(tt_module m, tt_params *out, const char *prefix);
 
 // torch.nn.Identity: returns x. No parameters.
-tt_module tt_identity_module(void);
+tt_module tt_nn_identity_module(void);
 // torch.nn.Flatten: merges dims start_dim .. end_dim of x into one (negative dims count from
 // the end; PyTorch's defaults are 1 and -1, i.e. keep the batch dim). A view when x's strides
 // allow it, else a copy (tt_reshape). No parameters; the module holds no pointer to free.
-tt_module tt_flatten_module(int start_dim, int end_dim);
+tt_module tt_nn_flatten_module(int start_dim, int end_dim);
 // Deprecated: the op is tt_flatten(x, start_dim, end_dim) (autograd.h), torch.flatten.
 __attribute__((deprecated("use tt_flatten(x, start_dim, end_dim)")))
 static inline tt_tensor *tt_flatten_dims(tt_tensor *x, int start_dim, int end_dim) {
@@ -178,29 +178,29 @@ int64_t tt_fan_out(const tt_tensor *t);
 
 // ---- sequential: runs modules in order; names their parameters "0.", "1.", ... ----
 
-typedef struct tt_sequential {
+typedef struct tt_nn_sequential {
     tt_module *items;  // owned ones (ops->owned) are freed with it; the others are borrowed
     int n, cap;
-} tt_sequential;
+} tt_nn_sequential;
 
-void tt_sequential_init(tt_sequential *s);
-void tt_sequential_add(tt_sequential *s, tt_module m);
-tt_tensor *tt_sequential_forward(tt_sequential *s, tt_tensor *x);
-void tt_sequential_params(const tt_sequential *s, tt_params *out, const char *prefix);
-void tt_sequential_train(tt_sequential *s, bool training);
-void tt_sequential_free(tt_sequential *s);  // frees the owned modules it holds
+void tt_nn_sequential_init(tt_nn_sequential *s);
+void tt_nn_sequential_add(tt_nn_sequential *s, tt_module m);
+tt_tensor *tt_nn_sequential_forward(tt_nn_sequential *s, tt_tensor *x);
+void tt_nn_sequential_params(const tt_nn_sequential *s, tt_params *out, const char *prefix);
+void tt_nn_sequential_train(tt_nn_sequential *s, bool training);
+void tt_nn_sequential_free(tt_nn_sequential *s);  // frees the owned modules it holds
 // torch.nn.Sequential(*mods): a heap-made sequential holding the n modules, owned (free the
 // whole tree with one tt_module_free). It adopts the owned ones among mods:
 //
-//     tt_module model = tt_sequential_new(3, (tt_module[]){tt_linear_new(2, 16, true, &rng),
+//     tt_module model = tt_nn_sequential_new(3, (tt_module[]){tt_nn_linear_new(2, 16, true, &rng),
 //                                         tt_act_module(TT_ACT_RELU),
-//                                         tt_linear_new(16, 2, true, &rng)});
+//                                         tt_nn_linear_new(16, 2, true, &rng)});
 //     ...
 //     tt_module_free(model);  // the sequential and both Linears
-tt_module tt_sequential_new(int n, const tt_module *mods);
+tt_module tt_nn_sequential_new(int n, const tt_module *mods);
 // A sequential inside another: its parameters are named "<index>.<inner index>.…", train
 // propagates to its modules.
-tt_module tt_sequential_module(tt_sequential *s);
+tt_module tt_nn_sequential_module(tt_nn_sequential *s);
 
 // ---- a custom module with no params/children/free boilerplate (nn/custom.c) ----
 // PyTorch's nn.Module with register_parameter / register_buffer / add_module: put a tt_custom
@@ -215,8 +215,8 @@ tt_module tt_sequential_module(tt_sequential *s);
 //     }
 //     net n;
 //     tt_custom_init(&n.base, &n, net_forward);
-//     n.fc1 = tt_custom_add_module(&n.base, "fc1", tt_linear_new(4, 8, true, &rng));
-//     n.fc2 = tt_custom_add_module(&n.base, "fc2", tt_linear_new(8, 2, true, &rng));
+//     n.fc1 = tt_custom_add_module(&n.base, "fc1", tt_nn_linear_new(4, 8, true, &rng));
+//     n.fc2 = tt_custom_add_module(&n.base, "fc2", tt_nn_linear_new(8, 2, true, &rng));
 //     n.scale = tt_custom_add_param(&n.base, "scale", tt_ones(TT_F32, TT_SHAPE(2)));
 //     tt_module model = tt_custom_module(&n.base);   // "fc1.weight", ..., "scale"
 //     ...

@@ -17,7 +17,7 @@ void tt__check_act(tt_act act, const char *func);
 // tt_module_free on each direct child of m (a composite's _free). nn/params.c.
 void tt__module_free_children(tt_module m);
 
-// Whether ops are a Linear's (tt_linear_module's or tt_linear_new's). nn/layers.c.
+// Whether ops are a Linear's (tt_nn_linear_module's or tt_nn_linear_new's). nn/layers.c.
 bool tt__is_linear_ops(const tt_module_ops *ops);
 
 #endif  // TT_NN_INTERNAL_H

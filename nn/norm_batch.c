@@ -1,4 +1,4 @@
-// The batch norm modules: BatchNorm1d and BatchNorm2d (tt_batchnorm_layer) with their running
+// The batch norm modules: BatchNorm1d and BatchNorm2d (tt_nn_batchnorm) with their running
 // statistics as buffers, train/eval, and the tt_module wrapper. The op is tt_batch_norm
 // (autograd/ops_pool.c).
 #include "nn_internal.h"
@@ -6,14 +6,14 @@
 #include <math.h>
 #include <string.h>
 
-tt_batchnorm_opts tt_batchnorm_default_opts(void) {
-    return (tt_batchnorm_opts){
+tt_nn_batchnorm_opts tt_nn_batchnorm_default_opts(void) {
+    return (tt_nn_batchnorm_opts){
         .eps = 1e-5, .momentum = 0.1, .affine = true, .track_running_stats = true};
 }
 
-static void batchnorm_init(tt_batchnorm_layer *m, int64_t num_features,
-                           const tt_batchnorm_opts *opts, int dims, const char *func) {
-    tt_batchnorm_opts o = opts ? *opts : tt_batchnorm_default_opts();
+static void batchnorm_init(tt_nn_batchnorm *m, int64_t num_features,
+                           const tt_nn_batchnorm_opts *opts, int dims, const char *func) {
+    tt_nn_batchnorm_opts o = opts ? *opts : tt_nn_batchnorm_default_opts();
     TT_CHECK_IN(func, num_features > 0, "num_features must be positive, got %lld",
                 (long long)num_features);
     TT_CHECK_IN(func, o.eps > 0, "eps must be positive, got %g (PyTorch's default is 1e-5)",
@@ -39,17 +39,17 @@ static void batchnorm_init(tt_batchnorm_layer *m, int64_t num_features,
     }
 }
 
-void tt_batchnorm1d_init(tt_batchnorm_layer *m, int64_t num_features,
-                         const tt_batchnorm_opts *opts) {
+void tt_nn_batchnorm1d_init(tt_nn_batchnorm *m, int64_t num_features,
+                            const tt_nn_batchnorm_opts *opts) {
     batchnorm_init(m, num_features, opts, 1, __func__);
 }
 
-void tt_batchnorm2d_init(tt_batchnorm_layer *m, int64_t num_features,
-                         const tt_batchnorm_opts *opts) {
+void tt_nn_batchnorm2d_init(tt_nn_batchnorm *m, int64_t num_features,
+                            const tt_nn_batchnorm_opts *opts) {
     batchnorm_init(m, num_features, opts, 2, __func__);
 }
 
-tt_tensor *tt_batchnorm_forward(tt_batchnorm_layer *m, tt_tensor *x) {
+tt_tensor *tt_nn_batchnorm_forward(tt_nn_batchnorm *m, tt_tensor *x) {
     TT_CHECK(m && x, "module or x is NULL");
     if (m->dims == 1)
         TT_CHECK((x->ndim == 2 || x->ndim == 3) && x->shape[1] == m->num_features,
@@ -72,21 +72,21 @@ tt_tensor *tt_batchnorm_forward(tt_batchnorm_layer *m, tt_tensor *x) {
                          m->training || !track, factor, m->opts.eps);
 }
 
-void tt_batchnorm_params(const tt_batchnorm_layer *m, tt_params *out, const char *prefix) {
+void tt_nn_batchnorm_params(const tt_nn_batchnorm *m, tt_params *out, const char *prefix) {
     if (m->weight) tt_params_add(out, prefix, "weight", m->weight);
     if (m->bias) tt_params_add(out, prefix, "bias", m->bias);
 }
 
-void tt_batchnorm_buffers(const tt_batchnorm_layer *m, tt_params *out, const char *prefix) {
+void tt_nn_batchnorm_buffers(const tt_nn_batchnorm *m, tt_params *out, const char *prefix) {
     if (!m->running_mean) return;
     tt_params_add(out, prefix, "running_mean", m->running_mean);
     tt_params_add(out, prefix, "running_var", m->running_var);
     tt_params_add(out, prefix, "num_batches_tracked", m->num_batches_tracked);
 }
 
-void tt_batchnorm_train(tt_batchnorm_layer *m, bool training) { m->training = training; }
+void tt_nn_batchnorm_train(tt_nn_batchnorm *m, bool training) { m->training = training; }
 
-void tt_batchnorm_free(tt_batchnorm_layer *m) {
+void tt_nn_batchnorm_free(tt_nn_batchnorm *m) {
     tt_release(m->weight);
     tt_release(m->bias);
     tt_release(m->running_mean);
@@ -96,16 +96,16 @@ void tt_batchnorm_free(tt_batchnorm_layer *m) {
 }
 
 static tt_tensor *batchnorm_fwd(void *self, tt_tensor *x) {
-    return tt_batchnorm_forward(self, x);
+    return tt_nn_batchnorm_forward(self, x);
 }
 static void batchnorm_params(const void *self, tt_params *out, const char *prefix) {
-    tt_batchnorm_params(self, out, prefix);
+    tt_nn_batchnorm_params(self, out, prefix);
 }
 static void batchnorm_buffers(const void *self, tt_params *out, const char *prefix) {
-    tt_batchnorm_buffers(self, out, prefix);
+    tt_nn_batchnorm_buffers(self, out, prefix);
 }
-static void batchnorm_train(void *self, bool training) { tt_batchnorm_train(self, training); }
-static void batchnorm_free(void *self) { tt_batchnorm_free(self); }
+static void batchnorm_train(void *self, bool training) { tt_nn_batchnorm_train(self, training); }
+static void batchnorm_free(void *self) { tt_nn_batchnorm_free(self); }
 static const tt_module_ops batchnorm1d_ops = {
     .type = "BatchNorm1d", .forward = batchnorm_fwd, .params = batchnorm_params,
     .train = batchnorm_train, .free = batchnorm_free, .buffers = batchnorm_buffers};
@@ -113,15 +113,15 @@ static const tt_module_ops batchnorm2d_ops = {
     .type = "BatchNorm2d", .forward = batchnorm_fwd, .params = batchnorm_params,
     .train = batchnorm_train, .free = batchnorm_free, .buffers = batchnorm_buffers};
 
-tt_module tt_batchnorm_module(tt_batchnorm_layer *m) {
+tt_module tt_nn_batchnorm_module(tt_nn_batchnorm *m) {
     TT_CHECK(m && (m->dims == 1 || m->dims == 2), "the module is not initialised: call "
-             "tt_batchnorm1d_init or tt_batchnorm2d_init first");
+             "tt_nn_batchnorm1d_init or tt_nn_batchnorm2d_init first");
     return (tt_module){m, m->dims == 1 ? &batchnorm1d_ops : &batchnorm2d_ops};
 }
 
-tt_module tt_batchnorm1d_new(int64_t num_features, const tt_batchnorm_opts *opts) {
-    tt_batchnorm_layer *m = TT_MALLOC(sizeof *m);
-    tt_batchnorm1d_init(m, num_features, opts);
+tt_module tt_nn_batchnorm1d_new(int64_t num_features, const tt_nn_batchnorm_opts *opts) {
+    tt_nn_batchnorm *m = TT_MALLOC(sizeof *m);
+    tt_nn_batchnorm1d_init(m, num_features, opts);
     static const tt_module_ops owned = {
         .type = "BatchNorm1d", .forward = batchnorm_fwd, .params = batchnorm_params,
         .train = batchnorm_train, .free = batchnorm_free, .buffers = batchnorm_buffers,

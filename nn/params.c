@@ -1,5 +1,5 @@
 // Parameter lists with hierarchical names, the default dtype, the uniform module interface
-// and tt_sequential.
+// and tt_nn_sequential.
 #include "nn_internal.h"
 
 #include <math.h>
@@ -239,9 +239,9 @@ int64_t tt_module_numel(tt_module m) {
 
 // ---- sequential ----
 
-void tt_sequential_init(tt_sequential *s) { memset(s, 0, sizeof *s); }
+void tt_nn_sequential_init(tt_nn_sequential *s) { memset(s, 0, sizeof *s); }
 
-void tt_sequential_add(tt_sequential *s, tt_module m) {
+void tt_nn_sequential_add(tt_nn_sequential *s, tt_module m) {
     TT_CHECK(m.ops && m.ops->forward, "module has no forward");
     if (s->n == s->cap) {
         s->cap = s->cap ? 2 * s->cap : 8;
@@ -250,8 +250,8 @@ void tt_sequential_add(tt_sequential *s, tt_module m) {
     s->items[s->n++] = m;
 }
 
-tt_tensor *tt_sequential_forward(tt_sequential *s, tt_tensor *x) {
-    TT_CHECK(s->n > 0, "empty sequential: add modules with tt_sequential_add");
+tt_tensor *tt_nn_sequential_forward(tt_nn_sequential *s, tt_tensor *x) {
+    TT_CHECK(s->n > 0, "empty sequential: add modules with tt_nn_sequential_add");
     // An inner scope frees the intermediates whether or not the caller is in a scope.
     tt_scope_begin();
     tt_tensor *h = x;
@@ -262,29 +262,29 @@ tt_tensor *tt_sequential_forward(tt_sequential *s, tt_tensor *x) {
 }
 
 // The children "0", "1", ...: what params and train walk. The modules are borrowed, so
-// tt_sequential_free does not free through it.
+// tt_nn_sequential_free does not free through it.
 static void sequential_children(void *self, tt_module_visit visit, void *ctx) {
-    const tt_sequential *s = self;
+    const tt_nn_sequential *s = self;
     char name[TT_NAME_MAX];
     for (int i = 0; i < s->n; i++) visit(s->items[i], tt_name_index(name, NULL, i), ctx);
 }
 
 static tt_tensor *sequential_fwd(void *self, tt_tensor *x) {
-    return tt_sequential_forward(self, x);
+    return tt_nn_sequential_forward(self, x);
 }
 static const tt_module_ops sequential_ops = {.type = "Sequential", .forward = sequential_fwd,
                                              .children = sequential_children, .chain = true};
-tt_module tt_sequential_module(tt_sequential *s) { return (tt_module){s, &sequential_ops}; }
+tt_module tt_nn_sequential_module(tt_nn_sequential *s) { return (tt_module){s, &sequential_ops}; }
 
-void tt_sequential_params(const tt_sequential *s, tt_params *out, const char *prefix) {
-    tt_module_params(tt_sequential_module((tt_sequential *)s), out, prefix);
+void tt_nn_sequential_params(const tt_nn_sequential *s, tt_params *out, const char *prefix) {
+    tt_module_params(tt_nn_sequential_module((tt_nn_sequential *)s), out, prefix);
 }
 
-void tt_sequential_train(tt_sequential *s, bool training) {
-    tt_module_train(tt_sequential_module(s), training);
+void tt_nn_sequential_train(tt_nn_sequential *s, bool training) {
+    tt_module_train(tt_nn_sequential_module(s), training);
 }
 
-void tt_sequential_free(tt_sequential *s) {
+void tt_nn_sequential_free(tt_nn_sequential *s) {
     for (int i = 0; i < s->n; i++)
         if (s->items[i].ops->owned) tt_module_free(s->items[i]);
     tt_free(s->items);
@@ -293,15 +293,15 @@ void tt_sequential_free(tt_sequential *s) {
 
 // The heap-made sequential's ops: those of a borrowed one, plus a free (its items and arrays;
 // tt_module_free then frees the struct).
-static void sequential_free_cb(void *self) { tt_sequential_free(self); }
+static void sequential_free_cb(void *self) { tt_nn_sequential_free(self); }
 static const tt_module_ops owned_sequential_ops = {
     .type = "Sequential", .forward = sequential_fwd, .children = sequential_children,
     .free = sequential_free_cb, .chain = true, .owned = true};
 
-tt_module tt_sequential_new(int n, const tt_module *mods) {
-    TT_CHECK(n >= 0 && (n == 0 || mods), "tt_sequential_new: n = %d modules", n);
-    tt_sequential *s = TT_MALLOC(sizeof *s);
-    tt_sequential_init(s);
-    for (int i = 0; i < n; i++) tt_sequential_add(s, mods[i]);
+tt_module tt_nn_sequential_new(int n, const tt_module *mods) {
+    TT_CHECK(n >= 0 && (n == 0 || mods), "tt_nn_sequential_new: n = %d modules", n);
+    tt_nn_sequential *s = TT_MALLOC(sizeof *s);
+    tt_nn_sequential_init(s);
+    for (int i = 0; i < n; i++) tt_nn_sequential_add(s, mods[i]);
     return (tt_module){s, &owned_sequential_ops};
 }

@@ -25,58 +25,58 @@ static void pool_opts(int64_t kernel[2], int64_t stride[2], int64_t padding[2], 
 
 // ---- MaxPool2d ----
 
-void tt_maxpool2d_init(tt_maxpool2d_layer *m, int64_t kh, int64_t kw, const int64_t stride[2],
-                       const int64_t padding[2]) {
+void tt_nn_maxpool2d_init(tt_nn_maxpool2d *m, int64_t kh, int64_t kw, const int64_t stride[2],
+                          const int64_t padding[2]) {
     memset(m, 0, sizeof *m);
     pool_opts(m->kernel, m->stride, m->padding, kh, kw, stride, padding, __func__);
 }
 
-tt_tensor *tt_maxpool2d_forward(tt_maxpool2d_layer *m, tt_tensor *x) {
+tt_tensor *tt_nn_maxpool2d_forward(tt_nn_maxpool2d *m, tt_tensor *x) {
     return tt_max_pool2d(x, m->kernel, m->stride, m->padding, NULL);
 }
 
 static tt_tensor *maxpool2d_fwd(void *self, tt_tensor *x) {
-    return tt_maxpool2d_forward(self, x);
+    return tt_nn_maxpool2d_forward(self, x);
 }
 static const tt_module_ops maxpool2d_ops = {.type = "MaxPool2d", .forward = maxpool2d_fwd};
-tt_module tt_maxpool2d_module(tt_maxpool2d_layer *m) { return (tt_module){m, &maxpool2d_ops}; }
+tt_module tt_nn_maxpool2d_module(tt_nn_maxpool2d *m) { return (tt_module){m, &maxpool2d_ops}; }
 
 // ---- AvgPool2d ----
 
-void tt_avgpool2d_init(tt_avgpool2d_layer *m, int64_t kh, int64_t kw, const int64_t stride[2],
-                       const int64_t padding[2], bool count_include_pad) {
+void tt_nn_avgpool2d_init(tt_nn_avgpool2d *m, int64_t kh, int64_t kw, const int64_t stride[2],
+                          const int64_t padding[2], bool count_include_pad) {
     memset(m, 0, sizeof *m);
     pool_opts(m->kernel, m->stride, m->padding, kh, kw, stride, padding, __func__);
     m->count_include_pad = count_include_pad;
 }
 
-tt_tensor *tt_avgpool2d_forward(tt_avgpool2d_layer *m, tt_tensor *x) {
+tt_tensor *tt_nn_avgpool2d_forward(tt_nn_avgpool2d *m, tt_tensor *x) {
     return tt_avg_pool2d(x, m->kernel, m->stride, m->padding, m->count_include_pad);
 }
 
 static tt_tensor *avgpool2d_fwd(void *self, tt_tensor *x) {
-    return tt_avgpool2d_forward(self, x);
+    return tt_nn_avgpool2d_forward(self, x);
 }
 static const tt_module_ops avgpool2d_ops = {.type = "AvgPool2d", .forward = avgpool2d_fwd};
-tt_module tt_avgpool2d_module(tt_avgpool2d_layer *m) { return (tt_module){m, &avgpool2d_ops}; }
+tt_module tt_nn_avgpool2d_module(tt_nn_avgpool2d *m) { return (tt_module){m, &avgpool2d_ops}; }
 
 // ---- AdaptiveAvgPool2d ----
 
-void tt_adaptive_avgpool2d_init(tt_adaptive_avgpool2d_layer *m, int64_t out_h, int64_t out_w) {
+void tt_nn_adaptive_avgpool2d_init(tt_nn_adaptive_avgpool2d *m, int64_t out_h, int64_t out_w) {
     TT_CHECK(out_h > 0 && out_w > 0, "output size (%lld, %lld) must be positive",
              (long long)out_h, (long long)out_w);
     m->out_h = out_h, m->out_w = out_w;
 }
 
-tt_tensor *tt_adaptive_avgpool2d_forward(tt_adaptive_avgpool2d_layer *m, tt_tensor *x) {
+tt_tensor *tt_nn_adaptive_avgpool2d_forward(tt_nn_adaptive_avgpool2d *m, tt_tensor *x) {
     return tt_adaptive_avg_pool2d(x, m->out_h, m->out_w);
 }
 
 static tt_tensor *adaptive_avgpool2d_fwd(void *self, tt_tensor *x) {
-    return tt_adaptive_avgpool2d_forward(self, x);
+    return tt_nn_adaptive_avgpool2d_forward(self, x);
 }
 static const tt_module_ops adaptive_avgpool2d_ops = {.type = "AdaptiveAvgPool2d",
                                                      .forward = adaptive_avgpool2d_fwd};
-tt_module tt_adaptive_avgpool2d_module(tt_adaptive_avgpool2d_layer *m) {
+tt_module tt_nn_adaptive_avgpool2d_module(tt_nn_adaptive_avgpool2d *m) {
     return (tt_module){m, &adaptive_avgpool2d_ops};
 }

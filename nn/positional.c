@@ -37,8 +37,8 @@ static void check_table_dtype(const tt_tensor *x, const tt_tensor *table, const 
 
 // ---- learned positional embedding ----
 
-void tt_pos_embedding_init(tt_pos_embedding *m, int64_t max_len, int64_t dim, double std,
-                           tt_rng *rng) {
+void tt_nn_pos_embedding_init(tt_nn_pos_embedding *m, int64_t max_len, int64_t dim, double std,
+                              tt_rng *rng) {
     TT_CHECK(max_len > 0 && dim > 0, "sizes must be positive, got max_len=%lld dim=%lld",
              (long long)max_len, (long long)dim);
     TT_CHECK(std >= 0, "std must be >= 0, got %g (GPT-2 uses 0.02, nn.Embedding 1)", std);
@@ -50,7 +50,7 @@ void tt_pos_embedding_init(tt_pos_embedding *m, int64_t max_len, int64_t dim, do
 }
 
 // x (..., T, C) + weight[pos : pos + T] (T, C), broadcast over the leading dims.
-tt_tensor *tt_pos_embedding_forward(tt_pos_embedding *m, tt_tensor *x, int64_t pos) {
+tt_tensor *tt_nn_pos_embedding_forward(tt_nn_pos_embedding *m, tt_tensor *x, int64_t pos) {
     check_seq_input(x, m->dim, __func__);
     tt_scope_begin();
     tt_tensor *y = tt_add(x, table_rows(m->weight, pos, x->shape[x->ndim - 2], __func__));
@@ -59,11 +59,11 @@ tt_tensor *tt_pos_embedding_forward(tt_pos_embedding *m, tt_tensor *x, int64_t p
     return y;
 }
 
-void tt_pos_embedding_params(const tt_pos_embedding *m, tt_params *out, const char *prefix) {
+void tt_nn_pos_embedding_params(const tt_nn_pos_embedding *m, tt_params *out, const char *prefix) {
     tt_params_add(out, prefix, "weight", m->weight);
 }
 
-void tt_pos_embedding_free(tt_pos_embedding *m) {
+void tt_nn_pos_embedding_free(tt_nn_pos_embedding *m) {
     tt_release(m->weight);
     memset(m, 0, sizeof *m);
 }
@@ -71,7 +71,7 @@ void tt_pos_embedding_free(tt_pos_embedding *m) {
 // ---- sinusoidal ----
 // PE[p, 2i] = sin(p / 10000^(2i/C)), PE[p, 2i+1] = cos(p / 10000^(2i/C)) (Vaswani et al. 3.5).
 
-void tt_sinusoidal_init(tt_sinusoidal *m, int64_t max_len, int64_t dim) {
+void tt_nn_sinusoidal_init(tt_nn_sinusoidal *m, int64_t max_len, int64_t dim) {
     TT_CHECK(max_len > 0 && dim > 0, "sizes must be positive, got max_len=%lld dim=%lld",
              (long long)max_len, (long long)dim);
     memset(m, 0, sizeof *m);
@@ -87,7 +87,7 @@ void tt_sinusoidal_init(tt_sinusoidal *m, int64_t max_len, int64_t dim) {
     }
 }
 
-tt_tensor *tt_sinusoidal_forward(tt_sinusoidal *m, tt_tensor *x, int64_t pos) {
+tt_tensor *tt_nn_sinusoidal_forward(tt_nn_sinusoidal *m, tt_tensor *x, int64_t pos) {
     check_seq_input(x, m->dim, __func__);
     check_table_dtype(x, m->table, __func__);
     tt_scope_begin();
@@ -97,7 +97,7 @@ tt_tensor *tt_sinusoidal_forward(tt_sinusoidal *m, tt_tensor *x, int64_t pos) {
     return y;
 }
 
-void tt_sinusoidal_free(tt_sinusoidal *m) {
+void tt_nn_sinusoidal_free(tt_nn_sinusoidal *m) {
     tt_release(m->table);
     memset(m, 0, sizeof *m);
 }
@@ -107,7 +107,7 @@ void tt_sinusoidal_free(tt_sinusoidal *m) {
 //   out = x * cos + rotate_half(x) * sin,  rotate_half(x) = cat(-x[HS/2:], x[:HS/2]),
 // where the tables repeat each angle in both halves: cos[p, i] = cos[p, i + HS/2].
 
-void tt_rope_init(tt_rope *m, int64_t head_dim, int64_t max_len, double base) {
+void tt_nn_rope_init(tt_nn_rope *m, int64_t head_dim, int64_t max_len, double base) {
     TT_CHECK(head_dim > 0 && head_dim % 2 == 0, "RoPE rotates pairs, so head_dim must be even "
              "and positive, got %lld (for attention: n_embd / n_head)", (long long)head_dim);
     TT_CHECK(max_len > 0, "max_len must be positive, got %lld", (long long)max_len);
@@ -134,7 +134,7 @@ void tt_rope_init(tt_rope *m, int64_t head_dim, int64_t max_len, double base) {
 }
 
 // x (..., T, HS) at positions pos .. pos + T - 1 -> same shape.
-tt_tensor *tt_rope_forward(tt_rope *m, tt_tensor *x, int64_t pos) {
+tt_tensor *tt_nn_rope_forward(tt_nn_rope *m, tt_tensor *x, int64_t pos) {
     check_seq_input(x, m->head_dim, __func__);
     check_table_dtype(x, m->cos, __func__);
     int64_t T = x->shape[x->ndim - 2], half = m->head_dim / 2;
@@ -150,7 +150,7 @@ tt_tensor *tt_rope_forward(tt_rope *m, tt_tensor *x, int64_t pos) {
     return y;
 }
 
-void tt_rope_free(tt_rope *m) {
+void tt_nn_rope_free(tt_nn_rope *m) {
     tt_release(m->cos);
     tt_release(m->sin);
     memset(m, 0, sizeof *m);
@@ -159,29 +159,29 @@ void tt_rope_free(tt_rope *m) {
 // ---- tt_module wrappers (positions from 0) ----
 
 static tt_tensor *pos_embedding_fwd(void *self, tt_tensor *x) {
-    return tt_pos_embedding_forward(self, x, 0);
+    return tt_nn_pos_embedding_forward(self, x, 0);
 }
 static void pos_embedding_params(const void *self, tt_params *out, const char *prefix) {
-    tt_pos_embedding_params(self, out, prefix);
+    tt_nn_pos_embedding_params(self, out, prefix);
 }
-static void pos_embedding_free(void *self) { tt_pos_embedding_free(self); }
+static void pos_embedding_free(void *self) { tt_nn_pos_embedding_free(self); }
 static const tt_module_ops pos_embedding_ops = {.type = "PositionalEmbedding",
                                                 .forward = pos_embedding_fwd,
                                                 .params = pos_embedding_params,
                                                 .free = pos_embedding_free};
-tt_module tt_pos_embedding_module(tt_pos_embedding *m) {
+tt_module tt_nn_pos_embedding_module(tt_nn_pos_embedding *m) {
     return (tt_module){m, &pos_embedding_ops};
 }
 
 static tt_tensor *sinusoidal_fwd(void *self, tt_tensor *x) {
-    return tt_sinusoidal_forward(self, x, 0);
+    return tt_nn_sinusoidal_forward(self, x, 0);
 }
-static void sinusoidal_free(void *self) { tt_sinusoidal_free(self); }
+static void sinusoidal_free(void *self) { tt_nn_sinusoidal_free(self); }
 static const tt_module_ops sinusoidal_ops = {.type = "Sinusoidal", .forward = sinusoidal_fwd,
                                              .free = sinusoidal_free};
-tt_module tt_sinusoidal_module(tt_sinusoidal *m) { return (tt_module){m, &sinusoidal_ops}; }
+tt_module tt_nn_sinusoidal_module(tt_nn_sinusoidal *m) { return (tt_module){m, &sinusoidal_ops}; }
 
-static tt_tensor *rope_fwd(void *self, tt_tensor *x) { return tt_rope_forward(self, x, 0); }
-static void rope_free(void *self) { tt_rope_free(self); }
+static tt_tensor *rope_fwd(void *self, tt_tensor *x) { return tt_nn_rope_forward(self, x, 0); }
+static void rope_free(void *self) { tt_nn_rope_free(self); }
 static const tt_module_ops rope_ops = {.type = "RoPE", .forward = rope_fwd, .free = rope_free};
-tt_module tt_rope_module(tt_rope *m) { return (tt_module){m, &rope_ops}; }
+tt_module tt_nn_rope_module(tt_nn_rope *m) { return (tt_module){m, &rope_ops}; }

@@ -20,7 +20,7 @@ static int64_t cell_gates(cell_kind kind) {
 // What the three modules share (their structs have these fields; no parameter owned here).
 typedef struct recurrent_view {
     cell_kind kind;
-    tt_recurrent_layer *layers;
+    tt_nn_recurrent_layer *layers;
     int64_t input_size, hidden_size;
     int num_layers;
     bool batch_first;
@@ -30,18 +30,18 @@ typedef struct recurrent_view {
 
 // The num_layers layers' parameters, each U(-k, k) with k = 1/sqrt(H) (PyTorch's
 // RNNBase.reset_parameters), in PyTorch's order w_ih, w_hh, b_ih, b_hh.
-static tt_recurrent_layer *layers_init(const char *func, cell_kind kind, int64_t input_size,
-                                       int64_t hidden_size, int num_layers, bool bias,
-                                       tt_rng *rng) {
+static tt_nn_recurrent_layer *layers_init(const char *func, cell_kind kind, int64_t input_size,
+                                          int64_t hidden_size, int num_layers, bool bias,
+                                          tt_rng *rng) {
     TT_CHECK_IN(func, input_size > 0 && hidden_size > 0 && num_layers >= 1,
                 "need input_size > 0, hidden_size > 0 and num_layers >= 1, got input_size=%lld "
                 "hidden_size=%lld num_layers=%d", (long long)input_size, (long long)hidden_size,
                 num_layers);
     int64_t GH = cell_gates(kind) * hidden_size;
     double k = 1.0 / sqrt((double)hidden_size);
-    tt_recurrent_layer *layers = TT_CALLOC((size_t)num_layers, sizeof *layers);
+    tt_nn_recurrent_layer *layers = TT_CALLOC((size_t)num_layers, sizeof *layers);
     for (int l = 0; l < num_layers; l++) {
-        tt_recurrent_layer *p = &layers[l];
+        tt_nn_recurrent_layer *p = &layers[l];
         int64_t in = l == 0 ? input_size : hidden_size;
         p->weight_ih = tt__param_new(2, (int64_t[]){GH, in});
         p->weight_hh = tt__param_new(2, (int64_t[]){GH, hidden_size});
@@ -58,11 +58,11 @@ static tt_recurrent_layer *layers_init(const char *func, cell_kind kind, int64_t
 }
 
 // "weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0", then _l1 ...: PyTorch's names.
-static void layers_params(const tt_recurrent_layer *layers, int num_layers, tt_params *out,
+static void layers_params(const tt_nn_recurrent_layer *layers, int num_layers, tt_params *out,
                           const char *prefix) {
     char name[64];
     for (int l = 0; l < num_layers; l++) {
-        const tt_recurrent_layer *p = &layers[l];
+        const tt_nn_recurrent_layer *p = &layers[l];
         snprintf(name, sizeof name, "weight_ih_l%d", l);
         tt_params_add(out, prefix, name, p->weight_ih);
         snprintf(name, sizeof name, "weight_hh_l%d", l);
@@ -76,7 +76,7 @@ static void layers_params(const tt_recurrent_layer *layers, int num_layers, tt_p
     }
 }
 
-static void layers_free(tt_recurrent_layer *layers, int num_layers) {
+static void layers_free(tt_nn_recurrent_layer *layers, int num_layers) {
     if (!layers) return;
     for (int l = 0; l < num_layers; l++) {
         tt_release(layers[l].weight_ih);
@@ -90,7 +90,7 @@ static void layers_free(tt_recurrent_layer *layers, int num_layers) {
 // ---- one time step (h, c NULL: zeros, as at t = 0 without h0 / c0) ----
 
 // gi (B, G*H): this step's W_ih x + b_ih. Returns h' (B, H); *c is the LSTM's cell state.
-static tt_tensor *cell_step(cell_kind kind, const tt_recurrent_layer *p, int64_t H,
+static tt_tensor *cell_step(cell_kind kind, const tt_nn_recurrent_layer *p, int64_t H,
                             tt_tensor *gi, tt_tensor *h, tt_tensor **c) {
     // W_hh h + b_hh (B, G*H); with h = 0 it is b_hh (broadcast) or nothing.
     tt_tensor *gh = h ? tt_affine(h, p->weight_hh, p->bias_hh) : p->bias_hh;
@@ -176,7 +176,7 @@ static tt_tensor *recurrent_forward(const char *func, const recurrent_view *m, t
     if (c0) tt_unbind(c0, 0, c0s, (int)L);
     tt_tensor *seq = x;  // this layer's input sequence
     for (int l = 0; l < L; l++) {
-        const tt_recurrent_layer *p = &m->layers[l];
+        const tt_nn_recurrent_layer *p = &m->layers[l];
         tt_tensor *gi = tt_affine(seq, p->weight_ih, p->bias_ih);  // (T, B, G*H) / (B, T, G*H)
         tt_unbind(gi, td, steps, (int)T);
         tt_tensor *h = h0s[l], *c = c0s[l];  // (B, H) or NULL for zeros
@@ -207,8 +207,8 @@ static tt_tensor *recurrent_forward(const char *func, const recurrent_view *m, t
 
 // ---- RNN ----
 
-void tt_rnn_init(tt_rnn *m, int64_t input_size, int64_t hidden_size, int num_layers,
-                 tt_act nonlinearity, bool bias, bool batch_first, tt_rng *rng) {
+void tt_nn_rnn_init(tt_nn_rnn *m, int64_t input_size, int64_t hidden_size, int num_layers,
+                    tt_act nonlinearity, bool bias, bool batch_first, tt_rng *rng) {
     TT_CHECK(nonlinearity == TT_ACT_TANH || nonlinearity == TT_ACT_RELU, "nonlinearity must be "
              "TT_ACT_TANH or TT_ACT_RELU (torch.nn.RNN's 'tanh' / 'relu'), got %d",
              (int)nonlinearity);
@@ -223,37 +223,37 @@ void tt_rnn_init(tt_rnn *m, int64_t input_size, int64_t hidden_size, int num_lay
     m->nonlinearity = nonlinearity;
 }
 
-tt_tensor *tt_rnn_forward(tt_rnn *m, tt_tensor *x, tt_tensor *h0, tt_tensor **h_n) {
+tt_tensor *tt_nn_rnn_forward(tt_nn_rnn *m, tt_tensor *x, tt_tensor *h0, tt_tensor **h_n) {
     recurrent_view v = {m->nonlinearity == TT_ACT_RELU ? CELL_RNN_RELU : CELL_RNN_TANH,
                         m->layers, m->input_size, m->hidden_size, m->num_layers,
                         m->batch_first};
     return recurrent_forward(__func__, &v, x, h0, NULL, h_n, NULL);
 }
 
-void tt_rnn_params(const tt_rnn *m, tt_params *out, const char *prefix) {
+void tt_nn_rnn_params(const tt_nn_rnn *m, tt_params *out, const char *prefix) {
     layers_params(m->layers, m->num_layers, out, prefix);
 }
 
-void tt_rnn_free(tt_rnn *m) {
+void tt_nn_rnn_free(tt_nn_rnn *m) {
     layers_free(m->layers, m->num_layers);
     memset(m, 0, sizeof *m);
 }
 
 static tt_tensor *rnn_fwd(void *self, tt_tensor *x) {
-    return tt_rnn_forward(self, x, NULL, NULL);
+    return tt_nn_rnn_forward(self, x, NULL, NULL);
 }
 static void rnn_params(const void *self, tt_params *out, const char *prefix) {
-    tt_rnn_params(self, out, prefix);
+    tt_nn_rnn_params(self, out, prefix);
 }
-static void rnn_free_self(void *self) { tt_rnn_free(self); }
+static void rnn_free_self(void *self) { tt_nn_rnn_free(self); }
 static const tt_module_ops rnn_ops = {.type = "RNN", .forward = rnn_fwd, .params = rnn_params,
                                       .free = rnn_free_self};
-tt_module tt_rnn_module(tt_rnn *m) { return (tt_module){m, &rnn_ops}; }
+tt_module tt_nn_rnn_module(tt_nn_rnn *m) { return (tt_module){m, &rnn_ops}; }
 
 // ---- LSTM ----
 
-void tt_lstm_init(tt_lstm *m, int64_t input_size, int64_t hidden_size, int num_layers,
-                  bool bias, bool batch_first, tt_rng *rng) {
+void tt_nn_lstm_init(tt_nn_lstm *m, int64_t input_size, int64_t hidden_size, int num_layers,
+                     bool bias, bool batch_first, tt_rng *rng) {
     memset(m, 0, sizeof *m);
     m->layers = layers_init(__func__, CELL_LSTM, input_size, hidden_size, num_layers, bias, rng);
     m->input_size = input_size;
@@ -263,37 +263,37 @@ void tt_lstm_init(tt_lstm *m, int64_t input_size, int64_t hidden_size, int num_l
     m->batch_first = batch_first;
 }
 
-tt_tensor *tt_lstm_forward(tt_lstm *m, tt_tensor *x, tt_tensor *h0, tt_tensor *c0,
-                           tt_tensor **h_n, tt_tensor **c_n) {
+tt_tensor *tt_nn_lstm_forward(tt_nn_lstm *m, tt_tensor *x, tt_tensor *h0, tt_tensor *c0,
+                              tt_tensor **h_n, tt_tensor **c_n) {
     recurrent_view v = {CELL_LSTM, m->layers, m->input_size, m->hidden_size, m->num_layers,
                         m->batch_first};
     return recurrent_forward(__func__, &v, x, h0, c0, h_n, c_n);
 }
 
-void tt_lstm_params(const tt_lstm *m, tt_params *out, const char *prefix) {
+void tt_nn_lstm_params(const tt_nn_lstm *m, tt_params *out, const char *prefix) {
     layers_params(m->layers, m->num_layers, out, prefix);
 }
 
-void tt_lstm_free(tt_lstm *m) {
+void tt_nn_lstm_free(tt_nn_lstm *m) {
     layers_free(m->layers, m->num_layers);
     memset(m, 0, sizeof *m);
 }
 
 static tt_tensor *lstm_fwd(void *self, tt_tensor *x) {
-    return tt_lstm_forward(self, x, NULL, NULL, NULL, NULL);
+    return tt_nn_lstm_forward(self, x, NULL, NULL, NULL, NULL);
 }
 static void lstm_params(const void *self, tt_params *out, const char *prefix) {
-    tt_lstm_params(self, out, prefix);
+    tt_nn_lstm_params(self, out, prefix);
 }
-static void lstm_free_self(void *self) { tt_lstm_free(self); }
+static void lstm_free_self(void *self) { tt_nn_lstm_free(self); }
 static const tt_module_ops lstm_ops = {.type = "LSTM", .forward = lstm_fwd,
                                        .params = lstm_params, .free = lstm_free_self};
-tt_module tt_lstm_module(tt_lstm *m) { return (tt_module){m, &lstm_ops}; }
+tt_module tt_nn_lstm_module(tt_nn_lstm *m) { return (tt_module){m, &lstm_ops}; }
 
 // ---- GRU ----
 
-void tt_gru_init(tt_gru *m, int64_t input_size, int64_t hidden_size, int num_layers, bool bias,
-                 bool batch_first, tt_rng *rng) {
+void tt_nn_gru_init(tt_nn_gru *m, int64_t input_size, int64_t hidden_size, int num_layers, bool bias,
+                    bool batch_first, tt_rng *rng) {
     memset(m, 0, sizeof *m);
     m->layers = layers_init(__func__, CELL_GRU, input_size, hidden_size, num_layers, bias, rng);
     m->input_size = input_size;
@@ -303,28 +303,28 @@ void tt_gru_init(tt_gru *m, int64_t input_size, int64_t hidden_size, int num_lay
     m->batch_first = batch_first;
 }
 
-tt_tensor *tt_gru_forward(tt_gru *m, tt_tensor *x, tt_tensor *h0, tt_tensor **h_n) {
+tt_tensor *tt_nn_gru_forward(tt_nn_gru *m, tt_tensor *x, tt_tensor *h0, tt_tensor **h_n) {
     recurrent_view v = {CELL_GRU, m->layers, m->input_size, m->hidden_size, m->num_layers,
                         m->batch_first};
     return recurrent_forward(__func__, &v, x, h0, NULL, h_n, NULL);
 }
 
-void tt_gru_params(const tt_gru *m, tt_params *out, const char *prefix) {
+void tt_nn_gru_params(const tt_nn_gru *m, tt_params *out, const char *prefix) {
     layers_params(m->layers, m->num_layers, out, prefix);
 }
 
-void tt_gru_free(tt_gru *m) {
+void tt_nn_gru_free(tt_nn_gru *m) {
     layers_free(m->layers, m->num_layers);
     memset(m, 0, sizeof *m);
 }
 
 static tt_tensor *gru_fwd(void *self, tt_tensor *x) {
-    return tt_gru_forward(self, x, NULL, NULL);
+    return tt_nn_gru_forward(self, x, NULL, NULL);
 }
 static void gru_params(const void *self, tt_params *out, const char *prefix) {
-    tt_gru_params(self, out, prefix);
+    tt_nn_gru_params(self, out, prefix);
 }
-static void gru_free_self(void *self) { tt_gru_free(self); }
+static void gru_free_self(void *self) { tt_nn_gru_free(self); }
 static const tt_module_ops gru_ops = {.type = "GRU", .forward = gru_fwd, .params = gru_params,
                                       .free = gru_free_self};
-tt_module tt_gru_module(tt_gru *m) { return (tt_module){m, &gru_ops}; }
+tt_module tt_nn_gru_module(tt_nn_gru *m) { return (tt_module){m, &gru_ops}; }

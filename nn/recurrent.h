@@ -25,60 +25,60 @@ extern "C" {
 // then _l1 ... (whose weight_ih is (G*H, H)). A composition of affine, sigmoid, tanh, mul, add
 // and stack: the gradients come from those ops.
 //
-//     tt_lstm lstm;
-//     tt_lstm_init(&lstm, 3, 16, 2, true, true, &rng);  // in 3, hidden 16, 2 layers, bias,
+//     tt_nn_lstm lstm;
+//     tt_nn_lstm_init(&lstm, 3, 16, 2, true, true, &rng);  // in 3, hidden 16, 2 layers, bias,
 //     tt_tensor *h_n, *c_n;                              // batch_first
-//     tt_tensor *y = tt_lstm_forward(&lstm, x, NULL, NULL, &h_n, &c_n);  // (B, T, 16)
+//     tt_tensor *y = tt_nn_lstm_forward(&lstm, x, NULL, NULL, &h_n, &c_n);  // (B, T, 16)
 
-typedef struct tt_recurrent_layer {
+typedef struct tt_nn_recurrent_layer {
     tt_tensor *weight_ih;           // (G*H, in) in layer 0, (G*H, H) above
     tt_tensor *weight_hh;           // (G*H, H)
     tt_tensor *bias_ih, *bias_hh;   // (G*H,) each, or NULL without bias
-} tt_recurrent_layer;
+} tt_nn_recurrent_layer;
 
-typedef struct tt_rnn {
-    tt_recurrent_layer *layers;  // num_layers entries (owned)
+typedef struct tt_nn_rnn {
+    tt_nn_recurrent_layer *layers;  // num_layers entries (owned)
     int64_t input_size, hidden_size;
     int num_layers;
     bool bias, batch_first;
     tt_act nonlinearity;         // TT_ACT_TANH or TT_ACT_RELU
-} tt_rnn;
+} tt_nn_rnn;
 
-void tt_rnn_init(tt_rnn *m, int64_t input_size, int64_t hidden_size, int num_layers,
-                 tt_act nonlinearity, bool bias, bool batch_first, tt_rng *rng);
-tt_tensor *tt_rnn_forward(tt_rnn *m, tt_tensor *x, tt_tensor *h0, tt_tensor **h_n);
-void tt_rnn_params(const tt_rnn *m, tt_params *out, const char *prefix);
-void tt_rnn_free(tt_rnn *m);
-tt_module tt_rnn_module(tt_rnn *m);  // for tt_sequential: the output sequence, zero h0
+void tt_nn_rnn_init(tt_nn_rnn *m, int64_t input_size, int64_t hidden_size, int num_layers,
+                    tt_act nonlinearity, bool bias, bool batch_first, tt_rng *rng);
+tt_tensor *tt_nn_rnn_forward(tt_nn_rnn *m, tt_tensor *x, tt_tensor *h0, tt_tensor **h_n);
+void tt_nn_rnn_params(const tt_nn_rnn *m, tt_params *out, const char *prefix);
+void tt_nn_rnn_free(tt_nn_rnn *m);
+tt_module tt_nn_rnn_module(tt_nn_rnn *m);  // for tt_nn_sequential: the output sequence, zero h0
 
-typedef struct tt_lstm {
-    tt_recurrent_layer *layers;  // num_layers entries (owned)
+typedef struct tt_nn_lstm {
+    tt_nn_recurrent_layer *layers;  // num_layers entries (owned)
     int64_t input_size, hidden_size;
     int num_layers;
     bool bias, batch_first;
-} tt_lstm;
+} tt_nn_lstm;
 
-void tt_lstm_init(tt_lstm *m, int64_t input_size, int64_t hidden_size, int num_layers,
-                  bool bias, bool batch_first, tt_rng *rng);
-tt_tensor *tt_lstm_forward(tt_lstm *m, tt_tensor *x, tt_tensor *h0, tt_tensor *c0,
-                           tt_tensor **h_n, tt_tensor **c_n);
-void tt_lstm_params(const tt_lstm *m, tt_params *out, const char *prefix);
-void tt_lstm_free(tt_lstm *m);
-tt_module tt_lstm_module(tt_lstm *m);  // for tt_sequential: the output sequence, zero h0, c0
+void tt_nn_lstm_init(tt_nn_lstm *m, int64_t input_size, int64_t hidden_size, int num_layers,
+                     bool bias, bool batch_first, tt_rng *rng);
+tt_tensor *tt_nn_lstm_forward(tt_nn_lstm *m, tt_tensor *x, tt_tensor *h0, tt_tensor *c0,
+                              tt_tensor **h_n, tt_tensor **c_n);
+void tt_nn_lstm_params(const tt_nn_lstm *m, tt_params *out, const char *prefix);
+void tt_nn_lstm_free(tt_nn_lstm *m);
+tt_module tt_nn_lstm_module(tt_nn_lstm *m);  // for tt_nn_sequential: the output sequence, zero h0, c0
 
-typedef struct tt_gru {
-    tt_recurrent_layer *layers;  // num_layers entries (owned)
+typedef struct tt_nn_gru {
+    tt_nn_recurrent_layer *layers;  // num_layers entries (owned)
     int64_t input_size, hidden_size;
     int num_layers;
     bool bias, batch_first;
-} tt_gru;
+} tt_nn_gru;
 
-void tt_gru_init(tt_gru *m, int64_t input_size, int64_t hidden_size, int num_layers,
-                 bool bias, bool batch_first, tt_rng *rng);
-tt_tensor *tt_gru_forward(tt_gru *m, tt_tensor *x, tt_tensor *h0, tt_tensor **h_n);
-void tt_gru_params(const tt_gru *m, tt_params *out, const char *prefix);
-void tt_gru_free(tt_gru *m);
-tt_module tt_gru_module(tt_gru *m);  // for tt_sequential: the output sequence, zero h0
+void tt_nn_gru_init(tt_nn_gru *m, int64_t input_size, int64_t hidden_size, int num_layers,
+                    bool bias, bool batch_first, tt_rng *rng);
+tt_tensor *tt_nn_gru_forward(tt_nn_gru *m, tt_tensor *x, tt_tensor *h0, tt_tensor **h_n);
+void tt_nn_gru_params(const tt_nn_gru *m, tt_params *out, const char *prefix);
+void tt_nn_gru_free(tt_nn_gru *m);
+tt_module tt_nn_gru_module(tt_nn_gru *m);  // for tt_nn_sequential: the output sequence, zero h0
 
 #ifdef __cplusplus
 }

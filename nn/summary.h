@@ -17,7 +17,7 @@ extern "C" {
 // children with parameters only. The profiler's own figures are set aside meanwhile. Returns
 // the totals; a tensor listed twice (tied weights) counts once.
 //
-//     tt_model_summary(stdout, tt_sequential_module(&net), x);
+//     tt_model_summary(stdout, tt_nn_sequential_module(&net), x);
 typedef struct tt_model_stats {
     int64_t params, trainable_params, param_bytes;
     int64_t forward_flops;     // one forward at x

@@ -13,23 +13,23 @@
 
 // ---- feed-forward ----
 
-void tt_feedforward_init(tt_feedforward *m, int64_t dim, int64_t hidden, tt_act act, bool bias,
-                         double dropout, tt_rng *rng) {
+void tt_nn_feedforward_init(tt_nn_feedforward *m, int64_t dim, int64_t hidden, tt_act act, bool bias,
+                            double dropout, tt_rng *rng) {
     TT_CHECK(dim > 0 && hidden > 0, "sizes must be positive, got dim=%lld hidden=%lld",
              (long long)dim, (long long)hidden);
     tt__check_act(act, __func__);
     memset(m, 0, sizeof *m);
-    tt_linear_init(&m->fc, dim, hidden, bias, rng);
-    tt_linear_init(&m->proj, hidden, dim, bias, rng);
+    tt_nn_linear_init(&m->fc, dim, hidden, bias, rng);
+    tt_nn_linear_init(&m->proj, hidden, dim, bias, rng);
     m->act = act;
-    tt_dropout_init(&m->drop, dropout, rng);
+    tt_nn_dropout_init(&m->drop, dropout, rng);
 }
 
 // x (..., C) -> fc (..., H) -> act -> proj (..., C) -> dropout.
-tt_tensor *tt_feedforward_forward(tt_feedforward *m, tt_tensor *x) {
+tt_tensor *tt_nn_feedforward_forward(tt_nn_feedforward *m, tt_tensor *x) {
     tt_scope_begin();
-    tt_tensor *h = tt_activate(m->act, tt_linear_forward(&m->fc, x));  // (..., H)
-    tt_tensor *y = tt_dropout_forward(&m->drop, tt_linear_forward(&m->proj, h));  // (..., C)
+    tt_tensor *h = tt_activate(m->act, tt_nn_linear_forward(&m->fc, x));  // (..., H)
+    tt_tensor *y = tt_nn_dropout_forward(&m->drop, tt_nn_linear_forward(&m->proj, h));  // (..., C)
     tt_keep(y);
     tt_scope_end();
     return y;
@@ -37,35 +37,35 @@ tt_tensor *tt_feedforward_forward(tt_feedforward *m, tt_tensor *x) {
 
 // The children, listed once: params, train and free walk them.
 static void ff_children(void *self, tt_module_visit visit, void *ctx) {
-    tt_feedforward *m = self;
-    visit(tt_linear_module(&m->fc), "fc", ctx);
-    visit(tt_linear_module(&m->proj), "proj", ctx);
-    visit(tt_dropout_module(&m->drop), "drop", ctx);
+    tt_nn_feedforward *m = self;
+    visit(tt_nn_linear_module(&m->fc), "fc", ctx);
+    visit(tt_nn_linear_module(&m->proj), "proj", ctx);
+    visit(tt_nn_dropout_module(&m->drop), "drop", ctx);
 }
 
-static tt_tensor *ff_fwd(void *self, tt_tensor *x) { return tt_feedforward_forward(self, x); }
-static void ff_free(void *self) { tt_feedforward_free(self); }
+static tt_tensor *ff_fwd(void *self, tt_tensor *x) { return tt_nn_feedforward_forward(self, x); }
+static void ff_free(void *self) { tt_nn_feedforward_free(self); }
 static const tt_module_ops ff_ops = {.type = "FeedForward", .forward = ff_fwd,
                                      .children = ff_children, .free = ff_free};
-tt_module tt_feedforward_module(tt_feedforward *m) { return (tt_module){m, &ff_ops}; }
+tt_module tt_nn_feedforward_module(tt_nn_feedforward *m) { return (tt_module){m, &ff_ops}; }
 
-void tt_feedforward_params(const tt_feedforward *m, tt_params *out, const char *prefix) {
-    tt_module_params(tt_feedforward_module((tt_feedforward *)m), out, prefix);
+void tt_nn_feedforward_params(const tt_nn_feedforward *m, tt_params *out, const char *prefix) {
+    tt_module_params(tt_nn_feedforward_module((tt_nn_feedforward *)m), out, prefix);
 }
 
-void tt_feedforward_train(tt_feedforward *m, bool training) {
-    tt_module_train(tt_feedforward_module(m), training);
+void tt_nn_feedforward_train(tt_nn_feedforward *m, bool training) {
+    tt_module_train(tt_nn_feedforward_module(m), training);
 }
 
-void tt_feedforward_free(tt_feedforward *m) {
-    tt__module_free_children(tt_feedforward_module(m));
+void tt_nn_feedforward_free(tt_nn_feedforward *m) {
+    tt__module_free_children(tt_nn_feedforward_module(m));
     memset(m, 0, sizeof *m);
 }
 
 // ---- multi-head attention ----
 
-void tt_attention_init(tt_attention *m, const tt_attention_config *cfg, tt_rng *rng) {
-    tt_attention_config c = *cfg;
+void tt_nn_attention_init(tt_nn_attention *m, const tt_nn_attention_config *cfg, tt_rng *rng) {
+    tt_nn_attention_config c = *cfg;
     if (c.n_kv_head == 0) c.n_kv_head = c.n_head;
     if (c.rope_base == 0) c.rope_base = 10000.0;
     TT_CHECK(c.n_embd > 0 && c.n_head > 0 && c.n_kv_head > 0, "sizes must be positive, got "
@@ -84,15 +84,15 @@ void tt_attention_init(tt_attention *m, const tt_attention_config *cfg, tt_rng *
     memset(m, 0, sizeof *m);
     m->cfg = c;
     m->head_dim = hs;
-    tt_linear_init(&m->q_proj, c.n_embd, c.n_head * hs, c.bias, rng);
-    tt_linear_init(&m->k_proj, c.n_embd, c.n_kv_head * hs, c.bias, rng);
-    tt_linear_init(&m->v_proj, c.n_embd, c.n_kv_head * hs, c.bias, rng);
-    tt_linear_init(&m->o_proj, c.n_embd, c.n_embd, c.bias, rng);
+    tt_nn_linear_init(&m->q_proj, c.n_embd, c.n_head * hs, c.bias, rng);
+    tt_nn_linear_init(&m->k_proj, c.n_embd, c.n_kv_head * hs, c.bias, rng);
+    tt_nn_linear_init(&m->v_proj, c.n_embd, c.n_kv_head * hs, c.bias, rng);
+    tt_nn_linear_init(&m->o_proj, c.n_embd, c.n_embd, c.bias, rng);
     if (c.qk_norm) {
-        tt_rmsnorm_init(&m->q_norm, hs, 1e-6, true);
-        tt_rmsnorm_init(&m->k_norm, hs, 1e-6, true);
+        tt_nn_rmsnorm_init(&m->q_norm, hs, 1e-6, true);
+        tt_nn_rmsnorm_init(&m->k_norm, hs, 1e-6, true);
     }
-    if (c.rope) tt_rope_init(&m->rope, hs, c.max_seq, c.rope_base);
+    if (c.rope) tt_nn_rope_init(&m->rope, hs, c.max_seq, c.rope_base);
     if (c.causal) {
         // mask[i, j] = 1 for j > i: query i may not see the future key j.
         m->mask = tt__new_zeros(TT_I32, 2, (int64_t[]){c.max_seq, c.max_seq});  // (T, T)
@@ -100,8 +100,8 @@ void tt_attention_init(tt_attention *m, const tt_attention_config *cfg, tt_rng *
         for (int64_t i = 0; i < c.max_seq; i++)
             for (int64_t j = i + 1; j < c.max_seq; j++) mk[i * c.max_seq + j] = 1;
     }
-    tt_dropout_init(&m->attn_drop, c.dropout, rng);
-    tt_dropout_init(&m->resid_drop, c.dropout, rng);
+    tt_nn_dropout_init(&m->attn_drop, c.dropout, rng);
+    tt_nn_dropout_init(&m->resid_drop, c.dropout, rng);
 }
 
 // (B, T, n * HS) -> (B, n, T, HS)
@@ -128,9 +128,9 @@ static tt_tensor *repeat_kv(tt_tensor *x, int64_t rep) {
 // after cached ones (rows pos .. S - 1 of the causal mask; nothing to mask for a single query,
 // which sees every key) the composition is cheaper than the fused kernel's tiles. Runs inside
 // the caller's scope.
-static tt_tensor *attention_core(tt_attention *m, tt_tensor *q, tt_tensor *k, tt_tensor *v,
+static tt_tensor *attention_core(tt_nn_attention *m, tt_tensor *q, tt_tensor *k, tt_tensor *v,
                                  tt_tensor *mask, int64_t pos) {
-    const tt_attention_config *c = &m->cfg;
+    const tt_nn_attention_config *c = &m->cfg;
     double scale = 1.0 / sqrt((double)m->head_dim);
     bool drop = m->attn_drop.p > 0 && m->attn_drop.training;
     if (!drop && pos == 0) return tt_scaled_dot_product_attention(q, k, v, mask, c->causal, scale);
@@ -143,15 +143,15 @@ static tt_tensor *attention_core(tt_attention *m, tt_tensor *q, tt_tensor *k, tt
     if (c->causal && T > 1)
         att = tt_masked_fill(att, tt_slice(tt_slice(m->mask, 0, pos, S, 1), 1, 0, S, 1),
                              -INFINITY);
-    att = tt_dropout_forward(&m->attn_drop, tt_softmax(att, -1));
+    att = tt_nn_dropout_forward(&m->attn_drop, tt_softmax(att, -1));
     return tt_matmul(att, repeat_kv(v, rep));  // (B, NH, T, HS)
 }
 
 // Aborts unless x is (B, T, C) and positions pos .. pos + T - 1 fit max_seq; messages name
 // func, the public function the user called.
-static void check_input(const tt_attention *m, const tt_tensor *x, int64_t pos,
+static void check_input(const tt_nn_attention *m, const tt_tensor *x, int64_t pos,
                         const char *func) {
-    const tt_attention_config *c = &m->cfg;
+    const tt_nn_attention_config *c = &m->cfg;
     TT_CHECK_IN(func, x && x->ndim == 3 && x->shape[2] == c->n_embd, "input %s must be "
                 "(B, T, %lld): n_embd=%lld channels last", x ? tt__shape(x) : "NULL",
                 (long long)c->n_embd, (long long)c->n_embd);
@@ -163,31 +163,31 @@ static void check_input(const tt_attention *m, const tt_tensor *x, int64_t pos,
 
 // q, k, v of x (B, T, C) at positions pos .. pos + T - 1 (checked by check_input):
 // projected, split into heads, QK-normed and rotated. Runs in the caller's scope.
-static void project_qkv(tt_attention *m, tt_tensor *x, int64_t pos, tt_tensor **q,
+static void project_qkv(tt_nn_attention *m, tt_tensor *x, int64_t pos, tt_tensor **q,
                         tt_tensor **k, tt_tensor **v) {
-    const tt_attention_config *c = &m->cfg;
+    const tt_nn_attention_config *c = &m->cfg;
     int64_t hs = m->head_dim;
-    *q = split_heads(tt_linear_forward(&m->q_proj, x), c->n_head, hs);     // (B, NH, T, HS)
-    *k = split_heads(tt_linear_forward(&m->k_proj, x), c->n_kv_head, hs);  // (B, NKV, T, HS)
-    *v = split_heads(tt_linear_forward(&m->v_proj, x), c->n_kv_head, hs);  // (B, NKV, T, HS)
+    *q = split_heads(tt_nn_linear_forward(&m->q_proj, x), c->n_head, hs);  // (B, NH, T, HS)
+    *k = split_heads(tt_nn_linear_forward(&m->k_proj, x), c->n_kv_head, hs);  // (B, NKV, T, HS)
+    *v = split_heads(tt_nn_linear_forward(&m->v_proj, x), c->n_kv_head, hs);  // (B, NKV, T, HS)
     if (c->qk_norm) {
-        *q = tt_rmsnorm_forward(&m->q_norm, *q);
-        *k = tt_rmsnorm_forward(&m->k_norm, *k);
+        *q = tt_nn_rmsnorm_forward(&m->q_norm, *q);
+        *k = tt_nn_rmsnorm_forward(&m->k_norm, *k);
     }
     if (c->rope) {
-        *q = tt_rope_forward(&m->rope, *q, pos);
-        *k = tt_rope_forward(&m->rope, *k, pos);
+        *q = tt_nn_rope_forward(&m->rope, *q, pos);
+        *k = tt_nn_rope_forward(&m->rope, *k, pos);
     }
 }
 
 // y (B, NH, T, HS) -> o_proj and dropout, (B, T, C). Runs in the caller's scope.
-static tt_tensor *merge_heads(tt_attention *m, tt_tensor *y) {
+static tt_tensor *merge_heads(tt_nn_attention *m, tt_tensor *y) {
     int64_t B = y->shape[0], T = y->shape[2];
     y = tt_reshape(tt_transpose(y, 1, 2), TT_SHAPE(B, T, m->cfg.n_head * m->head_dim));
-    return tt_dropout_forward(&m->resid_drop, tt_linear_forward(&m->o_proj, y));
+    return tt_nn_dropout_forward(&m->resid_drop, tt_nn_linear_forward(&m->o_proj, y));
 }
 
-tt_tensor *tt_attention_forward(tt_attention *m, tt_tensor *x) {
+tt_tensor *tt_nn_attention_forward(tt_nn_attention *m, tt_tensor *x) {
     check_input(m, x, 0, __func__);
     tt_scope_begin();
     tt_tensor *q, *k, *v;
@@ -197,8 +197,8 @@ tt_tensor *tt_attention_forward(tt_attention *m, tt_tensor *x) {
     return y;
 }
 
-// TT_CHECK on behalf of tt_attention_forward_mask.
-#define MASK_CHECK(...) TT_CHECK_IN("tt_attention_forward_mask", __VA_ARGS__)
+// TT_CHECK on behalf of tt_nn_attention_forward_mask.
+#define MASK_CHECK(...) TT_CHECK_IN("tt_nn_attention_forward_mask", __VA_ARGS__)
 
 // bool TRUE (nn.MultiheadAttention: "not allowed") -> an additive 0 / -inf mask of dtype dt.
 static tt_tensor *additive(tt_tensor *mask, tt_dtype dt) {
@@ -210,7 +210,7 @@ static tt_tensor *additive(tt_tensor *mask, tt_dtype dt) {
 // tt_scaled_dot_product_attention's, broadcastable to (B, NH, T, T); NULL when both are NULL.
 // Two bool masks give a bool (B, 1 or NH, T, T) mask, a float among them an additive one. Runs
 // in the caller's scope.
-static tt_tensor *sdpa_mask(const tt_attention *m, tt_tensor *attn_mask, tt_tensor *kpm,
+static tt_tensor *sdpa_mask(const tt_nn_attention *m, tt_tensor *attn_mask, tt_tensor *kpm,
                             const tt_tensor *x) {
     int64_t B = x->shape[0], T = x->shape[1], NH = m->cfg.n_head;
     tt_tensor *am = NULL, *pm = NULL;
@@ -249,8 +249,8 @@ static tt_tensor *sdpa_mask(const tt_attention *m, tt_tensor *attn_mask, tt_tens
     return tt_add(additive(am, x->dtype), additive(pm, x->dtype));
 }
 
-tt_tensor *tt_attention_forward_mask(tt_attention *m, tt_tensor *x, tt_tensor *attn_mask,
-                                     tt_tensor *key_padding_mask) {
+tt_tensor *tt_nn_attention_forward_mask(tt_nn_attention *m, tt_tensor *x, tt_tensor *attn_mask,
+                                        tt_tensor *key_padding_mask) {
     check_input(m, x, 0, __func__);
     tt_scope_begin();
     tt_tensor *mask = sdpa_mask(m, attn_mask, key_padding_mask, x);
@@ -261,9 +261,9 @@ tt_tensor *tt_attention_forward_mask(tt_attention *m, tt_tensor *x, tt_tensor *a
     return y;
 }
 
-tt_tensor *tt_attention_forward_cached(tt_attention *m, tt_tensor *x, tt_tensor *k_cache,
-                                       tt_tensor *v_cache, int64_t pos) {
-    const tt_attention_config *c = &m->cfg;
+tt_tensor *tt_nn_attention_forward_cached(tt_nn_attention *m, tt_tensor *x, tt_tensor *k_cache,
+                                          tt_tensor *v_cache, int64_t pos) {
+    const tt_nn_attention_config *c = &m->cfg;
     check_input(m, x, pos, __func__);
     int64_t T = x->shape[1], S = pos + T;
     TT_CHECK(k_cache && v_cache && k_cache->ndim == 4 && tt_same_shape(k_cache, v_cache) &&
@@ -287,49 +287,49 @@ tt_tensor *tt_attention_forward_cached(tt_attention *m, tt_tensor *x, tt_tensor 
 // structs when absent (their free is then a no-op), but listing them only when configured keeps
 // the parameter names those of the configuration.
 static void attention_children(void *self, tt_module_visit visit, void *ctx) {
-    tt_attention *m = self;
-    visit(tt_linear_module(&m->q_proj), "q_proj", ctx);
-    visit(tt_linear_module(&m->k_proj), "k_proj", ctx);
-    visit(tt_linear_module(&m->v_proj), "v_proj", ctx);
-    visit(tt_linear_module(&m->o_proj), "o_proj", ctx);
+    tt_nn_attention *m = self;
+    visit(tt_nn_linear_module(&m->q_proj), "q_proj", ctx);
+    visit(tt_nn_linear_module(&m->k_proj), "k_proj", ctx);
+    visit(tt_nn_linear_module(&m->v_proj), "v_proj", ctx);
+    visit(tt_nn_linear_module(&m->o_proj), "o_proj", ctx);
     if (m->cfg.qk_norm) {
-        visit(tt_rmsnorm_module(&m->q_norm), "q_norm", ctx);
-        visit(tt_rmsnorm_module(&m->k_norm), "k_norm", ctx);
+        visit(tt_nn_rmsnorm_module(&m->q_norm), "q_norm", ctx);
+        visit(tt_nn_rmsnorm_module(&m->k_norm), "k_norm", ctx);
     }
-    if (m->cfg.rope) visit(tt_rope_module(&m->rope), "rope", ctx);
-    visit(tt_dropout_module(&m->attn_drop), "attn_drop", ctx);
-    visit(tt_dropout_module(&m->resid_drop), "resid_drop", ctx);
+    if (m->cfg.rope) visit(tt_nn_rope_module(&m->rope), "rope", ctx);
+    visit(tt_nn_dropout_module(&m->attn_drop), "attn_drop", ctx);
+    visit(tt_nn_dropout_module(&m->resid_drop), "resid_drop", ctx);
 }
 
-static tt_tensor *attention_fwd(void *self, tt_tensor *x) { return tt_attention_forward(self, x); }
-static void attention_free(void *self) { tt_attention_free(self); }
+static tt_tensor *attention_fwd(void *self, tt_tensor *x) { return tt_nn_attention_forward(self, x); }
+static void attention_free(void *self) { tt_nn_attention_free(self); }
 static const tt_module_ops attention_ops = {.type = "Attention", .forward = attention_fwd,
                                             .children = attention_children, .free = attention_free};
-tt_module tt_attention_module(tt_attention *m) { return (tt_module){m, &attention_ops}; }
+tt_module tt_nn_attention_module(tt_nn_attention *m) { return (tt_module){m, &attention_ops}; }
 
-void tt_attention_params(const tt_attention *m, tt_params *out, const char *prefix) {
-    tt_module_params(tt_attention_module((tt_attention *)m), out, prefix);
+void tt_nn_attention_params(const tt_nn_attention *m, tt_params *out, const char *prefix) {
+    tt_module_params(tt_nn_attention_module((tt_nn_attention *)m), out, prefix);
 }
 
-void tt_attention_train(tt_attention *m, bool training) {
-    tt_module_train(tt_attention_module(m), training);
+void tt_nn_attention_train(tt_nn_attention *m, bool training) {
+    tt_module_train(tt_nn_attention_module(m), training);
 }
 
-void tt_attention_free(tt_attention *m) {
-    tt__module_free_children(tt_attention_module(m));
+void tt_nn_attention_free(tt_nn_attention *m) {
+    tt__module_free_children(tt_nn_attention_module(m));
     tt_release(m->mask);
     memset(m, 0, sizeof *m);
 }
 
 // ---- transformer block (pre-norm, GPT-2 / Llama order; or post-norm, PyTorch's default) ----
 
-static bool block_bias(tt_block_bias b, bool attn_bias, const char *what) {
-    TT_CHECK_IN("tt_block_init", (unsigned)b < TT_BIAS_COUNT, "%s is %d; use TT_BIAS_LIKE_ATTN "
+static bool block_bias(tt_nn_block_bias b, bool attn_bias, const char *what) {
+    TT_CHECK_IN("tt_nn_block_init", (unsigned)b < TT_BIAS_COUNT, "%s is %d; use TT_BIAS_LIKE_ATTN "
                 "(0), TT_BIAS_ON or TT_BIAS_OFF", what, (int)b);
     return b == TT_BIAS_LIKE_ATTN ? attn_bias : b == TT_BIAS_ON;
 }
 
-void tt_block_init(tt_block *m, const tt_block_config *cfg, tt_rng *rng) {
+void tt_nn_block_init(tt_nn_block *m, const tt_nn_block_config *cfg, tt_rng *rng) {
     int64_t C = cfg->attn.n_embd;
     double eps = cfg->norm_eps != 0 ? cfg->norm_eps : 1e-5;
     int64_t hidden = cfg->mlp_hidden != 0 ? cfg->mlp_hidden : 4 * C;
@@ -337,37 +337,37 @@ void tt_block_init(tt_block *m, const tt_block_config *cfg, tt_rng *rng) {
     bool mlp_bias = block_bias(cfg->mlp_bias, cfg->attn.bias, "mlp_bias");
     memset(m, 0, sizeof *m);
     m->post_norm = cfg->post_norm;
-    tt_attention_init(&m->attn, &cfg->attn, rng);
-    tt_norm_init(&m->norm1, cfg->norm, C, eps, norm_bias);
-    tt_norm_init(&m->norm2, cfg->norm, C, eps, norm_bias);
-    tt_feedforward_init(&m->mlp, C, hidden, cfg->act, mlp_bias, cfg->attn.dropout, rng);
+    tt_nn_attention_init(&m->attn, &cfg->attn, rng);
+    tt_nn_norm_init(&m->norm1, cfg->norm, C, eps, norm_bias);
+    tt_nn_norm_init(&m->norm2, cfg->norm, C, eps, norm_bias);
+    tt_nn_feedforward_init(&m->mlp, C, hidden, cfg->act, mlp_bias, cfg->attn.dropout, rng);
 }
 
 // The rest of the block after the attention branch a (of norm1(x), or of x when post-norm).
-static tt_tensor *block_finish(tt_block *m, tt_tensor *x, tt_tensor *a) {
+static tt_tensor *block_finish(tt_nn_block *m, tt_tensor *x, tt_tensor *a) {
     if (m->post_norm) {  // x = norm1(x + attn(x)); x = norm2(x + mlp(x))
-        tt_tensor *h = tt_norm_forward(&m->norm1, tt_add(x, a));
-        return tt_norm_forward(&m->norm2, tt_add(h, tt_feedforward_forward(&m->mlp, h)));
+        tt_tensor *h = tt_nn_norm_forward(&m->norm1, tt_add(x, a));
+        return tt_nn_norm_forward(&m->norm2, tt_add(h, tt_nn_feedforward_forward(&m->mlp, h)));
     }
     tt_tensor *h = tt_add(x, a);  // x = x + attn(norm1(x)); x = x + mlp(norm2(x))
-    return tt_add(h, tt_feedforward_forward(&m->mlp, tt_norm_forward(&m->norm2, h)));
+    return tt_add(h, tt_nn_feedforward_forward(&m->mlp, tt_nn_norm_forward(&m->norm2, h)));
 }
 
 // x (B, T, C) -> (B, T, C).
-tt_tensor *tt_block_forward(tt_block *m, tt_tensor *x) {
+tt_tensor *tt_nn_block_forward(tt_nn_block *m, tt_tensor *x) {
     tt_scope_begin();
-    tt_tensor *in = m->post_norm ? x : tt_norm_forward(&m->norm1, x);
-    tt_tensor *h = block_finish(m, x, tt_attention_forward(&m->attn, in));
+    tt_tensor *in = m->post_norm ? x : tt_nn_norm_forward(&m->norm1, x);
+    tt_tensor *h = block_finish(m, x, tt_nn_attention_forward(&m->attn, in));
     tt_keep(h);
     tt_scope_end();
     return h;
 }
 
-tt_tensor *tt_block_forward_cached(tt_block *m, tt_tensor *x, tt_tensor *k_cache,
-                                   tt_tensor *v_cache, int64_t pos) {
+tt_tensor *tt_nn_block_forward_cached(tt_nn_block *m, tt_tensor *x, tt_tensor *k_cache,
+                                      tt_tensor *v_cache, int64_t pos) {
     tt_scope_begin();
-    tt_tensor *in = m->post_norm ? x : tt_norm_forward(&m->norm1, x);
-    tt_tensor *a = tt_attention_forward_cached(&m->attn, in, k_cache, v_cache, pos);
+    tt_tensor *in = m->post_norm ? x : tt_nn_norm_forward(&m->norm1, x);
+    tt_tensor *a = tt_nn_attention_forward_cached(&m->attn, in, k_cache, v_cache, pos);
     tt_tensor *h = block_finish(m, x, a);
     tt_keep(h);
     tt_scope_end();
@@ -376,34 +376,34 @@ tt_tensor *tt_block_forward_cached(tt_block *m, tt_tensor *x, tt_tensor *k_cache
 
 // The children, listed once: params, train and free walk them.
 static void block_children(void *self, tt_module_visit visit, void *ctx) {
-    tt_block *m = self;
-    visit(tt_norm_module(&m->norm1), "norm1", ctx);
-    visit(tt_attention_module(&m->attn), "attn", ctx);
-    visit(tt_norm_module(&m->norm2), "norm2", ctx);
-    visit(tt_feedforward_module(&m->mlp), "mlp", ctx);
+    tt_nn_block *m = self;
+    visit(tt_nn_norm_module(&m->norm1), "norm1", ctx);
+    visit(tt_nn_attention_module(&m->attn), "attn", ctx);
+    visit(tt_nn_norm_module(&m->norm2), "norm2", ctx);
+    visit(tt_nn_feedforward_module(&m->mlp), "mlp", ctx);
 }
 
-static tt_tensor *block_fwd(void *self, tt_tensor *x) { return tt_block_forward(self, x); }
-static void block_free(void *self) { tt_block_free(self); }
+static tt_tensor *block_fwd(void *self, tt_tensor *x) { return tt_nn_block_forward(self, x); }
+static void block_free(void *self) { tt_nn_block_free(self); }
 static const tt_module_ops block_ops = {.type = "Block", .forward = block_fwd,
                                         .children = block_children, .free = block_free};
-tt_module tt_block_module(tt_block *m) { return (tt_module){m, &block_ops}; }
+tt_module tt_nn_block_module(tt_nn_block *m) { return (tt_module){m, &block_ops}; }
 
-tt_module tt_block_new(const tt_block_config *cfg, tt_rng *rng) {
-    tt_block *m = TT_MALLOC(sizeof *m);
-    tt_block_init(m, cfg, rng);
+tt_module tt_nn_block_new(const tt_nn_block_config *cfg, tt_rng *rng) {
+    tt_nn_block *m = TT_MALLOC(sizeof *m);
+    tt_nn_block_init(m, cfg, rng);
     static const tt_module_ops owned = {.type = "Block", .forward = block_fwd,
         .children = block_children, .free = block_free, .owned = true};
     return (tt_module){m, &owned};
 }
 
-void tt_block_params(const tt_block *m, tt_params *out, const char *prefix) {
-    tt_module_params(tt_block_module((tt_block *)m), out, prefix);
+void tt_nn_block_params(const tt_nn_block *m, tt_params *out, const char *prefix) {
+    tt_module_params(tt_nn_block_module((tt_nn_block *)m), out, prefix);
 }
 
-void tt_block_train(tt_block *m, bool training) { tt_module_train(tt_block_module(m), training); }
+void tt_nn_block_train(tt_nn_block *m, bool training) { tt_module_train(tt_nn_block_module(m), training); }
 
-void tt_block_free(tt_block *m) {
-    tt__module_free_children(tt_block_module(m));
+void tt_nn_block_free(tt_nn_block *m) {
+    tt__module_free_children(tt_nn_block_module(m));
     memset(m, 0, sizeof *m);
 }

@@ -28,21 +28,21 @@ void tt_module_named_modules(tt_module m, const char *prefix, tt_module_visit vi
 
 // ---- Linears ----
 
-tt_linear *tt_module_as_linear(tt_module m) {
+tt_nn_linear *tt_module_as_linear(tt_module m) {
     return tt__is_linear_ops(m.ops) ? m.self : NULL;
 }
 
-void tt_linear_list_init(tt_linear_list *l) { memset(l, 0, sizeof *l); }
+void tt_nn_linear_list_init(tt_nn_linear_list *l) { memset(l, 0, sizeof *l); }
 
-void tt_linear_list_free(tt_linear_list *l) {
+void tt_nn_linear_list_free(tt_nn_linear_list *l) {
     if (!l) return;
     tt_free(l->items);
     memset(l, 0, sizeof *l);
 }
 
 static void linear_visit(tt_module m, const char *name, void *ctx) {
-    tt_linear_list *l = ctx;
-    tt_linear *lin = tt_module_as_linear(m);
+    tt_nn_linear_list *l = ctx;
+    tt_nn_linear *lin = tt_module_as_linear(m);
     if (!lin) return;
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 16;
@@ -53,8 +53,8 @@ static void linear_visit(tt_module m, const char *name, void *ctx) {
     it->linear = lin;
 }
 
-void tt_module_linears(tt_module m, const char *prefix, tt_linear_list *out) {
-    TT_CHECK(out, "out must not be NULL; tt_linear_list_init one first");
+void tt_module_linears(tt_module m, const char *prefix, tt_nn_linear_list *out) {
+    TT_CHECK(out, "out must not be NULL; tt_nn_linear_list_init one first");
     tt_module_named_modules(m, prefix, linear_visit, out);
 }
 

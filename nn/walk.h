@@ -3,15 +3,15 @@
 // derives from its tree (parameter lists, train mode, the Linears to compress) comes from here
 // rather than from lists kept by hand.
 //
-//     tt_linear_list lin;
-//     tt_linear_list_init(&lin);
+//     tt_nn_linear_list lin;
+//     tt_nn_linear_list_init(&lin);
 //     tt_module_linears(tt_gpt_module(&gpt), NULL, &lin);  // "blocks.0.attn.q_proj", ...
 //     for (int i = 0; i < lin.n; i++) printf("%s\n", lin.items[i].name);
-//     tt_linear_list_free(&lin);
+//     tt_nn_linear_list_free(&lin);
 #ifndef TT_NN_WALK_H
 #define TT_NN_WALK_H
 
-#include "nn.h"
+#include "layers.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -23,25 +23,25 @@ extern "C" {
 // twice; PyTorch skips repeats).
 void tt_module_named_modules(tt_module m, const char *prefix, tt_module_visit visit, void *ctx);
 
-// The tt_linear behind m when m is tt_linear_module's, else NULL (a module of a user's that
+// The tt_nn_linear behind m when m is tt_nn_linear_module's, else NULL (a module of a user's that
 // calls itself "Linear" is not one).
-tt_linear *tt_module_as_linear(tt_module m);
+tt_nn_linear *tt_module_as_linear(tt_module m);
 
 typedef struct tt_named_linear {
     char name[TT_NAME_MAX];  // full dotted name, e.g. "blocks.0.mlp.fc"
-    tt_linear *linear;       // borrowed: the tree owns it
+    tt_nn_linear *linear;    // borrowed: the tree owns it
 } tt_named_linear;
 
-typedef struct tt_linear_list {
+typedef struct tt_nn_linear_list {
     tt_named_linear *items;
     int n, cap;
-} tt_linear_list;
+} tt_nn_linear_list;
 
-void tt_linear_list_init(tt_linear_list *l);
-void tt_linear_list_free(tt_linear_list *l);  // the list only; safe on a zeroed struct
+void tt_nn_linear_list_init(tt_nn_linear_list *l);
+void tt_nn_linear_list_free(tt_nn_linear_list *l);  // the list only; safe on a zeroed struct
 // Appends every Linear of m's tree (m included) in tt_module_named_modules order, named under
 // prefix (may be NULL). A low-rank Linear counts once (its factors are not modules).
-void tt_module_linears(tt_module m, const char *prefix, tt_linear_list *out);
+void tt_module_linears(tt_module m, const char *prefix, tt_nn_linear_list *out);
 
 // The forward of a chain (tt_module_ops.chain): m's children run one after another, each on
 // the previous one's output, in the caller's scope. Aborts when m has no children.

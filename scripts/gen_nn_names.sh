@@ -125,6 +125,8 @@ gen_deprecated() {
 #ifndef $guard
 #define $guard
 
+#include "$dir.h"  // the new names the aliases point to, whichever header came first
+
 #if !defined(TT__DEPRECATED_TYPE) && (defined(__GNUC__) || defined(__clang__))
 #define TT__DEPRECATED_TYPE(old_name, new_name) \\
     typedef new_name old_name __attribute__((deprecated("use " #new_name)));

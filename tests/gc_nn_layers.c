@@ -17,22 +17,22 @@ static void f64_end(tt_dtype prev) { tt_set_default_dtype(prev); }
 
 // in = {x, weight[, bias]}
 static tt_tensor *f_linear(tt_tensor *const *in, int n, void *ctx) {
-    tt_linear m = *(const tt_linear *)ctx;
+    tt_nn_linear m = *(const tt_nn_linear *)ctx;
     m.weight = in[1];
     m.bias = n > 2 ? in[2] : NULL;
-    return tt_linear_forward(&m, in[0]);
+    return tt_nn_linear_forward(&m, in[0]);
 }
 
 static void linear_case(gc_report *r, int ndim, const int64_t *xshape, int64_t in_f,
                         int64_t out_f, bool bias) {
     tt_dtype prev = f64_begin();
-    tt_linear m;
-    tt_linear_init(&m, in_f, out_f, bias, gc_rng());
+    tt_nn_linear m;
+    tt_nn_linear_init(&m, in_f, out_f, bias, gc_rng());
     f64_end(prev);
     tt_tensor *x = gc_input(ndim, xshape, -1, 1);
     tt_tensor *in[3] = {x, m.weight, m.bias};
     gc_check(r, f_linear, &m, bias ? 3 : 2, in, NULL);
-    tt_linear_free(&m);
+    tt_nn_linear_free(&m);
 }
 
 static void linear_bias(gc_report *r) { linear_case(r, TT_SHAPE(3, 4), 4, 5, true); }
@@ -42,7 +42,7 @@ static void linear_batched_3d(gc_report *r) { linear_case(r, TT_SHAPE(2, 3, 4), 
 // ---- Embedding ----
 
 typedef struct embedding_ctx {
-    tt_embedding_layer *m;
+    tt_nn_embedding *m;
     tt_tensor *idx;
 } embedding_ctx;
 
@@ -50,77 +50,77 @@ typedef struct embedding_ctx {
 static tt_tensor *f_embedding(tt_tensor *const *in, int n, void *ctx) {
     (void)n;
     const embedding_ctx *c = ctx;
-    tt_embedding_layer m = *c->m;
+    tt_nn_embedding m = *c->m;
     m.weight = in[0];
-    return tt_embedding_forward(&m, c->idx);
+    return tt_nn_embedding_forward(&m, c->idx);
 }
 
 // Repeated indices: their rows' gradients accumulate.
 static void embedding_basic(gc_report *r) {
     tt_dtype prev = f64_begin();
-    tt_embedding_layer m;
-    tt_embedding_init(&m, 6, 3, gc_rng());
+    tt_nn_embedding m;
+    tt_nn_embedding_init(&m, 6, 3, gc_rng());
     f64_end(prev);
     tt_tensor *idx = tt_from_data(TT_I64, TT_SHAPE(2, 3), (const int64_t[]){1, 5, 1, 0, 3, 5});
     gc_check(r, f_embedding, &(embedding_ctx){&m, idx}, 1, &m.weight, NULL);
-    tt_embedding_free(&m);
+    tt_nn_embedding_free(&m);
 }
 
 // ---- LayerNorm / RMSNorm ----
 
 // in = {x[, weight[, bias]]}
 static tt_tensor *f_layernorm(tt_tensor *const *in, int n, void *ctx) {
-    tt_layernorm_layer m = *(const tt_layernorm_layer *)ctx;
+    tt_nn_layernorm m = *(const tt_nn_layernorm *)ctx;
     m.weight = n > 1 ? in[1] : NULL;
     m.bias = n > 2 ? in[2] : NULL;
-    return tt_layernorm_forward(&m, in[0]);
+    return tt_nn_layernorm_forward(&m, in[0]);
 }
 
 // The init is weight 1, bias 0; random values make the check see how each one enters.
 static void layernorm_affine(gc_report *r) {
     tt_dtype prev = f64_begin();
-    tt_layernorm_layer m;
-    tt_layernorm_init(&m, 5, 1e-5, true, true);
+    tt_nn_layernorm m;
+    tt_nn_layernorm_init(&m, 5, 1e-5, true, true);
     f64_end(prev);
     tt_uniform_(m.weight, gc_rng(), 0.5, 1.5);
     tt_uniform_(m.bias, gc_rng(), -0.5, 0.5);
     tt_tensor *x = gc_input(TT_SHAPE(2, 3, 5), -2, 2);
     gc_check(r, f_layernorm, &m, 3, (tt_tensor *[]){x, m.weight, m.bias}, NULL);
-    tt_layernorm_free(&m);
+    tt_nn_layernorm_free(&m);
 }
 
 static void layernorm_no_affine(gc_report *r) {
-    tt_layernorm_layer m;
-    tt_layernorm_init(&m, 6, 1e-5, false, false);
+    tt_nn_layernorm m;
+    tt_nn_layernorm_init(&m, 6, 1e-5, false, false);
     tt_tensor *x = gc_input(TT_SHAPE(3, 6), -2, 2);
     gc_check(r, f_layernorm, &m, 1, &x, NULL);
-    tt_layernorm_free(&m);
+    tt_nn_layernorm_free(&m);
 }
 
 // in = {x[, weight]}
 static tt_tensor *f_rmsnorm(tt_tensor *const *in, int n, void *ctx) {
-    tt_rmsnorm_layer m = *(const tt_rmsnorm_layer *)ctx;
+    tt_nn_rmsnorm m = *(const tt_nn_rmsnorm *)ctx;
     m.weight = n > 1 ? in[1] : NULL;
-    return tt_rmsnorm_forward(&m, in[0]);
+    return tt_nn_rmsnorm_forward(&m, in[0]);
 }
 
 static void rmsnorm_weight(gc_report *r) {
     tt_dtype prev = f64_begin();
-    tt_rmsnorm_layer m;
-    tt_rmsnorm_init(&m, 5, 1e-6, true);
+    tt_nn_rmsnorm m;
+    tt_nn_rmsnorm_init(&m, 5, 1e-6, true);
     f64_end(prev);
     tt_uniform_(m.weight, gc_rng(), 0.5, 1.5);
     tt_tensor *x = gc_input(TT_SHAPE(2, 3, 5), -2, 2);
     gc_check(r, f_rmsnorm, &m, 2, (tt_tensor *[]){x, m.weight}, NULL);
-    tt_rmsnorm_free(&m);
+    tt_nn_rmsnorm_free(&m);
 }
 
 static void rmsnorm_no_weight(gc_report *r) {
-    tt_rmsnorm_layer m;
-    tt_rmsnorm_init(&m, 4, 1e-6, false);
+    tt_nn_rmsnorm m;
+    tt_nn_rmsnorm_init(&m, 4, 1e-6, false);
     tt_tensor *x = gc_input(TT_SHAPE(3, 4), -2, 2);
     gc_check(r, f_rmsnorm, &m, 1, &x, NULL);
-    tt_rmsnorm_free(&m);
+    tt_nn_rmsnorm_free(&m);
 }
 
 // ---- Sequential ----
@@ -129,17 +129,17 @@ static void rmsnorm_no_weight(gc_report *r) {
 // fc2.bias}. The sequential holds pointers to the Linear structs, so f points their parameters
 // at the inputs for the call and restores them after.
 typedef struct mlp_ctx {
-    tt_linear fc1, fc2;
-    tt_sequential seq;
+    tt_nn_linear fc1, fc2;
+    tt_nn_sequential seq;
 } mlp_ctx;
 
 static tt_tensor *f_sequential(tt_tensor *const *in, int n, void *ctx) {
     (void)n;
     mlp_ctx *c = ctx;
-    tt_linear saved1 = c->fc1, saved2 = c->fc2;
+    tt_nn_linear saved1 = c->fc1, saved2 = c->fc2;
     c->fc1.weight = in[1], c->fc1.bias = in[2];
     c->fc2.weight = in[3], c->fc2.bias = in[4];
-    tt_tensor *y = tt_sequential_forward(&c->seq, in[0]);
+    tt_tensor *y = tt_nn_sequential_forward(&c->seq, in[0]);
     c->fc1 = saved1;
     c->fc2 = saved2;
     return y;
@@ -148,25 +148,25 @@ static tt_tensor *f_sequential(tt_tensor *const *in, int n, void *ctx) {
 static void sequential_mlp(gc_report *r) {
     mlp_ctx c;
     tt_dtype prev = f64_begin();
-    tt_linear_init(&c.fc1, 2, 16, true, gc_rng());
-    tt_linear_init(&c.fc2, 16, 2, true, gc_rng());
+    tt_nn_linear_init(&c.fc1, 2, 16, true, gc_rng());
+    tt_nn_linear_init(&c.fc2, 16, 2, true, gc_rng());
     f64_end(prev);
-    tt_sequential_init(&c.seq);
-    tt_sequential_add(&c.seq, tt_linear_module(&c.fc1));
-    tt_sequential_add(&c.seq, tt_act_module(TT_ACT_TANH));
-    tt_sequential_add(&c.seq, tt_linear_module(&c.fc2));
-    // The parameters in the order tt_sequential_params lists them: 0.weight, 0.bias, 2.weight...
+    tt_nn_sequential_init(&c.seq);
+    tt_nn_sequential_add(&c.seq, tt_nn_linear_module(&c.fc1));
+    tt_nn_sequential_add(&c.seq, tt_act_module(TT_ACT_TANH));
+    tt_nn_sequential_add(&c.seq, tt_nn_linear_module(&c.fc2));
+    // The parameters in the order tt_nn_sequential_params lists them: 0.weight, 0.bias, 2.weight...
     tt_params p;
     tt_params_init(&p);
-    tt_sequential_params(&c.seq, &p, NULL);
+    tt_nn_sequential_params(&c.seq, &p, NULL);
     tt_tensor *x = gc_input(TT_SHAPE(3, 2), -1, 1);
     tt_tensor *in[5] = {x, p.items[0].tensor, p.items[1].tensor, p.items[2].tensor,
                         p.items[3].tensor};
     gc_check(r, f_sequential, &c, 5, in, NULL);
     tt_params_free(&p);
-    tt_sequential_free(&c.seq);
-    tt_linear_free(&c.fc1);
-    tt_linear_free(&c.fc2);
+    tt_nn_sequential_free(&c.seq);
+    tt_nn_linear_free(&c.fc1);
+    tt_nn_linear_free(&c.fc2);
 }
 
 // ---- MLP (torchvision.ops.MLP's layout) ----
@@ -175,15 +175,15 @@ static void sequential_mlp(gc_report *r) {
 // for the call and restores them after.
 static tt_tensor *f_mlp(tt_tensor *const *in, int n, void *ctx) {
     (void)n;
-    tt_mlp *m = ctx;
-    tt_linear saved[8];
+    tt_nn_mlp *m = ctx;
+    tt_nn_linear saved[8];
     int k = 1;
     for (int i = 0; i < m->n_layers; i++) {
         saved[i] = m->layers[i];
         m->layers[i].weight = in[k++];
         if (m->layers[i].bias) m->layers[i].bias = in[k++];
     }
-    tt_tensor *y = tt_mlp_forward(m, in[0]);
+    tt_tensor *y = tt_nn_mlp_forward(m, in[0]);
     for (int i = 0; i < m->n_layers; i++) m->layers[i] = saved[i];
     return y;
 }
@@ -191,17 +191,17 @@ static tt_tensor *f_mlp(tt_tensor *const *in, int n, void *ctx) {
 static void mlp_case(gc_report *r, int n_widths, const int64_t *widths, tt_act act, bool bias,
                      int ndim, const int64_t *xshape) {
     tt_dtype prev = f64_begin();
-    tt_mlp m;
-    tt_mlp_init(&m, n_widths, widths, act, bias, 0.0, gc_rng());
+    tt_nn_mlp m;
+    tt_nn_mlp_init(&m, n_widths, widths, act, bias, 0.0, gc_rng());
     f64_end(prev);
     tt_params p;
     tt_params_init(&p);
-    tt_mlp_params(&m, &p, NULL);  // 0.weight, 0.bias, 3.weight, ...: the order f reads
+    tt_nn_mlp_params(&m, &p, NULL);  // 0.weight, 0.bias, 3.weight, ...: the order f reads
     tt_tensor *in[16] = {gc_input(ndim, xshape, -1, 1)};
     for (int i = 0; i < p.n; i++) in[1 + i] = p.items[i].tensor;
     gc_check(r, f_mlp, &m, 1 + p.n, in, NULL);
     tt_params_free(&p);
-    tt_mlp_free(&m);
+    tt_nn_mlp_free(&m);
 }
 
 static void mlp_tanh_bias(gc_report *r) {

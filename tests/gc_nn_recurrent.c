@@ -27,7 +27,7 @@ static tt_tensor *f_recurrent(tt_tensor *const *in, int n, void *ctx) {
     const rec_ctx *c = ctx;
     int k = 1;
     tt_tensor *h0 = c->h0 ? in[k++] : NULL, *c0 = c->c0 ? in[k++] : NULL;
-    tt_recurrent_layer layers[MAX_LAYERS];
+    tt_nn_recurrent_layer layers[MAX_LAYERS];
     for (int l = 0; l < c->L; l++) {
         layers[l].weight_ih = in[k++];
         layers[l].weight_hh = in[k++];
@@ -36,15 +36,15 @@ static tt_tensor *f_recurrent(tt_tensor *const *in, int n, void *ctx) {
     }
     tt_tensor *h_n, *c_n = NULL, *y;
     if (c->kind == R_LSTM) {
-        tt_lstm m = {layers, c->in, c->H, c->L, c->bias, c->batch_first};
-        y = tt_lstm_forward(&m, in[0], h0, c0, &h_n, &c_n);
+        tt_nn_lstm m = {layers, c->in, c->H, c->L, c->bias, c->batch_first};
+        y = tt_nn_lstm_forward(&m, in[0], h0, c0, &h_n, &c_n);
     } else if (c->kind == R_GRU) {
-        tt_gru m = {layers, c->in, c->H, c->L, c->bias, c->batch_first};
-        y = tt_gru_forward(&m, in[0], h0, &h_n);
+        tt_nn_gru m = {layers, c->in, c->H, c->L, c->bias, c->batch_first};
+        y = tt_nn_gru_forward(&m, in[0], h0, &h_n);
     } else {
-        tt_rnn m = {layers, c->in, c->H, c->L, c->bias, c->batch_first,
-                    c->kind == R_RELU ? TT_ACT_RELU : TT_ACT_TANH};
-        y = tt_rnn_forward(&m, in[0], h0, &h_n);
+        tt_nn_rnn m = {layers, c->in, c->H, c->L, c->bias, c->batch_first,
+                       c->kind == R_RELU ? TT_ACT_RELU : TT_ACT_TANH};
+        y = tt_nn_rnn_forward(&m, in[0], h0, &h_n);
     }
     tt_tensor *parts[3] = {tt_flatten(y, 0, -1), tt_flatten(h_n, 0, -1), c_n ? tt_flatten(c_n, 0, -1) : NULL};
     return tt_cat(c_n ? 3 : 2, parts, 0);
@@ -53,19 +53,19 @@ static tt_tensor *f_recurrent(tt_tensor *const *in, int n, void *ctx) {
 // x is the caller's leaf (its shape decides batched / batch_first); the states are random.
 static void rec_case(gc_report *r, rec_ctx c, tt_tensor *x) {
     tt_dtype prev = tt_set_default_dtype(TT_F64);
-    tt_rnn rnn = {0};
-    tt_lstm lstm = {0};
-    tt_gru gru = {0};
-    const tt_recurrent_layer *layers;
+    tt_nn_rnn rnn = {0};
+    tt_nn_lstm lstm = {0};
+    tt_nn_gru gru = {0};
+    const tt_nn_recurrent_layer *layers;
     if (c.kind == R_LSTM) {
-        tt_lstm_init(&lstm, c.in, c.H, c.L, c.bias, c.batch_first, gc_rng());
+        tt_nn_lstm_init(&lstm, c.in, c.H, c.L, c.bias, c.batch_first, gc_rng());
         layers = lstm.layers;
     } else if (c.kind == R_GRU) {
-        tt_gru_init(&gru, c.in, c.H, c.L, c.bias, c.batch_first, gc_rng());
+        tt_nn_gru_init(&gru, c.in, c.H, c.L, c.bias, c.batch_first, gc_rng());
         layers = gru.layers;
     } else {
-        tt_rnn_init(&rnn, c.in, c.H, c.L, c.kind == R_RELU ? TT_ACT_RELU : TT_ACT_TANH, c.bias,
-                    c.batch_first, gc_rng());
+        tt_nn_rnn_init(&rnn, c.in, c.H, c.L, c.kind == R_RELU ? TT_ACT_RELU : TT_ACT_TANH, c.bias,
+                       c.batch_first, gc_rng());
         layers = rnn.layers;
     }
     tt_set_default_dtype(prev);
@@ -87,9 +87,9 @@ static void rec_case(gc_report *r, rec_ctx c, tt_tensor *x) {
         }
     }
     gc_check(r, f_recurrent, &c, n, in, NULL);
-    tt_lstm_free(&lstm);
-    tt_gru_free(&gru);
-    tt_rnn_free(&rnn);
+    tt_nn_lstm_free(&lstm);
+    tt_nn_gru_free(&gru);
+    tt_nn_rnn_free(&rnn);
 }
 
 static tt_tensor *x_seq(void) { return gc_input(TT_SHAPE(3, 2, 3), -1, 1); }       // (T, B, in)

@@ -61,12 +61,12 @@ static void check_module(gc_report *r, mod_ctx *c, tt_tensor *x, const tt_params
     gc_check(r, f_module, c, c->nslots + 1, in, NULL);
 }
 
-static void linear_slots(mod_ctx *c, tt_linear *l) {
+static void linear_slots(mod_ctx *c, tt_nn_linear *l) {
     add_slot(c, &l->weight);
     add_slot(c, &l->bias);
 }
 
-static void norm_slots(mod_ctx *c, tt_norm *n) {
+static void norm_slots(mod_ctx *c, tt_nn_norm *n) {
     if (n->kind == TT_NORM_LAYERNORM) {
         add_slot(c, &n->ln.weight);
         add_slot(c, &n->ln.bias);
@@ -75,12 +75,12 @@ static void norm_slots(mod_ctx *c, tt_norm *n) {
     }
 }
 
-static void mlp_slots(mod_ctx *c, tt_feedforward *m) {
+static void mlp_slots(mod_ctx *c, tt_nn_feedforward *m) {
     linear_slots(c, &m->fc);
     linear_slots(c, &m->proj);
 }
 
-static void attention_param_slots(mod_ctx *c, tt_attention *a) {
+static void attention_param_slots(mod_ctx *c, tt_nn_attention *a) {
     linear_slots(c, &a->q_proj);
     linear_slots(c, &a->k_proj);
     linear_slots(c, &a->v_proj);
@@ -89,7 +89,7 @@ static void attention_param_slots(mod_ctx *c, tt_attention *a) {
     add_slot(c, &a->k_norm.weight);
 }
 
-static void attention_buffer_slots(mod_ctx *c, tt_attention *a) {
+static void attention_buffer_slots(mod_ctx *c, tt_nn_attention *a) {
     add_slot(c, &a->rope.cos);
     add_slot(c, &a->rope.sin);
 }
@@ -97,13 +97,13 @@ static void attention_buffer_slots(mod_ctx *c, tt_attention *a) {
 // ---- RoPE, sinusoidal, learned positions ----
 
 static tt_tensor *fwd_rope(const mod_ctx *c, tt_tensor *x) {
-    return tt_rope_forward(c->m, x, c->pos);
+    return tt_nn_rope_forward(c->m, x, c->pos);
 }
 
 static void rope_case(gc_report *r, int64_t pos, int64_t max_len, double base) {
     tt_dtype prev = tt_set_default_dtype(TT_F64);
-    tt_rope rope;
-    tt_rope_init(&rope, 4, max_len, base);
+    tt_nn_rope rope;
+    tt_nn_rope_init(&rope, 4, max_len, base);
     tt_set_default_dtype(prev);
     mod_ctx c = {.forward = fwd_rope, .m = &rope, .pos = pos};
     add_slot(&c, &rope.cos);
@@ -112,20 +112,20 @@ static void rope_case(gc_report *r, int64_t pos, int64_t max_len, double base) {
     tt_params_init(&p);
     check_module(r, &c, gc_input(TT_SHAPE(2, 2, 3, 4), -1, 1), &p);  // (B, NH, T, HS)
     tt_params_free(&p);
-    tt_rope_free(&rope);
+    tt_nn_rope_free(&rope);
 }
 
 static void rope_basic(gc_report *r) { rope_case(r, 0, 3, 10000); }
 static void rope_with_offset(gc_report *r) { rope_case(r, 4, 8, 100); }
 
 static tt_tensor *fwd_sinusoidal(const mod_ctx *c, tt_tensor *x) {
-    return tt_sinusoidal_forward(c->m, x, c->pos);
+    return tt_nn_sinusoidal_forward(c->m, x, c->pos);
 }
 
 static void sinusoidal_basic(gc_report *r) {
     tt_dtype prev = tt_set_default_dtype(TT_F64);
-    tt_sinusoidal s;
-    tt_sinusoidal_init(&s, 6, 8);
+    tt_nn_sinusoidal s;
+    tt_nn_sinusoidal_init(&s, 6, 8);
     tt_set_default_dtype(prev);
     mod_ctx c = {.forward = fwd_sinusoidal, .m = &s, .pos = 2};
     add_slot(&c, &s.table);
@@ -133,47 +133,47 @@ static void sinusoidal_basic(gc_report *r) {
     tt_params_init(&p);
     check_module(r, &c, gc_input(TT_SHAPE(2, 3, 8), -1, 1), &p);  // (B, T, C)
     tt_params_free(&p);
-    tt_sinusoidal_free(&s);
+    tt_nn_sinusoidal_free(&s);
 }
 
 static tt_tensor *fwd_pos_embedding(const mod_ctx *c, tt_tensor *x) {
-    return tt_pos_embedding_forward(c->m, x, c->pos);
+    return tt_nn_pos_embedding_forward(c->m, x, c->pos);
 }
 
 static void pos_embedding_basic(gc_report *r) {
     tt_dtype prev = tt_set_default_dtype(TT_F64);
-    tt_pos_embedding pe;
-    tt_pos_embedding_init(&pe, 5, 8, 1.0, gc_rng());
+    tt_nn_pos_embedding pe;
+    tt_nn_pos_embedding_init(&pe, 5, 8, 1.0, gc_rng());
     tt_set_default_dtype(prev);
     mod_ctx c = {.forward = fwd_pos_embedding, .m = &pe, .pos = 1};
     add_slot(&c, &pe.weight);
     tt_params p;
     tt_params_init(&p);
-    tt_pos_embedding_params(&pe, &p, NULL);
+    tt_nn_pos_embedding_params(&pe, &p, NULL);
     check_module(r, &c, gc_input(TT_SHAPE(2, 3, 8), -1, 1), &p);  // (B, T, C)
     tt_params_free(&p);
-    tt_pos_embedding_free(&pe);
+    tt_nn_pos_embedding_free(&pe);
 }
 
 // ---- feed-forward ----
 
 static tt_tensor *fwd_mlp(const mod_ctx *c, tt_tensor *x) {
-    return tt_feedforward_forward(c->m, x);
+    return tt_nn_feedforward_forward(c->m, x);
 }
 
 static void mlp_case(gc_report *r, tt_act act) {
     tt_dtype prev = tt_set_default_dtype(TT_F64);
-    tt_feedforward m;
-    tt_feedforward_init(&m, 8, 16, act, true, 0.0, gc_rng());
+    tt_nn_feedforward m;
+    tt_nn_feedforward_init(&m, 8, 16, act, true, 0.0, gc_rng());
     tt_set_default_dtype(prev);
     mod_ctx c = {.forward = fwd_mlp, .m = &m};
     mlp_slots(&c, &m);
     tt_params p;
     tt_params_init(&p);
-    tt_feedforward_params(&m, &p, NULL);
+    tt_nn_feedforward_params(&m, &p, NULL);
     check_module(r, &c, gc_input(TT_SHAPE(2, 3, 8), -1, 1), &p);  // (B, T, C)
     tt_params_free(&p);
-    tt_feedforward_free(&m);
+    tt_nn_feedforward_free(&m);
 }
 
 static void mlp_gelu(gc_report *r) { mlp_case(r, TT_ACT_GELU); }
@@ -182,64 +182,64 @@ static void mlp_relu2(gc_report *r) { mlp_case(r, TT_ACT_RELU2); }
 // ---- attention ----
 
 static tt_tensor *fwd_attention(const mod_ctx *c, tt_tensor *x) {
-    return tt_attention_forward(c->m, x);
+    return tt_nn_attention_forward(c->m, x);
 }
 
-static void attention_case(gc_report *r, tt_attention_config cfg) {
+static void attention_case(gc_report *r, tt_nn_attention_config cfg) {
     tt_dtype prev = tt_set_default_dtype(TT_F64);
-    tt_attention a;
-    tt_attention_init(&a, &cfg, gc_rng());
+    tt_nn_attention a;
+    tt_nn_attention_init(&a, &cfg, gc_rng());
     tt_set_default_dtype(prev);
     mod_ctx c = {.forward = fwd_attention, .m = &a};
     attention_param_slots(&c, &a);
     attention_buffer_slots(&c, &a);
     tt_params p;
     tt_params_init(&p);
-    tt_attention_params(&a, &p, NULL);
+    tt_nn_attention_params(&a, &p, NULL);
     check_module(r, &c, gc_input(TT_SHAPE(2, 4, 8), -1, 1), &p);  // (B, T, C)
     tt_params_free(&p);
-    tt_attention_free(&a);
+    tt_nn_attention_free(&a);
 }
 
 static void attention_causal(gc_report *r) {
-    attention_case(r, (tt_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 6,
-                                            .causal = true});
+    attention_case(r, (tt_nn_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 6,
+                                               .causal = true});
 }
 
 static void attention_noncausal(gc_report *r) {
-    attention_case(r, (tt_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4});
+    attention_case(r, (tt_nn_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4});
 }
 
 static void attention_gqa(gc_report *r) {
-    attention_case(r, (tt_attention_config){.n_embd = 8, .n_head = 4, .n_kv_head = 2,
-                                            .max_seq = 4, .causal = true});
+    attention_case(r, (tt_nn_attention_config){.n_embd = 8, .n_head = 4, .n_kv_head = 2,
+                                               .max_seq = 4, .causal = true});
 }
 
 static void attention_qk_norm(gc_report *r) {
-    attention_case(r, (tt_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4,
-                                            .causal = true, .qk_norm = true});
+    attention_case(r, (tt_nn_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4,
+                                               .causal = true, .qk_norm = true});
 }
 
 static void attention_rope(gc_report *r) {
-    attention_case(r, (tt_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4,
-                                            .causal = true, .rope = true});
+    attention_case(r, (tt_nn_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4,
+                                               .causal = true, .rope = true});
 }
 
 static void attention_bias(gc_report *r) {
-    attention_case(r, (tt_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4,
-                                            .causal = true, .bias = true});
+    attention_case(r, (tt_nn_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4,
+                                               .causal = true, .bias = true});
 }
 
 // ---- block ----
 
-static tt_tensor *fwd_block(const mod_ctx *c, tt_tensor *x) { return tt_block_forward(c->m, x); }
+static tt_tensor *fwd_block(const mod_ctx *c, tt_tensor *x) { return tt_nn_block_forward(c->m, x); }
 
 // Biases stay off: with them a block has 16 parameters and gc_check takes 16 inputs in all
 // (the attention/bias and mlp cases check biases).
-static void block_case(gc_report *r, tt_block_config cfg) {
+static void block_case(gc_report *r, tt_nn_block_config cfg) {
     tt_dtype prev = tt_set_default_dtype(TT_F64);
-    tt_block b;
-    tt_block_init(&b, &cfg, gc_rng());
+    tt_nn_block b;
+    tt_nn_block_init(&b, &cfg, gc_rng());
     tt_set_default_dtype(prev);
     mod_ctx c = {.forward = fwd_block, .m = &b};
     norm_slots(&c, &b.norm1);
@@ -249,20 +249,20 @@ static void block_case(gc_report *r, tt_block_config cfg) {
     attention_buffer_slots(&c, &b.attn);
     tt_params p;
     tt_params_init(&p);
-    tt_block_params(&b, &p, NULL);
+    tt_nn_block_params(&b, &p, NULL);
     check_module(r, &c, gc_input(TT_SHAPE(2, 3, 8), -1, 1), &p);  // (B, T, C)
     tt_params_free(&p);
-    tt_block_free(&b);
+    tt_nn_block_free(&b);
 }
 
 static void block_layernorm_gelu(gc_report *r) {
-    block_case(r, (tt_block_config){
+    block_case(r, (tt_nn_block_config){
         .attn = {.n_embd = 8, .n_head = 2, .max_seq = 4, .causal = true},
         .mlp_hidden = 16, .act = TT_ACT_GELU, .norm = TT_NORM_LAYERNORM});
 }
 
 static void block_rmsnorm_relu2_gqa_rope_qknorm(gc_report *r) {
-    block_case(r, (tt_block_config){
+    block_case(r, (tt_nn_block_config){
         .attn = {.n_embd = 8, .n_head = 2, .n_kv_head = 1, .max_seq = 4, .causal = true,
                  .qk_norm = true, .rope = true},
         .act = TT_ACT_RELU2, .norm = TT_NORM_RMSNORM, .norm_eps = 1e-6});
@@ -270,7 +270,7 @@ static void block_rmsnorm_relu2_gqa_rope_qknorm(gc_report *r) {
 
 // PyTorch's TransformerEncoderLayer order (norm_first=False): the norms after the residuals.
 static void block_post_norm(gc_report *r) {
-    block_case(r, (tt_block_config){
+    block_case(r, (tt_nn_block_config){
         .attn = {.n_embd = 8, .n_head = 2, .max_seq = 4}, .mlp_hidden = 16, .act = TT_ACT_GELU,
         .norm = TT_NORM_LAYERNORM, .post_norm = true});
 }

@@ -200,65 +200,65 @@ const gc_case gc_cases_conv[] = {
 
 // in = {x, weight[, bias]}: the module's forward with its parameters swapped for the inputs.
 static tt_tensor *f_conv_layer(tt_tensor *const *in, int n, void *ctx) {
-    tt_conv2d_layer m = *(const tt_conv2d_layer *)ctx;
+    tt_nn_conv2d m = *(const tt_nn_conv2d *)ctx;
     m.weight = in[1];
     m.bias = n > 2 ? in[2] : NULL;
-    return tt_conv2d_layer_forward(&m, in[0]);
+    return tt_nn_conv2d_forward(&m, in[0]);
 }
 
-static void conv_layer_case(gc_report *r, const tt_conv2d_opts *opts, bool bias) {
+static void conv_layer_case(gc_report *r, const tt_nn_conv2d_opts *opts, bool bias) {
     tt_dtype prev = tt_set_default_dtype(TT_F64);
-    tt_conv2d_layer m;
-    tt_conv2d_layer_init(&m, 4, 6, 3, 2, opts, bias, gc_rng());
+    tt_nn_conv2d m;
+    tt_nn_conv2d_init(&m, 4, 6, 3, 2, opts, bias, gc_rng());
     tt_set_default_dtype(prev);
     tt_tensor *in[3] = {gc_input(TT_SHAPE(2, 4, 5, 4), -1, 1), m.weight, m.bias};
     gc_check(r, f_conv_layer, &m, bias ? 3 : 2, in, NULL);
-    tt_conv2d_layer_free(&m);
+    tt_nn_conv2d_free(&m);
 }
 
 static void conv_layer_default(gc_report *r) { conv_layer_case(r, NULL, true); }
 
 static void conv_layer_opts(gc_report *r) {
-    conv_layer_case(r, &(tt_conv2d_opts){.stride = {2, 1}, .padding = {1, 1}, .groups = 2}, false);
+    conv_layer_case(r, &(tt_nn_conv2d_opts){.stride = {2, 1}, .padding = {1, 1}, .groups = 2}, false);
 }
 
 // ---- ConvTranspose2d and Conv1d modules; dropout2d, upsample, unflatten (compositions) ----
 
 static tt_tensor *f_convt_layer(tt_tensor *const *in, int n, void *ctx) {
-    tt_conv_transpose2d_layer m = *(const tt_conv_transpose2d_layer *)ctx;
+    tt_nn_conv_transpose2d m = *(const tt_nn_conv_transpose2d *)ctx;
     m.weight = in[1];
     m.bias = n > 2 ? in[2] : NULL;
-    return tt_conv_transpose2d_layer_forward(&m, in[0]);
+    return tt_nn_conv_transpose2d_forward(&m, in[0]);
 }
 
 static void convt_layer_case(gc_report *r) {
     tt_dtype prev = tt_set_default_dtype(TT_F64);
-    tt_conv_transpose2d_layer m;
-    tt_conv_transpose2d_opts o = {
+    tt_nn_conv_transpose2d m;
+    tt_nn_conv_transpose2d_opts o = {
         .stride = {2, 1}, .padding = {1, 0}, .output_padding = {1, 0}, .groups = 2};
-    tt_conv_transpose2d_layer_init(&m, 4, 6, 3, 2, &o, true, gc_rng());
+    tt_nn_conv_transpose2d_init(&m, 4, 6, 3, 2, &o, true, gc_rng());
     tt_set_default_dtype(prev);
     tt_tensor *in[3] = {gc_input(TT_SHAPE(2, 4, 3, 3), -1, 1), m.weight, m.bias};
     gc_check(r, f_convt_layer, &m, 3, in, NULL);
-    tt_conv_transpose2d_layer_free(&m);
+    tt_nn_conv_transpose2d_free(&m);
 }
 
 static tt_tensor *f_conv1d_layer(tt_tensor *const *in, int n, void *ctx) {
-    tt_conv1d_layer m = *(const tt_conv1d_layer *)ctx;
+    tt_nn_conv1d m = *(const tt_nn_conv1d *)ctx;
     m.weight = in[1];
     m.bias = n > 2 ? in[2] : NULL;
-    return tt_conv1d_layer_forward(&m, in[0]);
+    return tt_nn_conv1d_forward(&m, in[0]);
 }
 
 static void conv1d_layer_case(gc_report *r) {
     tt_dtype prev = tt_set_default_dtype(TT_F64);
-    tt_conv1d_layer m;
-    tt_conv1d_layer_init(&m, 4, 6, 3, &(tt_conv1d_opts){.stride = 2, .padding = 1, .groups = 2},
-                         true, gc_rng());
+    tt_nn_conv1d m;
+    tt_nn_conv1d_init(&m, 4, 6, 3, &(tt_nn_conv1d_opts){.stride = 2, .padding = 1, .groups = 2},
+                      true, gc_rng());
     tt_set_default_dtype(prev);
     tt_tensor *in[3] = {gc_input(TT_SHAPE(2, 4, 7), -1, 1), m.weight, m.bias};
     gc_check(r, f_conv1d_layer, &m, 3, in, NULL);
-    tt_conv1d_layer_free(&m);
+    tt_nn_conv1d_free(&m);
 }
 
 // The mask must be the same on every call: a fresh rng with a fixed seed each time.

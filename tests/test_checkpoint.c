@@ -215,14 +215,14 @@ START_TEST(test_restore_params) {
     tmp_path(path, sizeof path, "m.ckpt");
     tt_rng rng;
     tt_rng_seed(&rng, 5);
-    tt_linear a, b;
-    tt_linear_init(&a, 3, 2, true, &rng);
-    tt_linear_init(&b, 3, 2, true, &rng);
+    tt_nn_linear a, b;
+    tt_nn_linear_init(&a, 3, 2, true, &rng);
+    tt_nn_linear_init(&b, 3, 2, true, &rng);
     tt_params pa, pb;
     tt_params_init(&pa);
     tt_params_init(&pb);
-    tt_linear_params(&a, &pa, "fc");
-    tt_linear_params(&b, &pb, "fc");
+    tt_nn_linear_params(&a, &pa, "fc");
+    tt_nn_linear_params(&b, &pb, "fc");
     ck_assert_uint_ne(tt_params_fingerprint(&pa), tt_params_fingerprint(&pb));
 
     tt_checkpoint c;
@@ -243,13 +243,13 @@ START_TEST(test_restore_params) {
 
     // Shape mismatch (a wider layer): the message names the tensor and both shapes, and
     // nothing was copied, not even the tensors checked before.
-    tt_linear w;
-    tt_linear_init(&w, 3, 2, true, &rng);
+    tt_nn_linear w;
+    tt_nn_linear_init(&w, 3, 2, true, &rng);
     tt_release(w.bias);
     w.bias = tt_zeros(TT_F32, TT_SHAPE(5));
     tt_params pw;
     tt_params_init(&pw);
-    tt_linear_params(&w, &pw, "fc");
+    tt_nn_linear_params(&w, &pw, "fc");
     uint64_t before = tt_tensor_hash(w.weight);
     ck_assert_int_eq(tt_ckpt_restore_params(&c, "model.", &pw), TT_ERR_MISMATCH);
     ck_assert_msg(strstr(tt_last_error(), "'model.fc.bias' has shape (2,) in the checkpoint, (5,)"),
@@ -261,7 +261,7 @@ START_TEST(test_restore_params) {
     w.bias = tt_zeros(TT_F64, TT_SHAPE(2));
     tt_params_free(&pw);
     tt_params_init(&pw);
-    tt_linear_params(&w, &pw, "fc");
+    tt_nn_linear_params(&w, &pw, "fc");
     ck_assert_int_eq(tt_ckpt_restore_params(&c, "model.", &pw), TT_ERR_MISMATCH);
     ck_assert_msg(strstr(tt_last_error(), "'model.fc.bias' is f32 in the checkpoint, f64"), "%s",
                   tt_last_error());
@@ -277,9 +277,9 @@ START_TEST(test_restore_params) {
     tt_params_free(&pw);
     tt_params_free(&pa);
     tt_params_free(&pb);
-    tt_linear_free(&w);
-    tt_linear_free(&a);
-    tt_linear_free(&b);
+    tt_nn_linear_free(&w);
+    tt_nn_linear_free(&a);
+    tt_nn_linear_free(&b);
     remove_tmpdir();
 }
 END_TEST

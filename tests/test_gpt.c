@@ -118,7 +118,7 @@ static void e_drop_one(tt_gpt_config *c) { c->dropout = 1.0; }
 static void e_drop_neg(tt_gpt_config *c) { c->dropout = -0.1; }
 static void e_drop_nan(tt_gpt_config *c) { c->dropout = NAN; }
 static void e_pos(tt_gpt_config *c) { c->positional = (tt_pos_kind)7; }
-static void e_norm(tt_gpt_config *c) { c->norm = (tt_norm_kind)9; }
+static void e_norm(tt_gpt_config *c) { c->norm = (tt_nn_norm_kind)9; }
 static void e_act(tt_gpt_config *c) { c->activation = TT_ACT_SOFTMAX; }
 
 static const bad_config bad_configs[] = {
@@ -192,7 +192,7 @@ static void count_dropouts(tt_module mod, const char *name, void *ctx) {
     int *n = ctx;  // n[0]: dropouts, n[1]: those in training mode
     if (strcmp(mod.ops->type, "Dropout") != 0) return;
     n[0]++;
-    n[1] += ((const tt_dropout_layer *)mod.self)->training;
+    n[1] += ((const tt_nn_dropout *)mod.self)->training;
 }
 
 START_TEST(test_tree_linears_train) {
@@ -200,8 +200,8 @@ START_TEST(test_tree_linears_train) {
     c.dropout = 0.1;
     tt_gpt m;
     gpt_init_ok(&m, &c, 1, TT_F32);
-    tt_linear_list lin;
-    tt_linear_list_init(&lin);
+    tt_nn_linear_list lin;
+    tt_nn_linear_list_init(&lin);
     tt_module_linears(tt_gpt_module(&m), NULL, &lin);
     static const char *const each[] = {"attn.q_proj", "attn.k_proj", "attn.v_proj",
                                        "attn.o_proj", "mlp.fc", "mlp.proj"};
@@ -212,13 +212,13 @@ START_TEST(test_tree_linears_train) {
         if (i < 12) snprintf(want, sizeof want, "blocks.%d.%s", i / 6, each[i % 6]);
         else snprintf(want, sizeof want, "lm_head");
         ck_assert_str_eq(lin.items[i].name, want);
-        const tt_linear *x = lin.items[i].linear;
+        const tt_nn_linear *x = lin.items[i].linear;
         bytes += 4 * (tt_numel(x->weight) + (x->bias ? tt_numel(x->bias) : 0));
     }
     ck_assert_ptr_eq(lin.items[0].linear, &m.blocks[0].attn.q_proj);
     ck_assert_ptr_eq(lin.items[11].linear, &m.blocks[1].mlp.proj);
     ck_assert_int_eq(tt_gpt_matmul_weight_bytes(&m), bytes);
-    tt_linear_list_free(&lin);
+    tt_nn_linear_list_free(&lin);
     // drop, and per block attn_drop, resid_drop and the MLP's drop.
     int n[2] = {0, 0};
     tt_gpt_train(&m, false);

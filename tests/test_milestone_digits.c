@@ -1,6 +1,6 @@
 // Check suite of a small CNN trained end to end on scikit-learn's 8 x 8 digits (data/csv.h,
 // `make data`): a seeded 1,437 / 360 split, conv-bn-relu-pool twice then flatten-linear as a
-// tt_sequential, the DataLoader (shuffled, prefetching) and AdamW, asserting >= 0.95 accuracy.
+// tt_nn_sequential, the DataLoader (shuffled, prefetching) and AdamW, asserting >= 0.95 accuracy.
 //
 // On the way it checks that the loss falls, that eval mode uses the running stats (a sample's
 // eval logits do not depend on its batch; train mode gives other logits and counts a batch),
@@ -31,45 +31,45 @@
 // ---- the model: (B, 1, 8, 8) -> (B, 10) ----
 
 typedef struct digits_cnn {
-    tt_conv2d_layer conv0, conv4;
-    tt_batchnorm_layer bn1, bn5;
-    tt_maxpool2d_layer pool3, pool7;
-    tt_linear fc9;
-    tt_sequential seq;
+    tt_nn_conv2d conv0, conv4;
+    tt_nn_batchnorm bn1, bn5;
+    tt_nn_maxpool2d pool3, pool7;
+    tt_nn_linear fc9;
+    tt_nn_sequential seq;
 } digits_cnn;
 
 // conv 3x3 (1 -> 8, same) - bn - relu - maxpool 2   (B, 8, 4, 4)
 // conv 3x3 (8 -> 16, same) - bn - relu - maxpool 2  (B, 16, 2, 2)
 // flatten - linear (64 -> 10); 1,946 parameters. The names match PyTorch's nn.Sequential.
 static void digits_cnn_init(digits_cnn *m, tt_rng *rng) {
-    const tt_conv2d_opts same = {.padding = {1, 1}};
-    tt_conv2d_layer_init(&m->conv0, 1, 8, 3, 3, &same, true, rng);
-    tt_batchnorm2d_init(&m->bn1, 8, NULL);
-    tt_maxpool2d_init(&m->pool3, 2, 2, NULL, NULL);
-    tt_conv2d_layer_init(&m->conv4, 8, 16, 3, 3, &same, true, rng);
-    tt_batchnorm2d_init(&m->bn5, 16, NULL);
-    tt_maxpool2d_init(&m->pool7, 2, 2, NULL, NULL);
-    tt_linear_init(&m->fc9, 64, N_CLASSES, true, rng);
-    tt_sequential_init(&m->seq);
-    tt_sequential_add(&m->seq, tt_conv2d_layer_module(&m->conv0));
-    tt_sequential_add(&m->seq, tt_batchnorm_module(&m->bn1));
-    tt_sequential_add(&m->seq, tt_act_module(TT_ACT_RELU));
-    tt_sequential_add(&m->seq, tt_maxpool2d_module(&m->pool3));
-    tt_sequential_add(&m->seq, tt_conv2d_layer_module(&m->conv4));
-    tt_sequential_add(&m->seq, tt_batchnorm_module(&m->bn5));
-    tt_sequential_add(&m->seq, tt_act_module(TT_ACT_RELU));
-    tt_sequential_add(&m->seq, tt_maxpool2d_module(&m->pool7));
-    tt_sequential_add(&m->seq, tt_flatten_module(1, -1));
-    tt_sequential_add(&m->seq, tt_linear_module(&m->fc9));
+    const tt_nn_conv2d_opts same = {.padding = {1, 1}};
+    tt_nn_conv2d_init(&m->conv0, 1, 8, 3, 3, &same, true, rng);
+    tt_nn_batchnorm2d_init(&m->bn1, 8, NULL);
+    tt_nn_maxpool2d_init(&m->pool3, 2, 2, NULL, NULL);
+    tt_nn_conv2d_init(&m->conv4, 8, 16, 3, 3, &same, true, rng);
+    tt_nn_batchnorm2d_init(&m->bn5, 16, NULL);
+    tt_nn_maxpool2d_init(&m->pool7, 2, 2, NULL, NULL);
+    tt_nn_linear_init(&m->fc9, 64, N_CLASSES, true, rng);
+    tt_nn_sequential_init(&m->seq);
+    tt_nn_sequential_add(&m->seq, tt_nn_conv2d_module(&m->conv0));
+    tt_nn_sequential_add(&m->seq, tt_nn_batchnorm_module(&m->bn1));
+    tt_nn_sequential_add(&m->seq, tt_act_module(TT_ACT_RELU));
+    tt_nn_sequential_add(&m->seq, tt_nn_maxpool2d_module(&m->pool3));
+    tt_nn_sequential_add(&m->seq, tt_nn_conv2d_module(&m->conv4));
+    tt_nn_sequential_add(&m->seq, tt_nn_batchnorm_module(&m->bn5));
+    tt_nn_sequential_add(&m->seq, tt_act_module(TT_ACT_RELU));
+    tt_nn_sequential_add(&m->seq, tt_nn_maxpool2d_module(&m->pool7));
+    tt_nn_sequential_add(&m->seq, tt_nn_flatten_module(1, -1));
+    tt_nn_sequential_add(&m->seq, tt_nn_linear_module(&m->fc9));
 }
 
 static void digits_cnn_free(digits_cnn *m) {
-    tt_sequential_free(&m->seq);
-    tt_linear_free(&m->fc9);
-    tt_batchnorm_free(&m->bn5);
-    tt_conv2d_layer_free(&m->conv4);
-    tt_batchnorm_free(&m->bn1);
-    tt_conv2d_layer_free(&m->conv0);
+    tt_nn_sequential_free(&m->seq);
+    tt_nn_linear_free(&m->fc9);
+    tt_nn_batchnorm_free(&m->bn5);
+    tt_nn_conv2d_free(&m->conv4);
+    tt_nn_batchnorm_free(&m->bn1);
+    tt_nn_conv2d_free(&m->conv0);
 }
 
 // ---- the data ----
@@ -117,7 +117,7 @@ static void digits_split_free(digits_split *d) {
 static tt_tensor *logits_of(digits_cnn *m, tt_tensor *x) {
     tt_no_grad_begin();
     tt_scope_begin();
-    tt_tensor *logits = tt_keep(tt_sequential_forward(&m->seq, x));
+    tt_tensor *logits = tt_keep(tt_nn_sequential_forward(&m->seq, x));
     tt_scope_end();
     tt_no_grad_end();
     return logits;
@@ -158,7 +158,7 @@ static double train_epoch(digits_cnn *m, tt_dataloader *dl, tt_optim *opt, doubl
     tt_dataloader_begin_epoch(dl);
     while (tt_dataloader_next(dl, &x, &y)) {
         tt_scope_begin();
-        tt_tensor *loss = tt_cross_entropy(tt_sequential_forward(&m->seq, x), y, -100);
+        tt_tensor *loss = tt_cross_entropy(tt_nn_sequential_forward(&m->seq, x), y, -100);
         double l = tt_item(loss);
         if (first && seen == 0) *first = l;
         sum += l * (double)x->shape[0];
@@ -184,7 +184,7 @@ static void train_digits(digits_cnn *m, const digits_split *d, uint64_t seed, in
     digits_cnn_init(m, &init_rng);
     tt_params params;
     tt_params_init(&params);
-    tt_module_params(tt_sequential_module(&m->seq), &params, NULL);
+    tt_module_params(tt_nn_sequential_module(&m->seq), &params, NULL);
     tt_optim opt;
     tt_optim_init(&opt, tt_adamw_config(LR));
     tt_optim_add_group(&opt, &params, WEIGHT_DECAY);
@@ -223,7 +223,7 @@ START_TEST(test_digits_cnn_milestone) {
     ck_assert_msg(loss[EPOCHS - 1] < 0.1, "last epoch's loss %.4f >= 0.1", loss[EPOCHS - 1]);
     ck_assert_msg(loss[EPOCHS - 1] < loss[0] / 4, "loss %.4f -> %.4f", loss[0],
                   loss[EPOCHS - 1]);
-    tt_module model = tt_sequential_module(&m.seq);
+    tt_module model = tt_nn_sequential_module(&m.seq);
     tt_params params;
     tt_params_init(&params);
     tt_module_params(model, &params, NULL);
@@ -310,7 +310,7 @@ START_TEST(test_digits_cnn_milestone) {
     tt_rng_seed(&other, seed + 3000);
     digits_cnn fresh;
     digits_cnn_init(&fresh, &other);
-    tt_module fresh_model = tt_sequential_module(&fresh.seq);
+    tt_module fresh_model = tt_nn_sequential_module(&fresh.seq);
     tt_module_train(fresh_model, false);
     tt_params fresh_state;
     tt_params_init(&fresh_state);
@@ -395,7 +395,7 @@ START_TEST(test_digits_training_deterministic) {
         train_digits(&m, &d, seed, 2, run == 0, &first[run], loss[run]);
         tt_params state;
         tt_params_init(&state);
-        tt_module_state(tt_sequential_module(&m.seq), &state, NULL);
+        tt_module_state(tt_nn_sequential_module(&m.seq), &state, NULL);
         fp[run] = tt_params_fingerprint(&state);
         tt_params_free(&state);
         digits_cnn_free(&m);

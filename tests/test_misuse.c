@@ -85,14 +85,14 @@ START_TEST(test_module_forward_with_freed_weight_aborts) {
     tt_expect_abort("tensor (2, 3) f32 made by tt_zeros " FREED_MSG);
     tt_rng rng;
     tt_rng_seed(&rng, 2);
-    tt_linear lin;
-    tt_linear_init(&lin, 3, 2, false, &rng);
+    tt_nn_linear lin;
+    tt_nn_linear_init(&lin, 3, 2, false, &rng);
     tt_tensor *x = tt_ones(TT_F32, TT_SHAPE(1, 3));
     tt_scope_begin();  // a weight loaded inside a scope, without tt_keep
     tt_release(lin.weight);
     lin.weight = tt_set_requires_grad(tt_zeros(TT_F32, TT_SHAPE(2, 3)), true);
     tt_scope_end();
-    tt_linear_forward(&lin, x);
+    tt_nn_linear_forward(&lin, x);
 }
 END_TEST
 

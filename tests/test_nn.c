@@ -83,13 +83,13 @@ static void assert_all_finite(const tt_tensor *t) {
 START_TEST(test_params_names) {
     tt_rng rng;
     tt_rng_seed(&rng, 1);
-    tt_linear fc1, fc2;
-    tt_linear_init(&fc1, 3, 4, true, &rng);
-    tt_linear_init(&fc2, 4, 2, false, &rng);
+    tt_nn_linear fc1, fc2;
+    tt_nn_linear_init(&fc1, 3, 4, true, &rng);
+    tt_nn_linear_init(&fc2, 4, 2, false, &rng);
     tt_params p;
     tt_params_init(&p);
-    tt_linear_params(&fc1, &p, "enc.fc1");
-    tt_linear_params(&fc2, &p, "fc2");
+    tt_nn_linear_params(&fc1, &p, "enc.fc1");
+    tt_nn_linear_params(&fc2, &p, "fc2");
     tt_params_add(&p, NULL, "scale", fc1.bias);  // no prefix: the bare name
     tt_params_add(&p, "", "shift", fc2.weight);  // "" is no prefix too
     ck_assert_int_eq(p.n, 5);
@@ -118,8 +118,8 @@ START_TEST(test_params_names) {
     ck_assert_int_eq(p.n, 0);
     ck_assert_ptr_null(p.items);
     tt_params_free(&p);  // safe twice / on a zeroed list
-    tt_linear_free(&fc1);
-    tt_linear_free(&fc2);
+    tt_nn_linear_free(&fc1);
+    tt_nn_linear_free(&fc2);
 }
 END_TEST
 
@@ -129,16 +129,16 @@ START_TEST(test_params_references) {
     tt_rng rng;
     tt_rng_seed(&rng, 2);
     int64_t base = tt_live_tensors(), base_bytes = tt_live_bytes();
-    tt_linear fc;
-    tt_linear_init(&fc, 5, 3, true, &rng);
+    tt_nn_linear fc;
+    tt_nn_linear_init(&fc, 5, 3, true, &rng);
     ck_assert_int_eq(tt_live_tensors(), base + 2);
     tt_params p;
     tt_params_init(&p);
-    tt_linear_params(&fc, &p, "fc");
+    tt_nn_linear_params(&fc, &p, "fc");
     tt_tensor *w = fc.weight;
     ck_assert_int_eq(w->refcount, 2);
     ck_assert_int_eq(tt_live_tensors(), base + 2);
-    tt_linear_free(&fc);
+    tt_nn_linear_free(&fc);
     ck_assert_ptr_null(fc.weight);
     ck_assert_int_eq(w->refcount, 1);
     ck_assert_int_eq(tt_live_tensors(), base + 2);  // still alive through the list
@@ -146,22 +146,22 @@ START_TEST(test_params_references) {
     tt_params_free(&p);
     ck_assert_int_eq(tt_live_tensors(), base);
     ck_assert_int_eq(tt_live_bytes(), base_bytes);
-    tt_linear_free(&fc);  // safe on a zeroed struct
+    tt_nn_linear_free(&fc);  // safe on a zeroed struct
 }
 END_TEST
 
 START_TEST(test_params_zero_grad) {
     tt_rng rng;
     tt_rng_seed(&rng, 3);
-    tt_linear fc;
-    tt_linear_init(&fc, 3, 2, true, &rng);
+    tt_nn_linear fc;
+    tt_nn_linear_init(&fc, 3, 2, true, &rng);
     tt_params p;
     tt_params_init(&p);
-    tt_linear_params(&fc, &p, NULL);
+    tt_nn_linear_params(&fc, &p, NULL);
     ck_assert_str_eq(p.items[0].name, "weight");
     tt_scope_begin();
     tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(4, 3));
-    tt_backward(tt_mean_all(tt_linear_forward(&fc, x)));
+    tt_backward(tt_mean_all(tt_nn_linear_forward(&fc, x)));
     tt_scope_end();
     ck_assert_ptr_nonnull(tt_grad(fc.weight));
     ck_assert_ptr_nonnull(tt_grad(fc.bias));
@@ -170,7 +170,7 @@ START_TEST(test_params_zero_grad) {
     ck_assert_ptr_null(tt_grad(fc.weight));
     ck_assert_ptr_null(tt_grad(fc.bias));
     tt_params_free(&p);
-    tt_linear_free(&fc);
+    tt_nn_linear_free(&fc);
 }
 END_TEST
 
@@ -180,20 +180,20 @@ START_TEST(test_default_dtype) {
     tt_rng rng;
     tt_rng_seed(&rng, 4);
     ck_assert_int_eq(tt_default_dtype(), TT_F32);
-    tt_linear a;
-    tt_linear_init(&a, 2, 2, true, &rng);
+    tt_nn_linear a;
+    tt_nn_linear_init(&a, 2, 2, true, &rng);
     ck_assert_int_eq(a.weight->dtype, TT_F32);
 
     ck_assert_int_eq(tt_set_default_dtype(TT_F64), TT_F32);
     ck_assert_int_eq(tt_default_dtype(), TT_F64);
-    tt_linear b;
-    tt_embedding_layer e;
-    tt_layernorm_layer ln;
-    tt_rmsnorm_layer rms;
-    tt_linear_init(&b, 2, 3, true, &rng);
-    tt_embedding_init(&e, 4, 2, &rng);
-    tt_layernorm_init(&ln, 3, 1e-5, true, true);
-    tt_rmsnorm_init(&rms, 3, 1e-5, true);
+    tt_nn_linear b;
+    tt_nn_embedding e;
+    tt_nn_layernorm ln;
+    tt_nn_rmsnorm rms;
+    tt_nn_linear_init(&b, 2, 3, true, &rng);
+    tt_nn_embedding_init(&e, 4, 2, &rng);
+    tt_nn_layernorm_init(&ln, 3, 1e-5, true, true);
+    tt_nn_rmsnorm_init(&rms, 3, 1e-5, true);
     ck_assert_int_eq(tt_set_default_dtype(TT_F32), TT_F64);  // restore
     ck_assert_int_eq(b.weight->dtype, TT_F64);
     ck_assert_int_eq(b.bias->dtype, TT_F64);
@@ -207,15 +207,15 @@ START_TEST(test_default_dtype) {
     // An f64 module runs on f64 inputs end to end.
     tt_scope_begin();
     tt_tensor *x = tt_randn(&rng, TT_F64, TT_SHAPE(2, 2));
-    tt_tensor *y = tt_rmsnorm_forward(&rms, tt_layernorm_forward(&ln, tt_linear_forward(&b, x)));
+    tt_tensor *y = tt_nn_rmsnorm_forward(&rms, tt_nn_layernorm_forward(&ln, tt_nn_linear_forward(&b, x)));
     ck_assert_int_eq(y->dtype, TT_F64);
     tt_scope_end();
 
-    tt_linear_free(&a);
-    tt_linear_free(&b);
-    tt_embedding_free(&e);
-    tt_layernorm_free(&ln);
-    tt_rmsnorm_free(&rms);
+    tt_nn_linear_free(&a);
+    tt_nn_linear_free(&b);
+    tt_nn_embedding_free(&e);
+    tt_nn_layernorm_free(&ln);
+    tt_nn_rmsnorm_free(&rms);
 }
 END_TEST
 
@@ -353,17 +353,17 @@ START_TEST(test_init_trunc_normal) {
 }
 END_TEST
 
-// tt_pos_embedding starts at N(0, std^2) with the std it is given: 0.02 (GPT-2) and 1.
+// tt_nn_pos_embedding starts at N(0, std^2) with the std it is given: 0.02 (GPT-2) and 1.
 START_TEST(test_pos_embedding_init_std) {
     tt_rng rng;
     tt_rng_seed(&rng, 4);
     const double stds[] = {0.02, 1.0};
     for (int i = 0; i < 2; i++) {
-        tt_pos_embedding pe;
-        tt_pos_embedding_init(&pe, 256, 128, stds[i], &rng);
+        tt_nn_pos_embedding pe;
+        tt_nn_pos_embedding_init(&pe, 256, 128, stds[i], &rng);
         ck_assert(pe.weight->requires_grad);
         check_normal(pe.weight, 0, stds[i]);
-        tt_pos_embedding_free(&pe);
+        tt_nn_pos_embedding_free(&pe);
     }
 }
 END_TEST
@@ -373,13 +373,13 @@ START_TEST(test_init_reproducible) {
     tt_rng r1, r2;
     tt_rng_seed(&r1, 99);
     tt_rng_seed(&r2, 99);
-    tt_linear a, b;
-    tt_linear_init(&a, 6, 4, true, &r1);
-    tt_linear_init(&b, 6, 4, true, &r2);
+    tt_nn_linear a, b;
+    tt_nn_linear_init(&a, 6, 4, true, &r1);
+    tt_nn_linear_init(&b, 6, 4, true, &r2);
     assert_same_values(a.weight, b.weight, 0);
     assert_same_values(a.bias, b.bias, 0);
-    tt_linear_free(&a);
-    tt_linear_free(&b);
+    tt_nn_linear_free(&a);
+    tt_nn_linear_free(&b);
 }
 END_TEST
 
@@ -391,8 +391,8 @@ START_TEST(test_linear_values) {
     tt_rng rng;
     tt_rng_seed(&rng, 8);
     tt_dtype prev = tt_set_default_dtype(dt);
-    tt_linear m;
-    tt_linear_init(&m, 3, 2, true, &rng);
+    tt_nn_linear m;
+    tt_nn_linear_init(&m, 3, 2, true, &rng);
     tt_set_default_dtype(prev);
     ck_assert_int_eq(m.in_features, 3);
     ck_assert_int_eq(m.out_features, 2);
@@ -407,7 +407,7 @@ START_TEST(test_linear_values) {
     tt_scope_begin();
     tt_tensor *x = tt_set_requires_grad(tt_test_tensor(dt, TT_SHAPE(2, 3), 1, 2, 3, -1, 0, 4),
                                         true);
-    tt_tensor *y = tt_linear_forward(&m, x);
+    tt_tensor *y = tt_nn_linear_forward(&m, x);
     ck_assert_values(y, 1e-6, 1e-6, 1 - 2 + 6 + 0.25, 0.5 - 9 - 1, -1 + 8 + 0.25, -0.5 - 12 - 1);
     tt_backward(tt_sum_all(y));
     // dW[o, i] = sum_b x[b, i]; db = B; dx[b, i] = sum_o W[o, i].
@@ -415,22 +415,22 @@ START_TEST(test_linear_values) {
     ck_assert_values(tt_grad(m.bias), 1e-6, 1e-6, 2, 2);
     ck_assert_values(tt_grad(x), 1e-6, 1e-6, 1.5, -1, -1, 1.5, -1, -1);
     // A 1-D input is one row.
-    ck_assert_values(tt_linear_forward(&m, tt_test_tensor(dt, TT_SHAPE(3), 1, 2, 3)), 1e-6,
+    ck_assert_values(tt_nn_linear_forward(&m, tt_test_tensor(dt, TT_SHAPE(3), 1, 2, 3)), 1e-6,
                      1e-6, 5.25, -9.5);
     tt_scope_end();
-    tt_linear_free(&m);
+    tt_nn_linear_free(&m);
 }
 END_TEST
 
 START_TEST(test_linear_no_bias) {
     tt_rng rng;
     tt_rng_seed(&rng, 9);
-    tt_linear m;
-    tt_linear_init(&m, 2, 2, false, &rng);
+    tt_nn_linear m;
+    tt_nn_linear_init(&m, 2, 2, false, &rng);
     ck_assert_ptr_null(m.bias);
     tt_params p;
     tt_params_init(&p);
-    tt_linear_params(&m, &p, "proj");
+    tt_nn_linear_params(&m, &p, "proj");
     ck_assert_int_eq(p.n, 1);
     ck_assert_str_eq(p.items[0].name, "proj.weight");
     tt_params_free(&p);
@@ -438,9 +438,9 @@ START_TEST(test_linear_no_bias) {
     for (int i = 0; i < 4; i++) tt_set_at(m.weight, i, w[i]);
     tt_scope_begin();
     tt_tensor *x = tt_test_tensor(TT_F32, TT_SHAPE(1, 2), 3, 5);
-    ck_assert_values(tt_linear_forward(&m, x), 0, 0, 6, -2);
+    ck_assert_values(tt_nn_linear_forward(&m, x), 0, 0, 6, -2);
     tt_scope_end();
-    tt_linear_free(&m);
+    tt_nn_linear_free(&m);
 }
 END_TEST
 
@@ -448,14 +448,14 @@ END_TEST
 START_TEST(test_linear_default_init) {
     tt_rng rng;
     tt_rng_seed(&rng, 10);
-    tt_linear m;
-    tt_linear_init(&m, 400, 300, true, &rng);
+    tt_nn_linear m;
+    tt_nn_linear_init(&m, 400, 300, true, &rng);
     double bound = 1 / sqrt(400.0);
     check_uniform(m.weight, -bound, bound);
     stats sb = tensor_stats(m.bias);
     ck_assert(sb.min >= -bound && sb.max <= bound);
     ck_assert(sb.max - sb.min > bound);  // spread over the range, not a constant
-    tt_linear_free(&m);
+    tt_nn_linear_free(&m);
 }
 END_TEST
 
@@ -463,19 +463,19 @@ END_TEST
 START_TEST(test_linear_batched) {
     tt_rng rng;
     tt_rng_seed(&rng, 11);
-    tt_linear m;
-    tt_linear_init(&m, 4, 5, true, &rng);
+    tt_nn_linear m;
+    tt_nn_linear_init(&m, 4, 5, true, &rng);
     tt_scope_begin();
     tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(2, 3, 4));
-    tt_tensor *y = tt_linear_forward(&m, x);
+    tt_tensor *y = tt_nn_linear_forward(&m, x);
     ck_assert_int_eq(y->ndim, 3);
     ck_assert_int_eq(y->shape[0], 2);
     ck_assert_int_eq(y->shape[1], 3);
     ck_assert_int_eq(y->shape[2], 5);
-    tt_tensor *y2 = tt_linear_forward(&m, tt_reshape(x, TT_SHAPE(6, 4)));
+    tt_tensor *y2 = tt_nn_linear_forward(&m, tt_reshape(x, TT_SHAPE(6, 4)));
     assert_same_values(tt_reshape(y, TT_SHAPE(6, 5)), y2, 1e-6);
     // Through the module interface.
-    tt_module mod = tt_linear_module(&m);
+    tt_module mod = tt_nn_linear_module(&m);
     ck_assert_str_eq(mod.ops->type, "Linear");
     assert_same_values(tt_module_forward(mod, x), y, 0);
     tt_params p;
@@ -486,7 +486,7 @@ START_TEST(test_linear_batched) {
     tt_params_free(&p);
     tt_module_train(mod, false);  // no train hook: a no-op
     tt_scope_end();
-    tt_linear_free(&m);
+    tt_nn_linear_free(&m);
 }
 END_TEST
 
@@ -495,13 +495,13 @@ END_TEST
 START_TEST(test_embedding_module) {
     tt_rng rng;
     tt_rng_seed(&rng, 12);
-    tt_embedding_layer e;
-    tt_embedding_init(&e, 5, 3, &rng);
+    tt_nn_embedding e;
+    tt_nn_embedding_init(&e, 5, 3, &rng);
     ck_assert_int_eq(e.num, 5);
     ck_assert_int_eq(e.dim, 3);
     tt_scope_begin();
     tt_tensor *idx = tt_from_data(TT_I64, TT_SHAPE(2, 2), (const int64_t[]){0, 4, 2, 0});
-    tt_tensor *y = tt_embedding_forward(&e, idx);
+    tt_tensor *y = tt_nn_embedding_forward(&e, idx);
     ck_assert_int_eq(y->ndim, 3);
     ck_assert_int_eq(y->shape[2], 3);
     const int rows[4] = {0, 4, 2, 0};
@@ -513,30 +513,30 @@ START_TEST(test_embedding_module) {
     tt_scope_end();
     tt_params p;
     tt_params_init(&p);
-    tt_embedding_params(&e, &p, "wte");
+    tt_nn_embedding_params(&e, &p, "wte");
     ck_assert_str_eq(p.items[0].name, "wte.weight");
     tt_params_free(&p);
-    tt_embedding_free(&e);
-    tt_embedding_free(&e);
+    tt_nn_embedding_free(&e);
+    tt_nn_embedding_free(&e);
 
     // N(0, 1) init.
-    tt_embedding_init(&e, 512, 256, &rng);
+    tt_nn_embedding_init(&e, 512, 256, &rng);
     check_normal(e.weight, 0, 1);
-    tt_embedding_free(&e);
+    tt_nn_embedding_free(&e);
 }
 END_TEST
 
-// ---- LayerNorm / RMSNorm / tt_norm ----
+// ---- LayerNorm / RMSNorm / tt_nn_norm ----
 
 START_TEST(test_layernorm_module) {
     tt_dtype dt = float_dtypes[_i];
     tt_rng rng;
     tt_rng_seed(&rng, 13);
     tt_dtype prev = tt_set_default_dtype(dt);
-    tt_layernorm_layer full, nobias, plain;
-    tt_layernorm_init(&full, 6, 1e-5, true, true);
-    tt_layernorm_init(&nobias, 6, 1e-5, true, false);
-    tt_layernorm_init(&plain, 6, 1e-5, false, true);
+    tt_nn_layernorm full, nobias, plain;
+    tt_nn_layernorm_init(&full, 6, 1e-5, true, true);
+    tt_nn_layernorm_init(&nobias, 6, 1e-5, true, false);
+    tt_nn_layernorm_init(&plain, 6, 1e-5, false, true);
     tt_set_default_dtype(prev);
     ck_assert_values(full.weight, 0, 0, 1, 1, 1, 1, 1, 1);
     ck_assert_values(full.bias, 0, 0, 0, 0, 0, 0, 0, 0);
@@ -549,11 +549,11 @@ START_TEST(test_layernorm_module) {
     tt_tensor *x = tt_normal(&rng, dt, TT_SHAPE(2, 3, 6), 1, 2);
     tt_tensor *ref = tt_layernorm(x, 1, NULL, NULL, 1e-5);
     double tol = dt == TT_F32 ? 1e-5 : 1e-12;
-    assert_same_values(tt_layernorm_forward(&full, x), ref, tol);
-    assert_same_values(tt_layernorm_forward(&nobias, x), ref, tol);
-    assert_same_values(tt_layernorm_forward(&plain, x), ref, 0);
+    assert_same_values(tt_nn_layernorm_forward(&full, x), ref, tol);
+    assert_same_values(tt_nn_layernorm_forward(&nobias, x), ref, tol);
+    assert_same_values(tt_nn_layernorm_forward(&plain, x), ref, 0);
     // The op with the module's own tensors: identical.
-    assert_same_values(tt_layernorm_forward(&full, x),
+    assert_same_values(tt_nn_layernorm_forward(&full, x),
                        tt_layernorm(x, 1, full.weight, full.bias, 1e-5), 0);
     // Rows have mean 0 and variance 1 (up to eps).
     stats s = tensor_stats(tt_narrow(tt_reshape(ref, TT_SHAPE(6, 6)), 0, 0, 1));
@@ -563,17 +563,17 @@ START_TEST(test_layernorm_module) {
 
     tt_params p;
     tt_params_init(&p);
-    tt_layernorm_params(&full, &p, "ln_f");
-    tt_layernorm_params(&nobias, &p, "ln_nb");
-    tt_layernorm_params(&plain, &p, "ln_p");
+    tt_nn_layernorm_params(&full, &p, "ln_f");
+    tt_nn_layernorm_params(&nobias, &p, "ln_nb");
+    tt_nn_layernorm_params(&plain, &p, "ln_p");
     ck_assert_int_eq(p.n, 3);
     ck_assert_str_eq(p.items[0].name, "ln_f.weight");
     ck_assert_str_eq(p.items[1].name, "ln_f.bias");
     ck_assert_str_eq(p.items[2].name, "ln_nb.weight");
     tt_params_free(&p);
-    tt_layernorm_free(&full);
-    tt_layernorm_free(&nobias);
-    tt_layernorm_free(&plain);
+    tt_nn_layernorm_free(&full);
+    tt_nn_layernorm_free(&nobias);
+    tt_nn_layernorm_free(&plain);
 }
 END_TEST
 
@@ -582,46 +582,46 @@ START_TEST(test_rmsnorm_module) {
     tt_rng rng;
     tt_rng_seed(&rng, 14);
     tt_dtype prev = tt_set_default_dtype(dt);
-    tt_rmsnorm_layer w, nw;
-    tt_rmsnorm_init(&w, 4, 1e-6, true);
-    tt_rmsnorm_init(&nw, 4, 1e-6, false);
+    tt_nn_rmsnorm w, nw;
+    tt_nn_rmsnorm_init(&w, 4, 1e-6, true);
+    tt_nn_rmsnorm_init(&nw, 4, 1e-6, false);
     tt_set_default_dtype(prev);
     ck_assert_values(w.weight, 0, 0, 1, 1, 1, 1);
     ck_assert_ptr_null(nw.weight);
     tt_scope_begin();
     tt_tensor *x = tt_test_tensor(dt, TT_SHAPE(1, 4), 1, 2, 3, 4);
     double r = 1 / sqrt(7.5 + 1e-6);  // mean(x^2) = 7.5
-    ck_assert_values(tt_rmsnorm_forward(&w, x), 1e-6, 1e-5, r, 2 * r, 3 * r, 4 * r);
-    ck_assert_values(tt_rmsnorm_forward(&nw, x), 1e-6, 1e-5, r, 2 * r, 3 * r, 4 * r);
+    ck_assert_values(tt_nn_rmsnorm_forward(&w, x), 1e-6, 1e-5, r, 2 * r, 3 * r, 4 * r);
+    ck_assert_values(tt_nn_rmsnorm_forward(&nw, x), 1e-6, 1e-5, r, 2 * r, 3 * r, 4 * r);
     tt_tensor *xb = tt_randn(&rng, dt, TT_SHAPE(3, 2, 4));
-    assert_same_values(tt_rmsnorm_forward(&w, xb), tt_rmsnorm(xb, w.weight, 1e-6), 0);
+    assert_same_values(tt_nn_rmsnorm_forward(&w, xb), tt_rmsnorm(xb, w.weight, 1e-6), 0);
     tt_scope_end();
     tt_params p;
     tt_params_init(&p);
-    tt_rmsnorm_params(&w, &p, "norm");
-    tt_rmsnorm_params(&nw, &p, "norm2");
+    tt_nn_rmsnorm_params(&w, &p, "norm");
+    tt_nn_rmsnorm_params(&nw, &p, "norm2");
     ck_assert_int_eq(p.n, 1);
     ck_assert_str_eq(p.items[0].name, "norm.weight");
     tt_params_free(&p);
-    tt_rmsnorm_free(&w);
-    tt_rmsnorm_free(&nw);
+    tt_nn_rmsnorm_free(&w);
+    tt_nn_rmsnorm_free(&nw);
 }
 END_TEST
 
 START_TEST(test_norm_wrapper) {
     tt_rng rng;
     tt_rng_seed(&rng, 15);
-    tt_norm ln, ln_nb, rms;
-    tt_norm_init(&ln, TT_NORM_LAYERNORM, 5, 1e-5, true);
-    tt_norm_init(&ln_nb, TT_NORM_LAYERNORM, 5, 1e-5, false);
-    tt_norm_init(&rms, TT_NORM_RMSNORM, 5, 1e-5, true);  // bias is ignored for RMSNorm
+    tt_nn_norm ln, ln_nb, rms;
+    tt_nn_norm_init(&ln, TT_NORM_LAYERNORM, 5, 1e-5, true);
+    tt_nn_norm_init(&ln_nb, TT_NORM_LAYERNORM, 5, 1e-5, false);
+    tt_nn_norm_init(&rms, TT_NORM_RMSNORM, 5, 1e-5, true);  // bias is ignored for RMSNorm
     ck_assert_int_eq(ln.kind, TT_NORM_LAYERNORM);
     ck_assert_int_eq(rms.kind, TT_NORM_RMSNORM);
     tt_params p;
     tt_params_init(&p);
-    tt_norm_params(&ln, &p, "a");
-    tt_norm_params(&ln_nb, &p, "b");
-    tt_norm_params(&rms, &p, "c");
+    tt_nn_norm_params(&ln, &p, "a");
+    tt_nn_norm_params(&ln_nb, &p, "b");
+    tt_nn_norm_params(&rms, &p, "c");
     ck_assert_int_eq(p.n, 4);
     ck_assert_str_eq(p.items[0].name, "a.weight");
     ck_assert_str_eq(p.items[1].name, "a.bias");
@@ -630,14 +630,14 @@ START_TEST(test_norm_wrapper) {
     tt_params_free(&p);
     tt_scope_begin();
     tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(3, 5));
-    assert_same_values(tt_norm_forward(&ln, x), tt_layernorm(x, 1, NULL, NULL, 1e-5), 1e-6);
-    assert_same_values(tt_norm_forward(&ln_nb, x), tt_layernorm(x, 1, NULL, NULL, 1e-5), 1e-6);
-    assert_same_values(tt_norm_forward(&rms, x), tt_rmsnorm(x, NULL, 1e-5), 1e-6);
+    assert_same_values(tt_nn_norm_forward(&ln, x), tt_layernorm(x, 1, NULL, NULL, 1e-5), 1e-6);
+    assert_same_values(tt_nn_norm_forward(&ln_nb, x), tt_layernorm(x, 1, NULL, NULL, 1e-5), 1e-6);
+    assert_same_values(tt_nn_norm_forward(&rms, x), tt_rmsnorm(x, NULL, 1e-5), 1e-6);
     tt_scope_end();
-    tt_norm_free(&ln);
-    tt_norm_free(&ln_nb);
-    tt_norm_free(&rms);
-    tt_norm_free(&rms);
+    tt_nn_norm_free(&ln);
+    tt_nn_norm_free(&ln_nb);
+    tt_nn_norm_free(&rms);
+    tt_nn_norm_free(&rms);
 }
 END_TEST
 
@@ -716,13 +716,13 @@ END_TEST
 START_TEST(test_dropout_module) {
     tt_rng rng;
     tt_rng_seed(&rng, 16);
-    tt_dropout_layer d;
-    tt_dropout_init(&d, 0.5, &rng);
+    tt_nn_dropout d;
+    tt_nn_dropout_init(&d, 0.5, &rng);
     ck_assert(d.training);
     ck_assert_ptr_eq(d.rng, &rng);
     tt_scope_begin();
     tt_tensor *x = tt_ones(TT_F64, TT_SHAPE(1000));
-    tt_tensor *y = tt_dropout_forward(&d, x);
+    tt_tensor *y = tt_nn_dropout_forward(&d, x);
     int zeros = 0;
     for (int64_t i = 0; i < 1000; i++) {
         double v = tt_at(y, i);
@@ -731,11 +731,11 @@ START_TEST(test_dropout_module) {
         zeros += v == 0;
     }
     ck_assert_msg(zeros > 400 && zeros < 600, "%d of 1000 dropped at p=0.5", zeros);
-    tt_dropout_train(&d, false);
-    assert_same_values(tt_dropout_forward(&d, x), x, 0);
+    tt_nn_dropout_train(&d, false);
+    assert_same_values(tt_nn_dropout_forward(&d, x), x, 0);
 
     // Through the module interface: train() reaches the layer.
-    tt_module m = tt_dropout_module(&d);
+    tt_module m = tt_nn_dropout_module(&d);
     ck_assert_str_eq(m.ops->type, "Dropout");
     tt_module_train(m, true);
     ck_assert(d.training);
@@ -746,9 +746,9 @@ START_TEST(test_dropout_module) {
     assert_same_values(tt_module_forward(m, x), x, 0);
 
     // p = 0 needs no rng and is the identity even in training.
-    tt_dropout_layer d0;
-    tt_dropout_init(&d0, 0, NULL);
-    assert_same_values(tt_dropout_forward(&d0, x), x, 0);
+    tt_nn_dropout d0;
+    tt_nn_dropout_init(&d0, 0, NULL);
+    assert_same_values(tt_nn_dropout_forward(&d0, x), x, 0);
     tt_scope_end();
 }
 END_TEST
@@ -757,46 +757,46 @@ END_TEST
 
 typedef struct seq_fixture {
     tt_rng rng;
-    tt_linear l0, l2;
-    tt_dropout_layer drop;
-    tt_sequential s;
+    tt_nn_linear l0, l2;
+    tt_nn_dropout drop;
+    tt_nn_sequential s;
 } seq_fixture;
 
 // Linear(3, 4) -> ReLU -> Linear(4, 2) -> Dropout(0.5).
 static void seq_build(seq_fixture *f) {
     tt_rng_seed(&f->rng, 17);
-    tt_linear_init(&f->l0, 3, 4, true, &f->rng);
-    tt_linear_init(&f->l2, 4, 2, true, &f->rng);
-    tt_dropout_init(&f->drop, 0.5, &f->rng);
-    tt_sequential_init(&f->s);
-    tt_sequential_add(&f->s, tt_linear_module(&f->l0));
-    tt_sequential_add(&f->s, tt_act_module(TT_ACT_RELU));
-    tt_sequential_add(&f->s, tt_linear_module(&f->l2));
-    tt_sequential_add(&f->s, tt_dropout_module(&f->drop));
+    tt_nn_linear_init(&f->l0, 3, 4, true, &f->rng);
+    tt_nn_linear_init(&f->l2, 4, 2, true, &f->rng);
+    tt_nn_dropout_init(&f->drop, 0.5, &f->rng);
+    tt_nn_sequential_init(&f->s);
+    tt_nn_sequential_add(&f->s, tt_nn_linear_module(&f->l0));
+    tt_nn_sequential_add(&f->s, tt_act_module(TT_ACT_RELU));
+    tt_nn_sequential_add(&f->s, tt_nn_linear_module(&f->l2));
+    tt_nn_sequential_add(&f->s, tt_nn_dropout_module(&f->drop));
 }
 
 static void seq_free(seq_fixture *f) {
-    tt_sequential_free(&f->s);
-    tt_linear_free(&f->l0);
-    tt_linear_free(&f->l2);
+    tt_nn_sequential_free(&f->s);
+    tt_nn_linear_free(&f->l0);
+    tt_nn_linear_free(&f->l2);
 }
 
 START_TEST(test_sequential_forward) {
     seq_fixture f;
     seq_build(&f);
     ck_assert_int_eq(f.s.n, 4);
-    tt_sequential_train(&f.s, false);
+    tt_nn_sequential_train(&f.s, false);
     ck_assert(!f.drop.training);
     tt_scope_begin();
     tt_tensor *x = tt_randn(&f.rng, TT_F32, TT_SHAPE(5, 3));
-    tt_tensor *manual = tt_linear_forward(&f.l2, tt_relu(tt_linear_forward(&f.l0, x)));
-    assert_same_values(tt_sequential_forward(&f.s, x), manual, 0);
+    tt_tensor *manual = tt_nn_linear_forward(&f.l2, tt_relu(tt_nn_linear_forward(&f.l0, x)));
+    assert_same_values(tt_nn_sequential_forward(&f.s, x), manual, 0);
     // train() propagates: dropout is active again and zeroes some outputs.
-    tt_sequential_train(&f.s, true);
+    tt_nn_sequential_train(&f.s, true);
     ck_assert(f.drop.training);
     tt_tensor *big = tt_randn(&f.rng, TT_F32, TT_SHAPE(200, 3));
-    tt_tensor *yt = tt_sequential_forward(&f.s, big);
-    tt_tensor *ref = tt_linear_forward(&f.l2, tt_relu(tt_linear_forward(&f.l0, big)));
+    tt_tensor *yt = tt_nn_sequential_forward(&f.s, big);
+    tt_tensor *ref = tt_nn_linear_forward(&f.l2, tt_relu(tt_nn_linear_forward(&f.l0, big)));
     int dropped = 0, scaled = 0;
     for (int64_t i = 0; i < tt_numel(yt); i++) {
         double v = tt_at(yt, i), r = tt_at(ref, i);
@@ -815,7 +815,7 @@ START_TEST(test_sequential_params) {
     seq_build(&f);
     tt_params p;
     tt_params_init(&p);
-    tt_sequential_params(&f.s, &p, NULL);
+    tt_nn_sequential_params(&f.s, &p, NULL);
     ck_assert_int_eq(p.n, 4);
     ck_assert_str_eq(p.items[0].name, "0.weight");
     ck_assert_str_eq(p.items[1].name, "0.bias");
@@ -823,13 +823,13 @@ START_TEST(test_sequential_params) {
     ck_assert_str_eq(p.items[3].name, "2.bias");
     ck_assert_ptr_eq(tt_params_get(&p, "2.weight"), f.l2.weight);
     ck_assert_int_eq(tt_params_numel(&p), 12 + 4 + 8 + 2);
-    tt_sequential_params(&f.s, &p, "mlp");  // a second copy under a prefix: distinct names
+    tt_nn_sequential_params(&f.s, &p, "mlp");  // a second copy under a prefix: distinct names
     ck_assert_int_eq(p.n, 8);
     ck_assert_str_eq(p.items[4].name, "mlp.0.weight");
     ck_assert_str_eq(p.items[7].name, "mlp.2.bias");
     tt_params_free(&p);
     seq_free(&f);
-    tt_sequential_free(&f.s);  // safe on a zeroed struct
+    tt_nn_sequential_free(&f.s);  // safe on a zeroed struct
 }
 END_TEST
 
@@ -842,8 +842,8 @@ START_TEST(test_sequential_no_scope) {
     tt_tensor *x = tt_randn(&f.rng, TT_F32, TT_SHAPE(8, 3));
     int64_t live = tt_live_tensors(), bytes = tt_live_bytes();
     for (int train = 0; train < 2; train++) {
-        tt_sequential_train(&f.s, train);
-        tt_tensor *y = tt_sequential_forward(&f.s, x);  // records a tape: params need grad
+        tt_nn_sequential_train(&f.s, train);
+        tt_tensor *y = tt_nn_sequential_forward(&f.s, x);  // records a tape: params need grad
         ck_assert_int_eq(y->refcount, 1);
         ck_assert(y->requires_grad);
         tt_release(y);
@@ -851,7 +851,7 @@ START_TEST(test_sequential_no_scope) {
         ck_assert_int_eq(tt_live_bytes(), bytes);
     }
     // A backward outside a scope: the gradients are the only new tensors.
-    tt_tensor *y = tt_sequential_forward(&f.s, x);
+    tt_tensor *y = tt_nn_sequential_forward(&f.s, x);
     tt_tensor *loss = tt_mean_all(y);
     tt_release(y);  // the graph keeps what backward needs
     tt_backward(loss);
@@ -967,24 +967,24 @@ START_TEST(test_grad_accumulation) {
     tt_rng rng;
     tt_rng_seed(&rng, 18);
     tt_dtype prev = tt_set_default_dtype(TT_F64);
-    tt_linear m;
-    tt_linear_init(&m, 5, 3, true, &rng);
+    tt_nn_linear m;
+    tt_nn_linear_init(&m, 5, 3, true, &rng);
     tt_set_default_dtype(prev);
     tt_scope_begin();
     tt_tensor *x = tt_randn(&rng, TT_F64, TT_SHAPE(8, 5));
     tt_tensor *y = tt_from_data(TT_I64, TT_SHAPE(8), (const int64_t[]){0, 2, 1, 1, 0, 2, 2, 0});
-    tt_backward(tt_cross_entropy(tt_linear_forward(&m, x), y, -100));
+    tt_backward(tt_cross_entropy(tt_nn_linear_forward(&m, x), y, -100));
     tt_tensor *gw = tt_clone(tt_grad(m.weight)), *gb = tt_clone(tt_grad(m.bias));
     tt_zero_grad(m.weight);
     tt_zero_grad(m.bias);
     for (int k = 0; k < 4; k++) {
         tt_tensor *xk = tt_narrow(x, 0, 2 * k, 2), *yk = tt_narrow(y, 0, 2 * k, 2);
-        tt_backward(tt_mul_scalar(tt_cross_entropy(tt_linear_forward(&m, xk), yk, -100), 0.25));
+        tt_backward(tt_mul_scalar(tt_cross_entropy(tt_nn_linear_forward(&m, xk), yk, -100), 0.25));
     }
     assert_same_values(tt_grad(m.weight), gw, 1e-12);
     assert_same_values(tt_grad(m.bias), gb, 1e-12);
     tt_scope_end();
-    tt_linear_free(&m);
+    tt_nn_linear_free(&m);
 }
 END_TEST
 
@@ -1040,11 +1040,11 @@ START_TEST(test_modules_nested_values) {
     tt_dtype prev = tt_set_default_dtype(TT_F64);
     tt_rng rng;
     tt_rng_seed(&rng, 3);
-    tt_linear l0, l1;
-    tt_linear_init(&l0, 3, 4, true, &rng);
-    tt_linear_init(&l1, 4, 2, true, &rng);
-    tt_layernorm_layer ln;
-    tt_layernorm_init(&ln, 4, 1e-5, false, false);
+    tt_nn_linear l0, l1;
+    tt_nn_linear_init(&l0, 3, 4, true, &rng);
+    tt_nn_linear_init(&l1, 4, 2, true, &rng);
+    tt_nn_layernorm ln;
+    tt_nn_layernorm_init(&ln, 4, 1e-5, false, false);
     ck_assert_ptr_null(ln.weight);
     tt_set_default_dtype(prev);
     tt_scope_begin();
@@ -1054,20 +1054,20 @@ START_TEST(test_modules_nested_values) {
     tt_copy_(l1.weight, tt_test_tensor(TT_F64, TT_SHAPE(2, 4), 0.5, -0.4, 0.3, -0.2, 0.1, 0.2,
                                        -0.3, 0.4));
     tt_copy_(l1.bias, tt_test_tensor(TT_F64, TT_SHAPE(2), 0.05, -0.05));
-    tt_sequential inner, outer;
-    tt_sequential_init(&inner);
-    tt_sequential_add(&inner, tt_identity_module());
-    tt_sequential_add(&inner, tt_linear_module(&l1));
-    tt_sequential_init(&outer);
-    tt_sequential_add(&outer, tt_linear_module(&l0));
-    tt_sequential_add(&outer, tt_layernorm_module(&ln));
-    tt_sequential_add(&outer, tt_act_module(TT_ACT_RELU));
-    tt_sequential_add(&outer, tt_sequential_module(&inner));
-    tt_sequential_add(&outer, tt_flatten_module(0, -1));
+    tt_nn_sequential inner, outer;
+    tt_nn_sequential_init(&inner);
+    tt_nn_sequential_add(&inner, tt_nn_identity_module());
+    tt_nn_sequential_add(&inner, tt_nn_linear_module(&l1));
+    tt_nn_sequential_init(&outer);
+    tt_nn_sequential_add(&outer, tt_nn_linear_module(&l0));
+    tt_nn_sequential_add(&outer, tt_nn_layernorm_module(&ln));
+    tt_nn_sequential_add(&outer, tt_act_module(TT_ACT_RELU));
+    tt_nn_sequential_add(&outer, tt_nn_sequential_module(&inner));
+    tt_nn_sequential_add(&outer, tt_nn_flatten_module(0, -1));
 
     tt_params p;
     tt_params_init(&p);
-    tt_sequential_params(&outer, &p, NULL);
+    tt_nn_sequential_params(&outer, &p, NULL);
     ck_assert_int_eq(p.n, 4);  // torch: ['0.weight', '0.bias', '3.1.weight', '3.1.bias']
     ck_assert_str_eq(p.items[0].name, "0.weight");
     ck_assert_str_eq(p.items[1].name, "0.bias");
@@ -1076,7 +1076,7 @@ START_TEST(test_modules_nested_values) {
 
     tt_tensor *x = tt_set_requires_grad(
         tt_test_tensor(TT_F64, TT_SHAPE(2, 3), 1.0, 2.0, 3.0, -1.0, 0.5, 2.0), true);
-    tt_tensor *y = tt_sequential_forward(&outer, x);
+    tt_tensor *y = tt_nn_sequential_forward(&outer, x);
     ck_assert_int_eq(y->ndim, 1);
     ck_assert_values(y, 1e-12, 1e-12, 0.38783162236720564, -0.30724793262823924,
                      0.49598846580686495, -0.49598846580686495);
@@ -1097,10 +1097,10 @@ START_TEST(test_modules_nested_values) {
     ck_assert_values(tt_grad(l1.bias), 1e-12, 1e-12, 4, 6);
     tt_scope_end();
     tt_params_free(&p);
-    tt_sequential_free(&outer);
-    tt_sequential_free(&inner);
-    tt_linear_free(&l0);
-    tt_linear_free(&l1);
+    tt_nn_sequential_free(&outer);
+    tt_nn_sequential_free(&inner);
+    tt_nn_linear_free(&l0);
+    tt_nn_linear_free(&l1);
 }
 END_TEST
 
@@ -1108,21 +1108,21 @@ END_TEST
 START_TEST(test_modules_nested_train) {
     tt_rng rng;
     tt_rng_seed(&rng, 5);
-    tt_dropout_layer drop;
-    tt_dropout_init(&drop, 0.5, &rng);
-    tt_sequential a, b;
-    tt_sequential_init(&a);
-    tt_sequential_init(&b);
-    tt_sequential_add(&b, tt_dropout_module(&drop));
-    tt_sequential_add(&a, tt_sequential_module(&b));
-    tt_module m = tt_sequential_module(&a);
+    tt_nn_dropout drop;
+    tt_nn_dropout_init(&drop, 0.5, &rng);
+    tt_nn_sequential a, b;
+    tt_nn_sequential_init(&a);
+    tt_nn_sequential_init(&b);
+    tt_nn_sequential_add(&b, tt_nn_dropout_module(&drop));
+    tt_nn_sequential_add(&a, tt_nn_sequential_module(&b));
+    tt_module m = tt_nn_sequential_module(&a);
     ck_assert_str_eq(m.ops->type, "Sequential");
     tt_module_train(m, false);
     ck_assert(!drop.training);
     tt_module_train(m, true);
     ck_assert(drop.training);
-    tt_sequential_free(&a);
-    tt_sequential_free(&b);
+    tt_nn_sequential_free(&a);
+    tt_nn_sequential_free(&b);
 }
 END_TEST
 
@@ -1132,7 +1132,7 @@ START_TEST(test_flatten_module) {
     tt_scope_begin();
     tt_tensor *x = tt_arange(TT_F32, 0, 120, 1);
     x = tt_reshape(x, TT_SHAPE(2, 3, 4, 5));
-    tt_tensor *y = tt_module_forward(tt_flatten_module(1, -1), x);  // PyTorch's default
+    tt_tensor *y = tt_module_forward(tt_nn_flatten_module(1, -1), x);  // PyTorch's default
     ck_assert_int_eq(y->ndim, 2);
     ck_assert_int_eq(y->shape[0], 2);
     ck_assert_int_eq(y->shape[1], 60);
@@ -1152,9 +1152,9 @@ START_TEST(test_flatten_module) {
     ck_assert_values(y, 0, 0, 7);
     // (2, 3) transposed to (3, 2), not contiguous: flattened in logical order.
     tt_tensor *t = tt_transpose(tt_reshape(tt_arange(TT_F32, 0, 6, 1), TT_SHAPE(2, 3)), 0, 1);
-    ck_assert_values(tt_module_forward(tt_flatten_module(0, -1), t), 0, 0, 0, 3, 1, 4, 2, 5);
+    ck_assert_values(tt_module_forward(tt_nn_flatten_module(0, -1), t), 0, 0, 0, 3, 1, 4, 2, 5);
     // Identity returns its input.
-    ck_assert_ptr_eq(tt_module_forward(tt_identity_module(), x), x);
+    ck_assert_ptr_eq(tt_module_forward(tt_nn_identity_module(), x), x);
     tt_scope_end();
 }
 END_TEST
@@ -1166,28 +1166,28 @@ START_TEST(test_module_wrappers) {
     tt_rng rng;
     tt_rng_seed(&rng, 11);
     const int64_t B = 2, T = 3, C = 8, NH = 2;
-    tt_layernorm_layer ln;
-    tt_rmsnorm_layer rms;
-    tt_norm nrm;
-    tt_feedforward mlp;
-    tt_attention attn;
-    tt_block blk;
-    tt_pos_embedding pe;
-    tt_sinusoidal sine;
-    tt_rope rope;
-    tt_embedding_layer emb;
-    tt_layernorm_init(&ln, C, 1e-5, true, true);
-    tt_rmsnorm_init(&rms, C, 1e-6, true);
-    tt_norm_init(&nrm, TT_NORM_RMSNORM, C, 1e-6, false);
-    tt_feedforward_init(&mlp, C, 16, TT_ACT_GELU, true, 0.1, &rng);
-    tt_attention_config ac = {.n_embd = C, .n_head = NH, .max_seq = 8, .causal = true,
-                              .bias = true, .dropout = 0.1};
-    tt_attention_init(&attn, &ac, &rng);
-    tt_block_init(&blk, &(tt_block_config){.attn = ac, .act = TT_ACT_GELU}, &rng);
-    tt_pos_embedding_init(&pe, 8, C, 1.0, &rng);
-    tt_sinusoidal_init(&sine, 8, C);
-    tt_rope_init(&rope, C / NH, 8, 10000);
-    tt_embedding_init(&emb, 10, C, &rng);
+    tt_nn_layernorm ln;
+    tt_nn_rmsnorm rms;
+    tt_nn_norm nrm;
+    tt_nn_feedforward mlp;
+    tt_nn_attention attn;
+    tt_nn_block blk;
+    tt_nn_pos_embedding pe;
+    tt_nn_sinusoidal sine;
+    tt_nn_rope rope;
+    tt_nn_embedding emb;
+    tt_nn_layernorm_init(&ln, C, 1e-5, true, true);
+    tt_nn_rmsnorm_init(&rms, C, 1e-6, true);
+    tt_nn_norm_init(&nrm, TT_NORM_RMSNORM, C, 1e-6, false);
+    tt_nn_feedforward_init(&mlp, C, 16, TT_ACT_GELU, true, 0.1, &rng);
+    tt_nn_attention_config ac = {.n_embd = C, .n_head = NH, .max_seq = 8, .causal = true,
+                                 .bias = true, .dropout = 0.1};
+    tt_nn_attention_init(&attn, &ac, &rng);
+    tt_nn_block_init(&blk, &(tt_nn_block_config){.attn = ac, .act = TT_ACT_GELU}, &rng);
+    tt_nn_pos_embedding_init(&pe, 8, C, 1.0, &rng);
+    tt_nn_sinusoidal_init(&sine, 8, C);
+    tt_nn_rope_init(&rope, C / NH, 8, 10000);
+    tt_nn_embedding_init(&emb, 10, C, &rng);
     tt_set_default_dtype(prev);
     tt_scope_begin();
     tt_tensor *x = tt_randn(&rng, TT_F64, TT_SHAPE(B, T, C));
@@ -1199,31 +1199,31 @@ START_TEST(test_module_wrappers) {
         tt_tensor *in, *direct;
         const void *self;
     } cases[] = {
-        {tt_layernorm_module(&ln), x, NULL, &ln},
-        {tt_rmsnorm_module(&rms), x, NULL, &rms},
-        {tt_norm_module(&nrm), x, NULL, &nrm},
-        {tt_feedforward_module(&mlp), x, NULL, &mlp},
-        {tt_attention_module(&attn), x, NULL, &attn},
-        {tt_block_module(&blk), x, NULL, &blk},
-        {tt_pos_embedding_module(&pe), x, NULL, &pe},
-        {tt_sinusoidal_module(&sine), x, NULL, &sine},
-        {tt_rope_module(&rope), xh, NULL, &rope},
-        {tt_embedding_module(&emb), idx, NULL, &emb},
+        {tt_nn_layernorm_module(&ln), x, NULL, &ln},
+        {tt_nn_rmsnorm_module(&rms), x, NULL, &rms},
+        {tt_nn_norm_module(&nrm), x, NULL, &nrm},
+        {tt_nn_feedforward_module(&mlp), x, NULL, &mlp},
+        {tt_nn_attention_module(&attn), x, NULL, &attn},
+        {tt_nn_block_module(&blk), x, NULL, &blk},
+        {tt_nn_pos_embedding_module(&pe), x, NULL, &pe},
+        {tt_nn_sinusoidal_module(&sine), x, NULL, &sine},
+        {tt_nn_rope_module(&rope), xh, NULL, &rope},
+        {tt_nn_embedding_module(&emb), idx, NULL, &emb},
     };
     int n = (int)(sizeof cases / sizeof cases[0]);
     for (int i = 0; i < n; i++) tt_module_train(cases[i].m, false);  // dropout off
     ck_assert(!mlp.drop.training && !attn.attn_drop.training && !attn.resid_drop.training);
     ck_assert(!blk.attn.resid_drop.training && !blk.mlp.drop.training);
-    cases[0].direct = tt_layernorm_forward(&ln, x);
-    cases[1].direct = tt_rmsnorm_forward(&rms, x);
-    cases[2].direct = tt_norm_forward(&nrm, x);
-    cases[3].direct = tt_feedforward_forward(&mlp, x);
-    cases[4].direct = tt_attention_forward(&attn, x);
-    cases[5].direct = tt_block_forward(&blk, x);
-    cases[6].direct = tt_pos_embedding_forward(&pe, x, 0);
-    cases[7].direct = tt_sinusoidal_forward(&sine, x, 0);
-    cases[8].direct = tt_rope_forward(&rope, xh, 0);
-    cases[9].direct = tt_embedding_forward(&emb, idx);
+    cases[0].direct = tt_nn_layernorm_forward(&ln, x);
+    cases[1].direct = tt_nn_rmsnorm_forward(&rms, x);
+    cases[2].direct = tt_nn_norm_forward(&nrm, x);
+    cases[3].direct = tt_nn_feedforward_forward(&mlp, x);
+    cases[4].direct = tt_nn_attention_forward(&attn, x);
+    cases[5].direct = tt_nn_block_forward(&blk, x);
+    cases[6].direct = tt_nn_pos_embedding_forward(&pe, x, 0);
+    cases[7].direct = tt_nn_sinusoidal_forward(&sine, x, 0);
+    cases[8].direct = tt_nn_rope_forward(&rope, xh, 0);
+    cases[9].direct = tt_nn_embedding_forward(&emb, idx);
     for (int i = 0; i < n; i++) {
         ck_assert_ptr_eq(cases[i].m.self, cases[i].self);
         assert_same_values(tt_module_forward(cases[i].m, cases[i].in), cases[i].direct, 0);
@@ -1232,8 +1232,8 @@ START_TEST(test_module_wrappers) {
     tt_params a, b;
     tt_params_init(&a);
     tt_params_init(&b);
-    tt_module_params(tt_block_module(&blk), &a, "h");
-    tt_block_params(&blk, &b, "h");
+    tt_module_params(tt_nn_block_module(&blk), &a, "h");
+    tt_nn_block_params(&blk, &b, "h");
     ck_assert_int_eq(a.n, b.n);
     ck_assert_int_eq(a.n, 16);  // norm1 2, attn 4 projections x 2, norm2 2, mlp 2 x 2
     for (int i = 0; i < a.n; i++) {
@@ -1243,27 +1243,27 @@ START_TEST(test_module_wrappers) {
     tt_params_free(&a);
     tt_params_free(&b);
     tt_params_init(&a);
-    tt_module_params(tt_sinusoidal_module(&sine), &a, "pe");  // buffers are not parameters
-    tt_module_params(tt_rope_module(&rope), &a, "rope");
-    tt_module_params(tt_pos_embedding_module(&pe), &a, "wpe");
-    tt_module_params(tt_feedforward_module(&mlp), &a, "mlp");
+    tt_module_params(tt_nn_sinusoidal_module(&sine), &a, "pe");  // buffers are not parameters
+    tt_module_params(tt_nn_rope_module(&rope), &a, "rope");
+    tt_module_params(tt_nn_pos_embedding_module(&pe), &a, "wpe");
+    tt_module_params(tt_nn_feedforward_module(&mlp), &a, "mlp");
     ck_assert_int_eq(a.n, 5);
     ck_assert_str_eq(a.items[0].name, "wpe.weight");
     ck_assert_str_eq(a.items[4].name, "mlp.proj.bias");
     tt_params_free(&a);
-    tt_module_train(tt_block_module(&blk), true);
+    tt_module_train(tt_nn_block_module(&blk), true);
     ck_assert(blk.attn.attn_drop.training && blk.mlp.drop.training);
     tt_scope_end();
-    tt_layernorm_free(&ln);
-    tt_rmsnorm_free(&rms);
-    tt_norm_free(&nrm);
-    tt_feedforward_free(&mlp);
-    tt_attention_free(&attn);
-    tt_block_free(&blk);
-    tt_pos_embedding_free(&pe);
-    tt_sinusoidal_free(&sine);
-    tt_rope_free(&rope);
-    tt_embedding_free(&emb);
+    tt_nn_layernorm_free(&ln);
+    tt_nn_rmsnorm_free(&rms);
+    tt_nn_norm_free(&nrm);
+    tt_nn_feedforward_free(&mlp);
+    tt_nn_attention_free(&attn);
+    tt_nn_block_free(&blk);
+    tt_nn_pos_embedding_free(&pe);
+    tt_nn_sinusoidal_free(&sine);
+    tt_nn_rope_free(&rope);
+    tt_nn_embedding_free(&emb);
 }
 END_TEST
 
@@ -1316,54 +1316,54 @@ END_TEST
 START_TEST(test_params_check_reaches_ok) {
     tt_rng rng;
     tt_rng_seed(&rng, 2);
-    tt_linear l0, l1;
-    tt_linear_init(&l0, 3, 4, true, &rng);
-    tt_linear_init(&l1, 4, 2, true, &rng);
+    tt_nn_linear l0, l1;
+    tt_nn_linear_init(&l0, 3, 4, true, &rng);
+    tt_nn_linear_init(&l1, 4, 2, true, &rng);
     tt_params p;
     tt_params_init(&p);
-    tt_linear_params(&l0, &p, "l0");
-    tt_linear_params(&l1, &p, "l1");  // not reached by the loss below: fine
+    tt_nn_linear_params(&l0, &p, "l0");
+    tt_nn_linear_params(&l1, &p, "l1");  // not reached by the loss below: fine
     tt_scope_begin();
     tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(5, 3));
-    tt_tensor *loss = tt_mean_all(tt_linear_forward(&l0, x));
+    tt_tensor *loss = tt_mean_all(tt_nn_linear_forward(&l0, x));
     tt_params_check_reaches(&p, loss);
     tt_no_grad_begin();
-    tt_params_check_reaches(&p, tt_mean_all(tt_linear_forward(&l1, tt_linear_forward(&l0, x))));
+    tt_params_check_reaches(&p, tt_mean_all(tt_nn_linear_forward(&l1, tt_nn_linear_forward(&l0, x))));
     tt_no_grad_end();
     tt_scope_end();
     tt_params_free(&p);
-    tt_linear_free(&l0);
-    tt_linear_free(&l1);
+    tt_nn_linear_free(&l0);
+    tt_nn_linear_free(&l1);
 }
 END_TEST
 
 // A user's composite, as the README describes: two Linears and a Dropout listed once in a
 // children callback; params, train and free come from the generic walk.
 typedef struct user_net {
-    tt_linear fc1, fc2;
-    tt_dropout_layer drop;
+    tt_nn_linear fc1, fc2;
+    tt_nn_dropout drop;
 } user_net;
 
 static tt_tensor *user_net_fwd(void *self, tt_tensor *x) {
     user_net *n = self;
     tt_scope_begin();
-    tt_tensor *h = tt_dropout_forward(&n->drop, tt_relu(tt_linear_forward(&n->fc1, x)));
-    tt_tensor *y = tt_keep(tt_linear_forward(&n->fc2, h));
+    tt_tensor *h = tt_nn_dropout_forward(&n->drop, tt_relu(tt_nn_linear_forward(&n->fc1, x)));
+    tt_tensor *y = tt_keep(tt_nn_linear_forward(&n->fc2, h));
     tt_scope_end();
     return y;
 }
 
 static void user_net_children(void *self, tt_module_visit visit, void *ctx) {
     user_net *n = self;
-    visit(tt_linear_module(&n->fc1), "fc1", ctx);
-    visit(tt_dropout_module(&n->drop), "drop", ctx);
-    visit(tt_linear_module(&n->fc2), "fc2", ctx);
+    visit(tt_nn_linear_module(&n->fc1), "fc1", ctx);
+    visit(tt_nn_dropout_module(&n->drop), "drop", ctx);
+    visit(tt_nn_linear_module(&n->fc2), "fc2", ctx);
 }
 
 static void user_net_free(void *self) {
     user_net *n = self;
-    tt_linear_free(&n->fc1);
-    tt_linear_free(&n->fc2);
+    tt_nn_linear_free(&n->fc1);
+    tt_nn_linear_free(&n->fc2);
 }
 
 static const tt_module_ops user_net_ops = {.type = "UserNet", .forward = user_net_fwd,
@@ -1385,55 +1385,55 @@ START_TEST(test_module_children) {
     tt_rng rng;
     tt_rng_seed(&rng, 9);
     user_net net;
-    tt_linear_init(&net.fc1, 3, 5, true, &rng);
-    tt_linear_init(&net.fc2, 5, 2, false, &rng);
-    tt_dropout_init(&net.drop, 0.5, &rng);
+    tt_nn_linear_init(&net.fc1, 3, 5, true, &rng);
+    tt_nn_linear_init(&net.fc2, 5, 2, false, &rng);
+    tt_nn_dropout_init(&net.drop, 0.5, &rng);
     tt_module m = {&net, &user_net_ops};
     // Inside a sequential, under a prefix: names follow the children.
-    tt_sequential s;
-    tt_sequential_init(&s);
-    tt_sequential_add(&s, tt_act_module(TT_ACT_IDENTITY));
-    tt_sequential_add(&s, m);
+    tt_nn_sequential s;
+    tt_nn_sequential_init(&s);
+    tt_nn_sequential_add(&s, tt_act_module(TT_ACT_IDENTITY));
+    tt_nn_sequential_add(&s, m);
     tt_params p;
     tt_params_init(&p);
-    tt_sequential_params(&s, &p, "net");
+    tt_nn_sequential_params(&s, &p, "net");
     ck_assert_int_eq(p.n, 3);
     ck_assert_str_eq(p.items[0].name, "net.1.fc1.weight");
     ck_assert_str_eq(p.items[1].name, "net.1.fc1.bias");
     ck_assert_str_eq(p.items[2].name, "net.1.fc2.weight");
-    tt_sequential_train(&s, false);
+    tt_nn_sequential_train(&s, false);
     ck_assert(!net.drop.training);
     tt_scope_begin();
     tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(4, 3));
-    tt_tensor *loss = tt_sum_all(tt_sequential_forward(&s, x));
+    tt_tensor *loss = tt_sum_all(tt_nn_sequential_forward(&s, x));
     tt_params_check_reaches(&p, loss);
     tt_scope_end();
     // The block's children, in order.
-    tt_block blk;
-    tt_block_init(&blk, &(tt_block_config){.attn = {.n_embd = 4, .n_head = 2, .max_seq = 4,
-                                                    .qk_norm = true, .rope = true}},
+    tt_nn_block blk;
+    tt_nn_block_init(&blk, &(tt_nn_block_config){.attn = {.n_embd = 4, .n_head = 2, .max_seq = 4,
+                                                          .qk_norm = true, .rope = true}},
                   &rng);
     name_log l = {0};
-    tt_module_children(tt_block_module(&blk), log_child, &l);
+    tt_module_children(tt_nn_block_module(&blk), log_child, &l);
     ck_assert_int_eq(l.n, 4);
     ck_assert_str_eq(l.names[0], "Norm:norm1");
     ck_assert_str_eq(l.names[1], "Attention:attn");
     ck_assert_str_eq(l.names[3], "FeedForward:mlp");
     l.n = 0;
-    tt_module_children(tt_attention_module(&blk.attn), log_child, &l);
+    tt_module_children(tt_nn_attention_module(&blk.attn), log_child, &l);
     ck_assert_int_eq(l.n, 9);  // 4 projections, q/k norms, rope, 2 dropouts
     ck_assert_str_eq(l.names[4], "RMSNorm:q_norm");
     ck_assert_str_eq(l.names[6], "RoPE:rope");
     tt_params_free(&p);
     tt_params_init(&p);
-    tt_block_params(&blk, &p, NULL);
+    tt_nn_block_params(&blk, &p, NULL);
     ck_assert_int_eq(p.n, 1 + 4 + 2 + 1 + 2);  // no bias: norm1, attn (4 + q/k norms), ...
     ck_assert_str_eq(p.items[6].name, "attn.k_norm.weight");
     tt_params_free(&p);
-    tt_module_free(tt_block_module(&blk));  // the same as tt_block_free
+    tt_module_free(tt_nn_block_module(&blk));  // the same as tt_nn_block_free
     ck_assert_ptr_null(blk.attn.rope.cos);
-    tt_block_free(&blk);  // safe again on the zeroed struct
-    tt_sequential_free(&s);
+    tt_nn_block_free(&blk);  // safe again on the zeroed struct
+    tt_nn_sequential_free(&s);
     tt_module_free(m);
 }
 END_TEST
@@ -1471,14 +1471,14 @@ START_TEST(test_abort_params_check_reaches) {
                     "parameter list (2 entries): (2, 4) f32 (input of 'affine'); (2,) f32");
     tt_rng rng;
     tt_rng_seed(&rng, 2);
-    tt_linear l0, l1;
-    tt_linear_init(&l0, 3, 4, true, &rng);
-    tt_linear_init(&l1, 4, 2, true, &rng);
+    tt_nn_linear l0, l1;
+    tt_nn_linear_init(&l0, 3, 4, true, &rng);
+    tt_nn_linear_init(&l1, 4, 2, true, &rng);
     tt_params p;
     tt_params_init(&p);
-    tt_linear_params(&l0, &p, "l0");
+    tt_nn_linear_params(&l0, &p, "l0");
     tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(5, 3));
-    tt_params_check_reaches(&p, tt_mean_all(tt_linear_forward(&l1, tt_linear_forward(&l0, x))));
+    tt_params_check_reaches(&p, tt_mean_all(tt_nn_linear_forward(&l1, tt_nn_linear_forward(&l0, x))));
 }
 END_TEST
 
@@ -1496,14 +1496,14 @@ END_TEST
 
 START_TEST(test_abort_flatten_dims) {
     tt_expect_abort("start_dim=2 comes after end_dim=1 for input (2, 3, 4); swap them");
-    tt_module_forward(tt_flatten_module(2, 1), tt_zeros(TT_F32, TT_SHAPE(2, 3, 4)));
+    tt_module_forward(tt_nn_flatten_module(2, 1), tt_zeros(TT_F32, TT_SHAPE(2, 3, 4)));
 }
 END_TEST
 
 START_TEST(test_abort_flatten_range) {
     tt_expect_abort("tt_flatten: start_dim=1 or end_dim=3 is out of range for input "
                     "(2, 3) (valid: -2 .. 1)");
-    tt_module_forward(tt_flatten_module(1, 3), tt_zeros(TT_F32, TT_SHAPE(2, 3)));
+    tt_module_forward(tt_nn_flatten_module(1, 3), tt_zeros(TT_F32, TT_SHAPE(2, 3)));
 }
 END_TEST
 
@@ -1511,9 +1511,9 @@ START_TEST(test_abort_linear_in_features) {
     tt_expect_abort("input (2, 4) must end in in_features=3");
     tt_rng rng;
     tt_rng_seed(&rng, 1);
-    tt_linear m;
-    tt_linear_init(&m, 3, 2, true, &rng);
-    tt_linear_forward(&m, tt_zeros(TT_F32, TT_SHAPE(2, 4)));
+    tt_nn_linear m;
+    tt_nn_linear_init(&m, 3, 2, true, &rng);
+    tt_nn_linear_forward(&m, tt_zeros(TT_F32, TT_SHAPE(2, 4)));
 }
 END_TEST
 
@@ -1521,24 +1521,24 @@ START_TEST(test_abort_linear_zero_features) {
     tt_expect_abort("features must be positive, got in=0 out=2");
     tt_rng rng;
     tt_rng_seed(&rng, 1);
-    tt_linear m;
-    tt_linear_init(&m, 0, 2, true, &rng);
+    tt_nn_linear m;
+    tt_nn_linear_init(&m, 0, 2, true, &rng);
 }
 END_TEST
 
 START_TEST(test_abort_layernorm_dim) {
     tt_expect_abort("input (2, 5) must end in dim=4");
-    tt_layernorm_layer m;
-    tt_layernorm_init(&m, 4, 1e-5, true, true);
-    tt_layernorm_forward(&m, tt_zeros(TT_F32, TT_SHAPE(2, 5)));
+    tt_nn_layernorm m;
+    tt_nn_layernorm_init(&m, 4, 1e-5, true, true);
+    tt_nn_layernorm_forward(&m, tt_zeros(TT_F32, TT_SHAPE(2, 5)));
 }
 END_TEST
 
 START_TEST(test_abort_rmsnorm_dim) {
     tt_expect_abort("input (4, 3) must end in dim=4");
-    tt_rmsnorm_layer m;
-    tt_rmsnorm_init(&m, 4, 1e-5, true);
-    tt_rmsnorm_forward(&m, tt_zeros(TT_F32, TT_SHAPE(4, 3)));
+    tt_nn_rmsnorm m;
+    tt_nn_rmsnorm_init(&m, 4, 1e-5, true);
+    tt_nn_rmsnorm_forward(&m, tt_zeros(TT_F32, TT_SHAPE(4, 3)));
 }
 END_TEST
 
@@ -1546,9 +1546,9 @@ START_TEST(test_abort_embedding_index) {
     tt_expect_abort("index 3 (at flat position 0 of indices (1,)) is out of range");
     tt_rng rng;
     tt_rng_seed(&rng, 1);
-    tt_embedding_layer e;
-    tt_embedding_init(&e, 3, 2, &rng);
-    tt_embedding_forward(&e, tt_from_data(TT_I64, TT_SHAPE(1), (const int64_t[]){3}));
+    tt_nn_embedding e;
+    tt_nn_embedding_init(&e, 3, 2, &rng);
+    tt_nn_embedding_forward(&e, tt_from_data(TT_I64, TT_SHAPE(1), (const int64_t[]){3}));
 }
 END_TEST
 
@@ -1567,23 +1567,23 @@ END_TEST
 START_TEST(test_abort_dropout_p) {
     tt_expect_abort("dropout probability 1.5 is outside [0, 1]");
     tt_rng rng;
-    tt_dropout_layer d;
-    tt_dropout_init(&d, 1.5, &rng);
+    tt_nn_dropout d;
+    tt_nn_dropout_init(&d, 1.5, &rng);
 }
 END_TEST
 
 START_TEST(test_abort_dropout_no_rng) {
     tt_expect_abort("dropout with p=0.1 needs an rng");
-    tt_dropout_layer d;
-    tt_dropout_init(&d, 0.1, NULL);
+    tt_nn_dropout d;
+    tt_nn_dropout_init(&d, 0.1, NULL);
 }
 END_TEST
 
 START_TEST(test_abort_sequential_empty) {
-    tt_expect_abort("empty sequential: add modules with tt_sequential_add");
-    tt_sequential s;
-    tt_sequential_init(&s);
-    tt_sequential_forward(&s, tt_zeros(TT_F32, TT_SHAPE(2)));
+    tt_expect_abort("empty sequential: add modules with tt_nn_sequential_add");
+    tt_nn_sequential s;
+    tt_nn_sequential_init(&s);
+    tt_nn_sequential_forward(&s, tt_zeros(TT_F32, TT_SHAPE(2)));
 }
 END_TEST
 

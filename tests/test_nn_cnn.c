@@ -1,5 +1,5 @@
 // Check suite of the BatchNorm1d/2d and pooling modules, module buffers and a small CNN as a
-// tt_sequential, against PyTorch 1.13 (tests/reference/cnn_values.py wrote cnn_values.h):
+// tt_nn_sequential, against PyTorch 1.13 (tests/reference/cnn_values.py wrote cnn_values.h):
 // 3 training steps then eval (outputs, running stats, gradients of x, weight, bias), the
 // pooling modules' outputs and gradients, the CNN's logits and every parameter's gradient in
 // f64 and f32 in train and eval mode, checkpoint round-trips of the buffers, the aborts.
@@ -27,13 +27,13 @@ static int64_t shape_numel(int ndim, const int64_t *shape) {
 START_TEST(test_batchnorm_matches_pytorch) {
     const bn_ref *r = &bn_refs[_i];
     tt_dtype prev = tt_set_default_dtype(TT_F64);
-    tt_batchnorm_opts o = tt_batchnorm_default_opts();
+    tt_nn_batchnorm_opts o = tt_nn_batchnorm_default_opts();
     o.momentum = r->momentum;
     o.affine = r->affine;
     o.track_running_stats = r->track;
-    tt_batchnorm_layer bn;
-    if (r->dims == 1) tt_batchnorm1d_init(&bn, r->shape[1], &o);
-    else tt_batchnorm2d_init(&bn, r->shape[1], &o);
+    tt_nn_batchnorm bn;
+    if (r->dims == 1) tt_nn_batchnorm1d_init(&bn, r->shape[1], &o);
+    else tt_nn_batchnorm2d_init(&bn, r->shape[1], &o);
     tt_set_default_dtype(prev);
     int64_t C = r->shape[1], n = shape_numel(r->ndim, r->shape);
     if (r->affine) {
@@ -47,13 +47,13 @@ START_TEST(test_batchnorm_matches_pytorch) {
         ck_assert_ptr_null(bn.weight);
     }
     for (int step = 0; step < 4; step++) {
-        if (step == 3) tt_module_train(tt_batchnorm_module(&bn), false);
+        if (step == 3) tt_module_train(tt_nn_batchnorm_module(&bn), false);
         if (bn.weight) tt_zero_grad(bn.weight), tt_zero_grad(bn.bias);
         tt_scope_begin();
         tt_tensor *x = tt_test_tensor_(TT_F64, r->ndim, r->shape, r->x + step * n, n);
         tt_set_requires_grad(x, true);
         tt_tensor *g = tt_test_tensor_(TT_F64, r->ndim, r->shape, r->g + step * n, n);
-        tt_tensor *y = tt_module_forward(tt_batchnorm_module(&bn), x);
+        tt_tensor *y = tt_module_forward(tt_nn_batchnorm_module(&bn), x);
         CHECK_VALUES(y, r->y + step * n, n, 1e-12, 1e-10);
         tt_backward(tt_sum_all(tt_mul(y, g)));
         CHECK_VALUES(tt_grad(x), r->dx + step * n, n, 1e-12, 1e-10);
@@ -74,20 +74,20 @@ START_TEST(test_batchnorm_matches_pytorch) {
     } else {
         ck_assert_ptr_null(bn.running_mean);
     }
-    tt_batchnorm_free(&bn);
+    tt_nn_batchnorm_free(&bn);
 }
 END_TEST
 
 // Parameters, buffers and the state list: names, order, no grad on the buffers, the
 // optimizer's list without them.
 START_TEST(test_batchnorm_params_buffers_state) {
-    tt_batchnorm_layer bn;
-    tt_batchnorm2d_init(&bn, 3, NULL);
+    tt_nn_batchnorm bn;
+    tt_nn_batchnorm2d_init(&bn, 3, NULL);
     ck_assert_int_eq(bn.running_mean->dtype, tt_default_dtype());
     ck_assert_double_eq(tt_at(bn.running_var, 2), 1);
     ck_assert_int_eq(bn.num_batches_tracked->dtype, TT_I64);
     ck_assert_int_eq(bn.num_batches_tracked->ndim, 0);
-    tt_module m = tt_batchnorm_module(&bn);
+    tt_module m = tt_nn_batchnorm_module(&bn);
     ck_assert_str_eq(m.ops->type, "BatchNorm2d");
     tt_params p, b, s;
     tt_params_init(&p);
@@ -106,17 +106,17 @@ START_TEST(test_batchnorm_params_buffers_state) {
     tt_params_free(&s);
     tt_params_free(&b);
     tt_params_free(&p);
-    tt_batchnorm_free(&bn);
-    tt_batchnorm_free(&bn);  // safe on a zeroed struct
+    tt_nn_batchnorm_free(&bn);
+    tt_nn_batchnorm_free(&bn);  // safe on a zeroed struct
     // no affine, no tracking: nothing to list
-    tt_batchnorm_layer bare;
-    tt_batchnorm1d_init(&bare, 4, &(tt_batchnorm_opts){.eps = 1e-3});
+    tt_nn_batchnorm bare;
+    tt_nn_batchnorm1d_init(&bare, 4, &(tt_nn_batchnorm_opts){.eps = 1e-3});
     tt_params_init(&s);
-    tt_module_state(tt_batchnorm_module(&bare), &s, NULL);
+    tt_module_state(tt_nn_batchnorm_module(&bare), &s, NULL);
     ck_assert_int_eq(s.n, 0);
-    ck_assert_str_eq(tt_batchnorm_module(&bare).ops->type, "BatchNorm1d");
+    ck_assert_str_eq(tt_nn_batchnorm_module(&bare).ops->type, "BatchNorm1d");
     tt_params_free(&s);
-    tt_batchnorm_free(&bare);
+    tt_nn_batchnorm_free(&bare);
 }
 END_TEST
 
@@ -125,16 +125,16 @@ END_TEST
 START_TEST(test_batchnorm_checkpoint_roundtrip) {
     const bn_ref *r = &bn_refs[0];
     tt_dtype prev = tt_set_default_dtype(TT_F64);
-    tt_batchnorm_layer a, b;
-    tt_batchnorm2d_init(&a, r->shape[1], NULL);
-    tt_batchnorm2d_init(&b, r->shape[1], NULL);
+    tt_nn_batchnorm a, b;
+    tt_nn_batchnorm2d_init(&a, r->shape[1], NULL);
+    tt_nn_batchnorm2d_init(&b, r->shape[1], NULL);
     tt_set_default_dtype(prev);
     int64_t C = r->shape[1], n = shape_numel(r->ndim, r->shape);
     tt_scope_begin();
     tt_copy_(a.weight, tt_test_tensor_(TT_F64, 1, &C, r->w, C));
     tt_copy_(a.bias, tt_test_tensor_(TT_F64, 1, &C, r->b, C));
     for (int step = 0; step < 3; step++)
-        tt_batchnorm_forward(&a, tt_test_tensor_(TT_F64, r->ndim, r->shape, r->x + step * n, n));
+        tt_nn_batchnorm_forward(&a, tt_test_tensor_(TT_F64, r->ndim, r->shape, r->x + step * n, n));
     tt_scope_end();
     char dir[128], path[192];
     tt_test_mkdtemp(dir, sizeof dir, "bn_ckpt");
@@ -142,8 +142,8 @@ START_TEST(test_batchnorm_checkpoint_roundtrip) {
     tt_params sa, sb;
     tt_params_init(&sa);
     tt_params_init(&sb);
-    tt_module_state(tt_batchnorm_module(&a), &sa, "bn");
-    tt_module_state(tt_batchnorm_module(&b), &sb, "bn");
+    tt_module_state(tt_nn_batchnorm_module(&a), &sa, "bn");
+    tt_module_state(tt_nn_batchnorm_module(&b), &sb, "bn");
     tt_checkpoint ck, in;
     tt_ckpt_init(&ck);
     tt_ckpt_add_params(&ck, "model.", &sa);
@@ -158,20 +158,20 @@ START_TEST(test_batchnorm_checkpoint_roundtrip) {
     ck_assert(!b.num_batches_tracked->requires_grad);
     ck_assert(b.weight->requires_grad);
     // a module of another size: a mismatch naming the tensor, nothing copied
-    tt_batchnorm_layer c;
-    tt_batchnorm2d_init(&c, C + 1, NULL);
+    tt_nn_batchnorm c;
+    tt_nn_batchnorm2d_init(&c, C + 1, NULL);
     tt_params sc;
     tt_params_init(&sc);
-    tt_module_state(tt_batchnorm_module(&c), &sc, "bn");
+    tt_module_state(tt_nn_batchnorm_module(&c), &sc, "bn");
     ck_assert_int_eq(tt_ckpt_restore_params(&in, "model.", &sc), TT_ERR_MISMATCH);
     ck_assert_ptr_nonnull(strstr(tt_last_error(), "bn.weight"));
     ck_assert_double_eq(tt_item(c.num_batches_tracked), 0);
     tt_params_free(&sc);
-    tt_batchnorm_free(&c);
+    tt_nn_batchnorm_free(&c);
     // eval with the loaded stats: PyTorch's eval step
-    tt_batchnorm_train(&b, false);
+    tt_nn_batchnorm_train(&b, false);
     tt_scope_begin();
-    tt_tensor *y = tt_batchnorm_forward(
+    tt_tensor *y = tt_nn_batchnorm_forward(
         &b, tt_test_tensor_(TT_F64, r->ndim, r->shape, r->x + 3 * n, n));
     CHECK_VALUES(y, r->y + 3 * n, n, 1e-12, 1e-10);
     tt_scope_end();
@@ -179,8 +179,8 @@ START_TEST(test_batchnorm_checkpoint_roundtrip) {
     tt_ckpt_free(&ck);
     tt_params_free(&sb);
     tt_params_free(&sa);
-    tt_batchnorm_free(&b);
-    tt_batchnorm_free(&a);
+    tt_nn_batchnorm_free(&b);
+    tt_nn_batchnorm_free(&a);
     tt_test_rmdir(dir);
 }
 END_TEST
@@ -188,8 +188,8 @@ END_TEST
 // f32 follows the f64 reference to f32 precision.
 START_TEST(test_batchnorm_f32) {
     const bn_ref *r = &bn_refs[0];
-    tt_batchnorm_layer bn;
-    tt_batchnorm2d_init(&bn, r->shape[1], NULL);
+    tt_nn_batchnorm bn;
+    tt_nn_batchnorm2d_init(&bn, r->shape[1], NULL);
     ck_assert_int_eq(bn.weight->dtype, TT_F32);
     int64_t C = r->shape[1], n = shape_numel(r->ndim, r->shape);
     tt_scope_begin();
@@ -197,14 +197,14 @@ START_TEST(test_batchnorm_f32) {
     tt_copy_(bn.bias, tt_test_tensor_(TT_F32, 1, &C, r->b, C));
     tt_scope_end();
     for (int step = 0; step < 4; step++) {
-        if (step == 3) tt_batchnorm_train(&bn, false);
+        if (step == 3) tt_nn_batchnorm_train(&bn, false);
         tt_scope_begin();
         tt_tensor *x = tt_test_tensor_(TT_F32, r->ndim, r->shape, r->x + step * n, n);
-        CHECK_VALUES(tt_batchnorm_forward(&bn, x), r->y + step * n, n, 2e-5, 2e-5);
+        CHECK_VALUES(tt_nn_batchnorm_forward(&bn, x), r->y + step * n, n, 2e-5, 2e-5);
         if (step < 3) CHECK_VALUES(bn.running_var, r->rv + step * C, C, 1e-6, 1e-6);
         tt_scope_end();
     }
-    tt_batchnorm_free(&bn);
+    tt_nn_batchnorm_free(&bn);
 }
 END_TEST
 
@@ -227,21 +227,21 @@ static const pool_cfg pool_cfgs[] = {
 START_TEST(test_pool_modules_match_pytorch) {
     const pool_ref *r = &pool_refs[_i];
     const pool_cfg *c = &pool_cfgs[_i];
-    tt_maxpool2d_layer mp;
-    tt_avgpool2d_layer ap;
-    tt_adaptive_avgpool2d_layer aap;
+    tt_nn_maxpool2d mp;
+    tt_nn_avgpool2d ap;
+    tt_nn_adaptive_avgpool2d aap;
     tt_module m;
     if (c->kind == 'm') {
-        tt_maxpool2d_init(&mp, c->kernel[0], c->kernel[1], c->stride, c->padding);
-        m = tt_maxpool2d_module(&mp);
+        tt_nn_maxpool2d_init(&mp, c->kernel[0], c->kernel[1], c->stride, c->padding);
+        m = tt_nn_maxpool2d_module(&mp);
         ck_assert_str_eq(m.ops->type, "MaxPool2d");
     } else if (c->kind == 'a') {
-        tt_avgpool2d_init(&ap, c->kernel[0], c->kernel[1], c->stride, c->padding,
-                          c->count_include_pad);
-        m = tt_avgpool2d_module(&ap);
+        tt_nn_avgpool2d_init(&ap, c->kernel[0], c->kernel[1], c->stride, c->padding,
+                             c->count_include_pad);
+        m = tt_nn_avgpool2d_module(&ap);
     } else {
-        tt_adaptive_avgpool2d_init(&aap, c->kernel[0], c->kernel[1]);
-        m = tt_adaptive_avgpool2d_module(&aap);
+        tt_nn_adaptive_avgpool2d_init(&aap, c->kernel[0], c->kernel[1]);
+        m = tt_nn_adaptive_avgpool2d_module(&aap);
     }
     tt_params p;
     tt_params_init(&p);
@@ -265,44 +265,44 @@ END_TEST
 // ---- the CNN ----
 
 typedef struct cnn {
-    tt_conv2d_layer conv0, conv4;
-    tt_batchnorm_layer bn1, bn5;
-    tt_maxpool2d_layer pool3;
-    tt_avgpool2d_layer pool7;
-    tt_linear fc9;
-    tt_sequential seq;
+    tt_nn_conv2d conv0, conv4;
+    tt_nn_batchnorm bn1, bn5;
+    tt_nn_maxpool2d pool3;
+    tt_nn_avgpool2d pool7;
+    tt_nn_linear fc9;
+    tt_nn_sequential seq;
 } cnn;
 
 // conv-bn-relu-maxpool-conv-bn-relu-avgpool-flatten-linear, as cnn_values.py's make_cnn.
 static void cnn_init(cnn *m, tt_rng *rng) {
-    tt_conv2d_layer_init(&m->conv0, 1, 4, 3, 3, &(tt_conv2d_opts){.padding = {1, 1}}, true,
-                         rng);
-    tt_batchnorm2d_init(&m->bn1, 4, NULL);
-    tt_maxpool2d_init(&m->pool3, 2, 2, NULL, NULL);
-    tt_conv2d_layer_init(&m->conv4, 4, 6, 3, 3, NULL, true, rng);
-    tt_batchnorm2d_init(&m->bn5, 6, NULL);
-    tt_avgpool2d_init(&m->pool7, 2, 2, (const int64_t[]){1, 1}, NULL, true);
-    tt_linear_init(&m->fc9, 24, 3, true, rng);
-    tt_sequential_init(&m->seq);
-    tt_sequential_add(&m->seq, tt_conv2d_layer_module(&m->conv0));
-    tt_sequential_add(&m->seq, tt_batchnorm_module(&m->bn1));
-    tt_sequential_add(&m->seq, tt_act_module(TT_ACT_RELU));
-    tt_sequential_add(&m->seq, tt_maxpool2d_module(&m->pool3));
-    tt_sequential_add(&m->seq, tt_conv2d_layer_module(&m->conv4));
-    tt_sequential_add(&m->seq, tt_batchnorm_module(&m->bn5));
-    tt_sequential_add(&m->seq, tt_act_module(TT_ACT_RELU));
-    tt_sequential_add(&m->seq, tt_avgpool2d_module(&m->pool7));
-    tt_sequential_add(&m->seq, tt_flatten_module(1, -1));
-    tt_sequential_add(&m->seq, tt_linear_module(&m->fc9));
+    tt_nn_conv2d_init(&m->conv0, 1, 4, 3, 3, &(tt_nn_conv2d_opts){.padding = {1, 1}}, true,
+                      rng);
+    tt_nn_batchnorm2d_init(&m->bn1, 4, NULL);
+    tt_nn_maxpool2d_init(&m->pool3, 2, 2, NULL, NULL);
+    tt_nn_conv2d_init(&m->conv4, 4, 6, 3, 3, NULL, true, rng);
+    tt_nn_batchnorm2d_init(&m->bn5, 6, NULL);
+    tt_nn_avgpool2d_init(&m->pool7, 2, 2, (const int64_t[]){1, 1}, NULL, true);
+    tt_nn_linear_init(&m->fc9, 24, 3, true, rng);
+    tt_nn_sequential_init(&m->seq);
+    tt_nn_sequential_add(&m->seq, tt_nn_conv2d_module(&m->conv0));
+    tt_nn_sequential_add(&m->seq, tt_nn_batchnorm_module(&m->bn1));
+    tt_nn_sequential_add(&m->seq, tt_act_module(TT_ACT_RELU));
+    tt_nn_sequential_add(&m->seq, tt_nn_maxpool2d_module(&m->pool3));
+    tt_nn_sequential_add(&m->seq, tt_nn_conv2d_module(&m->conv4));
+    tt_nn_sequential_add(&m->seq, tt_nn_batchnorm_module(&m->bn5));
+    tt_nn_sequential_add(&m->seq, tt_act_module(TT_ACT_RELU));
+    tt_nn_sequential_add(&m->seq, tt_nn_avgpool2d_module(&m->pool7));
+    tt_nn_sequential_add(&m->seq, tt_nn_flatten_module(1, -1));
+    tt_nn_sequential_add(&m->seq, tt_nn_linear_module(&m->fc9));
 }
 
 static void cnn_free(cnn *m) {
-    tt_sequential_free(&m->seq);
-    tt_linear_free(&m->fc9);
-    tt_batchnorm_free(&m->bn5);
-    tt_conv2d_layer_free(&m->conv4);
-    tt_batchnorm_free(&m->bn1);
-    tt_conv2d_layer_free(&m->conv0);
+    tt_nn_sequential_free(&m->seq);
+    tt_nn_linear_free(&m->fc9);
+    tt_nn_batchnorm_free(&m->bn5);
+    tt_nn_conv2d_free(&m->conv4);
+    tt_nn_batchnorm_free(&m->bn1);
+    tt_nn_conv2d_free(&m->conv0);
 }
 
 #define CNN_NSTATE (int)(sizeof cnn_state0 / sizeof cnn_state0[0])
@@ -339,7 +339,7 @@ static void cnn_step(cnn *m, const tt_params *params, const tt_params *state, tt
     tt_scope_begin();
     tt_tensor *x = tt_test_tensor_(dtype, TT_SHAPE(4, 1, 10, 10), cnn_x, 400);
     tt_tensor *labels = tt_from_data(TT_I64, TT_SHAPE(4), cnn_labels);
-    tt_tensor *logits = tt_sequential_forward(&m->seq, x);
+    tt_tensor *logits = tt_nn_sequential_forward(&m->seq, x);
     CHECK_VALUES(logits, logits_ref, 12, atol, rtol);
     tt_tensor *loss = tt_cross_entropy(logits, labels, -1);
     tt_params_check_reaches(state, loss);  // buffers in the list are fine
@@ -367,7 +367,7 @@ static void cnn_case(tt_dtype dtype, const double *train_logits, const double *t
     tt_params params, state;
     tt_params_init(&params);
     tt_params_init(&state);
-    tt_module model = tt_sequential_module(&m.seq);
+    tt_module model = tt_nn_sequential_module(&m.seq);
     tt_module_params(model, &params, NULL);
     tt_module_state(model, &state, NULL);
     load_state(&state, cnn_state0, dtype);
@@ -409,10 +409,10 @@ START_TEST(test_cnn_checkpoint_eval) {
     tt_params_init(&sa);
     tt_params_init(&pb);
     tt_params_init(&sb);
-    tt_module_params(tt_sequential_module(&a.seq), &pa, NULL);
-    tt_module_state(tt_sequential_module(&a.seq), &sa, NULL);
-    tt_module_params(tt_sequential_module(&b.seq), &pb, NULL);
-    tt_module_state(tt_sequential_module(&b.seq), &sb, NULL);
+    tt_module_params(tt_nn_sequential_module(&a.seq), &pa, NULL);
+    tt_module_state(tt_nn_sequential_module(&a.seq), &sa, NULL);
+    tt_module_params(tt_nn_sequential_module(&b.seq), &pb, NULL);
+    tt_module_state(tt_nn_sequential_module(&b.seq), &sb, NULL);
     load_state(&sa, cnn_state0, TT_F64);
     cnn_step(&a, &pa, &sa, TT_F64, cnn_f64_train_logits, cnn_f64_train_grads, 1e-12, 1e-9);
     char dir[128], path[192];
@@ -428,7 +428,7 @@ START_TEST(test_cnn_checkpoint_eval) {
     for (int i = 0; i < sb.n; i++)
         ck_assert_int_eq(sb.items[i].tensor->requires_grad, sa.items[i].tensor->requires_grad);
     ck_assert_double_eq(tt_item(tt_params_get(&sb, "5.num_batches_tracked")), 1);
-    tt_module_train(tt_sequential_module(&b.seq), false);
+    tt_module_train(tt_nn_sequential_module(&b.seq), false);
     cnn_step(&b, &pb, &sb, TT_F64, cnn_f64_eval_logits, cnn_f64_eval_grads, 1e-12, 1e-9);
     tt_ckpt_free(&in);
     tt_ckpt_free(&ck);
@@ -446,45 +446,45 @@ END_TEST
 
 START_TEST(test_batchnorm2d_rejects_3d) {
     tt_expect_abort("BatchNorm2d(3) expects x (N, C, H, W)");
-    tt_batchnorm_layer bn;
-    tt_batchnorm2d_init(&bn, 3, NULL);
-    tt_batchnorm_forward(&bn, tt_zeros(TT_F32, TT_SHAPE(2, 3, 4)));
+    tt_nn_batchnorm bn;
+    tt_nn_batchnorm2d_init(&bn, 3, NULL);
+    tt_nn_batchnorm_forward(&bn, tt_zeros(TT_F32, TT_SHAPE(2, 3, 4)));
 }
 END_TEST
 
 START_TEST(test_batchnorm1d_rejects_channels) {
     tt_expect_abort("BatchNorm1d(3) expects x (N, C) or (N, C, L) with C = 3");
-    tt_batchnorm_layer bn;
-    tt_batchnorm1d_init(&bn, 3, NULL);
-    tt_batchnorm_forward(&bn, tt_zeros(TT_F32, TT_SHAPE(2, 4)));
+    tt_nn_batchnorm bn;
+    tt_nn_batchnorm1d_init(&bn, 3, NULL);
+    tt_nn_batchnorm_forward(&bn, tt_zeros(TT_F32, TT_SHAPE(2, 4)));
 }
 END_TEST
 
 START_TEST(test_batchnorm_rejects_eps) {
     tt_expect_abort("eps must be positive");
-    tt_batchnorm_layer bn;
-    tt_batchnorm1d_init(&bn, 3, &(tt_batchnorm_opts){.momentum = 0.1});
+    tt_nn_batchnorm bn;
+    tt_nn_batchnorm1d_init(&bn, 3, &(tt_nn_batchnorm_opts){.momentum = 0.1});
 }
 END_TEST
 
 START_TEST(test_batchnorm_module_uninitialised) {
-    tt_expect_abort("call tt_batchnorm1d_init or tt_batchnorm2d_init first");
-    tt_batchnorm_layer bn = {0};
-    tt_batchnorm_module(&bn);
+    tt_expect_abort("call tt_nn_batchnorm1d_init or tt_nn_batchnorm2d_init first");
+    tt_nn_batchnorm bn = {0};
+    tt_nn_batchnorm_module(&bn);
 }
 END_TEST
 
 START_TEST(test_maxpool2d_rejects_padding) {
     tt_expect_abort("must be in 0 .. kernel / 2");
-    tt_maxpool2d_layer m;
-    tt_maxpool2d_init(&m, 2, 2, NULL, (const int64_t[]){2, 0});
+    tt_nn_maxpool2d m;
+    tt_nn_maxpool2d_init(&m, 2, 2, NULL, (const int64_t[]){2, 0});
 }
 END_TEST
 
 START_TEST(test_avgpool2d_rejects_stride) {
     tt_expect_abort("stride (-1, 1) must be positive");
-    tt_avgpool2d_layer m;
-    tt_avgpool2d_init(&m, 2, 2, (const int64_t[]){-1, 1}, NULL, true);
+    tt_nn_avgpool2d m;
+    tt_nn_avgpool2d_init(&m, 2, 2, (const int64_t[]){-1, 1}, NULL, true);
 }
 END_TEST
 

@@ -1,4 +1,4 @@
-// Check suite of nn/mlp.c and nn/embedding_bag.c: tt_mlp against an nn.Sequential in
+// Check suite of nn/mlp.c and nn/embedding_bag.c: tt_nn_mlp against an nn.Sequential in
 // torchvision.ops.MLP's layout and tt_embedding_bag against F.embedding_bag, given the same
 // weights (tests/reference/mlp_reference.h, printed by tests/reference/gen_mlp_reference.py):
 // outputs and the gradients of a weighted sum, in f64 (1e-10) and f32 (1e-5); parameter names,
@@ -69,12 +69,12 @@ START_TEST(test_mlp_parity) {
     int64_t widths[8];
     for (int i = 0; i < r->n_widths; i++) widths[i] = r->widths[i];
     tt_dtype prev = tt_set_default_dtype(dt);
-    tt_mlp m;
-    tt_mlp_init(&m, r->n_widths, widths, r->act, r->bias, 0.0, &rng);
+    tt_nn_mlp m;
+    tt_nn_mlp_init(&m, r->n_widths, widths, r->act, r->bias, 0.0, &rng);
     tt_set_default_dtype(prev);
     tt_params params;
     tt_params_init(&params);
-    tt_mlp_params(&m, &params, NULL);
+    tt_nn_mlp_params(&m, &params, NULL);
 
     // The names, in order, are torchvision's; load PyTorch's values into them.
     char names[512] = "";
@@ -92,7 +92,7 @@ START_TEST(test_mlp_parity) {
     int64_t xs[4];
     for (int d = 0; d < r->x_ndim; d++) xs[d] = r->x_shape[d];
     tt_tensor *x = from_ref(dt, r->x_ndim, xs, r->x, true);
-    tt_tensor *y = tt_mlp_forward(&m, x);
+    tt_tensor *y = tt_nn_mlp_forward(&m, x);
     ck_assert_int_eq(y->ndim, r->x_ndim);
     ck_assert_int_eq(y->shape[y->ndim - 1], widths[r->n_widths - 1]);
     tt_assert_values(y, r->out, tt_numel(y), tol, tol, __FILE__, __LINE__);
@@ -107,7 +107,7 @@ START_TEST(test_mlp_parity) {
     }
     tt_scope_end();
     tt_params_free(&params);
-    tt_mlp_free(&m);
+    tt_nn_mlp_free(&m);
 }
 END_TEST
 
@@ -126,21 +126,21 @@ static void list_child(tt_module child, const char *name, void *ctx) {
 START_TEST(test_mlp_layout) {
     tt_rng rng;
     tt_rng_seed(&rng, 4);
-    tt_mlp m;
-    tt_mlp_init(&m, 4, (int64_t[]){10, 32, 16, 3}, TT_ACT_GELU, true, 0.25, &rng);
+    tt_nn_mlp m;
+    tt_nn_mlp_init(&m, 4, (int64_t[]){10, 32, 16, 3}, TT_ACT_GELU, true, 0.25, &rng);
     // torchvision.ops.MLP(10, [32, 16, 3], activation_layer=nn.GELU, dropout=0.25) prints
     // (0) Linear (1) GELU (2) Dropout (3) Linear (4) GELU (5) Dropout (6) Linear (7) Dropout.
     child_list l = {0};
-    tt_module_children(tt_mlp_module(&m), list_child, &l);
+    tt_module_children(tt_nn_mlp_module(&m), list_child, &l);
     static const char *const want[] = {"Linear:0", "Activation:1", "Dropout:2", "Linear:3",
                                        "Activation:4", "Dropout:5", "Linear:6", "Dropout:7"};
     ck_assert_int_eq(l.n, 8);
     for (int i = 0; i < 8; i++) ck_assert_str_eq(l.names[i], want[i]);
-    ck_assert_str_eq(tt_mlp_module(&m).ops->type, "MLP");
+    ck_assert_str_eq(tt_nn_mlp_module(&m).ops->type, "MLP");
 
     tt_params p;
     tt_params_init(&p);
-    tt_mlp_params(&m, &p, "head");
+    tt_nn_mlp_params(&m, &p, "head");
     static const char *const pnames[] = {"head.0.weight", "head.0.bias", "head.3.weight",
                                          "head.3.bias", "head.6.weight", "head.6.bias"};
     ck_assert_int_eq(p.n, 6);
@@ -162,12 +162,12 @@ START_TEST(test_mlp_layout) {
 
     // Training: every Dropout active, the one after the last Linear included.
     for (int i = 0; i < m.n_layers; i++) ck_assert(m.drops[i].training);
-    tt_mlp_train(&m, false);
+    tt_nn_mlp_train(&m, false);
     for (int i = 0; i < m.n_layers; i++) ck_assert(!m.drops[i].training);
-    tt_module_train(tt_mlp_module(&m), true);
+    tt_module_train(tt_nn_mlp_module(&m), true);
     for (int i = 0; i < m.n_layers; i++) ck_assert(m.drops[i].training);
-    tt_mlp_free(&m);
-    tt_mlp_free(&m);  // safe on a zeroed struct
+    tt_nn_mlp_free(&m);
+    tt_nn_mlp_free(&m);  // safe on a zeroed struct
 }
 END_TEST
 
@@ -177,27 +177,27 @@ START_TEST(test_mlp_dropout_after_last) {
     tt_rng rng;
     tt_rng_seed(&rng, 5);
     tt_dtype prev = tt_set_default_dtype(TT_F64);
-    tt_mlp m;
-    tt_mlp_init(&m, 3, (int64_t[]){3, 4, 2}, TT_ACT_RELU, true, 1.0, &rng);
+    tt_nn_mlp m;
+    tt_nn_mlp_init(&m, 3, (int64_t[]){3, 4, 2}, TT_ACT_RELU, true, 1.0, &rng);
     tt_set_default_dtype(prev);
     tt_scope_begin();
     tt_fill_(m.layers[1].bias, 0.5);
     tt_tensor *x = tt_randn(&rng, TT_F64, TT_SHAPE(5, 3));
-    ck_assert_values(tt_sum_all(tt_abs(tt_mlp_forward(&m, x))), 0, 0, 0);
-    tt_mlp_train(&m, false);
-    tt_tensor *y = tt_mlp_forward(&m, x);
-    tt_tensor *ref = tt_linear_forward(&m.layers[1], tt_relu(tt_linear_forward(&m.layers[0],
-                                                                               x)));
+    ck_assert_values(tt_sum_all(tt_abs(tt_nn_mlp_forward(&m, x))), 0, 0, 0);
+    tt_nn_mlp_train(&m, false);
+    tt_tensor *y = tt_nn_mlp_forward(&m, x);
+    tt_tensor *ref = tt_nn_linear_forward(&m.layers[1], tt_relu(tt_nn_linear_forward(&m.layers[0],
+                                                                                     x)));
     tt_assert_values(y, tt_data(tt_contiguous(ref)), tt_numel(ref), 0, 0, __FILE__, __LINE__);
     // Through a sequential, as a module.
-    tt_sequential s;
-    tt_sequential_init(&s);
-    tt_sequential_add(&s, tt_mlp_module(&m));
-    tt_assert_values(tt_sequential_forward(&s, x), tt_data(tt_contiguous(ref)), tt_numel(ref),
+    tt_nn_sequential s;
+    tt_nn_sequential_init(&s);
+    tt_nn_sequential_add(&s, tt_nn_mlp_module(&m));
+    tt_assert_values(tt_nn_sequential_forward(&s, x), tt_data(tt_contiguous(ref)), tt_numel(ref),
                      0, 0, __FILE__, __LINE__);
-    tt_sequential_free(&s);
+    tt_nn_sequential_free(&s);
     tt_scope_end();
-    tt_mlp_free(&m);
+    tt_nn_mlp_free(&m);
 }
 END_TEST
 
@@ -283,18 +283,18 @@ END_TEST
 START_TEST(test_bag_module) {
     tt_rng rng;
     tt_rng_seed(&rng, 6);
-    tt_embedding_bag_layer m;
-    tt_embedding_bag_init(&m, 6, 4, TT_BAG_MEAN, &rng);
+    tt_nn_embedding_bag m;
+    tt_nn_embedding_bag_init(&m, 6, 4, TT_BAG_MEAN, &rng);
     ck_assert_int_eq(m.weight->dtype, TT_F32);
     ck_assert(m.weight->requires_grad);
     ck_assert(tt_at(m.weight, 4 * 4) != 0);
-    tt_embedding_bag_set_padding_idx(&m, -2);  // row 4
+    tt_nn_embedding_bag_set_padding_idx(&m, -2);  // row 4
     ck_assert_int_eq(m.padding_idx, 4);
     for (int c = 0; c < 4; c++) ck_assert(tt_at(m.weight, 4 * 4 + c) == 0);
     ck_assert(tt_at(m.weight, 3 * 4) != 0);
     tt_params p;
     tt_params_init(&p);
-    tt_embedding_bag_params(&m, &p, "bag");
+    tt_nn_embedding_bag_params(&m, &p, "bag");
     ck_assert_int_eq(p.n, 1);
     ck_assert_str_eq(p.items[0].name, "bag.weight");
     tt_params_free(&p);
@@ -303,7 +303,7 @@ START_TEST(test_bag_module) {
     // Bags [1 4 4] and [2 3]: row 4 is padding, so bag 0 is row 1 alone.
     tt_tensor *in = tt_to_dtype(tt_test_tensor(TT_F64, TT_SHAPE(2, 3), 1, 4, 4, 2, 3, 3),
                                 TT_I64);
-    tt_tensor *y = tt_module_forward(tt_embedding_bag_module(&m), in);
+    tt_tensor *y = tt_module_forward(tt_nn_embedding_bag_module(&m), in);
     tt_tensor *row1 = tt_narrow(m.weight, 0, 1, 1);
     tt_tensor *ref1 = tt_reshape(row1, TT_SHAPE(4));
     for (int c = 0; c < 4; c++) ck_assert_close(tt_at(y, c), tt_at(ref1, c), 1e-7, 0);
@@ -313,31 +313,31 @@ START_TEST(test_bag_module) {
     for (int c = 0; c < 4; c++) ck_assert_close(tt_at(y, 4 + c), tt_at(mean23, c), 1e-6, 0);
     tt_backward(tt_sum_all(y));
     for (int c = 0; c < 4; c++) ck_assert(tt_at(tt_grad(m.weight), 4 * 4 + c) == 0);
-    ck_assert_str_eq(tt_embedding_bag_module(&m).ops->type, "EmbeddingBag");
+    ck_assert_str_eq(tt_nn_embedding_bag_module(&m).ops->type, "EmbeddingBag");
     tt_scope_end();
-    tt_embedding_bag_free(&m);
-    tt_embedding_bag_free(&m);  // safe on a zeroed struct
+    tt_nn_embedding_bag_free(&m);
+    tt_nn_embedding_bag_free(&m);  // safe on a zeroed struct
 }
 END_TEST
 
 // ---- LayerNorm without affine parameters: no parameters, F.layer_norm's values ----
 
 START_TEST(test_layernorm_plain) {
-    tt_layernorm_layer ln;
+    tt_nn_layernorm ln;
     tt_dtype prev = tt_set_default_dtype(TT_F64);
-    tt_layernorm_init(&ln, 5, 1e-5, false, false);
+    tt_nn_layernorm_init(&ln, 5, 1e-5, false, false);
     tt_set_default_dtype(prev);
     tt_params p;
     tt_params_init(&p);
-    tt_layernorm_params(&ln, &p, "ln");
+    tt_nn_layernorm_params(&ln, &p, "ln");
     ck_assert_int_eq(p.n, 0);
     tt_params_free(&p);
     tt_scope_begin();
     tt_tensor *x = tt_from_data(TT_F64, TT_SHAPE(2, 5), layernorm_plain_x);
-    tt_assert_values(tt_layernorm_forward(&ln, x), layernorm_plain_out, 10, 1e-12, 1e-12,
+    tt_assert_values(tt_nn_layernorm_forward(&ln, x), layernorm_plain_out, 10, 1e-12, 1e-12,
                      __FILE__, __LINE__);
     tt_scope_end();
-    tt_layernorm_free(&ln);
+    tt_nn_layernorm_free(&ln);
 }
 END_TEST
 
@@ -346,32 +346,32 @@ END_TEST
 static tt_rng abort_rng;
 
 START_TEST(test_abort_mlp_widths) {
-    tt_expect_abort("tt_mlp_init: need n_widths >= 2 widths {in, hidden..., out}, got "
+    tt_expect_abort("tt_nn_mlp_init: need n_widths >= 2 widths {in, hidden..., out}, got "
                     "n_widths=1");
-    tt_mlp m;
-    tt_mlp_init(&m, 1, (int64_t[]){4}, TT_ACT_RELU, true, 0.0, &abort_rng);
+    tt_nn_mlp m;
+    tt_nn_mlp_init(&m, 1, (int64_t[]){4}, TT_ACT_RELU, true, 0.0, &abort_rng);
 }
 END_TEST
 
 START_TEST(test_abort_mlp_width_zero) {
     tt_expect_abort("widths[1]=0; every width must be positive");
-    tt_mlp m;
-    tt_mlp_init(&m, 3, (int64_t[]){4, 0, 2}, TT_ACT_RELU, true, 0.0, &abort_rng);
+    tt_nn_mlp m;
+    tt_nn_mlp_init(&m, 3, (int64_t[]){4, 0, 2}, TT_ACT_RELU, true, 0.0, &abort_rng);
 }
 END_TEST
 
 START_TEST(test_abort_mlp_act) {
-    tt_expect_abort("tt_mlp_init: invalid activation");
-    tt_mlp m;
-    tt_mlp_init(&m, 2, (int64_t[]){4, 2}, (tt_act)TT_ACT_COUNT, true, 0.0, &abort_rng);
+    tt_expect_abort("tt_nn_mlp_init: invalid activation");
+    tt_nn_mlp m;
+    tt_nn_mlp_init(&m, 2, (int64_t[]){4, 2}, (tt_act)TT_ACT_COUNT, true, 0.0, &abort_rng);
 }
 END_TEST
 
 START_TEST(test_abort_mlp_input) {
-    tt_expect_abort("tt_linear_forward");
-    tt_mlp m;
-    tt_mlp_init(&m, 2, (int64_t[]){4, 2}, TT_ACT_RELU, true, 0.0, &abort_rng);
-    tt_mlp_forward(&m, tt_zeros(TT_F32, TT_SHAPE(2, 3)));
+    tt_expect_abort("tt_nn_linear_forward");
+    tt_nn_mlp m;
+    tt_nn_mlp_init(&m, 2, (int64_t[]){4, 2}, TT_ACT_RELU, true, 0.0, &abort_rng);
+    tt_nn_mlp_forward(&m, tt_zeros(TT_F32, TT_SHAPE(2, 3)));
 }
 END_TEST
 
@@ -458,8 +458,8 @@ END_TEST
 
 START_TEST(test_abort_bag_mode) {
     tt_expect_abort("invalid mode 3; valid values are 0 .. 2");
-    tt_embedding_bag_layer m;
-    tt_embedding_bag_init(&m, 4, 2, TT_BAG_MODE_COUNT, &abort_rng);
+    tt_nn_embedding_bag m;
+    tt_nn_embedding_bag_init(&m, 4, 2, TT_BAG_MODE_COUNT, &abort_rng);
 }
 END_TEST
 

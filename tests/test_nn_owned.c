@@ -1,5 +1,5 @@
 // Check suite of module ownership and the custom module (nn/custom.c, the tt_<name>_new
-// constructors, tt_sequential_new) and of what takes a module tree whole: tt_optim_add_module /
+// constructors, tt_nn_sequential_new) and of what takes a module tree whole: tt_optim_add_module /
 // tt_optim_new, tt_module_eval_begin/end, tt_module_numel, tt_safetensors_save_module /
 // load_module, tt_dataloader_opts.own_dataset, tt_rng_new. Every test ends with the fixture's
 // check that no tensor and no byte is left live, so one free per tree is proved to suffice.
@@ -33,14 +33,14 @@ static void set_values(tt_tensor *t, const double *v) {
 
 START_TEST(test_sequential_new_owns) {
     tt_rng rng = tt_rng_new(1);
-    tt_module fc1 = tt_linear_new(2, 3, true, &rng), fc2 = tt_linear_new(3, 1, false, &rng);
+    tt_module fc1 = tt_nn_linear_new(2, 3, true, &rng), fc2 = tt_nn_linear_new(3, 1, false, &rng);
     ck_assert(fc1.ops->owned && fc2.ops->owned);
-    tt_module model = tt_sequential_new(3, (tt_module[]){fc1, tt_act_module(TT_ACT_RELU), fc2});
+    tt_module model = tt_nn_sequential_new(3, (tt_module[]){fc1, tt_act_module(TT_ACT_RELU), fc2});
     ck_assert(model.ops->owned);
     char buf[256];
     ck_assert_str_eq(param_names(model, buf, sizeof buf), "0.weight 0.bias 2.weight");
     ck_assert_int_eq(tt_module_numel(model), 2 * 3 + 3 + 3);
-    tt_linear *l1 = fc1.self, *l2 = fc2.self;
+    tt_nn_linear *l1 = fc1.self, *l2 = fc2.self;
     set_values(l1->weight, (double[]){1, 0, 0, 1, 1, -1});
     set_values(l1->bias, (double[]){0, 0, 0.5});
     set_values(l2->weight, (double[]){1, 2, 3});
@@ -55,43 +55,43 @@ END_TEST
 
 START_TEST(test_owned_linear_is_a_linear) {
     tt_rng rng = tt_rng_new(8);
-    tt_module fc = tt_linear_new(4, 2, true, &rng);
-    tt_module model = tt_sequential_new(1, &fc);
+    tt_module fc = tt_nn_linear_new(4, 2, true, &rng);
+    tt_module model = tt_nn_sequential_new(1, &fc);
     ck_assert_ptr_eq(tt_module_as_linear(fc), fc.self);
     ck_assert_int_eq(tt_quantize_dynamic(model), 1);  // compress finds it in the tree
-    ck_assert_ptr_nonnull(tt_linear_quantized(fc.self));
+    ck_assert_ptr_nonnull(tt_nn_linear_quantized(fc.self));
     tt_dequantize_model(model);
-    ck_assert_ptr_null(tt_linear_quantized(fc.self));
+    ck_assert_ptr_null(tt_nn_linear_quantized(fc.self));
     tt_module_free(model);
 }
 END_TEST
 
 START_TEST(test_sequential_add_owned_and_borrowed) {
     tt_rng rng = tt_rng_new(2);
-    tt_linear mine;  // the caller's: borrowed by the sequential
-    tt_linear_init(&mine, 4, 4, true, &rng);
-    tt_sequential s;
-    tt_sequential_init(&s);
-    tt_sequential_add(&s, tt_linear_module(&mine));
-    tt_sequential_add(&s, tt_layernorm_new(4, 1e-5, true, true));
+    tt_nn_linear mine;  // the caller's: borrowed by the sequential
+    tt_nn_linear_init(&mine, 4, 4, true, &rng);
+    tt_nn_sequential s;
+    tt_nn_sequential_init(&s);
+    tt_nn_sequential_add(&s, tt_nn_linear_module(&mine));
+    tt_nn_sequential_add(&s, tt_nn_layernorm_new(4, 1e-5, true, true));
     int64_t live = tt_live_tensors();
-    tt_sequential_free(&s);  // frees the LayerNorm (2 tensors), not the borrowed Linear
+    tt_nn_sequential_free(&s);  // frees the LayerNorm (2 tensors), not the borrowed Linear
     ck_assert_int_eq(tt_live_tensors(), live - 2);
     ck_assert_ptr_nonnull(mine.weight);
     ck_assert_int_eq(tt_numel(mine.weight), 16);
-    tt_linear_free(&mine);
+    tt_nn_linear_free(&mine);
 }
 END_TEST
 
 START_TEST(test_new_constructors) {
     tt_rng rng = tt_rng_new(3);
-    tt_block_config bc = {.attn = {.n_embd = 8, .n_head = 2, .max_seq = 4, .bias = true},
-                          .mlp_hidden = 16, .act = TT_ACT_GELU};
+    tt_nn_block_config bc = {.attn = {.n_embd = 8, .n_head = 2, .max_seq = 4, .bias = true},
+                             .mlp_hidden = 16, .act = TT_ACT_GELU};
     tt_module ms[] = {
-        tt_embedding_new(5, 3, &rng), tt_layernorm_new(3, 1e-5, true, false),
-        tt_batchnorm1d_new(3, NULL),
-        tt_conv2d_layer_new(1, 2, 3, 3, &(tt_conv2d_opts){.stride = {3, 3}}, true, &rng),
-        tt_block_new(&bc, &rng)};
+        tt_nn_embedding_new(5, 3, &rng), tt_nn_layernorm_new(3, 1e-5, true, false),
+        tt_nn_batchnorm1d_new(3, NULL),
+        tt_nn_conv2d_new(1, 2, 3, 3, &(tt_nn_conv2d_opts){.stride = {3, 3}}, true, &rng),
+        tt_nn_block_new(&bc, &rng)};
     const char *types[] = {"Embedding", "LayerNorm", "BatchNorm1d", "Conv2d", "Block"};
     // block: 2 norms (2 * 16) + 4 projections (4 * 72) + fc (8 * 16 + 16) + proj (16 * 8 + 8)
     const int64_t numel[] = {15, 3, 6, 2 * 9 + 2, 32 + 288 + 144 + 136};
@@ -122,10 +122,10 @@ static tt_tensor *net_forward(void *self, tt_tensor *x) {
 static tt_module net_init(net *n, tt_rng *rng) {
     tt_custom_init(&n->base, n, net_forward);
     n->calls = 0;
-    n->fc1 = tt_custom_add_module(&n->base, "fc1", tt_linear_new(2, 2, false, rng));
+    n->fc1 = tt_custom_add_module(&n->base, "fc1", tt_nn_linear_new(2, 2, false, rng));
     n->scale = tt_custom_add_param(&n->base, "scale", tt_ones(TT_F32, TT_SHAPE(1)));
     n->shift = tt_custom_add_buffer(&n->base, "shift", tt_ones(TT_F32, TT_SHAPE(1)));
-    n->fc2 = tt_custom_add_module(&n->base, "fc2", tt_linear_new(2, 1, true, rng));
+    n->fc2 = tt_custom_add_module(&n->base, "fc2", tt_nn_linear_new(2, 1, true, rng));
     return tt_custom_module(&n->base);
 }
 
@@ -143,9 +143,9 @@ START_TEST(test_custom_module) {
                      "scale shift fc1.weight fc2.weight fc2.bias");
     tt_params_free(&state);
     ck_assert(n.scale->requires_grad && !n.shift->requires_grad);
-    set_values(((tt_linear *)n.fc1.self)->weight, (double[]){1, 0, 0, -1});
-    set_values(((tt_linear *)n.fc2.self)->weight, (double[]){2, 3});
-    set_values(((tt_linear *)n.fc2.self)->bias, (double[]){0.5});
+    set_values(((tt_nn_linear *)n.fc1.self)->weight, (double[]){1, 0, 0, -1});
+    set_values(((tt_nn_linear *)n.fc2.self)->weight, (double[]){2, 3});
+    set_values(((tt_nn_linear *)n.fc2.self)->bias, (double[]){0.5});
     tt_fill_(n.scale, 2);
     // Outside any scope and without grad (no graph holding them), the forward's
     // intermediates are freed on return: only y is left.
@@ -175,14 +175,14 @@ END_TEST
 
 START_TEST(test_custom_nested_and_borrowed) {
     tt_rng rng = tt_rng_new(5);
-    tt_linear shared;  // borrowed by the custom module: the caller frees it
-    tt_linear_init(&shared, 3, 3, false, &rng);
+    tt_nn_linear shared;  // borrowed by the custom module: the caller frees it
+    tt_nn_linear_init(&shared, 3, 3, false, &rng);
     net inner;
     tt_custom outer;
     tt_custom_init(&outer, NULL, net_forward);
     tt_custom_add_module(&outer, "inner", net_init(&inner, &rng));
-    tt_custom_add_module(&outer, "blocks", tt_sequential_new(1, (tt_module[]){
-        tt_linear_module(&shared)}));
+    tt_custom_add_module(&outer, "blocks", tt_nn_sequential_new(1, (tt_module[]){
+        tt_nn_linear_module(&shared)}));
     char buf[256];
     ck_assert_str_eq(param_names(tt_custom_module(&outer), buf, sizeof buf),
                      "inner.scale inner.fc1.weight inner.fc2.weight inner.fc2.bias "
@@ -190,7 +190,7 @@ START_TEST(test_custom_nested_and_borrowed) {
     tt_custom_free(&outer);  // the sequential it owns; inner and shared are borrowed
     ck_assert_ptr_nonnull(shared.weight);
     tt_custom_free(&inner.base);
-    tt_linear_free(&shared);
+    tt_nn_linear_free(&shared);
 }
 END_TEST
 
@@ -206,7 +206,7 @@ START_TEST(test_optim_add_module) {
     ck_assert_close(opt.groups[0].weight_decay, 0.1, 0, 0);
     ck_assert_close(opt.groups[1].weight_decay, 0.0, 0, 0);
     // one SGD step on scale: grad g, p -= lr * g (no decay in its group)
-    tt_tensor *bias = ((tt_linear *)n.fc2.self)->bias;
+    tt_tensor *bias = ((tt_nn_linear *)n.fc2.self)->bias;
     tt_fill_(bias, 0.25);
     tt_scope_begin();
     tt_backward(tt_sum_all(tt_module_forward(m, tt_zeros(TT_F32, TT_SHAPE(3, 2)))));
@@ -222,18 +222,18 @@ START_TEST(test_optim_add_module) {
 END_TEST
 
 START_TEST(test_eval_begin_end) {
-    tt_module bn = tt_batchnorm1d_new(2, NULL);
-    tt_module model = tt_sequential_new(1, &bn);
+    tt_module bn = tt_nn_batchnorm1d_new(2, NULL);
+    tt_module model = tt_nn_sequential_new(1, &bn);
     int depth = tt_scope_depth();
     tt_module_eval_begin(model);
-    ck_assert(!((tt_batchnorm_layer *)bn.self)->training);
+    ck_assert(!((tt_nn_batchnorm *)bn.self)->training);
     ck_assert(!tt_is_grad_enabled());
     ck_assert_int_eq(tt_scope_depth(), depth + 1);
     // on the running statistics (0, 1): y = x / sqrt(1 + eps)
     tt_tensor *y = tt_module_forward(model, tt_test_tensor(TT_F32, TT_SHAPE(1, 2), 2, -4));
     ck_assert_values(y, 1e-4, 0, 2, -4);
     tt_module_eval_end(model);  // frees y and x
-    ck_assert(((tt_batchnorm_layer *)bn.self)->training);
+    ck_assert(((tt_nn_batchnorm *)bn.self)->training);
     ck_assert(tt_is_grad_enabled());
     ck_assert_int_eq(tt_scope_depth(), depth);
     tt_module_free(model);
@@ -248,17 +248,17 @@ START_TEST(test_safetensors_module_roundtrip) {
     net a, b;
     tt_module ma = net_init(&a, &rng), mb = net_init(&b, &rng);
     tt_fill_(a.shift, 3);  // a buffer travels too
-    ck_assert(!tt_test_same_values(((tt_linear *)a.fc1.self)->weight,
-                                   ((tt_linear *)b.fc1.self)->weight));
+    ck_assert(!tt_test_same_values(((tt_nn_linear *)a.fc1.self)->weight,
+                                   ((tt_nn_linear *)b.fc1.self)->weight));
     ck_assert_int_eq(tt_safetensors_save_module(path, ma), TT_OK);
     ck_assert_int_eq(tt_safetensors_load_module(path, mb), TT_OK);
-    ck_assert(tt_test_same_values(((tt_linear *)a.fc1.self)->weight,
-                                  ((tt_linear *)b.fc1.self)->weight));
-    ck_assert(tt_test_same_values(((tt_linear *)a.fc2.self)->bias,
-                                  ((tt_linear *)b.fc2.self)->bias));
+    ck_assert(tt_test_same_values(((tt_nn_linear *)a.fc1.self)->weight,
+                                  ((tt_nn_linear *)b.fc1.self)->weight));
+    ck_assert(tt_test_same_values(((tt_nn_linear *)a.fc2.self)->bias,
+                                  ((tt_nn_linear *)b.fc2.self)->bias));
     ck_assert_values(b.shift, 0, 0, 3);
     // strict: a model with other names is refused, naming the keys
-    tt_module other = tt_sequential_new(1, (tt_module[]){tt_linear_new(2, 2, false, &rng)});
+    tt_module other = tt_nn_sequential_new(1, (tt_module[]){tt_nn_linear_new(2, 2, false, &rng)});
     ck_assert_int_eq(tt_safetensors_load_module(path, other), TT_ERR_MISMATCH);
     ck_assert_ptr_nonnull(strstr(tt_last_error(), "0.weight"));
     tt_module_free(other);

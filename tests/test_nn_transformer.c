@@ -1,7 +1,7 @@
 // Check suite of the transformer modules: sinusoidal and learned positions, RoPE, the
 // feed-forward block, attention (against a naive per-head loop in double, causality, GQA
 // equivalence), the block (parameter names and counts, no leaks, train/eval) and the abort
-// paths; attention masks (tt_attention_forward_mask) against torch.nn.MultiheadAttention
+// paths; attention masks (tt_nn_attention_forward_mask) against torch.nn.MultiheadAttention
 // (tests/reference/attention_mask_values.h) and on the dropout path; the block, post-norm and
 // pre-norm, against torch.nn.TransformerEncoderLayer (tests/reference/block_reference.h).
 // Gradchecks are in tests/gc_nn_transformer.c (masks: tests/gc_ops_attention.c).
@@ -39,10 +39,10 @@ static double max_abs_diff(const tt_tensor *a, const tt_tensor *b) {
 START_TEST(test_sinusoidal_values) {
     tt_dtype dt = float_dtypes[_i];
     tt_dtype prev = tt_set_default_dtype(dt);
-    tt_sinusoidal s;
-    tt_sinusoidal_init(&s, 3, 4);
-    tt_sinusoidal odd;
-    tt_sinusoidal_init(&odd, 2, 3);
+    tt_nn_sinusoidal s;
+    tt_nn_sinusoidal_init(&s, 3, 4);
+    tt_nn_sinusoidal odd;
+    tt_nn_sinusoidal_init(&odd, 2, 3);
     tt_set_default_dtype(prev);
     ck_assert_int_eq(s.table->dtype, dt);
     ck_assert_values(s.table, 1e-7, 1e-6, 0, 1, 0, 1, sin(1), cos(1), sin(0.01), cos(0.01),
@@ -52,15 +52,15 @@ START_TEST(test_sinusoidal_values) {
 
     tt_scope_begin();
     tt_tensor *x = tt_full(dt, TT_SHAPE(2, 2, 4), 1.0);  // (B, T, C)
-    tt_tensor *y = tt_sinusoidal_forward(&s, x, 1);       // rows 1 and 2, for each batch element
+    tt_tensor *y = tt_nn_sinusoidal_forward(&s, x, 1);    // rows 1 and 2, for each batch element
     ck_assert_int_eq(y->ndim, 3);
     ck_assert_values(y, 1e-7, 1e-6, 1 + sin(1), 1 + cos(1), 1 + sin(0.01), 1 + cos(0.01),
                      1 + sin(2), 1 + cos(2), 1 + sin(0.02), 1 + cos(0.02), 1 + sin(1),
                      1 + cos(1), 1 + sin(0.01), 1 + cos(0.01), 1 + sin(2), 1 + cos(2),
                      1 + sin(0.02), 1 + cos(0.02));
     tt_scope_end();
-    tt_sinusoidal_free(&s);
-    tt_sinusoidal_free(&odd);
+    tt_nn_sinusoidal_free(&s);
+    tt_nn_sinusoidal_free(&odd);
 }
 END_TEST
 
@@ -70,8 +70,8 @@ START_TEST(test_pos_embedding_values) {
     tt_rng rng;
     tt_rng_seed(&rng, 7);
     tt_dtype prev = tt_set_default_dtype(TT_F64);
-    tt_pos_embedding pe;
-    tt_pos_embedding_init(&pe, 4, 3, 1.0, &rng);
+    tt_nn_pos_embedding pe;
+    tt_nn_pos_embedding_init(&pe, 4, 3, 1.0, &rng);
     tt_set_default_dtype(prev);
     ck_assert(pe.weight->requires_grad);
     ck_assert_int_eq(pe.weight->shape[0], 4);
@@ -79,7 +79,7 @@ START_TEST(test_pos_embedding_values) {
 
     tt_scope_begin();
     tt_tensor *x = tt_zeros(TT_F64, TT_SHAPE(2, 2, 3));  // (B, T, C)
-    tt_tensor *y = tt_pos_embedding_forward(&pe, x, 1);  // weight rows 1, 2 for each b
+    tt_tensor *y = tt_nn_pos_embedding_forward(&pe, x, 1);  // weight rows 1, 2 for each b
     for (int64_t b = 0; b < 2; b++)
         for (int64_t t = 0; t < 2; t++)
             for (int64_t c = 0; c < 3; c++)
@@ -92,11 +92,11 @@ START_TEST(test_pos_embedding_values) {
 
     tt_params p;
     tt_params_init(&p);
-    tt_pos_embedding_params(&pe, &p, "wpe");
+    tt_nn_pos_embedding_params(&pe, &p, "wpe");
     ck_assert_int_eq(p.n, 1);
     ck_assert_str_eq(p.items[0].name, "wpe.weight");
     tt_params_free(&p);
-    tt_pos_embedding_free(&pe);
+    tt_nn_pos_embedding_free(&pe);
 }
 END_TEST
 
@@ -110,16 +110,16 @@ START_TEST(test_rope_identity_and_norms) {
     tt_rng rng;
     tt_rng_seed(&rng, 3);
     tt_dtype prev = tt_set_default_dtype(dt);
-    tt_rope rope;
-    tt_rope_init(&rope, 6, 16, 10000);
+    tt_nn_rope rope;
+    tt_nn_rope_init(&rope, 6, 16, 10000);
     tt_set_default_dtype(prev);
 
     tt_scope_begin();
     tt_tensor *x0 = tt_randn(&rng, dt, TT_SHAPE(2, 3, 1, 6));  // (B, NH, 1, HS)
-    assert_same(tt_rope_forward(&rope, x0, 0), x0, 0);
+    assert_same(tt_nn_rope_forward(&rope, x0, 0), x0, 0);
 
     tt_tensor *x = tt_randn(&rng, dt, TT_SHAPE(2, 3, 5, 6));  // (B, NH, T, HS)
-    tt_tensor *y = tt_rope_forward(&rope, x, 7);
+    tt_tensor *y = tt_nn_rope_forward(&rope, x, 7);
     ck_assert(tt_same_shape(x, y));
     for (int64_t r = 0; r < 2 * 3 * 5; r++) {
         for (int64_t i = 0; i < 3; i++) {
@@ -129,12 +129,12 @@ START_TEST(test_rope_identity_and_norms) {
         }
     }
     // Position 0 of a longer sequence is unchanged too.
-    tt_tensor *z = tt_rope_forward(&rope, x, 0);
+    tt_tensor *z = tt_nn_rope_forward(&rope, x, 0);
     for (int64_t r = 0; r < 2 * 3; r++)
         for (int64_t i = 0; i < 6; i++)
             ck_assert_double_eq(tt_at(z, r * 5 * 6 + i), tt_at(x, r * 5 * 6 + i));
     tt_scope_end();
-    tt_rope_free(&rope);
+    tt_nn_rope_free(&rope);
 }
 END_TEST
 
@@ -143,27 +143,27 @@ END_TEST
 START_TEST(test_rope_known_vector) {
     tt_dtype dt = float_dtypes[_i];
     tt_dtype prev = tt_set_default_dtype(dt);
-    tt_rope rope;
-    tt_rope_init(&rope, 4, 4, 10000);
+    tt_nn_rope rope;
+    tt_nn_rope_init(&rope, 4, 4, 10000);
     tt_set_default_dtype(prev);
     double e[4] = {1 * cos(1.0) - 3 * sin(1.0), 2 * cos(0.01) - 4 * sin(0.01),
                    3 * cos(1.0) + 1 * sin(1.0), 4 * cos(0.01) + 2 * sin(0.01)};
 
     tt_scope_begin();
     tt_tensor *x = tt_test_tensor(dt, TT_SHAPE(1, 1, 1, 4), 1, 2, 3, 4);
-    ck_assert_values(tt_rope_forward(&rope, x, 1), 1e-6, 1e-6, e[0], e[1], e[2], e[3]);
+    ck_assert_values(tt_nn_rope_forward(&rope, x, 1), 1e-6, 1e-6, e[0], e[1], e[2], e[3]);
     // The same vector at row 1 of a sequence starting at 0 (row 0 is unchanged).
     tt_tensor *x2 = tt_test_tensor(dt, TT_SHAPE(1, 1, 2, 4), 1, 2, 3, 4, 1, 2, 3, 4);
-    ck_assert_values(tt_rope_forward(&rope, x2, 0), 1e-6, 1e-6, 1, 2, 3, 4, e[0], e[1], e[2],
+    ck_assert_values(tt_nn_rope_forward(&rope, x2, 0), 1e-6, 1e-6, 1, 2, 3, 4, e[0], e[1], e[2],
                      e[3]);
     // The gradient is the inverse rotation: d sum(g * y) / dx = R^T g.
     tt_tensor *xg = tt_set_requires_grad(tt_test_tensor(dt, TT_SHAPE(1, 1, 1, 4), 1, 2, 3, 4),
                                          true);
-    tt_backward_with(tt_rope_forward(&rope, xg, 1), tt_test_tensor(dt, TT_SHAPE(1, 1, 1, 4),
-                                                                    1, 0, 0, 0));
+    tt_backward_with(tt_nn_rope_forward(&rope, xg, 1), tt_test_tensor(dt, TT_SHAPE(1, 1, 1, 4),
+                                                                       1, 0, 0, 0));
     ck_assert_values(tt_grad(xg), 1e-6, 1e-6, cos(1.0), 0, -sin(1.0), 0);
     tt_scope_end();
-    tt_rope_free(&rope);
+    tt_nn_rope_free(&rope);
 }
 END_TEST
 
@@ -173,18 +173,18 @@ START_TEST(test_feedforward_matches_composition) {
     tt_rng rng;
     tt_rng_seed(&rng, 11);
     tt_dtype prev = tt_set_default_dtype(TT_F64);
-    tt_feedforward m;
-    tt_feedforward_init(&m, 5, 7, TT_ACT_RELU2, true, 0.0, &rng);
+    tt_nn_feedforward m;
+    tt_nn_feedforward_init(&m, 5, 7, TT_ACT_RELU2, true, 0.0, &rng);
     tt_set_default_dtype(prev);
     tt_scope_begin();
     tt_tensor *x = tt_randn(&rng, TT_F64, TT_SHAPE(2, 3, 5));  // (B, T, C)
-    tt_tensor *h = tt_relu(tt_linear_forward(&m.fc, x));
-    tt_tensor *want = tt_linear_forward(&m.proj, tt_mul(h, h));
-    tt_tensor *y = tt_feedforward_forward(&m, x);
+    tt_tensor *h = tt_relu(tt_nn_linear_forward(&m.fc, x));
+    tt_tensor *want = tt_nn_linear_forward(&m.proj, tt_mul(h, h));
+    tt_tensor *y = tt_nn_feedforward_forward(&m, x);
     ck_assert_int_eq(y->shape[2], 5);
     assert_same(y, want, 1e-12);
     tt_scope_end();
-    tt_feedforward_free(&m);
+    tt_nn_feedforward_free(&m);
 }
 END_TEST
 
@@ -199,15 +199,15 @@ START_TEST(test_attention_params) {
     tt_rng rng;
     tt_rng_seed(&rng, 1);
     int64_t C = 16, NH = 4, NKV = 2, HS = C / NH;
-    tt_attention a;
-    tt_attention_init(&a, &(tt_attention_config){.n_embd = C, .n_head = NH, .n_kv_head = NKV,
+    tt_nn_attention a;
+    tt_nn_attention_init(&a, &(tt_nn_attention_config){.n_embd = C, .n_head = NH, .n_kv_head = NKV,
                       .max_seq = 8, .causal = true, .bias = true, .qk_norm = true}, &rng);
     ck_assert_int_eq(a.head_dim, HS);
     ck_assert_double_eq(a.cfg.rope_base, 10000);
     ck_assert_ptr_null(a.rope.cos);
     tt_params p;
     tt_params_init(&p);
-    tt_attention_params(&a, &p, "attn");
+    tt_nn_attention_params(&a, &p, "attn");
     static const char *const names[] = {
         "attn.q_proj.weight", "attn.q_proj.bias", "attn.k_proj.weight", "attn.k_proj.bias",
         "attn.v_proj.weight", "attn.v_proj.bias", "attn.o_proj.weight", "attn.o_proj.bias",
@@ -227,20 +227,20 @@ START_TEST(test_attention_params) {
     ck_assert_double_eq(tt_get(a.mask, (int64_t[]){3, 3}), 0);
     ck_assert_double_eq(tt_get(a.mask, (int64_t[]){7, 0}), 0);
     tt_params_free(&p);
-    tt_attention_free(&a);
+    tt_nn_attention_free(&a);
 
     // No bias, no QK-norm: four weights; n_kv_head 0 means n_head.
-    tt_attention_init(&a, &(tt_attention_config){.n_embd = C, .n_head = NH, .max_seq = 8}, &rng);
+    tt_nn_attention_init(&a, &(tt_nn_attention_config){.n_embd = C, .n_head = NH, .max_seq = 8}, &rng);
     ck_assert_int_eq(a.cfg.n_kv_head, NH);
     ck_assert_ptr_null(a.mask);
     tt_params_init(&p);
-    tt_attention_params(&a, &p, NULL);
+    tt_nn_attention_params(&a, &p, NULL);
     static const char *const plain[] = {"q_proj.weight", "k_proj.weight", "v_proj.weight",
                                         "o_proj.weight"};
     assert_names(&p, plain, 4);
     ck_assert_int_eq(tt_params_numel(&p), 4 * C * C);
     tt_params_free(&p);
-    tt_attention_free(&a);
+    tt_nn_attention_free(&a);
 }
 END_TEST
 
@@ -270,15 +270,15 @@ START_TEST(test_block_matches_torch) {
     tt_rng rng;
     tt_rng_seed(&rng, 1);
     tt_dtype prev = tt_set_default_dtype(TT_F64);
-    tt_block b;
-    tt_block_init(&b, &(tt_block_config){
+    tt_nn_block b;
+    tt_nn_block_init(&b, &(tt_nn_block_config){
         .attn = {.n_embd = C, .n_head = BLOCK_REF_NH, .max_seq = T, .bias = c->attn_bias},
         .mlp_hidden = BLOCK_REF_H, .act = c->act, .norm = TT_NORM_LAYERNORM,
         .post_norm = c->post_norm, .norm_bias = TT_BIAS_ON, .mlp_bias = TT_BIAS_ON}, &rng);
     tt_set_default_dtype(prev);
     tt_params p;
     tt_params_init(&p);
-    tt_block_params(&b, &p, NULL);
+    tt_nn_block_params(&b, &p, NULL);
     ck_assert_int_eq(p.n, c->attn_bias ? 16 : 12);
     int64_t off = 0;
     for (int i = 0; i < p.n; i++) {
@@ -289,7 +289,7 @@ START_TEST(test_block_matches_torch) {
     tt_scope_begin();
     tt_tensor *x = tt_from_data(TT_F64, TT_SHAPE(B, T, C), c->x);
     tt_set_requires_grad(x, true);
-    tt_tensor *y = tt_block_forward(&b, x);
+    tt_tensor *y = tt_nn_block_forward(&b, x);
     tt_tensor *r = tt_from_data(TT_F64, TT_SHAPE(B, T, C), c->r);
     tt_backward(tt_sum(tt_mul(y, r), 0, NULL, false));
     for (int64_t k = 0; k < B * T * C; k++) {
@@ -310,33 +310,33 @@ START_TEST(test_block_matches_torch) {
     }
     tt_scope_end();
     tt_params_free(&p);
-    tt_block_free(&b);
+    tt_nn_block_free(&b);
 }
 END_TEST
 
-// tt_block_forward_cached, one position at a time, gives tt_block_forward's rows, pre-norm and
+// tt_nn_block_forward_cached, one position at a time, gives tt_nn_block_forward's rows, pre-norm and
 // post-norm (causal, no grad).
 START_TEST(test_block_cached_matches_forward) {
     enum { B = 2, T = 4, C = 8, NH = 2, HS = C / NH };
     tt_rng rng;
     tt_rng_seed(&rng, 5);
-    tt_block b;
-    tt_block_init(&b, &(tt_block_config){
+    tt_nn_block b;
+    tt_nn_block_init(&b, &(tt_nn_block_config){
         .attn = {.n_embd = C, .n_head = NH, .max_seq = T, .causal = true, .bias = true},
         .act = TT_ACT_GELU, .norm = TT_NORM_LAYERNORM, .post_norm = _i == 1}, &rng);
     bool prev = tt_set_grad_enabled(false);
     tt_scope_begin();
     tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(B, T, C));
-    tt_tensor *full = tt_block_forward(&b, x);
+    tt_tensor *full = tt_nn_block_forward(&b, x);
     tt_tensor *kc = tt_zeros(TT_F32, TT_SHAPE(B, NH, T, HS));
     tt_tensor *vc = tt_zeros(TT_F32, TT_SHAPE(B, NH, T, HS));
     for (int64_t t = 0; t < T; t++) {
-        tt_tensor *y = tt_block_forward_cached(&b, tt_narrow(x, 1, t, 1), kc, vc, t);
+        tt_tensor *y = tt_nn_block_forward_cached(&b, tt_narrow(x, 1, t, 1), kc, vc, t);
         assert_same(y, tt_narrow(full, 1, t, 1), 1e-5);
     }
     tt_scope_end();
     tt_set_grad_enabled(prev);
-    tt_block_free(&b);
+    tt_nn_block_free(&b);
 }
 END_TEST
 
@@ -347,7 +347,7 @@ START_TEST(test_block_bias_switches) {
     tt_rng_seed(&rng, 2);
     const struct {
         bool attn;
-        tt_block_bias norm, mlp;
+        tt_nn_block_bias norm, mlp;
         bool want_attn, want_norm, want_mlp;
     } cases[] = {
         {true, TT_BIAS_LIKE_ATTN, TT_BIAS_LIKE_ATTN, true, true, true},
@@ -358,8 +358,8 @@ START_TEST(test_block_bias_switches) {
         {false, TT_BIAS_OFF, TT_BIAS_ON, false, false, true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        tt_block b;
-        tt_block_init(&b, &(tt_block_config){
+        tt_nn_block b;
+        tt_nn_block_init(&b, &(tt_nn_block_config){
             .attn = {.n_embd = 8, .n_head = 2, .max_seq = 4, .bias = cases[i].attn},
             .act = TT_ACT_GELU, .norm = TT_NORM_LAYERNORM, .norm_bias = cases[i].norm,
             .mlp_bias = cases[i].mlp}, &rng);
@@ -369,19 +369,19 @@ START_TEST(test_block_bias_switches) {
         ck_assert_msg((b.norm2.ln.bias != NULL) == cases[i].want_norm, "case %zu", i);
         ck_assert_msg((b.mlp.fc.bias != NULL) == cases[i].want_mlp, "case %zu", i);
         ck_assert_msg((b.mlp.proj.bias != NULL) == cases[i].want_mlp, "case %zu", i);
-        tt_block_free(&b);
+        tt_nn_block_free(&b);
     }
 }
 END_TEST
 
 START_TEST(test_block_bad_bias_aborts) {
-    tt_expect_abort("tt_block_init: mlp_bias is 7; use TT_BIAS_LIKE_ATTN (0), TT_BIAS_ON or "
+    tt_expect_abort("tt_nn_block_init: mlp_bias is 7; use TT_BIAS_LIKE_ATTN (0), TT_BIAS_ON or "
                     "TT_BIAS_OFF");
     tt_rng rng;
     tt_rng_seed(&rng, 2);
-    tt_block b;
-    tt_block_init(&b, &(tt_block_config){.attn = {.n_embd = 8, .n_head = 2, .max_seq = 4},
-                                         .mlp_bias = (tt_block_bias)7}, &rng);
+    tt_nn_block b;
+    tt_nn_block_init(&b, &(tt_nn_block_config){.attn = {.n_embd = 8, .n_head = 2, .max_seq = 4},
+                                               .mlp_bias = (tt_nn_block_bias)7}, &rng);
 }
 END_TEST
 
@@ -389,27 +389,27 @@ START_TEST(test_feedforward_block_params) {
     tt_rng rng;
     tt_rng_seed(&rng, 2);
     int64_t C = 16, H = 64, NH = 4, NKV = 2, HS = C / NH;
-    tt_feedforward m;
-    tt_feedforward_init(&m, C, H, TT_ACT_GELU, true, 0.1, &rng);
+    tt_nn_feedforward m;
+    tt_nn_feedforward_init(&m, C, H, TT_ACT_GELU, true, 0.1, &rng);
     tt_params p;
     tt_params_init(&p);
-    tt_feedforward_params(&m, &p, "mlp");
+    tt_nn_feedforward_params(&m, &p, "mlp");
     static const char *const mlp_names[] = {"mlp.fc.weight", "mlp.fc.bias", "mlp.proj.weight",
                                             "mlp.proj.bias"};
     assert_names(&p, mlp_names, 4);
     ck_assert_int_eq(tt_params_numel(&p), 2 * C * H + H + C);
     tt_params_free(&p);
-    tt_feedforward_free(&m);
+    tt_nn_feedforward_free(&m);
 
-    tt_block b;
-    tt_block_init(&b, &(tt_block_config){
+    tt_nn_block b;
+    tt_nn_block_init(&b, &(tt_nn_block_config){
         .attn = {.n_embd = C, .n_head = NH, .n_kv_head = NKV, .max_seq = 8, .causal = true,
                  .bias = true},
         .act = TT_ACT_GELU_TANH, .norm = TT_NORM_LAYERNORM}, &rng);
     ck_assert_int_eq(b.mlp.fc.out_features, 4 * C);  // mlp_hidden 0 means 4 C
     ck_assert_double_eq(b.norm1.ln.eps, 1e-5);       // norm_eps 0 means 1e-5
     tt_params_init(&p);
-    tt_block_params(&b, &p, "blocks.0");
+    tt_nn_block_params(&b, &p, "blocks.0");
     static const char *const block_names[] = {
         "blocks.0.norm1.weight", "blocks.0.norm1.bias",
         "blocks.0.attn.q_proj.weight", "blocks.0.attn.q_proj.bias",
@@ -425,15 +425,15 @@ START_TEST(test_feedforward_block_params) {
     int64_t mlp = 2 * C * (4 * C) + 4 * C + C;
     ck_assert_int_eq(tt_params_numel(&p), 2 * C + attn + 2 * C + mlp);
     tt_params_free(&p);
-    tt_block_free(&b);
+    tt_nn_block_free(&b);
 
     // RMSNorm without biases, QK-norm and RoPE (no parameters): one weight per norm.
-    tt_block_init(&b, &(tt_block_config){
+    tt_nn_block_init(&b, &(tt_nn_block_config){
         .attn = {.n_embd = C, .n_head = NH, .max_seq = 8, .causal = true, .qk_norm = true,
                  .rope = true},
         .mlp_hidden = 24, .act = TT_ACT_RELU2, .norm = TT_NORM_RMSNORM}, &rng);
     tt_params_init(&p);
-    tt_block_params(&b, &p, NULL);
+    tt_nn_block_params(&b, &p, NULL);
     static const char *const rms_names[] = {
         "norm1.weight", "attn.q_proj.weight", "attn.k_proj.weight", "attn.v_proj.weight",
         "attn.o_proj.weight", "attn.q_norm.weight", "attn.k_norm.weight", "norm2.weight",
@@ -442,7 +442,7 @@ START_TEST(test_feedforward_block_params) {
     assert_names(&p, rms_names, 10);
     ck_assert_int_eq(tt_params_numel(&p), C + 4 * C * C + 2 * HS + C + 2 * C * 24);
     tt_params_free(&p);
-    tt_block_free(&b);
+    tt_nn_block_free(&b);
 }
 END_TEST
 
@@ -451,7 +451,7 @@ END_TEST
 static double param(const tt_tensor *t, int64_t i) { return t ? tt_at(t, i) : 0.0; }
 
 // y = x W^T + b for one row: x (in), W (out, in) -> y (out).
-static void naive_linear(double *y, const double *x, const tt_linear *l) {
+static void naive_linear(double *y, const double *x, const tt_nn_linear *l) {
     for (int64_t o = 0; o < l->out_features; o++) {
         double s = param(l->bias, o);
         for (int64_t i = 0; i < l->in_features; i++)
@@ -461,7 +461,7 @@ static void naive_linear(double *y, const double *x, const tt_linear *l) {
 }
 
 // QK-norm (RMSNorm with weight, eps 1e-6) then RoPE at position p, on one head vector v (HS).
-static void naive_qk(double *v, int64_t hs, const tt_rmsnorm_layer *norm, bool qk_norm,
+static void naive_qk(double *v, int64_t hs, const tt_nn_rmsnorm *norm, bool qk_norm,
                      bool rope, double base, int64_t p) {
     if (qk_norm) {
         double ms = 0;
@@ -480,8 +480,8 @@ static void naive_qk(double *v, int64_t hs, const tt_rmsnorm_layer *norm, bool q
 }
 
 // out (B, T, C) for x (B, T, C), head by head, query by query.
-static void naive_attention(double *out, const tt_tensor *xt, const tt_attention *a) {
-    const tt_attention_config *c = &a->cfg;
+static void naive_attention(double *out, const tt_tensor *xt, const tt_nn_attention *a) {
+    const tt_nn_attention_config *c = &a->cfg;
     int64_t B = xt->shape[0], T = xt->shape[1], C = c->n_embd, NH = c->n_head;
     int64_t NKV = c->n_kv_head, HS = a->head_dim;
     double *x = malloc(sizeof(double) * (size_t)(B * T * C));
@@ -530,7 +530,7 @@ static void naive_attention(double *out, const tt_tensor *xt, const tt_attention
     free(x), free(q), free(k), free(v), free(y), free(w);
 }
 
-static const tt_attention_config naive_cfgs[] = {
+static const tt_nn_attention_config naive_cfgs[] = {
     {.n_embd = 8, .n_head = 2, .max_seq = 5, .causal = true, .bias = true},
     {.n_embd = 8, .n_head = 2, .max_seq = 5},
     {.n_embd = 12, .n_head = 4, .n_kv_head = 2, .max_seq = 6, .causal = true},
@@ -542,20 +542,20 @@ START_TEST(test_attention_naive) {
     tt_rng rng;
     tt_rng_seed(&rng, 100 + (uint64_t)_i);
     tt_dtype prev = tt_set_default_dtype(TT_F64);
-    tt_attention a;
-    tt_attention_init(&a, &naive_cfgs[_i], &rng);
+    tt_nn_attention a;
+    tt_nn_attention_init(&a, &naive_cfgs[_i], &rng);
     tt_set_default_dtype(prev);
     if (a.q_norm.weight) tt_uniform_(a.q_norm.weight, &rng, 0.5, 1.5);
     if (a.k_norm.weight) tt_uniform_(a.k_norm.weight, &rng, 0.5, 1.5);
     tt_scope_begin();
     tt_tensor *x = tt_randn(&rng, TT_F64, TT_SHAPE(2, 5, a.cfg.n_embd));  // (B, T, C)
-    tt_tensor *y = tt_attention_forward(&a, x);
+    tt_tensor *y = tt_nn_attention_forward(&a, x);
     ck_assert(tt_same_shape(x, y));
     double want[2 * 5 * 12];
     naive_attention(want, x, &a);
     tt_assert_values(y, want, tt_numel(y), 1e-12, 1e-10, __FILE__, __LINE__);
     tt_scope_end();
-    tt_attention_free(&a);
+    tt_nn_attention_free(&a);
 }
 END_TEST
 
@@ -566,8 +566,8 @@ START_TEST(test_causal) {
     tt_rng rng;
     tt_rng_seed(&rng, 5);
     tt_dtype prev = tt_set_default_dtype(TT_F64);
-    tt_block b;
-    tt_block_init(&b, &(tt_block_config){
+    tt_nn_block b;
+    tt_nn_block_init(&b, &(tt_nn_block_config){
         .attn = {.n_embd = 16, .n_head = 4, .n_kv_head = 2, .max_seq = 8, .causal = true,
                  .rope = true, .qk_norm = true},
         .act = TT_ACT_GELU, .norm = TT_NORM_LAYERNORM}, &rng);
@@ -578,8 +578,8 @@ START_TEST(test_causal) {
     tt_tensor *x2 = tt_clone(x);
     for (int64_t b2 = 0; b2 < 2; b2++)
         for (int64_t c = 0; c < C; c++) tt_set(x2, (int64_t[]){b2, t0, c}, (double)c - 3.5);
-    tt_tensor *ya = tt_attention_forward(&b.attn, x), *ya2 = tt_attention_forward(&b.attn, x2);
-    tt_tensor *yb = tt_block_forward(&b, x), *yb2 = tt_block_forward(&b, x2);
+    tt_tensor *ya = tt_nn_attention_forward(&b.attn, x), *ya2 = tt_nn_attention_forward(&b.attn, x2);
+    tt_tensor *yb = tt_nn_block_forward(&b, x), *yb2 = tt_nn_block_forward(&b, x2);
     for (int64_t b2 = 0; b2 < 2; b2++) {
         for (int64_t t = 0; t < T; t++) {
             double da = 0, db = 0;
@@ -597,7 +597,7 @@ START_TEST(test_causal) {
         }
     }
     tt_scope_end();
-    tt_block_free(&b);
+    tt_nn_block_free(&b);
 }
 END_TEST
 
@@ -606,17 +606,17 @@ START_TEST(test_noncausal_sees_future) {
     tt_rng rng;
     tt_rng_seed(&rng, 6);
     tt_dtype prev = tt_set_default_dtype(TT_F64);
-    tt_attention a;
-    tt_attention_init(&a, &(tt_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4}, &rng);
+    tt_nn_attention a;
+    tt_nn_attention_init(&a, &(tt_nn_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4}, &rng);
     tt_set_default_dtype(prev);
     tt_scope_begin();
     tt_tensor *x = tt_randn(&rng, TT_F64, TT_SHAPE(1, 4, 8));
     tt_tensor *x2 = tt_clone(x);
     tt_set(x2, (int64_t[]){0, 3, 0}, 5.0);
-    tt_tensor *y = tt_attention_forward(&a, x), *y2 = tt_attention_forward(&a, x2);
+    tt_tensor *y = tt_nn_attention_forward(&a, x), *y2 = tt_nn_attention_forward(&a, x2);
     ck_assert(fabs(tt_get(y, (int64_t[]){0, 0, 0}) - tt_get(y2, (int64_t[]){0, 0, 0})) > 1e-6);
     tt_scope_end();
-    tt_attention_free(&a);
+    tt_nn_attention_free(&a);
 }
 END_TEST
 
@@ -630,17 +630,17 @@ START_TEST(test_gqa_equivalence) {
     tt_rng_seed(&r1, 9);
     tt_rng_seed(&r2, 9);
     tt_dtype prev = tt_set_default_dtype(TT_F64);
-    tt_attention_config cfg = {.n_embd = 16, .n_head = 4, .max_seq = 8, .causal = true,
-                               .bias = true};
-    tt_attention plain, full;
-    tt_attention_init(&plain, &cfg, &r1);
+    tt_nn_attention_config cfg = {.n_embd = 16, .n_head = 4, .max_seq = 8, .causal = true,
+                                  .bias = true};
+    tt_nn_attention plain, full;
+    tt_nn_attention_init(&plain, &cfg, &r1);
     cfg.n_kv_head = 4;
-    tt_attention_init(&full, &cfg, &r2);
+    tt_nn_attention_init(&full, &cfg, &r2);
     cfg.n_kv_head = 2;
-    tt_attention gqa, expanded;
-    tt_attention_init(&gqa, &cfg, &r1);
+    tt_nn_attention gqa, expanded;
+    tt_nn_attention_init(&gqa, &cfg, &r1);
     cfg.n_kv_head = 0;
-    tt_attention_init(&expanded, &cfg, &r1);
+    tt_nn_attention_init(&expanded, &cfg, &r1);
     tt_set_default_dtype(prev);
 
     // expanded := gqa's weights, k/v rows of kv head h / 2 copied to head h.
@@ -649,8 +649,8 @@ START_TEST(test_gqa_equivalence) {
     tt_copy_(expanded.q_proj.bias, gqa.q_proj.bias);
     tt_copy_(expanded.o_proj.weight, gqa.o_proj.weight);
     tt_copy_(expanded.o_proj.bias, gqa.o_proj.bias);
-    const tt_linear *src[2] = {&gqa.k_proj, &gqa.v_proj};
-    tt_linear *dst[2] = {&expanded.k_proj, &expanded.v_proj};
+    const tt_nn_linear *src[2] = {&gqa.k_proj, &gqa.v_proj};
+    tt_nn_linear *dst[2] = {&expanded.k_proj, &expanded.v_proj};
     for (int l = 0; l < 2; l++) {
         for (int64_t h = 0; h < 4; h++) {
             for (int64_t d = 0; d < HS; d++) {
@@ -664,13 +664,13 @@ START_TEST(test_gqa_equivalence) {
 
     tt_scope_begin();
     tt_tensor *x = tt_randn(&r1, TT_F64, TT_SHAPE(2, 7, 16));  // (B, T, C)
-    assert_same(tt_attention_forward(&full, x), tt_attention_forward(&plain, x), 0);
-    assert_same(tt_attention_forward(&gqa, x), tt_attention_forward(&expanded, x), 1e-12);
+    assert_same(tt_nn_attention_forward(&full, x), tt_nn_attention_forward(&plain, x), 0);
+    assert_same(tt_nn_attention_forward(&gqa, x), tt_nn_attention_forward(&expanded, x), 1e-12);
     tt_scope_end();
-    tt_attention_free(&plain);
-    tt_attention_free(&full);
-    tt_attention_free(&gqa);
-    tt_attention_free(&expanded);
+    tt_nn_attention_free(&plain);
+    tt_nn_attention_free(&full);
+    tt_nn_attention_free(&gqa);
+    tt_nn_attention_free(&expanded);
 }
 END_TEST
 
@@ -679,19 +679,19 @@ END_TEST
 START_TEST(test_block_live_tensors) {
     tt_rng rng;
     tt_rng_seed(&rng, 4);
-    tt_block b;
-    tt_block_init(&b, &(tt_block_config){
+    tt_nn_block b;
+    tt_nn_block_init(&b, &(tt_nn_block_config){
         .attn = {.n_embd = 16, .n_head = 4, .max_seq = 8, .causal = true, .bias = true,
                  .dropout = 0.1},
         .act = TT_ACT_GELU_TANH, .norm = TT_NORM_LAYERNORM}, &rng);
     tt_params p;
     tt_params_init(&p);
-    tt_block_params(&b, &p, NULL);
+    tt_nn_block_params(&b, &p, NULL);
     tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(2, 8, 16));  // (B, T, C)
     int64_t live = tt_live_tensors(), bytes = tt_live_bytes();
     for (int step = 0; step < 2; step++) {
         tt_scope_begin();
-        tt_tensor *y = tt_block_forward(&b, x);
+        tt_tensor *y = tt_nn_block_forward(&b, x);
         tt_backward(tt_mean_all(tt_square(y)));
         tt_scope_end();
         // Only the parameters' gradients remain.
@@ -703,25 +703,25 @@ START_TEST(test_block_live_tensors) {
     }
     tt_release(x);
     tt_params_free(&p);
-    tt_block_free(&b);
+    tt_nn_block_free(&b);
 }
 END_TEST
 
 // _free is safe on a zeroed struct (and twice).
 START_TEST(test_free_zeroed) {
-    tt_pos_embedding pe = {0};
-    tt_sinusoidal s = {0};
-    tt_rope r = {0};
-    tt_feedforward m = {0};
-    tt_attention a = {0};
-    tt_block b = {0};
+    tt_nn_pos_embedding pe = {0};
+    tt_nn_sinusoidal s = {0};
+    tt_nn_rope r = {0};
+    tt_nn_feedforward m = {0};
+    tt_nn_attention a = {0};
+    tt_nn_block b = {0};
     for (int i = 0; i < 2; i++) {
-        tt_pos_embedding_free(&pe);
-        tt_sinusoidal_free(&s);
-        tt_rope_free(&r);
-        tt_feedforward_free(&m);
-        tt_attention_free(&a);
-        tt_block_free(&b);
+        tt_nn_pos_embedding_free(&pe);
+        tt_nn_sinusoidal_free(&s);
+        tt_nn_rope_free(&r);
+        tt_nn_feedforward_free(&m);
+        tt_nn_attention_free(&a);
+        tt_nn_block_free(&b);
     }
 }
 END_TEST
@@ -732,36 +732,36 @@ START_TEST(test_train_eval) {
     tt_rng rng, r0;
     tt_rng_seed(&rng, 12);
     tt_rng_seed(&r0, 12);
-    tt_block_config cfg = {
+    tt_nn_block_config cfg = {
         .attn = {.n_embd = 16, .n_head = 4, .max_seq = 8, .causal = true, .dropout = 0.5},
         .act = TT_ACT_GELU, .norm = TT_NORM_RMSNORM};
-    tt_block b, b0;
-    tt_block_init(&b, &cfg, &rng);
+    tt_nn_block b, b0;
+    tt_nn_block_init(&b, &cfg, &rng);
     cfg.attn.dropout = 0;
-    tt_block_init(&b0, &cfg, &r0);  // same draws: dropout takes none at init
+    tt_nn_block_init(&b0, &cfg, &r0);  // same draws: dropout takes none at init
     ck_assert(b.attn.attn_drop.training && b.attn.resid_drop.training && b.mlp.drop.training);
 
     tt_scope_begin();
     tt_tensor *x = tt_randn(&r0, TT_F32, TT_SHAPE(2, 8, 16));  // (B, T, C)
-    tt_tensor *y1 = tt_block_forward(&b, x), *y2 = tt_block_forward(&b, x);
+    tt_tensor *y1 = tt_nn_block_forward(&b, x), *y2 = tt_nn_block_forward(&b, x);
     ck_assert(max_abs_diff(y1, y2) > 1e-3);  // a fresh mask each run
 
-    tt_block_train(&b, false);
+    tt_nn_block_train(&b, false);
     ck_assert(!b.attn.attn_drop.training && !b.attn.resid_drop.training);
     ck_assert(!b.mlp.drop.training);
-    tt_tensor *e1 = tt_block_forward(&b, x), *e2 = tt_block_forward(&b, x);
+    tt_tensor *e1 = tt_nn_block_forward(&b, x), *e2 = tt_nn_block_forward(&b, x);
     assert_same(e1, e2, 0);
-    assert_same(e1, tt_block_forward(&b0, x), 0);  // eval is the p = 0 block
+    assert_same(e1, tt_nn_block_forward(&b0, x), 0);  // eval is the p = 0 block
 
-    tt_block_train(&b, true);
+    tt_nn_block_train(&b, true);
     ck_assert(b.attn.attn_drop.training && b.attn.resid_drop.training && b.mlp.drop.training);
-    tt_attention_train(&b.attn, false);
+    tt_nn_attention_train(&b.attn, false);
     ck_assert(!b.attn.attn_drop.training && !b.attn.resid_drop.training);
-    tt_feedforward_train(&b.mlp, false);
+    tt_nn_feedforward_train(&b.mlp, false);
     ck_assert(!b.mlp.drop.training);
     tt_scope_end();
-    tt_block_free(&b);
-    tt_block_free(&b0);
+    tt_nn_block_free(&b);
+    tt_nn_block_free(&b0);
 }
 END_TEST
 
@@ -770,24 +770,24 @@ START_TEST(test_block_f32_f64) {
     tt_rng r1, r2;
     tt_rng_seed(&r1, 13);
     tt_rng_seed(&r2, 13);
-    tt_block_config cfg = {
+    tt_nn_block_config cfg = {
         .attn = {.n_embd = 16, .n_head = 4, .n_kv_head = 1, .max_seq = 8, .causal = true,
                  .rope = true, .qk_norm = true, .bias = true},
         .act = TT_ACT_SILU, .norm = TT_NORM_LAYERNORM};
-    tt_block b32, b64;
-    tt_block_init(&b32, &cfg, &r1);
+    tt_nn_block b32, b64;
+    tt_nn_block_init(&b32, &cfg, &r1);
     tt_dtype prev = tt_set_default_dtype(TT_F64);
-    tt_block_init(&b64, &cfg, &r2);
+    tt_nn_block_init(&b64, &cfg, &r2);
     tt_set_default_dtype(prev);
     tt_scope_begin();
     tt_tensor *x = tt_randn(&r1, TT_F64, TT_SHAPE(2, 8, 16));
-    tt_tensor *y64 = tt_block_forward(&b64, x);
-    tt_tensor *y32 = tt_block_forward(&b32, tt_to_dtype(x, TT_F32));
+    tt_tensor *y64 = tt_nn_block_forward(&b64, x);
+    tt_tensor *y32 = tt_nn_block_forward(&b32, tt_to_dtype(x, TT_F32));
     ck_assert_int_eq(y32->dtype, TT_F32);
     ck_assert(max_abs_diff(y32, y64) < 1e-4);
     tt_scope_end();
-    tt_block_free(&b32);
-    tt_block_free(&b64);
+    tt_nn_block_free(&b32);
+    tt_nn_block_free(&b64);
 }
 END_TEST
 
@@ -828,11 +828,11 @@ START_TEST(test_mha_pytorch) {
     tt_rng rng;
     tt_rng_seed(&rng, 3);
     tt_dtype prev = tt_set_default_dtype(dt);
-    tt_attention a;
-    tt_attention_init(&a, &(tt_attention_config){.n_embd = E, .n_head = NH, .max_seq = T,
-                                                 .bias = true}, &rng);
+    tt_nn_attention a;
+    tt_nn_attention_init(&a, &(tt_nn_attention_config){.n_embd = E, .n_head = NH, .max_seq = T,
+                                                       .bias = true}, &rng);
     tt_set_default_dtype(prev);
-    tt_linear *proj[3] = {&a.q_proj, &a.k_proj, &a.v_proj};
+    tt_nn_linear *proj[3] = {&a.q_proj, &a.k_proj, &a.v_proj};
     for (int i = 0; i < 3; i++) {
         load_ref(proj[i]->weight, in_w + i * E * E);
         load_ref(proj[i]->bias, in_b + i * E);
@@ -846,7 +846,7 @@ START_TEST(test_mha_pytorch) {
     tt_tensor *am = is_float ? tt_set_requires_grad(ref_of(dt, TT_SHAPE(B * NH, T, T),
                                                            mha_float_attn_mask), true)
                              : ref_of(TT_BOOL, TT_SHAPE(T, T), mha_bool_attn_mask);
-    tt_tensor *y = tt_attention_forward_mask(&a, x, am, kpm);
+    tt_tensor *y = tt_nn_attention_forward_mask(&a, x, am, kpm);
     tt_backward_with(y, ref_of(dt, TT_SHAPE(B, T, E), is_float ? mha_float_g : mha_bool_g));
     tt_assert_values(y, is_float ? mha_float_y : mha_bool_y, B * T * E, tol, tol, __FILE__,
                      __LINE__);
@@ -862,36 +862,36 @@ START_TEST(test_mha_pytorch) {
         tt_assert_values(tt_grad(am), mha_float_dattn_mask, B * NH * T * T, tol, tol, __FILE__,
                          __LINE__);
     tt_scope_end();
-    tt_attention_free(&a);
+    tt_nn_attention_free(&a);
 }
 END_TEST
 
-// No masks is tt_attention_forward bit for bit; a bool key_padding_mask (B, T) is the same as
+// No masks is tt_nn_attention_forward bit for bit; a bool key_padding_mask (B, T) is the same as
 // the equivalent (B, NH, T, T) and (B * NH, T, T) attn_masks, also bit for bit.
 START_TEST(test_mask_forms_agree) {
     tt_rng rng;
     tt_rng_seed(&rng, 8);
     int64_t B = 2, T = 6, NH = 2;
-    tt_attention a;
-    tt_attention_init(&a, &(tt_attention_config){.n_embd = 8, .n_head = NH, .max_seq = T,
-                                                 .causal = true}, &rng);
+    tt_nn_attention a;
+    tt_nn_attention_init(&a, &(tt_nn_attention_config){.n_embd = 8, .n_head = NH, .max_seq = T,
+                                                       .causal = true}, &rng);
     tt_scope_begin();
     tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(B, T, 8));
-    assert_bitwise(tt_attention_forward_mask(&a, x, NULL, NULL), tt_attention_forward(&a, x));
+    assert_bitwise(tt_nn_attention_forward_mask(&a, x, NULL, NULL), tt_nn_attention_forward(&a, x));
     tt_tensor *kpm = tt_zeros(TT_BOOL, TT_SHAPE(B, T));
     tt_set(kpm, (int64_t[]){0, 4}, 1);
     tt_set(kpm, (int64_t[]){1, 2}, 1);
     tt_tensor *am4 = tt_contiguous(tt_expand(tt_reshape(kpm, TT_SHAPE(B, 1, 1, T)),
                                              TT_SHAPE(B, NH, T, T)));
     tt_tensor *am3 = tt_reshape(am4, TT_SHAPE(B * NH, T, T));
-    tt_tensor *y = tt_attention_forward_mask(&a, x, NULL, kpm);
-    assert_bitwise(tt_attention_forward_mask(&a, x, am4, NULL), y);
-    assert_bitwise(tt_attention_forward_mask(&a, x, am3, NULL), y);
+    tt_tensor *y = tt_nn_attention_forward_mask(&a, x, NULL, kpm);
+    assert_bitwise(tt_nn_attention_forward_mask(&a, x, am4, NULL), y);
+    assert_bitwise(tt_nn_attention_forward_mask(&a, x, am3, NULL), y);
     // a float key_padding_mask of 0 / -inf is the same mask once more
     tt_tensor *fk = tt_masked_fill(tt_zeros(TT_F32, TT_SHAPE(B, T)), kpm, -INFINITY);
-    assert_bitwise(tt_attention_forward_mask(&a, x, NULL, fk), y);
+    assert_bitwise(tt_nn_attention_forward_mask(&a, x, NULL, fk), y);
     tt_scope_end();
-    tt_attention_free(&a);
+    tt_nn_attention_free(&a);
 }
 END_TEST
 
@@ -902,9 +902,9 @@ START_TEST(test_mask_dropout_path) {
     tt_rng rng;
     tt_rng_seed(&rng, 9);
     int64_t B = 2, T = 6, C = 8;
-    tt_attention a;
-    tt_attention_init(&a, &(tt_attention_config){.n_embd = C, .n_head = 2, .max_seq = T,
-                                                 .dropout = 0.3}, &rng);
+    tt_nn_attention a;
+    tt_nn_attention_init(&a, &(tt_nn_attention_config){.n_embd = C, .n_head = 2, .max_seq = T,
+                                                       .dropout = 0.3}, &rng);
     tt_scope_begin();
     tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(B, T, C)), *x2 = tt_clone(x);
     tt_copy_(tt_narrow(x2, 1, 4, 2), tt_randn(&rng, TT_F32, TT_SHAPE(B, 2, C)));
@@ -915,14 +915,14 @@ START_TEST(test_mask_dropout_path) {
     tt_set(am[1], (int64_t[]){2, 1}, 1);
     for (int i = 0; i < 3; i++) {
         tt_rng_seed(&rng, 77);
-        tt_tensor *y = tt_attention_forward_mask(&a, x, am[i], kpm);
+        tt_tensor *y = tt_nn_attention_forward_mask(&a, x, am[i], kpm);
         tt_rng_seed(&rng, 77);
-        tt_tensor *y2 = tt_attention_forward_mask(&a, x2, am[i], kpm);
+        tt_tensor *y2 = tt_nn_attention_forward_mask(&a, x2, am[i], kpm);
         assert_bitwise(tt_narrow(y2, 1, 0, 4), tt_narrow(y, 1, 0, 4));
         ck_assert(max_abs_diff(tt_narrow(y2, 1, 4, 2), tt_narrow(y, 1, 4, 2)) > 0);
     }
     tt_scope_end();
-    tt_attention_free(&a);
+    tt_nn_attention_free(&a);
 }
 END_TEST
 
@@ -932,106 +932,106 @@ static tt_rng abort_rng;
 
 START_TEST(test_abort_embd_not_divisible) {
     tt_expect_abort("n_embd=10 is not divisible by n_head=4");
-    tt_attention a;
-    tt_attention_init(&a, &(tt_attention_config){.n_embd = 10, .n_head = 4, .max_seq = 4},
-                      &abort_rng);
+    tt_nn_attention a;
+    tt_nn_attention_init(&a, &(tt_nn_attention_config){.n_embd = 10, .n_head = 4, .max_seq = 4},
+                         &abort_rng);
 }
 END_TEST
 
 START_TEST(test_abort_heads_not_divisible) {
     tt_expect_abort("n_head=4 is not divisible by n_kv_head=3");
-    tt_attention a;
-    tt_attention_init(&a, &(tt_attention_config){.n_embd = 12, .n_head = 4, .n_kv_head = 3,
+    tt_nn_attention a;
+    tt_nn_attention_init(&a, &(tt_nn_attention_config){.n_embd = 12, .n_head = 4, .n_kv_head = 3,
                       .max_seq = 4}, &abort_rng);
 }
 END_TEST
 
 START_TEST(test_abort_block_heads_not_divisible) {
     tt_expect_abort("n_embd=12 is not divisible by n_head=5");
-    tt_block b;
-    tt_block_init(&b, &(tt_block_config){.attn = {.n_embd = 12, .n_head = 5, .max_seq = 4}},
-                  &abort_rng);
+    tt_nn_block b;
+    tt_nn_block_init(&b, &(tt_nn_block_config){.attn = {.n_embd = 12, .n_head = 5, .max_seq = 4}},
+                     &abort_rng);
 }
 END_TEST
 
 START_TEST(test_abort_seq_too_long) {
     tt_expect_abort("positions 0 .. 4 exceed max_seq=4");
-    tt_attention a;
-    tt_attention_init(&a, &(tt_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4,
+    tt_nn_attention a;
+    tt_nn_attention_init(&a, &(tt_nn_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4,
                       .causal = true}, &abort_rng);
-    tt_attention_forward(&a, tt_zeros(TT_F32, TT_SHAPE(1, 5, 8)));
+    tt_nn_attention_forward(&a, tt_zeros(TT_F32, TT_SHAPE(1, 5, 8)));
 }
 END_TEST
 
 START_TEST(test_abort_attention_input_shape) {
     tt_expect_abort("input (1, 4, 6) must be (B, T, 8)");
-    tt_attention a;
-    tt_attention_init(&a, &(tt_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4},
-                      &abort_rng);
-    tt_attention_forward(&a, tt_zeros(TT_F32, TT_SHAPE(1, 4, 6)));
+    tt_nn_attention a;
+    tt_nn_attention_init(&a, &(tt_nn_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4},
+                         &abort_rng);
+    tt_nn_attention_forward(&a, tt_zeros(TT_F32, TT_SHAPE(1, 4, 6)));
 }
 END_TEST
 
 START_TEST(test_abort_rope_odd_head_dim) {
     tt_expect_abort("head_dim must be even and positive, got 5");
-    tt_rope r;
-    tt_rope_init(&r, 5, 8, 10000);
+    tt_nn_rope r;
+    tt_nn_rope_init(&r, 5, 8, 10000);
 }
 END_TEST
 
 START_TEST(test_abort_attention_rope_odd_head_dim) {
     tt_expect_abort("RoPE needs an even head size, got n_embd / n_head = 12 / 4 = 3");
-    tt_attention a;  // HS = 12 / 4 = 3
-    tt_attention_init(&a, &(tt_attention_config){.n_embd = 12, .n_head = 4, .max_seq = 4,
+    tt_nn_attention a;  // HS = 12 / 4 = 3
+    tt_nn_attention_init(&a, &(tt_nn_attention_config){.n_embd = 12, .n_head = 4, .max_seq = 4,
                       .rope = true}, &abort_rng);
 }
 END_TEST
 
 START_TEST(test_abort_pos_embedding_too_long) {
-    tt_expect_abort("tt_pos_embedding_forward: pos + T = 2 + 3 = 5 exceeds max_len = 4");
-    tt_pos_embedding pe;
-    tt_pos_embedding_init(&pe, 4, 8, 1.0, &abort_rng);
-    tt_pos_embedding_forward(&pe, tt_zeros(TT_F32, TT_SHAPE(1, 3, 8)), 2);  // 2 + 3 > 4
+    tt_expect_abort("tt_nn_pos_embedding_forward: pos + T = 2 + 3 = 5 exceeds max_len = 4");
+    tt_nn_pos_embedding pe;
+    tt_nn_pos_embedding_init(&pe, 4, 8, 1.0, &abort_rng);
+    tt_nn_pos_embedding_forward(&pe, tt_zeros(TT_F32, TT_SHAPE(1, 3, 8)), 2);  // 2 + 3 > 4
 }
 END_TEST
 
 START_TEST(test_abort_sinusoidal_too_long) {
-    tt_expect_abort("tt_sinusoidal_forward: pos + T = 0 + 5 = 5 exceeds max_len = 4");
-    tt_sinusoidal s;
-    tt_sinusoidal_init(&s, 4, 8);
-    tt_sinusoidal_forward(&s, tt_zeros(TT_F32, TT_SHAPE(1, 5, 8)), 0);
+    tt_expect_abort("tt_nn_sinusoidal_forward: pos + T = 0 + 5 = 5 exceeds max_len = 4");
+    tt_nn_sinusoidal s;
+    tt_nn_sinusoidal_init(&s, 4, 8);
+    tt_nn_sinusoidal_forward(&s, tt_zeros(TT_F32, TT_SHAPE(1, 5, 8)), 0);
 }
 END_TEST
 
 START_TEST(test_abort_rope_too_long) {
-    tt_expect_abort("tt_rope_forward: pos + T = 4 + 3 = 7 exceeds max_len = 6");
-    tt_rope r;
-    tt_rope_init(&r, 4, 6, 10000);
-    tt_rope_forward(&r, tt_zeros(TT_F32, TT_SHAPE(1, 2, 3, 4)), 4);  // 4 + 3 > 6
+    tt_expect_abort("tt_nn_rope_forward: pos + T = 4 + 3 = 7 exceeds max_len = 6");
+    tt_nn_rope r;
+    tt_nn_rope_init(&r, 4, 6, 10000);
+    tt_nn_rope_forward(&r, tt_zeros(TT_F32, TT_SHAPE(1, 2, 3, 4)), 4);  // 4 + 3 > 6
 }
 END_TEST
 
 START_TEST(test_abort_sinusoidal_dtype) {
-    tt_expect_abort("tt_sinusoidal_forward: x is f64 but the table is f32");
-    tt_sinusoidal s;
-    tt_sinusoidal_init(&s, 4, 8);  // f32 table
-    tt_sinusoidal_forward(&s, tt_zeros(TT_F64, TT_SHAPE(1, 2, 8)), 0);
+    tt_expect_abort("tt_nn_sinusoidal_forward: x is f64 but the table is f32");
+    tt_nn_sinusoidal s;
+    tt_nn_sinusoidal_init(&s, 4, 8);  // f32 table
+    tt_nn_sinusoidal_forward(&s, tt_zeros(TT_F64, TT_SHAPE(1, 2, 8)), 0);
 }
 END_TEST
 
 START_TEST(test_abort_rope_dtype) {
-    tt_expect_abort("tt_rope_forward: x is f64 but the table is f32");
-    tt_rope r;
-    tt_rope_init(&r, 4, 6, 10000);  // f32 tables
-    tt_rope_forward(&r, tt_zeros(TT_F64, TT_SHAPE(1, 1, 2, 4)), 0);
+    tt_expect_abort("tt_nn_rope_forward: x is f64 but the table is f32");
+    tt_nn_rope r;
+    tt_nn_rope_init(&r, 4, 6, 10000);  // f32 tables
+    tt_nn_rope_forward(&r, tt_zeros(TT_F64, TT_SHAPE(1, 1, 2, 4)), 0);
 }
 END_TEST
 
 START_TEST(test_abort_negative_pos) {
     tt_expect_abort("position offset -1 is negative");
-    tt_pos_embedding pe;
-    tt_pos_embedding_init(&pe, 4, 8, 1.0, &abort_rng);
-    tt_pos_embedding_forward(&pe, tt_zeros(TT_F32, TT_SHAPE(1, 2, 8)), -1);
+    tt_nn_pos_embedding pe;
+    tt_nn_pos_embedding_init(&pe, 4, 8, 1.0, &abort_rng);
+    tt_nn_pos_embedding_forward(&pe, tt_zeros(TT_F32, TT_SHAPE(1, 2, 8)), -1);
 }
 END_TEST
 
@@ -1040,72 +1040,72 @@ static void seed_abort_rng(void) { tt_rng_seed(&abort_rng, 1); }
 // ---- abort messages name the function the user called ----
 
 START_TEST(test_names_feedforward_activation) {
-    tt_expect_abort("tt_feedforward_init: invalid activation 9; valid values are 0 .. 8");
-    tt_feedforward m;
-    tt_feedforward_init(&m, 4, 8, (tt_act)TT_ACT_COUNT, true, 0.0, &abort_rng);
+    tt_expect_abort("tt_nn_feedforward_init: invalid activation 9; valid values are 0 .. 8");
+    tt_nn_feedforward m;
+    tt_nn_feedforward_init(&m, 4, 8, (tt_act)TT_ACT_COUNT, true, 0.0, &abort_rng);
 }
 END_TEST
 
 START_TEST(test_names_attention_input_shape) {
-    tt_expect_abort("tt_attention_forward: input (1, 4, 6) must be (B, T, 8): n_embd=8 "
+    tt_expect_abort("tt_nn_attention_forward: input (1, 4, 6) must be (B, T, 8): n_embd=8 "
                     "channels last");
-    tt_attention a;
-    tt_attention_init(&a, &(tt_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4},
-                      &abort_rng);
-    tt_attention_forward(&a, tt_zeros(TT_F32, TT_SHAPE(1, 4, 6)));
+    tt_nn_attention a;
+    tt_nn_attention_init(&a, &(tt_nn_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4},
+                         &abort_rng);
+    tt_nn_attention_forward(&a, tt_zeros(TT_F32, TT_SHAPE(1, 4, 6)));
 }
 END_TEST
 
 START_TEST(test_names_attention_seq_too_long) {
-    tt_expect_abort("tt_attention_forward: positions 0 .. 4 exceed max_seq=4; crop the input");
-    tt_attention a;
-    tt_attention_init(&a, &(tt_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4,
+    tt_expect_abort("tt_nn_attention_forward: positions 0 .. 4 exceed max_seq=4; crop the input");
+    tt_nn_attention a;
+    tt_nn_attention_init(&a, &(tt_nn_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4,
                       .causal = true}, &abort_rng);
-    tt_attention_forward(&a, tt_zeros(TT_F32, TT_SHAPE(1, 5, 8)));
+    tt_nn_attention_forward(&a, tt_zeros(TT_F32, TT_SHAPE(1, 5, 8)));
 }
 END_TEST
 
 // The input is checked before the caches (it gives T), so a 2-d input is named as such.
 START_TEST(test_names_attention_cached_input_shape) {
-    tt_expect_abort("tt_attention_forward_cached: input (4, 8) must be (B, T, 8)");
-    tt_attention a;
-    tt_attention_init(&a, &(tt_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4,
+    tt_expect_abort("tt_nn_attention_forward_cached: input (4, 8) must be (B, T, 8)");
+    tt_nn_attention a;
+    tt_nn_attention_init(&a, &(tt_nn_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4,
                       .causal = true}, &abort_rng);
     tt_tensor *k = tt_zeros(TT_F32, TT_SHAPE(1, 2, 4, 4));  // (B, NKV, L, HS)
     tt_tensor *v = tt_zeros(TT_F32, TT_SHAPE(1, 2, 4, 4));  // (B, NKV, L, HS)
-    tt_attention_forward_cached(&a, tt_zeros(TT_F32, TT_SHAPE(4, 8)), k, v, 0);
+    tt_nn_attention_forward_cached(&a, tt_zeros(TT_F32, TT_SHAPE(4, 8)), k, v, 0);
 }
 END_TEST
 
 START_TEST(test_names_attention_cached_positions) {
-    tt_expect_abort("tt_attention_forward_cached: positions 2 .. 5 exceed max_seq=4");
-    tt_attention a;
-    tt_attention_init(&a, &(tt_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4,
+    tt_expect_abort("tt_nn_attention_forward_cached: positions 2 .. 5 exceed max_seq=4");
+    tt_nn_attention a;
+    tt_nn_attention_init(&a, &(tt_nn_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4,
                       .causal = true}, &abort_rng);
     tt_tensor *k = tt_zeros(TT_F32, TT_SHAPE(1, 2, 4, 4));  // (B, NKV, L, HS)
     tt_tensor *v = tt_zeros(TT_F32, TT_SHAPE(1, 2, 4, 4));  // (B, NKV, L, HS)
-    tt_attention_forward_cached(&a, tt_zeros(TT_F32, TT_SHAPE(1, 4, 8)), k, v, 2);
+    tt_nn_attention_forward_cached(&a, tt_zeros(TT_F32, TT_SHAPE(1, 4, 8)), k, v, 2);
 }
 END_TEST
 
 // ---- aborts: attention masks ----
 
 static void masked_forward(tt_tensor *attn_mask, tt_tensor *kpm) {
-    tt_attention a;
-    tt_attention_init(&a, &(tt_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4},
-                      &abort_rng);
-    tt_attention_forward_mask(&a, tt_zeros(TT_F32, TT_SHAPE(2, 4, 8)), attn_mask, kpm);
+    tt_nn_attention a;
+    tt_nn_attention_init(&a, &(tt_nn_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4},
+                         &abort_rng);
+    tt_nn_attention_forward_mask(&a, tt_zeros(TT_F32, TT_SHAPE(2, 4, 8)), attn_mask, kpm);
 }
 
 START_TEST(test_abort_attn_mask_shape) {
-    tt_expect_abort("tt_attention_forward_mask: attn_mask (4, 3) must be (T, T) = (4, 4), "
+    tt_expect_abort("tt_nn_attention_forward_mask: attn_mask (4, 3) must be (T, T) = (4, 4), "
                     "(B * n_head, T, T) = (4, 4, 4) or (B, n_head, T, T)");
     masked_forward(tt_zeros(TT_BOOL, TT_SHAPE(4, 3)), NULL);
 }
 END_TEST
 
 START_TEST(test_abort_attn_mask_dtype) {
-    tt_expect_abort("tt_attention_forward_mask: attn_mask is i64 but the input is f32");
+    tt_expect_abort("tt_nn_attention_forward_mask: attn_mask is i64 but the input is f32");
     masked_forward(tt_zeros(TT_I64, TT_SHAPE(4, 4)), NULL);
 }
 END_TEST

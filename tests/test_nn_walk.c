@@ -35,8 +35,8 @@ static void assert_bitwise(const tt_tensor *a, const tt_tensor *b) {
     free(y);
 }
 
-static void block_init(tt_block *b, tt_rng *rng) {
-    tt_block_init(b, &(tt_block_config){
+static void block_init(tt_nn_block *b, tt_rng *rng) {
+    tt_nn_block_init(b, &(tt_nn_block_config){
         .attn = {.n_embd = 8, .n_head = 2, .max_seq = 4, .causal = true, .bias = true},
         .act = TT_ACT_GELU, .norm = TT_NORM_LAYERNORM}, rng);
 }
@@ -46,10 +46,10 @@ static void block_init(tt_block *b, tt_rng *rng) {
 START_TEST(test_named_modules_block) {
     tt_rng rng;
     tt_rng_seed(&rng, 1);
-    tt_block b;
+    tt_nn_block b;
     block_init(&b, &rng);
     seen s = {0};
-    tt_module_named_modules(tt_block_module(&b), "blocks.3", record, &s);
+    tt_module_named_modules(tt_nn_block_module(&b), "blocks.3", record, &s);
     static const char *const names[] = {
         "blocks.3", "blocks.3.norm1", "blocks.3.attn", "blocks.3.attn.q_proj",
         "blocks.3.attn.k_proj", "blocks.3.attn.v_proj", "blocks.3.attn.o_proj",
@@ -67,65 +67,65 @@ START_TEST(test_named_modules_block) {
     }
     // Without a prefix the root is "" and the children are named from there.
     s.n = 0;
-    tt_module_named_modules(tt_block_module(&b), NULL, record, &s);
+    tt_module_named_modules(tt_nn_block_module(&b), NULL, record, &s);
     ck_assert_str_eq(s.names[0], "");
     ck_assert_str_eq(s.names[3], "attn.q_proj");
-    tt_block_free(&b);
+    tt_nn_block_free(&b);
 }
 END_TEST
 
 START_TEST(test_linears_nested) {
     tt_rng rng;
     tt_rng_seed(&rng, 2);
-    tt_linear a, c;
-    tt_linear_init(&a, 3, 4, true, &rng);
-    tt_linear_init(&c, 4, 2, false, &rng);
-    tt_sequential inner, outer;
-    tt_sequential_init(&inner);
-    tt_sequential_init(&outer);
-    tt_sequential_add(&inner, tt_act_module(TT_ACT_RELU));
-    tt_sequential_add(&inner, tt_linear_module(&c));
-    tt_sequential_add(&outer, tt_linear_module(&a));
-    tt_sequential_add(&outer, tt_sequential_module(&inner));
-    tt_linear_list l;
-    tt_linear_list_init(&l);
-    tt_module_linears(tt_sequential_module(&outer), "net", &l);
+    tt_nn_linear a, c;
+    tt_nn_linear_init(&a, 3, 4, true, &rng);
+    tt_nn_linear_init(&c, 4, 2, false, &rng);
+    tt_nn_sequential inner, outer;
+    tt_nn_sequential_init(&inner);
+    tt_nn_sequential_init(&outer);
+    tt_nn_sequential_add(&inner, tt_act_module(TT_ACT_RELU));
+    tt_nn_sequential_add(&inner, tt_nn_linear_module(&c));
+    tt_nn_sequential_add(&outer, tt_nn_linear_module(&a));
+    tt_nn_sequential_add(&outer, tt_nn_sequential_module(&inner));
+    tt_nn_linear_list l;
+    tt_nn_linear_list_init(&l);
+    tt_module_linears(tt_nn_sequential_module(&outer), "net", &l);
     ck_assert_int_eq(l.n, 2);
     ck_assert_str_eq(l.items[0].name, "net.0");
     ck_assert_ptr_eq(l.items[0].linear, &a);
     ck_assert_str_eq(l.items[1].name, "net.1.1");
     ck_assert_ptr_eq(l.items[1].linear, &c);
-    ck_assert_ptr_eq(tt_module_as_linear(tt_linear_module(&c)), &c);
-    ck_assert_ptr_null(tt_module_as_linear(tt_sequential_module(&inner)));
+    ck_assert_ptr_eq(tt_module_as_linear(tt_nn_linear_module(&c)), &c);
+    ck_assert_ptr_null(tt_module_as_linear(tt_nn_sequential_module(&inner)));
     ck_assert_ptr_null(tt_module_as_linear(tt_act_module(TT_ACT_RELU)));
 
     // A chain's forward is the sequential's, bit for bit.
     tt_scope_begin();
     tt_tensor *x = tt_test_tensor(TT_F32, TT_SHAPE(2, 3), -1, 0.5, 2, 0.25, -3, 1);
-    assert_bitwise(tt_module_forward_chain(tt_sequential_module(&outer), x),
-                   tt_sequential_forward(&outer, x));
+    assert_bitwise(tt_module_forward_chain(tt_nn_sequential_module(&outer), x),
+                   tt_nn_sequential_forward(&outer, x));
     tt_scope_end();
 
-    tt_linear_list_free(&l);
+    tt_nn_linear_list_free(&l);
     ck_assert_int_eq(l.n, 0);
-    tt_linear_list_free(&l);  // safe twice
-    tt_sequential_free(&outer);
-    tt_sequential_free(&inner);
-    tt_linear_free(&a);
-    tt_linear_free(&c);
+    tt_nn_linear_list_free(&l);  // safe twice
+    tt_nn_sequential_free(&outer);
+    tt_nn_sequential_free(&inner);
+    tt_nn_linear_free(&a);
+    tt_nn_linear_free(&c);
 }
 END_TEST
 
 START_TEST(test_linears_block) {
     tt_rng rng;
     tt_rng_seed(&rng, 3);
-    tt_block b;
+    tt_nn_block b;
     block_init(&b, &rng);
-    tt_linear_list l;
-    tt_linear_list_init(&l);
-    tt_module_linears(tt_block_module(&b), "h", &l);
-    tt_linear *want[] = {&b.attn.q_proj, &b.attn.k_proj, &b.attn.v_proj, &b.attn.o_proj,
-                         &b.mlp.fc, &b.mlp.proj};
+    tt_nn_linear_list l;
+    tt_nn_linear_list_init(&l);
+    tt_module_linears(tt_nn_block_module(&b), "h", &l);
+    tt_nn_linear *want[] = {&b.attn.q_proj, &b.attn.k_proj, &b.attn.v_proj, &b.attn.o_proj,
+                            &b.mlp.fc, &b.mlp.proj};
     static const char *const names[] = {"h.attn.q_proj", "h.attn.k_proj", "h.attn.v_proj",
                                         "h.attn.o_proj", "h.mlp.fc", "h.mlp.proj"};
     ck_assert_int_eq(l.n, 6);
@@ -133,8 +133,8 @@ START_TEST(test_linears_block) {
         ck_assert_ptr_eq(l.items[i].linear, want[i]);
         ck_assert_str_eq(l.items[i].name, names[i]);
     }
-    tt_linear_list_free(&l);
-    tt_block_free(&b);
+    tt_nn_linear_list_free(&l);
+    tt_nn_block_free(&b);
 }
 END_TEST
 
@@ -173,15 +173,15 @@ START_TEST(test_abort_chain_empty) {
     tt_expect_abort("module 'Linear' has no children to run as a chain");
     tt_rng rng;
     tt_rng_seed(&rng, 4);
-    tt_linear a;
-    tt_linear_init(&a, 2, 2, false, &rng);
-    tt_module_forward_chain(tt_linear_module(&a), tt_zeros(TT_F32, TT_SHAPE(1, 2)));
+    tt_nn_linear a;
+    tt_nn_linear_init(&a, 2, 2, false, &rng);
+    tt_module_forward_chain(tt_nn_linear_module(&a), tt_zeros(TT_F32, TT_SHAPE(1, 2)));
 }
 END_TEST
 
 START_TEST(test_abort_linears_null) {
     tt_expect_abort("out must not be NULL");
-    tt_module_linears(tt_identity_module(), NULL, NULL);
+    tt_module_linears(tt_nn_identity_module(), NULL, NULL);
 }
 END_TEST
 

@@ -168,9 +168,9 @@ END_TEST
 START_TEST(test_layer) {
     tt_rng rng;
     tt_rng_seed(&rng, 7);
-    tt_conv2d_layer m;
-    tt_conv2d_layer_init(&m, 4, 6, 3, 2, &(tt_conv2d_opts){.padding = {1, 0}, .groups = 2}, true,
-                         &rng);
+    tt_nn_conv2d m;
+    tt_nn_conv2d_init(&m, 4, 6, 3, 2, &(tt_nn_conv2d_opts){.padding = {1, 0}, .groups = 2}, true,
+                      &rng);
     ck_assert_int_eq(m.opts.stride[0], 1);
     ck_assert_int_eq(m.opts.dilation[1], 1);
     int64_t ws[4] = {6, 2, 3, 2};
@@ -182,7 +182,7 @@ START_TEST(test_layer) {
     ck_assert(wmax <= bound && wmax > 0.5 * bound && bmax <= bound);
     tt_params ps;
     tt_params_init(&ps);
-    tt_module_params(tt_conv2d_layer_module(&m), &ps, "conv1");
+    tt_module_params(tt_nn_conv2d_module(&m), &ps, "conv1");
     ck_assert_int_eq(ps.n, 2);
     ck_assert_str_eq(ps.items[0].name, "conv1.weight");
     ck_assert_str_eq(ps.items[1].name, "conv1.bias");
@@ -190,7 +190,7 @@ START_TEST(test_layer) {
 
     tt_scope_begin();
     tt_tensor *x = tt_uniform(&rng, tt_default_dtype(), TT_SHAPE(2, 4, 5, 3), -1, 1);
-    tt_tensor *y = tt_module_forward(tt_conv2d_layer_module(&m), x);
+    tt_tensor *y = tt_module_forward(tt_nn_conv2d_module(&m), x);
     tt_tensor *ref = tt_conv2d(x, m.weight, m.bias, NULL, (int64_t[]){1, 0}, NULL, 2);
     ck_assert_int_eq(y->shape[1], 6);
     ck_assert_int_eq(y->shape[2], 5);
@@ -200,8 +200,8 @@ START_TEST(test_layer) {
     ck_assert(tt_grad(m.weight) && tt_grad(m.bias));
     ck_assert_double_eq(tt_at(tt_grad(m.bias), 0), 2 * 5 * 2);  // N * OH * OW
     tt_scope_end();
-    tt_conv2d_layer_free(&m);
-    tt_conv2d_layer_free(&m);  // safe on a zeroed struct
+    tt_nn_conv2d_free(&m);
+    tt_nn_conv2d_free(&m);  // safe on a zeroed struct
 }
 END_TEST
 
@@ -209,8 +209,8 @@ START_TEST(test_abort_layer_groups) {
     tt_expect_abort("groups 3 must be positive and divide in_channels 4 and out_channels 6");
     tt_rng rng;
     tt_rng_seed(&rng, 1);
-    tt_conv2d_layer m;
-    tt_conv2d_layer_init(&m, 4, 6, 3, 3, &(tt_conv2d_opts){.groups = 3}, true, &rng);
+    tt_nn_conv2d m;
+    tt_nn_conv2d_init(&m, 4, 6, 3, 3, &(tt_nn_conv2d_opts){.groups = 3}, true, &rng);
 }
 END_TEST
 
@@ -218,9 +218,9 @@ START_TEST(test_abort_layer_input) {
     tt_expect_abort("input (1, 3, 4, 4) must be (N, in_channels=2, H, W)");
     tt_rng rng;
     tt_rng_seed(&rng, 1);
-    tt_conv2d_layer m;
-    tt_conv2d_layer_init(&m, 2, 3, 1, 1, NULL, false, &rng);
-    tt_conv2d_layer_forward(&m, tt_zeros(TT_F32, TT_SHAPE(1, 3, 4, 4)));
+    tt_nn_conv2d m;
+    tt_nn_conv2d_init(&m, 2, 3, 1, 1, NULL, false, &rng);
+    tt_nn_conv2d_forward(&m, tt_zeros(TT_F32, TT_SHAPE(1, 3, 4, 4)));
 }
 END_TEST
 
@@ -499,16 +499,16 @@ START_TEST(test_convt_layer) {
     tt_rng rng;
     tt_rng_seed(&rng, 5);
     tt_dtype prev = tt_set_default_dtype(TT_F64);
-    tt_conv_transpose2d_layer m;
-    tt_conv_transpose2d_opts o = {
+    tt_nn_conv_transpose2d m;
+    tt_nn_conv_transpose2d_opts o = {
         .stride = {2, 1}, .padding = {1, 0}, .output_padding = {1, 0}, .groups = 2};
-    tt_conv_transpose2d_layer_init(&m, 4, 6, 3, 2, &o, true, &rng);
+    tt_nn_conv_transpose2d_init(&m, 4, 6, 3, 2, &o, true, &rng);
     tt_set_default_dtype(prev);
     ck_assert_int_eq(m.opts.dilation[0], 1);
-    check_layer(tt_conv_transpose2d_layer_module(&m), m.weight, m.bias, 4, convt_layer_w_shape,
+    check_layer(tt_nn_conv_transpose2d_module(&m), m.weight, m.bias, 4, convt_layer_w_shape,
                 convt_layer_bound, convt_layer_w, convt_layer_b, TT_SHAPE(2, 4, 3, 5),
                 convt_layer_x, convt_layer_y_shape, convt_layer_y);
-    tt_module_free(tt_conv_transpose2d_layer_module(&m));
+    tt_module_free(tt_nn_conv_transpose2d_module(&m));
     ck_assert_ptr_null(m.weight);
 }
 END_TEST
@@ -517,14 +517,14 @@ START_TEST(test_conv1d_layer) {
     tt_rng rng;
     tt_rng_seed(&rng, 6);
     tt_dtype prev = tt_set_default_dtype(TT_F64);
-    tt_conv1d_layer m;
-    tt_conv1d_opts o = {.stride = 2, .padding = 1, .dilation = 2, .groups = 2};
-    tt_conv1d_layer_init(&m, 4, 6, 3, &o, true, &rng);
+    tt_nn_conv1d m;
+    tt_nn_conv1d_opts o = {.stride = 2, .padding = 1, .dilation = 2, .groups = 2};
+    tt_nn_conv1d_init(&m, 4, 6, 3, &o, true, &rng);
     tt_set_default_dtype(prev);
-    check_layer(tt_conv1d_layer_module(&m), m.weight, m.bias, 3, conv1d_layer_w_shape,
+    check_layer(tt_nn_conv1d_module(&m), m.weight, m.bias, 3, conv1d_layer_w_shape,
                 conv1d_layer_bound, conv1d_layer_w, conv1d_layer_b, TT_SHAPE(2, 4, 9),
                 conv1d_layer_x, conv1d_layer_y_shape, conv1d_layer_y);
-    tt_conv1d_layer_free(&m);
+    tt_nn_conv1d_free(&m);
 }
 END_TEST
 
@@ -533,9 +533,9 @@ START_TEST(test_dropout2d_layer) {
     tt_scope_begin();
     tt_rng rng;
     tt_rng_seed(&rng, 8);
-    tt_dropout2d_layer m;
-    tt_dropout2d_layer_init(&m, 0.5, &rng);
-    tt_module mod = tt_dropout2d_layer_module(&m);
+    tt_nn_dropout2d m;
+    tt_nn_dropout2d_init(&m, 0.5, &rng);
+    tt_module mod = tt_nn_dropout2d_module(&m);
     tt_tensor *x = tt_ones(TT_F32, TT_SHAPE(4, 16, 2, 2));
     tt_tensor *y = tt_module_forward(mod, x);
     int zeros = 0;
@@ -557,15 +557,15 @@ START_TEST(test_upsample_unflatten_modules) {
     tt_scope_begin();
     for (int i = 0; i < N_UPSAMPLE; i++) {
         const upsample_ref *c = &upsample_refs[i];
-        tt_upsample_layer u = {.size = {c->y_shape[2], c->y_shape[3]}};
-        if (c->scale[0] > 0) u = (tt_upsample_layer){.scale = {c->scale[0], c->scale[1]}};
-        tt_tensor *y = tt_module_forward(tt_upsample_module(&u),
+        tt_nn_upsample u = {.size = {c->y_shape[2], c->y_shape[3]}};
+        if (c->scale[0] > 0) u = (tt_nn_upsample){.scale = {c->scale[0], c->scale[1]}};
+        tt_tensor *y = tt_module_forward(tt_nn_upsample_module(&u),
                                          ref_tensor(TT_F64, 4, c->x_shape, c->x));
         for (int d = 0; d < 4; d++) ck_assert_int_eq(y->shape[d], c->y_shape[d]);
         tt_assert_values(y, c->y, numel(4, c->y_shape), 0, 0, __FILE__, __LINE__);
     }
-    tt_unflatten_layer uf = {.dim = 1, .n = 3, .sizes = {2, -1, 4}};
-    tt_tensor *z = tt_module_forward(tt_unflatten_module(&uf), tt_zeros(TT_F32, TT_SHAPE(5, 24)));
+    tt_nn_unflatten uf = {.dim = 1, .n = 3, .sizes = {2, -1, 4}};
+    tt_tensor *z = tt_module_forward(tt_nn_unflatten_module(&uf), tt_zeros(TT_F32, TT_SHAPE(5, 24)));
     ck_assert_int_eq(z->ndim, 4);
     ck_assert_int_eq(z->shape[0], 5);
     ck_assert_int_eq(z->shape[1], 2);
@@ -577,7 +577,7 @@ END_TEST
 
 START_TEST(test_abort_upsample_module) {
     tt_expect_abort("set exactly one of size (4, 4) and scale (2, 2)");
-    tt_upsample_module(&(tt_upsample_layer){.size = {4, 4}, .scale = {2, 2}});
+    tt_nn_upsample_module(&(tt_nn_upsample){.size = {4, 4}, .scale = {2, 2}});
 }
 END_TEST
 
@@ -585,9 +585,9 @@ START_TEST(test_abort_convt_layer_input) {
     tt_expect_abort("input (1, 3, 4, 4) must be (N, in_channels=2, H, W)");
     tt_rng rng;
     tt_rng_seed(&rng, 1);
-    tt_conv_transpose2d_layer m;
-    tt_conv_transpose2d_layer_init(&m, 2, 3, 1, 1, NULL, false, &rng);
-    tt_conv_transpose2d_layer_forward(&m, tt_zeros(TT_F32, TT_SHAPE(1, 3, 4, 4)));
+    tt_nn_conv_transpose2d m;
+    tt_nn_conv_transpose2d_init(&m, 2, 3, 1, 1, NULL, false, &rng);
+    tt_nn_conv_transpose2d_forward(&m, tt_zeros(TT_F32, TT_SHAPE(1, 3, 4, 4)));
 }
 END_TEST
 
@@ -595,8 +595,8 @@ START_TEST(test_abort_conv1d_layer_groups) {
     tt_expect_abort("groups 4 must be positive and divide in_channels 6 and out_channels 6");
     tt_rng rng;
     tt_rng_seed(&rng, 1);
-    tt_conv1d_layer m;
-    tt_conv1d_layer_init(&m, 6, 6, 3, &(tt_conv1d_opts){.groups = 4}, true, &rng);
+    tt_nn_conv1d m;
+    tt_nn_conv1d_init(&m, 6, 6, 3, &(tt_nn_conv1d_opts){.groups = 4}, true, &rng);
 }
 END_TEST
 

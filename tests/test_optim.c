@@ -732,12 +732,12 @@ START_TEST(test_linear_overfits_adamw) {
     tt_rng rng;
     tt_rng_seed(&rng, 7);
     tt_dtype prev = tt_set_default_dtype(TT_F64);
-    tt_linear fc;
-    tt_linear_init(&fc, 4, 2, true, &rng);
+    tt_nn_linear fc;
+    tt_nn_linear_init(&fc, 4, 2, true, &rng);
     tt_set_default_dtype(prev);
     tt_params ps;
     tt_params_init(&ps);
-    tt_linear_params(&fc, &ps, "fc");
+    tt_nn_linear_params(&fc, &ps, "fc");
     tt_tensor *x = tt_randn(&rng, TT_F64, TT_SHAPE(8, 4));
     tt_tensor *a = tt_test_tensor(TT_F64, TT_SHAPE(2, 4), 0.5, -1, 0.25, 2, -0.75, 0.5, 1, 0);
     tt_tensor *c = tt_test_tensor(TT_F64, TT_SHAPE(2), 0.3, -0.2);
@@ -751,7 +751,7 @@ START_TEST(test_linear_overfits_adamw) {
     double first = 0, last = 0;
     for (int it = 0; it < 400; it++) {
         tt_scope_begin();
-        tt_tensor *loss = tt_mse_loss(tt_linear_forward(&fc, x), y);
+        tt_tensor *loss = tt_mse_loss(tt_nn_linear_forward(&fc, x), y);
         tt_backward(loss);
         tt_optim_step(&o);
         tt_optim_zero_grad(&o);
@@ -763,7 +763,7 @@ START_TEST(test_linear_overfits_adamw) {
     ck_assert_msg(last < 1e-4, "loss %g after 400 AdamW steps (started at %g)", last, first);
     tt_optim_free(&o);
     tt_params_free(&ps);
-    tt_linear_free(&fc);
+    tt_nn_linear_free(&fc);
     tt_release(x);
     tt_release(a);
     tt_release(c);

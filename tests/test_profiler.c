@@ -498,17 +498,17 @@ END_TEST
 // A module whose children are named "blocks.0" and "blocks.1" (dots in a child's name):
 // each row shows the name the parent gave, not only what follows its last dot.
 typedef struct two_blocks {
-    tt_linear l[2];
+    tt_nn_linear l[2];
 } two_blocks;
 
 static tt_tensor *two_blocks_fwd(void *self, tt_tensor *x) {
     two_blocks *m = self;
-    return tt_linear_forward(&m->l[1], tt_linear_forward(&m->l[0], x));
+    return tt_nn_linear_forward(&m->l[1], tt_nn_linear_forward(&m->l[0], x));
 }
 static void two_blocks_children(void *self, tt_module_visit visit, void *ctx) {
     two_blocks *m = self;
-    visit(tt_linear_module(&m->l[0]), "blocks.0", ctx);
-    visit(tt_linear_module(&m->l[1]), "blocks.1", ctx);
+    visit(tt_nn_linear_module(&m->l[0]), "blocks.0", ctx);
+    visit(tt_nn_linear_module(&m->l[1]), "blocks.1", ctx);
 }
 static const tt_module_ops two_blocks_ops = {.type = "TwoBlocks", .forward = two_blocks_fwd,
                                              .children = two_blocks_children, .chain = true};
@@ -517,8 +517,8 @@ START_TEST(test_summary_dotted_child_names) {
     tt_rng rng;
     tt_rng_seed(&rng, 2);
     two_blocks m;
-    tt_linear_init(&m.l[0], 4, 6, true, &rng);
-    tt_linear_init(&m.l[1], 6, 2, true, &rng);
+    tt_nn_linear_init(&m.l[0], 4, 6, true, &rng);
+    tt_nn_linear_init(&m.l[1], 6, 2, true, &rng);
     tt_scope_begin();
     char *buf = NULL;
     size_t len = 0;
@@ -533,8 +533,8 @@ START_TEST(test_summary_dotted_child_names) {
                   "summary:\n%s", buf);
     free(buf);
     tt_scope_end();
-    tt_linear_free(&m.l[1]);
-    tt_linear_free(&m.l[0]);
+    tt_nn_linear_free(&m.l[1]);
+    tt_nn_linear_free(&m.l[0]);
 }
 END_TEST
 
@@ -542,17 +542,17 @@ END_TEST
 START_TEST(test_summary_of_a_sequential) {
     tt_rng rng;
     tt_rng_seed(&rng, 1);
-    tt_linear l1, l2;
-    tt_linear_init(&l1, 5, 16, true, &rng);
-    tt_linear_init(&l2, 16, 3, false, &rng);
-    tt_sequential net;
-    tt_sequential_init(&net);
-    tt_sequential_add(&net, tt_linear_module(&l1));
-    tt_sequential_add(&net, tt_act_module(TT_ACT_RELU));
-    tt_sequential_add(&net, tt_linear_module(&l2));
+    tt_nn_linear l1, l2;
+    tt_nn_linear_init(&l1, 5, 16, true, &rng);
+    tt_nn_linear_init(&l2, 16, 3, false, &rng);
+    tt_nn_sequential net;
+    tt_nn_sequential_init(&net);
+    tt_nn_sequential_add(&net, tt_nn_linear_module(&l1));
+    tt_nn_sequential_add(&net, tt_act_module(TT_ACT_RELU));
+    tt_nn_sequential_add(&net, tt_nn_linear_module(&l2));
     tt_params p;
     tt_params_init(&p);
-    tt_sequential_params(&net, &p, NULL);
+    tt_nn_sequential_params(&net, &p, NULL);
     tt_scope_begin();
     tt_tensor *x = tt_ones(TT_F32, TT_SHAPE(4, 5));
     char *buf = NULL;
@@ -560,7 +560,7 @@ START_TEST(test_summary_of_a_sequential) {
     FILE *f = open_memstream(&buf, &len);
     ck_assert_ptr_nonnull(f);
     tt_no_grad_begin();
-    tt_model_stats st = tt_model_summary(f, tt_sequential_module(&net), x);
+    tt_model_stats st = tt_model_summary(f, tt_nn_sequential_module(&net), x);
     tt_no_grad_end();
     ck_assert_int_eq(fclose(f), 0);
     ck_assert_int_eq(st.params, tt_params_numel(&p));
@@ -577,9 +577,9 @@ START_TEST(test_summary_of_a_sequential) {
     tt_scope_end();
     ck_assert_int_eq(tt_profiler_totals().calls, 0);  // the summary left no figures behind
     tt_params_free(&p);
-    tt_sequential_free(&net);
-    tt_linear_free(&l2);
-    tt_linear_free(&l1);
+    tt_nn_sequential_free(&net);
+    tt_nn_linear_free(&l2);
+    tt_nn_linear_free(&l1);
 }
 END_TEST
 

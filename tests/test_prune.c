@@ -166,11 +166,11 @@ END_TEST
 static int64_t finetune(bool apply, int64_t *moved) {
     tt_rng rng;
     tt_rng_seed(&rng, 7);
-    tt_linear fc;
-    tt_linear_init(&fc, 16, 8, true, &rng);
+    tt_nn_linear fc;
+    tt_nn_linear_init(&fc, 16, 8, true, &rng);
     tt_params params;
     tt_params_init(&params);
-    tt_linear_params(&fc, &params, "fc");
+    tt_nn_linear_params(&fc, &params, "fc");
     tt_pruning pr;
     tt_pruning_init(&pr);
     tt_prune_l1_unstructured(&pr, "fc.weight", fc.weight, 0.5);
@@ -183,7 +183,7 @@ static int64_t finetune(bool apply, int64_t *moved) {
     tt_tensor *y = tt_randn(&rng, TT_F32, TT_SHAPE(32, 8));
     for (int step = 0; step < 20; step++) {
         tt_scope_begin();
-        tt_tensor *d = tt_sub(tt_linear_forward(&fc, x), y);
+        tt_tensor *d = tt_sub(tt_nn_linear_forward(&fc, x), y);
         tt_backward(tt_mean_all(tt_mul(d, d)));
         tt_scope_end();
         tt_optim_step(&o);
@@ -205,7 +205,7 @@ static int64_t finetune(bool apply, int64_t *moved) {
     tt_optim_free(&o);
     tt_pruning_free(&pr);
     tt_params_free(&params);
-    tt_linear_free(&fc);
+    tt_nn_linear_free(&fc);
     return revived;
 }
 
@@ -341,7 +341,7 @@ START_TEST(test_gpt_prune_heads) {
     tt_pruning_init(&pr);
     tt_gpt_prune_heads(&m, &pr, 1, (int64_t[]){2}, 1);
     ck_assert_int_eq(pr.masks.n, nkv == 4 ? 4 : 2);
-    tt_attention *a = &m.blocks[1].attn;
+    tt_nn_attention *a = &m.blocks[1].attn;
     struct { tt_tensor *w; bool rows; bool pruned; } chk[] = {
         {a->q_proj.weight, true, true}, {a->k_proj.weight, true, nkv == 4},
         {a->v_proj.weight, true, nkv == 4}, {a->o_proj.weight, false, true}};
@@ -358,7 +358,7 @@ START_TEST(test_gpt_prune_heads) {
         free(v);
     }
     // The reference: o_proj columns 8..11 of layer 1 zeroed by hand.
-    tt_attention *ra = &ref.blocks[1].attn;
+    tt_nn_attention *ra = &ref.blocks[1].attn;
     for (int64_t r = 0; r < 16; r++)
         for (int64_t col = 8; col < 12; col++) tt_set_at(ra->o_proj.weight, r * 16 + col, 0);
     tt_scope_begin();
@@ -522,17 +522,17 @@ START_TEST(test_low_rank_eckart_young) {
     tt_dtype prev = tt_set_default_dtype(TT_F64);
     tt_rng rng;
     tt_rng_seed(&rng, 11);
-    tt_linear fc;
-    tt_linear_init(&fc, in, out, true, &rng);
+    tt_nn_linear fc;
+    tt_nn_linear_init(&fc, in, out, true, &rng);
     double *W = values(fc.weight), *b = values(fc.bias);
     double U[12 * 9], S[9], Vt[9 * 9];
     tt_svd_jacobi(U, S, Vt, W, out, in);
-    tt_linear_low_rank(&fc, r);
+    tt_nn_linear_low_rank(&fc, r);
     ck_assert_ptr_null(fc.weight);
     ck_assert_ptr_null(fc.bias);
     tt_params p;
     tt_params_init(&p);
-    tt_linear_params(&fc, &p, "fc");
+    tt_nn_linear_params(&fc, &p, "fc");
     ck_assert_int_eq(p.n, 3);
     ck_assert_str_eq(p.items[0].name, "fc.0.weight");
     ck_assert_str_eq(p.items[1].name, "fc.1.weight");
@@ -555,7 +555,7 @@ START_TEST(test_low_rank_eckart_young) {
     ck_assert_double_eq_tol(err2, tail2, 1e-12);
     tt_scope_begin();
     tt_tensor *x = tt_randn(&rng, TT_F64, TT_SHAPE(5, in));
-    double *y = values(tt_linear_forward(&fc, x)), *xv = values(x);
+    double *y = values(tt_nn_linear_forward(&fc, x)), *xv = values(x);
     for (int64_t n = 0; n < 5; n++)
         for (int64_t o = 0; o < out; o++) {
             double e = b[o];
@@ -565,7 +565,7 @@ START_TEST(test_low_rank_eckart_young) {
     tt_scope_end();
     free(y), free(xv), free(down), free(up), free(W), free(b);
     tt_params_free(&p);
-    tt_linear_free(&fc);
+    tt_nn_linear_free(&fc);
     tt_set_default_dtype(prev);
 }
 END_TEST
@@ -608,14 +608,14 @@ END_TEST
 // ---- errors ----
 
 static tt_tensor *ab_w;
-static tt_linear ab_fc;
+static tt_nn_linear ab_fc;
 static tt_pruning ab_pr;
 
 static void abort_setup(void) {
     tt_rng rng;
     tt_rng_seed(&rng, 13);
     ab_w = tt_randn(&rng, TT_F32, TT_SHAPE(4, 6));
-    tt_linear_init(&ab_fc, 6, 4, true, &rng);
+    tt_nn_linear_init(&ab_fc, 6, 4, true, &rng);
     tt_pruning_init(&ab_pr);
 }
 
@@ -674,30 +674,30 @@ START_TEST(test_abort_remove_unknown) {
 END_TEST
 
 START_TEST(test_abort_rank_zero) {
-    tt_expect_abort("tt_linear_low_rank: rank 0 must be in [1, min(out, in)] = [1, 4] for the "
+    tt_expect_abort("tt_nn_linear_low_rank: rank 0 must be in [1, min(out, in)] = [1, 4] for the "
                     "weight (4, 6)");
-    tt_linear_low_rank(&ab_fc, 0);
+    tt_nn_linear_low_rank(&ab_fc, 0);
 }
 END_TEST
 
 START_TEST(test_abort_rank_high) {
-    tt_expect_abort("tt_linear_low_rank: rank 5 must be in [1, min(out, in)] = [1, 4]");
-    tt_linear_low_rank(&ab_fc, 5);
+    tt_expect_abort("tt_nn_linear_low_rank: rank 5 must be in [1, min(out, in)] = [1, 4]");
+    tt_nn_linear_low_rank(&ab_fc, 5);
 }
 END_TEST
 
 START_TEST(test_abort_low_rank_twice) {
-    tt_expect_abort("tt_linear_low_rank: the Linear (in=6, out=4) is already low rank");
-    tt_linear_low_rank(&ab_fc, 2);
-    tt_linear_low_rank(&ab_fc, 2);
+    tt_expect_abort("tt_nn_linear_low_rank: the Linear (in=6, out=4) is already low rank");
+    tt_nn_linear_low_rank(&ab_fc, 2);
+    tt_nn_linear_low_rank(&ab_fc, 2);
 }
 END_TEST
 
 START_TEST(test_abort_low_rank_int8) {
-    tt_expect_abort("tt_linear_low_rank: the Linear (in=6, out=4) runs int8; call "
-                    "tt_linear_dequantize first");
-    tt_linear_quantize(&ab_fc);
-    tt_linear_low_rank(&ab_fc, 2);
+    tt_expect_abort("tt_nn_linear_low_rank: the Linear (in=6, out=4) runs int8; call "
+                    "tt_nn_linear_dequantize first");
+    tt_nn_linear_quantize(&ab_fc);
+    tt_nn_linear_low_rank(&ab_fc, 2);
 }
 END_TEST
 

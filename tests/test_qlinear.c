@@ -68,10 +68,10 @@ START_TEST(test_qlinear_vs_linear) {
     int64_t K = lin_cases[_i].K, N = lin_cases[_i].N, M = 6;
     tt_rng rng;
     tt_rng_seed(&rng, 100 + (uint64_t)_i);
-    tt_linear fc;
-    tt_linear_init(&fc, K, N, lin_cases[_i].bias, &rng);
-    tt_qlinear q;
-    tt_qlinear_from_linear(&q, &fc);
+    tt_nn_linear fc;
+    tt_nn_linear_init(&fc, K, N, lin_cases[_i].bias, &rng);
+    tt_nn_qlinear q;
+    tt_nn_qlinear_from_linear(&q, &fc);
     ck_assert_int_eq(q.in_features, K);
     ck_assert_int_eq(q.out_features, N);
     tt_no_grad_begin();
@@ -81,7 +81,7 @@ START_TEST(test_qlinear_vs_linear) {
                         tt_transpose(tt_randn(&rng, TT_F32, TT_SHAPE(K, M)), 0, 1)};
     double worst_ratio = 0, worst_f32 = 0;
     for (int c = 0; c < 2; c++) {
-        tt_tensor *yq = tt_qlinear_forward(&q, xs[c]), *yf = tt_affine(xs[c], fc.weight, fc.bias);
+        tt_tensor *yq = tt_nn_qlinear_forward(&q, xs[c]), *yf = tt_affine(xs[c], fc.weight, fc.bias);
         ck_assert_int_eq(yq->ndim, xs[c]->ndim);
         ck_assert_int_eq(yq->shape[yq->ndim - 1], N);
         double *x = tt_test_values(xs[c]), *w = tt_test_values(fc.weight), *b = fc.bias ? tt_test_values(fc.bias) : NULL;
@@ -106,44 +106,44 @@ START_TEST(test_qlinear_vs_linear) {
     ck_assert_msg(worst_f32 > 0, "the int8 output equals the f32 one: no quantization ran");
     tt_scope_end();
     tt_no_grad_end();
-    tt_qlinear_free(&q);
-    tt_linear_free(&fc);
+    tt_nn_qlinear_free(&q);
+    tt_nn_linear_free(&fc);
 }
 END_TEST
 
-// tt_linear_quantize makes tt_linear_forward (and so a module that calls it, as tt_sequential
-// does) run the int8 product: the same bits as tt_qlinear_forward; dequantizing gives back
+// tt_nn_linear_quantize makes tt_nn_linear_forward (and so a module that calls it, as tt_nn_sequential
+// does) run the int8 product: the same bits as tt_nn_qlinear_forward; dequantizing gives back
 // the f32 product bit for bit. Weights of f64 are rounded to f32 first.
 START_TEST(test_linear_quantize_hook) {
     tt_rng rng;
     tt_rng_seed(&rng, 7);
     tt_dtype prev = tt_set_default_dtype(_i ? TT_F64 : TT_F32);
-    tt_linear fc;
-    tt_linear_init(&fc, 40, 24, true, &rng);
+    tt_nn_linear fc;
+    tt_nn_linear_init(&fc, 40, 24, true, &rng);
     tt_set_default_dtype(prev);
-    tt_qlinear q;
-    tt_qlinear_from_linear(&q, &fc);
+    tt_nn_qlinear q;
+    tt_nn_qlinear_from_linear(&q, &fc);
     tt_no_grad_begin();
     tt_scope_begin();
     tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(5, 40));
     tt_tensor *xf = tt_to_dtype(x, fc.weight->dtype);
-    tt_tensor *before = tt_linear_forward(&fc, xf);
-    tt_linear_quantize(&fc);
-    tt_linear_quantize(&fc);  // again: replaces the first
-    tt_tensor *y = tt_linear_forward(&fc, x), *yq = tt_qlinear_forward(&q, x);
+    tt_tensor *before = tt_nn_linear_forward(&fc, xf);
+    tt_nn_linear_quantize(&fc);
+    tt_nn_linear_quantize(&fc);  // again: replaces the first
+    tt_tensor *y = tt_nn_linear_forward(&fc, x), *yq = tt_nn_qlinear_forward(&q, x);
     ck_assert(tt_test_same_values(y, yq));
-    tt_module mod = tt_qlinear_module(&q);  // the same behind the module interface
+    tt_module mod = tt_nn_qlinear_module(&q);  // the same behind the module interface
     ck_assert(tt_test_same_values(tt_module_forward(mod, x), yq));
     ck_assert(!tt_test_same_values(y, before));
-    ck_assert_int_gt(tt_qlinear_bytes(tt_linear_quantized(&fc)), 0);
-    tt_linear_dequantize(&fc);
-    ck_assert_ptr_null(tt_linear_quantized(&fc));
-    ck_assert(tt_test_same_values(tt_linear_forward(&fc, xf), before));
-    tt_linear_quantize(&fc);  // freed by tt_linear_free
+    ck_assert_int_gt(tt_nn_qlinear_bytes(tt_nn_linear_quantized(&fc)), 0);
+    tt_nn_linear_dequantize(&fc);
+    ck_assert_ptr_null(tt_nn_linear_quantized(&fc));
+    ck_assert(tt_test_same_values(tt_nn_linear_forward(&fc, xf), before));
+    tt_nn_linear_quantize(&fc);  // freed by tt_nn_linear_free
     tt_scope_end();
     tt_no_grad_end();
-    tt_qlinear_free(&q);
-    tt_linear_free(&fc);
+    tt_nn_qlinear_free(&q);
+    tt_nn_linear_free(&fc);
 }
 END_TEST
 
@@ -332,33 +332,33 @@ END_TEST
 
 // ---- errors ----
 
-static tt_linear ab_fc;
-static tt_qlinear ab_q;
+static tt_nn_linear ab_fc;
+static tt_nn_qlinear ab_q;
 static tt_gpt ab_gpt;
 
 static void abort_setup(void) {
     tt_rng rng;
     tt_rng_seed(&rng, 1);
-    tt_linear_init(&ab_fc, 8, 4, true, &rng);
-    tt_qlinear_from_linear(&ab_q, &ab_fc);
+    tt_nn_linear_init(&ab_fc, 8, 4, true, &rng);
+    tt_nn_qlinear_from_linear(&ab_q, &ab_fc);
     tt_gpt_config c = tiny_config(CFG_TIED);
     tt_gpt_init(&ab_gpt, &c, &rng);
     tt_gpt_quantize(&ab_gpt);
 }
 static void abort_teardown(void) {
     tt_gpt_free(&ab_gpt);
-    tt_qlinear_free(&ab_q);
-    tt_linear_free(&ab_fc);
+    tt_nn_qlinear_free(&ab_q);
+    tt_nn_linear_free(&ab_fc);
 }
 
 START_TEST(test_abort_grad) {
-    tt_expect_abort("tt_qlinear_forward: the int8 Linear (in=8, out=4) is inference only and "
+    tt_expect_abort("tt_nn_qlinear_forward: the int8 Linear (in=8, out=4) is inference only and "
                     "has no gradient, but input (2, 8) requires grad with grad mode on; run it "
                     "inside tt_no_grad_begin()/tt_no_grad_end()");
     tt_rng rng;
     tt_rng_seed(&rng, 2);
     tt_tensor *x = tt_set_requires_grad(tt_randn(&rng, TT_F32, TT_SHAPE(2, 8)), true);
-    tt_qlinear_forward(&ab_q, x);
+    tt_nn_qlinear_forward(&ab_q, x);
 }
 END_TEST
 
@@ -371,37 +371,37 @@ START_TEST(test_abort_gpt_loss_grad) {
 END_TEST
 
 START_TEST(test_abort_dtype) {
-    tt_expect_abort("tt_qlinear_forward: input (3, 8) must be f32, got f64");
-    tt_qlinear_forward(&ab_q, tt_zeros(TT_F64, TT_SHAPE(3, 8)));
+    tt_expect_abort("tt_nn_qlinear_forward: input (3, 8) must be f32, got f64");
+    tt_nn_qlinear_forward(&ab_q, tt_zeros(TT_F64, TT_SHAPE(3, 8)));
 }
 END_TEST
 
 START_TEST(test_abort_features) {
-    tt_expect_abort("tt_qlinear_forward: input (3, 7) must end in in_features=8");
-    tt_qlinear_forward(&ab_q, tt_zeros(TT_F32, TT_SHAPE(3, 7)));
+    tt_expect_abort("tt_nn_qlinear_forward: input (3, 7) must end in in_features=8");
+    tt_nn_qlinear_forward(&ab_q, tt_zeros(TT_F32, TT_SHAPE(3, 7)));
 }
 END_TEST
 
 START_TEST(test_abort_weight_shape) {
-    tt_expect_abort("tt_qlinear_init: weight must be a float matrix (out, in), got (8,) f32");
-    tt_qlinear q;
-    tt_qlinear_init(&q, tt_zeros(TT_F32, TT_SHAPE(8)), NULL);
+    tt_expect_abort("tt_nn_qlinear_init: weight must be a float matrix (out, in), got (8,) f32");
+    tt_nn_qlinear q;
+    tt_nn_qlinear_init(&q, tt_zeros(TT_F32, TT_SHAPE(8)), NULL);
 }
 END_TEST
 
 START_TEST(test_abort_bias_shape) {
-    tt_expect_abort("tt_qlinear_init: bias (3,) f32 must be a float vector (4,) matching "
+    tt_expect_abort("tt_nn_qlinear_init: bias (3,) f32 must be a float vector (4,) matching "
                     "weight (4, 8), or NULL");
-    tt_qlinear q;
-    tt_qlinear_init(&q, ab_fc.weight, tt_zeros(TT_F32, TT_SHAPE(3)));
+    tt_nn_qlinear q;
+    tt_nn_qlinear_init(&q, ab_fc.weight, tt_zeros(TT_F32, TT_SHAPE(3)));
 }
 END_TEST
 
 START_TEST(test_abort_uninitialized) {
-    tt_expect_abort("tt_qlinear_forward: the module is not initialized; call "
-                    "tt_qlinear_from_linear");
-    tt_qlinear q = {0};
-    tt_qlinear_forward(&q, tt_zeros(TT_F32, TT_SHAPE(3, 8)));
+    tt_expect_abort("tt_nn_qlinear_forward: the module is not initialized; call "
+                    "tt_nn_qlinear_from_linear");
+    tt_nn_qlinear q = {0};
+    tt_nn_qlinear_forward(&q, tt_zeros(TT_F32, TT_SHAPE(3, 8)));
 }
 END_TEST
 

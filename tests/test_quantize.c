@@ -50,12 +50,12 @@ static void emulate_linear(double *y, const double *x, const double *w, const do
 // ---- the reference MLP: Linear-ReLU-Linear-ReLU-Linear, PyTorch's weights ----
 
 typedef struct ref_mlp {
-    tt_linear fc[NQ_LAYERS];
-    tt_sequential seq;
+    tt_nn_linear fc[NQ_LAYERS];
+    tt_nn_sequential seq;
 } ref_mlp;
 
 // Copies the reference parameters (state_dict order: weight, bias per layer) into fc.
-static void load_reference(tt_linear *fc) {
+static void load_reference(tt_nn_linear *fc) {
     const float *p = quant_params;
     for (int i = 0; i < NQ_LAYERS; i++) {
         int64_t K = quant_widths[i], N = quant_widths[i + 1];
@@ -72,18 +72,18 @@ static void load_reference(tt_linear *fc) {
 static void ref_mlp_init(ref_mlp *m) {
     tt_rng rng;
     tt_rng_seed(&rng, 1);
-    tt_sequential_init(&m->seq);
+    tt_nn_sequential_init(&m->seq);
     for (int i = 0; i < NQ_LAYERS; i++) {
-        tt_linear_init(&m->fc[i], quant_widths[i], quant_widths[i + 1], true, &rng);
-        tt_sequential_add(&m->seq, tt_linear_module(&m->fc[i]));
-        if (i + 1 < NQ_LAYERS) tt_sequential_add(&m->seq, tt_act_module(TT_ACT_RELU));
+        tt_nn_linear_init(&m->fc[i], quant_widths[i], quant_widths[i + 1], true, &rng);
+        tt_nn_sequential_add(&m->seq, tt_nn_linear_module(&m->fc[i]));
+        if (i + 1 < NQ_LAYERS) tt_nn_sequential_add(&m->seq, tt_act_module(TT_ACT_RELU));
     }
     load_reference(m->fc);
 }
 
 static void ref_mlp_free(ref_mlp *m) {
-    tt_sequential_free(&m->seq);
-    for (int i = 0; i < NQ_LAYERS; i++) tt_linear_free(&m->fc[i]);
+    tt_nn_sequential_free(&m->seq);
+    for (int i = 0; i < NQ_LAYERS; i++) tt_nn_linear_free(&m->fc[i]);
 }
 
 // The emulated int8 MLP on x (B, widths[0]): each layer in double on the previous layer's
@@ -119,7 +119,7 @@ START_TEST(test_mlp_vs_emulation_and_torch) {
     ref_mlp m;
     ref_mlp_init(&m);
     const int64_t B = QUANT_BATCH, K = quant_widths[0], N = quant_widths[NQ_LAYERS];
-    tt_module mod = tt_sequential_module(&m.seq);
+    tt_module mod = tt_nn_sequential_module(&m.seq);
     tt_no_grad_begin();
     tt_scope_begin();
     tt_tensor *x = tt_from_data(TT_F32, TT_SHAPE(B, K), quant_x);
@@ -131,7 +131,7 @@ START_TEST(test_mlp_vs_emulation_and_torch) {
         scale = fmax(scale, fabs(f32[i]));
     }
     ck_assert_int_eq(tt_quantize_dynamic(mod), NQ_LAYERS);
-    for (int i = 0; i < NQ_LAYERS; i++) ck_assert_ptr_nonnull(tt_linear_quantized(&m.fc[i]));
+    for (int i = 0; i < NQ_LAYERS; i++) ck_assert_ptr_nonnull(tt_nn_linear_quantized(&m.fc[i]));
     tt_tensor *yq = tt_module_forward(mod, x);
     double *got = tt_test_values(yq), *xd = tt_test_values(x), *emu = malloc((size_t)(B * N) * sizeof *emu);
     emulate_mlp(emu, &m, xd, B, NULL);
@@ -159,7 +159,7 @@ START_TEST(test_mlp_vs_emulation_and_torch) {
 }
 END_TEST
 
-// tt_mlp with the same weights (its Linears at children 0, 3, 6 between activations and
+// tt_nn_mlp with the same weights (its Linears at children 0, 3, 6 between activations and
 // Dropouts): 3 quantized, the same int8 bits as the sequential; quantizing twice re-quantizes.
 START_TEST(test_mlp_module) {
     ref_mlp r;
@@ -168,26 +168,26 @@ START_TEST(test_mlp_module) {
     tt_rng_seed(&rng, 2);
     int64_t widths[NQ_LAYERS + 1];
     for (int i = 0; i <= NQ_LAYERS; i++) widths[i] = quant_widths[i];
-    tt_mlp mlp;
-    tt_mlp_init(&mlp, NQ_LAYERS + 1, widths, TT_ACT_RELU, true, 0.0, &rng);
+    tt_nn_mlp mlp;
+    tt_nn_mlp_init(&mlp, NQ_LAYERS + 1, widths, TT_ACT_RELU, true, 0.0, &rng);
     load_reference(mlp.layers);
-    tt_mlp_train(&mlp, false);
+    tt_nn_mlp_train(&mlp, false);
     tt_no_grad_begin();
     tt_scope_begin();
     tt_tensor *x = tt_from_data(TT_F32, TT_SHAPE(QUANT_BATCH, quant_widths[0]), quant_x);
-    tt_tensor *yf = tt_mlp_forward(&mlp, x);
-    ck_assert(tt_test_same_values(yf, tt_sequential_forward(&r.seq, x)));
-    ck_assert_int_eq(tt_quantize_dynamic(tt_mlp_module(&mlp)), NQ_LAYERS);
-    ck_assert_int_eq(tt_quantize_dynamic(tt_mlp_module(&mlp)), NQ_LAYERS);
-    ck_assert_int_eq(tt_quantize_dynamic(tt_sequential_module(&r.seq)), NQ_LAYERS);
-    tt_tensor *yq = tt_mlp_forward(&mlp, x);
+    tt_tensor *yf = tt_nn_mlp_forward(&mlp, x);
+    ck_assert(tt_test_same_values(yf, tt_nn_sequential_forward(&r.seq, x)));
+    ck_assert_int_eq(tt_quantize_dynamic(tt_nn_mlp_module(&mlp)), NQ_LAYERS);
+    ck_assert_int_eq(tt_quantize_dynamic(tt_nn_mlp_module(&mlp)), NQ_LAYERS);
+    ck_assert_int_eq(tt_quantize_dynamic(tt_nn_sequential_module(&r.seq)), NQ_LAYERS);
+    tt_tensor *yq = tt_nn_mlp_forward(&mlp, x);
     ck_assert(!tt_test_same_values(yq, yf));
-    ck_assert(tt_test_same_values(yq, tt_sequential_forward(&r.seq, x)));
-    ck_assert_int_eq(tt_dequantize_model(tt_mlp_module(&mlp)), NQ_LAYERS);
-    ck_assert(tt_test_same_values(tt_mlp_forward(&mlp, x), yf));
+    ck_assert(tt_test_same_values(yq, tt_nn_sequential_forward(&r.seq, x)));
+    ck_assert_int_eq(tt_dequantize_model(tt_nn_mlp_module(&mlp)), NQ_LAYERS);
+    ck_assert(tt_test_same_values(tt_nn_mlp_forward(&mlp, x), yf));
     tt_scope_end();
     tt_no_grad_end();
-    tt_mlp_free(&mlp);  // r's Linears are still quantized: tt_linear_free frees them
+    tt_nn_mlp_free(&mlp);  // r's Linears are still quantized: tt_nn_linear_free frees them
     ref_mlp_free(&r);
 }
 END_TEST
@@ -197,28 +197,28 @@ END_TEST
 START_TEST(test_nested_counts) {
     tt_rng rng;
     tt_rng_seed(&rng, 3);
-    tt_linear a, b, c;
-    tt_linear_init(&a, 6, 8, true, &rng);
-    tt_linear_init(&b, 8, 8, false, &rng);
-    tt_linear_init(&c, 8, 5, true, &rng);
-    tt_mlp mlp;
-    tt_mlp_init(&mlp, 3, (int64_t[]){5, 7, 4}, TT_ACT_GELU, true, 0.0, &rng);
-    tt_qlinear q;
-    tt_qlinear_from_linear(&q, &a);
-    tt_linear d;
-    tt_linear_init(&d, 4, 6, true, &rng);
-    tt_sequential inner, outer;
-    tt_sequential_init(&inner);
-    tt_sequential_add(&inner, tt_linear_module(&b));
-    tt_sequential_add(&inner, tt_act_module(TT_ACT_TANH));
-    tt_sequential_add(&inner, tt_linear_module(&c));
-    tt_sequential_init(&outer);
-    tt_sequential_add(&outer, tt_linear_module(&a));
-    tt_sequential_add(&outer, tt_sequential_module(&inner));
-    tt_sequential_add(&outer, tt_mlp_module(&mlp));
-    tt_sequential_add(&outer, tt_linear_module(&d));
-    tt_sequential_add(&outer, tt_qlinear_module(&q));  // (B, 6) -> (B, 8)
-    tt_module m = tt_sequential_module(&outer);
+    tt_nn_linear a, b, c;
+    tt_nn_linear_init(&a, 6, 8, true, &rng);
+    tt_nn_linear_init(&b, 8, 8, false, &rng);
+    tt_nn_linear_init(&c, 8, 5, true, &rng);
+    tt_nn_mlp mlp;
+    tt_nn_mlp_init(&mlp, 3, (int64_t[]){5, 7, 4}, TT_ACT_GELU, true, 0.0, &rng);
+    tt_nn_qlinear q;
+    tt_nn_qlinear_from_linear(&q, &a);
+    tt_nn_linear d;
+    tt_nn_linear_init(&d, 4, 6, true, &rng);
+    tt_nn_sequential inner, outer;
+    tt_nn_sequential_init(&inner);
+    tt_nn_sequential_add(&inner, tt_nn_linear_module(&b));
+    tt_nn_sequential_add(&inner, tt_act_module(TT_ACT_TANH));
+    tt_nn_sequential_add(&inner, tt_nn_linear_module(&c));
+    tt_nn_sequential_init(&outer);
+    tt_nn_sequential_add(&outer, tt_nn_linear_module(&a));
+    tt_nn_sequential_add(&outer, tt_nn_sequential_module(&inner));
+    tt_nn_sequential_add(&outer, tt_nn_mlp_module(&mlp));
+    tt_nn_sequential_add(&outer, tt_nn_linear_module(&d));
+    tt_nn_sequential_add(&outer, tt_nn_qlinear_module(&q));  // (B, 6) -> (B, 8)
+    tt_module m = tt_nn_sequential_module(&outer);
     tt_params before;
     tt_params_init(&before);
     tt_module_state(m, &before, NULL);
@@ -227,8 +227,8 @@ START_TEST(test_nested_counts) {
     tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(4, 6));
     tt_tensor *yf = tt_module_forward(m, x);
     ck_assert_int_eq(tt_quantize_dynamic(m), 6);
-    ck_assert_int_eq(tt_quantize_dynamic(tt_sequential_module(&inner)), 2);
-    ck_assert_ptr_nonnull(tt_linear_quantized(&d));
+    ck_assert_int_eq(tt_quantize_dynamic(tt_nn_sequential_module(&inner)), 2);
+    ck_assert_ptr_nonnull(tt_nn_linear_quantized(&d));
     tt_tensor *yq = tt_module_forward(m, x);
     ck_assert(!tt_test_same_values(yq, yf));
     double *f = tt_test_values(yf), *g = tt_test_values(yq);
@@ -249,14 +249,14 @@ START_TEST(test_nested_counts) {
     tt_no_grad_end();
     tt_params_free(&after);
     tt_params_free(&before);
-    tt_sequential_free(&outer);
-    tt_sequential_free(&inner);
-    tt_linear_free(&d);
-    tt_qlinear_free(&q);
-    tt_mlp_free(&mlp);
-    tt_linear_free(&c);
-    tt_linear_free(&b);
-    tt_linear_free(&a);
+    tt_nn_sequential_free(&outer);
+    tt_nn_sequential_free(&inner);
+    tt_nn_linear_free(&d);
+    tt_nn_qlinear_free(&q);
+    tt_nn_mlp_free(&mlp);
+    tt_nn_linear_free(&c);
+    tt_nn_linear_free(&b);
+    tt_nn_linear_free(&a);
 }
 END_TEST
 
@@ -266,34 +266,34 @@ END_TEST
 START_TEST(test_lenet_shape) {
     tt_rng rng;
     tt_rng_seed(&rng, 4);
-    tt_conv2d_layer c1, c2;
-    tt_conv2d_layer_init(&c1, 1, 16, 5, 5, &(tt_conv2d_opts){.padding = {2, 2}}, true, &rng);
-    tt_conv2d_layer_init(&c2, 16, 32, 5, 5, NULL, true, &rng);
-    tt_maxpool2d_layer pool;
-    tt_maxpool2d_init(&pool, 2, 2, NULL, NULL);
-    tt_linear f1, f2, f3;
-    tt_linear_init(&f1, 32 * 5 * 5, 120, true, &rng);
-    tt_linear_init(&f2, 120, 84, true, &rng);
-    tt_linear_init(&f3, 84, 10, true, &rng);
-    tt_sequential feat, seq;
-    tt_sequential_init(&feat);
-    tt_module fm[] = {tt_conv2d_layer_module(&c1), tt_act_module(TT_ACT_RELU),
-                      tt_maxpool2d_module(&pool), tt_conv2d_layer_module(&c2),
-                      tt_act_module(TT_ACT_RELU), tt_maxpool2d_module(&pool),
-                      tt_flatten_module(1, -1)};
-    for (size_t i = 0; i < sizeof fm / sizeof fm[0]; i++) tt_sequential_add(&feat, fm[i]);
-    tt_sequential_init(&seq);
-    tt_module all[] = {tt_sequential_module(&feat), tt_linear_module(&f1),
-                       tt_act_module(TT_ACT_RELU), tt_linear_module(&f2),
-                       tt_act_module(TT_ACT_RELU), tt_linear_module(&f3)};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tt_sequential_add(&seq, all[i]);
-    tt_module m = tt_sequential_module(&seq);
+    tt_nn_conv2d c1, c2;
+    tt_nn_conv2d_init(&c1, 1, 16, 5, 5, &(tt_nn_conv2d_opts){.padding = {2, 2}}, true, &rng);
+    tt_nn_conv2d_init(&c2, 16, 32, 5, 5, NULL, true, &rng);
+    tt_nn_maxpool2d pool;
+    tt_nn_maxpool2d_init(&pool, 2, 2, NULL, NULL);
+    tt_nn_linear f1, f2, f3;
+    tt_nn_linear_init(&f1, 32 * 5 * 5, 120, true, &rng);
+    tt_nn_linear_init(&f2, 120, 84, true, &rng);
+    tt_nn_linear_init(&f3, 84, 10, true, &rng);
+    tt_nn_sequential feat, seq;
+    tt_nn_sequential_init(&feat);
+    tt_module fm[] = {tt_nn_conv2d_module(&c1), tt_act_module(TT_ACT_RELU),
+                      tt_nn_maxpool2d_module(&pool), tt_nn_conv2d_module(&c2),
+                      tt_act_module(TT_ACT_RELU), tt_nn_maxpool2d_module(&pool),
+                      tt_nn_flatten_module(1, -1)};
+    for (size_t i = 0; i < sizeof fm / sizeof fm[0]; i++) tt_nn_sequential_add(&feat, fm[i]);
+    tt_nn_sequential_init(&seq);
+    tt_module all[] = {tt_nn_sequential_module(&feat), tt_nn_linear_module(&f1),
+                       tt_act_module(TT_ACT_RELU), tt_nn_linear_module(&f2),
+                       tt_act_module(TT_ACT_RELU), tt_nn_linear_module(&f3)};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tt_nn_sequential_add(&seq, all[i]);
+    tt_module m = tt_nn_sequential_module(&seq);
     tt_no_grad_begin();
     tt_scope_begin();
     tt_tensor *x = tt_rand(&rng, TT_F32, TT_SHAPE(4, 1, 28, 28));
-    tt_tensor *hf = tt_sequential_forward(&feat, x), *yf = tt_module_forward(m, x);
+    tt_tensor *hf = tt_nn_sequential_forward(&feat, x), *yf = tt_module_forward(m, x);
     ck_assert_int_eq(tt_quantize_dynamic(m), 3);
-    ck_assert(tt_test_same_values(tt_sequential_forward(&feat, x), hf));
+    ck_assert(tt_test_same_values(tt_nn_sequential_forward(&feat, x), hf));
     tt_tensor *yq = tt_module_forward(m, x);
     ck_assert(!tt_test_same_values(yq, yf));
     double *f = tt_test_values(yf), *g = tt_test_values(yq), scale = 0, worst = 0;
@@ -308,13 +308,13 @@ START_TEST(test_lenet_shape) {
     ck_assert(tt_test_same_values(tt_module_forward(m, x), yf));
     tt_scope_end();
     tt_no_grad_end();
-    tt_sequential_free(&seq);
-    tt_sequential_free(&feat);
-    tt_linear_free(&f3);
-    tt_linear_free(&f2);
-    tt_linear_free(&f1);
-    tt_conv2d_layer_free(&c2);
-    tt_conv2d_layer_free(&c1);
+    tt_nn_sequential_free(&seq);
+    tt_nn_sequential_free(&feat);
+    tt_nn_linear_free(&f3);
+    tt_nn_linear_free(&f2);
+    tt_nn_linear_free(&f1);
+    tt_nn_conv2d_free(&c2);
+    tt_nn_conv2d_free(&c1);
 }
 END_TEST
 
@@ -343,19 +343,19 @@ START_TEST(test_gpt_blocks) {
     tt_tensor *a = tt_gpt_forward(&g, tok);
     tt_gpt_dequantize(&g);
     ck_assert(!tt_gpt_is_quantized(&g));
-    ck_assert_ptr_null(tt_linear_quantized(&g.lm_head));
+    ck_assert_ptr_null(tt_nn_linear_quantized(&g.lm_head));
     for (int l = 0; l < 2; l++) {
-        tt_block *b = &g.blocks[l];
-        tt_linear *each[] = {&b->attn.q_proj, &b->attn.k_proj, &b->attn.v_proj,
-                             &b->attn.o_proj, &b->mlp.fc,      &b->mlp.proj};
-        for (int i = 0; i < 6; i++) tt_linear_quantize(each[i]);
+        tt_nn_block *b = &g.blocks[l];
+        tt_nn_linear *each[] = {&b->attn.q_proj, &b->attn.k_proj, &b->attn.v_proj,
+                                &b->attn.o_proj, &b->mlp.fc,      &b->mlp.proj};
+        for (int i = 0; i < 6; i++) tt_nn_linear_quantize(each[i]);
     }
-    tt_linear_quantize(&g.lm_head);
+    tt_nn_linear_quantize(&g.lm_head);
     ck_assert(tt_test_same_values(tt_gpt_forward(&g, tok), a));
     for (int l = 0; l < 2; l++)
-        ck_assert_int_eq(tt_dequantize_model(tt_block_module(&g.blocks[l])), 6);
+        ck_assert_int_eq(tt_dequantize_model(tt_nn_block_module(&g.blocks[l])), 6);
     for (int l = 0; l < 2; l++)
-        ck_assert_int_eq(tt_quantize_dynamic(tt_block_module(&g.blocks[l])), 6);
+        ck_assert_int_eq(tt_quantize_dynamic(tt_nn_block_module(&g.blocks[l])), 6);
     tt_scope_end();
     tt_no_grad_end();
     tt_gpt_free(&g);  // frees the quantized Linears
@@ -370,16 +370,16 @@ START_TEST(test_static_vs_emulation) {
     const int64_t K = 40, N = 24, M = 7;
     tt_rng rng;
     tt_rng_seed(&rng, 6);
-    tt_linear fc;
-    tt_linear_init(&fc, K, N, true, &rng);
-    tt_qlinear q;
-    tt_qlinear_from_linear(&q, &fc);
-    tt_qlinear_set_static(&q, -1.5, 2.5);
+    tt_nn_linear fc;
+    tt_nn_linear_init(&fc, K, N, true, &rng);
+    tt_nn_qlinear q;
+    tt_nn_qlinear_from_linear(&q, &fc);
+    tt_nn_qlinear_set_static(&q, -1.5, 2.5);
     ck_assert(q.act_static);
     tt_no_grad_begin();
     tt_scope_begin();
     tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(M, K));
-    tt_tensor *y = tt_qlinear_forward(&q, x);
+    tt_tensor *y = tt_nn_qlinear_forward(&q, x);
     double *xd = tt_test_values(x), *w = tt_test_values(fc.weight), *b = tt_test_values(fc.bias), *got = tt_test_values(y);
     double *ref = malloc((size_t)(M * N) * sizeof *ref), range[2] = {-1.5, 2.5}, scale = 0;
     int clamped = 0;
@@ -390,14 +390,14 @@ START_TEST(test_static_vs_emulation) {
     for (int64_t i = 0; i < M * N; i++)
         ck_assert_msg(fabs(got[i] - ref[i]) <= 1e-6 * scale, "y[%lld] = %.9g, emulated %.9g",
                       (long long)i, got[i], ref[i]);
-    tt_qlinear_set_static(&q, 0, 0);
-    double *only_bias = tt_test_values(tt_qlinear_forward(&q, x));
+    tt_nn_qlinear_set_static(&q, 0, 0);
+    double *only_bias = tt_test_values(tt_nn_qlinear_forward(&q, x));
     for (int64_t i = 0; i < M * N; i++) ck_assert_double_eq(only_bias[i], b[i % N]);
     free(xd), free(w), free(b), free(got), free(ref), free(only_bias);
     tt_scope_end();
     tt_no_grad_end();
-    tt_qlinear_free(&q);
-    tt_linear_free(&fc);
+    tt_nn_qlinear_free(&q);
+    tt_nn_linear_free(&fc);
 }
 END_TEST
 
@@ -409,31 +409,31 @@ START_TEST(test_static_calibration_mlp) {
     ref_mlp m;
     ref_mlp_init(&m);
     const int64_t B = QUANT_BATCH, K = quant_widths[0], N = quant_widths[NQ_LAYERS];
-    tt_module mod = tt_sequential_module(&m.seq);
+    tt_module mod = tt_nn_sequential_module(&m.seq);
     tt_no_grad_begin();
     tt_scope_begin();
     tt_tensor *x = tt_from_data(TT_F32, TT_SHAPE(B, K), quant_x);
     tt_tensor *yf = tt_module_forward(mod, x);
     ck_assert_int_eq(tt_quantize_static_prepare(mod), NQ_LAYERS);
-    for (int i = 0; i < NQ_LAYERS; i++) ck_assert_int_eq(tt_linear_observer(&m.fc[i])->batches, 0);
+    for (int i = 0; i < NQ_LAYERS; i++) ck_assert_int_eq(tt_nn_linear_observer(&m.fc[i])->batches, 0);
     ck_assert(tt_test_same_values(tt_module_forward(mod, x), yf));
     // Two halves of the batch: the ranges merge.
     tt_module_forward(mod, tt_narrow(x, 0, 0, 2));
     tt_module_forward(mod, tt_narrow(x, 0, 2, B - 2));
     double lo = INFINITY, hi = -INFINITY, ranges[2 * NQ_LAYERS];
     for (int64_t i = 0; i < B * K; i++) lo = fmin(lo, quant_x[i]), hi = fmax(hi, quant_x[i]);
-    ck_assert_double_eq(tt_linear_observer(&m.fc[0])->min, lo);
-    ck_assert_double_eq(tt_linear_observer(&m.fc[0])->max, hi);
+    ck_assert_double_eq(tt_nn_linear_observer(&m.fc[0])->min, lo);
+    ck_assert_double_eq(tt_nn_linear_observer(&m.fc[0])->max, hi);
     for (int i = 0; i < NQ_LAYERS; i++) {
-        ck_assert_int_eq(tt_linear_observer(&m.fc[i])->batches, 3);
-        ranges[2 * i] = tt_linear_observer(&m.fc[i])->min;
-        ranges[2 * i + 1] = tt_linear_observer(&m.fc[i])->max;
+        ck_assert_int_eq(tt_nn_linear_observer(&m.fc[i])->batches, 3);
+        ranges[2 * i] = tt_nn_linear_observer(&m.fc[i])->min;
+        ranges[2 * i + 1] = tt_nn_linear_observer(&m.fc[i])->max;
     }
-    ck_assert_double_eq(tt_linear_observer(&m.fc[1])->min, 0);  // after a ReLU
+    ck_assert_double_eq(tt_nn_linear_observer(&m.fc[1])->min, 0);  // after a ReLU
     ck_assert_int_eq(tt_quantize_static_convert(mod), NQ_LAYERS);
     for (int i = 0; i < NQ_LAYERS; i++) {
-        ck_assert_ptr_null(tt_linear_observer(&m.fc[i]));
-        ck_assert(tt_linear_quantized(&m.fc[i]) && tt_linear_quantized(&m.fc[i])->act_static);
+        ck_assert_ptr_null(tt_nn_linear_observer(&m.fc[i]));
+        ck_assert(tt_nn_linear_quantized(&m.fc[i]) && tt_nn_linear_quantized(&m.fc[i])->act_static);
     }
     ck_assert_int_eq(tt_quantize_static_convert(mod), 0);  // nothing observed any more
     tt_tensor *ys = tt_module_forward(mod, x);
@@ -454,8 +454,8 @@ START_TEST(test_static_calibration_mlp) {
     // Prepared and never converted: dequantize frees the observers (counts no quantized one).
     ck_assert_int_eq(tt_quantize_static_prepare(mod), NQ_LAYERS);
     ck_assert_int_eq(tt_dequantize_model(mod), 0);
-    ck_assert_ptr_null(tt_linear_observer(&m.fc[0]));
-    ck_assert_int_eq(tt_quantize_static_prepare(mod), NQ_LAYERS);  // freed by tt_linear_free
+    ck_assert_ptr_null(tt_nn_linear_observer(&m.fc[0]));
+    ck_assert_int_eq(tt_quantize_static_prepare(mod), NQ_LAYERS);  // freed by tt_nn_linear_free
     free(got), free(f32), free(xd), free(emu);
     tt_scope_end();
     tt_no_grad_end();
@@ -463,7 +463,7 @@ START_TEST(test_static_calibration_mlp) {
 }
 END_TEST
 
-// The compressed Linears are modules swapped in for a tt_linear (tt_linear.swap): int8 and the
+// The compressed Linears are modules swapped in for a tt_nn_linear (tt_nn_linear.swap): int8 and the
 // observer keep the f32 weight and bias as the Linear's parameters (the same tensors); low
 // rank lists its two factors under Sequential's names; swapping out leaves a plain Linear whose
 // output is the f32 one bit for bit; each accessor answers only for its own kind.
@@ -474,10 +474,10 @@ static double max_abs_diff(const tt_tensor *a, const tt_tensor *b) {
     return d;
 }
 
-static void assert_f32_params(const tt_linear *fc) {
+static void assert_f32_params(const tt_nn_linear *fc) {
     tt_params p;
     tt_params_init(&p);
-    tt_linear_params(fc, &p, "fc");
+    tt_nn_linear_params(fc, &p, "fc");
     ck_assert_int_eq(p.n, 2);
     ck_assert_ptr_eq(tt_params_get(&p, "fc.weight"), fc->weight);
     ck_assert_ptr_eq(tt_params_get(&p, "fc.bias"), fc->bias);
@@ -487,85 +487,85 @@ static void assert_f32_params(const tt_linear *fc) {
 START_TEST(test_swapped_modules) {
     tt_rng rng;
     tt_rng_seed(&rng, 3);
-    tt_linear fc;
-    tt_linear_init(&fc, 6, 5, true, &rng);
+    tt_nn_linear fc;
+    tt_nn_linear_init(&fc, 6, 5, true, &rng);
     tt_no_grad_begin();
     tt_scope_begin();
     tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(4, 6));
-    tt_tensor *y32 = tt_linear_forward(&fc, x);
+    tt_tensor *y32 = tt_nn_linear_forward(&fc, x);
     ck_assert_ptr_null(fc.swap.ops);
-    ck_assert_ptr_null(tt_linear_quantized(&fc));
-    ck_assert_ptr_null(tt_linear_observer(&fc));
-    ck_assert_ptr_null(tt_linear_factors(&fc));
+    ck_assert_ptr_null(tt_nn_linear_quantized(&fc));
+    ck_assert_ptr_null(tt_nn_linear_observer(&fc));
+    ck_assert_ptr_null(tt_nn_linear_factors(&fc));
 
-    tt_linear_quantize(&fc);
+    tt_nn_linear_quantize(&fc);
     ck_assert_str_eq(fc.swap.ops->type, "QuantizedLinear");
-    ck_assert_ptr_nonnull(tt_linear_quantized(&fc));
-    ck_assert_ptr_null(tt_linear_observer(&fc));
+    ck_assert_ptr_nonnull(tt_nn_linear_quantized(&fc));
+    ck_assert_ptr_null(tt_nn_linear_observer(&fc));
     assert_f32_params(&fc);
-    double d = max_abs_diff(tt_linear_forward(&fc, x), y32);
+    double d = max_abs_diff(tt_nn_linear_forward(&fc, x), y32);
     ck_assert_msg(d > 0 && d < 0.05, "int8 differs from f32 by %g", d);
 
-    ck_assert_int_eq(tt_quantize_static_prepare(tt_linear_module(&fc)), 1);
+    ck_assert_int_eq(tt_quantize_static_prepare(tt_nn_linear_module(&fc)), 1);
     ck_assert_str_eq(fc.swap.ops->type, "ObservedLinear");
-    ck_assert_ptr_null(tt_linear_quantized(&fc));
+    ck_assert_ptr_null(tt_nn_linear_quantized(&fc));
     assert_f32_params(&fc);
-    ck_assert(tt_test_same_values(tt_linear_forward(&fc, x), y32));  // f32 while observing
-    ck_assert_int_eq(tt_linear_observer(&fc)->batches, 1);
-    tt_linear_dequantize(&fc);
+    ck_assert(tt_test_same_values(tt_nn_linear_forward(&fc, x), y32));  // f32 while observing
+    ck_assert_int_eq(tt_nn_linear_observer(&fc)->batches, 1);
+    tt_nn_linear_dequantize(&fc);
     ck_assert_ptr_null(fc.swap.ops);
-    ck_assert(tt_test_same_values(tt_linear_forward(&fc, x), y32));
+    ck_assert(tt_test_same_values(tt_nn_linear_forward(&fc, x), y32));
 
-    tt_linear_low_rank(&fc, 2);
+    tt_nn_linear_low_rank(&fc, 2);
     ck_assert_str_eq(fc.swap.ops->type, "LowRankLinear");
     ck_assert_ptr_null(fc.weight);
-    const tt_linear *f = tt_linear_factors(&fc);
+    const tt_nn_linear *f = tt_nn_linear_factors(&fc);
     ck_assert_ptr_nonnull(f);
     ck_assert_int_eq(f[0].weight->shape[0], 2);
     ck_assert_int_eq(f[1].weight->shape[1], 2);
     tt_params p;
     tt_params_init(&p);
-    tt_linear_params(&fc, &p, "fc");
+    tt_nn_linear_params(&fc, &p, "fc");
     ck_assert_int_eq(p.n, 3);
     ck_assert_ptr_eq(tt_params_get(&p, "fc.0.weight"), f[0].weight);
     ck_assert_ptr_eq(tt_params_get(&p, "fc.1.weight"), f[1].weight);
     ck_assert_ptr_eq(tt_params_get(&p, "fc.1.bias"), f[1].bias);
     tt_params_free(&p);
-    ck_assert_ptr_null(tt_linear_quantized(&fc));
-    ck_assert_int_eq(tt_quantize_dynamic(tt_linear_module(&fc)), 0);  // no dense weight
-    ck_assert_int_eq(tt_dequantize_model(tt_linear_module(&fc)), 0);
-    ck_assert_ptr_eq(tt_linear_factors(&fc), f);  // dequantizing keeps the factors
-    ck_assert_int_eq(tt_linear_forward(&fc, x)->shape[1], 5);
+    ck_assert_ptr_null(tt_nn_linear_quantized(&fc));
+    ck_assert_int_eq(tt_quantize_dynamic(tt_nn_linear_module(&fc)), 0);  // no dense weight
+    ck_assert_int_eq(tt_dequantize_model(tt_nn_linear_module(&fc)), 0);
+    ck_assert_ptr_eq(tt_nn_linear_factors(&fc), f);  // dequantizing keeps the factors
+    ck_assert_int_eq(tt_nn_linear_forward(&fc, x)->shape[1], 5);
     tt_scope_end();
     tt_no_grad_end();
-    tt_linear_free(&fc);
+    tt_nn_linear_free(&fc);
 }
 END_TEST
 
 // ---- errors ----
 
-static tt_linear ab_fc;
+static tt_nn_linear ab_fc;
 
 static void abort_setup(void) {
     tt_rng rng;
     tt_rng_seed(&rng, 1);
-    tt_linear_init(&ab_fc, 8, 4, true, &rng);
+    tt_nn_linear_init(&ab_fc, 8, 4, true, &rng);
 }
 
-static void abort_teardown(void) { tt_linear_free(&ab_fc); }
+static void abort_teardown(void) { tt_nn_linear_free(&ab_fc); }
 
 START_TEST(test_abort_convert_uncalibrated) {
     tt_expect_abort("tt_quantize_static_convert: a Linear (in=8, out=4) has an observer that "
                     "saw no input; run calibration batches");
-    tt_quantize_static_prepare(tt_linear_module(&ab_fc));
-    tt_quantize_static_convert(tt_linear_module(&ab_fc));
+    tt_quantize_static_prepare(tt_nn_linear_module(&ab_fc));
+    tt_quantize_static_convert(tt_nn_linear_module(&ab_fc));
 }
 END_TEST
 
 START_TEST(test_abort_static_range) {
     tt_expect_abort("the range [2, 1] must be ordered");
-    tt_linear_quantize(&ab_fc);
-    tt_qlinear_set_static(tt_linear_quantized(&ab_fc), 2, 1);
+    tt_nn_linear_quantize(&ab_fc);
+    tt_nn_qlinear_set_static(tt_nn_linear_quantized(&ab_fc), 2, 1);
 }
 END_TEST
 

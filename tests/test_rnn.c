@@ -27,39 +27,39 @@ typedef struct rnn_ref {
 // Any of the three modules, by PyTorch's mode name.
 typedef struct any_rnn {
     const char *mode;
-    tt_rnn rnn;
-    tt_lstm lstm;
-    tt_gru gru;
+    tt_nn_rnn rnn;
+    tt_nn_lstm lstm;
+    tt_nn_gru gru;
 } any_rnn;
 
 static void any_init(any_rnn *m, const char *mode, int64_t in, int64_t H, int L, bool bias,
                      bool batch_first, tt_rng *rng) {
     memset(m, 0, sizeof *m);
     m->mode = mode;
-    if (!strcmp(mode, "LSTM")) tt_lstm_init(&m->lstm, in, H, L, bias, batch_first, rng);
-    else if (!strcmp(mode, "GRU")) tt_gru_init(&m->gru, in, H, L, bias, batch_first, rng);
+    if (!strcmp(mode, "LSTM")) tt_nn_lstm_init(&m->lstm, in, H, L, bias, batch_first, rng);
+    else if (!strcmp(mode, "GRU")) tt_nn_gru_init(&m->gru, in, H, L, bias, batch_first, rng);
     else
-        tt_rnn_init(&m->rnn, in, H, L, !strcmp(mode, "RNN_RELU") ? TT_ACT_RELU : TT_ACT_TANH,
-                    bias, batch_first, rng);
+        tt_nn_rnn_init(&m->rnn, in, H, L, !strcmp(mode, "RNN_RELU") ? TT_ACT_RELU : TT_ACT_TANH,
+                       bias, batch_first, rng);
 }
 
 static tt_tensor *any_forward(any_rnn *m, tt_tensor *x, tt_tensor *h0, tt_tensor *c0,
                               tt_tensor **h_n, tt_tensor **c_n) {
-    if (!strcmp(m->mode, "LSTM")) return tt_lstm_forward(&m->lstm, x, h0, c0, h_n, c_n);
-    if (!strcmp(m->mode, "GRU")) return tt_gru_forward(&m->gru, x, h0, h_n);
-    return tt_rnn_forward(&m->rnn, x, h0, h_n);
+    if (!strcmp(m->mode, "LSTM")) return tt_nn_lstm_forward(&m->lstm, x, h0, c0, h_n, c_n);
+    if (!strcmp(m->mode, "GRU")) return tt_nn_gru_forward(&m->gru, x, h0, h_n);
+    return tt_nn_rnn_forward(&m->rnn, x, h0, h_n);
 }
 
 static void any_params(const any_rnn *m, tt_params *p) {
-    if (!strcmp(m->mode, "LSTM")) tt_lstm_params(&m->lstm, p, NULL);
-    else if (!strcmp(m->mode, "GRU")) tt_gru_params(&m->gru, p, NULL);
-    else tt_rnn_params(&m->rnn, p, NULL);
+    if (!strcmp(m->mode, "LSTM")) tt_nn_lstm_params(&m->lstm, p, NULL);
+    else if (!strcmp(m->mode, "GRU")) tt_nn_gru_params(&m->gru, p, NULL);
+    else tt_nn_rnn_params(&m->rnn, p, NULL);
 }
 
 static void any_free(any_rnn *m) {
-    tt_lstm_free(&m->lstm);
-    tt_gru_free(&m->gru);
-    tt_rnn_free(&m->rnn);
+    tt_nn_lstm_free(&m->lstm);
+    tt_nn_gru_free(&m->gru);
+    tt_nn_rnn_free(&m->rnn);
 }
 
 // A tensor of dtype dt from n f64 values (a leaf requiring grad when grad).
@@ -155,11 +155,11 @@ END_TEST
 START_TEST(test_params_init) {
     tt_rng rng;
     tt_rng_seed(&rng, 1);
-    tt_lstm m;
-    tt_lstm_init(&m, 5, 16, 3, true, false, &rng);
+    tt_nn_lstm m;
+    tt_nn_lstm_init(&m, 5, 16, 3, true, false, &rng);
     tt_params p;
     tt_params_init(&p);
-    tt_lstm_params(&m, &p, "enc");
+    tt_nn_lstm_params(&m, &p, "enc");
     ck_assert_int_eq(p.n, 12);
     ck_assert_str_eq(p.items[0].name, "enc.weight_ih_l0");
     ck_assert_str_eq(p.items[11].name, "enc.bias_hh_l2");
@@ -181,18 +181,18 @@ START_TEST(test_params_init) {
     }
     ck_assert(lo >= -0.25 && hi <= 0.25 && lo < -0.24 && hi > 0.24);  // k = 1/sqrt(16)
     tt_params_free(&p);
-    tt_lstm_free(&m);
-    tt_lstm_free(&m);  // safe on a zeroed struct
+    tt_nn_lstm_free(&m);
+    tt_nn_lstm_free(&m);  // safe on a zeroed struct
 
-    tt_gru g;
-    tt_gru_init(&g, 3, 4, 1, false, false, &rng);
+    tt_nn_gru g;
+    tt_nn_gru_init(&g, 3, 4, 1, false, false, &rng);
     tt_params_init(&p);
-    tt_gru_params(&g, &p, NULL);
+    tt_nn_gru_params(&g, &p, NULL);
     ck_assert_int_eq(p.n, 2);
     ck_assert_str_eq(p.items[1].name, "weight_hh_l0");
     ck_assert_int_eq(p.items[1].tensor->shape[0], 12);
     tt_params_free(&p);
-    tt_gru_free(&g);
+    tt_nn_gru_free(&g);
 }
 END_TEST
 
@@ -201,29 +201,29 @@ START_TEST(test_optional_states) {
     tt_rng rng;
     tt_rng_seed(&rng, 2);
     tt_dtype prev = tt_set_default_dtype(TT_F64);
-    tt_lstm m;
-    tt_lstm_init(&m, 3, 4, 2, true, true, &rng);
-    tt_gru g;
-    tt_gru_init(&g, 3, 4, 2, true, true, &rng);
+    tt_nn_lstm m;
+    tt_nn_lstm_init(&m, 3, 4, 2, true, true, &rng);
+    tt_nn_gru g;
+    tt_nn_gru_init(&g, 3, 4, 2, true, true, &rng);
     tt_set_default_dtype(prev);
     tt_scope_begin();
     tt_tensor *x = tt_randn(&rng, TT_F64, TT_SHAPE(2, 5, 3));
     tt_tensor *zeros = tt_zeros(TT_F64, TT_SHAPE(2, 2, 4));
     tt_tensor *h_n, *c_n;
-    tt_tensor *a = tt_lstm_forward(&m, x, NULL, NULL, NULL, NULL);
-    tt_tensor *b = tt_lstm_forward(&m, x, zeros, zeros, &h_n, &c_n);
+    tt_tensor *a = tt_nn_lstm_forward(&m, x, NULL, NULL, NULL, NULL);
+    tt_tensor *b = tt_nn_lstm_forward(&m, x, zeros, zeros, &h_n, &c_n);
     ck_assert_double_le(tt_item(tt_max(tt_abs(tt_sub(a, b)), 0, NULL, false)), 1e-15);
     // h_n[-1] is the output's last step.
     tt_tensor *last = tt_squeeze(tt_narrow(a, 1, 4, 1), 1);
     ck_assert_double_le(tt_item(tt_max(tt_abs(tt_sub(last, tt_squeeze(tt_narrow(h_n, 0, 1, 1),
                                                                        0))), 0, NULL, false)),
                         1e-15);
-    tt_tensor *ga = tt_gru_forward(&g, x, NULL, NULL);
-    tt_tensor *gb = tt_gru_forward(&g, x, zeros, NULL);
+    tt_tensor *ga = tt_nn_gru_forward(&g, x, NULL, NULL);
+    tt_tensor *gb = tt_nn_gru_forward(&g, x, zeros, NULL);
     ck_assert_double_le(tt_item(tt_max(tt_abs(tt_sub(ga, gb)), 0, NULL, false)), 1e-15);
     tt_scope_end();
-    tt_lstm_free(&m);
-    tt_gru_free(&g);
+    tt_nn_lstm_free(&m);
+    tt_nn_gru_free(&g);
 }
 END_TEST
 
@@ -231,38 +231,38 @@ END_TEST
 START_TEST(test_no_scope_ownership) {
     tt_rng rng;
     tt_rng_seed(&rng, 3);
-    tt_rnn m;
-    tt_rnn_init(&m, 2, 3, 2, TT_ACT_RELU, true, false, &rng);
+    tt_nn_rnn m;
+    tt_nn_rnn_init(&m, 2, 3, 2, TT_ACT_RELU, true, false, &rng);
     int64_t before = tt_live_tensors();
     tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(4, 1, 2));
     tt_tensor *h_n;
-    tt_tensor *y = tt_rnn_forward(&m, x, NULL, &h_n);
+    tt_tensor *y = tt_nn_rnn_forward(&m, x, NULL, &h_n);
     ck_assert_int_eq(y->shape[2], 3);
     ck_assert(y->requires_grad);
     tt_release(y);
     tt_release(h_n);
     tt_release(x);
     ck_assert_int_eq(tt_live_tensors(), before);
-    tt_rnn_free(&m);
+    tt_nn_rnn_free(&m);
 }
 END_TEST
 
-// A tiny LSTM + Linear in tt_sequential learns to output the previous step's input (a one-step
+// A tiny LSTM + Linear in tt_nn_sequential learns to output the previous step's input (a one-step
 // memory) with AdamW: the loss must fall from ~1 to under 0.02.
 START_TEST(test_lstm_learns_delay) {
     tt_rng rng;
     tt_rng_seed(&rng, 5);
-    tt_lstm lstm;
-    tt_lstm_init(&lstm, 1, 16, 1, true, true, &rng);
-    tt_linear head;
-    tt_linear_init(&head, 16, 1, true, &rng);
-    tt_sequential net;
-    tt_sequential_init(&net);
-    tt_sequential_add(&net, tt_lstm_module(&lstm));
-    tt_sequential_add(&net, tt_linear_module(&head));
+    tt_nn_lstm lstm;
+    tt_nn_lstm_init(&lstm, 1, 16, 1, true, true, &rng);
+    tt_nn_linear head;
+    tt_nn_linear_init(&head, 16, 1, true, &rng);
+    tt_nn_sequential net;
+    tt_nn_sequential_init(&net);
+    tt_nn_sequential_add(&net, tt_nn_lstm_module(&lstm));
+    tt_nn_sequential_add(&net, tt_nn_linear_module(&head));
     tt_params params;
     tt_params_init(&params);
-    tt_sequential_params(&net, &params, NULL);
+    tt_nn_sequential_params(&net, &params, NULL);
     ck_assert_str_eq(params.items[0].name, "0.weight_ih_l0");
     ck_assert_str_eq(params.items[4].name, "1.weight");
     tt_optim opt;
@@ -277,7 +277,7 @@ START_TEST(test_lstm_learns_delay) {
         // target: 0 at t = 0, then x[t - 1]
         tt_tensor *prev = tt_narrow(x, 1, 0, T - 1);
         tt_tensor *y = tt_pad(prev, 4, (const int64_t[]){0, 0, 1, 0}, TT_PAD_CONSTANT, 0.0);
-        tt_tensor *loss = tt_mse_loss(tt_sequential_forward(&net, x), y);
+        tt_tensor *loss = tt_mse_loss(tt_nn_sequential_forward(&net, x), y);
         if (it == 0) first = tt_item(loss);
         last = tt_item(loss);
         tt_backward(loss);
@@ -289,94 +289,94 @@ START_TEST(test_lstm_learns_delay) {
     ck_assert_double_lt(last, 0.02);
     tt_optim_free(&opt);
     tt_params_free(&params);
-    tt_sequential_free(&net);
-    tt_linear_free(&head);
-    tt_lstm_free(&lstm);
+    tt_nn_sequential_free(&net);
+    tt_nn_linear_free(&head);
+    tt_nn_lstm_free(&lstm);
 }
 END_TEST
 
 // ---- aborts ----
 
-static tt_lstm abort_lstm(void) {
+static tt_nn_lstm abort_lstm(void) {
     tt_rng rng;
     tt_rng_seed(&rng, 4);
-    tt_lstm m;
-    tt_lstm_init(&m, 3, 4, 2, true, false, &rng);
+    tt_nn_lstm m;
+    tt_nn_lstm_init(&m, 3, 4, 2, true, false, &rng);
     return m;
 }
 
 START_TEST(test_abort_rank) {
-    tt_expect_abort("tt_lstm_forward: input (1, 2, 3, 3) must be (T, B, input_size=3)");
-    tt_lstm m = abort_lstm();
-    tt_lstm_forward(&m, tt_zeros(TT_F32, TT_SHAPE(1, 2, 3, 3)), NULL, NULL, NULL, NULL);
+    tt_expect_abort("tt_nn_lstm_forward: input (1, 2, 3, 3) must be (T, B, input_size=3)");
+    tt_nn_lstm m = abort_lstm();
+    tt_nn_lstm_forward(&m, tt_zeros(TT_F32, TT_SHAPE(1, 2, 3, 3)), NULL, NULL, NULL, NULL);
 }
 END_TEST
 
 START_TEST(test_abort_input_size) {
-    tt_expect_abort("tt_gru_forward: input (2, 5, 4) must be (T, B, input_size=3), (B, T, "
+    tt_expect_abort("tt_nn_gru_forward: input (2, 5, 4) must be (T, B, input_size=3), (B, T, "
                     "input_size) with batch_first");
     tt_rng rng;
     tt_rng_seed(&rng, 4);
-    tt_gru m;
-    tt_gru_init(&m, 3, 4, 1, true, true, &rng);
-    tt_gru_forward(&m, tt_zeros(TT_F32, TT_SHAPE(2, 5, 4)), NULL, NULL);
+    tt_nn_gru m;
+    tt_nn_gru_init(&m, 3, 4, 1, true, true, &rng);
+    tt_nn_gru_forward(&m, tt_zeros(TT_F32, TT_SHAPE(2, 5, 4)), NULL, NULL);
 }
 END_TEST
 
 START_TEST(test_abort_h0_shape) {
     tt_expect_abort("h0 (2, 3, 4) must be (num_layers, batch, hidden_size) = (2, 2, 4)");
-    tt_lstm m = abort_lstm();
-    tt_lstm_forward(&m, tt_zeros(TT_F32, TT_SHAPE(5, 2, 3)), tt_zeros(TT_F32, TT_SHAPE(2, 3, 4)),
-                    NULL, NULL, NULL);
+    tt_nn_lstm m = abort_lstm();
+    tt_nn_lstm_forward(&m, tt_zeros(TT_F32, TT_SHAPE(5, 2, 3)), tt_zeros(TT_F32, TT_SHAPE(2, 3, 4)),
+                       NULL, NULL, NULL);
 }
 END_TEST
 
 START_TEST(test_abort_c0_shape) {
     tt_expect_abort("c0 (2, 4) must be (num_layers, batch, hidden_size) = (2, 2, 4)");
-    tt_lstm m = abort_lstm();
-    tt_lstm_forward(&m, tt_zeros(TT_F32, TT_SHAPE(5, 2, 3)), NULL,
-                    tt_zeros(TT_F32, TT_SHAPE(2, 4)), NULL, NULL);
+    tt_nn_lstm m = abort_lstm();
+    tt_nn_lstm_forward(&m, tt_zeros(TT_F32, TT_SHAPE(5, 2, 3)), NULL,
+                       tt_zeros(TT_F32, TT_SHAPE(2, 4)), NULL, NULL);
 }
 END_TEST
 
 START_TEST(test_abort_dtype) {
     tt_expect_abort("input has dtype f64 but the parameters are f32");
-    tt_lstm m = abort_lstm();
-    tt_lstm_forward(&m, tt_zeros(TT_F64, TT_SHAPE(5, 2, 3)), NULL, NULL, NULL, NULL);
+    tt_nn_lstm m = abort_lstm();
+    tt_nn_lstm_forward(&m, tt_zeros(TT_F64, TT_SHAPE(5, 2, 3)), NULL, NULL, NULL, NULL);
 }
 END_TEST
 
 START_TEST(test_abort_empty) {
     tt_expect_abort("has an empty time or batch dim");
-    tt_lstm m = abort_lstm();
-    tt_lstm_forward(&m, tt_zeros(TT_F32, TT_SHAPE(0, 2, 3)), NULL, NULL, NULL, NULL);
+    tt_nn_lstm m = abort_lstm();
+    tt_nn_lstm_forward(&m, tt_zeros(TT_F32, TT_SHAPE(0, 2, 3)), NULL, NULL, NULL, NULL);
 }
 END_TEST
 
 START_TEST(test_abort_nonlinearity) {
-    tt_expect_abort("tt_rnn_init: nonlinearity must be TT_ACT_TANH or TT_ACT_RELU");
+    tt_expect_abort("tt_nn_rnn_init: nonlinearity must be TT_ACT_TANH or TT_ACT_RELU");
     tt_rng rng;
     tt_rng_seed(&rng, 4);
-    tt_rnn m;
-    tt_rnn_init(&m, 3, 4, 1, TT_ACT_GELU, true, false, &rng);
+    tt_nn_rnn m;
+    tt_nn_rnn_init(&m, 3, 4, 1, TT_ACT_GELU, true, false, &rng);
 }
 END_TEST
 
 START_TEST(test_abort_layers) {
-    tt_expect_abort("tt_gru_init: need input_size > 0, hidden_size > 0 and num_layers >= 1, got "
+    tt_expect_abort("tt_nn_gru_init: need input_size > 0, hidden_size > 0 and num_layers >= 1, got "
                     "input_size=3 hidden_size=4 num_layers=0");
     tt_rng rng;
     tt_rng_seed(&rng, 4);
-    tt_gru m;
-    tt_gru_init(&m, 3, 4, 0, true, false, &rng);
+    tt_nn_gru m;
+    tt_nn_gru_init(&m, 3, 4, 0, true, false, &rng);
 }
 END_TEST
 
 START_TEST(test_abort_uninitialized) {
-    tt_expect_abort("tt_gru_forward: the module is not initialized");
-    tt_gru m;
+    tt_expect_abort("tt_nn_gru_forward: the module is not initialized");
+    tt_nn_gru m;
     memset(&m, 0, sizeof m);
-    tt_gru_forward(&m, tt_zeros(TT_F32, TT_SHAPE(1, 1, 1)), NULL, NULL);
+    tt_nn_gru_forward(&m, tt_zeros(TT_F32, TT_SHAPE(1, 1, 1)), NULL, NULL);
 }
 END_TEST
 

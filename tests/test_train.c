@@ -11,7 +11,7 @@
 // ---- a tiny regression: Linear(4, 3) on 16 fixed rows, AdamW, a cosine schedule ----
 
 typedef struct net {
-    tt_linear fc;
+    tt_nn_linear fc;
     tt_params params;
     tt_optim optim;
     tt_lr_schedule sched;
@@ -25,9 +25,9 @@ static void net_init(net *n, uint64_t seed) {
     memset(n, 0, sizeof *n);
     tt_rng rng;
     tt_rng_seed(&rng, seed);
-    tt_linear_init(&n->fc, 4, 3, true, &rng);
+    tt_nn_linear_init(&n->fc, 4, 3, true, &rng);
     tt_params_init(&n->params);
-    tt_linear_params(&n->fc, &n->params, "fc");
+    tt_nn_linear_params(&n->fc, &n->params, "fc");
     tt_optim_init(&n->optim, tt_adamw_config(1e-2));
     tt_optim_add_decay_groups(&n->optim, &n->params, 0.1);
     n->sched = tt_lr_cosine(1e-2, 2, 10, 1e-3);
@@ -39,14 +39,14 @@ static void net_init(net *n, uint64_t seed) {
 static void net_free(net *n) {
     tt_optim_free(&n->optim);
     tt_params_free(&n->params);
-    tt_linear_free(&n->fc);
+    tt_nn_linear_free(&n->fc);
     tt_release(n->x);
     tt_release(n->y);
 }
 
 // The MSE on rows [start, start + len) at step (0-based): NaN at nan_at - 1.
 static tt_tensor *net_loss(net *n, int64_t step, int64_t start, int64_t len) {
-    tt_tensor *pred = tt_linear_forward(&n->fc, tt_narrow(n->x, 0, start, len));
+    tt_tensor *pred = tt_nn_linear_forward(&n->fc, tt_narrow(n->x, 0, start, len));
     tt_tensor *loss = tt_mse_loss(pred, tt_narrow(n->y, 0, start, len));
     return n->nan_at && step + 1 == n->nan_at ? tt_mul_scalar(loss, NAN) : loss;
 }

@@ -41,11 +41,11 @@ int main(int argc, char **argv) {
     }
     tt_rng rng;
     tt_rng_seed(&rng, 1);
-    tt_linear fc;
-    tt_linear_init(&fc, 4, 3, true, &rng);
+    tt_nn_linear fc;
+    tt_nn_linear_init(&fc, 4, 3, true, &rng);
     tt_params params;
     tt_params_init(&params);
-    tt_linear_params(&fc, &params, "fc");
+    tt_nn_linear_params(&fc, &params, "fc");
     tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(16, 4)), *y = tt_randn(&rng, TT_F32,
                                                                       TT_SHAPE(16, 3));
     tt_optim opt;
@@ -63,7 +63,7 @@ int main(int argc, char **argv) {
         for (int64_t a = 0; a < tr.accum; a++) {
             int64_t g = tt_dist_rank() * accum + a;
             tt_scope_begin();
-            tt_tensor *pred = tt_linear_forward(&fc, tt_narrow(x, 0, 4 * g, 4));
+            tt_tensor *pred = tt_nn_linear_forward(&fc, tt_narrow(x, 0, 4 * g, 4));
             tt_trainer_backward(&tr, tt_mse_loss(pred, tt_narrow(y, 0, 4 * g, 4)));
             tt_scope_end();
         }
@@ -78,7 +78,7 @@ int main(int argc, char **argv) {
     tt_trainer_free(&tr);
     tt_optim_free(&opt);
     tt_params_free(&params);
-    tt_linear_free(&fc);
+    tt_nn_linear_free(&fc);
     tt_release(x);
     tt_release(y);
     tt_dist_finalize();

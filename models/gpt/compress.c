@@ -6,21 +6,21 @@
 #include <string.h>
 
 // Every block's Linears (attn.q/k/v/o_proj, mlp.fc/proj) in parameter order, under their
-// names ("blocks.0.attn.q_proj"), from the module tree. Free with tt_linear_list_free.
-static void block_linears(const tt_gpt *m, tt_linear_list *out) {
-    tt_linear_list_init(out);
+// names ("blocks.0.attn.q_proj"), from the module tree. Free with tt_nn_linear_list_free.
+static void block_linears(const tt_gpt *m, tt_nn_linear_list *out) {
+    tt_nn_linear_list_init(out);
     tt_module_linears(tt__gpt_blocks_module((tt_gpt *)m), "blocks", out);
 }
 
 void tt_gpt_block_weights(const tt_gpt *m, tt_params *out) {
     TT_CHECK(m && m->blocks && out, "the model is not initialized; call tt_gpt_init first");
-    tt_linear_list lin;
+    tt_nn_linear_list lin;
     block_linears(m, &lin);
     for (int i = 0; i < lin.n; i++) {
-        const tt_linear *x = lin.items[i].linear;
+        const tt_nn_linear *x = lin.items[i].linear;
         const char *prefix = lin.items[i].name;
         char name[TT_NAME_MAX];
-        const tt_linear *factors = tt_linear_factors(x);
+        const tt_nn_linear *factors = tt_nn_linear_factors(x);
         if (factors) {
             for (int f = 0; f < 2; f++)
                 tt_params_add(out, tt_name_index(name, prefix, f), "weight", factors[f].weight);
@@ -28,13 +28,13 @@ void tt_gpt_block_weights(const tt_gpt *m, tt_params *out) {
             tt_params_add(out, prefix, "weight", x->weight);
         }
     }
-    tt_linear_list_free(&lin);
+    tt_nn_linear_list_free(&lin);
 }
 
 // Masks rows [lo, hi) (rows = true) or columns [lo, hi) of a dense Linear's weight.
-static void prune_range(tt_pruning *p, const char *name, tt_linear *lin, int64_t lo,
+static void prune_range(tt_pruning *p, const char *name, tt_nn_linear *lin, int64_t lo,
                         int64_t hi, bool rows) {
-    TT_CHECK_IN("tt_gpt_prune_heads", lin->weight && !tt_linear_quantized(lin), "'%s' must be "
+    TT_CHECK_IN("tt_gpt_prune_heads", lin->weight && !tt_nn_linear_quantized(lin), "'%s' must be "
                 "a dense f32 Linear (not low rank, not int8) to prune its heads", name);
     tt_tensor *w = lin->weight;  // (out, in)
     int64_t R = w->shape[0], C = w->shape[1];
@@ -60,7 +60,7 @@ void tt_gpt_prune_heads(tt_gpt *m, tt_pruning *p, int64_t layer, const int64_t *
     TT_CHECK(layer >= 0 && layer < m->cfg.n_layer, "layer %lld is out of range [0, %lld)",
              (long long)layer, (long long)m->cfg.n_layer);
     TT_CHECK(n >= 0 && (heads || n == 0), "heads must list n >= 0 head indices");
-    tt_attention *a = &m->blocks[layer].attn;
+    tt_nn_attention *a = &m->blocks[layer].attn;
     int64_t hs = a->head_dim, nh = m->cfg.n_head;
     bool mha = m->cfg.n_kv_head == nh;
     for (int i = 0; i < n; i++) {
@@ -88,16 +88,16 @@ void tt_gpt_low_rank(tt_gpt *m, double fraction) {
     TT_CHECK(fraction > 0 && fraction <= 1, "fraction %g of the rank to keep must be in (0, 1]",
              fraction);
     TT_CHECK(!tt_gpt_is_quantized(m), "the model runs int8; call tt_gpt_dequantize first");
-    tt_linear_list lin;
+    tt_nn_linear_list lin;
     block_linears(m, &lin);
     for (int i = 0; i < lin.n; i++) {
-        tt_linear *x = lin.items[i].linear;
-        TT_CHECK(!tt_linear_factors(x), "%s is already low rank; factor a model once",
+        tt_nn_linear *x = lin.items[i].linear;
+        TT_CHECK(!tt_nn_linear_factors(x), "%s is already low rank; factor a model once",
                  lin.items[i].name);
         int64_t k = x->in_features < x->out_features ? x->in_features : x->out_features;
         int64_t r = (int64_t)(fraction * (double)k);
-        tt_linear_low_rank(x, r < 1 ? 1 : r);
+        tt_nn_linear_low_rank(x, r < 1 ? 1 : r);
     }
-    tt_linear_list_free(&lin);
+    tt_nn_linear_list_free(&lin);
     tt__gpt_list_params(m);
 }

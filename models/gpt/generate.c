@@ -53,8 +53,8 @@ tt_tensor *tt__gpt_forward_cached(tt_gpt *m, tt__kv_cache *c, const int32_t *tok
     tt_tensor *idx = tt_from_data(TT_I32, TT_SHAPE(1, n), tokens);    // (1, T)
     tt_tensor *x = tt__gpt_embed(m, idx, pos);                         // (1, T, C)
     for (int64_t l = 0; l < m->cfg.n_layer; l++)
-        x = tt_block_forward_cached(&m->blocks[l], x, c->k[l], c->v[l], pos);
-    x = tt_norm_forward(&m->ln_f, tt_slice(x, 1, n - 1, n, 1));      // (1, 1, C)
+        x = tt_nn_block_forward_cached(&m->blocks[l], x, c->k[l], c->v[l], pos);
+    x = tt_nn_norm_forward(&m->ln_f, tt_slice(x, 1, n - 1, n, 1));   // (1, 1, C)
     tt_tensor *logits = tt_reshape(tt__gpt_head(m, x), TT_SHAPE(V));  // (V,)
     c->len += n;
     tt_keep(logits);

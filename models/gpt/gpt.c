@@ -42,8 +42,8 @@ static void init_weights(tt_gpt *m, tt_rng *rng) {
     }
 }
 
-static tt_block_config block_config(const tt_gpt_config *c) {
-    return (tt_block_config){
+static tt_nn_block_config block_config(const tt_gpt_config *c) {
+    return (tt_nn_block_config){
         .attn = {
             .n_embd = c->n_embd,
             .n_head = c->n_head,
@@ -64,8 +64,8 @@ static tt_block_config block_config(const tt_gpt_config *c) {
 }
 
 // q/k/v projections without biases while o_proj keeps its own (qkv_bias false).
-static void drop_qkv_bias(tt_attention *a) {
-    tt_linear *qkv[] = {&a->q_proj, &a->k_proj, &a->v_proj};
+static void drop_qkv_bias(tt_nn_attention *a) {
+    tt_nn_linear *qkv[] = {&a->q_proj, &a->k_proj, &a->v_proj};
     for (int i = 0; i < 3; i++) {
         tt_release(qkv[i]->bias);
         qkv[i]->bias = NULL;
@@ -86,19 +86,19 @@ tt_status tt_gpt_init(tt_gpt *m, const tt_gpt_config *cfg, tt_rng *rng) {
     // is reseeded from rng at the end.
     tt_rng *scratch = &m->dropout_rng;
     tt_rng_seed(scratch, tt_rng_u64(rng));
-    tt_embedding_init(&m->wte, c->vocab_size, c->n_embd, scratch);  // (V, C)
+    tt_nn_embedding_init(&m->wte, c->vocab_size, c->n_embd, scratch);  // (V, C)
     if (c->positional == TT_POS_LEARNED)
-        tt_pos_embedding_init(&m->wpe, c->block_size, c->n_embd, 0.02,  // (block_size, C)
-                              scratch);
-    tt_dropout_init(&m->drop, c->dropout, &m->dropout_rng);
-    tt_block_config bc = block_config(c);
+        tt_nn_pos_embedding_init(&m->wpe, c->block_size, c->n_embd, 0.02,  // (block_size, C)
+                                 scratch);
+    tt_nn_dropout_init(&m->drop, c->dropout, &m->dropout_rng);
+    tt_nn_block_config bc = block_config(c);
     m->blocks = TT_CALLOC((size_t)c->n_layer, sizeof *m->blocks);
     for (int64_t l = 0; l < c->n_layer; l++) {
-        tt_block_init(&m->blocks[l], &bc, scratch);
+        tt_nn_block_init(&m->blocks[l], &bc, scratch);
         if (c->bias && !c->qkv_bias) drop_qkv_bias(&m->blocks[l].attn);
     }
-    tt_norm_init(&m->ln_f, c->norm, c->n_embd, 1e-5, c->bias);
-    if (!c->tie_weights) tt_linear_init(&m->lm_head, c->n_embd, c->vocab_size, false, scratch);
+    tt_nn_norm_init(&m->ln_f, c->norm, c->n_embd, 1e-5, c->bias);
+    if (!c->tie_weights) tt_nn_linear_init(&m->lm_head, c->n_embd, c->vocab_size, false, scratch);
 
     tt_params_init(&m->params);
     tt__gpt_list_params(m);
@@ -150,16 +150,16 @@ static void check_tokens(const tt_gpt *m, const tt_tensor *tokens, const char *w
 // positions (with RoPE the blocks rotate q and k instead) and dropout. Runs in the caller's
 // scope.
 tt_tensor *tt__gpt_embed(tt_gpt *m, tt_tensor *tokens, int64_t pos) {
-    tt_tensor *x = tt_embedding_forward(&m->wte, tokens);        // (B, T, C)
-    if (m->wpe.weight) x = tt_pos_embedding_forward(&m->wpe, x, pos);
-    return tt_dropout_forward(&m->drop, x);
+    tt_tensor *x = tt_nn_embedding_forward(&m->wte, tokens);     // (B, T, C)
+    if (m->wpe.weight) x = tt_nn_pos_embedding_forward(&m->wpe, x, pos);
+    return tt_nn_dropout_forward(&m->drop, x);
 }
 
 // x (..., C) -> logits (..., V): x wte^T when tied, lm_head otherwise (no bias either way).
 tt_tensor *tt__gpt_head(tt_gpt *m, tt_tensor *x) {
-    if (m->head_int8) return tt_qlinear_forward(m->head_int8, x);
+    if (m->head_int8) return tt_nn_qlinear_forward(m->head_int8, x);
     if (m->cfg.tie_weights) return tt_affine(x, m->wte.weight, NULL);
-    return tt_linear_forward(&m->lm_head, x);
+    return tt_nn_linear_forward(&m->lm_head, x);
 }
 
 // The module tree's children run as a chain: embeddings, dropout, blocks, ln_f and the head.
@@ -192,9 +192,9 @@ void tt_gpt_quantize(tt_gpt *m) {
     TT_CHECK(m && m->blocks, "the model is not initialized; call tt_gpt_init first");
     tt_quantize_dynamic(tt_gpt_module(m));
     if (m->cfg.tie_weights) {
-        if (m->head_int8) tt_qlinear_free(m->head_int8);
+        if (m->head_int8) tt_nn_qlinear_free(m->head_int8);
         else m->head_int8 = TT_MALLOC(sizeof *m->head_int8);
-        tt_qlinear_init(m->head_int8, m->wte.weight, NULL);  // (V, C)
+        tt_nn_qlinear_init(m->head_int8, m->wte.weight, NULL);  // (V, C)
     }
 }
 
@@ -202,14 +202,14 @@ void tt_gpt_dequantize(tt_gpt *m) {
     if (!m) return;
     if (m->blocks) tt_dequantize_model(tt_gpt_module(m));
     if (m->head_int8) {
-        tt_qlinear_free(m->head_int8);
+        tt_nn_qlinear_free(m->head_int8);
         tt_free(m->head_int8);
         m->head_int8 = NULL;
     }
 }
 
 bool tt_gpt_is_quantized(const tt_gpt *m) {
-    return m && m->blocks && tt_linear_quantized(&m->blocks[0].attn.q_proj) != NULL;
+    return m && m->blocks && tt_nn_linear_quantized(&m->blocks[0].attn.q_proj) != NULL;
 }
 
 // Bytes of a weight and its bias (either may be NULL).
@@ -220,21 +220,21 @@ static int64_t dense_bytes(const tt_tensor *w, const tt_tensor *b) {
 
 int64_t tt_gpt_matmul_weight_bytes(const tt_gpt *m) {
     TT_CHECK(m && m->blocks, "the model is not initialized; call tt_gpt_init first");
-    tt_linear_list lin;
-    tt_linear_list_init(&lin);
+    tt_nn_linear_list lin;
+    tt_nn_linear_list_init(&lin);
     tt_module_linears(tt_gpt_module((tt_gpt *)m), NULL, &lin);
     int64_t bytes = 0;
     for (int i = 0; i < lin.n; i++) {
-        const tt_linear *x = lin.items[i].linear;
-        const tt_qlinear *q = tt_linear_quantized(x);
-        const tt_linear *f = tt_linear_factors(x);
-        if (q) bytes += tt_qlinear_bytes(q);
+        const tt_nn_linear *x = lin.items[i].linear;
+        const tt_nn_qlinear *q = tt_nn_linear_quantized(x);
+        const tt_nn_linear *f = tt_nn_linear_factors(x);
+        if (q) bytes += tt_nn_qlinear_bytes(q);
         else if (f)  // low rank (tt_gpt_low_rank): both factors, f32
             bytes += dense_bytes(f[0].weight, f[0].bias) + dense_bytes(f[1].weight, f[1].bias);
         else bytes += dense_bytes(x->weight, x->bias);
     }
-    tt_linear_list_free(&lin);
-    if (m->head_int8) bytes += tt_qlinear_bytes(m->head_int8);
+    tt_nn_linear_list_free(&lin);
+    if (m->head_int8) bytes += tt_nn_qlinear_bytes(m->head_int8);
     else if (m->cfg.tie_weights) bytes += dense_bytes(m->wte.weight, NULL);
     return bytes;
 }

@@ -40,7 +40,7 @@ typedef struct tt_gpt_config {
     bool bias;            // in Linear layers and LayerNorms
     bool qkv_bias;        // in the q/k/v projections too (only when bias); GPT-2: true
     tt_pos_kind positional;
-    tt_norm_kind norm;
+    tt_nn_norm_kind norm;
     tt_act activation;    // TT_ACT_GELU (exact, as nanoGPT) or TT_ACT_RELU2
     bool tie_weights;     // lm_head shares the token embedding
     bool qk_norm;
@@ -124,15 +124,15 @@ tt_status tt_gpt_check_memory(const tt_gpt_config *cfg, int64_t B, int64_t T, bo
 
 typedef struct tt_gpt {
     tt_gpt_config cfg;
-    tt_embedding_layer wte;   // (V, C)
-    tt_pos_embedding wpe;     // (block_size, C) when positional == TT_POS_LEARNED
-    tt_dropout_layer drop;
-    tt_block *blocks;         // n_layer
-    tt_norm ln_f;
-    tt_linear lm_head;        // weight is NULL when tied (wte.weight is used)
+    tt_nn_embedding wte;      // (V, C)
+    tt_nn_pos_embedding wpe;  // (block_size, C) when positional == TT_POS_LEARNED
+    tt_nn_dropout drop;
+    tt_nn_block *blocks;      // n_layer
+    tt_nn_norm ln_f;
+    tt_nn_linear lm_head;     // weight is NULL when tied (wte.weight is used)
     tt_rng dropout_rng;       // the model's own stream for dropout masks
     tt_params params;         // every parameter by name: wte.weight, blocks.0.attn.q_proj.weight
-    tt_qlinear *head_int8;    // the tied head (wte) as int8, when quantized (tt_gpt_quantize)
+    tt_nn_qlinear *head_int8;  // the tied head (wte) as int8, when quantized (tt_gpt_quantize)
 } tt_gpt;
 
 // Builds the model and initializes it as GPT-2/nanoGPT: normal(0, 0.02) for Linear and
@@ -168,7 +168,7 @@ void tt_gpt_quantize(tt_gpt *m);
 void tt_gpt_dequantize(tt_gpt *m);  // back to f32 (safe when not quantized)
 bool tt_gpt_is_quantized(const tt_gpt *m);
 // The bytes the forward reads for the weights of its matrix products (the Linears and the
-// head, biases included): 4 per f32 element, or the int8 packing's tt_qlinear_bytes when
+// head, biases included): 4 per f32 element, or the int8 packing's tt_nn_qlinear_bytes when
 // quantized. Embedding tables and norms are not counted (a tied head counts once, as a head).
 int64_t tt_gpt_matmul_weight_bytes(const tt_gpt *m);
 
@@ -317,7 +317,7 @@ void tt_gpt_block_weights(const tt_gpt *m, tt_params *out);
 // output is cut by o_proj). Aborts for a layer, head or Linear that does not fit.
 void tt_gpt_prune_heads(tt_gpt *m, tt_pruning *p, int64_t layer, const int64_t *heads, int n);
 // Replaces every block Linear by its truncated SVD at rank max(1, floor(fraction * min(in,
-// out))) (nn.h's tt_linear_low_rank; fraction in (0, 1]) and rebuilds m->params, whose names
+// out))) (nn.h's tt_nn_linear_low_rank; fraction in (0, 1]) and rebuilds m->params, whose names
 // become blocks.<l>.mlp.fc.0.weight, ...fc.1.weight, ...fc.1.bias. The head is kept dense (the
 // tied one is the embedding table). Build an optimizer after this call, not before. A low-rank
 // GPT cannot be quantized, saved with tt_gpt_save and reloaded (the loader builds dense

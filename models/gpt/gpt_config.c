@@ -74,7 +74,7 @@ const tt_gpt_field *tt_gpt_field_find(const char *key) {
 }
 
 // Enums are stored as the compiler's enum type: int-sized on every ABI we build for.
-_Static_assert(sizeof(tt_pos_kind) == sizeof(int) && sizeof(tt_norm_kind) == sizeof(int) &&
+_Static_assert(sizeof(tt_pos_kind) == sizeof(int) && sizeof(tt_nn_norm_kind) == sizeof(int) &&
                sizeof(tt_act) == sizeof(int), "config enums must be int-sized");
 
 double tt_gpt_field_get(const tt_gpt_config *cfg, const tt_gpt_field *f) {

@@ -11,7 +11,7 @@ static void blocks_children(void *self, tt_module_visit visit, void *ctx) {
     tt_gpt *m = self;
     char name[TT_NAME_MAX];
     for (int64_t l = 0; l < m->cfg.n_layer; l++)
-        visit(tt_block_module(&m->blocks[l]), tt_name_index(name, NULL, (int)l), ctx);
+        visit(tt_nn_block_module(&m->blocks[l]), tt_name_index(name, NULL, (int)l), ctx);
 }
 
 static tt_tensor *blocks_fwd(void *self, tt_tensor *x) {
@@ -54,12 +54,12 @@ static tt_tensor *gpt_fwd(void *self, tt_tensor *tokens) { return tt_gpt_forward
 // wpe.weight, blocks.<l>.attn.q_proj.weight, ..., ln_f.weight, lm_head.weight).
 static void gpt_children(void *self, tt_module_visit visit, void *ctx) {
     tt_gpt *m = self;
-    visit(tt_embedding_module(&m->wte), "wte", ctx);
-    if (m->wpe.weight) visit(tt_pos_embedding_module(&m->wpe), "wpe", ctx);
-    visit(tt_dropout_module(&m->drop), "drop", ctx);
+    visit(tt_nn_embedding_module(&m->wte), "wte", ctx);
+    if (m->wpe.weight) visit(tt_nn_pos_embedding_module(&m->wpe), "wpe", ctx);
+    visit(tt_nn_dropout_module(&m->drop), "drop", ctx);
     visit(tt__gpt_blocks_module(m), "blocks", ctx);
-    visit(tt_norm_module(&m->ln_f), "ln_f", ctx);
-    if (m->lm_head.weight) visit(tt_linear_module(&m->lm_head), "lm_head", ctx);
+    visit(tt_nn_norm_module(&m->ln_f), "ln_f", ctx);
+    if (m->lm_head.weight) visit(tt_nn_linear_module(&m->lm_head), "lm_head", ctx);
     else visit((tt_module){m, &tied_head_ops}, "head", ctx);
 }
 

@@ -20,11 +20,11 @@ extern "C" {
 #endif
 
 typedef struct tt_lenet {
-    tt_conv2d_layer c1, c2;
-    tt_batchnorm_layer n1, n2;  // used with batch norm only
-    tt_maxpool2d_layer pool;    // nn.MaxPool2d(2), used twice (no state)
-    tt_linear f1, f2, f3;
-    tt_sequential seq;          // the layers in order
+    tt_nn_conv2d c1, c2;
+    tt_nn_batchnorm n1, n2;  // used with batch norm only
+    tt_nn_maxpool2d pool;       // nn.MaxPool2d(2), used twice (no state)
+    tt_nn_linear f1, f2, f3;
+    tt_nn_sequential seq;       // the layers in order
     tt_params params;           // what an optimizer trains
     tt_params state;            // params and the batch-norm buffers: what a checkpoint holds
 } tt_lenet;

@@ -1,5 +1,5 @@
 # Writes tests/reference/cnn_values.h: reference numbers for the BatchNorm1d/2d modules, the
-# pooling modules and a small CNN (tt_sequential), read by tests/test_nn_cnn.c.
+# pooling modules and a small CNN (tt_nn_sequential), read by tests/test_nn_cnn.c.
 #   bn_*:   3 training steps then one eval step of nn.BatchNorm1d / BatchNorm2d (f64): per
 #           step x, g, y, and the gradients of sum(y * g) for x, weight and bias; the running
 #           stats after each training step.

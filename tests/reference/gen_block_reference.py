@@ -3,7 +3,7 @@
 # torch.nn.TransformerEncoderLayer (batch_first, dropout 0, no mask) in float64 with its own
 # initial weights, post-norm (norm_first=False, PyTorch's default) and pre-norm
 # (norm_first=True). One input, the output and the gradients of loss = sum(y * R) (R fixed
-# random) with respect to the input and every parameter, in tt_block's parameter order
+# random) with respect to the input and every parameter, in tt_nn_block's parameter order
 # (norm1, attn q/k/v/o, norm2, mlp fc/proj; weight then bias). A case without attention
 # biases zeroes and freezes in_proj_bias and out_proj.bias: the block with attn.bias off and
 # the norms' and MLP's biases on. Writes tests/reference/block_reference.h (C arrays, 17
@@ -34,7 +34,7 @@ def carr(name, t):
 
 
 def block_params(m, attn_bias):
-    """m's tensors in tt_block's order: norm1, q, k, v, o, norm2, fc, proj."""
+    """m's tensors in tt_nn_block's order: norm1, q, k, v, o, norm2, fc, proj."""
     a = m.self_attn
     wq, wk, wv = a.in_proj_weight.chunk(3, 0)
     bq, bk, bv = a.in_proj_bias.chunk(3, 0)
