@@ -200,6 +200,7 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuz
 	echo "== abort tests name their messages"; sh tests/check_abort_tests.sh || fail=1; \
 	echo "== TT_CPU caps the SIMD level"; sh tests/run_tt_cpu.sh $(BUILD) || fail=1; \
 	echo "== layering of the includes"; sh tests/check_layers.sh || fail=1; \
+	echo "== module names (tt_nn_*)"; CC="$(CC)" sh tests/check_names.sh || fail=1; \
 	echo "== ops_generated.h is current"; sh tests/check_ops_generated.sh || fail=1; \
 	if [ "$(SAN)" != 1 ] && [ -s ../shared/data/tinyshakespeare.txt -o -s $(CORPUS) ]; \
 	then echo "== make run (short)"; \
