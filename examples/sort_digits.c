@@ -27,8 +27,9 @@ int main(void) {
     tt_rng rng;
     tt_rng_seed(&rng, 1);
     // A non-causal pre-norm block: every position attends to every other.
-    tt_nn_block_config cfg = {.attn = {.n_embd = EMBD, .n_head = 4, .max_seq = LEN, .causal = false},
-                              .act = TT_ACT_GELU, .norm = TT_NORM_LAYERNORM};
+    tt_nn_block_config cfg = {
+        .attn = {.n_embd = EMBD, .n_head = 4, .max_seq = LEN, .causal = false},
+        .act = TT_ACT_GELU, .norm = TT_NORM_LAYERNORM};
     tt_nn_embedding tok;
     tt_nn_pos_embedding pos;
     tt_nn_block blocks[2];

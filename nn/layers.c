@@ -100,7 +100,9 @@ void tt_nn_embedding_free(tt_nn_embedding *m) {
     memset(m, 0, sizeof *m);
 }
 
-static tt_tensor *embedding_fwd(void *self, tt_tensor *x) { return tt_nn_embedding_forward(self, x); }
+static tt_tensor *embedding_fwd(void *self, tt_tensor *x) {
+    return tt_nn_embedding_forward(self, x);
+}
 static void embedding_params(const void *self, tt_params *out, const char *prefix) {
     tt_nn_embedding_params(self, out, prefix);
 }
@@ -149,7 +151,9 @@ void tt_nn_layernorm_free(tt_nn_layernorm *m) {
     memset(m, 0, sizeof *m);
 }
 
-static tt_tensor *layernorm_fwd(void *self, tt_tensor *x) { return tt_nn_layernorm_forward(self, x); }
+static tt_tensor *layernorm_fwd(void *self, tt_tensor *x) {
+    return tt_nn_layernorm_forward(self, x);
+}
 static void layernorm_params(const void *self, tt_params *out, const char *prefix) {
     tt_nn_layernorm_params(self, out, prefix);
 }

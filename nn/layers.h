@@ -245,7 +245,8 @@ typedef struct tt_nn_mlp {
 
 void tt_nn_mlp_init(tt_nn_mlp *m, int n_widths, const int64_t *widths, tt_act act, bool bias,
                     double dropout, tt_rng *rng);
-tt_tensor *tt_nn_mlp_forward(tt_nn_mlp *m, tt_tensor *x);  // (..., widths[0]) -> (..., widths[last])
+// (..., widths[0]) -> (..., widths[last])
+tt_tensor *tt_nn_mlp_forward(tt_nn_mlp *m, tt_tensor *x);
 void tt_nn_mlp_params(const tt_nn_mlp *m, tt_params *out, const char *prefix);  // 0.*, 3.*, ...
 void tt_nn_mlp_train(tt_nn_mlp *m, bool training);
 void tt_nn_mlp_free(tt_nn_mlp *m);

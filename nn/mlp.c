@@ -70,7 +70,9 @@ void tt_nn_mlp_params(const tt_nn_mlp *m, tt_params *out, const char *prefix) {
     tt_module_params(tt_nn_mlp_module((tt_nn_mlp *)m), out, prefix);
 }
 
-void tt_nn_mlp_train(tt_nn_mlp *m, bool training) { tt_module_train(tt_nn_mlp_module(m), training); }
+void tt_nn_mlp_train(tt_nn_mlp *m, bool training) {
+    tt_module_train(tt_nn_mlp_module(m), training);
+}
 
 void tt_nn_mlp_free(tt_nn_mlp *m) {
     tt__module_free_children(tt_nn_mlp_module(m));

@@ -14,8 +14,8 @@
 // tt_<name>_module(m) wraps any module (layers, norms, MLP, attention, block, positional, a
 // nested sequential, a user's struct) as a tt_module for tt_nn_sequential; a composite lists its
 // children once (tt_module_ops.children) and params/train/free walk them.
-// Owned modules: tt_<name>_new (tt_nn_linear_new, tt_nn_sequential_new, ...) makes the struct on the
-// heap and returns a tt_module whose ops are flagged owned; the container it is added to (once)
+// Owned modules: tt_<name>_new (tt_nn_linear_new, tt_nn_sequential_new, ...) makes the struct on
+// the heap and returns a tt_module whose ops are flagged owned; the container it is added to (once)
 // frees it, so one tt_module_free frees a tree. tt_custom (below) is a user's module built by
 // registration, with no params/children/free callbacks to write.
 #ifndef TT_NN_MODULE_H

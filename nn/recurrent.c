@@ -292,8 +292,8 @@ tt_module tt_nn_lstm_module(tt_nn_lstm *m) { return (tt_module){m, &lstm_ops}; }
 
 // ---- GRU ----
 
-void tt_nn_gru_init(tt_nn_gru *m, int64_t input_size, int64_t hidden_size, int num_layers, bool bias,
-                    bool batch_first, tt_rng *rng) {
+void tt_nn_gru_init(tt_nn_gru *m, int64_t input_size, int64_t hidden_size, int num_layers,
+                    bool bias, bool batch_first, tt_rng *rng) {
     memset(m, 0, sizeof *m);
     m->layers = layers_init(__func__, CELL_GRU, input_size, hidden_size, num_layers, bias, rng);
     m->input_size = input_size;

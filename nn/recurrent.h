@@ -64,7 +64,8 @@ tt_tensor *tt_nn_lstm_forward(tt_nn_lstm *m, tt_tensor *x, tt_tensor *h0, tt_ten
                               tt_tensor **h_n, tt_tensor **c_n);
 void tt_nn_lstm_params(const tt_nn_lstm *m, tt_params *out, const char *prefix);
 void tt_nn_lstm_free(tt_nn_lstm *m);
-tt_module tt_nn_lstm_module(tt_nn_lstm *m);  // for tt_nn_sequential: the output sequence, zero h0, c0
+// For tt_nn_sequential: the output sequence, zero h0, c0.
+tt_module tt_nn_lstm_module(tt_nn_lstm *m);
 
 typedef struct tt_nn_gru {
     tt_nn_recurrent_layer *layers;  // num_layers entries (owned)

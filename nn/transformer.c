@@ -13,8 +13,8 @@
 
 // ---- feed-forward ----
 
-void tt_nn_feedforward_init(tt_nn_feedforward *m, int64_t dim, int64_t hidden, tt_act act, bool bias,
-                            double dropout, tt_rng *rng) {
+void tt_nn_feedforward_init(tt_nn_feedforward *m, int64_t dim, int64_t hidden, tt_act act,
+                            bool bias, double dropout, tt_rng *rng) {
     TT_CHECK(dim > 0 && hidden > 0, "sizes must be positive, got dim=%lld hidden=%lld",
              (long long)dim, (long long)hidden);
     tt__check_act(act, __func__);
@@ -301,7 +301,9 @@ static void attention_children(void *self, tt_module_visit visit, void *ctx) {
     visit(tt_nn_dropout_module(&m->resid_drop), "resid_drop", ctx);
 }
 
-static tt_tensor *attention_fwd(void *self, tt_tensor *x) { return tt_nn_attention_forward(self, x); }
+static tt_tensor *attention_fwd(void *self, tt_tensor *x) {
+    return tt_nn_attention_forward(self, x);
+}
 static void attention_free(void *self) { tt_nn_attention_free(self); }
 static const tt_module_ops attention_ops = {.type = "Attention", .forward = attention_fwd,
                                             .children = attention_children, .free = attention_free};
@@ -401,7 +403,9 @@ void tt_nn_block_params(const tt_nn_block *m, tt_params *out, const char *prefix
     tt_module_params(tt_nn_block_module((tt_nn_block *)m), out, prefix);
 }
 
-void tt_nn_block_train(tt_nn_block *m, bool training) { tt_module_train(tt_nn_block_module(m), training); }
+void tt_nn_block_train(tt_nn_block *m, bool training) {
+    tt_module_train(tt_nn_block_module(m), training);
+}
 
 void tt_nn_block_free(tt_nn_block *m) {
     tt__module_free_children(tt_nn_block_module(m));

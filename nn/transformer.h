@@ -24,8 +24,8 @@ typedef struct tt_nn_feedforward {
     tt_nn_dropout drop;
 } tt_nn_feedforward;
 
-void tt_nn_feedforward_init(tt_nn_feedforward *m, int64_t dim, int64_t hidden, tt_act act, bool bias,
-                            double dropout, tt_rng *rng);
+void tt_nn_feedforward_init(tt_nn_feedforward *m, int64_t dim, int64_t hidden, tt_act act,
+                            bool bias, double dropout, tt_rng *rng);
 tt_tensor *tt_nn_feedforward_forward(tt_nn_feedforward *m, tt_tensor *x);
 // fc.*, proj.*
 void tt_nn_feedforward_params(const tt_nn_feedforward *m, tt_params *out, const char *prefix);
@@ -83,7 +83,8 @@ tt_tensor *tt_nn_attention_forward_cached(tt_nn_attention *m, tt_tensor *x, tt_t
 void tt_nn_attention_params(const tt_nn_attention *m, tt_params *out, const char *prefix);
 void tt_nn_attention_train(tt_nn_attention *m, bool training);
 void tt_nn_attention_free(tt_nn_attention *m);
-tt_module tt_nn_attention_module(tt_nn_attention *m);  // self-attention: tt_nn_attention_forward(m, x)
+// Self-attention: tt_nn_attention_forward(m, x).
+tt_module tt_nn_attention_module(tt_nn_attention *m);
 
 // ---- transformer block ----
 // Pre-norm (GPT-2, Llama; the default): x = x + attn(norm1(x)); x = x + mlp(norm2(x)).
@@ -122,7 +123,8 @@ tt_tensor *tt_nn_block_forward(tt_nn_block *m, tt_tensor *x);
 // The same through tt_nn_attention_forward_cached (see there).
 tt_tensor *tt_nn_block_forward_cached(tt_nn_block *m, tt_tensor *x, tt_tensor *k_cache,
                                       tt_tensor *v_cache, int64_t pos);
-void tt_nn_block_params(const tt_nn_block *m, tt_params *out, const char *prefix);  // norm1, attn, ...
+// norm1, attn, ...
+void tt_nn_block_params(const tt_nn_block *m, tt_params *out, const char *prefix);
 void tt_nn_block_train(tt_nn_block *m, bool training);
 void tt_nn_block_free(tt_nn_block *m);
 tt_module tt_nn_block_module(tt_nn_block *m);

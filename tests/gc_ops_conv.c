@@ -219,7 +219,8 @@ static void conv_layer_case(gc_report *r, const tt_nn_conv2d_opts *opts, bool bi
 static void conv_layer_default(gc_report *r) { conv_layer_case(r, NULL, true); }
 
 static void conv_layer_opts(gc_report *r) {
-    conv_layer_case(r, &(tt_nn_conv2d_opts){.stride = {2, 1}, .padding = {1, 1}, .groups = 2}, false);
+    conv_layer_case(r, &(tt_nn_conv2d_opts){.stride = {2, 1}, .padding = {1, 1}, .groups = 2},
+                    false);
 }
 
 // ---- ConvTranspose2d and Conv1d modules; dropout2d, upsample, unflatten (compositions) ----

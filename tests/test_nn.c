@@ -207,7 +207,8 @@ START_TEST(test_default_dtype) {
     // An f64 module runs on f64 inputs end to end.
     tt_scope_begin();
     tt_tensor *x = tt_randn(&rng, TT_F64, TT_SHAPE(2, 2));
-    tt_tensor *y = tt_nn_rmsnorm_forward(&rms, tt_nn_layernorm_forward(&ln, tt_nn_linear_forward(&b, x)));
+    tt_tensor *y =
+        tt_nn_rmsnorm_forward(&rms, tt_nn_layernorm_forward(&ln, tt_nn_linear_forward(&b, x)));
     ck_assert_int_eq(y->dtype, TT_F64);
     tt_scope_end();
 
@@ -1328,7 +1329,8 @@ START_TEST(test_params_check_reaches_ok) {
     tt_tensor *loss = tt_mean_all(tt_nn_linear_forward(&l0, x));
     tt_params_check_reaches(&p, loss);
     tt_no_grad_begin();
-    tt_params_check_reaches(&p, tt_mean_all(tt_nn_linear_forward(&l1, tt_nn_linear_forward(&l0, x))));
+    tt_params_check_reaches(&p,
+                            tt_mean_all(tt_nn_linear_forward(&l1, tt_nn_linear_forward(&l0, x))));
     tt_no_grad_end();
     tt_scope_end();
     tt_params_free(&p);
@@ -1478,7 +1480,8 @@ START_TEST(test_abort_params_check_reaches) {
     tt_params_init(&p);
     tt_nn_linear_params(&l0, &p, "l0");
     tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(5, 3));
-    tt_params_check_reaches(&p, tt_mean_all(tt_nn_linear_forward(&l1, tt_nn_linear_forward(&l0, x))));
+    tt_params_check_reaches(&p,
+                            tt_mean_all(tt_nn_linear_forward(&l1, tt_nn_linear_forward(&l0, x))));
 }
 END_TEST
 

@@ -230,7 +230,8 @@ START_TEST(test_attention_params) {
     tt_nn_attention_free(&a);
 
     // No bias, no QK-norm: four weights; n_kv_head 0 means n_head.
-    tt_nn_attention_init(&a, &(tt_nn_attention_config){.n_embd = C, .n_head = NH, .max_seq = 8}, &rng);
+    tt_nn_attention_init(&a, &(tt_nn_attention_config){.n_embd = C, .n_head = NH, .max_seq = 8},
+                         &rng);
     ck_assert_int_eq(a.cfg.n_kv_head, NH);
     ck_assert_ptr_null(a.mask);
     tt_params_init(&p);
@@ -314,8 +315,8 @@ START_TEST(test_block_matches_torch) {
 }
 END_TEST
 
-// tt_nn_block_forward_cached, one position at a time, gives tt_nn_block_forward's rows, pre-norm and
-// post-norm (causal, no grad).
+// tt_nn_block_forward_cached, one position at a time, gives tt_nn_block_forward's rows, pre-norm
+// and post-norm (causal, no grad).
 START_TEST(test_block_cached_matches_forward) {
     enum { B = 2, T = 4, C = 8, NH = 2, HS = C / NH };
     tt_rng rng;
@@ -578,7 +579,8 @@ START_TEST(test_causal) {
     tt_tensor *x2 = tt_clone(x);
     for (int64_t b2 = 0; b2 < 2; b2++)
         for (int64_t c = 0; c < C; c++) tt_set(x2, (int64_t[]){b2, t0, c}, (double)c - 3.5);
-    tt_tensor *ya = tt_nn_attention_forward(&b.attn, x), *ya2 = tt_nn_attention_forward(&b.attn, x2);
+    tt_tensor *ya = tt_nn_attention_forward(&b.attn, x);
+    tt_tensor *ya2 = tt_nn_attention_forward(&b.attn, x2);
     tt_tensor *yb = tt_nn_block_forward(&b, x), *yb2 = tt_nn_block_forward(&b, x2);
     for (int64_t b2 = 0; b2 < 2; b2++) {
         for (int64_t t = 0; t < T; t++) {
@@ -607,7 +609,8 @@ START_TEST(test_noncausal_sees_future) {
     tt_rng_seed(&rng, 6);
     tt_dtype prev = tt_set_default_dtype(TT_F64);
     tt_nn_attention a;
-    tt_nn_attention_init(&a, &(tt_nn_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4}, &rng);
+    tt_nn_attention_init(&a, &(tt_nn_attention_config){.n_embd = 8, .n_head = 2, .max_seq = 4},
+                         &rng);
     tt_set_default_dtype(prev);
     tt_scope_begin();
     tt_tensor *x = tt_randn(&rng, TT_F64, TT_SHAPE(1, 4, 8));

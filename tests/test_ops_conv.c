@@ -565,7 +565,8 @@ START_TEST(test_upsample_unflatten_modules) {
         tt_assert_values(y, c->y, numel(4, c->y_shape), 0, 0, __FILE__, __LINE__);
     }
     tt_nn_unflatten uf = {.dim = 1, .n = 3, .sizes = {2, -1, 4}};
-    tt_tensor *z = tt_module_forward(tt_nn_unflatten_module(&uf), tt_zeros(TT_F32, TT_SHAPE(5, 24)));
+    tt_tensor *z =
+        tt_module_forward(tt_nn_unflatten_module(&uf), tt_zeros(TT_F32, TT_SHAPE(5, 24)));
     ck_assert_int_eq(z->ndim, 4);
     ck_assert_int_eq(z->shape[0], 5);
     ck_assert_int_eq(z->shape[1], 2);

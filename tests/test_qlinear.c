@@ -81,7 +81,8 @@ START_TEST(test_qlinear_vs_linear) {
                         tt_transpose(tt_randn(&rng, TT_F32, TT_SHAPE(K, M)), 0, 1)};
     double worst_ratio = 0, worst_f32 = 0;
     for (int c = 0; c < 2; c++) {
-        tt_tensor *yq = tt_nn_qlinear_forward(&q, xs[c]), *yf = tt_affine(xs[c], fc.weight, fc.bias);
+        tt_tensor *yq = tt_nn_qlinear_forward(&q, xs[c]);
+        tt_tensor *yf = tt_affine(xs[c], fc.weight, fc.bias);
         ck_assert_int_eq(yq->ndim, xs[c]->ndim);
         ck_assert_int_eq(yq->shape[yq->ndim - 1], N);
         double *x = tt_test_values(xs[c]), *w = tt_test_values(fc.weight), *b = fc.bias ? tt_test_values(fc.bias) : NULL;
@@ -111,9 +112,9 @@ START_TEST(test_qlinear_vs_linear) {
 }
 END_TEST
 
-// tt_nn_linear_quantize makes tt_nn_linear_forward (and so a module that calls it, as tt_nn_sequential
-// does) run the int8 product: the same bits as tt_nn_qlinear_forward; dequantizing gives back
-// the f32 product bit for bit. Weights of f64 are rounded to f32 first.
+// tt_nn_linear_quantize makes tt_nn_linear_forward (and so a module that calls it, as
+// tt_nn_sequential does) run the int8 product: the same bits as tt_nn_qlinear_forward; dequantizing
+// gives back the f32 product bit for bit. Weights of f64 are rounded to f32 first.
 START_TEST(test_linear_quantize_hook) {
     tt_rng rng;
     tt_rng_seed(&rng, 7);

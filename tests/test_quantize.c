@@ -415,7 +415,8 @@ START_TEST(test_static_calibration_mlp) {
     tt_tensor *x = tt_from_data(TT_F32, TT_SHAPE(B, K), quant_x);
     tt_tensor *yf = tt_module_forward(mod, x);
     ck_assert_int_eq(tt_quantize_static_prepare(mod), NQ_LAYERS);
-    for (int i = 0; i < NQ_LAYERS; i++) ck_assert_int_eq(tt_nn_linear_observer(&m.fc[i])->batches, 0);
+    for (int i = 0; i < NQ_LAYERS; i++)
+        ck_assert_int_eq(tt_nn_linear_observer(&m.fc[i])->batches, 0);
     ck_assert(tt_test_same_values(tt_module_forward(mod, x), yf));
     // Two halves of the batch: the ranges merge.
     tt_module_forward(mod, tt_narrow(x, 0, 0, 2));
@@ -463,8 +464,8 @@ START_TEST(test_static_calibration_mlp) {
 }
 END_TEST
 
-// The compressed Linears are modules swapped in for a tt_nn_linear (tt_nn_linear.swap): int8 and the
-// observer keep the f32 weight and bias as the Linear's parameters (the same tensors); low
+// The compressed Linears are modules swapped in for a tt_nn_linear (tt_nn_linear.swap): int8 and
+// the observer keep the f32 weight and bias as the Linear's parameters (the same tensors); low
 // rank lists its two factors under Sequential's names; swapping out leaves a plain Linear whose
 // output is the f32 one bit for bit; each accessor answers only for its own kind.
 static double max_abs_diff(const tt_tensor *a, const tt_tensor *b) {

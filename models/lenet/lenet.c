@@ -26,7 +26,8 @@ void tt_lenet_init(tt_lenet *m, bool batch_norm, tt_rng *rng) {
                         tt_nn_flatten_module(1, -1),       tt_nn_linear_module(&m->f1),
                         tt_act_module(TT_ACT_RELU),     tt_nn_linear_module(&m->f2),
                         tt_act_module(TT_ACT_RELU),     tt_nn_linear_module(&m->f3)};
-    for (size_t i = 0; i < sizeof tail / sizeof tail[0]; i++) tt_nn_sequential_add(&m->seq, tail[i]);
+    for (size_t i = 0; i < sizeof tail / sizeof tail[0]; i++)
+        tt_nn_sequential_add(&m->seq, tail[i]);
     tt_module seq = tt_nn_sequential_module(&m->seq);
     tt_params_init(&m->params);
     tt_module_params(seq, &m->params, NULL);
@@ -34,7 +35,9 @@ void tt_lenet_init(tt_lenet *m, bool batch_norm, tt_rng *rng) {
     tt_module_state(seq, &m->state, NULL);
 }
 
-tt_tensor *tt_lenet_forward(tt_lenet *m, tt_tensor *x) { return tt_nn_sequential_forward(&m->seq, x); }
+tt_tensor *tt_lenet_forward(tt_lenet *m, tt_tensor *x) {
+    return tt_nn_sequential_forward(&m->seq, x);
+}
 
 void tt_lenet_train(tt_lenet *m, bool training) { tt_nn_sequential_train(&m->seq, training); }
 
