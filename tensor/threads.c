@@ -1,7 +1,8 @@
 // The thread pool of the parallel kernels (tensor/parallel.h) and the thread count
 // (tt_set_num_threads). A loop is cut into chunks that the calling thread and the workers claim
-// from one atomic counter; idle threads spin briefly, then sleep on a futex (Linux; elsewhere
-// they nap 50 us at a time). Not a task system: one loop at a time, no nesting (inner loops
+// from one atomic counter; idle threads spin, then sleep on a futex (Linux; elsewhere they nap
+// 50 us at a time): long while the pool's threads run undisturbed, briefly once the OS has
+// preempted one of them lately (spin_ns). Not a task system: one loop at a time, no nesting (inner loops
 // run serially).
 #define _GNU_SOURCE  // sched_getaffinity, CPU_COUNT, syscall
 #include <pthread.h>
@@ -9,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "tensor_internal.h"
@@ -20,7 +22,9 @@
 
 #define MAX_THREADS 256
 #define CHUNKS_PER_THREAD 8  // claimed dynamically: a late thread leaves little to the others
-#define SPIN_NS 50000        // idle threads spin this long before they sleep
+#define SPIN_LONG_NS 2000000   // idle threads' spin while the cores are ours (spin_ns)
+#define SPIN_SHORT_NS 10000    // and once the OS has preempted one of the pool's threads
+#define PREEMPT_WINDOW_NS 100000000  // how long a preemption counts as "lately"
 
 // ---- futex: sleep while *word == val, wake the sleepers ----
 
@@ -52,6 +56,32 @@ static int64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+// How long an idle thread spins before it sleeps. While the pool's threads run undisturbed
+// (an idle machine), long: the next loop comes within microseconds and a futex wake-up would
+// cost more than the spin. Once the OS has preempted one of them in the last
+// PREEMPT_WINDOW_NS (another process wants a core), briefly: a spinning thread holds a core
+// that the OS would otherwise give to a thread of ours queued behind that process, so the
+// step would wait for it. Each thread reads its own involuntary context switches
+// (getrusage, at most once a window) and publishes the time of the last one it saw.
+static _Atomic int64_t last_preempt_ns = -PREEMPT_WINDOW_NS;
+
+static int64_t spin_ns(void) {
+    static _Thread_local int64_t checked = -PREEMPT_WINDOW_NS, nivcsw;
+    int64_t now = now_ns();
+#ifdef RUSAGE_THREAD
+    struct rusage ru;
+    if (now - checked >= PREEMPT_WINDOW_NS && getrusage(RUSAGE_THREAD, &ru) == 0) {
+        if (ru.ru_nivcsw > nivcsw) atomic_store(&last_preempt_ns, now);
+        nivcsw = ru.ru_nivcsw;
+        checked = now;
+    }
+#else
+    (void)checked;
+    (void)nivcsw;
+#endif
+    return now - atomic_load(&last_preempt_ns) < PREEMPT_WINDOW_NS ? SPIN_SHORT_NS : SPIN_LONG_NS;
 }
 
 // ---- the pool ----
@@ -106,7 +136,7 @@ static void work_on(unsigned g) {
     }
 }
 
-// A worker: waits for a job after the last one it saw (spinning SPIN_NS, then asleep),
+// A worker: waits for a job after the last one it saw (spinning spin_ns(), then asleep),
 // works on it, until the pool stops.
 static void *worker_main(void *arg) {
     thread_index = (int)(intptr_t)arg;
@@ -115,11 +145,11 @@ static void *worker_main(void *arg) {
     while (!atomic_load(&pool.stop)) {
         unsigned g = atomic_load_explicit(&pool.job, memory_order_acquire);
         if (g == seen) {
-            int64_t t0 = now_ns();
+            int64_t t0 = now_ns(), spin = spin_ns();
             for (int i = 0; (g = atomic_load_explicit(&pool.job, memory_order_acquire)) == seen;
                  i++) {
                 cpu_relax();
-                if ((i & 63) == 63 && now_ns() - t0 > SPIN_NS) break;
+                if ((i & 63) == 63 && now_ns() - t0 > spin) break;
             }
         }
         if (g == seen) {
@@ -159,13 +189,13 @@ static void start_workers(int want) {
     }
 }
 
-// Waits until the job's nchunks chunks are done: spins SPIN_NS, then sleeps (which frees this
+// Waits until the job's nchunks chunks are done: spins spin_ns(), then sleeps (which frees this
 // core for a worker the OS had parked behind another process).
 static void wait_done(unsigned nchunks) {
-    int64_t t0 = now_ns();
+    int64_t t0 = now_ns(), spin = spin_ns();
     for (int i = 0; atomic_load_explicit(&pool.done, memory_order_acquire) != nchunks; i++) {
         cpu_relax();
-        if ((i & 63) != 63 || now_ns() - t0 < SPIN_NS) continue;
+        if ((i & 63) != 63 || now_ns() - t0 < spin) continue;
         atomic_store(&pool.caller_asleep, 1);
         unsigned d;
         while ((d = atomic_load(&pool.done)) != nchunks)
@@ -181,6 +211,11 @@ static void run_job(int64_t n, int64_t nchunks, tt__range_fn fn, void *ctx, int 
         if (pool.nworkers > threads - 1) stop_workers();
         start_workers(threads - 1);
     }
+    // Close the claim word to the last job before its fields change: a thread still in
+    // work_on for that job may have read its claim (all chunks taken) and then this job's
+    // chunk count; its compare-and-swap must fail, or it would run a chunk of this job twice.
+    unsigned g = atomic_load(&pool.job) + 1;
+    atomic_store(&pool.claim, ((uint64_t)g << 32) | 0xffffffffu);
     atomic_store_explicit(&pool.fn, fn, memory_order_relaxed);
     atomic_store_explicit(&pool.ctx, ctx, memory_order_relaxed);
     atomic_store_explicit(&pool.n, n, memory_order_relaxed);
@@ -188,7 +223,6 @@ static void run_job(int64_t n, int64_t nchunks, tt__range_fn fn, void *ctx, int 
     atomic_store_explicit(&pool.team, (int)(nchunks < threads ? nchunks : threads),
                           memory_order_relaxed);
     atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
-    unsigned g = atomic_load(&pool.job) + 1;
     atomic_store_explicit(&pool.claim, (uint64_t)g << 32, memory_order_release);
     atomic_store(&pool.job, g);
     if (atomic_load(&pool.sleepers) > 0) futex_wake(&pool.job);

@@ -60,6 +60,26 @@ START_TEST(test_every_index_once) {
 }
 END_TEST
 
+// Back-to-back loops on the same two threads whose chunk counts grow and shrink: a worker
+// still leaving the last loop (every chunk taken) must not take a chunk of the next one, which
+// has more chunks, before it opens (that ran a chunk twice and hung the caller).
+START_TEST(test_back_to_back_loops) {
+    int prev = tt_get_num_threads();
+    tt_set_num_threads(2);
+    int64_t wrong = 0;
+    atomic_int count[48];
+    for (int rep = 0; rep < 50000 && wrong == 0; rep++) {
+        int64_t n = 1 + (rep * 7) % 41;
+        for (int64_t i = 0; i < n; i++) atomic_store(&count[i], 0);
+        hits h = {.count = count, .threads = 2};
+        tt__parallel_for(n, 1, count_range, &h);
+        for (int64_t i = 0; i < n; i++) wrong += atomic_load(&count[i]) != 1;
+    }
+    ck_assert_msg(wrong == 0, "%lld indices not run exactly once", (long long)wrong);
+    tt_set_num_threads(prev);
+}
+END_TEST
+
 // ---- fixed chunks ----
 
 typedef struct chunk_log {
@@ -268,6 +288,7 @@ int main(void) {
     TCase *tc = tt_tcase("pool");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_every_index_once);
+    tcase_add_test(tc, test_back_to_back_loops);
     tcase_add_test(tc, test_fixed_chunks);
     tcase_add_test(tc, test_nested_loops_run_serially);
     tcase_add_test(tc, test_two_callers_at_once);
