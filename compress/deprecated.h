@@ -8,17 +8,7 @@
 
 #include "compress.h"  // the new names the aliases point to, whichever header came first
 
-#if !defined(TT__DEPRECATED_TYPE) && (defined(__GNUC__) || defined(__clang__))
-#define TT__DEPRECATED_TYPE(old_name, new_name) \
-    typedef new_name old_name __attribute__((deprecated("use " #new_name)));
-#define TT__DEPRECATED_FN(old_name, new_name) \
-    static __typeof__(new_name) *const old_name \
-        __attribute__((deprecated("use " #new_name), unused)) = new_name;
-#elif !defined(TT__DEPRECATED_TYPE)
-#define TT__DEPRECATED_TYPE(old_name, new_name) typedef new_name old_name;
-#define TT__DEPRECATED_FN(old_name, new_name)
-#define TT__DEPRECATED_MACROS 1
-#endif
+#include "../nn/deprecated.h"  // TT__DEPRECATED_TYPE, TT__DEPRECATED_FN
 
 // ---- types ----
 TT__DEPRECATED_TYPE(tt_qlinear, tt_nn_qlinear)

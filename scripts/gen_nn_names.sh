@@ -127,11 +127,16 @@ gen_deprecated() {
 
 #include "$dir.h"  // the new names the aliases point to, whichever header came first
 
+HEAD
+    if [ "$dir" != nn ]; then
+        printf '#include "../nn/deprecated.h"  // TT__DEPRECATED_TYPE, TT__DEPRECATED_FN\n\n'
+    else
+        cat << 'MACROS'
 #if !defined(TT__DEPRECATED_TYPE) && (defined(__GNUC__) || defined(__clang__))
-#define TT__DEPRECATED_TYPE(old_name, new_name) \\
+#define TT__DEPRECATED_TYPE(old_name, new_name) \
     typedef new_name old_name __attribute__((deprecated("use " #new_name)));
-#define TT__DEPRECATED_FN(old_name, new_name) \\
-    static __typeof__(new_name) *const old_name \\
+#define TT__DEPRECATED_FN(old_name, new_name) \
+    static __typeof__(new_name) *const old_name \
         __attribute__((deprecated("use " #new_name), unused)) = new_name;
 #elif !defined(TT__DEPRECATED_TYPE)
 #define TT__DEPRECATED_TYPE(old_name, new_name) typedef new_name old_name;
@@ -139,8 +144,10 @@ gen_deprecated() {
 #define TT__DEPRECATED_MACROS 1
 #endif
 
-// ---- types ----
-HEAD
+MACROS
+    fi
+    printf '// ---- types ----\n'
+
     aliases 'TT__DEPRECATED_TYPE(%s, %s)\n' "$tmp/types"
     printf '\n// ---- functions ----\n'
     aliases 'TT__DEPRECATED_FN(%s, %s)\n' "$tmp/functions"
