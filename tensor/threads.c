@@ -104,6 +104,7 @@ static struct {
     _Atomic(void *) ctx;
     _Atomic int64_t n, nchunks;
     atomic_int team;                  // workers with an index below this take part
+    atomic_int running;               // workers that have started (start_workers waits)
 } pool = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static int nthreads;                    // 0: not read from the environment yet
@@ -142,6 +143,7 @@ static void *worker_main(void *arg) {
     thread_index = (int)(intptr_t)arg;
     in_loop = true;
     unsigned seen = atomic_load(&pool.job);
+    atomic_fetch_add(&pool.running, 1);
     while (!atomic_load(&pool.stop)) {
         unsigned g = atomic_load_explicit(&pool.job, memory_order_acquire);
         if (g == seen) {
@@ -172,6 +174,7 @@ static void stop_workers(void) {
     futex_wake(&pool.job);
     for (int i = 0; i < pool.nworkers; i++) pthread_join(pool.workers[i], NULL);
     pool.nworkers = 0;
+    atomic_store(&pool.running, 0);
     atomic_store(&pool.stop, false);
 }
 
@@ -187,6 +190,9 @@ static void start_workers(int want) {
             break;
         pool.nworkers++;
     }
+    // Until each has started: a thread still starting (the C library or a sanitizer setting it
+    // up, under their locks) when the process forks would leave those locks held in the child.
+    while (atomic_load(&pool.running) < pool.nworkers) sched_yield();
 }
 
 // Waits until the job's nchunks chunks are done: spins spin_ns(), then sleeps (which frees this
@@ -271,6 +277,7 @@ void tt__parallel_for(int64_t n, int64_t grain, tt__range_fn fn, void *ctx) {
 // In a child forked while workers ran, the pool has none (they stay in the parent).
 static void after_fork_child(void) {
     pool.nworkers = 0;
+    atomic_store(&pool.running, 0);
     pthread_mutex_init(&pool.lock, NULL);
     atomic_store(&pool.sleepers, 0);
     atomic_store(&pool.caller_asleep, 0);
