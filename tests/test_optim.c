@@ -347,30 +347,46 @@ START_TEST(test_decay_groups) {
 }
 END_TEST
 
+// Two parameters a = b = (1, 2), each in a group of its own of an SGD at lr 0.1 (weight
+// decays wd_a, wd_b); two_groups_free releases them.
+typedef struct two_groups {
+    tt_tensor *a, *b;
+    tt_params pa, pb;
+    tt_optim o;
+} two_groups;
+
+static void two_groups_init(two_groups *t, double wd_a, double wd_b) {
+    t->a = param(TT_SHAPE(2), 1, 2);
+    t->b = param(TT_SHAPE(2), 1, 2);
+    tt_params_init(&t->pa);
+    tt_params_init(&t->pb);
+    tt_params_add(&t->pa, NULL, "a", t->a);
+    tt_params_add(&t->pb, NULL, "b", t->b);
+    tt_optim_init(&t->o, tt_sgd_config(0.1));
+    ck_assert_int_eq(tt_optim_add_group(&t->o, &t->pa, wd_a), 0);
+    ck_assert_int_eq(tt_optim_add_group(&t->o, &t->pb, wd_b), 1);
+}
+
+static void two_groups_free(two_groups *t) {
+    tt_optim_free(&t->o);
+    tt_params_free(&t->pa);
+    tt_params_free(&t->pb);
+    tt_release(t->a);
+    tt_release(t->b);
+}
+
 // Groups with their own weight decay and lr scale; set_lr changes every group.
 START_TEST(test_groups_lr_scale) {
-    tt_tensor *a = param(TT_SHAPE(2), 1, 2), *b = param(TT_SHAPE(2), 1, 2);
-    tt_params pa, pb;
-    tt_params_init(&pa);
-    tt_params_init(&pb);
-    tt_params_add(&pa, NULL, "a", a);
-    tt_params_add(&pb, NULL, "b", b);
-    tt_optim o;
-    tt_optim_init(&o, tt_sgd_config(0.1));
-    ck_assert_int_eq(tt_optim_add_group(&o, &pa, 0.5), 0);
-    ck_assert_int_eq(tt_optim_add_group(&o, &pb, 0.0), 1);
-    o.groups[1].lr_scale = 0.5;
-    tt_optim_set_lr(&o, 0.2);
-    set_grad(a, 1, 1);
-    set_grad(b, 1, 1);
-    tt_optim_step(&o);
-    ck_assert_values(a, 0, TOL, 1 - 0.2 * (1 + 0.5 * 1), 2 - 0.2 * (1 + 0.5 * 2));
-    ck_assert_values(b, 0, TOL, 1 - 0.1 * 1, 2 - 0.1 * 1);
-    tt_optim_free(&o);
-    tt_params_free(&pa);
-    tt_params_free(&pb);
-    tt_release(a);
-    tt_release(b);
+    two_groups t;
+    two_groups_init(&t, 0.5, 0.0);
+    t.o.groups[1].lr_scale = 0.5;
+    tt_optim_set_lr(&t.o, 0.2);
+    set_grad(t.a, 1, 1);
+    set_grad(t.b, 1, 1);
+    tt_optim_step(&t.o);
+    ck_assert_values(t.a, 0, TOL, 1 - 0.2 * (1 + 0.5 * 1), 2 - 0.2 * (1 + 0.5 * 2));
+    ck_assert_values(t.b, 0, TOL, 1 - 0.1 * 1, 2 - 0.1 * 1);
+    two_groups_free(&t);
 }
 END_TEST
 
@@ -378,37 +394,25 @@ END_TEST
 // by 0.02 g; a schedule then halving the lr (LambdaLR, factor 0.5) gives the groups 0.05 and
 // 0.01, each from its own base lr.
 START_TEST(test_group_absolute_lr) {
-    tt_tensor *a = param(TT_SHAPE(2), 1, 2), *b = param(TT_SHAPE(2), 1, 2);
-    tt_params pa, pb;
-    tt_params_init(&pa);
-    tt_params_init(&pb);
-    tt_params_add(&pa, NULL, "a", a);
-    tt_params_add(&pb, NULL, "b", b);
-    tt_optim o;
-    tt_optim_init(&o, tt_sgd_config(0.1));
-    tt_optim_add_group(&o, &pa, 0.0);
-    tt_optim_add_group(&o, &pb, 0.0);
-    tt_optim_set_group_lr(&o, 1, 0.02);
-    ck_assert_double_eq_tol(tt_optim_group_lr(&o, 0), 0.1, 1e-15);
-    ck_assert_double_eq_tol(tt_optim_group_lr(&o, 1), 0.02, 1e-15);
-    set_grad(a, 1, 1);
-    set_grad(b, 1, 1);
-    tt_optim_step(&o);
-    ck_assert_values(a, 0, TOL, 1 - 0.1, 2 - 0.1);
-    ck_assert_values(b, 0, TOL, 1 - 0.02, 2 - 0.02);
-    tt_optim_set_lr(&o, 0.05);  // a schedule at half the base lr
-    ck_assert_double_eq_tol(tt_optim_group_lr(&o, 0), 0.05, 1e-15);
-    ck_assert_double_eq_tol(tt_optim_group_lr(&o, 1), 0.01, 1e-15);
-    set_grad(a, 1, 1);
-    set_grad(b, 1, 1);
-    tt_optim_step(&o);
-    ck_assert_values(a, 0, TOL, 1 - 0.15, 2 - 0.15);
-    ck_assert_values(b, 0, TOL, 1 - 0.03, 2 - 0.03);
-    tt_optim_free(&o);
-    tt_params_free(&pa);
-    tt_params_free(&pb);
-    tt_release(a);
-    tt_release(b);
+    two_groups t;
+    two_groups_init(&t, 0.0, 0.0);
+    tt_optim_set_group_lr(&t.o, 1, 0.02);
+    ck_assert_double_eq_tol(tt_optim_group_lr(&t.o, 0), 0.1, 1e-15);
+    ck_assert_double_eq_tol(tt_optim_group_lr(&t.o, 1), 0.02, 1e-15);
+    set_grad(t.a, 1, 1);
+    set_grad(t.b, 1, 1);
+    tt_optim_step(&t.o);
+    ck_assert_values(t.a, 0, TOL, 1 - 0.1, 2 - 0.1);
+    ck_assert_values(t.b, 0, TOL, 1 - 0.02, 2 - 0.02);
+    tt_optim_set_lr(&t.o, 0.05);  // a schedule at half the base lr
+    ck_assert_double_eq_tol(tt_optim_group_lr(&t.o, 0), 0.05, 1e-15);
+    ck_assert_double_eq_tol(tt_optim_group_lr(&t.o, 1), 0.01, 1e-15);
+    set_grad(t.a, 1, 1);
+    set_grad(t.b, 1, 1);
+    tt_optim_step(&t.o);
+    ck_assert_values(t.a, 0, TOL, 1 - 0.15, 2 - 0.15);
+    ck_assert_values(t.b, 0, TOL, 1 - 0.03, 2 - 0.03);
+    two_groups_free(&t);
 }
 END_TEST
 
