@@ -67,6 +67,37 @@ void tt_nn_linear_dequantize(tt_nn_linear *m);
 // The int8 module running in m's place (borrowed), NULL when m is not quantized.
 tt_nn_qlinear *tt_nn_linear_quantized(const tt_nn_linear *m);
 
+// ---- weight formats for inference (compress/qlinear.c) ----
+// A Linear's weight may run in another format than f32: tt_nn_linear_quantize_as swaps in a
+// module that holds the weight packed in that format and multiplies f32 inputs by it (f32
+// outputs, no autograd: inference only, as QuantizedLinear above). The f32 weight and bias
+// stay, so tt_nn_linear_params, checkpoints and tt_nn_linear_dequantize see them unchanged.
+//
+//     tt_quant q;
+//     if (tt_quant_parse("bf16", &q) != TT_OK) { puts(tt_last_error()); ... }
+//     tt_quantize_dynamic_as(tt_nn_sequential_module(&seq), q);  // every Linear runs bf16
+typedef enum tt_quant {
+    TT_QUANT_NONE,  // "f32": the Linear's own weight
+    TT_QUANT_INT8,  // "int8": QuantizedLinear above (per-channel int8, per-row u8 inputs)
+    TT_QUANT_BF16,  // "bf16": bfloat16 weights, f32 inputs and sums
+    TT_QUANT_INT4,  // "int4": 4-bit weights in blocks with a scale each
+    TT_QUANT_COUNT
+} tt_quant;
+
+const char *tt_quant_name(tt_quant q);  // "f32", "int8", "bf16", "int4"
+// The format named name; TT_ERR_ARG listing the names otherwise (q unchanged).
+tt_status tt_quant_parse(const char *name, tt_quant *q);
+// Swaps in for m a module running m's current weight in format q (replacing an earlier format
+// or an observer); TT_QUANT_NONE goes back to f32. tt_nn_linear_quantize(m) is q = INT8.
+// Aborts when the weight does not fit the format (int8: in_features <= 65536).
+void tt_nn_linear_quantize_as(tt_nn_linear *m, tt_quant q);
+// m's format: TT_QUANT_NONE for an f32 Linear (low-rank and observed ones too).
+tt_quant tt_nn_linear_quantization(const tt_nn_linear *m);
+// The bytes a quantized m's forward reads for its weight and bias; 0 when m is not quantized.
+int64_t tt_nn_linear_quantized_bytes(const tt_nn_linear *m);
+// tt_quantize_dynamic in format q (not NONE): returns how many Linears it swapped.
+int tt_quantize_dynamic_as(tt_module m, tt_quant q);
+
 // ---- pruning (compress/prune.c) ----
 // torch.nn.utils.prune's magnitude and structured pruning over named tensors. A tt_pruning
 // records each pruned tensor and its mask (same shape and dtype, 1 kept, 0 pruned), the masks

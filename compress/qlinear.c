@@ -103,14 +103,36 @@ static const tt_module_ops qlinear_ops = {.type = "QuantizedLinear", .forward = 
                                           .free = qlinear_free};
 tt_module tt_nn_qlinear_module(tt_nn_qlinear *q) { return (tt_module){q, &qlinear_ops}; }
 
-// ---- the modules swapped in for a Linear: int8, or f32 recording its input's range ----
+// ---- int8 as a weight format (tt__qformat) ----
+
+static bool int8_fits(int64_t out, int64_t in) { return out >= 1 && in <= TT_K_QGEMM_KMAX; }
+static void *int8_pack(const tt_tensor *weight, const tt_tensor *bias) {
+    tt_nn_qlinear *q = TT_MALLOC(sizeof *q);
+    tt_nn_qlinear_init(q, weight, bias);
+    return q;
+}
+static tt_tensor *int8_forward(void *state, tt_tensor *x) {
+    return tt_nn_qlinear_forward(state, x);
+}
+static int64_t int8_bytes(const void *state) { return tt_nn_qlinear_bytes(state); }
+static void int8_free(void *state) {
+    tt_nn_qlinear_free(state);
+    tt_free(state);
+}
+const tt__qformat tt__qformat_int8 = {TT_QUANT_INT8, int8_fits, int8_pack, int8_forward,
+                                      int8_bytes, int8_free};
+
+// ---- the modules swapped in for a Linear: a weight format, or f32 recording its input's range
 // Both keep references to the Linear's f32 weight and bias and list them as its parameters
 // (a checkpoint or an optimizer sees the same names as before the swap).
 
-typedef struct int8_linear {
-    tt_nn_qlinear q;
+// A Linear running in a weight format (tt__qformat): the format's packed state and the f32
+// weight and bias it was made from.
+typedef struct quant_linear {
+    const tt__qformat *fmt;
+    void *state;               // fmt->pack's
     tt_tensor *weight, *bias;  // the Linear's f32 ones (retained)
-} int8_linear;
+} quant_linear;
 
 typedef struct observed_linear {
     tt_observer obs;
@@ -122,22 +144,39 @@ static void f32_params(tt_tensor *weight, tt_tensor *bias, tt_params *out, const
     if (bias) tt_params_add(out, prefix, "bias", bias);
 }
 
-static tt_tensor *int8_fwd(void *self, tt_tensor *x) {
-    return tt_nn_qlinear_forward(&((int8_linear *)self)->q, x);  // (..., out)
+static tt_tensor *quant_fwd(void *self, tt_tensor *x) {
+    quant_linear *s = self;
+    return s->fmt->forward(s->state, x);  // (..., out)
 }
-static void int8_params(const void *self, tt_params *out, const char *prefix) {
-    const int8_linear *s = self;
+static void quant_params(const void *self, tt_params *out, const char *prefix) {
+    const quant_linear *s = self;
     f32_params(s->weight, s->bias, out, prefix);
 }
-static void int8_free(void *self) {
-    int8_linear *s = self;
-    tt_nn_qlinear_free(&s->q);
+static void quant_free(void *self) {
+    quant_linear *s = self;
+    s->fmt->free(s->state);
     tt_release(s->weight);
     tt_release(s->bias);
     tt_free(s);
 }
-static const tt_module_ops int8_ops = {.type = "QuantizedLinear", .forward = int8_fwd,
-                                       .params = int8_params, .free = int8_free};
+#define QUANT_OPS(name) {.type = name, .forward = quant_fwd, .params = quant_params, \
+                         .free = quant_free}
+// One ops table per format, so a module's type names its format.
+static const tt_module_ops quant_ops[TT_QUANT_COUNT] = {
+    [TT_QUANT_INT8] = QUANT_OPS("QuantizedLinear"),
+    [TT_QUANT_BF16] = QUANT_OPS("BF16Linear"),
+    [TT_QUANT_INT4] = QUANT_OPS("Int4Linear"),
+};
+
+// The formats by tt_quant; NULL where none is built in.
+static const tt__qformat *const formats[TT_QUANT_COUNT] = {
+    [TT_QUANT_INT8] = &tt__qformat_int8,
+};
+
+static quant_linear *as_quant(const tt_nn_linear *m) {
+    if (!m || m->swap.ops < quant_ops || m->swap.ops >= quant_ops + TT_QUANT_COUNT) return NULL;
+    return m->swap.self;
+}
 
 // Static quantization's calibration: records the input's range, then the f32 Linear.
 static tt_tensor *observed_fwd(void *self, tt_tensor *x) {
@@ -158,24 +197,66 @@ static void observed_free(void *self) {
 static const tt_module_ops observed_ops = {.type = "ObservedLinear", .forward = observed_fwd,
                                            .params = observed_params, .free = observed_free};
 
-void tt_nn_linear_quantize(tt_nn_linear *m) {
-    TT_CHECK(m && m->weight, "the Linear is not initialized; call tt_nn_linear_init first");
-    tt_nn_linear_dequantize(m);
-    int8_linear *s = TT_MALLOC(sizeof *s);
-    tt_nn_qlinear_from_linear(&s->q, m);
-    s->weight = tt_retain(m->weight);
-    s->bias = m->bias ? tt_retain(m->bias) : NULL;
-    m->swap = (tt_module){s, &int8_ops};
+static const char *const quant_names[TT_QUANT_COUNT] = {"f32", "int8", "bf16", "int4"};
+
+const char *tt_quant_name(tt_quant q) {
+    TT_CHECK(q >= 0 && q < TT_QUANT_COUNT, "unknown weight format %d", (int)q);
+    return quant_names[q];
 }
 
+tt_status tt_quant_parse(const char *name, tt_quant *q) {
+    for (int i = 0; name && i < TT_QUANT_COUNT; i++)
+        if (strcmp(name, quant_names[i]) == 0 && (i == TT_QUANT_NONE || formats[i])) {
+            *q = (tt_quant)i;
+            return TT_OK;
+        }
+    return tt_set_error(TT_ERR_ARG, "'%s' is not a weight format; use f32, int8, bf16 or int4",
+                        name ? name : "(null)");
+}
+
+// Whether m's weight fits format q (int8's sums limit in_features, for one).
+static bool format_fits(const tt_nn_linear *m, tt_quant q) {
+    return !formats[q]->fits || formats[q]->fits(m->out_features, m->in_features);
+}
+
+void tt_nn_linear_quantize_as(tt_nn_linear *m, tt_quant q) {
+    TT_CHECK(m && m->weight, "the Linear is not initialized; call tt_nn_linear_init first");
+    TT_CHECK(q >= 0 && q < TT_QUANT_COUNT, "unknown weight format %d", (int)q);
+    tt_nn_linear_dequantize(m);
+    if (q == TT_QUANT_NONE) return;
+    TT_CHECK(formats[q], "the weight format %s is not built into this library", quant_names[q]);
+    TT_CHECK(format_fits(m, q), "a Linear (in=%lld, out=%lld) does not fit the %s format; "
+             "keep it in f32", (long long)m->in_features, (long long)m->out_features,
+             quant_names[q]);
+    quant_linear *s = TT_MALLOC(sizeof *s);
+    s->fmt = formats[q];
+    s->state = s->fmt->pack(m->weight, m->bias);
+    s->weight = tt_retain(m->weight);
+    s->bias = m->bias ? tt_retain(m->bias) : NULL;
+    m->swap = (tt_module){s, &quant_ops[q]};
+}
+
+void tt_nn_linear_quantize(tt_nn_linear *m) { tt_nn_linear_quantize_as(m, TT_QUANT_INT8); }
+
 void tt_nn_linear_dequantize(tt_nn_linear *m) {
-    if (!m || (m->swap.ops != &int8_ops && m->swap.ops != &observed_ops)) return;
+    if (!m || (!as_quant(m) && m->swap.ops != &observed_ops)) return;
     tt_module_free(m->swap);
     m->swap = (tt_module){0};
 }
 
+tt_quant tt_nn_linear_quantization(const tt_nn_linear *m) {
+    const quant_linear *s = as_quant(m);
+    return s ? s->fmt->quant : TT_QUANT_NONE;
+}
+
 tt_nn_qlinear *tt_nn_linear_quantized(const tt_nn_linear *m) {
-    return m && m->swap.ops == &int8_ops ? &((int8_linear *)m->swap.self)->q : NULL;
+    const quant_linear *s = as_quant(m);
+    return s && s->fmt->quant == TT_QUANT_INT8 ? s->state : NULL;
+}
+
+int64_t tt_nn_linear_quantized_bytes(const tt_nn_linear *m) {
+    const quant_linear *s = as_quant(m);
+    return s ? s->fmt->bytes(s->state) : 0;
 }
 
 tt_observer *tt_nn_linear_observer(const tt_nn_linear *m) {
@@ -203,6 +284,7 @@ typedef enum walk_action {
 
 typedef struct quantize_walk {
     walk_action action;
+    tt_quant quant;  // WALK_DYNAMIC's format
     int count;
 } quantize_walk;
 
@@ -227,13 +309,13 @@ static void quantize_visit(tt_module m, const char *name, void *ctx) {
     quantize_walk *w = ctx;
     if (is_linear(m)) {
         tt_nn_linear *lin = m.self;
-        bool fits = lin->weight && lin->in_features <= TT_K_QGEMM_KMAX;
+        bool fits = lin->weight && format_fits(lin, w->quant);
         if (w->action == WALK_DYNAMIC && fits) {
-            tt_nn_linear_quantize(lin);
+            tt_nn_linear_quantize_as(lin, w->quant);
             w->count++;
-        } else if (w->action == WALK_DEQUANTIZE && (tt_nn_linear_quantized(lin) ||
+        } else if (w->action == WALK_DEQUANTIZE && (as_quant(lin) ||
                                                     tt_nn_linear_observer(lin))) {
-            w->count += tt_nn_linear_quantized(lin) != NULL;
+            w->count += as_quant(lin) != NULL;
             tt_nn_linear_dequantize(lin);
         } else if (w->action == WALK_PREPARE && fits) {
             observe_linear(lin);
@@ -248,17 +330,24 @@ static void quantize_visit(tt_module m, const char *name, void *ctx) {
 }
 
 // Runs action on every Linear of m; returns how many it handled. func: the caller's name.
-static int walk_tree(tt_module m, walk_action action, const char *func) {
+static int walk_tree(tt_module m, walk_action action, tt_quant quant, const char *func) {
     TT_CHECK_IN(func, m.ops, "the module is not initialized (ops is NULL); pass "
                 "tt_<name>_module(&layer)");
-    quantize_walk w = {action, 0};
+    TT_CHECK_IN(func, quant > TT_QUANT_NONE && quant < TT_QUANT_COUNT && formats[quant],
+                "the weight format %d is not built into this library; use TT_QUANT_INT8, "
+                "TT_QUANT_BF16 or TT_QUANT_INT4", (int)quant);
+    quantize_walk w = {action, quant, 0};
     quantize_visit(m, NULL, &w);
     return w.count;
 }
 
-int tt_quantize_dynamic(tt_module m) { return walk_tree(m, WALK_DYNAMIC, __func__); }
+int tt_quantize_dynamic_as(tt_module m, tt_quant q) {
+    return walk_tree(m, WALK_DYNAMIC, q, __func__);
+}
 
-int tt_dequantize_model(tt_module m) { return walk_tree(m, WALK_DEQUANTIZE, __func__); }
+int tt_quantize_dynamic(tt_module m) { return walk_tree(m, WALK_DYNAMIC, TT_QUANT_INT8, __func__); }
+
+int tt_dequantize_model(tt_module m) { return walk_tree(m, WALK_DEQUANTIZE, TT_QUANT_INT8, __func__); }
 
 // ---- static quantization ----
 
@@ -289,6 +378,6 @@ void tt_observer_update(tt_observer *o, const tt_tensor *x) {
     o->batches++;
 }
 
-int tt_quantize_static_prepare(tt_module m) { return walk_tree(m, WALK_PREPARE, __func__); }
+int tt_quantize_static_prepare(tt_module m) { return walk_tree(m, WALK_PREPARE, TT_QUANT_INT8, __func__); }
 
-int tt_quantize_static_convert(tt_module m) { return walk_tree(m, WALK_CONVERT, __func__); }
+int tt_quantize_static_convert(tt_module m) { return walk_tree(m, WALK_CONVERT, TT_QUANT_INT8, __func__); }

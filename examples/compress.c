@@ -206,7 +206,7 @@ static row measure(const char *name, tt_gpt *m, const tt_text_dataset *ds, int64
     r.matmul_kb = (double)tt_gpt_matmul_weight_bytes(m) / 1024.0;
     // Stored: the matmul weights plus the rest (embeddings, norms) in f32; a tied head is the
     // embedding table, counted once unless it also has an int8 copy.
-    int64_t tied = c->tie_weights && !m->head_int8 ? 4 * tt_numel(m->wte.weight) : 0;
+    int64_t tied = c->tie_weights && !m->head_q ? 4 * tt_numel(m->wte.weight) : 0;
     r.size_kb = (double)(tt_gpt_matmul_weight_bytes(m) - tied + f32_other) / 1024.0;
     r.val_loss = val_loss(m, ds);
     r.tok_s = tokens_per_s(m);

@@ -413,11 +413,52 @@ START_TEST(test_abort_gpt_uninitialized) {
 }
 END_TEST
 
+// The weight formats by name, and tt_nn_linear_quantize_as: INT8 is tt_nn_linear_quantize
+// (same module type, same bits), NONE goes back to f32, an unknown name is refused.
+START_TEST(test_quant_formats) {
+    tt_quant q = TT_QUANT_COUNT;
+    ck_assert_int_eq(tt_quant_parse("int8", &q), TT_OK);
+    ck_assert_int_eq(q, TT_QUANT_INT8);
+    ck_assert_int_eq(tt_quant_parse("f32", &q), TT_OK);
+    ck_assert_int_eq(q, TT_QUANT_NONE);
+    ck_assert_int_eq(tt_quant_parse("int3", &q), TT_ERR_ARG);
+    ck_assert_int_eq(q, TT_QUANT_NONE);
+    ck_assert_str_eq(tt_last_error(), "'int3' is not a weight format; use f32, int8, bf16 or "
+                     "int4");
+    ck_assert_str_eq(tt_quant_name(TT_QUANT_INT8), "int8");
+    tt_rng rng;
+    tt_rng_seed(&rng, 3);
+    tt_nn_linear fc;
+    tt_nn_linear_init(&fc, 16, 8, true, &rng);
+    tt_no_grad_begin();
+    tt_scope_begin();
+    tt_tensor *x = tt_randn(&rng, TT_F32, TT_SHAPE(3, 16));
+    tt_tensor *f32 = tt_nn_linear_forward(&fc, x);
+    tt_nn_linear_quantize(&fc);
+    tt_tensor *int8 = tt_nn_linear_forward(&fc, x);
+    tt_nn_linear_quantize_as(&fc, TT_QUANT_INT8);
+    ck_assert_int_eq(tt_nn_linear_quantization(&fc), TT_QUANT_INT8);
+    ck_assert_str_eq(tt_nn_linear_module(&fc).ops->type, "Linear");
+    ck_assert_str_eq(fc.swap.ops->type, "QuantizedLinear");
+    ck_assert(tt_test_same_values(tt_nn_linear_forward(&fc, x), int8));
+    ck_assert_int_eq(tt_nn_linear_quantized_bytes(&fc),
+                     tt_nn_qlinear_bytes(tt_nn_linear_quantized(&fc)));
+    tt_nn_linear_quantize_as(&fc, TT_QUANT_NONE);
+    ck_assert_int_eq(tt_nn_linear_quantization(&fc), TT_QUANT_NONE);
+    ck_assert_int_eq(tt_nn_linear_quantized_bytes(&fc), 0);
+    ck_assert(tt_test_same_values(tt_nn_linear_forward(&fc, x), f32));
+    tt_scope_end();
+    tt_no_grad_end();
+    tt_nn_linear_free(&fc);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("qlinear");
     TCase *lin = tt_tcase("linear");
     tcase_add_loop_test(lin, test_qlinear_vs_linear, 0, NLIN);
     tcase_add_loop_test(lin, test_linear_quantize_hook, 0, 2);
+    tcase_add_test(lin, test_quant_formats);
     suite_add_tcase(s, lin);
 
     TCase *gpt = tt_tcase("gpt");

@@ -236,16 +236,18 @@ const char *open_model(const char *cmd, tt_gpt *gpt, train_state *s, tt_checkpoi
     return path;
 }
 
-// --quantize: "int8" quantizes gpt's Linears and head (a note on stderr with their weight
-// bytes before and after), "f32" (the default) leaves it; exits on another value.
+// --quantize FORMAT (tt_quant_parse's names) runs gpt's Linears and head in that format (a
+// note on stderr with their weight bytes before and after); "f32", the default, leaves it;
+// exits on another value.
 void apply_quantize(tt_gpt *gpt) {
-    if (!opt.quantize || strcmp(opt.quantize, "f32") == 0) return;
-    if (strcmp(opt.quantize, "int8") != 0)
-        die_usage("--quantize must be int8 or f32, got '%s'", opt.quantize);
+    tt_quant q = TT_QUANT_NONE;
+    if (opt.quantize && tt_quant_parse(opt.quantize, &q) != TT_OK)
+        die_usage("--quantize: %s", tt_last_error());
+    if (q == TT_QUANT_NONE) return;
     int64_t before = tt_gpt_matmul_weight_bytes(gpt);
-    tt_gpt_quantize(gpt);
-    fprintf(stderr, "quantized to int8: matmul weights %lld -> %lld bytes (%.2fx smaller)\n",
-            (long long)before, (long long)tt_gpt_matmul_weight_bytes(gpt),
+    tt_gpt_quantize_as(gpt, q);
+    fprintf(stderr, "quantized to %s: matmul weights %lld -> %lld bytes (%.2fx smaller)\n",
+            tt_quant_name(q), (long long)before, (long long)tt_gpt_matmul_weight_bytes(gpt),
             (double)before / (double)tt_gpt_matmul_weight_bytes(gpt));
 }
 

@@ -58,7 +58,7 @@ int cmd_sample(void) {
     check_stdout();
     fprintf(stderr, "sampled %lld tokens in %.3f s (%.1f tokens/s, KV cache %s, %d threads, "
             "%s)\n", (long long)opt.tokens, dt, dt > 0 ? (double)opt.tokens / dt : 0.0,
-            so.use_cache ? "on" : "off", nthreads(), tt_gpt_is_quantized(&gpt) ? "int8" : "f32");
+            so.use_cache ? "on" : "off", nthreads(), tt_quant_name(tt_gpt_quantization(&gpt)));
     free(out);
     tt_free(prompt);
     tt_gpt_free(&gpt);

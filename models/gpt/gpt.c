@@ -157,7 +157,7 @@ tt_tensor *tt__gpt_embed(tt_gpt *m, tt_tensor *tokens, int64_t pos) {
 
 // x (..., C) -> logits (..., V): x wte^T when tied, lm_head otherwise (no bias either way).
 tt_tensor *tt__gpt_head(tt_gpt *m, tt_tensor *x) {
-    if (m->head_int8) return tt_nn_qlinear_forward(m->head_int8, x);
+    if (m->head_q) return tt_nn_linear_forward(m->head_q, x);
     if (m->cfg.tie_weights) return tt_affine(x, m->wte.weight, NULL);
     return tt_nn_linear_forward(&m->lm_head, x);
 }
@@ -185,32 +185,48 @@ tt_tensor *tt_gpt_loss(tt_gpt *m, tt_tensor *tokens, tt_tensor *targets) {
     return loss;
 }
 
-// ---- int8 inference ----
+// ---- quantized inference ----
 
-// Every Linear of the tree (the blocks', lm_head when untied), then the tied head.
-void tt_gpt_quantize(tt_gpt *m) {
-    TT_CHECK(m && m->blocks, "the model is not initialized; call tt_gpt_init first");
-    tt_quantize_dynamic(tt_gpt_module(m));
-    if (m->cfg.tie_weights) {
-        if (m->head_int8) tt_nn_qlinear_free(m->head_int8);
-        else m->head_int8 = TT_MALLOC(sizeof *m->head_int8);
-        tt_nn_qlinear_init(m->head_int8, m->wte.weight, NULL);  // (V, C)
+// The tied head as a Linear sharing wte's matrix (V, C), no bias, in format q.
+static void quantize_tied_head(tt_gpt *m, tt_quant q) {
+    if (!m->head_q) {
+        m->head_q = TT_CALLOC(1, sizeof *m->head_q);
+        m->head_q->weight = tt_retain(m->wte.weight);
+        m->head_q->in_features = m->cfg.n_embd;
+        m->head_q->out_features = m->cfg.vocab_size;
     }
+    tt_nn_linear_quantize_as(m->head_q, q);
 }
+
+// Every Linear of the tree (the blocks', lm_head when untied), then the tied head; func is the
+// public function called.
+static void quantize(tt_gpt *m, tt_quant q, const char *func) {
+    TT_CHECK_IN(func, m && m->blocks, "the model is not initialized; call tt_gpt_init first");
+    tt_gpt_dequantize(m);
+    if (q == TT_QUANT_NONE) return;
+    tt_quantize_dynamic_as(tt_gpt_module(m), q);
+    if (m->cfg.tie_weights) quantize_tied_head(m, q);
+}
+
+void tt_gpt_quantize_as(tt_gpt *m, tt_quant q) { quantize(m, q, __func__); }
+
+void tt_gpt_quantize(tt_gpt *m) { quantize(m, TT_QUANT_INT8, __func__); }
 
 void tt_gpt_dequantize(tt_gpt *m) {
     if (!m) return;
     if (m->blocks) tt_dequantize_model(tt_gpt_module(m));
-    if (m->head_int8) {
-        tt_nn_qlinear_free(m->head_int8);
-        tt_free(m->head_int8);
-        m->head_int8 = NULL;
+    if (m->head_q) {
+        tt_nn_linear_free(m->head_q);
+        tt_free(m->head_q);
+        m->head_q = NULL;
     }
 }
 
-bool tt_gpt_is_quantized(const tt_gpt *m) {
-    return m && m->blocks && tt_nn_linear_quantized(&m->blocks[0].attn.q_proj) != NULL;
+tt_quant tt_gpt_quantization(const tt_gpt *m) {
+    return m && m->blocks ? tt_nn_linear_quantization(&m->blocks[0].attn.q_proj) : TT_QUANT_NONE;
 }
+
+bool tt_gpt_is_quantized(const tt_gpt *m) { return tt_gpt_quantization(m) != TT_QUANT_NONE; }
 
 // Bytes of a weight and its bias (either may be NULL).
 static int64_t dense_bytes(const tt_tensor *w, const tt_tensor *b) {
@@ -226,15 +242,14 @@ int64_t tt_gpt_matmul_weight_bytes(const tt_gpt *m) {
     int64_t bytes = 0;
     for (int i = 0; i < lin.n; i++) {
         const tt_nn_linear *x = lin.items[i].linear;
-        const tt_nn_qlinear *q = tt_nn_linear_quantized(x);
         const tt_nn_linear *f = tt_nn_linear_factors(x);
-        if (q) bytes += tt_nn_qlinear_bytes(q);
+        if (tt_nn_linear_quantization(x) != TT_QUANT_NONE) bytes += tt_nn_linear_quantized_bytes(x);
         else if (f)  // low rank (tt_gpt_low_rank): both factors, f32
             bytes += dense_bytes(f[0].weight, f[0].bias) + dense_bytes(f[1].weight, f[1].bias);
         else bytes += dense_bytes(x->weight, x->bias);
     }
     tt_nn_linear_list_free(&lin);
-    if (m->head_int8) bytes += tt_nn_qlinear_bytes(m->head_int8);
+    if (m->head_q) bytes += tt_nn_linear_quantized_bytes(m->head_q);
     else if (m->cfg.tie_weights) bytes += dense_bytes(m->wte.weight, NULL);
     return bytes;
 }

@@ -132,7 +132,7 @@ typedef struct tt_gpt {
     tt_nn_linear lm_head;     // weight is NULL when tied (wte.weight is used)
     tt_rng dropout_rng;       // the model's own stream for dropout masks
     tt_params params;         // every parameter by name: wte.weight, blocks.0.attn.q_proj.weight
-    tt_nn_qlinear *head_int8;  // the tied head (wte) as int8, when quantized (tt_gpt_quantize)
+    tt_nn_linear *head_q;     // the tied head (wte's matrix) when quantized (tt_gpt_quantize_as)
 } tt_gpt;
 
 // Builds the model and initializes it as GPT-2/nanoGPT: normal(0, 0.02) for Linear and
@@ -165,11 +165,15 @@ tt_tensor *tt_gpt_loss(tt_gpt *m, tt_tensor *tokens, tt_tensor *targets);
 //     tt_gpt_quantize(&gpt);
 //     tt_gpt_generate(&gpt, prompt, n_prompt, n_new, &opts, &rng, out, NULL, NULL);
 void tt_gpt_quantize(tt_gpt *m);
+// The same in any weight format (compress.h's tt_quant: int8, bf16, int4; NONE dequantizes):
+// the Linears and the head run in it, everything else as above.
+void tt_gpt_quantize_as(tt_gpt *m, tt_quant q);
 void tt_gpt_dequantize(tt_gpt *m);  // back to f32 (safe when not quantized)
-bool tt_gpt_is_quantized(const tt_gpt *m);
+tt_quant tt_gpt_quantization(const tt_gpt *m);  // TT_QUANT_NONE when f32
+bool tt_gpt_is_quantized(const tt_gpt *m);      // in any format but f32
 // The bytes the forward reads for the weights of its matrix products (the Linears and the
-// head, biases included): 4 per f32 element, or the int8 packing's tt_nn_qlinear_bytes when
-// quantized. Embedding tables and norms are not counted (a tied head counts once, as a head).
+// head, biases included): 4 per f32 element, or the format's packing
+// (tt_nn_linear_quantized_bytes) when quantized. Embedding tables and norms are not counted (a tied head counts once, as a head).
 int64_t tt_gpt_matmul_weight_bytes(const tt_gpt *m);
 
 // ---- checkpoints (gpt_checkpoint.c; the file format is docs/checkpoint.md's) ----
