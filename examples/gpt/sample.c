@@ -85,7 +85,7 @@ typedef struct printer {
 // Prints prompt i and the text it has so far (the start of its turn).
 static void print_head(printer *p, int i) {
     fwrite(p->ps->text[i], 1, p->ps->len[i], stdout);
-    fwrite(p->out[i], 1, p->n_out[i], stdout);
+    if (p->n_out[i] > 0) fwrite(p->out[i], 1, p->n_out[i], stdout);
     check_stdout();
 }
 
