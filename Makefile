@@ -182,6 +182,7 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuz
 	echo "== mlp_moons"; sh tests/run_mlp_moons.sh $(BUILD) || fail=1; \
 	echo "== char_gpt"; sh tests/run_char_gpt.sh $(BUILD) || fail=1; \
 	echo "== gpt"; sh tests/run_gpt.sh $(BUILD) || fail=1; \
+	echo "== gpt sample"; sh tests/run_gpt_sample.sh $(BUILD) || fail=1; \
 	echo "== safety_files"; sh tests/run_safety_files.sh $(BUILD) || fail=1; \
 	echo "== char_lstm"; sh tests/run_char_lstm.sh $(BUILD) || fail=1; \
 	echo "== spiral_classify"; sh tests/run_spiral_classify.sh $(BUILD) || fail=1; \

@@ -161,6 +161,20 @@ static void check_input(const tt_nn_attention *m, const tt_tensor *x, int64_t po
                 (long long)pos, (long long)(pos + T - 1), (long long)c->max_seq);
 }
 
+// q (B, NH, T, HS) and k (B, NKV, T, HS) at positions pos .. pos + T - 1 -> QK-normed and
+// rotated, in place. Runs in the caller's scope.
+static void norm_rope(tt_nn_attention *m, int64_t pos, tt_tensor **q, tt_tensor **k) {
+    const tt_nn_attention_config *c = &m->cfg;
+    if (c->qk_norm) {
+        *q = tt_nn_rmsnorm_forward(&m->q_norm, *q);
+        *k = tt_nn_rmsnorm_forward(&m->k_norm, *k);
+    }
+    if (c->rope) {
+        *q = tt_nn_rope_forward(&m->rope, *q, pos);
+        *k = tt_nn_rope_forward(&m->rope, *k, pos);
+    }
+}
+
 // q, k, v of x (B, T, C) at positions pos .. pos + T - 1 (checked by check_input):
 // projected, split into heads, QK-normed and rotated. Runs in the caller's scope.
 static void project_qkv(tt_nn_attention *m, tt_tensor *x, int64_t pos, tt_tensor **q,
@@ -170,14 +184,7 @@ static void project_qkv(tt_nn_attention *m, tt_tensor *x, int64_t pos, tt_tensor
     *q = split_heads(tt_nn_linear_forward(&m->q_proj, x), c->n_head, hs);  // (B, NH, T, HS)
     *k = split_heads(tt_nn_linear_forward(&m->k_proj, x), c->n_kv_head, hs);  // (B, NKV, T, HS)
     *v = split_heads(tt_nn_linear_forward(&m->v_proj, x), c->n_kv_head, hs);  // (B, NKV, T, HS)
-    if (c->qk_norm) {
-        *q = tt_nn_rmsnorm_forward(&m->q_norm, *q);
-        *k = tt_nn_rmsnorm_forward(&m->k_norm, *k);
-    }
-    if (c->rope) {
-        *q = tt_nn_rope_forward(&m->rope, *q, pos);
-        *k = tt_nn_rope_forward(&m->rope, *k, pos);
-    }
+    norm_rope(m, pos, q, k);
 }
 
 // y (B, NH, T, HS) -> o_proj and dropout, (B, T, C). Runs in the caller's scope.
@@ -283,6 +290,51 @@ tt_tensor *tt_nn_attention_forward_cached(tt_nn_attention *m, tt_tensor *x, tt_t
     return y;
 }
 
+// Aborts unless row b's caches are (1, NKV, > pos, HS) and pos is in [0, max_seq).
+static void check_row(const tt_nn_attention *m, const tt_tensor *k, const tt_tensor *v,
+                      int64_t pos, int64_t b) {
+    TT_CHECK_IN("tt_nn_attention_forward_rows", pos >= 0 && pos < m->cfg.max_seq,
+                "row %lld: position %lld is outside [0, max_seq=%lld)", (long long)b,
+                (long long)pos, (long long)m->cfg.max_seq);
+    TT_CHECK_IN("tt_nn_attention_forward_rows", k && v && k->ndim == 4 && tt_same_shape(k, v) &&
+                k->shape[0] == 1 && k->shape[1] == m->cfg.n_kv_head && pos < k->shape[2] &&
+                k->shape[3] == m->head_dim, "row %lld: caches %s must be (1, NKV=%lld, > %lld "
+                "positions, HS=%lld)", (long long)b, k ? tt__shape(k) : "NULL",
+                (long long)m->cfg.n_kv_head, (long long)pos, (long long)m->head_dim);
+}
+
+tt_tensor *tt_nn_attention_forward_rows(tt_nn_attention *m, tt_tensor *x,
+                                        tt_tensor *const *k_caches, tt_tensor *const *v_caches,
+                                        const int64_t *pos) {
+    const tt_nn_attention_config *c = &m->cfg;
+    TT_CHECK(x && x->ndim == 3 && x->shape[1] == 1 && x->shape[2] == c->n_embd, "input %s must "
+             "be (B, 1, %lld): one token of each row's sequence", x ? tt__shape(x) : "NULL",
+             (long long)c->n_embd);
+    int64_t B = x->shape[0], hs = m->head_dim;
+    tt_scope_begin();
+    tt_tensor *q_all = tt_nn_linear_forward(&m->q_proj, x);  // (B, 1, NH * HS)
+    tt_tensor *k_all = tt_nn_linear_forward(&m->k_proj, x);  // (B, 1, NKV * HS)
+    tt_tensor *v_all = tt_nn_linear_forward(&m->v_proj, x);  // (B, 1, NKV * HS)
+    tt_tensor **ys = TT_MALLOC((size_t)B * sizeof *ys);
+    for (int64_t b = 0; b < B; b++) {
+        check_row(m, k_caches[b], v_caches[b], pos[b], b);
+        int64_t S = pos[b] + 1;
+        tt_tensor *q = split_heads(tt_slice(q_all, 0, b, b + 1, 1), c->n_head, hs);
+        tt_tensor *k = split_heads(tt_slice(k_all, 0, b, b + 1, 1), c->n_kv_head, hs);
+        tt_tensor *v = split_heads(tt_slice(v_all, 0, b, b + 1, 1), c->n_kv_head, hs);
+        norm_rope(m, pos[b], &q, &k);
+        tt_copy_(tt_slice(k_caches[b], 2, pos[b], S, 1), k);
+        tt_copy_(tt_slice(v_caches[b], 2, pos[b], S, 1), v);
+        tt_tensor *K = tt_slice(k_caches[b], 2, 0, S, 1), *V = tt_slice(v_caches[b], 2, 0, S, 1);
+        ys[b] = attention_core(m, q, K, V, NULL, pos[b]);  // (1, NH, 1, HS)
+    }
+    tt_tensor *y = B == 1 ? ys[0] : tt_cat((int)B, ys, 0);  // (B, NH, 1, HS)
+    tt_free(ys);
+    y = tt_keep(merge_heads(m, y));  // (B, 1, C)
+    tt_scope_end();
+    return y;
+}
+
 // The children, listed once: params, train and free walk them. The optional ones are zeroed
 // structs when absent (their free is then a no-op), but listing them only when configured keeps
 // the parameter names those of the configuration.
@@ -370,6 +422,17 @@ tt_tensor *tt_nn_block_forward_cached(tt_nn_block *m, tt_tensor *x, tt_tensor *k
     tt_scope_begin();
     tt_tensor *in = m->post_norm ? x : tt_nn_norm_forward(&m->norm1, x);
     tt_tensor *a = tt_nn_attention_forward_cached(&m->attn, in, k_cache, v_cache, pos);
+    tt_tensor *h = block_finish(m, x, a);
+    tt_keep(h);
+    tt_scope_end();
+    return h;
+}
+
+tt_tensor *tt_nn_block_forward_rows(tt_nn_block *m, tt_tensor *x, tt_tensor *const *k_caches,
+                                    tt_tensor *const *v_caches, const int64_t *pos) {
+    tt_scope_begin();
+    tt_tensor *in = m->post_norm ? x : tt_nn_norm_forward(&m->norm1, x);
+    tt_tensor *a = tt_nn_attention_forward_rows(&m->attn, in, k_caches, v_caches, pos);
     tt_tensor *h = block_finish(m, x, a);
     tt_keep(h);
     tt_scope_end();

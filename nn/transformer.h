@@ -80,6 +80,15 @@ tt_tensor *tt_nn_attention_forward_mask(tt_nn_attention *m, tt_tensor *x, tt_ten
 // positions 0 .. pos + T - 1 (causally when cfg.causal). Meant for grad mode off.
 tt_tensor *tt_nn_attention_forward_cached(tt_nn_attention *m, tt_tensor *x, tt_tensor *k_cache,
                                           tt_tensor *v_cache, int64_t pos);
+// Batched decoding of several sequences, one new token each: x (B, 1, C), row b the token of
+// its own sequence at position pos[b], whose keys and values go to k_caches[b] and v_caches[b],
+// (1, NKV, L, HS) with L > pos[b]. The q/k/v/o projections run once on the B rows; QK-norm,
+// RoPE and the attention (over the row's positions 0 .. pos[b]) run per row. Row b gets the
+// bits tt_nn_attention_forward_cached gives that row alone when the Linears give a row the
+// same bits in a batch as alone. Meant for grad mode off.
+tt_tensor *tt_nn_attention_forward_rows(tt_nn_attention *m, tt_tensor *x,
+                                        tt_tensor *const *k_caches, tt_tensor *const *v_caches,
+                                        const int64_t *pos);
 void tt_nn_attention_params(const tt_nn_attention *m, tt_params *out, const char *prefix);
 void tt_nn_attention_train(tt_nn_attention *m, bool training);
 void tt_nn_attention_free(tt_nn_attention *m);
@@ -123,6 +132,9 @@ tt_tensor *tt_nn_block_forward(tt_nn_block *m, tt_tensor *x);
 // The same through tt_nn_attention_forward_cached (see there).
 tt_tensor *tt_nn_block_forward_cached(tt_nn_block *m, tt_tensor *x, tt_tensor *k_cache,
                                       tt_tensor *v_cache, int64_t pos);
+// The same through tt_nn_attention_forward_rows (see there).
+tt_tensor *tt_nn_block_forward_rows(tt_nn_block *m, tt_tensor *x, tt_tensor *const *k_caches,
+                                    tt_tensor *const *v_caches, const int64_t *pos);
 // norm1, attn, ...
 void tt_nn_block_params(const tt_nn_block *m, tt_params *out, const char *prefix);
 void tt_nn_block_train(tt_nn_block *m, bool training);

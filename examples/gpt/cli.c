@@ -76,7 +76,7 @@ void check_stdout(void) {
 
 // ---- command-line flags ----
 
-typedef enum flag_kind { F_INT, F_FLOAT, F_STR, F_BOOL } flag_kind;
+typedef enum flag_kind { F_INT, F_FLOAT, F_STR, F_BOOL, F_STRS } flag_kind;  // F_STRS: repeatable
 
 typedef struct flag {
     const char *name;
@@ -94,7 +94,7 @@ static flag flags[] = {
     {"--log", F_STR, &opt.log, CMD_TRAIN, false, 0},
     // train's model flags are the config table's (tt_gpt_fields); sample's --block is this:
     {"--block", F_INT, &opt.window, CMD_SAMPLE, false, 0},
-    {"--batch", F_INT, &opt.batch, CMD_TRAIN | CMD_EVAL, false, 0},
+    {"--batch", F_INT, &opt.batch, CMD_TRAIN | CMD_EVAL | CMD_SAMPLE, false, 0},
     {"--iters", F_INT, &opt.iters, CMD_TRAIN, false, 0},
     {"--decay-iters", F_INT, &opt.decay_iters, CMD_TRAIN, false, 0},
     {"--lr", F_FLOAT, &opt.lr, CMD_TRAIN, false, 0},
@@ -114,6 +114,10 @@ static flag flags[] = {
     {"--top-k", F_INT, &opt.top_k, CMD_SAMPLE, false, 0},
     {"--top-p", F_FLOAT, &opt.top_p, CMD_SAMPLE, false, 0},
     {"--no-cache", F_BOOL, &opt.no_cache, CMD_SAMPLE, false, 0},
+    {"--min-p", F_FLOAT, &opt.min_p, CMD_SAMPLE, false, 1},
+    {"--repeat-penalty", F_FLOAT, &opt.repeat_penalty, CMD_SAMPLE, false, 1},
+    {"--stop", F_STRS, &opt.stops, CMD_SAMPLE, false, 1},
+    {"--prompts", F_STR, &opt.prompts, CMD_SAMPLE, false, 1},
     {"--tokenizer", F_STR, &opt.tokenizer, CMD_TRAIN | CMD_SAMPLE | CMD_EVAL | CMD_TOKENS,
      false, 1},
     {"--preset", F_STR, &opt.preset, CMD_TRAIN, false, 1},
@@ -187,6 +191,7 @@ static void set_defaults(void) {
     opt.top_k = 200;
     opt.temperature = 0.8;
     opt.top_p = 1.0;
+    opt.repeat_penalty = 1.0;
 }
 
 // ---- the numeric flags' ranges (flags.c; the model flags': the field table's) ----
@@ -246,6 +251,11 @@ void from_ckpt(const char *name, const char *path) {
 // range: an integer beyond int64 or a real beyond a double is out of it, a denormal is a number.
 static void parse_value(const char *name, flag_kind kind, void *dst, const char *v) {
     if (kind == F_STR) *(const char **)dst = v;
+    if (kind == F_STRS) {
+        if (opt.stops.n == GPT_MAX_STOPS || !*v)
+            die_usage("%s: give at most %d non-empty values, got '%s'", name, GPT_MAX_STOPS, v);
+        opt.stops.v[opt.stops.n++] = v;
+    }
     if (kind != F_INT && kind != F_FLOAT) return;
     double x = gpt_parse_number(v, kind == F_INT, dst, dst);
     if (isnan(x))

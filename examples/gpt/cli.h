@@ -61,6 +61,8 @@ extern const gpt_program *prog;  // the running program
 
 // ---- options ----
 
+#define GPT_MAX_STOPS 16  // --stop given at most this often
+
 typedef struct options {
     // train, eval
     const char *data, *out, *resume, *log;
@@ -74,6 +76,10 @@ typedef struct options {
     int64_t tokens, top_k, window;
     double temperature, top_p;
     bool no_cache;
+    // gpt sample: generation settings, stop strings (--stop, repeatable), --prompts FILE
+    double min_p, repeat_penalty;
+    struct { const char *v[GPT_MAX_STOPS]; int n; } stops;
+    const char *prompts;
     // gpt only
     const char *tokenizer, *preset, *init_from, *dtype;
     int64_t merges;

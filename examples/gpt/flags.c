@@ -25,6 +25,7 @@ static const gpt_range ranges[] = {
     {"--tokens", 0, 1 << 24, "[]"},     {"--top-k", 0, 1 << 20, "[]"},
     {"--temperature", 0, 1e6, "[]"},    {"--top-p", 0, 1, "(]"},
     {"--merges", 1, 1 << 20, "[]"},
+    {"--min-p", 0, 1, "[]"},            {"--repeat-penalty", 0, 1e6, "(]"},
 };
 
 gpt_range gpt_flag_range(const char *name, int64_t max_block) {

@@ -233,7 +233,24 @@ tt_status tt_gpt_check_finite(const tt_gpt *m);
 tt_status tt_gpt_load(const char *path, tt_gpt *m, tt_checkpoint *ck);
 
 // ---- generation ----
+// One call: tt_gpt_generate (one prompt, tokens out). Several prompts, stop conditions,
+// streaming and logprobs: a tt_gpt_session (models/gpt/session.c).
+//
+//     tt_gpt_session *s = tt_gpt_session_new(&gpt, &(tt_gpt_session_config){.tokenizer = &tok,
+//                                            .on_token = print_event, .ctx = stdout});
+//     tt_gpt_request r = {.sample = tt_sample_opts_default(), .max_new_tokens = 64,
+//                         .stop_strings = (const char *[]){"\n\n"}, .n_stop_strings = 1};
+//     for (int i = 0; i < n_prompts; i++) tt_gpt_session_add(s, ids[i], n_ids[i], &r);
+//     tt_gpt_session_run(s);            // decodes the prompts together, one batch per step
+//     const char *text = tt_gpt_session_text(s, 0, &len);
+//     tt_gpt_session_free(s);
 
+#define TT_GPT_TOP_LOGPROBS 20  // the most alternatives a token reports
+
+// The samplers run in Hugging Face generate()'s order: penalties (repetition, then presence
+// and frequency), temperature, top-k, softmax, top-p, min-p, then one uniform draw (greedy,
+// temperature 0, takes the first largest logit after the penalties). A zeroed field is off,
+// except top_p (1 is off) and the temperature (0 is greedy).
 typedef struct tt_sample_opts {
     double temperature;  // 0: greedy (argmax)
     int top_k;           // 0: off
@@ -241,6 +258,18 @@ typedef struct tt_sample_opts {
     bool use_cache;      // KV cache (true) or a full recompute per token (for comparison)
     int64_t n_vocab;     // > 0: only ids below it are sampled (a vocab padded beyond the
                          // tokenizer's, as nanoGPT's 50304 for GPT-2's 50257); 0: every id
+    double min_p;        // [0, 1]; 0: off. After top-p, tokens whose probability is below
+                         // min_p times the largest one's are cut (Nguyen et al. 2024)
+    double repetition_penalty;  // 0 or 1: off. Hugging Face's (CTRL's): the logit of a token
+                                // seen is divided by it when > 0, multiplied when < 0
+    double presence_penalty;    // 0: off. OpenAI's / llama.cpp's: subtracted from the logit
+                                // of every token seen
+    double frequency_penalty;   // 0: off. Subtracted once per time a token was seen
+    int64_t penalty_last_n;     // the penalties look at the last N tokens of the prompt and
+                                // the output (llama.cpp's repeat_last_n); 0: all of them
+    uint64_t seed;       // a session sequence's own rng (tt_gpt_generate uses its rng argument)
+    bool logprobs;       // a session reports each token's log-probability (see tt_gpt_logprob)
+    int top_logprobs;    // [0, TT_GPT_TOP_LOGPROBS]: the most likely alternatives reported too
 } tt_sample_opts;
 
 tt_sample_opts tt_sample_opts_default(void);  // temperature 0.8, top_k 200, top_p 1, cache on
@@ -252,18 +281,106 @@ tt_sample_opts tt_sample_opts_default(void);  // temperature 0.8, top_k 200, top
 // forward. The same rule holds with and without the cache, so with the same rng state both
 // produce identical tokens. on_token (may be NULL) is called with each new token.
 // Runs with grad mode off and the model in eval mode, and restores both; each token draws one
-// tt_rng_uniform from rng (none when greedy). opts NULL means tt_sample_opts_default().
+// tt_rng_uniform from rng (none when greedy). opts NULL means tt_sample_opts_default(). A
+// session of one sequence: the penalties see the prompt and the tokens generated.
 void tt_gpt_generate(tt_gpt *m, const int32_t *prompt, int64_t n_prompt, int64_t n_new,
                      const tt_sample_opts *opts, tt_rng *rng, int32_t *out,
                      void (*on_token)(int32_t token, void *ctx), void *ctx);
 
 // Samples one token from logits (V,) (any float dtype and layout) with the options above:
 // logits / temperature, top-k (every token tied with the k-th is kept, as nanoGPT), softmax in
-// double, nucleus cut, then the inverse CDF at one tt_rng_uniform draw, over the first n_vocab
-// logits when n_vocab is set (the others are ignored, NaN or not). Aborts on NaN logits or
-// invalid options (temperature < 0, top_k < 0, top_p outside (0, 1], n_vocab < 0). use_cache
-// is ignored.
+// double, nucleus cut, min-p cut, then the inverse CDF at one tt_rng_uniform draw, over the
+// first n_vocab logits when set (the others are ignored, NaN or not). No history: the penalties
+// do nothing here. Aborts on NaN logits or invalid options (each message names the field and
+// its range). use_cache, seed and the logprobs fields are ignored.
 int32_t tt_sample_logits(const tt_tensor *logits, const tt_sample_opts *opts, tt_rng *rng);
+
+// ---- generation sessions (models/gpt/session.c) ----
+// A session decodes any number of sequences (prompts) together: each is prefilled when added
+// (one forward over its prompt window), then every step samples one token for each active
+// sequence and runs the model once on the batch of their (n_active, C) rows (the Linears and
+// the head read their weights once per step; attention runs per sequence over its own cache).
+// A sequence that finishes frees its cache and leaves the batch. Each sequence keeps
+// tt_gpt_generate's context-window rule on its own (a full window keeps its newer half and is
+// rebuilt by one forward of that sequence alone). Greedy, a sequence's tokens do not depend on
+// the others in its batch (tests/test_generate.c checks 8 prompts against each alone).
+
+typedef enum tt_gpt_finish {
+    TT_GPT_RUNNING,            // still decoding
+    TT_GPT_FINISH_LENGTH,      // max_new_tokens generated
+    TT_GPT_FINISH_STOP_TOKEN,  // a stop token was sampled (kept in the tokens, not the text)
+    TT_GPT_FINISH_STOP_STRING, // the text reached a stop string (the text ends before it)
+    TT_GPT_FINISH_COUNT
+} tt_gpt_finish;
+
+// A log-probability: log softmax of the model's raw logits (over the first n_vocab ids when
+// set), before penalties, temperature and the cuts: the model's own distribution.
+typedef struct tt_gpt_logprob {
+    int32_t token;
+    double logprob;
+} tt_gpt_logprob;
+
+// What the callback gets for each token, in order: step by step, and within a step by
+// sequence index (the order of tt_gpt_session_add).
+typedef struct tt_gpt_token_event {
+    int seq;                 // the sequence (tt_gpt_session_add's return)
+    int32_t token;           // the token sampled
+    const char *text;        // the bytes of the text released by this token (not 0-terminated;
+    size_t text_len;         // may be 0): bytes that could still begin a stop string are held
+                             // back until they cannot; the concatenation of every event's text
+                             // of a sequence is tt_gpt_session_text's. NULL without a tokenizer
+    double logprob;          // the token's (tt_gpt_logprob); NAN unless opts.logprobs
+    const tt_gpt_logprob *top;  // the top_logprobs most likely ids, most likely first
+    int n_top;
+    tt_gpt_finish finish;    // TT_GPT_RUNNING, or why the sequence ended with this token
+} tt_gpt_token_event;
+
+typedef void (*tt_gpt_token_fn)(const tt_gpt_token_event *e, void *ctx);
+
+typedef struct tt_gpt_session_config {
+    bool kv_bf16;  // store keys and values as bf16 (rounded to nearest even; halves the
+                   // cache, widened to f32 per layer and step: a step attends to its own new
+                   // key and value unrounded); false: the model's dtype
+    const struct tt_tokenizer *tokenizer;  // text of the tokens (data/tokenizer.h); NULL: no
+                                           // text (stop strings then abort)
+    tt_gpt_token_fn on_token;  // may be NULL
+    void *ctx;
+} tt_gpt_session_config;
+
+// One prompt's request. The stop lists are copied by tt_gpt_session_add.
+typedef struct tt_gpt_request {
+    tt_sample_opts sample;       // the sequence's rng is seeded with sample.seed
+    int64_t max_new_tokens;      // >= 1
+    const int32_t *stop_tokens;  // e.g. GPT-2's 50256 <|endoftext|>
+    int n_stop_tokens;
+    const char *const *stop_strings;  // matched on the decoded text, across token boundaries
+    int n_stop_strings;
+} tt_gpt_request;
+
+typedef struct tt_gpt_session tt_gpt_session;
+
+// A session over m (borrowed; it must outlive the session and not change meanwhile). Turns
+// grad mode off and m to eval mode until tt_gpt_session_free, which restores both.
+tt_gpt_session *tt_gpt_session_new(tt_gpt *m, const tt_gpt_session_config *cfg);
+// Adds a sequence and prefills it: prompt[0 .. n_prompt) (n_prompt >= 1; its last block_size
+// tokens form the window). Returns its index (0, 1, ...). Aborts on an invalid request,
+// naming the field.
+int tt_gpt_session_add(tt_gpt_session *s, const int32_t *prompt, int64_t n_prompt,
+                       const tt_gpt_request *r);
+// One token for every active sequence (callbacks as they come). Returns how many are active.
+int tt_gpt_session_step(tt_gpt_session *s);
+void tt_gpt_session_run(tt_gpt_session *s);  // steps until no sequence is active
+int tt_gpt_session_active(const tt_gpt_session *s);
+int tt_gpt_session_count(const tt_gpt_session *s);  // sequences added
+// The tokens sampled for seq (a stop token included), n of them; valid until the next step.
+const int32_t *tt_gpt_session_tokens(const tt_gpt_session *s, int seq, int64_t *n);
+// Its text (0-terminated; len may be NULL): the tokens' bytes, without a stop token's and
+// cut before a stop string. Empty without a tokenizer. Valid until the next step.
+const char *tt_gpt_session_text(const tt_gpt_session *s, int seq, size_t *len);
+tt_gpt_finish tt_gpt_session_finish(const tt_gpt_session *s, int seq);
+// Bytes of key/value cache held now (active sequences and the bf16 widening buffers).
+size_t tt_gpt_session_kv_bytes(const tt_gpt_session *s);
+void tt_gpt_session_free(tt_gpt_session *s);  // NULL is fine
 
 // ---- Hugging Face GPT-2 weights (models/gpt/gpt2_hf.c) ----
 

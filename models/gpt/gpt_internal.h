@@ -46,4 +46,27 @@ void tt__kv_cache_free(tt__kv_cache *c);   // safe on a zeroed struct
 tt_tensor *tt__gpt_forward_cached(tt_gpt *m, tt__kv_cache *c, const int32_t *tokens,
                                   int64_t n);
 
+// ---- sampling (sampling.c) and sessions (session.c) ----
+
+// Aborts unless o's fields are in range; messages name func and the field.
+void tt__sample_opts_check(const tt_sample_opts *o, const char *func);
+
+typedef struct tt__sample_result {
+    int32_t token;
+    double logprob;  // when asked for
+    tt_gpt_logprob top[TT_GPT_TOP_LOGPROBS];
+    int n_top;
+} tt__sample_result;
+
+// One token from the logits p (V) (overwritten) with o (checked by the caller), the penalties
+// over hist[0 .. n_hist); logprob and top (o->top_logprobs) when want_logprobs.
+tt__sample_result tt__sample_f64(double *p, int64_t V, const tt_sample_opts *o,
+                                 const int32_t *hist, int64_t n_hist, bool want_logprobs,
+                                 tt_rng *rng);
+
+// tt_gpt_session_add drawing from rng (borrowed) instead of a generator seeded with
+// r->sample.seed: tt_gpt_generate's.
+int tt__gpt_session_add_rng(tt_gpt_session *s, const int32_t *prompt, int64_t n_prompt,
+                            const tt_gpt_request *r, tt_rng *rng);
+
 #endif  // TT_GPT_INTERNAL_H
