@@ -198,6 +198,41 @@ static void load_safetensors(const char *flagname, const char *path, tt_gpt *gpt
     s->st.train_loss = s->st.val_loss = NAN;
 }
 
+// Whether path names a GGUF file (by its extension): --init-from reads it as gpt2's.
+bool is_gguf(const char *path) {
+    size_t n = strlen(path);
+    return n >= 5 && strcmp(path + n - 5, ".gguf") == 0;
+}
+
+// The model and tokenizer of a GGUF gpt2 file (load_model's): the tokenizer of its metadata,
+// else --tokenizer (default gpt2).
+static void load_gguf(const char *flagname, const char *path, tt_gpt *gpt, train_state *s) {
+    tt_gguf f;
+    if (tt_gguf_open(&f, path) != TT_OK || tt_gpt_load_gguf_file(gpt, &f) != TT_OK)
+        die_usage("%s: %s; pass a gpt2 GGUF, a GPT-2 model.safetensors or a checkpoint of %s "
+                  "train", flagname, tt_last_error(), prog->name);
+    bool found;
+    if (tt_tokenizer_from_gguf(&s->tok, &f, &found) != TT_OK)
+        die_usage("%s: %s", flagname, tt_last_error());
+    if (found) {
+        check_given(&s->tok, path, "its metadata");
+    } else {
+        if (opt.tokenizer && strcmp(opt.tokenizer, "char") == 0)
+            die_usage("%s '%s' has no tokenizer metadata, so no char vocab (gpt export writes "
+                      "them); use --tokenizer gpt2 or a vocab file", flagname, path);
+        tok_open(&s->tok, opt.tokenizer ? opt.tokenizer : "gpt2");
+    }
+    tt_gguf_close(&f);
+    s->cfg = gpt->cfg;
+    if (s->tok.n_vocab > s->cfg.vocab_size && running_cmd != CMD_SAMPLE)
+        die_usage("%s '%s' has a vocabulary of %lld, fewer than the %lld ids of the %s "
+                  "tokenizer; pass the tokenizer it was trained with", flagname, path,
+                  (long long)s->cfg.vocab_size, (long long)s->tok.n_vocab,
+                  tt_tokenizer_name(&s->tok));
+    s->st.best_val_loss = INFINITY;
+    s->st.train_loss = s->st.val_loss = NAN;
+}
+
 // The model (and tokenizer) of --init-from / --ckpt path: a checkpoint of train, with its
 // tokenizer, or a GPT-2 .safetensors, with the tokenizer of its metadata or --tokenizer
 // (default gpt2). ck receives the checkpoint when path is one (left empty otherwise); s its
@@ -208,6 +243,10 @@ void load_model(const char *flagname, const char *path, tt_gpt *gpt, train_state
     tt_ckpt_init(ck);
     if (is_safetensors(path)) {
         load_safetensors(flagname, path, gpt, s);
+        return;
+    }
+    if (is_gguf(path)) {
+        load_gguf(flagname, path, gpt, s);
         return;
     }
     load_ckpt(ck, path, s);
@@ -223,7 +262,8 @@ static const char *model_path(const char *cmd) {
     if (!opt.ckpt) {
         if (prog->char_only)
             die_usage("%s needs --ckpt FILE (e.g. --ckpt %s)", cmd, prog->default_out);
-        die_usage("%s needs --ckpt FILE (e.g. --ckpt %s) or --init-from FILE.safetensors", cmd,
+        die_usage("%s needs --ckpt FILE (e.g. --ckpt %s) or --init-from FILE.safetensors|.gguf",
+                  cmd,
                   prog->default_out);
     }
     return opt.ckpt;
