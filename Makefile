@@ -611,3 +611,6 @@ $(AARCH64_BUILD)/obj/tests/%.o: CFLAGS += -fno-tree-loop-vectorize
 clean: clean-aarch64
 clean-aarch64:
 	rm -rf $(AARCH64_BUILD)
+
+# ---- GGUF (tests/test_gguf.c reads GPT-2's vocabulary) ----
+$(BUILD)/tests/test_gguf: | data
