@@ -202,6 +202,8 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuz
 	echo "== safety messages"; sh tests/run_safety_msgs.sh $(BUILD) || fail=1; \
 	echo "== model files and memory"; sh tests/run_safety_model.sh $(BUILD) || fail=1; \
 	echo "== abort tests name their messages"; sh tests/check_abort_tests.sh || fail=1; \
+	echo "== GGUF with llama.cpp"; LLAMA_CPP="$(LLAMA_CPP)" sh tests/run_llama_gguf.sh $(BUILD) \
+	    || fail=1; \
 	echo "== TT_CPU caps the SIMD level"; sh tests/run_tt_cpu.sh $(BUILD) || fail=1; \
 	echo "== layering of the includes"; sh tests/check_layers.sh || fail=1; \
 	echo "== module names (tt_nn_*)"; CC="$(CC)" sh tests/check_names.sh || fail=1; \
@@ -622,4 +624,7 @@ clean-aarch64:
 	rm -rf $(AARCH64_BUILD)
 
 # ---- GGUF (tests/test_gguf.c reads GPT-2's vocabulary) ----
+# LLAMA_CPP=path/to/llama.cpp/build/bin: make test runs tests/run_llama_gguf.sh against it
+# (GGUF both ways), make bench adds llama-bench's figures; unset, both skip it.
+LLAMA_CPP ?=
 $(BUILD)/tests/test_gguf: | data
