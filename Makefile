@@ -627,4 +627,6 @@ clean-aarch64:
 # LLAMA_CPP=path/to/llama.cpp/build/bin: make test runs tests/run_llama_gguf.sh against it
 # (GGUF both ways), make bench adds llama-bench's figures; unset, both skip it.
 LLAMA_CPP ?=
+export LLAMA_CPP
+$(BUILD)/bench_llama: | data
 $(BUILD)/tests/test_gguf: | data
