@@ -132,6 +132,8 @@ int main(int argc, char **argv) {
     tt_gpt_config c = tt_gpt_config_default();  // GPT-2 124M
     c.vocab_size = 50257, c.block_size = 1024, c.n_layer = 12, c.n_head = c.n_kv_head = 12;
     c.n_embd = 768, c.dropout = 0, c.activation = TT_ACT_GELU_TANH;
+    c.bias = c.qkv_bias = c.tie_weights = true, c.qk_norm = false;
+    c.positional = TT_POS_LEARNED, c.norm = TT_NORM_LAYERNORM;
     tt_rng rng;
     tt_rng_seed(&rng, 1);
     tt_gpt m, q;
