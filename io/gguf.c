@@ -317,30 +317,32 @@ static tt_status parse_tensor(cursor *c, tt_gguf_tensor *t) {
     return TT_OK;
 }
 
-static const tt_gguf *sort_file;  // for cmp_offset / cmp_name (qsort has no context)
+// A tensor's place for the layout and name checks (qsort has no context argument).
+typedef struct placed {
+    uint64_t offset;
+    const char *name;
+    int64_t index;
+} placed;
 
 static int cmp_offset(const void *a, const void *b) {
-    const tt_gguf_tensor *x = &sort_file->tensors[*(const int64_t *)a],
-                         *y = &sort_file->tensors[*(const int64_t *)b];
+    const placed *x = a, *y = b;
     return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
 static int cmp_name(const void *a, const void *b) {
-    return strcmp(sort_file->tensors[*(const int64_t *)a].name,
-                  sort_file->tensors[*(const int64_t *)b].name);
+    return strcmp(((const placed *)a)->name, ((const placed *)b)->name);
 }
 
 // Offsets aligned, inside the data section, no overlaps; names unique (f->by_name set).
 static tt_status check_layout(tt_gguf *f, uint64_t data_size) {
     int64_t n = f->n_tensors;
-    int64_t *idx = TT_MALLOC(((size_t)n + 1) * sizeof *idx);
-    for (int64_t i = 0; i < n; i++) idx[i] = i;
-    sort_file = f;
-    qsort(idx, (size_t)n, sizeof *idx, cmp_offset);
+    placed *pl = TT_MALLOC(((size_t)n + 1) * sizeof *pl);
+    for (int64_t i = 0; i < n; i++) pl[i] = (placed){f->tensors[i].offset, f->tensors[i].name, i};
+    qsort(pl, (size_t)n, sizeof *pl, cmp_offset);
     tt_status s = TT_OK;
     uint64_t end = 0;
     for (int64_t k = 0; k < n && s == TT_OK; k++) {
-        const tt_gguf_tensor *t = &f->tensors[idx[k]];
+        const tt_gguf_tensor *t = &f->tensors[pl[k].index];
         if (t->offset % f->alignment)
             s = gg_fail(f->path, "tensor '%s' starts at offset %llu, not a multiple of the "
                         "alignment %llu", t->name, (unsigned long long)t->offset,
@@ -352,17 +354,16 @@ static tt_status check_layout(tt_gguf *f, uint64_t data_size) {
                         (unsigned long long)data_size);
         else if (k > 0 && t->offset < end)
             s = gg_fail(f->path, "tensor '%s' at offset %llu overlaps tensor '%s'", t->name,
-                        (unsigned long long)t->offset, f->tensors[idx[k - 1]].name);
+                        (unsigned long long)t->offset, pl[k - 1].name);
         if (t->offset + t->nbytes > end) end = t->offset + t->nbytes;
     }
-    if (s == TT_OK) {
-        qsort(idx, (size_t)n, sizeof *idx, cmp_name);
-        for (int64_t k = 1; k < n && s == TT_OK; k++)
-            if (strcmp(f->tensors[idx[k - 1]].name, f->tensors[idx[k]].name) == 0)
-                s = gg_fail(f->path, "tensor '%s' appears twice", f->tensors[idx[k]].name);
-    }
-    sort_file = NULL;
-    f->by_name = idx;
+    qsort(pl, (size_t)n, sizeof *pl, cmp_name);
+    for (int64_t k = 1; k < n && s == TT_OK; k++)
+        if (strcmp(pl[k - 1].name, pl[k].name) == 0)
+            s = gg_fail(f->path, "tensor '%s' appears twice", pl[k].name);
+    f->by_name = TT_MALLOC(((size_t)n + 1) * sizeof *f->by_name);
+    for (int64_t k = 0; k < n; k++) f->by_name[k] = pl[k].index;
+    tt_free(pl);
     return s;
 }
 

@@ -159,6 +159,36 @@ void check_memory(const tt_gpt_config *c, int64_t B, int64_t T, bool training) {
         die("%s; use a smaller --batch, --block or model", tt_last_error());
 }
 
+// After a model file's tokenizer was looked for (found: the file had one, in t): a --tokenizer
+// given must be that one; without one, --tokenizer (default gpt2), never char.
+static void tok_given_or_default(tt_tokenizer *t, bool found, const char *flagname,
+                                 const char *path) {
+    if (found) {
+        check_given(t, path, "its metadata");
+        return;
+    }
+    if (opt.tokenizer && strcmp(opt.tokenizer, "char") == 0)
+        die_usage("%s '%s' has no tokenizer metadata, so no char vocab (gpt export writes "
+                  "them); use --tokenizer gpt2 or a vocab file", flagname, path);
+    tok_open(t, opt.tokenizer ? opt.tokenizer : "gpt2");
+}
+
+// The config and a fresh state of a model read from a GPT-2 file (safetensors or GGUF), after
+// checking its vocabulary holds the tokenizer's ids.
+static void loaded_model(const char *flagname, const char *path, const tt_gpt *gpt,
+                         train_state *s) {
+    s->cfg = gpt->cfg;
+    // Larger is a padded vocab (nanoGPT's 50304); smaller cannot score the tokenizer's ids
+    // (sample needs only the prompt's within it: checked there).
+    if (s->tok.n_vocab > s->cfg.vocab_size && running_cmd != CMD_SAMPLE)
+        die_usage("%s '%s' has a vocabulary of %lld, fewer than the %lld ids of the %s "
+                  "tokenizer; pass the tokenizer it was trained with", flagname, path,
+                  (long long)s->cfg.vocab_size, (long long)s->tok.n_vocab,
+                  tt_tokenizer_name(&s->tok));
+    s->st.best_val_loss = INFINITY;
+    s->st.train_loss = s->st.val_loss = NAN;
+}
+
 // The tokenizer of an open safetensors file: its metadata's (gpt export writes it), which a
 // --tokenizer given must match; without one, --tokenizer (default gpt2), as for Hugging Face's
 // GPT-2 files.
@@ -167,14 +197,7 @@ static void tok_from_safetensors(tt_tokenizer *t, const tt_safetensors *f,
     bool found;
     if (tt_tokenizer_from_metadata(t, f, &found) != TT_OK)
         die_usage("%s: %s", flagname, tt_last_error());
-    if (found) {
-        check_given(t, f->path, "its metadata");
-        return;
-    }
-    if (opt.tokenizer && strcmp(opt.tokenizer, "char") == 0)
-        die_usage("%s '%s' has no tokenizer metadata, so no char vocab (gpt export writes "
-                  "them); use --tokenizer gpt2 or a vocab file", flagname, f->path);
-    tok_open(t, opt.tokenizer ? opt.tokenizer : "gpt2");
+    tok_given_or_default(t, found, flagname, f->path);
 }
 
 // The model and tokenizer of a GPT-2 .safetensors file (load_model's).
@@ -186,16 +209,7 @@ static void load_safetensors(const char *flagname, const char *path, tt_gpt *gpt
                   flagname, tt_last_error(), prog->name);
     tok_from_safetensors(&s->tok, &f, flagname);
     tt_safetensors_close(&f);
-    s->cfg = gpt->cfg;
-    // Larger is a padded vocab (nanoGPT's 50304); smaller cannot score the tokenizer's ids
-    // (sample needs only the prompt's within it: checked there).
-    if (s->tok.n_vocab > s->cfg.vocab_size && running_cmd != CMD_SAMPLE)
-        die_usage("%s '%s' has a vocabulary of %lld, fewer than the %lld ids of the %s "
-                  "tokenizer; pass the tokenizer it was trained with", flagname, path,
-                  (long long)s->cfg.vocab_size, (long long)s->tok.n_vocab,
-                  tt_tokenizer_name(&s->tok));
-    s->st.best_val_loss = INFINITY;
-    s->st.train_loss = s->st.val_loss = NAN;
+    loaded_model(flagname, path, gpt, s);
 }
 
 // Whether path names a GGUF file (by its extension): --init-from reads it as gpt2's.
@@ -214,23 +228,9 @@ static void load_gguf(const char *flagname, const char *path, tt_gpt *gpt, train
     bool found;
     if (tt_tokenizer_from_gguf(&s->tok, &f, &found) != TT_OK)
         die_usage("%s: %s", flagname, tt_last_error());
-    if (found) {
-        check_given(&s->tok, path, "its metadata");
-    } else {
-        if (opt.tokenizer && strcmp(opt.tokenizer, "char") == 0)
-            die_usage("%s '%s' has no tokenizer metadata, so no char vocab (gpt export writes "
-                      "them); use --tokenizer gpt2 or a vocab file", flagname, path);
-        tok_open(&s->tok, opt.tokenizer ? opt.tokenizer : "gpt2");
-    }
+    tok_given_or_default(&s->tok, found, flagname, path);
     tt_gguf_close(&f);
-    s->cfg = gpt->cfg;
-    if (s->tok.n_vocab > s->cfg.vocab_size && running_cmd != CMD_SAMPLE)
-        die_usage("%s '%s' has a vocabulary of %lld, fewer than the %lld ids of the %s "
-                  "tokenizer; pass the tokenizer it was trained with", flagname, path,
-                  (long long)s->cfg.vocab_size, (long long)s->tok.n_vocab,
-                  tt_tokenizer_name(&s->tok));
-    s->st.best_val_loss = INFINITY;
-    s->st.train_loss = s->st.val_loss = NAN;
+    loaded_model(flagname, path, gpt, s);
 }
 
 // The model (and tokenizer) of --init-from / --ckpt path: a checkpoint of train, with its
