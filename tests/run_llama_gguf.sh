@@ -87,7 +87,7 @@ GGUF_PY=${GGUF_PY:-$LLAMA_CPP/../../gguf-py}
 if [ -z "$PY" ] || [ ! -d "$GGUF_PY/gguf" ]; then
     echo "run_llama_gguf: gguf-py part skipped (no python3 with numpy, or no $GGUF_PY/gguf)"
 else
-    PYTHONPATH="$GGUF_PY" "$PY" - "$dir" > "$dir/py.log" 2>&1 <<'EOF' || { cat "$dir/py.log"; bad "gguf-py"; }
+    cat > "$dir/rewrite.py" <<'EOF'
 import sys, numpy as np, gguf
 d = sys.argv[1]
 r = gguf.GGUFReader(d + "/ours_f32.gguf")
@@ -102,15 +102,24 @@ for t in r.tensors:
 w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
 # Our quantized exports against llama-quantize's blocks.
 for q in ("q8_0", "q4_0"):
-    a = {t.name: bytes(np.array(t.data).tobytes()) for t in gguf.GGUFReader(d + "/ours_%s.gguf" % q).tensors}
-    b = {t.name: (t.tensor_type.name, bytes(np.array(t.data).tobytes())) for t in gguf.GGUFReader(d + "/lq_%s.gguf" % q).tensors}
+    ours = gguf.GGUFReader(d + "/ours_%s.gguf" % q).tensors
+    theirs = gguf.GGUFReader(d + "/lq_%s.gguf" % q).tensors
+    a = {t.name: np.array(t.data).tobytes() for t in ours}
+    b = {t.name: (t.tensor_type.name, np.array(t.data).tobytes()) for t in theirs}
     same = [n for n in a if n in b and b[n][0] == q.upper() and a[n] == b[n][1]]
+    nq = sum(1 for n in b if b[n][0] == q.upper())
     print("%s: %d tensors of llama-quantize's file are %s; %d of them byte-equal to ours"
-          % (q, sum(1 for n in b if b[n][0] == q.upper()), q.upper(), len(same)))
+          % (q, nq, q.upper(), len(same)))
+    if nq == 0 or len(same) != nq:
+        sys.exit(1)
 EOF
+    PYTHONPATH="$GGUF_PY" "$PY" "$dir/rewrite.py" "$dir" > "$dir/py.log" 2>&1 &&
+        ok "gguf-py rewrote our file; our q8_0 / q4_0 blocks are llama-quantize's" ||
+        bad "gguf-py"
     cat "$dir/py.log"
     ours --init-from "$dir/py.gguf" > "$dir/b_py.txt"
-    cmp -s "$dir/b_py.txt" "$dir/a_ckpt.txt" && ok "gguf-py's file loads in ours and generates as ours" \
+    cmp -s "$dir/b_py.txt" "$dir/a_ckpt.txt" &&
+        ok "gguf-py's file loads in ours and generates as ours" \
         || bad "gguf-py's file: $(cat "$dir/b_py.txt")"
 fi
 [ $fail = 0 ] && echo "run_llama_gguf: ok" || echo "run_llama_gguf: FAILED"
