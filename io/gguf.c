@@ -421,10 +421,10 @@ static tt_status parse(tt_gguf *f) {
     if (s == TT_OK) s = parse_tensors(&c, f, n_tensors);
     if (s != TT_OK) return s;
     uint64_t pad = (f->alignment - c.at % f->alignment) % f->alignment;
-    if (pad > left(&c))
+    if (pad > left(&c) && f->n_tensors > 0)
         return gg_fail(f->path, "the file ends before its data section (alignment %llu)",
                        (unsigned long long)f->alignment);
-    f->data_offset = c.at + pad;
+    f->data_offset = pad > left(&c) ? c.size : c.at + pad;  // no tensors: padding optional
     return check_layout(f, f->size - f->data_offset);
 }
 

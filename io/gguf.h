@@ -87,7 +87,7 @@ typedef struct tt_gguf_kv {
 } tt_gguf_kv;
 
 typedef struct tt_gguf_tensor {
-    char *name;                    // owned
+    char *name;                    // owned; control bytes read as '?' (names go in messages)
     int ndim;                      // 0 .. TT_GGUF_MAX_DIMS
     int64_t ne[TT_GGUF_MAX_DIMS];  // ne[0] the fastest dim; 1 past ndim
     tt_ggml_type type;

@@ -394,6 +394,20 @@ START_TEST(test_reader_refusals_tensors) {
 }
 END_TEST
 
+START_TEST(test_metadata_only_file_unpadded) {
+    buf b;
+    head(&b, 0, 1);
+    str(&b, "general.architecture");
+    le(&b, TT_GGUF_STRING, 4);
+    str(&b, "gpt2");  // 57 bytes: no padding to 32 after a header without tensors
+    tt_gguf f;
+    ck_assert_int_eq(tt_gguf_open_mem(&f, b.b, b.n, "meta"), TT_OK);
+    ck_assert_str_eq(tt_gguf_get_str(&f, "general.architecture"), "gpt2");
+    ck_assert_uint_eq(f.data_offset, b.n);
+    tt_gguf_close(&f);
+}
+END_TEST
+
 START_TEST(test_open_missing_file) {
     tt_gguf f;
     ck_assert_int_eq(tt_gguf_open(&f, "/nonexistent/x.gguf"), TT_ERR_IO);
@@ -707,6 +721,7 @@ int main(void) {
     TCase *rd = tt_tcase("reader_refusals");
     tcase_add_test(rd, test_reader_refusals_header);
     tcase_add_test(rd, test_reader_refusals_tensors);
+    tcase_add_test(rd, test_metadata_only_file_unpadded);
     tcase_add_test(rd, test_open_missing_file);
     suite_add_tcase(s, rd);
     TCase *g = tt_tcase("gpt2");
