@@ -399,7 +399,7 @@ START_TEST(test_metadata_only_file_unpadded) {
     head(&b, 0, 1);
     str(&b, "general.architecture");
     le(&b, TT_GGUF_STRING, 4);
-    str(&b, "gpt2");  // 57 bytes: no padding to 32 after a header without tensors
+    str(&b, "gpt2");  // 68 bytes: no padding to 32 after a header without tensors
     tt_gguf f;
     ck_assert_int_eq(tt_gguf_open_mem(&f, b.b, b.n, "meta"), TT_OK);
     ck_assert_str_eq(tt_gguf_get_str(&f, "general.architecture"), "gpt2");
