@@ -153,6 +153,9 @@ $(BUILD)/tests/fuzz_bpe_replay: tests/fuzz_bpe.c $(BUILD)/libtinytorch.a
 $(BUILD)/tests/fuzz_idx_replay: tests/fuzz_idx.c $(BUILD)/libtinytorch.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -I. -DTT_FUZZ_REPLAY $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
+$(BUILD)/tests/fuzz_gguf_replay: tests/fuzz_gguf.c $(BUILD)/libtinytorch.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(DEPFLAGS) -I. -DTT_FUZZ_REPLAY $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
 
 # Dependencies first (they decide the Check flags), then every suite runs to the end; the
 # target fails if any failed.
@@ -162,7 +165,7 @@ test:
 
 test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuzz_replay \
 	$(BUILD)/tests/fuzz_safetensors_replay $(BUILD)/tests/fuzz_bpe_replay \
-	$(BUILD)/tests/fuzz_idx_replay
+	$(BUILD)/tests/fuzz_idx_replay $(BUILD)/tests/fuzz_gguf_replay
 	@fail=0; \
 	for t in $(SUITE_BINS) $(BUILD)/tests/gradcheck; do \
 	    echo "== $$t"; $$t || fail=1; \
@@ -171,6 +174,7 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuz
 	$(BUILD)/tests/fuzz_safetensors_replay tests/fuzz_corpus_safetensors/* || fail=1; \
 	$(BUILD)/tests/fuzz_bpe_replay tests/fuzz_corpus_bpe/* || fail=1; \
 	$(BUILD)/tests/fuzz_idx_replay tests/fuzz_corpus_idx/* || fail=1; \
+	$(BUILD)/tests/fuzz_gguf_replay tests/fuzz_corpus_gguf/* || fail=1; \
 	echo "== make fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) (per target)"; \
 	if $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) \
 	        > $(BUILD)/fuzz_test.log 2>&1; then \
@@ -199,6 +203,8 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuz
 	echo "== safety messages"; sh tests/run_safety_msgs.sh $(BUILD) || fail=1; \
 	echo "== model files and memory"; sh tests/run_safety_model.sh $(BUILD) || fail=1; \
 	echo "== abort tests name their messages"; sh tests/check_abort_tests.sh || fail=1; \
+	echo "== GGUF with llama.cpp"; LLAMA_CPP="$(LLAMA_CPP)" sh tests/run_llama_gguf.sh $(BUILD) \
+	    || fail=1; \
 	echo "== TT_CPU caps the SIMD level"; sh tests/run_tt_cpu.sh $(BUILD) || fail=1; \
 	echo "== layering of the includes"; sh tests/check_layers.sh || fail=1; \
 	echo "== module names (tt_nn_*)"; CC="$(CC)" sh tests/check_names.sh || fail=1; \
@@ -342,11 +348,13 @@ check-deps:
 # words in tests/fuzz_safetensors.dict), fuzz_bpe (tests/fuzz_bpe.c: the BPE vocab loaders
 # and encode, seeds in tests/fuzz_corpus_bpe/, words in tests/fuzz_bpe.dict) and fuzz_idx
 # (tests/fuzz_idx.c: the IDX and CSV readers, seeds in tests/fuzz_corpus_idx/, words in
-# tests/fuzz_idx.dict), each run for FUZZ_SECONDS in turn.
+# tests/fuzz_idx.dict) and fuzz_gguf (tests/fuzz_gguf.c: the GGUF reader, writer and gpt2
+# mapping, seeds in tests/fuzz_corpus_gguf/, words in tests/fuzz_gguf.dict), each run for
+# FUZZ_SECONDS in turn.
 # The library is rebuilt with clang into build-fuzz/ (no OpenMP); new inputs go to
 # build-fuzz/corpus-<target>, crashes to build-fuzz/<target>-crash-*.
 # Replay one input: build-fuzz/fuzz_checkpoint build-fuzz/fuzz_checkpoint-crash-<sha1>
-# make test runs each for TEST_FUZZ_SECONDS (10 s, 40 s in all) after the corpus replays.
+# make test runs each for TEST_FUZZ_SECONDS (10 s, 50 s in all) after the corpus replays.
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 TEST_FUZZ_SECONDS ?= 10
@@ -362,7 +370,7 @@ fuzz:
 	@FUZZ_CC=$(FUZZ_CC) sh scripts/deps.sh --quiet
 	@$(MAKE) --no-print-directory fuzz-build
 	@mkdir -p $(FUZZ_BUILD)/corpus-checkpoint $(FUZZ_BUILD)/corpus-safetensors \
-	    $(FUZZ_BUILD)/corpus-bpe $(FUZZ_BUILD)/corpus-idx
+	    $(FUZZ_BUILD)/corpus-bpe $(FUZZ_BUILD)/corpus-idx $(FUZZ_BUILD)/corpus-gguf
 	$(FUZZ_BUILD)/fuzz_checkpoint -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	    -artifact_prefix=$(FUZZ_BUILD)/fuzz_checkpoint- $(FUZZ_BUILD)/corpus-checkpoint \
 	    tests/fuzz_corpus
@@ -375,8 +383,11 @@ fuzz:
 	$(FUZZ_BUILD)/fuzz_idx -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	    -dict=tests/fuzz_idx.dict -artifact_prefix=$(FUZZ_BUILD)/fuzz_idx- \
 	    $(FUZZ_BUILD)/corpus-idx tests/fuzz_corpus_idx
+	$(FUZZ_BUILD)/fuzz_gguf -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    -dict=tests/fuzz_gguf.dict -artifact_prefix=$(FUZZ_BUILD)/fuzz_gguf- \
+	    $(FUZZ_BUILD)/corpus-gguf tests/fuzz_corpus_gguf
 fuzz-build: $(FUZZ_BUILD)/fuzz_checkpoint $(FUZZ_BUILD)/fuzz_safetensors $(FUZZ_BUILD)/fuzz_bpe \
-	$(FUZZ_BUILD)/fuzz_idx
+	$(FUZZ_BUILD)/fuzz_idx $(FUZZ_BUILD)/fuzz_gguf
 
 $(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -612,3 +623,11 @@ $(AARCH64_BUILD)/obj/tests/%.o: CFLAGS += -fno-tree-loop-vectorize
 clean: clean-aarch64
 clean-aarch64:
 	rm -rf $(AARCH64_BUILD)
+
+# ---- GGUF (tests/test_gguf.c reads GPT-2's vocabulary) ----
+# LLAMA_CPP=path/to/llama.cpp/build/bin: make test runs tests/run_llama_gguf.sh against it
+# (GGUF both ways), make bench adds llama-bench's figures; unset, both skip it.
+LLAMA_CPP ?=
+export LLAMA_CPP
+$(BUILD)/bench_llama: | data
+$(BUILD)/tests/test_gguf: | data

@@ -8,6 +8,7 @@
 // nn/nn.h              modules, parameter lists, init schemes, losses
 // io/checkpoint.h      checkpoint files: named tensors + metadata, checksummed, atomic writes
 // io/safetensors.h     Hugging Face safetensors files: read, validate, write
+// io/gguf.h            GGUF files (ggml, llama.cpp): read, validate, write; Q8_0 / Q4_0 blocks
 // compress/compress.h int8 Linears, quantization of a module tree, pruning, low rank
 // data/data.h          char tokenizer, text dataset, batch sampler
 // data/bpe.h           byte-level BPE: GPT-2's tokenizer (tiktoken-exact), BPE training
@@ -29,6 +30,7 @@
 #include "optim/optim.h"
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
+#include "io/gguf.h"
 #include "compress/compress.h"
 #include "data/data.h"
 #include "data/bpe.h"

@@ -15,7 +15,7 @@
 // GPT-2's bytes_to_unicode: the 188 printable bytes ('!'..'~', 0xa1..0xac, 0xae..0xff) stand
 // for themselves, the other 68 for code points 256, 257, ... in byte order. unicode_byte is
 // the inverse (-1 outside the alphabet).
-static void gpt2_alphabet(int unicode_byte[324]) {
+void tt__bpe_gpt2_alphabet(int unicode_byte[324]) {
     for (int c = 0; c < 324; c++) unicode_byte[c] = -1;
     int next = 256;
     for (int b = 0; b < 256; b++) {
@@ -247,7 +247,7 @@ tt_status tt_bpe_load_gpt2(tt_bpe *bpe, const char *encoder_json, const char *vo
     tt_status st = bpe_state_new(bpe);
     if (st != TT_OK) return st;
     int unicode_byte[324];
-    gpt2_alphabet(unicode_byte);
+    tt__bpe_gpt2_alphabet(unicode_byte);
     bpe->tiktoken = true;
     bpe->first_merge = 256;
     st = load_encoder(bpe, encoder_json, unicode_byte);

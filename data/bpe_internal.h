@@ -92,4 +92,8 @@ tt_status bpe_read_file(const char *path, const char *fix, char **data, size_t *
 // "<|endoftext|>": GPT-2's end-of-text token as text (bpe.c).
 extern const char BPE_EOT_TEXT[];
 
+// GPT-2's bytes_to_unicode, inverted: unicode_byte[code point] is the byte it stands for, -1
+// outside the alphabet (code points below 324). bpe_gpt2.c.
+void tt__bpe_gpt2_alphabet(int unicode_byte[324]);
+
 #endif  // TT_BPE_INTERNAL_H

@@ -14,4 +14,12 @@
 tt_status tt__gz_open_read(const char *path, const char *what, const char *fn, gzFile *out,
                            struct stat *st);
 
+// The char (kind TT_TOKENIZER_CHAR) or trained-vocab (TT_TOKENIZER_FILE) tokenizer of metadata
+// value hex (two lowercase hex digits a byte): TT_ERR_FORMAT "<where>: its metadata <key> ..."
+// when it is missing, not hex or not a valid vocab. tokenizer.c (safetensors and GGUF
+// metadata share it).
+typedef struct tt_tokenizer tt_tokenizer;
+tt_status tt__tokenizer_from_hex(tt_tokenizer *t, const char *hex, int kind, const char *where,
+                                 const char *key);
+
 #endif

@@ -2,6 +2,7 @@
 // behind one type, with its text dataset and its checkpoint entries. The tokenizers themselves
 // are data.c's and bpe.c's; this file only chooses between them.
 #include "tokenizer.h"
+#include "data_internal.h"
 
 #include "../tensor/tensor_ext.h"
 
@@ -289,10 +290,9 @@ static int hex_digit(char c) {
          : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
-// The bytes of f's "tokenizer.vocab_hex" in a new array *b (tt_free it), *n of them; false
+// The bytes of hex (two hex digits a byte) in a new array *b (tt_free it), *n of them; false
 // (nothing allocated) when it is missing, empty or not hex.
-static bool meta_vocab(const tt_safetensors *f, unsigned char **b, size_t *n) {
-    const char *hex = tt_safetensors_meta(f, "tokenizer.vocab_hex");
+static bool meta_vocab(const char *hex, unsigned char **b, size_t *n) {
     size_t len = hex ? strlen(hex) : 0;
     if (len == 0 || len % 2) return false;
     *n = len / 2;
@@ -308,15 +308,14 @@ static bool meta_vocab(const tt_safetensors *f, unsigned char **b, size_t *n) {
     return true;
 }
 
-// The char or trained-vocab tokenizer (kind) of f's vocab entry.
-static tt_status vocab_from_metadata(tt_tokenizer *t, const tt_safetensors *f,
-                                     tt_tokenizer_kind kind) {
+tt_status tt__tokenizer_from_hex(tt_tokenizer *t, const char *hex, int kind, const char *where,
+                                 const char *key) {
     unsigned char *b;
     size_t n;
     char e[1024];
-    if (!meta_vocab(f, &b, &n))
-        return tt_set_error(TT_ERR_FORMAT, "safetensors '%s': its metadata tokenizer.vocab_hex "
-                            "is missing, empty or not hex digits", f->path);
+    if (!meta_vocab(hex, &b, &n))
+        return tt_set_error(TT_ERR_FORMAT, "%s: its metadata %s is missing, empty or not hex "
+                            "digits", where, key);
     tt_status st;
     if (kind == TT_TOKENIZER_CHAR) {
         tt_char_vocab v;
@@ -327,10 +326,19 @@ static tt_status vocab_from_metadata(tt_tokenizer *t, const tt_safetensors *f,
     }
     tt_free(b);
     if (st != TT_OK)
-        return tt_set_error(TT_ERR_FORMAT, "safetensors '%s': its metadata tokenizer.vocab_hex "
-                            "is not a valid %s vocab (%s)", f->path, kind == TT_TOKENIZER_CHAR
-                            ? "char" : "trained", saved_error(e, sizeof e));
+        return tt_set_error(TT_ERR_FORMAT, "%s: its metadata %s is not a valid %s vocab (%s)",
+                            where, key, kind == TT_TOKENIZER_CHAR ? "char" : "trained",
+                            saved_error(e, sizeof e));
     return TT_OK;
+}
+
+// The char or trained-vocab tokenizer (kind) of f's vocab entry.
+static tt_status vocab_from_metadata(tt_tokenizer *t, const tt_safetensors *f,
+                                     tt_tokenizer_kind kind) {
+    char where[600];
+    snprintf(where, sizeof where, "safetensors '%s'", f->path);
+    return tt__tokenizer_from_hex(t, tt_safetensors_meta(f, "tokenizer.vocab_hex"), kind, where,
+                                  "tokenizer.vocab_hex");
 }
 
 tt_status tt_tokenizer_from_metadata(tt_tokenizer *t, const tt_safetensors *f, bool *found) {

@@ -20,6 +20,7 @@
 #include "path.h"
 #include "../io/checkpoint.h"
 #include "../io/safetensors.h"
+#include "../io/gguf.h"
 
 #include <stdio.h>
 
@@ -107,6 +108,21 @@ const char **tt_tokenizer_metadata(const tt_tokenizer *t);
 // file for an unknown tokenizer or a missing or invalid vocab; GPT-2's files that cannot be
 // read are tt_tokenizer_open's errors.
 tt_status tt_tokenizer_from_metadata(tt_tokenizer *t, const tt_safetensors *f, bool *found);
+
+// GGUF metadata (data/tokenizer_gguf.c). GPT-2's BPE as llama.cpp reads it:
+// tokenizer.ggml.model = "gpt2", .pre = "gpt-2", .tokens (n_vocab: GPT-2's in its printable
+// byte alphabet, then "[PAD<id>]" up to a padded vocab), .token_type (1 normal, 3 for
+// <|endoftext|>, 5 for the padding), .merges ("a b"), .bos_token_id = .eos_token_id =
+// <|endoftext|>, .add_bos_token = false. A char or trained vocab: tokenizer.ggml.model =
+// "none" and tinytorch.tokenizer = char | file with tinytorch.tokenizer.vocab_hex (as
+// tt_tokenizer_metadata). Aborts when n_vocab is below t's ids.
+void tt_tokenizer_gguf_add(const tt_tokenizer *t, tt_gguf_writer *w, int64_t n_vocab);
+// The tokenizer of a GGUF file: TT_OK with *found false when it has none (no
+// tokenizer.ggml.model, or "none"); GPT-2's (opened from its data files, as "gpt2") when the
+// file's tokens and merges are GPT-2's; a char or trained vocab from the tinytorch keys.
+// TT_ERR_FORMAT naming the file for another tokenizer model, a GPT-2-style BPE other than
+// GPT-2's, or an invalid vocab; t zeroed on error.
+tt_status tt_tokenizer_from_gguf(tt_tokenizer *t, const tt_gguf *f, bool *found);
 
 #ifdef __cplusplus
 }

@@ -25,6 +25,7 @@ static const char gpt_usage_tail[] =
     "  gpt decode [--tokenizer T | --ckpt FILE] [--data FILE]  < ids  > bytes\n"
     "  gpt bpe-train --merges N --out VOCAB [--data FILE]\n"
     "  gpt export --ckpt FILE --out FILE.safetensors [--dtype f32|f16|bf16]\n"
+    "  gpt export --format gguf --ckpt FILE --out FILE.gguf [--dtype f32|f16|q8_0|q4_0]\n"
     "\n"
     "--tokenizer: char (one token per distinct byte of --data; the default), gpt2 (GPT-2's\n"
     "BPE, its " TT_GPT2_ENCODER " and " TT_GPT2_MERGES " found in $TINYTORCH_DATA,\n"
@@ -43,9 +44,9 @@ static const char gpt_usage_tail[] =
     "train_loss=F val_loss=F` at each eval and a `done ...` line. --grad-accum and mpirun\n"
     "as char_gpt's.\n"
     "sample prints the prompt and the generated text (--temperature 0: greedy); eval prints\n"
-    "`eval train_loss=F val_loss=F`. A --init-from FILE.safetensors holds GPT-2 weights and\n"
-    "the tokenizer its metadata names (export writes it); without one (Hugging Face's), gpt2\n"
-    "unless --tokenizer names another. --quantize int8 as char_gpt's.\n"
+    "`eval train_loss=F val_loss=F`. A --init-from FILE.safetensors or FILE.gguf holds GPT-2\n"
+    "weights and the tokenizer its metadata names (export writes it); without one (Hugging\n"
+    "Face's), gpt2 unless --tokenizer names another. --quantize int8 as char_gpt's.\n"
     "sample streams the text as it comes. --prompts FILE: one prompt per line, each printed\n"
     "with its text (in order, one per line); --batch N decodes N of them together. --stop STR\n"
     "(repeatable): the text ends before the first one; --min-p and --repeat-penalty (Hugging\n"
@@ -55,7 +56,8 @@ static const char gpt_usage_tail[] =
     "bytes of the ids on stdin (whitespace-separated); bpe-train learns --merges merges from\n"
     "--data and writes VOCAB; export writes a checkpoint's model in GPT-2's safetensors layout\n"
     "(the model must be GPT-2-shaped: train it with --preset gpt2), its tokenizer (a char or\n"
-    "trained vocab whole) in the file's metadata.\n";
+    "trained vocab whole) in the file's metadata; --format gguf writes llama.cpp's gpt2 GGUF\n"
+    "instead (matrices as --dtype; GPT-2's BPE as tokenizer.ggml.*), which --init-from reads.\n";
 
 int main(int argc, char **argv) {
     static const gpt_program gpt = {"gpt", "out/gpt.ckpt", false, gpt_usage_head,

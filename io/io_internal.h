@@ -14,4 +14,10 @@ tt_status tt__ckpt_load_mem(tt_checkpoint *c, const void *data, size_t size, con
 // The reference writer's order of a dtype (wider first when saving). io/safetensors.c.
 int tt__st_dtype_rank(tt_st_dtype d);
 
+// f32 <-> IEEE half and bfloat16, round to nearest even (safetensors_write.c, safetensors.c;
+// the GGUF reader and writer share them).
+uint16_t tt__f32_to_f16(float f);
+uint16_t tt__f32_to_bf16(float f);
+float tt__f16_to_f32(uint16_t h);  // exact
+
 #endif  // TT_IO_INTERNAL_H

@@ -65,7 +65,7 @@ static float bits_f32(uint32_t u) {
 }
 
 // Exact: every half is an f32.
-static float f16_to_f32(uint16_t h) {
+float tt__f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
     if (exp == 0x1f) return bits_f32(sign | 0x7f800000 | (man << 13));      // inf, NaN
     if (exp != 0) return bits_f32(sign | ((exp + 112) << 23) | (man << 13));  // 127 - 15 = 112
@@ -470,7 +470,7 @@ tt_status tt_safetensors_get(const tt_safetensors *f, const char *name, tt_tenso
     switch (e->dtype) {
         case TT_ST_F16:
             for (size_t i = 0; i < n; i++)
-                ((float *)(void *)dst)[i] = f16_to_f32((uint16_t)get_le(src + 2 * i, 2));
+                ((float *)(void *)dst)[i] = tt__f16_to_f32((uint16_t)get_le(src + 2 * i, 2));
             break;
         case TT_ST_BF16:
             for (size_t i = 0; i < n; i++)

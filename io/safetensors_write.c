@@ -25,7 +25,7 @@ static uint32_t f32_bits(float f) {
 
 // Round to nearest even; overflow to inf; NaN becomes the quiet 0x7e00 with its sign (as
 // PyTorch's c10::Half).
-static uint16_t f32_to_f16(float f) {
+uint16_t tt__f32_to_f16(float f) {
     uint32_t x = f32_bits(f), ax = x & 0x7fffffff;
     uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
     if (ax > 0x7f800000) return sign | 0x7e00;
@@ -40,7 +40,7 @@ static uint16_t f32_to_f16(float f) {
 
 // Round to nearest even; every NaN becomes 0xffff, as PyTorch's (vectorized) CPU conversion of
 // a tensor writes it.
-static uint16_t f32_to_bf16(float f) {
+uint16_t tt__f32_to_bf16(float f) {
     if (isnan(f)) return 0xffff;
     uint32_t x = f32_bits(f);
     return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
@@ -85,8 +85,8 @@ static unsigned char *encode(const tt_tensor *t, tt_st_dtype dtype, size_t *nbyt
         if (t->dtype == TT_F64) v = ((const double *)src)[i], fv = (float)v;
         switch (dtype) {
             case TT_ST_F32: put_le(o, f32_bits(fv), 4); break;
-            case TT_ST_F16: put_le(o, f32_to_f16(fv), 2); break;
-            case TT_ST_BF16: put_le(o, f32_to_bf16(fv), 2); break;
+            case TT_ST_F16: put_le(o, tt__f32_to_f16(fv), 2); break;
+            case TT_ST_BF16: put_le(o, tt__f32_to_bf16(fv), 2); break;
             case TT_ST_F64: {
                 uint64_t u;
                 if (t->dtype == TT_F32) v = fv;

@@ -9,7 +9,8 @@
 # --tokenizer, even with the vocab file gone); gpt with the char tokenizer trains as char_gpt,
 # bit for bit; export then --init-from gives the same greedy text and eval losses as the
 # checkpoint, for a char or trained-vocab model too (the tokenizer in the metadata);
-# --init-from trains from a checkpoint and from a safetensors file; --preset; bad input
+# export --format gguf (f32, q8_0) then --init-from FILE.gguf: the same greedy text and losses
+# at f32; --init-from trains from a checkpoint, a safetensors and a GGUF file; --preset; bad input
 # (unknown tokenizer, missing vocab, corrupt safetensors, a prompt a char vocab cannot
 # encode, ...) exits non-zero, not by a signal, with one line on stderr and clobbers no file.
 # Under ASan (make test SAN=1) LeakSanitizer checks every run. Usage: sh tests/run_gpt.sh [builddir]
@@ -213,6 +214,26 @@ train_ok "train --init-from a checkpoint" "$d/i2.ckpt" --init-from "$d/g.ckpt"
     [ "$(wc -c < "$d/p16.safetensors")" -lt "$(wc -c < "$d/p.safetensors")" ] &&
     ok "export --dtype bf16 writes a smaller file" || bad "export --dtype bf16"
 
+# ---- GGUF: export --format gguf, then --init-from FILE.gguf ----
+for dt in f32 q8_0; do
+    "$bin" export --format gguf --dtype $dt --ckpt "$d/p.ckpt" --out "$d/p_$dt.gguf" \
+        2> "$d/x.err" && head -c 4 "$d/p_$dt.gguf" | grep -q GGUF ||
+        { bad "export --format gguf --dtype $dt"; cat "$d/x.err" >&2; }
+done
+"$bin" sample --init-from "$d/p_f32.gguf" --prompt "KING" --tokens 12 --temperature 0 \
+    > "$d/s_gg.txt" 2> "$d/s.err"
+cmp -s "$d/s_ck.txt" "$d/s_gg.txt" &&
+    ok "export --format gguf then --init-from: the same greedy text as the checkpoint" ||
+    { bad "gguf round trip"; cat "$d/s_ck.txt" "$d/s_gg.txt" "$d/s.err" >&2; }
+e_gg=$("$bin" eval --init-from "$d/p_f32.gguf" $ev 2>&1)
+[ "$e_ck" = "$e_gg" ] && ok "gguf f32: the same eval losses ($e_gg)" ||
+    bad "gguf eval: '$e_ck' vs '$e_gg'"
+e_q8=$("$bin" eval --init-from "$d/p_q8_0.gguf" $ev 2>&1)
+[ "$(wc -c < "$d/p_q8_0.gguf")" -lt "$(wc -c < "$d/p_f32.gguf")" ] &&
+    echo "$e_q8" | grep -q "^eval train_loss=" &&
+    ok "gguf q8_0: smaller, evaluates ($e_q8)" || bad "gguf q8_0: '$e_q8'"
+train_ok "train --init-from FILE.gguf" "$d/i3.ckpt" --init-from "$d/p_q8_0.gguf"
+
 # ---- the tokenizer travels in the exported file's metadata ----
 # A char model and a trained-vocab model exported: eval and sample from the safetensors file,
 # without --tokenizer or with the one it was trained with, give the checkpoint's losses and
@@ -305,6 +326,19 @@ printf '15496 50257' > "$d/badids.txt"
     bad "decode out of range"
 expect_fail "export of a model GPT-2 cannot hold" "train with --preset gpt2" \
     export --ckpt "$d/c.ckpt" --out "$d/keep.ckpt"
+expect_fail "GGUF export of a model GPT-2 cannot hold" "written as GGUF's gpt2 architecture" \
+    export --format gguf --ckpt "$d/c.ckpt" --out "$d/keep.ckpt"
+expect_fail "an unknown --format" "--format 'onnx' is not safetensors (the default) or gguf" \
+    export --format onnx --ckpt "$d/p.ckpt" --out "$d/keep.ckpt"
+expect_fail "q4_0 into safetensors" "--dtype q4_0 needs --format gguf" \
+    export --dtype q4_0 --ckpt "$d/p.ckpt" --out "$d/keep.ckpt"
+expect_fail "a GGUF --dtype it does not write" "--dtype 'bf16' is not one of f32, f16, q8_0" \
+    export --format gguf --dtype bf16 --ckpt "$d/p.ckpt" --out "$d/keep.ckpt"
+head -c 3000 "$d/p_f32.gguf" > "$d/trunc.gguf"
+expect_fail "truncated GGUF" "gguf '$d/trunc.gguf': " \
+    sample --init-from "$d/trunc.gguf" --prompt hi
+head -c 64 /dev/urandom > "$d/garbage.gguf"
+expect_fail "garbage GGUF" "no 'GGUF' magic" train $run --init-from "$d/garbage.gguf" $keep
 expect_fail "model flags with --init-from" "--layers: the model comes from --init-from" \
     train --init-from "$d/g.ckpt" --layers 2 $keep
 expect_fail "another tokenizer than the checkpoint's" "is not the tokenizer" \

@@ -124,6 +124,7 @@ static flag flags[] = {
     {"--init-from", F_STR, &opt.init_from, CMD_TRAIN | CMD_SAMPLE | CMD_EVAL, false, 1},
     {"--merges", F_INT, &opt.merges, CMD_BPE_TRAIN, false, 1},
     {"--dtype", F_STR, &opt.dtype, CMD_EXPORT, false, 1},
+    {"--format", F_STR, &opt.format, CMD_EXPORT, false, 1},
     {"--precision", F_STR, &opt.precision, CMD_TRAIN, false, 0},
     {"--quantize", F_STR, &opt.quantize, CMD_SAMPLE | CMD_EVAL, false, 0},
     // ---- profiling ----

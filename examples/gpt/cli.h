@@ -82,6 +82,7 @@ typedef struct options {
     const char *prompts;
     // gpt only
     const char *tokenizer, *preset, *init_from, *dtype;
+    const char *format;  // export: safetensors (the default) or gguf
     int64_t merges;
     // train: "f32" or "bf16" (autocast of the products)
     const char *precision;
@@ -180,6 +181,8 @@ double ck_f64(const tt_checkpoint *ck, const char *path, const char *key);
 // Without --data: the data file of the run that wrote the checkpoint, when it recorded one.
 void data_from_ckpt(const tt_checkpoint *ck);
 bool is_safetensors(const char *path);
+// Whether path ends in .gguf (--init-from reads it as a GGUF gpt2 model).
+bool is_gguf(const char *path);
 
 // --tokenizer NAME (gpt2 or a vocab file; char is a dataset's); exits on failure.
 void tok_open(tt_tokenizer *t, const char *name);

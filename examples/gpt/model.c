@@ -159,33 +159,24 @@ void check_memory(const tt_gpt_config *c, int64_t B, int64_t T, bool training) {
         die("%s; use a smaller --batch, --block or model", tt_last_error());
 }
 
-// The tokenizer of an open safetensors file: its metadata's (gpt export writes it), which a
-// --tokenizer given must match; without one, --tokenizer (default gpt2), as for Hugging Face's
-// GPT-2 files.
-static void tok_from_safetensors(tt_tokenizer *t, const tt_safetensors *f,
-                                 const char *flagname) {
-    bool found;
-    if (tt_tokenizer_from_metadata(t, f, &found) != TT_OK)
-        die_usage("%s: %s", flagname, tt_last_error());
+// After a model file's tokenizer was looked for (found: the file had one, in t): a --tokenizer
+// given must be that one; without one, --tokenizer (default gpt2), never char.
+static void tok_given_or_default(tt_tokenizer *t, bool found, const char *flagname,
+                                 const char *path) {
     if (found) {
-        check_given(t, f->path, "its metadata");
+        check_given(t, path, "its metadata");
         return;
     }
     if (opt.tokenizer && strcmp(opt.tokenizer, "char") == 0)
         die_usage("%s '%s' has no tokenizer metadata, so no char vocab (gpt export writes "
-                  "them); use --tokenizer gpt2 or a vocab file", flagname, f->path);
+                  "them); use --tokenizer gpt2 or a vocab file", flagname, path);
     tok_open(t, opt.tokenizer ? opt.tokenizer : "gpt2");
 }
 
-// The model and tokenizer of a GPT-2 .safetensors file (load_model's).
-static void load_safetensors(const char *flagname, const char *path, tt_gpt *gpt,
-                             train_state *s) {
-    tt_safetensors f;
-    if (tt_safetensors_open(&f, path) != TT_OK || tt_gpt_load_hf_file(gpt, &f, 0) != TT_OK)
-        die_usage("%s: %s; pass a GPT-2 model.safetensors or a checkpoint of %s train",
-                  flagname, tt_last_error(), prog->name);
-    tok_from_safetensors(&s->tok, &f, flagname);
-    tt_safetensors_close(&f);
+// The config and a fresh state of a model read from a GPT-2 file (safetensors or GGUF), after
+// checking its vocabulary holds the tokenizer's ids.
+static void loaded_model(const char *flagname, const char *path, const tt_gpt *gpt,
+                         train_state *s) {
     s->cfg = gpt->cfg;
     // Larger is a padded vocab (nanoGPT's 50304); smaller cannot score the tokenizer's ids
     // (sample needs only the prompt's within it: checked there).
@@ -198,6 +189,50 @@ static void load_safetensors(const char *flagname, const char *path, tt_gpt *gpt
     s->st.train_loss = s->st.val_loss = NAN;
 }
 
+// The tokenizer of an open safetensors file: its metadata's (gpt export writes it), which a
+// --tokenizer given must match; without one, --tokenizer (default gpt2), as for Hugging Face's
+// GPT-2 files.
+static void tok_from_safetensors(tt_tokenizer *t, const tt_safetensors *f,
+                                 const char *flagname) {
+    bool found;
+    if (tt_tokenizer_from_metadata(t, f, &found) != TT_OK)
+        die_usage("%s: %s", flagname, tt_last_error());
+    tok_given_or_default(t, found, flagname, f->path);
+}
+
+// The model and tokenizer of a GPT-2 .safetensors file (load_model's).
+static void load_safetensors(const char *flagname, const char *path, tt_gpt *gpt,
+                             train_state *s) {
+    tt_safetensors f;
+    if (tt_safetensors_open(&f, path) != TT_OK || tt_gpt_load_hf_file(gpt, &f, 0) != TT_OK)
+        die_usage("%s: %s; pass a GPT-2 model.safetensors or a checkpoint of %s train",
+                  flagname, tt_last_error(), prog->name);
+    tok_from_safetensors(&s->tok, &f, flagname);
+    tt_safetensors_close(&f);
+    loaded_model(flagname, path, gpt, s);
+}
+
+// Whether path names a GGUF file (by its extension): --init-from reads it as gpt2's.
+bool is_gguf(const char *path) {
+    size_t n = strlen(path);
+    return n >= 5 && strcmp(path + n - 5, ".gguf") == 0;
+}
+
+// The model and tokenizer of a GGUF gpt2 file (load_model's): the tokenizer of its metadata,
+// else --tokenizer (default gpt2).
+static void load_gguf(const char *flagname, const char *path, tt_gpt *gpt, train_state *s) {
+    tt_gguf f;
+    if (tt_gguf_open(&f, path) != TT_OK || tt_gpt_load_gguf_file(gpt, &f) != TT_OK)
+        die_usage("%s: %s; pass a gpt2 GGUF, a GPT-2 model.safetensors or a checkpoint of %s "
+                  "train", flagname, tt_last_error(), prog->name);
+    bool found;
+    if (tt_tokenizer_from_gguf(&s->tok, &f, &found) != TT_OK)
+        die_usage("%s: %s", flagname, tt_last_error());
+    tok_given_or_default(&s->tok, found, flagname, path);
+    tt_gguf_close(&f);
+    loaded_model(flagname, path, gpt, s);
+}
+
 // The model (and tokenizer) of --init-from / --ckpt path: a checkpoint of train, with its
 // tokenizer, or a GPT-2 .safetensors, with the tokenizer of its metadata or --tokenizer
 // (default gpt2). ck receives the checkpoint when path is one (left empty otherwise); s its
@@ -208,6 +243,10 @@ void load_model(const char *flagname, const char *path, tt_gpt *gpt, train_state
     tt_ckpt_init(ck);
     if (is_safetensors(path)) {
         load_safetensors(flagname, path, gpt, s);
+        return;
+    }
+    if (is_gguf(path)) {
+        load_gguf(flagname, path, gpt, s);
         return;
     }
     load_ckpt(ck, path, s);
@@ -223,7 +262,8 @@ static const char *model_path(const char *cmd) {
     if (!opt.ckpt) {
         if (prog->char_only)
             die_usage("%s needs --ckpt FILE (e.g. --ckpt %s)", cmd, prog->default_out);
-        die_usage("%s needs --ckpt FILE (e.g. --ckpt %s) or --init-from FILE.safetensors", cmd,
+        die_usage("%s needs --ckpt FILE (e.g. --ckpt %s) or --init-from FILE.safetensors|.gguf",
+                  cmd,
                   prog->default_out);
     }
     return opt.ckpt;

@@ -20,6 +20,7 @@
 #include "../../io/checkpoint.h"
 #include "../../nn/nn.h"
 #include "../../io/safetensors.h"
+#include "../../io/gguf.h"
 #include "../../compress/compress.h"
 #include "../../optim/optim.h"
 
@@ -411,6 +412,28 @@ tt_status tt_gpt_save_hf(const tt_gpt *m, const char *path, tt_st_dtype dtype);
 // e.g. tt_tokenizer_metadata's; a key given twice aborts.
 tt_status tt_gpt_save_hf_meta(const tt_gpt *m, const char *path, tt_st_dtype dtype,
                               const char *const *metadata);
+
+// ---- GGUF (models/gpt/gpt_gguf.c): llama.cpp's "gpt2" architecture ----
+
+// Adds m to w as GGUF's gpt2: general.architecture, general.file_type, gpt2.context_length,
+// .embedding_length, .feed_forward_length (4 C), .block_count, .attention.head_count and
+// .attention.layer_norm_epsilon (1e-5); tensors token_embd, position_embd, output_norm, output
+// (only when untied) and blk.<l>.{attn_norm, attn_qkv (q, k, v fused: ne {C, 3C}),
+// attn_output, ffn_norm, ffn_up, ffn_down} .weight / .bias, ne our shapes reversed. Matrices
+// are stored as type, vectors as F32 (and the position table as F32 when type is quantized).
+// TT_ERR_ARG naming the feature when m is not GPT-2-shaped (as tt_gpt_save_hf), or n_embd is
+// not a multiple of 32 for Q8_0 / Q4_0. The tokenizer is the caller's (tt_tokenizer_gguf_add).
+tt_status tt_gpt_gguf_add(const tt_gpt *m, tt_gguf_writer *w, tt_ggml_type type);
+// tt_gpt_gguf_add into a new file at path (atomically), without a tokenizer.
+tt_status tt_gpt_save_gguf(const tt_gpt *m, const char *path, tt_ggml_type type);
+// Builds m from a GGUF gpt2 model (any of F32, F16, BF16, Q8_0, Q4_0 tensors, dequantized to
+// f32): the config from the hparams and shapes, q/k/v split from attn_qkv, tied when there is
+// no output.weight. TT_ERR_MISMATCH for another architecture (named), missing hparams, a
+// missing, misshapen or unexpected tensor, or the sizes tt_gpt_load_hf refuses; TT_ERR_FORMAT
+// for weights that are not finite; tt_gguf_open's errors. m is zeroed on error.
+tt_status tt_gpt_load_gguf(tt_gpt *m, const char *path);
+// The same from an open file (its tokenizer can then be read from the same f).
+tt_status tt_gpt_load_gguf_file(tt_gpt *m, const tt_gguf *f);
 
 // ---- the GPT as a tt_module (models/gpt/gpt_module.c) ----
 // The model's structure, described once: forward is tt_gpt_forward on tokens (B, T); its

@@ -283,6 +283,17 @@ done:
 
 // ---- export ----
 
+const char *tt__gpt2_unsupported(const tt_gpt_config *c) {
+    return !c->bias ? "bias = false (GPT-2 has biases in every Linear and LayerNorm)"
+           : !c->qkv_bias ? "qkv_bias = false (GPT-2's c_attn has a bias)"
+           : c->positional != TT_POS_LEARNED ? "RoPE positions (GPT-2 learns them)"
+           : c->norm != TT_NORM_LAYERNORM ? "RMSNorm (GPT-2 uses LayerNorm)"
+           : c->activation != TT_ACT_GELU_TANH
+               ? "an activation other than the tanh GELU (GPT-2's gelu_new)"
+           : c->n_kv_head != c->n_head ? "grouped-query attention"
+           : c->qk_norm ? "QK-norm" : NULL;
+}
+
 tt_status tt_gpt_save_hf(const tt_gpt *m, const char *path, tt_st_dtype dtype) {
     return tt_gpt_save_hf_meta(m, path, dtype, NULL);
 }
@@ -295,14 +306,7 @@ tt_status tt_gpt_save_hf_meta(const tt_gpt *m, const char *path, tt_st_dtype dty
     TT_CHECK(n_extra % 2 == 0, "metadata holds %d strings before its NULL; give key, value "
              "pairs", n_extra);
     const tt_gpt_config *c = &m->cfg;
-    const char *why = !c->bias ? "bias = false (GPT-2 has biases in every Linear and LayerNorm)"
-                      : !c->qkv_bias ? "qkv_bias = false (GPT-2's c_attn has a bias)"
-                      : c->positional != TT_POS_LEARNED ? "RoPE positions (GPT-2 learns them)"
-                      : c->norm != TT_NORM_LAYERNORM ? "RMSNorm (GPT-2 uses LayerNorm)"
-                      : c->activation != TT_ACT_GELU_TANH
-                          ? "an activation other than the tanh GELU (GPT-2's gelu_new)"
-                      : c->n_kv_head != c->n_head ? "grouped-query attention"
-                      : c->qk_norm ? "QK-norm" : NULL;
+    const char *why = tt__gpt2_unsupported(c);
     if (why)
         return tt_set_error(TT_ERR_ARG, "tt_gpt_save_hf('%s'): the model has %s; only a "
                             "GPT-2-shaped model can be written in GPT-2's layout", path, why);

@@ -26,6 +26,10 @@ tt_status tt__gpt_check_masks(const tt_gpt_config *c);
 // "<label> = <v> is out of range; use ..." (tt_gpt_config_validate's message). gpt_config.c.
 tt_status tt__gpt_field_check(const tt_gpt_field *f, const char *label, double v);
 
+// NULL when c is GPT-2-shaped, else the feature GPT-2 lacks ("RoPE positions (GPT-2 learns
+// them)", ...), for the exporters' messages. gpt2_hf.c.
+const char *tt__gpt2_unsupported(const tt_gpt_config *c);
+
 // ---- KV cache ----
 // Per layer, the keys and values of positions 0 .. len-1 after QK-norm and RoPE and before the
 // grouped-query repeat: k[l], v[l] are (1, NKV, block_size, HS) buffers of the model's dtype.
