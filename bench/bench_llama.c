@@ -1,7 +1,7 @@
 // llama.cpp as a measured peer: the GPT-2 124M shape (random weights: speed does not depend on
 // the values) exported as GGUF at f32, f16, q8_0 and q4_0, timed by llama-bench (pp512: -p 512
 // -n 0, prefill; tg128: -p 0 -n 128, decode) on 1 and 2 threads, alternating with our own
-// figures on the same model (f32; int8 beside q8_0): prefill = 512 tokens through the KV cache
+// figures on the same model (f32, bf16 beside f16, int8 beside q8_0, int4 beside q4_0): prefill = 512 tokens through the KV cache
 // in one call, decode = 128 tokens one at a time after a one-token prompt. Rounds alternate
 // (llama.cpp, then ours) and the medians of ROUNDS are printed as `bench llama ...` lines.
 // Prints a skip line and exits 0 without LLAMA_CPP (llama.cpp's build/bin). Never part of
@@ -23,12 +23,12 @@
 static const struct {
     const char *name;  // llama.cpp's
     tt_ggml_type type;
-    const char *ours;  // our precision beside it (NULL: none yet)
+    tt_quant ours;     // our weight format beside it
 } types[] = {
-    {"f32", TT_GGML_F32, "f32"},
-    {"f16", TT_GGML_F16, NULL},
-    {"q8_0", TT_GGML_Q8_0, "int8"},
-    {"q4_0", TT_GGML_Q4_0, NULL},
+    {"f32", TT_GGML_F32, TT_QUANT_NONE},
+    {"f16", TT_GGML_F16, TT_QUANT_BF16},
+    {"q8_0", TT_GGML_Q8_0, TT_QUANT_INT8},
+    {"q4_0", TT_GGML_Q4_0, TT_QUANT_INT4},
 };
 #define N_TYPES 4
 
@@ -103,14 +103,13 @@ static void bench_type(const char *bin, const char *dir, int k, tt_gpt *m, int t
         for (int r = 0; r < ROUNDS; r++) {
             l[r] = llama_bench(bin, path, prefill, threads);
             tt_set_num_threads(threads);
-            o[r] = types[k].ours ? ours(m, prefill) : 0;
+            o[r] = ours(m, prefill);
         }
         double ml = median(l, ROUNDS), mo = median(o, ROUNDS);
         printf("bench llama model=gpt2-124m type=%s test=%s threads=%d llama_tokens_per_s=%.1f",
                types[k].name, prefill ? "pp512" : "tg128", threads, ml);
-        if (types[k].ours)
-            printf(" ours=%s ours_tokens_per_s=%.1f ratio=%.2f", types[k].ours, mo, mo / ml);
-        printf("\n");
+        printf(" ours=%s ours_tokens_per_s=%.1f ratio=%.2f\n", tt_quant_name(types[k].ours), mo,
+               mo / ml);
         fflush(stdout);
     }
 }
@@ -136,19 +135,19 @@ int main(int argc, char **argv) {
     c.positional = TT_POS_LEARNED, c.norm = TT_NORM_LAYERNORM;
     tt_rng rng;
     tt_rng_seed(&rng, 1);
-    tt_gpt m, q;
+    tt_gpt m;
     if (tt_gpt_init(&m, &c, &rng) != TT_OK || export_all(&m, &tok, dir) != TT_OK) {
         fprintf(stderr, "bench llama: %s\n", tt_last_error());
         return 1;
     }
-    tt_gpt_init(&q, &c, &rng);
-    tt_gpt_quantize(&q);
     int list[8], nt = 0;
     for (int i = 1; i < argc && nt < 8; i++) list[nt++] = atoi(argv[i]);
     if (!nt) list[nt++] = 1, list[nt++] = 2;
     for (int t = 0; t < nt; t++)
-        for (int k = 0; k < N_TYPES; k++)
-            bench_type(bin, dir, k, types[k].type == TT_GGML_Q8_0 ? &q : &m, list[t]);
+        for (int k = 0; k < N_TYPES; k++) {
+            tt_gpt_quantize_as(&m, types[k].ours);  // the same weights in each format
+            bench_type(bin, dir, k, &m, list[t]);
+        }
     for (int k = 0; k < N_TYPES; k++) {
         char path[512];
         snprintf(path, sizeof path, "%s/gpt2_124m_%s.gguf", dir, types[k].name);
@@ -156,7 +155,6 @@ int main(int argc, char **argv) {
     }
     rmdir(dir);
     tt_gpt_free(&m);
-    tt_gpt_free(&q);
     tt_tokenizer_free(&tok);
     return 0;
 }
