@@ -2,8 +2,9 @@
 // the values) exported as GGUF at f32, f16, q8_0 and q4_0, timed by llama-bench (pp512: -p 512
 // -n 0, prefill; tg128: -p 0 -n 128, decode) on 1 and 2 threads, alternating with our own
 // figures on the same model (f32, bf16 beside f16, int8 beside q8_0, int4 beside q4_0):
-// prefill = 512 tokens through the KV cache in one call, decode = 128 tokens one at a time after a one-token prompt. Rounds alternate
-// (llama.cpp, then ours) and the medians of ROUNDS are printed as `bench llama ...` lines.
+// prefill = 512 tokens through the KV cache in one call, decode = 128 tokens one at a time
+// after a one-token prompt. Rounds alternate (llama.cpp, then ours) and the medians of ROUNDS
+// are printed as `bench llama ...` lines.
 // Prints a skip line and exits 0 without LLAMA_CPP (llama.cpp's build/bin). Never part of
 // `make test`, never an assertion.
 //
