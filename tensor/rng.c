@@ -58,18 +58,37 @@ int64_t tt_rng_below(tt_rng *rng, int64_t n) {
 
 // ---- random tensors ----
 
-tt_tensor *tt_uniform_(tt_tensor *t, tt_rng *rng, double lo, double hi) {
+_Thread_local bool tt__skip_random_init;
+
+// The next value of a fill: a uniform in [lo, hi) or a normal of mean lo and std hi.
+static double next_value(tt_rng *rng, bool normal, double lo, double hi) {
+    return normal ? lo + hi * tt_rng_normal(rng) : lo + (hi - lo) * tt_rng_uniform(rng);
+}
+
+// Fills t in flat order, one draw per element, as tt_set_at would store them; a contiguous
+// tensor is written through its storage directly (one version bump, not one per element).
+static tt_tensor *fill(tt_tensor *t, tt_rng *rng, bool normal, double lo, double hi,
+                       const char *op) {
     int64_t n = tt_numel(t);
-    for (int64_t i = 0; i < n; i++) tt_set_at(t, i, lo + (hi - lo) * tt_rng_uniform(rng));
-    tt_bump_version(t, "uniform_");
+    if (tt__skip_random_init) {
+        (void)tt__base(t);  // still refuses a freed tensor
+    } else if (tt_is_contiguous(t)) {
+        void *base = tt__base(t);
+        for (int64_t i = 0; i < n; i++) tt__store(base, t->dtype, t->offset + i,
+                                                  next_value(rng, normal, lo, hi));
+    } else {
+        for (int64_t i = 0; i < n; i++) tt_set_at(t, i, next_value(rng, normal, lo, hi));
+    }
+    tt_bump_version(t, op);
     return t;
 }
 
+tt_tensor *tt_uniform_(tt_tensor *t, tt_rng *rng, double lo, double hi) {
+    return fill(t, rng, false, lo, hi, "uniform_");
+}
+
 tt_tensor *tt_normal_(tt_tensor *t, tt_rng *rng, double mean, double std) {
-    int64_t n = tt_numel(t);
-    for (int64_t i = 0; i < n; i++) tt_set_at(t, i, mean + std * tt_rng_normal(rng));
-    tt_bump_version(t, "normal_");
-    return t;
+    return fill(t, rng, true, mean, std, "normal_");
 }
 
 tt_tensor *tt_uniform(tt_rng *rng, tt_dtype dtype, int ndim, const int64_t *shape,

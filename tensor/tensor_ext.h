@@ -74,4 +74,9 @@ int tt__create_temp(const char *path, char **tmp);
 // is given and path is missing or unreadable (not when it is a FIFO, device or directory).
 FILE *tt__fopen_read(const char *path, const char *what, const char *fix);
 
+// While true on this thread, tt_uniform_ and tt_normal_ draw nothing and leave their tensor's
+// values as they are: a model whose weights are about to be loaded skips its random init
+// (models/gpt's loaders; 124M normal draws take seconds).
+extern _Thread_local bool tt__skip_random_init;
+
 #endif  // TT_TENSOR_EXT_H

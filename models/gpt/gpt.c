@@ -107,6 +107,16 @@ tt_status tt_gpt_init(tt_gpt *m, const tt_gpt_config *cfg, tt_rng *rng) {
     return TT_OK;
 }
 
+tt_status tt__gpt_init_for_load(tt_gpt *m, const tt_gpt_config *cfg) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 0);
+    bool skip = tt__skip_random_init;
+    tt__skip_random_init = true;
+    tt_status s = tt_gpt_init(m, cfg, &rng);
+    tt__skip_random_init = skip;
+    return s;
+}
+
 // The modules through the tree (gpt_module.c's free callbacks), then the struct.
 void tt_gpt_free(tt_gpt *m) {
     if (!m) return;

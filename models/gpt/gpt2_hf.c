@@ -260,9 +260,7 @@ tt_status tt_gpt_load_hf_file(tt_gpt *m, const tt_safetensors *f, int64_t n_head
     }
 
     // Build the model, then overwrite every parameter.
-    tt_rng rng;
-    tt_rng_seed(&rng, 0);
-    if ((s = tt_gpt_init(m, &cfg, &rng)) != TT_OK) goto done;
+    if ((s = tt__gpt_init_for_load(m, &cfg)) != TT_OK) goto done;
     bool grad = tt_set_grad_enabled(false);
     for (int i = 0; i < 4; i++)
         copy_in(f, fmt_name(name, "%s%s", pre, top[i]), tt_params_get(&m->params, top[i]),

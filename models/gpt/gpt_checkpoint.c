@@ -165,9 +165,7 @@ tt_status tt_gpt_ckpt_model(tt_gpt *m, const tt_checkpoint *ck) {
                             "holds %lld under model.; the config or the tensors are corrupt",
                             (long long)need, (long long)have);
     if ((s = tt__gpt_check_masks(&c)) != TT_OK) return s;
-    tt_rng rng;
-    tt_rng_seed(&rng, 0);
-    s = tt_gpt_init(m, &c, &rng);
+    s = tt__gpt_init_for_load(m, &c);
     if (s != TT_OK) return s;
     const unsigned char *b;
     size_t n;

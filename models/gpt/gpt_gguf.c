@@ -276,9 +276,7 @@ tt_status tt_gpt_load_gguf_file(tt_gpt *m, const tt_gguf *f) {
         s = tt_set_error(TT_ERR_MISMATCH, "gguf '%s': %s", f->path, why);
     }
     if (s != TT_OK) return s;
-    tt_rng rng;
-    tt_rng_seed(&rng, 0);
-    if ((s = tt_gpt_init(m, &cfg, &rng)) != TT_OK) return s;
+    if ((s = tt__gpt_init_for_load(m, &cfg)) != TT_OK) return s;
     bool grad = tt_set_grad_enabled(false);
     copy_all(f, m);
     tt_set_grad_enabled(grad);

@@ -22,6 +22,9 @@ tt_module tt__gpt_blocks_module(tt_gpt *m);
 // both 2^26 entries and 64x its parameter count: a config no real model has, which would make
 // a small file allocate gigabytes. gpt_checkpoint.c.
 tt_status tt__gpt_check_masks(const tt_gpt_config *c);
+// tt_gpt_init without the random draws (the parameters are left zero, ones for the norms):
+// for a loader about to overwrite every parameter. The dropout stream is seeded as usual.
+tt_status tt__gpt_init_for_load(tt_gpt *m, const tt_gpt_config *cfg);
 // TT_OK when v is within f's range (an enum: one of its names); else TT_ERR_ARG
 // "<label> = <v> is out of range; use ..." (tt_gpt_config_validate's message). gpt_config.c.
 tt_status tt__gpt_field_check(const tt_gpt_field *f, const char *label, double v);
