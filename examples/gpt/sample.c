@@ -162,7 +162,9 @@ int cmd_sample(void) {
                   (long long)opt.window, (long long)s.cfg.block_size, path,
                   (long long)s.cfg.block_size);
     if (given("--batch") && !opt.prompts)
-        die_usage("--batch decodes the prompts of --prompts FILE together; give --prompts");
+        die_usage(prog->char_only ? "--batch of sample decodes the prompts of gpt sample's "
+                  "--prompts FILE together; run gpt sample for it" : "--batch decodes the prompts "
+                  "of --prompts FILE together; give --prompts");
     if (opt.prompts && given("--prompt"))
         die_usage("--prompt and --prompts both given; give one");
     int streams = given("--batch") ? (int)opt.batch : 1;
