@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const tt_cpu_level paths[] = {TT_CPU_GENERIC, TT_CPU_AVX2, TT_CPU_AVX512,
                                      TT_CPU_AVX512BF16};
@@ -299,6 +300,60 @@ START_TEST(test_gpt_bf16) {
 }
 END_TEST
 
+// Safetensors in BF16 and F16 (gpt export --dtype): a GPT-2-shaped model whose parameters are
+// all bf16 values (so both files hold them exactly) saved in each dtype and loaded back runs
+// with --quantize bf16 to the same logits, bit for bit, as the model it came from; a file in
+// F16 of values that are not all f16 (bf16's range is wider) stays within f16's rounding.
+START_TEST(test_safetensors_bf16_roundtrip) {
+    tt_gpt_config c = tt_gpt_config_default();
+    c.vocab_size = 50;
+    c.block_size = 16;
+    c.n_layer = 2;
+    c.n_head = c.n_kv_head = 4;
+    c.n_embd = 32;
+    c.bias = true;
+    c.activation = TT_ACT_GELU_TANH;
+    tt_rng rng;
+    tt_rng_seed(&rng, 8);
+    tt_gpt m;
+    ck_assert_int_eq(tt_gpt_init(&m, &c, &rng), TT_OK);
+    for (int i = 0; i < m.params.n; i++) {  // every parameter made a bf16 value
+        tt_tensor *t = m.params.items[i].tensor;
+        float *d = tt_data_f32(t);
+        for (int64_t j = 0; j < tt_numel(t); j++) d[j] = round_bf16(d[j] + 0.01f * (float)(j % 7));
+    }
+    tt_no_grad_begin();
+    tt_scope_begin();
+    tt_tensor *x = tt_empty(TT_I32, TT_SHAPE(1, 16));
+    for (int t = 0; t < 16; t++) ((int32_t *)tt_data(x))[t] = (t * 7) % 50;
+    tt_gpt_quantize_as(&m, TT_QUANT_BF16);
+    tt_tensor *ref = tt_gpt_forward(&m, x);  // (1, 16, 50)
+    static const tt_st_dtype dts[2] = {TT_ST_BF16, TT_ST_F16};
+    for (int d = 0; d < 2; d++) {
+        char path[128];
+        snprintf(path, sizeof path, "/tmp/tt_qlinear_bf16_%ld_%d.safetensors", (long)getpid(), d);
+        ck_assert_int_eq(tt_gpt_save_hf(&m, path, dts[d]), TT_OK);
+        tt_gpt back;
+        ck_assert_int_eq(tt_gpt_load_hf(&back, path, 4), TT_OK);
+        unlink(path);
+        tt_gpt_quantize_as(&back, TT_QUANT_BF16);
+        tt_tensor *got = tt_gpt_forward(&back, x);
+        if (d == 0) {
+            ck_assert(tt_test_same_values(got, ref));
+        } else {
+            double *a = tt_test_values(got), *b = tt_test_values(ref), diff = 0;
+            for (int64_t i = 0; i < tt_numel(ref); i++) diff = fmax(diff, fabs(a[i] - b[i]));
+            free(a), free(b);
+            ck_assert_msg(diff < 0.02, "f16 file: max |logit diff| %g", diff);
+        }
+        tt_gpt_free(&back);
+    }
+    tt_scope_end();
+    tt_no_grad_end();
+    tt_gpt_free(&m);
+}
+END_TEST
+
 // ---- refusals ----
 
 static tt_nn_linear ab_fc;
@@ -341,6 +396,7 @@ int main(void) {
     TCase *lin = tt_tcase("linear");
     tcase_add_test(lin, test_linear_bf16);
     tcase_add_test(lin, test_gpt_bf16);
+    tcase_add_test(lin, test_safetensors_bf16_roundtrip);
     suite_add_tcase(s, lin);
     TCase *ab = tt_tcase_aborts("aborts");
     tcase_add_checked_fixture(ab, abort_setup, abort_teardown);
