@@ -27,16 +27,6 @@ static uint32_t *alloc_words(int64_t n) {
 static int64_t panel_words(const tt_k_bf16w *w) { return tt_k_bf16_panel(w->K, NR); }
 static int64_t panels(const tt_k_bf16w *w) { return cdiv(w->N, NR); }
 
-// The bf16 GEMM kernels of the CPU level (bf16.h).
-static const tt_k_bf16_kernel *active_kernel(void) {
-    switch (tt_cpu_get_level()) {
-        case TT_CPU_AVX512BF16: return &tt_k_bf16_avx512bf16;
-        case TT_CPU_AVX512: return &tt_k_bf16_avx512;
-        case TT_CPU_AVX2: return &tt_k_bf16_avx2;
-        default: return &tt_k_bf16_generic;
-    }
-}
-
 void tt_k_bf16w_init(tt_k_bf16w *w, const float *W, int64_t N, int64_t K) {
     TT_CHECK(w && W && N >= 1 && K >= 1, "bad bf16 weight: N=%lld K=%lld", (long long)N,
              (long long)K);
@@ -45,7 +35,7 @@ void tt_k_bf16w_init(tt_k_bf16w *w, const float *W, int64_t N, int64_t K) {
     w->kp = cdiv(K, 2);
     w->w = alloc_words(panels(w) * panel_words(w));
     // X (K, N) = W^T: X[k, j] = W[j K + k]; every packer writes the same words (bf16.h)
-    const tt_k_bf16_kernel *kn = active_kernel();
+    const tt_k_bf16_kernel *kn = tt_k_bf16_active();
     (kn->pack ? kn->pack : tt_k_bf16_pack_generic)(w->w, W, TT_K_SRC_F32, 1, K, K, N, NR);
 }
 
@@ -173,7 +163,7 @@ static void gemm_panels(void *ctx, int64_t q0, int64_t q1) {
 }
 
 static void gemm(float *y, const float *x, const tt_k_bf16w *w, const float *bias, int64_t M) {
-    const tt_k_bf16_kernel *kn = active_kernel();
+    const tt_k_bf16_kernel *kn = tt_k_bf16_active();
     tt_k_bf16_packer pack = kn->pack ? kn->pack : tt_k_bf16_pack_generic;
     int64_t kcmax = min64(KC, w->K);
     uint32_t *ap = alloc_words(cdiv(M, kn->mr) * tt_k_bf16_panel(kcmax, kn->mr));
