@@ -1,16 +1,19 @@
-// Decoding speed of the GPT with the KV cache, f32 against int8 (tt_gpt_quantize), for the baby
-// (L4 C128) and the mid (L6 C384) configs, randomly initialised (speed does not depend on the
-// values), and the machine's memory read bandwidth the decoding is bound by. Prints `bench ...`
-// lines; never part of `make test`, never an assertion.
+// Decoding speed of the GPT with the KV cache in each weight format (f32, int8, bf16:
+// tt_gpt_quantize_as), for the baby (L4 C128), the mid (L6 C384) and the GPT-2 124M (L12 C768,
+// vocab 50257) configs, randomly initialised (speed does not depend on the values), GPT-2's
+// prefill (one cached forward over a 512-token prompt), and the machine's memory read bandwidth
+// the decoding is bound by. Prints `bench ...` lines; never part of `make test`, never an
+// assertion.
 //
 //   bench_decode                         the bandwidth, then every config at 1 and 2 threads
 //   bench_decode stream [THREADS]        read bandwidth: a 256 MiB buffer and a 42 MiB one
-//   bench_decode baby|mid [THREADS]      tokens/s f32 and int8, weight bytes, ratio, GB/s
+//   bench_decode baby|mid|gpt2 [THREADS] tokens/s per format, weight bytes, GB/s
 //
-// A run generates block_size - 1 tokens from a one-token prompt, so every step is one token
-// through the cache (no window rebuild). f32 and int8 runs alternate (run i of one, then run
-// i of the other) so a neighbour's load on a shared machine hits both alike; medians of
-// RUNS. weight_gbs: the bytes of the Linears' and head's weights (tt_gpt_matmul_weight_bytes,
+// A run generates block_size - 1 tokens (gpt2: 128, as llama-bench's tg128) from a one-token
+// prompt, so every step is one token through the cache (no window rebuild). The formats'
+// runs alternate (run i of each, then run i + 1) so a neighbour's load on a shared machine
+// hits all alike; medians of RUNS (gpt2: 3). gpt2's prefill: tokens/s of a 512-token prompt
+// through the cache, the logits of its last position only (llama-bench's pp512). weight_gbs: the bytes of the Linears' and head's weights (tt_gpt_matmul_weight_bytes,
 // what a step must read) per second of decoding.
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,22 +86,49 @@ static void bench_stream(int64_t bytes, const char *what) {
 typedef struct decode_config {
     const char *name;
     int64_t n_layer, n_head, n_embd, block, vocab;
+    int64_t n_decode;   // tokens generated after a one-token prompt
+    int64_t n_prefill;  // prompt tokens of the prefill figure; 0: none
+    int runs;           // alternating rounds (medians)
 } decode_config;
 
 static const decode_config configs[] = {
-    {"baby", 4, 4, 128, 64, 65},
-    {"mid", 6, 6, 384, 256, 65},
+    {"baby", 4, 4, 128, 64, 65, 63, 0, RUNS},
+    {"mid", 6, 6, 384, 256, 65, 255, 0, RUNS},
+    {"gpt2", 12, 12, 768, 1024, 50257, 128, 512, 3},  // GPT-2 124M, llama-bench -n 128, -p 512
 };
 
-// Seconds to generate n tokens after a one-token prompt, with the cache.
-static double time_generate(tt_gpt *gpt, int64_t n, int32_t *out) {
+// The formats timed, each on its own copy of the same weights.
+static const tt_quant formats[] = {TT_QUANT_NONE, TT_QUANT_INT8, TT_QUANT_BF16};
+#define NFMT ((int)(sizeof formats / sizeof formats[0]))
+
+// Seconds to generate n tokens after an n_prompt-token prompt, with the cache (n = 1: the
+// prompt's one cached forward, logits of its last position only: a prefill).
+static double time_generate(tt_gpt *gpt, int64_t n_prompt, int64_t n, int32_t *out) {
     tt_sample_opts so = tt_sample_opts_default();
+    so.temperature = 0;  // greedy: the model's cost, not top-k's sort of the vocab (llama-bench
+                         // samples nothing)
     tt_rng rng;
     tt_rng_seed(&rng, 7);
-    int32_t prompt[1] = {0};
+    int32_t *prompt = calloc((size_t)n_prompt, sizeof *prompt);
+    for (int64_t i = 0; i < n_prompt; i++) prompt[i] = (int32_t)(i * 7 % 61);
     double t0 = now_s();
-    tt_gpt_generate(gpt, prompt, 1, n, &so, &rng, out, NULL, NULL);
-    return now_s() - t0;
+    tt_gpt_generate(gpt, prompt, n_prompt, n, &so, &rng, out, NULL, NULL);
+    double dt = now_s() - t0;
+    free(prompt);
+    return dt;
+}
+
+// Medians over dc->runs rounds, the formats alternating within each round, of tokens/s.
+static void time_formats(const decode_config *dc, tt_gpt *models, int64_t n_prompt, int64_t n,
+                         double *tps) {
+    int32_t *out = malloc((size_t)n * sizeof *out);
+    double t[NFMT][RUNS];
+    for (int f = 0; f < NFMT; f++) time_generate(&models[f], n_prompt, n, out);  // warm-up
+    for (int r = 0; r < dc->runs; r++)
+        for (int f = 0; f < NFMT; f++) t[f][r] = time_generate(&models[f], n_prompt, n, out);
+    for (int f = 0; f < NFMT; f++)
+        tps[f] = (double)(n_prompt > 1 ? n_prompt : n) / median(t[f], dc->runs);
+    free(out);
 }
 
 static int bench_model(const decode_config *dc) {
@@ -109,41 +139,38 @@ static int bench_model(const decode_config *dc) {
     cfg.n_head = dc->n_head;
     cfg.n_kv_head = dc->n_head;
     cfg.n_embd = dc->n_embd;
-    tt_rng rng;
-    tt_rng_seed(&rng, 1337);
-    tt_gpt f32, q8;  // two models with the same weights: one stays f32, one is quantized
-    if (tt_gpt_init(&f32, &cfg, &rng) != TT_OK) {
-        fprintf(stderr, "bench_decode: %s\n", tt_last_error());
-        return 1;
+    tt_gpt models[NFMT];  // the same weights in each format
+    for (int f = 0; f < NFMT; f++) {
+        tt_rng rng;
+        tt_rng_seed(&rng, 1337);
+        if (tt_gpt_init(&models[f], &cfg, &rng) != TT_OK) {
+            fprintf(stderr, "bench_decode: %s\n", tt_last_error());
+            return 1;
+        }
+        if (formats[f] != TT_QUANT_NONE) tt_gpt_quantize_as(&models[f], formats[f]);
     }
-    tt_rng_seed(&rng, 1337);
-    if (tt_gpt_init(&q8, &cfg, &rng) != TT_OK) {
-        fprintf(stderr, "bench_decode: %s\n", tt_last_error());
-        return 1;
+    double tps[NFMT], pre[NFMT];
+    time_formats(dc, models, 1, dc->n_decode, tps);
+    printf("bench decode config=%s threads=%d tokens=%lld", dc->name, tt_get_num_threads(),
+           (long long)dc->n_decode);
+    for (int f = 0; f < NFMT; f++)
+        printf(" %s_tokens_per_s=%.1f", tt_quant_name(formats[f]), tps[f]);
+    for (int f = 0; f < NFMT; f++) {
+        double b = (double)tt_gpt_matmul_weight_bytes(&models[f]);
+        printf(" %s_weight_mb=%.2f %s_weight_gbs=%.1f", tt_quant_name(formats[f]), b / 1e6,
+               tt_quant_name(formats[f]), b * tps[f] * 1e-9);
     }
-    tt_gpt_quantize(&q8);
-    int64_t n = dc->block - 1;
-    int32_t *out = malloc((size_t)n * sizeof *out);
-    double tf[RUNS], tq[RUNS];
-    time_generate(&f32, n, out);  // warm-up: workspaces, page faults
-    time_generate(&q8, n, out);
-    for (int r = 0; r < RUNS; r++) {
-        tf[r] = time_generate(&f32, n, out);
-        tq[r] = time_generate(&q8, n, out);
+    printf(" init=random\n");
+    if (dc->n_prefill > 0) {
+        time_formats(dc, models, dc->n_prefill, 1, pre);
+        printf("bench prefill config=%s threads=%d tokens=%lld", dc->name,
+               tt_get_num_threads(), (long long)dc->n_prefill);
+        for (int f = 0; f < NFMT; f++)
+            printf(" %s_tokens_per_s=%.1f", tt_quant_name(formats[f]), pre[f]);
+        printf(" init=random\n");
     }
-    double mf = median(tf, RUNS), mq = median(tq, RUNS);
-    double bf = (double)tt_gpt_matmul_weight_bytes(&f32);
-    double bq = (double)tt_gpt_matmul_weight_bytes(&q8);
-    double tps_f = (double)n / mf, tps_q = (double)n / mq;
-    printf("bench decode config=%s threads=%d tokens=%lld f32_tokens_per_s=%.0f "
-           "int8_tokens_per_s=%.0f speedup=%.2f f32_weight_mb=%.2f int8_weight_mb=%.2f "
-           "bytes_ratio=%.2f f32_weight_gbs=%.1f int8_weight_gbs=%.1f init=random\n",
-           dc->name, tt_get_num_threads(), (long long)n, tps_f, tps_q, tps_q / tps_f, bf / 1e6,
-           bq / 1e6, bf / bq, bf * tps_f * 1e-9, bq * tps_q * 1e-9);
     fflush(stdout);
-    free(out);
-    tt_gpt_free(&f32);
-    tt_gpt_free(&q8);
+    for (int f = 0; f < NFMT; f++) tt_gpt_free(&models[f]);
     return 0;
 }
 
@@ -163,7 +190,7 @@ int main(int argc, char **argv) {
         }
         const decode_config *dc = find_config(argv[1]);
         if (!dc) {
-            fprintf(stderr, "usage: %s [stream|baby|mid [THREADS]]\n", argv[0]);
+            fprintf(stderr, "usage: %s [stream|baby|mid|gpt2 [THREADS]]\n", argv[0]);
             return 2;
         }
         return bench_model(dc);

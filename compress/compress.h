@@ -97,6 +97,19 @@ tt_quant tt_nn_linear_quantization(const tt_nn_linear *m);
 int64_t tt_nn_linear_quantized_bytes(const tt_nn_linear *m);
 // tt_quantize_dynamic in format q (not NONE): returns how many Linears it swapped.
 int tt_quantize_dynamic_as(tt_module m, tt_quant q);
+//
+// TT_QUANT_BF16 (compress/qbf16.c, tensor/kernels/bf16_linear.h): every weight rounded once to
+// bf16 (round to nearest even) and packed in k-pair panels of 32 output channels, 2 bytes a
+// weight; each input row rounded to bf16 at run time, products exact in f32, f32 sums, plus the
+// f32 bias. One arithmetic on every path (AVX512-BF16 vdpbf16ps, AVX-512 and AVX2 widening to
+// f32 with FMA, portable C) and thread count: per output, blocks of 384 steps of k, each a
+// chain over k pairs adding the odd step's product, then the even one's (vdpbf16ps's order),
+// y = bias + block 0, then y + each later block; bit for bit tt_k_gemm_bias_bf16's result (the
+// autocast GEMM) with the weight as a pre-cast bf16 operand. An output differs from the exact
+// product of the bf16 values by at most gamma(K + blocks) (|bias| + sum_k |x_k w_k|),
+// gamma(n) = n 2^-24 / (1 - n 2^-24). One row (decoding) runs a matrix-vector kernel reading
+// the weight once, two panels at a time; more rows run the bf16 micro-kernels over the panels
+// in place (no repacking). tests/test_qlinear_bf16.c.
 
 // ---- pruning (compress/prune.c) ----
 // torch.nn.utils.prune's magnitude and structured pruning over named tensors. A tt_pruning

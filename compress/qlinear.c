@@ -11,7 +11,7 @@
 #include <string.h>
 
 // t (any float dtype, any layout) as a new contiguous f32 tensor, unscoped.
-static tt_tensor *to_f32(const tt_tensor *t) {
+tt_tensor *tt__compress_f32(const tt_tensor *t) {
     if (t->dtype == TT_F32) return tt__contiguous_ref((tt_tensor *)t);
     int64_t n = tt_numel(t);
     double *d = TT_MALLOC((size_t)(n > 0 ? n : 1) * sizeof *d);  // (n)
@@ -39,11 +39,11 @@ void tt_nn_qlinear_init(tt_nn_qlinear *q, const tt_tensor *weight, const tt_tens
     memset(q, 0, sizeof *q);
     q->in_features = K;
     q->out_features = N;
-    tt_tensor *w = to_f32(weight);  // (N, K)
+    tt_tensor *w = tt__compress_f32(weight);  // (N, K)
     q->qweight = TT_MALLOC(sizeof *q->qweight);
     tt_k_qweight_init(q->qweight, tt_data_f32(w), N, K);
     tt_release(w);
-    if (bias) q->bias = to_f32(bias);  // (N)
+    if (bias) q->bias = tt__compress_f32(bias);  // (N)
 }
 
 void tt_nn_qlinear_from_linear(tt_nn_qlinear *q, const tt_nn_linear *m) {
@@ -171,6 +171,7 @@ static const tt_module_ops quant_ops[TT_QUANT_COUNT] = {
 // The formats by tt_quant; NULL where none is built in.
 static const tt__qformat *const formats[TT_QUANT_COUNT] = {
     [TT_QUANT_INT8] = &tt__qformat_int8,
+    [TT_QUANT_BF16] = &tt__qformat_bf16,
 };
 
 static quant_linear *as_quant(const tt_nn_linear *m) {
@@ -365,7 +366,7 @@ void tt_observer_update(tt_observer *o, const tt_tensor *x) {
     TT_CHECK(o && x, "the observer and the input must not be NULL");
     TT_CHECK(tt_dtype_is_float(x->dtype), "input %s must be a float tensor, got %s",
              tt__shape(x), tt_dtype_name(x->dtype));
-    tt_tensor *xf = to_f32(x);
+    tt_tensor *xf = tt__compress_f32(x);
     const float *v = tt_data_f32(xf);
     double lo = o->min, hi = o->max;
     for (int64_t i = 0; i < tt_numel(xf); i++) {

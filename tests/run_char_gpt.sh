@@ -163,12 +163,38 @@ else
     bad "eval --quantize int8 (exit $rc): '$(cat "$d/q_eval.out")' vs '$(cat "$d/eval.out")'"
     cat "$d/q_eval.err" >&2
 fi
-"$bin" eval --ckpt "$d/full.ckpt" --quantize int4 > /dev/null 2> "$d/q_bad.err"
-rc=$?
-if [ $rc = 2 ] && grep -q "quantize must be int8 or f32, got 'int4'" "$d/q_bad.err"; then
-    ok "eval --quantize int4: exit 2: $(tail -n 1 "$d/q_bad.err")"
+# --quantize bf16: one row (the KV cache) and many (--no-cache) run the same arithmetic
+"$bin" sample --ckpt "$d/full.ckpt" --tokens 120 --seed 5 --prompt "ROMEO:" --quantize bf16 \
+    > "$d/h_cache.txt" 2> "$d/h_cache.err"
+rc1=$?
+"$bin" sample --ckpt "$d/full.ckpt" --tokens 120 --seed 5 --prompt "ROMEO:" --quantize bf16 \
+    --no-cache > "$d/h_nocache.txt" 2> "$d/h_nocache.err"
+rc2=$?
+if [ $rc1 = 0 ] && [ $rc2 = 0 ] && cmp -s "$d/h_cache.txt" "$d/h_nocache.txt" &&
+   [ "$(wc -c < "$d/h_cache.txt")" -ge 127 ] &&
+   grep -q "^quantized to bf16: matmul weights [0-9]* -> [0-9]* bytes" "$d/h_cache.err"; then
+    ok "sample --quantize bf16: KV cache and --no-cache print the same 120 characters"
 else
-    bad "eval --quantize int4: exit $rc"; cat "$d/q_bad.err" >&2
+    bad "sample --quantize bf16 (exit $rc1, $rc2)"; cat "$d/h_cache.err" >&2
+fi
+"$bin" eval --ckpt "$d/full.ckpt" --quantize bf16 > "$d/h_eval.out" 2> "$d/h_eval.err"
+rc=$?
+if [ $rc = 0 ] && grep -q "^eval train_loss=$num val_loss=$num\$" "$d/h_eval.out" &&
+   ! cmp -s "$d/h_eval.out" "$d/eval.out" &&
+   awk -v a="$(cut -d= -f3 "$d/eval.out")" -v b="$(cut -d= -f3 "$d/h_eval.out")" \
+       'BEGIN { d = a - b; exit !(d < 0.002 && d > -0.002) }'; then
+    ok "eval --quantize bf16: $(cat "$d/h_eval.out") (f32: $(cat "$d/eval.out"))"
+else
+    bad "eval --quantize bf16 (exit $rc): '$(cat "$d/h_eval.out")' vs '$(cat "$d/eval.out")'"
+    cat "$d/h_eval.err" >&2
+fi
+"$bin" eval --ckpt "$d/full.ckpt" --quantize int3 > /dev/null 2> "$d/q_bad.err"
+rc=$?
+if [ $rc = 2 ] && grep -q "'int3' is not a weight format; use f32, int8, bf16 or int4" \
+       "$d/q_bad.err"; then
+    ok "eval --quantize int3: exit 2: $(tail -n 1 "$d/q_bad.err")"
+else
+    bad "eval --quantize int3: exit $rc"; cat "$d/q_bad.err" >&2
 fi
 
 # ---- best and last: --out holds the last eval's state, FILE.best.ckpt the best one ----

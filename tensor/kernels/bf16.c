@@ -15,7 +15,7 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The kernels of the CPU level (cpu.h): vdpbf16ps at AVX512BF16, bf16 widened to f32 with FMA
 // at AVX512 (16 lanes) and AVX2 (8 lanes), else the portable C.
-static const tt_k_bf16_kernel *active_kernel(void) {
+const tt_k_bf16_kernel *tt_k_bf16_active(void) {
     switch (tt_cpu_get_level()) {
         case TT_CPU_AVX512BF16: return &tt_k_bf16_avx512bf16;
         case TT_CPU_AVX512: return &tt_k_bf16_avx512;
@@ -24,7 +24,7 @@ static const tt_k_bf16_kernel *active_kernel(void) {
     }
 }
 
-const char *tt_k_gemm_bf16_kernel_name(void) { return active_kernel()->name; }
+const char *tt_k_gemm_bf16_kernel_name(void) { return tt_k_bf16_active()->name; }
 
 // ---- conversions ----
 
@@ -37,11 +37,11 @@ static void to_f32_generic(float *dst, const tt_bf16 *src, int64_t n) {
 }
 
 void tt_k_f32_to_bf16(tt_bf16 *dst, const float *src, int64_t n) {
-    if (n > 0) active_kernel()->to_bf16(dst, src, n);
+    if (n > 0) tt_k_bf16_active()->to_bf16(dst, src, n);
 }
 
 void tt_k_bf16_to_f32(float *dst, const tt_bf16 *src, int64_t n) {
-    if (n > 0) active_kernel()->to_f32(dst, src, n);
+    if (n > 0) tt_k_bf16_active()->to_f32(dst, src, n);
 }
 
 // ---- portable packer and micro-kernel ----
@@ -149,7 +149,7 @@ static void gemm_packed(int64_t M, int64_t N, int64_t K, const void *A, tt_k_bf1
                         int64_t a_rs, int64_t a_cs, const void *B, tt_k_bf16_src b_type,
                         int64_t b_rs, int64_t b_cs, float *C, int64_t c_rs, bool accumulate,
                         const float *bias) {
-    const tt_k_bf16_kernel *kn = active_kernel();
+    const tt_k_bf16_kernel *kn = tt_k_bf16_active();
     bf16_job g = {
         .kern = kn, .M = M, .N = N, .K = K, .A = A, .B = B,
         .a_es = a_type == TT_K_SRC_BF16 ? 2 : 4, .b_es = b_type == TT_K_SRC_BF16 ? 2 : 4,

@@ -126,6 +126,8 @@ typedef struct tt_k_bf16_kernel {
 
 extern const tt_k_bf16_kernel tt_k_bf16_generic, tt_k_bf16_avx2, tt_k_bf16_avx512,
     tt_k_bf16_avx512bf16;
+// The kernels of the current CPU level (cpu.h): the ones tt_k_gemm_bf16 runs.
+const tt_k_bf16_kernel *tt_k_bf16_active(void);
 
 // The portable packer (any strides), used by every path where its own packer is NULL or the
 // layout has no contiguous dim.
