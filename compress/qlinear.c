@@ -23,6 +23,8 @@ static tt_tensor *to_f32(const tt_tensor *t) {
     return out;
 }
 
+tt_tensor *tt__qformat_f32(const tt_tensor *t) { return to_f32(t); }
+
 void tt_nn_qlinear_init(tt_nn_qlinear *q, const tt_tensor *weight, const tt_tensor *bias) {
     TT_CHECK(q, "the module must not be NULL");
     TT_CHECK(weight && weight->ndim == 2 && tt_dtype_is_float(weight->dtype),
@@ -171,6 +173,7 @@ static const tt_module_ops quant_ops[TT_QUANT_COUNT] = {
 // The formats by tt_quant; NULL where none is built in.
 static const tt__qformat *const formats[TT_QUANT_COUNT] = {
     [TT_QUANT_INT8] = &tt__qformat_int8,
+    [TT_QUANT_INT4] = &tt__qformat_int4,
 };
 
 static quant_linear *as_quant(const tt_nn_linear *m) {

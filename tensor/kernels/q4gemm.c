@@ -1,0 +1,394 @@
+// The 4-bit weight GEMM and GEMV driver: run-time choice of the SIMD path, f16 conversions, the
+// block quantizers of weights (4-bit) and activations (int8), the packing into panels, the loop
+// over tiles with its parallel split, and the portable C micro-kernel. The SIMD micro-kernels
+// are in q4gemm_avx2.c and q4gemm_avx512.c. The scheme: q4gemm.h.
+#include "q4gemm.h"
+#include "cpu.h"
+#include "../tensor_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+// Letters: Y (M, N) = X (M, K) W^T; KB = ceil(K / QK) blocks; P = ceil(N / NR) panels.
+#define QK TT_K_Q4_QK
+#define NR TT_K_Q4_NR
+#define BLOCK TT_K_Q4_BLOCK_BYTES
+#define MR_MAX 8   // the widest tile of any path
+#define MC 64      // rows per block of the loop: their activations stay in L2 while panels pass
+// Products of fewer multiply-adds (M N K) stay on one thread, as the int8 GEMM's.
+#define PAR_MIN_MACS (1 << 18)
+// From this many rows on, rows are split between threads, below panels (decoding: each thread
+// streams its share of the weight once).
+#define ROWS_SPLIT_MIN 64
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// ---- SIMD path ----
+
+// The kernels of the CPU level: vpdpbusd with VNNI, vpmaddubsw from AVX2, else portable C.
+static const tt_k_q4gemm_kernel *active_kernel(void) {
+    if (tt_cpu_has_vnni()) return &tt_k_q4gemm_vnni;
+    if (tt_cpu_get_level() >= TT_CPU_AVX2) return &tt_k_q4gemm_avx2;
+    return &tt_k_q4gemm_generic;
+}
+
+const char *tt_k_q4gemm_kernel_name(void) { return active_kernel()->name; }
+
+// ---- f16 ----
+
+// Round half to even for |v| <= 2^22 (see qgemm.c): plain float arithmetic.
+static inline float round_even(float v) { return (v + 12582912.0f) - 12582912.0f; }
+
+uint16_t tt_k_f32_to_f16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    uint32_t ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) return sign | 0x7e00u;   // NaN
+    if (ax >= 0x477ff000u) return sign | 0x7c00u;  // >= 65520 (or inf): inf
+    if (ax < 0x38800000u) {                        // below 2^-14: a subnormal f16 (or 0)
+        float v;
+        memcpy(&v, &ax, sizeof v);
+        return sign | (uint16_t)round_even(v * 16777216.0f);  // units of 2^-24 (exact scaling)
+    }
+    ax -= 0x38000000u;  // exponent bias 127 -> 15
+    return sign | (uint16_t)((ax + 0x0fffu + ((ax >> 13) & 1u)) >> 13);  // ties to even
+}
+
+float tt_k_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    uint32_t bits;
+    if (e == 0) {
+        float v = (float)m * (1.0f / 16777216.0f);  // exact: m < 2^10 units of 2^-24
+        memcpy(&bits, &v, sizeof bits);
+        bits |= sign;
+    } else if (e == 31) {
+        bits = sign | 0x7f800000u | (m << 13);
+    } else {
+        bits = sign | ((e + 112u) << 23) | (m << 13);
+    }
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+// ---- quantization ----
+
+// The nibble of w under the inverse scale inv: clamp(round(w inv) + 8, 0, 15).
+static inline uint8_t nibble(float w, float inv) {
+    float v = round_even(w * inv) + 8.0f;
+    v = v >= 0.0f ? v : 0.0f;
+    return (uint8_t)(v <= 15.0f ? v : 15.0f);
+}
+
+// The squared error of w (n) under the scale d.
+static double block_error(const float *w, int n, float d) {
+    float inv = 1.0f / d;
+    double err = 0;
+    for (int k = 0; k < n; k++) {
+        double r = (double)w[k] - (double)d * (nibble(w[k], inv) - 8);
+        err += r * r;
+    }
+    return err;
+}
+
+uint16_t tt_k_q4_quantize_block(uint8_t *e, const float *w, int n) {
+    static const float divisors[] = {-8.0f, -7.75f, -7.5f, -7.25f, -7.0f, 7.0f};
+    float amax = 0, m = 0;
+    bool bad = false;
+    for (int k = 0; k < n; k++) {
+        float a = fabsf(w[k]);
+        bad = bad || !(a <= 3.4028235e38f);  // NaN or inf
+        if (a > amax) amax = a, m = w[k];
+    }
+    uint16_t best = bad ? 0x7e00u : 0;  // NaN; zeros (or no candidate in f16's range): 0
+    double best_err = INFINITY;
+    for (size_t i = 0; !bad && amax > 0 && i < sizeof divisors / sizeof divisors[0]; i++) {
+        uint16_t h = tt_k_f32_to_f16(m / divisors[i]);
+        float d = tt_k_f16_to_f32(h);
+        if (d == 0 || !isfinite(d)) continue;
+        double err = block_error(w, n, d);
+        if (err < best_err) best_err = err, best = h;
+    }
+    if (amax > 0 && !bad && best_err == INFINITY) best = 0x7e00u;  // beyond f16's range: NaN
+    float d = tt_k_f16_to_f32(best);
+    if (!(d != 0 && isfinite(d))) {
+        memset(e, 8, (size_t)n);
+        return best;
+    }
+    float inv = 1.0f / d;
+    for (int k = 0; k < n; k++) e[k] = nibble(w[k], inv);
+    return best;
+}
+
+// One activation block: q (32) bytes, *s, and the return value c = -8 sum q, from x (n <= 32).
+// Full blocks are a fixed-count loop the clones vectorize.
+TT_CLONES static int32_t quantize_block_q8(int8_t *q, float *s, const float *x, int n) {
+    float amax = 0;
+    for (int k = 0; k < n; k++) {
+        float a = fabsf(x[k]);
+        amax = a > amax || a != a ? a : amax;  // NaN sticks
+    }
+    float sc = amax / 127.0f;
+    memset(q, 0, QK);
+    if (!(sc > 0) || !isfinite(sc)) {  // zeros: scale 0; NaN or inf: scale NaN; bytes 0
+        *s = sc == 0 ? 0.0f : NAN;
+        return 0;
+    }
+    float inv = 1.0f / sc;
+    int32_t sum = 0;
+    for (int k = 0; k < n; k++) {
+        float v = round_even(x[k] * inv);
+        v = v >= -127.0f ? v : -127.0f;
+        v = v <= 127.0f ? v : 127.0f;
+        q[k] = (int8_t)(int32_t)v;
+        sum += q[k];
+    }
+    *s = sc;
+    return -8 * sum;
+}
+
+// tt_k_q4_quantize_act's arguments; act_rows quantizes rows [m0, m1).
+typedef struct act_job {
+    int8_t *q;
+    float *s;
+    int32_t *c;
+    const float *x;
+    int64_t ldx, K;
+} act_job;
+
+static void act_rows(void *ctx, int64_t m0, int64_t m1) {
+    const act_job *a = ctx;
+    int64_t KB = cdiv(a->K, QK);
+    for (int64_t m = m0; m < m1; m++)
+        for (int64_t b = 0; b < KB; b++)
+            a->c[m * KB + b] = quantize_block_q8(a->q + (m * KB + b) * QK, a->s + m * KB + b,
+                                                 a->x + m * a->ldx + b * QK,
+                                                 (int)min64(QK, a->K - b * QK));
+}
+
+void tt_k_q4_quantize_act(int8_t *q, float *s, int32_t *c, const float *x, int64_t ldx,
+                          int64_t M, int64_t K) {
+    TT_CHECK(M >= 0 && K >= 0 && ldx >= K, "M = %lld, K = %lld, ldx = %lld; need M, K >= 0 "
+             "and ldx >= K", (long long)M, (long long)K, (long long)ldx);
+    act_job a = {q, s, c, x, ldx, K};
+    tt__parallel_for(M, M > 1 && M * K >= (1 << 16) ? 1 : (M > 0 ? M : 1), act_rows, &a);
+}
+
+// ---- packed weights ----
+
+int64_t tt_k_q4weight_bytes(const tt_k_q4weight *qw) {
+    return cdiv(qw->N, NR) * cdiv(qw->K, QK) * BLOCK;
+}
+
+typedef struct pack_job {
+    uint8_t *packed;
+    const float *w;
+    int64_t K;
+} pack_job;
+
+// Channels [n0, n1): each block quantized and written into its panel (see q4gemm.h).
+static void pack_rows(void *ctx, int64_t n0, int64_t n1) {
+    const pack_job *pj = ctx;
+    int64_t K = pj->K, KB = cdiv(K, QK);
+    for (int64_t n = n0; n < n1; n++)
+        for (int64_t b = 0; b < KB; b++) {
+            uint8_t e[QK];
+            memset(e, 8, sizeof e);
+            uint16_t h = tt_k_q4_quantize_block(e, pj->w + n * K + b * QK,
+                                                (int)min64(QK, K - b * QK));
+            uint8_t *blk = pj->packed + ((n / NR) * KB + b) * BLOCK;
+            int j = (int)(n % NR);
+            for (int c = 0; c < 4; c++)
+                for (int t = 0; t < 4; t++)
+                    blk[64 * c + 4 * j + t] = (uint8_t)(e[4 * c + t] | e[16 + 4 * c + t] << 4);
+            blk[256 + 2 * j] = (uint8_t)(h & 0xff);
+            blk[257 + 2 * j] = (uint8_t)(h >> 8);
+        }
+}
+
+void tt_k_q4weight_init(tt_k_q4weight *qw, const float *w, int64_t N, int64_t K) {
+    TT_CHECK(N >= 1 && K >= 1, "weight (%lld, %lld); need N, K >= 1", (long long)N,
+             (long long)K);
+    memset(qw, 0, sizeof *qw);
+    qw->N = N;
+    qw->K = K;
+    int64_t bytes = tt_k_q4weight_bytes(qw), nblocks = bytes / BLOCK;
+    qw->packed = TT_MALLOC((size_t)bytes);
+    for (int64_t i = 0; i < nblocks; i++) {  // padding channels: nibbles 8, scale 0
+        memset(qw->packed + i * BLOCK, 0x88, BLOCK - 2 * NR);
+        memset(qw->packed + i * BLOCK + BLOCK - 2 * NR, 0, 2 * NR);
+    }
+    pack_job pj = {qw->packed, w, K};
+    tt__parallel_for(N, 16, pack_rows, &pj);
+}
+
+void tt_k_q4weight_free(tt_k_q4weight *qw) {
+    tt_free(qw->packed);
+    memset(qw, 0, sizeof *qw);
+}
+
+void tt_k_q4weight_dequant(float *w, const tt_k_q4weight *qw) {
+    int64_t K = qw->K, KB = cdiv(K, QK);
+    for (int64_t n = 0; n < qw->N; n++)
+        for (int64_t k = 0; k < K; k++) {
+            const uint8_t *blk = qw->packed + ((n / NR) * KB + k / QK) * BLOCK;
+            int j = (int)(n % NR), kk = (int)(k % QK);
+            uint8_t byte = blk[64 * (kk % 16 / 4) + 4 * j + kk % 4];
+            int e = kk < 16 ? byte & 15 : byte >> 4;
+            float d = tt_k_f16_to_f32((uint16_t)(blk[256 + 2 * j] | blk[257 + 2 * j] << 8));
+            w[n * K + k] = d * (float)(e - 8);
+        }
+}
+
+// ---- portable micro-kernel ----
+// The definition, channel by channel: each block's exact int32 sum, then the f32 accumulation.
+
+static void generic_rows(float *c, const int8_t *const *x, const float *const *s,
+                         const int32_t *const *cs, int64_t kb, const uint8_t *w, int mr) {
+    for (int i = 0; i < mr; i++) {
+        float acc[NR] = {0};
+        for (int64_t b = 0; b < kb; b++) {
+            const uint8_t *blk = w + b * BLOCK;  // (4 chunks of (NR, 4) bytes, NR f16)
+            const int8_t *xb = x[i] + b * QK;    // (QK)
+            for (int j = 0; j < NR; j++) {
+                int32_t S = cs[i][b];
+                for (int ch = 0; ch < 4; ch++)
+                    for (int t = 0; t < 4; t++) {
+                        uint8_t byte = blk[64 * ch + 4 * j + t];
+                        S += (byte & 15) * xb[4 * ch + t] + (byte >> 4) * xb[16 + 4 * ch + t];
+                    }
+                float d = tt_k_f16_to_f32((uint16_t)(blk[256 + 2 * j] | blk[257 + 2 * j] << 8));
+                acc[j] = acc[j] + (float)S * (d * s[i][b]);
+            }
+        }
+        memcpy(c + i * NR, acc, sizeof acc);
+    }
+}
+
+static void generic_tile(float *c, const int8_t *const *x, const float *const *s,
+                         const int32_t *const *cs, int64_t kb, const uint8_t *w) {
+    generic_rows(c, x, s, cs, kb, w, 4);
+}
+
+static void generic_row(float *c, const int8_t *const *x, const float *const *s,
+                        const int32_t *const *cs, int64_t kb, const uint8_t *w) {
+    generic_rows(c, x, s, cs, kb, w, 1);
+}
+
+const tt_k_q4gemm_kernel tt_k_q4gemm_generic = {"generic 4x16", 4, generic_tile, generic_row};
+
+// ---- driver ----
+
+typedef struct q4job {
+    const tt_k_q4gemm_kernel *kern;
+    const int8_t *xq;    // (M, KB * QK)
+    const float *xs;     // (M, KB)
+    const int32_t *xc;   // (M, KB)
+    const uint8_t *packed;
+    int64_t M, N, KB;
+    float *y;            // (M, N)
+    const float *bias;   // (N) or NULL
+} q4job;
+
+// Rows [m, m + mr) x channels [n0, n0 + nr) of y from the tile c (mr, NR), plus the bias.
+static void store_tile(const q4job *j, const float *c, int64_t m, int mr, int64_t n0, int nr) {
+    for (int i = 0; i < mr; i++) {
+        float *y = j->y + (m + i) * j->N + n0;  // (nr)
+        if (j->bias)
+            for (int t = 0; t < nr; t++) y[t] = c[i * NR + t] + j->bias[n0 + t];
+        else
+            memcpy(y, c + i * NR, (size_t)nr * sizeof *y);
+    }
+}
+
+// Points the row arrays at rows m + i (i < MR; rows past r repeat the last one).
+static void point_rows(const q4job *j, int64_t m, int MR, int r, const int8_t **xr,
+                       const float **sr, const int32_t **cr) {
+    for (int i = 0; i < MR; i++) {
+        int64_t row = m + (i < r ? i : r - 1);
+        xr[i] = j->xq + row * j->KB * QK;
+        sr[i] = j->xs + row * j->KB;
+        cr[i] = j->xc + row * j->KB;
+    }
+}
+
+// Rows [m0, m1) x panels [p0, p1), in blocks of MC rows; a tile of more than MR / 2 rows runs
+// the MR-row kernel (the repeated rows' results dropped), a smaller one the 1-row kernel.
+static void q4gemm_range(const q4job *j, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+    _Alignas(64) float c[MR_MAX * NR];
+    const int8_t *xr[MR_MAX];
+    const float *sr[MR_MAX];
+    const int32_t *cr[MR_MAX];
+    int MR = j->kern->mr;
+    for (int64_t mb = m0; mb < m1; mb += MC) {
+        int64_t me = min64(mb + MC, m1);
+        for (int64_t p = p0; p < p1; p++) {
+            const uint8_t *w = j->packed + p * j->KB * BLOCK;
+            int64_t n0 = p * NR;
+            int nr = (int)min64(NR, j->N - n0);
+            for (int64_t m = mb; m < me;) {
+                int64_t rem = me - m;
+                int r = rem > MR / 2 ? (int)min64(MR, rem) : 1;
+                point_rows(j, m, r > 1 ? MR : 1, r, xr, sr, cr);
+                (r > 1 ? j->kern->tile : j->kern->row)(c, xr, sr, cr, j->KB, w);
+                store_tile(j, c, m, r, n0, nr);
+                m += r;
+            }
+        }
+    }
+}
+
+// MR-row units [u0, u1), every panel (M >= ROWS_SPLIT_MIN).
+static void q4gemm_rows(void *ctx, int64_t u0, int64_t u1) {
+    const q4job *j = ctx;
+    int64_t MR = j->kern->mr;
+    q4gemm_range(j, u0 * MR, min64(u1 * MR, j->M), 0, cdiv(j->N, NR));
+}
+
+// Panels [p0, p1), every row (M < ROWS_SPLIT_MIN).
+static void q4gemm_cols(void *ctx, int64_t p0, int64_t p1) {
+    const q4job *j = ctx;
+    q4gemm_range(j, 0, j->M, p0, p1);
+}
+
+// The activations' workspace, per calling thread, grown on demand and kept: q (M, KB * QK),
+// then s (M, KB) and c (M, KB).
+static _Thread_local struct {
+    char *p;
+    size_t cap;
+} ws;
+
+static void ws_free(void) {
+    tt_free(ws.p);
+    ws.p = NULL;
+    ws.cap = 0;
+}
+
+void tt_k_q4gemm_f32(float *y, const float *x, const tt_k_q4weight *qw, const float *bias,
+                     int64_t M) {
+    TT_CHECK(qw && qw->packed, "the weight is not initialized; call tt_k_q4weight_init first");
+    TT_CHECK(M >= 0, "M = %lld must be >= 0", (long long)M);
+    if (M == 0) return;
+    int64_t N = qw->N, K = qw->K, KB = cdiv(K, QK);
+    size_t need = (size_t)(M * KB) * (QK + sizeof(float) + sizeof(int32_t));
+    if (need > ws.cap) {
+        if (!ws.p) tt__at_thread_exit(ws_free);
+        tt_free(ws.p);
+        ws.p = TT_MALLOC(need);
+        ws.cap = need;
+    }
+    int8_t *q = (int8_t *)ws.p;
+    float *s = (float *)(ws.p + M * KB * QK);
+    int32_t *c = (int32_t *)(s + M * KB);
+    tt_k_q4_quantize_act(q, s, c, x, K, M, K);
+    q4job j = {.kern = active_kernel(), .xq = q, .xs = s, .xc = c, .packed = qw->packed,
+               .M = M, .N = N, .KB = KB, .y = y, .bias = bias};
+    bool par = (double)M * (double)N * (double)K >= PAR_MIN_MACS;
+    int64_t P = cdiv(N, NR), units = cdiv(M, j.kern->mr);
+    if (M >= ROWS_SPLIT_MIN)
+        tt__parallel_for(units, par ? 1 : units, q4gemm_rows, &j);
+    else
+        tt__parallel_for(P, par ? 1 : P, q4gemm_cols, &j);
+}
