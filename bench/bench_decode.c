@@ -6,6 +6,8 @@
 //   bench_decode                         the bandwidth, then every config at 1 and 2 threads
 //   bench_decode stream [THREADS]        read bandwidth: a 256 MiB buffer and a 42 MiB one
 //   bench_decode baby|mid [THREADS]      tokens/s f32 and int8, weight bytes, ratio, GB/s
+//   bench_decode gpt2 [THREADS]          the 124M shape in every built-in weight format: decode
+//                                        (128 tokens) and prefill (one 512-token prompt) tokens/s
 //
 // A run generates block_size - 1 tokens from a one-token prompt, so every step is one token
 // through the cache (no window rebuild). f32 and int8 runs alternate (run i of one, then run
@@ -147,6 +149,70 @@ static int bench_model(const decode_config *dc) {
     return 0;
 }
 
+// ---- GPT-2 124M in every weight format ----
+
+enum { GPT2_DECODE = 128, GPT2_PREFILL = 512, GPT2_RUNS = 3 };
+
+// Seconds of one prefill: a prompt of n tokens through the cache, the next token's logits.
+static double time_prefill(tt_gpt *gpt, const int32_t *prompt, int64_t n) {
+    tt_sample_opts so = tt_sample_opts_default();
+    so.temperature = 0;
+    tt_rng rng;
+    tt_rng_seed(&rng, 7);
+    int32_t tok;
+    double t0 = now_s();
+    tt_gpt_generate(gpt, prompt, n, 1, &so, &rng, &tok, NULL, NULL);
+    return now_s() - t0;
+}
+
+// One model per weight format tt_quant_parse knows (f32, int8, bf16, int4 when built), the same
+// random weights; decode and prefill runs alternate between the formats; medians.
+static int bench_gpt2_formats(void) {
+    static const char *const names[] = {"f32", "bf16", "int8", "int4"};
+    enum { NF = sizeof names / sizeof names[0] };
+    tt_gpt m[NF];
+    const char *used[NF];
+    int nf = 0;
+    tt_gpt_config cfg;
+    if (tt_gpt_config_preset("gpt2", &cfg) != TT_OK) return 1;
+    for (int f = 0; f < NF; f++) {
+        tt_quant q;
+        if (tt_quant_parse(names[f], &q) != TT_OK) continue;
+        tt_rng rng;
+        tt_rng_seed(&rng, 1337);
+        if (tt_gpt_init(&m[nf], &cfg, &rng) != TT_OK) {
+            fprintf(stderr, "bench_decode: %s\n", tt_last_error());
+            return 1;
+        }
+        tt_gpt_quantize_as(&m[nf], q);
+        used[nf++] = names[f];
+    }
+    int32_t *prompt = malloc(GPT2_PREFILL * sizeof *prompt), out[GPT2_DECODE];
+    for (int i = 0; i < GPT2_PREFILL; i++) prompt[i] = (int32_t)((i * 7919) % cfg.vocab_size);
+    double td[NF][GPT2_RUNS], tp[NF][GPT2_RUNS];
+    for (int f = 0; f < nf; f++) {  // warm-up: workspaces, page faults
+        time_generate(&m[f], 8, out);
+        time_prefill(&m[f], prompt, 64);
+    }
+    for (int r = 0; r < GPT2_RUNS; r++)
+        for (int f = 0; f < nf; f++) {
+            td[f][r] = time_generate(&m[f], GPT2_DECODE, out);
+            tp[f][r] = time_prefill(&m[f], prompt, GPT2_PREFILL);
+        }
+    for (int f = 0; f < nf; f++) {
+        double b = (double)tt_gpt_matmul_weight_bytes(&m[f]);
+        double dec = GPT2_DECODE / median(td[f], GPT2_RUNS);
+        printf("bench decode config=gpt2 format=%s threads=%d decode_tokens_per_s=%.1f "
+               "prefill%d_tokens_per_s=%.0f weight_mb=%.2f weight_gbs=%.1f init=random\n",
+               used[f], tt_get_num_threads(), dec, GPT2_PREFILL,
+               GPT2_PREFILL / median(tp[f], GPT2_RUNS), b / 1e6, b * dec * 1e-9);
+        tt_gpt_free(&m[f]);
+    }
+    fflush(stdout);
+    free(prompt);
+    return 0;
+}
+
 static const decode_config *find_config(const char *name) {
     for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++)
         if (strcmp(configs[i].name, name) == 0) return &configs[i];
@@ -161,9 +227,10 @@ int main(int argc, char **argv) {
             bench_stream((int64_t)42 << 20, "mid_f32_weights");
             return 0;
         }
+        if (strcmp(argv[1], "gpt2") == 0) return bench_gpt2_formats();
         const decode_config *dc = find_config(argv[1]);
         if (!dc) {
-            fprintf(stderr, "usage: %s [stream|baby|mid [THREADS]]\n", argv[0]);
+            fprintf(stderr, "usage: %s [stream|baby|mid|gpt2 [THREADS]]\n", argv[0]);
             return 2;
         }
         return bench_model(dc);
@@ -175,6 +242,7 @@ int main(int argc, char **argv) {
         bench_stream((int64_t)42 << 20, "mid_f32_weights");
         for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++)
             if (bench_model(&configs[i])) return 1;
+        if (bench_gpt2_formats()) return 1;
     }
     return 0;
 }
