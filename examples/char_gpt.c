@@ -17,9 +17,9 @@ static const char char_usage_tail[] =
     "                 [--trace FILE.json] [--overlap] [--bucket 4194304]\n"
     "  char_gpt sample --ckpt FILE [--prompt TEXT] [--tokens 500] [--temperature 0.8]\n"
     "                 [--top-k 200] [--top-p 1.0] [--seed 1337] [--no-cache] [--block N]\n"
-    "                 [--threads N] [--quantize int8]\n"
+    "                 [--threads N] [--quantize f32|int8|bf16|int4]\n"
     "  char_gpt eval --ckpt FILE [--data FILE] [--eval-iters N] [--batch N] [--seed N]\n"
-    "                 [--threads N] [--quantize int8]\n"
+    "                 [--threads N] [--quantize f32|int8|bf16|int4]\n"
     "\n"
     "train: --data defaults to " DEFAULT_DATA ", --out to out/char_gpt.ckpt (its directory is\n"
     "created). --out is written at each eval (every --eval-every steps and at the end), so it\n"
@@ -46,7 +46,9 @@ static const char char_usage_tail[] =
     "`eval train_loss=F val_loss=F` (mean over --eval-iters batches per split).\n"
     "--quantize int8 (sample, eval) runs every Linear and the head in int8 (weights with a\n"
     "scale per output channel, activations with a scale per token, int32 sums; embeddings,\n"
-    "norms, attention and the KV cache stay f32) and notes the weight bytes on stderr.\n";
+    "norms, attention and the KV cache stay f32) and notes the weight bytes on stderr;\n"
+    "--quantize int4 in 4 bits (blocks of 32 inputs with an f16 scale each, activations in\n"
+    "int8 blocks of 32), a quarter of int8's weight bytes plus an eighth.\n";
 
 int main(int argc, char **argv) {
     static const gpt_program char_gpt = {"char_gpt", "out/char_gpt.ckpt", true, char_usage_head,
