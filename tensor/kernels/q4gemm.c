@@ -15,6 +15,7 @@
 #define BLOCK TT_K_Q4_BLOCK_BYTES
 #define MR_MAX 8   // the widest tile of any path
 #define MC 64      // rows per block of the loop: their activations stay in L2 while panels pass
+#define KC 32      // blocks per pass over K: a pair of panels' share (18 KB) stays in L1
 // Products of fewer multiply-adds (M N K) stay on one thread, as the int8 GEMM's.
 #define PAR_MIN_MACS (1 << 18)
 // From this many rows on, rows are split between threads, below panels (decoding: each thread
@@ -123,27 +124,34 @@ uint16_t tt_k_q4_quantize_block(uint8_t *e, const float *w, int n) {
 }
 
 // One activation block: q (32) bytes, *s, and the return value c = -8 sum q, from x (n <= 32).
-// Full blocks are a fixed-count loop the clones vectorize.
+// The block is copied zero-padded to 32 floats so every loop has a fixed count, and written
+// without branches: max |x| as the largest of the bits of |x| (for floats >= 0 the integer
+// order is the float order, and a NaN's bits exceed inf's), the clamp in integers.
 TT_CLONES static int32_t quantize_block_q8(int8_t *q, float *s, const float *x, int n) {
-    float amax = 0;
-    for (int k = 0; k < n; k++) {
-        float a = fabsf(x[k]);
-        amax = a > amax || a != a ? a : amax;  // NaN sticks
+    float xb[QK] = {0};
+    uint32_t bits[QK], mb = 0;
+    memcpy(xb, x, (size_t)n * sizeof *xb);
+    memcpy(bits, xb, sizeof bits);
+    for (int k = 0; k < QK; k++) {
+        uint32_t a = bits[k] & 0x7fffffffu;
+        mb = a > mb ? a : mb;
     }
+    float amax;
+    memcpy(&amax, &mb, sizeof amax);
     float sc = amax / 127.0f;
-    memset(q, 0, QK);
     if (!(sc > 0) || !isfinite(sc)) {  // zeros: scale 0; NaN or inf: scale NaN; bytes 0
+        memset(q, 0, QK);
         *s = sc == 0 ? 0.0f : NAN;
         return 0;
     }
     float inv = 1.0f / sc;
     int32_t sum = 0;
-    for (int k = 0; k < n; k++) {
-        float v = round_even(x[k] * inv);
-        v = v >= -127.0f ? v : -127.0f;
-        v = v <= 127.0f ? v : 127.0f;
-        q[k] = (int8_t)(int32_t)v;
-        sum += q[k];
+    for (int k = 0; k < QK; k++) {
+        int32_t v = (int32_t)round_even(xb[k] * inv);
+        v = v > -127 ? v : -127;
+        v = v < 127 ? v : 127;
+        q[k] = (int8_t)v;
+        sum += v;
     }
     *s = sc;
     return -8 * sum;
@@ -243,41 +251,48 @@ void tt_k_q4weight_dequant(float *w, const tt_k_q4weight *qw) {
 }
 
 // ---- portable micro-kernel ----
-// The definition, channel by channel: each block's exact int32 sum, then the f32 accumulation.
+// The definition, channel by channel: each block's exact int32 sum, then the f32 accumulation
+// (continuing from c's values).
 
 static void generic_rows(float *c, const int8_t *const *x, const float *const *s,
-                         const int32_t *const *cs, int64_t kb, const uint8_t *w, int mr) {
-    for (int i = 0; i < mr; i++) {
-        float acc[NR] = {0};
-        for (int64_t b = 0; b < kb; b++) {
-            const uint8_t *blk = w + b * BLOCK;  // (4 chunks of (NR, 4) bytes, NR f16)
-            const int8_t *xb = x[i] + b * QK;    // (QK)
-            for (int j = 0; j < NR; j++) {
-                int32_t S = cs[i][b];
-                for (int ch = 0; ch < 4; ch++)
-                    for (int t = 0; t < 4; t++) {
-                        uint8_t byte = blk[64 * ch + 4 * j + t];
-                        S += (byte & 15) * xb[4 * ch + t] + (byte >> 4) * xb[16 + 4 * ch + t];
-                    }
-                float d = tt_k_f16_to_f32((uint16_t)(blk[256 + 2 * j] | blk[257 + 2 * j] << 8));
-                acc[j] = acc[j] + (float)S * (d * s[i][b]);
+                         const int32_t *const *cs, int64_t kb, const uint8_t *w,
+                         int64_t pstride, int mr) {
+    for (int pn = 0; pn < 2; pn++, w += pstride)
+        for (int i = 0; i < mr; i++) {
+            float acc[NR];
+            memcpy(acc, c + i * 2 * NR + pn * NR, sizeof acc);
+            for (int64_t b = 0; b < kb; b++) {
+                const uint8_t *blk = w + b * BLOCK;  // (4 chunks of (NR, 4) bytes, NR f16)
+                const int8_t *xb = x[i] + b * QK;    // (QK)
+                for (int j = 0; j < NR; j++) {
+                    int32_t S = cs[i][b];
+                    for (int ch = 0; ch < 4; ch++)
+                        for (int t = 0; t < 4; t++) {
+                            uint8_t v = blk[64 * ch + 4 * j + t];
+                            S += (v & 15) * xb[4 * ch + t] + (v >> 4) * xb[16 + 4 * ch + t];
+                        }
+                    float d = tt_k_f16_to_f32((uint16_t)(blk[256 + 2 * j] |
+                                                         blk[257 + 2 * j] << 8));
+                    acc[j] = acc[j] + (float)S * (d * s[i][b]);
+                }
             }
+            memcpy(c + i * 2 * NR + pn * NR, acc, sizeof acc);
         }
-        memcpy(c + i * NR, acc, sizeof acc);
-    }
 }
 
 static void generic_tile(float *c, const int8_t *const *x, const float *const *s,
-                         const int32_t *const *cs, int64_t kb, const uint8_t *w) {
-    generic_rows(c, x, s, cs, kb, w, 4);
+                         const int32_t *const *cs, int64_t kb, const uint8_t *w,
+                         int64_t pstride) {
+    generic_rows(c, x, s, cs, kb, w, pstride, 4);
 }
 
 static void generic_row(float *c, const int8_t *const *x, const float *const *s,
-                        const int32_t *const *cs, int64_t kb, const uint8_t *w) {
-    generic_rows(c, x, s, cs, kb, w, 1);
+                        const int32_t *const *cs, int64_t kb, const uint8_t *w,
+                        int64_t pstride) {
+    generic_rows(c, x, s, cs, kb, w, pstride, 1);
 }
 
-const tt_k_q4gemm_kernel tt_k_q4gemm_generic = {"generic 4x16", 4, generic_tile, generic_row};
+const tt_k_q4gemm_kernel tt_k_q4gemm_generic = {"generic 4x32", 4, generic_tile, generic_row};
 
 // ---- driver ----
 
@@ -292,62 +307,79 @@ typedef struct q4job {
     const float *bias;   // (N) or NULL
 } q4job;
 
-// Rows [m, m + mr) x channels [n0, n0 + nr) of y from the tile c (mr, NR), plus the bias.
-static void store_tile(const q4job *j, const float *c, int64_t m, int mr, int64_t n0, int nr) {
+// The tile c (MR, 2 NR) before a pass over blocks: 0 on the first pass, else the sums so far
+// of rows [m, m + mr) x channels [n0, n0 + nr), kept in y; 0 elsewhere.
+static void load_tile(const q4job *j, float *c, int64_t m, int MR, int mr, int64_t n0, int nr,
+                      bool first) {
+    memset(c, 0, (size_t)MR * 2 * NR * sizeof *c);
+    for (int i = 0; i < mr && !first; i++)
+        memcpy(c + i * 2 * NR, j->y + (m + i) * j->N + n0, (size_t)nr * sizeof *c);
+}
+
+// Rows [m, m + mr) x channels [n0, n0 + nr) of y from the tile c, plus the bias after the last
+// pass.
+static void store_tile(const q4job *j, const float *c, int64_t m, int mr, int64_t n0, int nr,
+                       bool last) {
     for (int i = 0; i < mr; i++) {
         float *y = j->y + (m + i) * j->N + n0;  // (nr)
-        if (j->bias)
-            for (int t = 0; t < nr; t++) y[t] = c[i * NR + t] + j->bias[n0 + t];
+        if (last && j->bias)
+            for (int t = 0; t < nr; t++) y[t] = c[i * 2 * NR + t] + j->bias[n0 + t];
         else
-            memcpy(y, c + i * NR, (size_t)nr * sizeof *y);
+            memcpy(y, c + i * 2 * NR, (size_t)nr * sizeof *y);
     }
 }
 
-// Points the row arrays at rows m + i (i < MR; rows past r repeat the last one).
-static void point_rows(const q4job *j, int64_t m, int MR, int r, const int8_t **xr,
+// Points the row arrays at rows m + i (i < MR; rows past r repeat the last one), block b0 on.
+static void point_rows(const q4job *j, int64_t m, int MR, int r, int64_t b0, const int8_t **xr,
                        const float **sr, const int32_t **cr) {
     for (int i = 0; i < MR; i++) {
         int64_t row = m + (i < r ? i : r - 1);
-        xr[i] = j->xq + row * j->KB * QK;
-        sr[i] = j->xs + row * j->KB;
-        cr[i] = j->xc + row * j->KB;
+        xr[i] = j->xq + (row * j->KB + b0) * QK;
+        sr[i] = j->xs + row * j->KB + b0;
+        cr[i] = j->xc + row * j->KB + b0;
     }
 }
 
-// Rows [m0, m1) x panels [p0, p1), in blocks of MC rows; a tile of more than MR / 2 rows runs
-// the MR-row kernel (the repeated rows' results dropped), a smaller one the 1-row kernel.
-static void q4gemm_range(const q4job *j, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
-    _Alignas(64) float c[MR_MAX * NR];
+// Rows [m, me) x the pair of panels p, blocks [b0, b0 + nb): a tile of more than MR / 2 rows
+// runs the MR-row kernel (the repeated rows' results dropped), a smaller one the 1-row kernel.
+// The last pair of an odd count of panels is its panel twice.
+static void pair_pass(const q4job *j, int64_t m, int64_t me, int64_t p, int64_t b0, int64_t nb) {
+    _Alignas(64) float c[MR_MAX * 2 * NR];
     const int8_t *xr[MR_MAX];
     const float *sr[MR_MAX];
     const int32_t *cr[MR_MAX];
     int MR = j->kern->mr;
-    for (int64_t mb = m0; mb < m1; mb += MC) {
-        int64_t me = min64(mb + MC, m1);
-        for (int64_t p = p0; p < p1; p++) {
-            const uint8_t *w = j->packed + p * j->KB * BLOCK;
-            int64_t n0 = p * NR;
-            int nr = (int)min64(NR, j->N - n0);
-            for (int64_t m = mb; m < me;) {
-                int64_t rem = me - m;
-                int r = rem > MR / 2 ? (int)min64(MR, rem) : 1;
-                point_rows(j, m, r > 1 ? MR : 1, r, xr, sr, cr);
-                (r > 1 ? j->kern->tile : j->kern->row)(c, xr, sr, cr, j->KB, w);
-                store_tile(j, c, m, r, n0, nr);
-                m += r;
-            }
-        }
+    const uint8_t *w = j->packed + (2 * p * j->KB + b0) * BLOCK;
+    int64_t n0 = 2 * p * NR, pstride = n0 + NR < j->N ? j->KB * BLOCK : 0;
+    int nr = (int)min64(2 * NR, j->N - n0);
+    bool first = b0 == 0, last = b0 + nb == j->KB;
+    while (m < me) {
+        int r = me - m > MR / 2 ? (int)min64(MR, me - m) : 1, rows = r > 1 ? MR : 1;
+        point_rows(j, m, rows, r, b0, xr, sr, cr);
+        load_tile(j, c, m, rows, r, n0, nr, first);
+        (r > 1 ? j->kern->tile : j->kern->row)(c, xr, sr, cr, nb, w, pstride);
+        store_tile(j, c, m, r, n0, nr, last);
+        m += r;
     }
+}
+
+// Rows [m0, m1) x pairs of panels [p0, p1), in blocks of MC rows and passes of KC blocks (the
+// sums carried in y between passes, in the same order, so the bits do not depend on KC).
+static void q4gemm_range(const q4job *j, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+    for (int64_t mb = m0; mb < m1; mb += MC)
+        for (int64_t b0 = 0; b0 < j->KB; b0 += KC)
+            for (int64_t p = p0; p < p1; p++)
+                pair_pass(j, mb, min64(mb + MC, m1), p, b0, min64(KC, j->KB - b0));
 }
 
 // MR-row units [u0, u1), every panel (M >= ROWS_SPLIT_MIN).
 static void q4gemm_rows(void *ctx, int64_t u0, int64_t u1) {
     const q4job *j = ctx;
     int64_t MR = j->kern->mr;
-    q4gemm_range(j, u0 * MR, min64(u1 * MR, j->M), 0, cdiv(j->N, NR));
+    q4gemm_range(j, u0 * MR, min64(u1 * MR, j->M), 0, cdiv(j->N, 2 * NR));
 }
 
-// Panels [p0, p1), every row (M < ROWS_SPLIT_MIN).
+// Pairs of panels [p0, p1), every row (M < ROWS_SPLIT_MIN).
 static void q4gemm_cols(void *ctx, int64_t p0, int64_t p1) {
     const q4job *j = ctx;
     q4gemm_range(j, 0, j->M, p0, p1);
@@ -386,7 +418,7 @@ void tt_k_q4gemm_f32(float *y, const float *x, const tt_k_q4weight *qw, const fl
     q4job j = {.kern = active_kernel(), .xq = q, .xs = s, .xc = c, .packed = qw->packed,
                .M = M, .N = N, .KB = KB, .y = y, .bias = bias};
     bool par = (double)M * (double)N * (double)K >= PAR_MIN_MACS;
-    int64_t P = cdiv(N, NR), units = cdiv(M, j.kern->mr);
+    int64_t P = cdiv(N, 2 * NR), units = cdiv(M, j.kern->mr);  // pairs of panels, row units
     if (M >= ROWS_SPLIT_MIN)
         tt__parallel_for(units, par ? 1 : units, q4gemm_rows, &j);
     else

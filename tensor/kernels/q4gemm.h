@@ -90,14 +90,17 @@ void tt_k_q4gemm_f32(float *y, const float *x, const tt_k_q4weight *qw, const fl
 // is at most 2 * 15 * 127, and eight of them at most 30480, so nothing saturates; then vpmaddwd
 // by ones to int32), else portable C. Every path gives the same int32 block sums and the same
 // f32 operations.
-const char *tt_k_q4gemm_kernel_name(void);  // e.g. "vnni 4x16"
+const char *tt_k_q4gemm_kernel_name(void);  // e.g. "vnni 4x32"
 
 // ---- micro-kernels ----
-// c (mr, 16) f32: row i = the accumulation above over kb blocks of one packed panel w, for the
-// mr rows' activation bytes x[i] (kb * 32), scales s[i] (kb) and corrections cs[i] (kb).
-// `tile` takes mr == the kernel's mr, `row` mr == 1.
+// c (mr, 32) f32: row i continues the accumulation above (acc = c's values, not 0) over kb
+// blocks of two packed panels, w then
+// w + pstride bytes (pstride 0: the same panel twice), for the mr rows' activation bytes x[i]
+// (kb * 32), scales s[i] (kb) and corrections cs[i] (kb). Two panels, so that each broadcast
+// of a row's bytes feeds two products. `tile` takes mr == the kernel's mr, `row` mr == 1.
 typedef void (*tt_k_q4ukernel)(float *c, const int8_t *const *x, const float *const *s,
-                               const int32_t *const *cs, int64_t kb, const uint8_t *w);
+                               const int32_t *const *cs, int64_t kb, const uint8_t *w,
+                               int64_t pstride);
 
 typedef struct tt_k_q4gemm_kernel {
     const char *name;
