@@ -48,16 +48,22 @@ static int supported_paths(tt_cpu_level *out) {
     return n;
 }
 
+// Block b of channel n's panel by the layout of q4gemm.h (pairs of panels, blocks interleaved).
+static const uint8_t *packed_block(const tt_k_q4weight *qw, int64_t n, int64_t b) {
+    int64_t p = n / 16, KB = cdiv(qw->K, 32), paired = 2 * (p / 2) + 1 < cdiv(qw->N, 16);
+    return qw->packed + (p / 2) * 2 * KB * 288 + b * (paired ? 2 : 1) * 288 + (p % 2) * 288;
+}
+
 // Nibble e[n, k] and scale d[n, b] read from the packed bytes by the layout of q4gemm.h.
 static int packed_nibble(const tt_k_q4weight *qw, int64_t n, int64_t k) {
-    const uint8_t *blk = qw->packed + ((n / 16) * cdiv(qw->K, 32) + k / 32) * 288;
+    const uint8_t *blk = packed_block(qw, n, k / 32);
     int kk = (int)(k % 32);
     uint8_t byte = blk[64 * ((kk % 16) / 4) + 4 * (n % 16) + kk % 4];
     return kk < 16 ? byte & 15 : byte >> 4;
 }
 
 static uint16_t packed_scale(const tt_k_q4weight *qw, int64_t n, int64_t b) {
-    const uint8_t *blk = qw->packed + ((n / 16) * cdiv(qw->K, 32) + b) * 288;
+    const uint8_t *blk = packed_block(qw, n, b);
     return (uint16_t)(blk[256 + 2 * (n % 16)] | blk[257 + 2 * (n % 16)] << 8);
 }
 

@@ -190,10 +190,17 @@ int64_t tt_k_q4weight_bytes(const tt_k_q4weight *qw) {
     return cdiv(qw->N, NR) * cdiv(qw->K, QK) * BLOCK;
 }
 
+// The offset of block b of channel n's panel: panels go in pairs, a pair's blocks interleaved
+// (panel 2 q's block b, then panel 2 q + 1's), the last panel of an odd count alone.
+static int64_t block_offset(int64_t N, int64_t KB, int64_t n, int64_t b) {
+    int64_t p = n / NR, paired = 2 * (p / 2) + 1 < cdiv(N, NR);
+    return (p / 2) * 2 * KB * BLOCK + b * (paired ? 2 : 1) * BLOCK + (p % 2) * BLOCK;
+}
+
 typedef struct pack_job {
     uint8_t *packed;
     const float *w;
-    int64_t K;
+    int64_t N, K;
 } pack_job;
 
 // Channels [n0, n1): each block quantized and written into its panel (see q4gemm.h).
@@ -206,7 +213,7 @@ static void pack_rows(void *ctx, int64_t n0, int64_t n1) {
             memset(e, 8, sizeof e);
             uint16_t h = tt_k_q4_quantize_block(e, pj->w + n * K + b * QK,
                                                 (int)min64(QK, K - b * QK));
-            uint8_t *blk = pj->packed + ((n / NR) * KB + b) * BLOCK;
+            uint8_t *blk = pj->packed + block_offset(pj->N, KB, n, b);
             int j = (int)(n % NR);
             for (int c = 0; c < 4; c++)
                 for (int t = 0; t < 4; t++)
@@ -228,7 +235,7 @@ void tt_k_q4weight_init(tt_k_q4weight *qw, const float *w, int64_t N, int64_t K)
         memset(qw->packed + i * BLOCK, 0x88, BLOCK - 2 * NR);
         memset(qw->packed + i * BLOCK + BLOCK - 2 * NR, 0, 2 * NR);
     }
-    pack_job pj = {qw->packed, w, K};
+    pack_job pj = {qw->packed, w, N, K};
     tt__parallel_for(N, 16, pack_rows, &pj);
 }
 
@@ -241,7 +248,7 @@ void tt_k_q4weight_dequant(float *w, const tt_k_q4weight *qw) {
     int64_t K = qw->K, KB = cdiv(K, QK);
     for (int64_t n = 0; n < qw->N; n++)
         for (int64_t k = 0; k < K; k++) {
-            const uint8_t *blk = qw->packed + ((n / NR) * KB + k / QK) * BLOCK;
+            const uint8_t *blk = qw->packed + block_offset(qw->N, KB, n, k / QK);
             int j = (int)(n % NR), kk = (int)(k % QK);
             uint8_t byte = blk[64 * (kk % 16 / 4) + 4 * j + kk % 4];
             int e = kk < 16 ? byte & 15 : byte >> 4;
@@ -257,12 +264,13 @@ void tt_k_q4weight_dequant(float *w, const tt_k_q4weight *qw) {
 static void generic_rows(float *c, const int8_t *const *x, const float *const *s,
                          const int32_t *const *cs, int64_t kb, const uint8_t *w,
                          int64_t pstride, int mr) {
-    for (int pn = 0; pn < 2; pn++, w += pstride)
+    for (int pn = 0; pn < 2; pn++)
         for (int i = 0; i < mr; i++) {
             float acc[NR];
             memcpy(acc, c + i * 2 * NR + pn * NR, sizeof acc);
             for (int64_t b = 0; b < kb; b++) {
-                const uint8_t *blk = w + b * BLOCK;  // (4 chunks of (NR, 4) bytes, NR f16)
+                const uint8_t *blk = w + b * (BLOCK + pstride) + pn * pstride;  // (4 x (NR, 4)
+                                                                              // bytes, NR f16)
                 const int8_t *xb = x[i] + b * QK;    // (QK)
                 for (int j = 0; j < NR; j++) {
                     int32_t S = cs[i][b];
@@ -349,8 +357,8 @@ static void pair_pass(const q4job *j, int64_t m, int64_t me, int64_t p, int64_t 
     const float *sr[MR_MAX];
     const int32_t *cr[MR_MAX];
     int MR = j->kern->mr;
-    const uint8_t *w = j->packed + (2 * p * j->KB + b0) * BLOCK;
-    int64_t n0 = 2 * p * NR, pstride = n0 + NR < j->N ? j->KB * BLOCK : 0;
+    int64_t n0 = 2 * p * NR, pstride = n0 + NR < j->N ? BLOCK : 0;
+    const uint8_t *w = j->packed + 2 * p * j->KB * BLOCK + b0 * (BLOCK + pstride);
     int nr = (int)min64(2 * NR, j->N - n0);
     bool first = b0 == 0, last = b0 + nb == j->KB;
     while (m < me) {

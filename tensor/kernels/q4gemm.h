@@ -58,9 +58,12 @@ void tt_k_q4_quantize_act(int8_t *q, float *s, int32_t *c, const float *x, int64
                           int64_t M, int64_t K);
 
 // ---- packed weights ----
-// Panel p (channels [16 p, 16 p + 16)), block b: TT_K_Q4_BLOCK_BYTES at (p KB + b) * 288. Its
-// first 256 bytes are 4 chunks of 64: chunk c, byte 4 j + t holds e[16 p + j, 32 b + 4 c + t]
-// in its low nibble and e[16 p + j, 32 b + 16 + 4 c + t] in its high one (so a masked load
+// Panel p (channels [16 p, 16 p + 16)), block b: TT_K_Q4_BLOCK_BYTES (288). Panels go in pairs
+// whose blocks interleave, so a product of two panels reads one stream: pair q = p / 2 starts
+// at 2 q KB 288, its block b at + 2 b 288 (panel 2 q), + 2 b 288 + 288 (panel 2 q + 1); the last
+// panel of an odd count is alone, its block b at 2 q KB 288 + b 288. A block's first 256
+// bytes are 4 chunks of 64: chunk c, byte 4 j + t holds e[16 p + j, 32 b + 4 c + t] in its low
+// nibble and e[16 p + j, 32 b + 16 + 4 c + t] in its high one (so a masked load
 // gives 16 channels x 4 k bytes, vpdpbusd's operand); then the 16 scales d[16 p + j, b] as f16.
 // Channels past N: nibbles 8, scale 0.
 typedef struct tt_k_q4weight {
@@ -94,8 +97,8 @@ const char *tt_k_q4gemm_kernel_name(void);  // e.g. "vnni 4x32"
 
 // ---- micro-kernels ----
 // c (mr, 32) f32: row i continues the accumulation above (acc = c's values, not 0) over kb
-// blocks of two packed panels, w then
-// w + pstride bytes (pstride 0: the same panel twice), for the mr rows' activation bytes x[i]
+// blocks of a pair of packed panels: block b of the first at w + b (288 + pstride), the
+// second's pstride bytes on (pstride 288; 0 for a lone panel, computed twice), for the mr rows' activation bytes x[i]
 // (kb * 32), scales s[i] (kb) and corrections cs[i] (kb). Two panels, so that each broadcast
 // of a row's bytes feeds two products. `tile` takes mr == the kernel's mr, `row` mr == 1.
 typedef void (*tt_k_q4ukernel)(float *c, const int8_t *const *x, const float *const *s,
