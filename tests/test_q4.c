@@ -112,8 +112,10 @@ static uint16_t ref_block(uint8_t *e, const float *w, int n) {
         if (err < best_err) best_err = err, best = h;
     }
     double d = tt_k_f16_to_f32(best);
-    for (int k = 0; k < n; k++)
-        e[k] = d == 0 ? 8 : (uint8_t)fmin(15, fmax(0, rint((double)(w[k] * (1.0f / (float)d))) + 8));
+    for (int k = 0; k < n; k++) {
+        double q = rint((double)(w[k] * (1.0f / (float)d)));
+        e[k] = d == 0 ? 8 : (uint8_t)fmin(15, fmax(0, q + 8));
+    }
     return best;
 }
 

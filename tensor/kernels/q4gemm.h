@@ -98,9 +98,10 @@ const char *tt_k_q4gemm_kernel_name(void);  // e.g. "vnni 4x32"
 // ---- micro-kernels ----
 // c (mr, 32) f32: row i continues the accumulation above (acc = c's values, not 0) over kb
 // blocks of a pair of packed panels: block b of the first at w + b (288 + pstride), the
-// second's pstride bytes on (pstride 288; 0 for a lone panel, computed twice), for the mr rows' activation bytes x[i]
-// (kb * 32), scales s[i] (kb) and corrections cs[i] (kb). Two panels, so that each broadcast
-// of a row's bytes feeds two products. `tile` takes mr == the kernel's mr, `row` mr == 1.
+// second's pstride bytes on (pstride 288; 0 for a lone panel, computed twice), for the mr
+// rows' activation bytes x[i] (kb * 32), scales s[i] (kb) and corrections cs[i] (kb). Two
+// panels, so that each broadcast of a row's bytes feeds two products. `tile` takes mr == the
+// kernel's mr, `row` mr == 1.
 typedef void (*tt_k_q4ukernel)(float *c, const int8_t *const *x, const float *const *s,
                                const int32_t *const *cs, int64_t kb, const uint8_t *w,
                                int64_t pstride);
