@@ -7,7 +7,8 @@
 //   bench_decode stream [THREADS]        read bandwidth: a 256 MiB buffer and a 42 MiB one
 //   bench_decode baby|mid [THREADS]      tokens/s f32 and int8, weight bytes, ratio, GB/s
 //   bench_decode gpt2 [THREADS]          the 124M shape in every built-in weight format: decode
-//                                        (128 tokens) and prefill (one 512-token prompt) tokens/s
+//                                        (128 greedy tokens) and prefill (one 512-token prompt)
+//                                        tokens/s
 //
 // A run generates block_size - 1 tokens from a one-token prompt, so every step is one token
 // through the cache (no window rebuild). f32 and int8 runs alternate (run i of one, then run
@@ -153,15 +154,17 @@ static int bench_model(const decode_config *dc) {
 
 enum { GPT2_DECODE = 128, GPT2_PREFILL = 512, GPT2_RUNS = 3 };
 
-// Seconds of one prefill: a prompt of n tokens through the cache, the next token's logits.
-static double time_prefill(tt_gpt *gpt, const int32_t *prompt, int64_t n) {
+// Seconds of greedy generation (llama-bench samples nothing; top-k over 50257 logits would
+// cost a sort per token): n_new tokens after a prompt of n tokens, through the cache. n_new =
+// 1 times a prefill (the prompt, then the next token's logits).
+static double time_greedy(tt_gpt *gpt, const int32_t *prompt, int64_t n, int64_t n_new,
+                          int32_t *out) {
     tt_sample_opts so = tt_sample_opts_default();
     so.temperature = 0;
     tt_rng rng;
     tt_rng_seed(&rng, 7);
-    int32_t tok;
     double t0 = now_s();
-    tt_gpt_generate(gpt, prompt, n, 1, &so, &rng, &tok, NULL, NULL);
+    tt_gpt_generate(gpt, prompt, n, n_new, &so, &rng, out, NULL, NULL);
     return now_s() - t0;
 }
 
@@ -191,13 +194,12 @@ static int bench_gpt2_formats(void) {
     for (int i = 0; i < GPT2_PREFILL; i++) prompt[i] = (int32_t)((i * 7919) % cfg.vocab_size);
     double td[NF][GPT2_RUNS], tp[NF][GPT2_RUNS];
     for (int f = 0; f < nf; f++) {  // warm-up: workspaces, page faults
-        time_generate(&m[f], 8, out);
-        time_prefill(&m[f], prompt, 64);
+        time_greedy(&m[f], prompt, 64, 8, out);
     }
     for (int r = 0; r < GPT2_RUNS; r++)
         for (int f = 0; f < nf; f++) {
-            td[f][r] = time_generate(&m[f], GPT2_DECODE, out);
-            tp[f][r] = time_prefill(&m[f], prompt, GPT2_PREFILL);
+            td[f][r] = time_greedy(&m[f], prompt, 1, GPT2_DECODE, out);
+            tp[f][r] = time_greedy(&m[f], prompt, GPT2_PREFILL, 1, out);
         }
     for (int f = 0; f < nf; f++) {
         double b = (double)tt_gpt_matmul_weight_bytes(&m[f]);
