@@ -4,6 +4,7 @@
 // are in q4gemm_avx2.c and q4gemm_avx512.c. The scheme: q4gemm.h.
 #include "q4gemm.h"
 #include "cpu.h"
+#include "qgemm.h"  // tt_k_round_even
 #include "../tensor_internal.h"
 
 #include <math.h>
@@ -19,7 +20,8 @@
 // Products of fewer multiply-adds (M N K) stay on one thread, as the int8 GEMM's.
 #define PAR_MIN_MACS (1 << 18)
 // From this many rows on, rows are split between threads, below panels (decoding: each thread
-// streams its share of the weight once).
+// streams its share of the weight once, in runs of a quarter of a thread's share, so that the
+// reads stay sequential).
 #define ROWS_SPLIT_MIN 64
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -38,9 +40,6 @@ const char *tt_k_q4gemm_kernel_name(void) { return active_kernel()->name; }
 
 // ---- f16 ----
 
-// Round half to even for |v| <= 2^22 (see qgemm.c): plain float arithmetic.
-static inline float round_even(float v) { return (v + 12582912.0f) - 12582912.0f; }
-
 uint16_t tt_k_f32_to_f16(float f) {
     uint32_t x;
     memcpy(&x, &f, sizeof x);
@@ -51,7 +50,7 @@ uint16_t tt_k_f32_to_f16(float f) {
     if (ax < 0x38800000u) {                        // below 2^-14: a subnormal f16 (or 0)
         float v;
         memcpy(&v, &ax, sizeof v);
-        return sign | (uint16_t)round_even(v * 16777216.0f);  // units of 2^-24 (exact scaling)
+        return sign | (uint16_t)tt_k_round_even(v * 16777216.0f);  // units of 2^-24, exact
     }
     ax -= 0x38000000u;  // exponent bias 127 -> 15
     return sign | (uint16_t)((ax + 0x0fffu + ((ax >> 13) & 1u)) >> 13);  // ties to even
@@ -78,7 +77,7 @@ float tt_k_f16_to_f32(uint16_t h) {
 
 // The nibble of w under the inverse scale inv: clamp(round(w inv) + 8, 0, 15).
 static inline uint8_t nibble(float w, float inv) {
-    float v = round_even(w * inv) + 8.0f;
+    float v = tt_k_round_even(w * inv) + 8.0f;
     v = v >= 0.0f ? v : 0.0f;
     return (uint8_t)(v <= 15.0f ? v : 15.0f);
 }
@@ -147,7 +146,7 @@ TT_CLONES static int32_t quantize_block_q8(int8_t *q, float *s, const float *x, 
     float inv = 1.0f / sc;
     int32_t sum = 0;
     for (int k = 0; k < QK; k++) {
-        int32_t v = (int32_t)round_even(xb[k] * inv);
+        int32_t v = (int32_t)tt_k_round_even(xb[k] * inv);
         v = v > -127 ? v : -127;
         v = v < 127 ? v : 127;
         q[k] = (int8_t)v;
@@ -380,11 +379,11 @@ static void q4gemm_range(const q4job *j, int64_t m0, int64_t m1, int64_t p0, int
                 pair_pass(j, mb, min64(mb + MC, m1), p, b0, min64(KC, j->KB - b0));
 }
 
-// MR-row units [u0, u1), every panel (M >= ROWS_SPLIT_MIN).
+// Blocks of MC rows [u0, u1), every panel (M >= ROWS_SPLIT_MIN). A unit of MC rows, not of a
+// tile's: each unit streams the whole weight, so its tiles must share that pass.
 static void q4gemm_rows(void *ctx, int64_t u0, int64_t u1) {
     const q4job *j = ctx;
-    int64_t MR = j->kern->mr;
-    q4gemm_range(j, u0 * MR, min64(u1 * MR, j->M), 0, cdiv(j->N, 2 * NR));
+    q4gemm_range(j, u0 * MC, min64(u1 * MC, j->M), 0, cdiv(j->N, 2 * NR));
 }
 
 // Pairs of panels [p0, p1), every row (M < ROWS_SPLIT_MIN).
@@ -426,9 +425,9 @@ void tt_k_q4gemm_f32(float *y, const float *x, const tt_k_q4weight *qw, const fl
     q4job j = {.kern = active_kernel(), .xq = q, .xs = s, .xc = c, .packed = qw->packed,
                .M = M, .N = N, .KB = KB, .y = y, .bias = bias};
     bool par = (double)M * (double)N * (double)K >= PAR_MIN_MACS;
-    int64_t P = cdiv(N, 2 * NR), units = cdiv(M, j.kern->mr);  // pairs of panels, row units
+    int64_t P = cdiv(N, 2 * NR), units = cdiv(M, MC);  // pairs of panels, blocks of rows
     if (M >= ROWS_SPLIT_MIN)
         tt__parallel_for(units, par ? 1 : units, q4gemm_rows, &j);
     else
-        tt__parallel_for(P, par ? 1 : P, q4gemm_cols, &j);
+        tt__parallel_for(P, par ? cdiv(P, 4 * tt__kernel_threads()) : P, q4gemm_cols, &j);
 }
