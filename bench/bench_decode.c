@@ -1,4 +1,4 @@
-// Decoding speed of the GPT with the KV cache in each weight format (f32, int8, bf16:
+// Decoding speed of the GPT with the KV cache in each weight format (f32, bf16, int8, int4:
 // tt_gpt_quantize_as), for the baby (L4 C128), the mid (L6 C384) and the GPT-2 124M (L12 C768,
 // vocab 50257) configs, randomly initialised (speed does not depend on the values), GPT-2's
 // prefill (one cached forward over a 512-token prompt), and the machine's memory read bandwidth
@@ -13,8 +13,9 @@
 // prompt, so every step is one token through the cache (no window rebuild). The formats'
 // runs alternate (run i of each, then run i + 1) so a neighbour's load on a shared machine
 // hits all alike; medians of RUNS (gpt2: 3). gpt2's prefill: tokens/s of a 512-token prompt
-// through the cache, the logits of its last position only (llama-bench's pp512). weight_gbs: the bytes of the Linears' and head's weights (tt_gpt_matmul_weight_bytes,
-// what a step must read) per second of decoding.
+// through the cache, the logits of its last position only (llama-bench's pp512). weight_gbs:
+// the bytes of the Linears' and head's weights (tt_gpt_matmul_weight_bytes, what a step must
+// read) per second of decoding.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,8 +77,8 @@ static void bench_stream(int64_t bytes, const char *what) {
         double dt = now_s() - t0;
         if (r > 0 && dt < best) best = dt;  // pass 0 warms up
     }
-    printf("bench decode stream=%s threads=%d mib=%.0f read_gbs=%.1f%s\n", what, tt_get_num_threads(),
-           (double)bytes / (1 << 20), (double)bytes / best * 1e-9, sink < 0 ? " ?" : "");
+    printf("bench decode stream=%s threads=%d mib=%.0f read_gbs=%.1f%s\n", what,
+           tt_get_num_threads(), (double)bytes / (1 << 20), (double)bytes / best * 1e-9, sink < 0 ? " ?" : "");
     free(p);
 }
 
@@ -98,7 +99,7 @@ static const decode_config configs[] = {
 };
 
 // The formats timed, each on its own copy of the same weights.
-static const tt_quant formats[] = {TT_QUANT_NONE, TT_QUANT_INT8, TT_QUANT_BF16};
+static const tt_quant formats[] = {TT_QUANT_NONE, TT_QUANT_BF16, TT_QUANT_INT8, TT_QUANT_INT4};
 #define NFMT ((int)(sizeof formats / sizeof formats[0]))
 
 // Seconds to generate n tokens after an n_prompt-token prompt, with the cache (n = 1: the

@@ -24,6 +24,7 @@ typedef struct tt__qformat {
 
 extern const tt__qformat tt__qformat_int8;  // qlinear.c: tt_nn_qlinear
 extern const tt__qformat tt__qformat_bf16;  // qbf16.c
+extern const tt__qformat tt__qformat_int4;  // qlinear_int4.c
 
 // t (any float dtype, any layout) as a new contiguous f32 tensor, unscoped (qlinear.c).
 tt_tensor *tt__compress_f32(const tt_tensor *t);

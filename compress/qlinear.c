@@ -172,6 +172,7 @@ static const tt_module_ops quant_ops[TT_QUANT_COUNT] = {
 static const tt__qformat *const formats[TT_QUANT_COUNT] = {
     [TT_QUANT_INT8] = &tt__qformat_int8,
     [TT_QUANT_BF16] = &tt__qformat_bf16,
+    [TT_QUANT_INT4] = &tt__qformat_int4,
 };
 
 static quant_linear *as_quant(const tt_nn_linear *m) {

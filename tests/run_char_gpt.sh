@@ -188,6 +188,29 @@ else
     bad "eval --quantize bf16 (exit $rc): '$(cat "$d/h_eval.out")' vs '$(cat "$d/eval.out")'"
     cat "$d/h_eval.err" >&2
 fi
+# ---- --quantize int4: 4-bit blocks; sampling deterministic, eval near f32; unknown refused ----
+"$bin" sample --ckpt "$d/full.ckpt" --tokens 120 --seed 5 --prompt "ROMEO:" --quantize int4 \
+    > "$d/q4_cache.txt" 2> "$d/q4_cache.err"
+rc1=$?
+"$bin" sample --ckpt "$d/full.ckpt" --tokens 120 --seed 5 --prompt "ROMEO:" --quantize int4 \
+    --no-cache > "$d/q4_nocache.txt" 2> /dev/null
+rc2=$?
+if [ $rc1 = 0 ] && [ $rc2 = 0 ] && cmp -s "$d/q4_cache.txt" "$d/q4_nocache.txt" &&
+   [ "$(wc -c < "$d/q4_cache.txt")" -ge 127 ] &&
+   grep -q "^quantized to int4: matmul weights [0-9]* -> [0-9]* bytes" "$d/q4_cache.err"; then
+    ok "sample --quantize int4: KV cache and --no-cache print the same 120 characters"
+else
+    bad "sample --quantize int4 (exit $rc1, $rc2)"; cat "$d/q4_cache.err" >&2
+fi
+"$bin" eval --ckpt "$d/full.ckpt" --quantize int4 > "$d/q4_eval.out" 2> /dev/null
+rc=$?
+if [ $rc = 0 ] && grep -q "^eval train_loss=$num val_loss=$num\$" "$d/q4_eval.out" &&
+   awk -v a="$(cut -d= -f3 "$d/eval.out")" -v b="$(cut -d= -f3 "$d/q4_eval.out")" \
+       'BEGIN { d = a - b; exit !(d < 0.05 && d > -0.05) }'; then
+    ok "eval --quantize int4: $(cat "$d/q4_eval.out") (f32: $(cat "$d/eval.out"))"
+else
+    bad "eval --quantize int4 (exit $rc): '$(cat "$d/q4_eval.out")' vs '$(cat "$d/eval.out")'"
+fi
 "$bin" eval --ckpt "$d/full.ckpt" --quantize int3 > /dev/null 2> "$d/q_bad.err"
 rc=$?
 if [ $rc = 2 ] && grep -q "'int3' is not a weight format; use f32, int8, bf16 or int4" \

@@ -321,6 +321,25 @@ START_TEST(test_gpt_bf16_vs_f32) {
 }
 END_TEST
 
+// The same tiny models in int4 (tt_gpt_quantize_as): eval loss within 0.02 of f32 (measured:
+// see the printed line), and back to f32 bit for bit.
+START_TEST(test_gpt_int4_vs_f32) {
+    tt_gpt m;
+    tiny_trained(&m, _i);
+    double f32 = eval_loss(&m);
+    tt_gpt_quantize_as(&m, TT_QUANT_INT4);
+    ck_assert_int_eq(tt_nn_linear_quantization(&m.blocks[0].mlp.fc), TT_QUANT_INT4);
+    double q4 = eval_loss(&m);
+    printf("gpt %s: eval loss f32 %.5f int4 %.5f (%+.2e)\n", cfg_names[_i], f32, q4, q4 - f32);
+    ck_assert_msg(f32 < 1.5, "the tiny model did not learn: eval loss %.4f", f32);
+    ck_assert_msg(q4 != f32 && fabs(q4 - f32) < 0.02, "int4 eval loss %.5f vs f32 %.5f", q4,
+                  f32);
+    tt_gpt_dequantize(&m);
+    ck_assert(eval_loss(&m) == f32);
+    tt_gpt_free(&m);
+}
+END_TEST
+
 // Sampling from the int8 model is deterministic: the same seed gives the same tokens, with
 // the KV cache and with a full recompute per token (every row is quantized on its own, so the
 // last row's logits do not depend on how many rows went with it), across the window's slides.
@@ -508,6 +527,7 @@ int main(void) {
     TCase *gpt = tt_tcase("gpt");
     tcase_set_timeout(gpt, 120);
     tcase_add_loop_test(gpt, test_gpt_int8_vs_f32, 0, NCFG);
+    tcase_add_loop_test(gpt, test_gpt_int4_vs_f32, 0, NCFG);
     tcase_add_loop_test(gpt, test_gpt_int8_sampling, 0, NCFG);
     tcase_add_loop_test(gpt, test_gpt_bf16_vs_f32, 0, NCFG);
     tcase_add_test(gpt, test_gpt_weight_bytes);

@@ -38,10 +38,6 @@ const char *tt_k_qgemm_kernel_name(void) { return active_kernel()->name; }
 
 // ---- quantization ----
 
-// Round half to even for |v| <= 2^22 in the default rounding mode: adding 1.5 * 2^23 leaves no
-// fraction bits, so the addition rounds (to even on a tie) and the subtraction is exact. Plain
-// float arithmetic (no libm call, vectorizes, no -ffast-math to fold it away).
-static inline float round_even(float v) { return (v + 12582912.0f) - 12582912.0f; }
 
 void tt_k_quantize_s8(int8_t *q, float *scale, const float *w, int64_t N, int64_t K) {
     TT_CHECK(N >= 0 && K >= 0, "N = %lld, K = %lld must be >= 0",
@@ -62,7 +58,7 @@ void tt_k_quantize_s8(int8_t *q, float *scale, const float *w, int64_t N, int64_
             continue;
         }
         for (int64_t k = 0; k < K; k++)
-            qr[k] = (int8_t)fmaxf(-127.0f, fminf(127.0f, round_even(wr[k] / s)));
+            qr[k] = (int8_t)fmaxf(-127.0f, fminf(127.0f, tt_k_round_even(wr[k] / s)));
     }
 }
 
@@ -97,9 +93,9 @@ TT_CLONES static void quantize_row_u8(uint8_t *u, float *scale, int32_t *zero, c
         return;
     }
     float inv = 1.0f / s;
-    float z = fmaxf(0.0f, fminf(255.0f, round_even(-lo * inv)));
+    float z = fmaxf(0.0f, fminf(255.0f, tt_k_round_even(-lo * inv)));
     for (int64_t k = 0; k < K; k++) {
-        float v = round_even(x[k] * inv) + z;
+        float v = tt_k_round_even(x[k] * inv) + z;
         v = v >= 0.0f ? v : 0.0f;
         v = v <= 255.0f ? v : 255.0f;
         u[k] = (uint8_t)(int32_t)v;
@@ -114,7 +110,7 @@ TT_CLONES static void quantize_row_u8(uint8_t *u, float *scale, int32_t *zero, c
 TT_CLONES static void quantize_row_u8_fixed(uint8_t *u, const float *x, int64_t K, int64_t ldu,
                                             float inv, float z) {
     for (int64_t k = 0; k < K; k++) {
-        float v = round_even(x[k] * inv) + z;
+        float v = tt_k_round_even(x[k] * inv) + z;
         v = v >= 0.0f ? v : 0.0f;
         v = v <= 255.0f ? v : 255.0f;
         u[k] = (uint8_t)(int32_t)v;
@@ -408,6 +404,6 @@ tt_k_qact tt_k_qact_from_range(float lo, float hi) {
     hi = fmaxf(hi, 0.0f);
     float s = (hi - lo) / 255.0f;
     if (!(s > 0) || !isfinite(s)) return (tt_k_qact){0.0f, 0};
-    float z = fmaxf(0.0f, fminf(255.0f, round_even(-lo * (1.0f / s))));
+    float z = fmaxf(0.0f, fminf(255.0f, tt_k_round_even(-lo * (1.0f / s))));
     return (tt_k_qact){s, (int32_t)z};
 }

@@ -41,6 +41,11 @@
 
 // ---- quantization ----
 
+// Round half to even for |v| <= 2^22 in the default rounding mode: adding 1.5 * 2^23 leaves no
+// fraction bits, so the addition rounds (to even on a tie) and the subtraction is exact. Plain
+// float arithmetic (no libm call, vectorizes, no -ffast-math to fold it away).
+static inline float tt_k_round_even(float v) { return (v + 12582912.0f) - 12582912.0f; }
+
 // Symmetric per-row int8: q (N, K) and scale (N) from w (N, K), as above (round half to even:
 // 2.5 -> 2, 3.5 -> 4). A row whose max |w| is 0 gets scale 0 and q = 0; NaN or inf: scale NaN.
 void tt_k_quantize_s8(int8_t *q, float *scale, const float *w, int64_t N, int64_t K);
