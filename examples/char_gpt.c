@@ -47,9 +47,9 @@ static const char char_usage_tail[] =
     "--quantize int8 (sample, eval) runs every Linear and the head in int8 (weights with a\n"
     "scale per output channel, activations with a scale per token, int32 sums; embeddings,\n"
     "norms, attention and the KV cache stay f32) and notes the weight bytes on stderr;\n"
-    "--quantize bf16 likewise with bf16 weights (rounded once, f32 sums); f32: unchanged.\n";
-    "--quantize int4 in 4 bits (blocks of 32 inputs with an f16 scale each, activations in\n"
-    "int8 blocks of 32), a quarter of int8's weight bytes plus an eighth.\n";
+    "--quantize bf16 likewise with bf16 weights (rounded once, f32 sums); --quantize int4 in\n"
+    "4 bits (blocks of 32 inputs with an f16 scale each, activations in int8 blocks of 32), a\n"
+    "quarter of int8's weight bytes plus an eighth; f32: unchanged.\n";
 
 int main(int argc, char **argv) {
     static const gpt_program char_gpt = {"char_gpt", "out/char_gpt.ckpt", true, char_usage_head,
