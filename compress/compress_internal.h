@@ -26,6 +26,14 @@ extern const tt__qformat tt__qformat_int8;  // qlinear.c: tt_nn_qlinear
 extern const tt__qformat tt__qformat_bf16;  // qbf16.c
 extern const tt__qformat tt__qformat_int4;  // qlinear_int4.c
 
+// The forward a weight format shares (qlinear.c): checks x (..., in = K) as
+// tt_nn_linear_forward's input of the `name` Linear ("bf16", "int4": the message names it),
+// allocates y (..., N) in the caller's scope and runs kernel(state, y, x as (M, K) contiguous,
+// M) when M > 0.
+typedef void (*tt__qformat_kernel)(const void *state, float *y, const float *x, int64_t M);
+tt_tensor *tt__qformat_apply(const char *name, tt_tensor *x, int64_t K, int64_t N,
+                             tt__qformat_kernel kernel, const void *state);
+
 // t (any float dtype, any layout) as a new contiguous f32 tensor, unscoped (qlinear.c).
 tt_tensor *tt__compress_f32(const tt_tensor *t);
 

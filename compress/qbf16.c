@@ -28,32 +28,14 @@ static void *bf16_pack(const tt_tensor *weight, const tt_tensor *bias) {
     return s;
 }
 
+static void bf16_forward_kernel(const void *state, float *y, const float *x, int64_t M) {
+    const bf16_linear *s = state;
+    tt_k_bf16w_linear(y, x, &s->w, s->bias ? tt_data_f32(s->bias) : NULL, M);
+}
+
 static tt_tensor *bf16_forward(void *state, tt_tensor *x) {
-    bf16_linear *s = state;
-    int64_t K = s->w.K, N = s->w.N;
-    const char *F = "tt_nn_linear_forward";  // the caller users see
-    TT_CHECK_IN(F, x, "input is NULL");
-    TT_CHECK_IN(F, !(x->requires_grad && tt_is_grad_enabled()), "the bf16 Linear (in=%lld, "
-                "out=%lld) is inference only and has no gradient, but input %s requires grad "
-                "with grad mode on; run it inside tt_no_grad_begin()/tt_no_grad_end() (or "
-                "tt_set_grad_enabled(false)), or train with the f32 Linear "
-                "(tt_nn_linear_dequantize)", (long long)K, (long long)N, tt__shape(x));
-    TT_CHECK_IN(F, x->dtype == TT_F32, "input %s must be f32, got %s; convert it with "
-                "tt_to_dtype(x, TT_F32)", tt__shape(x), tt_dtype_name(x->dtype));
-    TT_CHECK_IN(F, x->ndim >= 1 && x->shape[x->ndim - 1] == K,
-                "input %s must end in in_features=%lld", tt__shape(x), (long long)K);
-    int64_t shape[TT_MAX_DIMS];
-    memcpy(shape, x->shape, (size_t)x->ndim * sizeof *shape);
-    shape[x->ndim - 1] = N;
-    tt_tensor *y = tt__new(TT_F32, x->ndim, shape);  // (..., N)
-    int64_t M = tt_numel(x) / K;
-    if (M > 0) {
-        tt_tensor *xc = tt__contiguous_ref(x);  // (M, K)
-        tt_k_bf16w_linear(tt_data_f32(y), tt_data_f32(xc), &s->w,
-                          s->bias ? tt_data_f32(s->bias) : NULL, M);
-        tt_release(xc);
-    }
-    return tt__autorelease(y);
+    const bf16_linear *s = state;
+    return tt__qformat_apply("bf16", x, s->w.K, s->w.N, bf16_forward_kernel, s);  // (..., N)
 }
 
 static int64_t bf16_bytes(const void *state) {

@@ -23,6 +23,32 @@ tt_tensor *tt__compress_f32(const tt_tensor *t) {
     return out;
 }
 
+tt_tensor *tt__qformat_apply(const char *name, tt_tensor *x, int64_t K, int64_t N,
+                             tt__qformat_kernel kernel, const void *state) {
+    const char *F = "tt_nn_linear_forward";  // the caller users see
+    TT_CHECK_IN(F, x, "input is NULL");
+    TT_CHECK_IN(F, !(x->requires_grad && tt_is_grad_enabled()), "the %s Linear (in=%lld, "
+                "out=%lld) is inference only and has no gradient, but input %s requires grad "
+                "with grad mode on; run it inside tt_no_grad_begin()/tt_no_grad_end() (or "
+                "tt_set_grad_enabled(false)), or train with the f32 Linear "
+                "(tt_nn_linear_dequantize)", name, (long long)K, (long long)N, tt__shape(x));
+    TT_CHECK_IN(F, x->dtype == TT_F32, "input %s must be f32, got %s; convert it with "
+                "tt_to_dtype(x, TT_F32)", tt__shape(x), tt_dtype_name(x->dtype));
+    TT_CHECK_IN(F, x->ndim >= 1 && x->shape[x->ndim - 1] == K,
+                "input %s must end in in_features=%lld", tt__shape(x), (long long)K);
+    int64_t shape[TT_MAX_DIMS];
+    memcpy(shape, x->shape, (size_t)x->ndim * sizeof *shape);
+    shape[x->ndim - 1] = N;
+    tt_tensor *y = tt__new(TT_F32, x->ndim, shape);  // (..., N)
+    int64_t M = tt_numel(x) / K;
+    if (M > 0) {
+        tt_tensor *xc = tt__contiguous_ref(x);  // (M, K)
+        kernel(state, tt_data_f32(y), tt_data_f32(xc), M);
+        tt_release(xc);
+    }
+    return tt__autorelease(y);
+}
+
 void tt_nn_qlinear_init(tt_nn_qlinear *q, const tt_tensor *weight, const tt_tensor *bias) {
     TT_CHECK(q, "the module must not be NULL");
     TT_CHECK(weight && weight->ndim == 2 && tt_dtype_is_float(weight->dtype),

@@ -29,29 +29,14 @@ static void *int4_pack(const tt_tensor *weight, const tt_tensor *bias) {
     return s;
 }
 
+static void int4_forward_kernel(const void *state, float *y, const float *x, int64_t M) {
+    const int4_linear *s = state;
+    tt_k_q4gemm_f32(y, x, &s->qw, s->bias ? tt_data_f32(s->bias) : NULL, M);
+}
+
 static tt_tensor *int4_forward(void *state, tt_tensor *x) {
-    int4_linear *s = state;
-    int64_t K = s->qw.K, N = s->qw.N;
-    TT_CHECK(x, "input is NULL");
-    TT_CHECK(!(x->requires_grad && tt_is_grad_enabled()), "the int4 Linear (in=%lld, out=%lld) "
-             "is inference only and has no gradient, but input %s requires grad with grad mode "
-             "on; run it inside tt_no_grad_begin()/tt_no_grad_end(), or train with the f32 "
-             "Linear (tt_nn_linear_dequantize)", (long long)K, (long long)N, tt__shape(x));
-    TT_CHECK(x->dtype == TT_F32, "input %s must be f32, got %s; convert it with "
-             "tt_to_dtype(x, TT_F32)", tt__shape(x), tt_dtype_name(x->dtype));
-    TT_CHECK(x->ndim >= 1 && x->shape[x->ndim - 1] == K, "input %s must end in in_features="
-             "%lld", tt__shape(x), (long long)K);
-    int64_t M = tt_numel(x) / K, shape[TT_MAX_DIMS];
-    memcpy(shape, x->shape, (size_t)x->ndim * sizeof *shape);
-    shape[x->ndim - 1] = N;
-    tt_tensor *y = tt__new(TT_F32, x->ndim, shape);  // (..., N)
-    if (M > 0) {
-        tt_tensor *xc = tt__contiguous_ref(x);  // (M, K)
-        tt_k_q4gemm_f32(tt_data_f32(y), tt_data_f32(xc), &s->qw,
-                        s->bias ? tt_data_f32(s->bias) : NULL, M);
-        tt_release(xc);
-    }
-    return tt__autorelease(y);
+    const int4_linear *s = state;
+    return tt__qformat_apply("int4", x, s->qw.K, s->qw.N, int4_forward_kernel, s);  // (..., N)
 }
 
 static int64_t int4_bytes(const void *state) {
