@@ -1,9 +1,13 @@
 // The buffer cache behind tensor storage: freed buffers kept by size and handed out again,
 // shared by every thread under one lock taken only on the cache path.
 // Reference counting and the counters are in tensor.c.
+#define _DEFAULT_SOURCE  // madvise(MADV_HUGEPAGE)
 #include "tensor_internal.h"
 
 #include <sched.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +85,24 @@ static bucket *find_bucket(size_t size, bool create) {
     }
 }
 
+// ---- large buffers ----
+
+void *tt__alloc_aligned(size_t nbytes, const char *what) {
+    size_t align = nbytes >= TT_HUGE_BYTES ? TT_HUGE_BYTES : 64;
+    size_t padded = (nbytes + align - 1) / align * align;  // aligned_alloc: a multiple
+    void *p = aligned_alloc(align, padded ? padded : align);
+    if (!p) {  // the cache's buffers back to the system, then once more
+        tt_alloc_trim();
+        p = aligned_alloc(align, padded ? padded : align);
+    }
+    if (!p) tt__out_of_memory(nbytes, __FILE__, __LINE__, what);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    // Only the 2 MiB pages nbytes fills: a partly used last page would cost a whole one.
+    if (align == TT_HUGE_BYTES) madvise(p, nbytes / TT_HUGE_BYTES * TT_HUGE_BYTES, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
 void *tt__buffer_get(size_t padded) {
     bool on = cache_enabled();
     void *p = NULL;
@@ -96,13 +118,7 @@ void *tt__buffer_get(size_t padded) {
     else stats.fresh++;
     cache_unlock();
     if (p) return p;
-    p = aligned_alloc(64, padded);
-    if (!p) {  // the cache's buffers back to the system, then once more
-        tt_alloc_trim();
-        p = aligned_alloc(64, padded);
-    }
-    if (!p) tt__out_of_memory(padded, __FILE__, __LINE__, "the tensor allocator");
-    return p;
+    return tt__alloc_aligned(padded, "the tensor allocator");
 }
 
 void tt__buffer_put(void *p, size_t padded) {

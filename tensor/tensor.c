@@ -761,6 +761,16 @@ void tt_set_at(tt_tensor *t, int64_t i, double value) {
 
 void tt_to_f64_array(const tt_tensor *t, double *out) {
     int64_t n = tt_numel(t);
+    if (tt_is_contiguous(t) && (t->dtype == TT_F32 || t->dtype == TT_F64)) {
+        // the common case (a row of logits each decoded token) without a load per element
+        if (t->dtype == TT_F64) {
+            memcpy(out, tt_data(t), (size_t)n * sizeof *out);
+        } else {
+            const float *p = tt_data(t);
+            for (int64_t i = 0; i < n; i++) out[i] = p[i];
+        }
+        return;
+    }
     for (int64_t i = 0; i < n; i++) out[i] = tt__load(tt__base(t), t->dtype, flat_offset(t, i));
 }
 

@@ -17,10 +17,7 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // n words, 64-byte aligned (the micro-kernels' aligned loads); free with free().
 static uint32_t *alloc_words(int64_t n) {
-    size_t bytes = ((size_t)(n > 0 ? n : 1) * 4 + 63) / 64 * 64;
-    uint32_t *p = aligned_alloc(64, bytes);
-    if (!p) tt__out_of_memory(bytes, __FILE__, __LINE__, "the bf16 Linear");
-    return p;
+    return tt__alloc_aligned((size_t)(n > 0 ? n : 1) * 4, "the bf16 Linear");
 }
 
 // Words from one panel of the weight to the next.

@@ -1,8 +1,8 @@
-// SIMD kernels of the f32 matrix-vector product (decoding's Linears at M = 1): 8 dot products
-// of contiguous rows with one vector, with exactly the bits of matmul.c's portable dot (8 lanes
-// by k mod 8, mul then add, runs of TT_K_GEMM_KC steps reduced pairwise and summed in double):
-// 8 ymm chains, one per row, compiled for AVX2 and for AVX-512VL; matmul.c picks one by the
-// CPU level (cpu.h).
+// SIMD kernels of the f32 matrix-vector product (decoding's Linears at M = 1): TT_K_DOT_ROWS
+// dot products of rows rs apart with one vector, with exactly the bits of matmul.c's portable
+// dot (8 lanes by k mod 8, mul then add, runs of TT_K_GEMM_KC steps reduced pairwise and summed
+// in double): one ymm chain per row, compiled for AVX2 and for AVX-512VL; matmul.c picks one by
+// the CPU level (cpu.h) and spaces the rows so that each is its own sequential stream.
 #include "matmul.h"
 
 #include <string.h>

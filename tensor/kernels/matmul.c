@@ -230,6 +230,7 @@ static void gemm_unit_cs_f32(int64_t M, int64_t N, int64_t K, const float *A, in
 #define GEMV_DOTS gemv_dots_f32
 #define GEMV_JOB gemv_job_f32
 #define GEMV_RANGE gemv_range_f32
+#define GEMV_GROUPS gemv_groups_f32
 #define GEMV_COLS gemv_cols_f32
 #define GEMM_UNIT_CS gemm_unit_cs_f32
 #define GEMM tt_k_gemm_f32
@@ -242,6 +243,7 @@ static void gemm_unit_cs_f32(int64_t M, int64_t N, int64_t K, const float *A, in
 #undef GEMV_DOTS
 #undef GEMV_JOB
 #undef GEMV_RANGE
+#undef GEMV_GROUPS
 #undef GEMV_COLS
 #undef GEMM_UNIT_CS
 #undef GEMM
@@ -254,6 +256,7 @@ static void gemm_unit_cs_f32(int64_t M, int64_t N, int64_t K, const float *A, in
 #define GEMV_DOTS gemv_dots_f64
 #define GEMV_JOB gemv_job_f64
 #define GEMV_RANGE gemv_range_f64
+#define GEMV_GROUPS gemv_groups_f64
 #define GEMV_COLS gemv_cols_f64
 #define GEMM_UNIT_CS gemm_unit_cs_f64
 #define GEMM tt_k_gemm_f64
@@ -266,6 +269,7 @@ static void gemm_unit_cs_f32(int64_t M, int64_t N, int64_t K, const float *A, in
 #undef GEMV_DOTS
 #undef GEMV_JOB
 #undef GEMV_RANGE
+#undef GEMV_GROUPS
 #undef GEMV_COLS
 #undef GEMM_UNIT_CS
 #undef GEMM

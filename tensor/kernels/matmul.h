@@ -103,8 +103,10 @@ typedef void (*tt_k_packer)(void *dst, const void *src, int64_t ks, int64_t js, 
 // the portable dot product of the accuracy note above (8 lanes by k mod 8, a multiply then an
 // add, runs of TT_K_GEMM_KC steps reduced pairwise in float and summed in double), so the path
 // changes the speed of a matrix-vector product, never its result. The rows are interleaved
-// so that their chains of additions overlap and x is loaded once for all of them.
-#define TT_K_DOT_ROWS 8
+// so that their chains of additions overlap and x is loaded once for all of them; four rows
+// far apart (matmul_gemm.inc's GEMV_DOTS) are four sequential streams of memory, which ran at
+// 32 GB/s where eight ran at 30 and eight neighbouring rows at 21 (124M weights, AMD EPYC).
+#define TT_K_DOT_ROWS 4
 // a and x point to floats (void, as in the micro-kernels' table).
 typedef void (*tt_k_dot_rows)(double *out, int64_t K, const void *a, int64_t rs,
                               const void *x);

@@ -229,7 +229,7 @@ void tt_k_q4weight_init(tt_k_q4weight *qw, const float *w, int64_t N, int64_t K)
     qw->N = N;
     qw->K = K;
     int64_t bytes = tt_k_q4weight_bytes(qw), nblocks = bytes / BLOCK;
-    qw->packed = TT_MALLOC((size_t)bytes);
+    qw->packed = tt__alloc_aligned((size_t)bytes, "the int4 Linear");
     for (int64_t i = 0; i < nblocks; i++) {  // padding channels: nibbles 8, scale 0
         memset(qw->packed + i * BLOCK, 0x88, BLOCK - 2 * NR);
         memset(qw->packed + i * BLOCK + BLOCK - 2 * NR, 0, 2 * NR);

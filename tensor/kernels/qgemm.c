@@ -176,7 +176,7 @@ void tt_k_qweight_init(tt_k_qweight *qw, const float *w, int64_t N, int64_t K) {
     int8_t *q = TT_MALLOC((size_t)(N * K));  // (N, K)
     qw->scale = TT_MALLOC((size_t)N * sizeof(float));
     qw->qsum = TT_MALLOC((size_t)N * sizeof(int32_t));
-    qw->packed = TT_MALLOC((size_t)tt_k_qgemm_packed_bytes(N, K));
+    qw->packed = tt__alloc_aligned((size_t)tt_k_qgemm_packed_bytes(N, K), "the int8 Linear");
     tt_k_quantize_s8(q, qw->scale, w, N, K);
     tt_k_qgemm_pack(qw->packed, qw->qsum, q, N, K);
     tt_free(q);
