@@ -372,11 +372,14 @@ static void pair_pass(const q4job *j, int64_t m, int64_t me, int64_t p, int64_t 
 
 // Rows [m0, m1) x pairs of panels [p0, p1), in blocks of MC rows and passes of KC blocks (the
 // sums carried in y between passes, in the same order, so the bits do not depend on KC).
+// One row (decoding) takes all blocks in one pass: each pair of panels is then read front to
+// back as one sequential stream, with nothing of the row's to keep in L1.
 static void q4gemm_range(const q4job *j, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+    int64_t kc = j->M == 1 ? j->KB : KC;
     for (int64_t mb = m0; mb < m1; mb += MC)
-        for (int64_t b0 = 0; b0 < j->KB; b0 += KC)
+        for (int64_t b0 = 0; b0 < j->KB; b0 += kc)
             for (int64_t p = p0; p < p1; p++)
-                pair_pass(j, mb, min64(mb + MC, m1), p, b0, min64(KC, j->KB - b0));
+                pair_pass(j, mb, min64(mb + MC, m1), p, b0, min64(kc, j->KB - b0));
 }
 
 // Blocks of MC rows [u0, u1), every panel (M >= ROWS_SPLIT_MIN). A unit of MC rows, not of a
