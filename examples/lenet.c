@@ -88,13 +88,14 @@ static void evaluate(tt_lenet *m, tt_tensor *x, tt_tensor *y, double *loss, doub
     *acc = hits / (double)n;
 }
 
-// The bytes the three Linears' weights and biases take: f32, or their int8 packing.
+// The bytes the three Linears' weights and biases take: f32, or their quantized format's.
 static int64_t linear_bytes(const tt_lenet *m) {
     const tt_nn_linear *fc[] = {&m->f1, &m->f2, &m->f3};
     int64_t bytes = 0;
     for (int i = 0; i < 3; i++)
-        bytes += tt_nn_linear_quantized(fc[i]) ? tt_nn_qlinear_bytes(tt_nn_linear_quantized(fc[i]))
-                                            : 4 * (tt_numel(fc[i]->weight) + tt_numel(fc[i]->bias));
+        bytes += tt_nn_linear_quantization(fc[i]) != TT_QUANT_NONE
+                     ? tt_nn_linear_quantized_bytes(fc[i])
+                     : 4 * (tt_numel(fc[i]->weight) + tt_numel(fc[i]->bias));
     return bytes;
 }
 

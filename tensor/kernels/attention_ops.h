@@ -8,12 +8,12 @@
 #include <stdint.h>
 
 #include "attention.h"
+#include "kint.h"
 #include "bf16.h"
 
 #define BQ TT_KATTN_BLOCK  // queries per tile
 #define BK TT_KATTN_BLOCK  // keys per tile
 
-static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t clamp64(int64_t x, int64_t lo, int64_t hi) {
     return x < lo ? lo : x > hi ? hi : x;
 }

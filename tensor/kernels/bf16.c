@@ -3,13 +3,12 @@
 // blocking, the parallel split of a product, C layouts). The SIMD kernels: bf16_avx2.c,
 // bf16_avx512.c.
 #include "bf16.h"
+#include "kint.h"
 #include "cpu.h"
 #include "../tensor_internal.h"
 
 
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // ---- SIMD path ----
 

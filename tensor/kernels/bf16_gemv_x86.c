@@ -5,6 +5,7 @@
 // AVX2). Compiled with function-level target attributes; bf16_linear.c calls each only at a
 // CPU level (cpu.h) that has it.
 #include "bf16_linear.h"
+#include "kint.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -16,7 +17,6 @@
 #define NR TT_K_BF16W_NR
 #define KCP (TT_K_BF16_KC / 2)
 
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // Stores a block's sums of 16 channels n0.. (fewer past N): y = bias + s for the first block
 // (s alone without a bias), y = y + s after it.

@@ -2,6 +2,7 @@
 // choice of SIMD path, and the GEMM driver that runs bf16.h's micro-kernels over the weight's
 // panels in place. The SIMD matrix-vector kernels: bf16_gemv_x86.c.
 #include "bf16_linear.h"
+#include "kint.h"
 #include "cpu.h"
 #include "../parallel.h"
 #include "../tensor_internal.h"
@@ -12,8 +13,6 @@
 #define KC TT_K_BF16_KC
 #define KCP (KC / 2)  // k pairs per block
 
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // n words, 64-byte aligned (the micro-kernels' aligned loads); free with free().
 static uint32_t *alloc_words(int64_t n) {

@@ -4,6 +4,7 @@
 // the batched driver over broadcast batch dims. The micro-kernels are in gemm_*.c. The code
 // written once for both dtypes is in matmul_pack.inc and matmul_gemm.inc, included per dtype.
 #include "matmul.h"
+#include "kint.h"
 #include "cpu.h"
 #include "../tensor_internal.h"
 
@@ -32,9 +33,7 @@
 // 2 cores, 128^3 (4.2 MFLOP) gains 1.6x from a second thread, 96^3 and below gain nothing.
 #define PAR_MIN_FLOPS (3 << 20)
 
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // ---- SIMD path ----
 

@@ -3,6 +3,7 @@
 // over tiles with its parallel split, and the portable C micro-kernel. The SIMD micro-kernels
 // are in q4gemm_avx2.c and q4gemm_avx512.c. The scheme: q4gemm.h.
 #include "q4gemm.h"
+#include "kint.h"
 #include "cpu.h"
 #include "qgemm.h"  // tt_k_round_even
 #include "../tensor_internal.h"
@@ -24,8 +25,6 @@
 // reads stay sequential).
 #define ROWS_SPLIT_MIN 64
 
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // ---- SIMD path ----
 

@@ -3,6 +3,7 @@
 // tiles with its parallel split, the dequantizing epilogue, and the portable C micro-kernel.
 // The SIMD micro-kernels are in qgemm_avx2.c and qgemm_avx512.c. The scheme: qgemm.h.
 #include "qgemm.h"
+#include "kint.h"
 #include "cpu.h"
 #include "../tensor_internal.h"
 
@@ -21,8 +22,6 @@
 // panels are (each thread reads its share of the weight once: decoding).
 #define ROWS_SPLIT_MIN 64
 
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // ---- SIMD path ----
 
