@@ -23,59 +23,25 @@
 
 #include "data/bpe.h"
 #include "tinytorch.h"
+#include "fuzz_util.h"
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 1, 2), noreturn))
-#endif
-static void crash(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "fuzz: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    abort();
-}
 
 enum { MODE_VOCAB, MODE_GPT2, MODE_ENCODE, N_MODES };
 
 // ---- state ----
 
-static char tmpdir[64];
 static tt_bpe trained;  // mode 2's vocab, trained once
 static int n_loaded;    // inputs of modes 0 and 1 that loaded (the replay reports it)
 static const char TRAIN_TEXT[] =
     "the cat sat on the mat; the rat ate the hat. 1234 12 34 1234!\n"
     "  \t\n<|endoftext|> caf\xc3\xa9 na\xc3\xafve \xe2\x98\x83\xe2\x98\x83 the the the";
 
-static void tmp_path(char *out, size_t cap, const char *name) {
-    snprintf(out, cap, "%s/%s", tmpdir, name);
-}
-
-static void remove_tmpdir(void) {
-    const char *names[] = {"in.vocab", "rt.vocab", "encoder.json", "vocab.bpe"};
-    char path[96];
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-        tmp_path(path, sizeof path, names[i]);
-        unlink(path);
-    }
-    rmdir(tmpdir);
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
-    setenv("TT_NO_CACHE", "1", 1);  // freed buffers go back to malloc: ASan sees every misuse
-    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    snprintf(tmpdir, sizeof tmpdir, "%s/tt_fuzz_bpe_XXXXXX", base);
-    if (!mkdtemp(tmpdir)) {
-        fprintf(stderr, "fuzz: cannot create a temp directory in %s: %s\n", base,
-                strerror(errno));
-        exit(1);
-    }
-    atexit(remove_tmpdir);
+    static const char *const files[] = {"in.vocab", "rt.vocab", "encoder.json", "vocab.bpe", NULL};
+    fuzz_setup("bpe", files);
     if (tt_bpe_train(&trained, TRAIN_TEXT, sizeof TRAIN_TEXT - 1, 40) != TT_OK) {
         fprintf(stderr, "fuzz: training the fixed vocab failed: %s\n", tt_last_error());
         exit(1);
@@ -87,7 +53,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 
 static void write_file(const char *path, const uint8_t *data, size_t n) {
     FILE *f = fopen(path, "wb");
-    if (!f || fwrite(data, 1, n, f) != n || fclose(f) != 0) crash("cannot write %s", path);
+    if (!f || fwrite(data, 1, n, f) != n || fclose(f) != 0) fuzz_crash("cannot write %s", path);
 }
 
 // A failed load: an error status, a non-empty one-line message naming one of the files, and a
@@ -97,8 +63,8 @@ static void check_failed(const tt_bpe *bpe, tt_status s, const char *file1, cons
     const char *m = tt_last_error();
     if ((s != TT_ERR_FORMAT && s != TT_ERR_MISMATCH) || !m[0] || strpbrk(m, "\n\r") ||
         (!strstr(m, file1) && !(file2 && strstr(m, file2))) || memcmp(bpe, &zero, sizeof zero))
-        crash("a failed load: status %s, message '%s', struct %s", tt_status_str(s), m,
-              memcmp(bpe, &zero, sizeof zero) ? "not zeroed" : "zeroed");
+        fuzz_crash("a failed load: status %s, message '%s', struct %s", tt_status_str(s), m,
+                   memcmp(bpe, &zero, sizeof zero) ? "not zeroed" : "zeroed");
 }
 
 // decode(encode(x)) == x in both modes; every id in range.
@@ -107,14 +73,14 @@ static void round_trip(tt_bpe *bpe, const char *x, size_t n) {
         size_t k, m;
         int32_t *ids = tt_bpe_encode(bpe, x, n, mode ? TT_BPE_ALLOW_SPECIAL : TT_BPE_ORDINARY,
                                      &k);
-        if (k > n) crash("%zu bytes encode to %zu ids", n, k);
+        if (k > n) fuzz_crash("%zu bytes encode to %zu ids", n, k);
         for (size_t i = 0; i < k; i++)
             if (ids[i] < 0 || ids[i] >= bpe->n_vocab || (mode == 0 && ids[i] == bpe->eot_id))
-                crash("encode gave id %d (vocab of %d, <|endoftext|> %d)", (int)ids[i],
-                      bpe->n_vocab, bpe->eot_id);
+                fuzz_crash("encode gave id %d (vocab of %d, <|endoftext|> %d)", (int)ids[i],
+                           bpe->n_vocab, bpe->eot_id);
         char *back = tt_bpe_decode(bpe, ids, k, &m);
         if (m != n || memcmp(back, x, n) != 0 || back[m] != '\0')
-            crash("decode(encode(x)) != x for %zu bytes (%zu back, mode %d)", n, m, mode);
+            fuzz_crash("decode(encode(x)) != x for %zu bytes (%zu back, mode %d)", n, m, mode);
         tt_free(back);
         tt_free(ids);
     }
@@ -127,11 +93,11 @@ static void check_loaded(tt_bpe *bpe, const uint8_t *data, size_t size) {
     };
     if (bpe->n_vocab < 256 || !bpe->s || bpe->first_merge != 256 ||
         bpe->n_merges < 0 || bpe->n_merges > bpe->n_vocab - 256)
-        crash("a loaded vocab of %d tokens, %d merges", bpe->n_vocab, bpe->n_merges);
+        fuzz_crash("a loaded vocab of %d tokens, %d merges", bpe->n_vocab, bpe->n_merges);
     for (int b = 0; b < 256; b++) {
         size_t len;
         const unsigned char *t = tt_bpe_token(bpe, bpe->byte_id[b], &len);
-        if (len != 1 || t[0] != b) crash("byte 0x%02x's token is not that byte", b);
+        if (len != 1 || t[0] != b) fuzz_crash("byte 0x%02x's token is not that byte", b);
     }
     for (int i = 0; i < bpe->n_merges; i++) {
         int32_t a, b;
@@ -141,7 +107,7 @@ static void check_loaded(tt_bpe *bpe, const uint8_t *data, size_t size) {
         const unsigned char *tab = tt_bpe_token(bpe, 256 + i, &lab);
         if (a >= 256 + i || b >= 256 + i || lab != la + lb || memcmp(tab, ta, la) ||
             memcmp(tab + la, tb, lb))
-            crash("merge %d (%d %d) does not spell token %d", i, (int)a, (int)b, 256 + i);
+            fuzz_crash("merge %d (%d %d) does not spell token %d", i, (int)a, (int)b, 256 + i);
     }
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
         round_trip(bpe, fixed[i], strlen(fixed[i]));
@@ -153,17 +119,18 @@ static void check_loaded(tt_bpe *bpe, const uint8_t *data, size_t size) {
 // A trained vocab saves and reloads to the same merges.
 static void check_save_load(const tt_bpe *bpe) {
     char path[96];
-    tmp_path(path, sizeof path, "rt.vocab");
-    if (tt_bpe_save(bpe, path) != TT_OK) crash("saving a loaded vocab: %s", tt_last_error());
+    fuzz_path(path, sizeof path, "rt.vocab");
+    if (tt_bpe_save(bpe, path) != TT_OK) fuzz_crash("saving a loaded vocab: %s", tt_last_error());
     tt_bpe again;
-    if (tt_bpe_load(&again, path) != TT_OK) crash("reloading a saved vocab: %s", tt_last_error());
+    if (tt_bpe_load(&again, path) != TT_OK)
+        fuzz_crash("reloading a saved vocab: %s", tt_last_error());
     if (again.n_merges != bpe->n_merges || again.n_vocab != bpe->n_vocab)
-        crash("a saved vocab reloads with %d merges, saved %d", again.n_merges, bpe->n_merges);
+        fuzz_crash("a saved vocab reloads with %d merges, saved %d", again.n_merges, bpe->n_merges);
     for (int i = 0; i < bpe->n_merges; i++) {
         int32_t a, b, c, d;
         tt_bpe_merge(bpe, i, &a, &b);
         tt_bpe_merge(&again, i, &c, &d);
-        if (a != c || b != d) crash("merge %d changed through a save", i);
+        if (a != c || b != d) fuzz_crash("merge %d changed through a save", i);
     }
     tt_bpe_free(&again);
     unlink(path);
@@ -182,15 +149,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     tt_status s;
     char p1[96], p2[96];
     if (mode == MODE_VOCAB) {
-        tmp_path(p1, sizeof p1, "in.vocab");
+        fuzz_path(p1, sizeof p1, "in.vocab");
         write_file(p1, data, size);
         s = tt_bpe_load(&bpe, p1);
         if (s != TT_OK) check_failed(&bpe, s, p1, NULL);
     } else {
         const uint8_t *zero = memchr(data, 0, size);
         size_t n1 = zero ? (size_t)(zero - data) : size;
-        tmp_path(p1, sizeof p1, "encoder.json");
-        tmp_path(p2, sizeof p2, "vocab.bpe");
+        fuzz_path(p1, sizeof p1, "encoder.json");
+        fuzz_path(p2, sizeof p2, "vocab.bpe");
         write_file(p1, data, n1);
         write_file(p2, zero ? zero + 1 : data + size, zero ? size - n1 - 1 : 0);
         s = tt_bpe_load_gpt2(&bpe, p1, p2);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "tinytorch.h"
+#include "fuzz_util.h"
 #include "io/io_internal.h"  // tt__ckpt_load_mem, the loader's in-memory entry point
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -28,9 +29,8 @@ static void check_failed(const tt_checkpoint *c, tt_status s, const char *what) 
     if (s == TT_ERR_FORMAT && c->nmeta == 0 && !c->meta && c->tensors.n == 0 &&
         tt_last_error()[0])
         return;
-    fprintf(stderr, "fuzz: %s: status %s with %d entries, %d tensors, message '%s'\n", what,
-            tt_status_str(s), c->nmeta, c->tensors.n, tt_last_error());
-    abort();
+    fuzz_crash("%s: status %s with %d entries, %d tensors, message '%s'", what, tt_status_str(s),
+               c->nmeta, c->tensors.n, tt_last_error());
 }
 
 static bool same_meta(const tt_meta *a, const tt_meta *b) {
@@ -53,13 +53,11 @@ static void check_same(const tt_checkpoint *a, const tt_checkpoint *b, const cha
              x->dtype == y->dtype && tt_same_shape(x, y) && tt_tensor_hash(x) == tt_tensor_hash(y);
     }
     if (ok) return;
-    fprintf(stderr, "fuzz: %s: the two checkpoints differ\n", what);
-    abort();
+    fuzz_crash("%s: the two checkpoints differ", what);
 }
 
 // ---- exercising a loaded checkpoint ----
 
-static char tmpdir[64];
 static tt_params probe;   // a small parameter list restored from every loaded checkpoint
 static tt_tensor *probe_w, *probe_b;
 static int64_t base_tensors;
@@ -74,16 +72,13 @@ static void exercise(const tt_checkpoint *c) {
         bool got = tt_ckpt_get_i64(c, m->key, &iv) + tt_ckpt_get_f64(c, m->key, &fv) +
                    tt_ckpt_get_bytes(c, m->key, &b, &n) == 1;
         if (!got || strlen(m->key) == 0 || strlen(m->key) > 255) {
-            fprintf(stderr, "fuzz: metadata entry %d ('%s') is not readable once\n", i, m->key);
-            abort();
+            fuzz_crash("metadata entry %d ('%s') is not readable once", i, m->key);
         }
     }
     for (int i = 0; i < c->tensors.n; i++) {
         tt_tensor *t = c->tensors.items[i].tensor;
         if (tt_ckpt_get_tensor(c, c->tensors.items[i].name) != t || !tt_is_contiguous(t)) {
-            fprintf(stderr, "fuzz: tensor %d ('%s') is not found by name\n", i,
-                    c->tensors.items[i].name);
-            abort();
+            fuzz_crash("tensor %d ('%s') is not found by name", i, c->tensors.items[i].name);
         }
         (void)tt_tensor_hash(t);
     }
@@ -96,16 +91,14 @@ static void exercise(const tt_checkpoint *c) {
 // Saving a loaded checkpoint and loading the file gives the same contents back.
 static void round_trip(const tt_checkpoint *c) {
     char path[96];
-    snprintf(path, sizeof path, "%s/rt.ckpt", tmpdir);
+    fuzz_path(path, sizeof path, "rt.ckpt");
     if (tt_ckpt_save(c, path) != TT_OK) {
-        fprintf(stderr, "fuzz: saving a loaded checkpoint failed: %s\n", tt_last_error());
-        abort();
+        fuzz_crash("saving a loaded checkpoint failed: %s", tt_last_error());
     }
     tt_checkpoint d;
     tt_status s = tt_ckpt_load(&d, path);
     if (s != TT_OK) {
-        fprintf(stderr, "fuzz: reloading a saved checkpoint failed: %s\n", tt_last_error());
-        abort();
+        fuzz_crash("reloading a saved checkpoint failed: %s", tt_last_error());
     }
     check_same(c, &d, "save + load");
     tt_ckpt_free(&d);
@@ -113,25 +106,11 @@ static void round_trip(const tt_checkpoint *c) {
 
 // ---- the target ----
 
-static void remove_tmpdir(void) {
-    char path[96];
-    snprintf(path, sizeof path, "%s/rt.ckpt", tmpdir);
-    unlink(path);
-    rmdir(tmpdir);
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
-    setenv("TT_NO_CACHE", "1", 1);  // freed buffers go back to malloc: ASan sees every misuse
-    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    snprintf(tmpdir, sizeof tmpdir, "%s/tt_fuzz_ckpt_XXXXXX", base);
-    if (!mkdtemp(tmpdir)) {
-        fprintf(stderr, "fuzz: cannot create a temp directory in %s: %s\n", base,
-                strerror(errno));
-        exit(1);
-    }
-    atexit(remove_tmpdir);
+    static const char *const files[] = {"rt.ckpt", NULL};
+    fuzz_setup("ckpt", files);
     probe_w = tt_zeros(TT_F32, TT_SHAPE(2, 3));
     probe_b = tt_zeros(TT_F32, TT_SHAPE(2));
     tt_params_init(&probe);
@@ -148,9 +127,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     tt_status s2 = tt__ckpt_load_mem(&lax, data, size, "fuzz", false);
     if (s2 != TT_OK) check_failed(&lax, s2, "load without checksums");
     if (s1 == TT_OK && s2 != TT_OK) {
-        fprintf(stderr, "fuzz: a file that loads fails without checksums: %s\n",
-                tt_last_error());
-        abort();
+        fuzz_crash("a file that loads fails without checksums: %s", tt_last_error());
     }
     if (s1 == TT_OK) check_same(&strict, &lax, "with and without checksums");
     if (s2 == TT_OK) {
@@ -160,9 +137,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     tt_ckpt_free(&strict);
     tt_ckpt_free(&lax);
     if (tt_live_tensors() != base_tensors) {
-        fprintf(stderr, "fuzz: %lld live tensors after an input, %lld before\n",
-                (long long)tt_live_tensors(), (long long)base_tensors);
-        abort();
+        fuzz_crash("%lld live tensors after an input, %lld before", (long long)tt_live_tensors(),
+                   (long long)base_tensors);
     }
     return 0;
 }

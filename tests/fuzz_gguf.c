@@ -22,47 +22,18 @@
 #include <unistd.h>
 
 #include "tinytorch.h"
+#include "fuzz_util.h"
 #include "models/gpt/gpt.h"
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 1, 2), noreturn))
-#endif
-static void crash(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "fuzz: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    abort();
-}
-
-static char tmpdir[64];
 static int64_t base_tensors;
-
-static void remove_tmpdir(void) {
-    char path[96];
-    snprintf(path, sizeof path, "%s/rt.gguf", tmpdir);
-    unlink(path);
-    snprintf(path, sizeof path, "%s/in.gguf", tmpdir);
-    unlink(path);
-    rmdir(tmpdir);
-}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
-    setenv("TT_NO_CACHE", "1", 1);  // freed buffers go back to malloc: ASan sees every misuse
-    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    snprintf(tmpdir, sizeof tmpdir, "%s/tt_fuzz_gguf_XXXXXX", base);
-    if (!mkdtemp(tmpdir)) {
-        fprintf(stderr, "fuzz: cannot create a temp directory in %s: %s\n", base,
-                strerror(errno));
-        exit(1);
-    }
-    atexit(remove_tmpdir);
+    static const char *const files[] = {"rt.gguf", "in.gguf", NULL};
+    fuzz_setup("gguf", files);
     base_tensors = tt_live_tensors();
     return 0;
 }
@@ -73,7 +44,7 @@ static void check_failed(const tt_gguf *f, tt_status s) {
     const char *m = tt_last_error();
     if (s != TT_ERR_FORMAT || f->n_kv || f->kv || f->n_tensors || f->tensors || f->bytes ||
         f->by_name || strncmp(m, "gguf 'fuzz': ", 13) != 0 || strchr(m, '\n'))
-        crash("a failed open: status %s, message '%s'", tt_status_str(s), m);
+        fuzz_crash("a failed open: status %s, message '%s'", tt_status_str(s), m);
 }
 
 // Every element of every array (nested ones too) reads.
@@ -81,8 +52,8 @@ static void walk(const tt_gguf_value *v) {
     if (v->type != TT_GGUF_ARRAY) return;
     for (uint64_t i = 0; i < v->n; i++) {
         tt_gguf_value e = tt_gguf_array_get(v, i);
-        if (e.type != v->elem) crash("array element %llu has another type",
-                                     (unsigned long long)i);
+        if (e.type != v->elem)
+            fuzz_crash("array element %llu has another type", (unsigned long long)i);
         walk(&e);
     }
 }
@@ -128,7 +99,7 @@ static void same_16(const tt_gguf *f, const tt_gguf_tensor *a, const tt_gguf *g,
     tt_gguf_dequantize(y, tt_gguf_data(g, b), b->type, n);
     for (int64_t i = 0; i < n; i++)
         if (x[i] != y[i] && !(x[i] != x[i] && y[i] != y[i]))
-            crash("tensor '%s'[%lld] changed through a save", a->name, (long long)i);
+            fuzz_crash("tensor '%s'[%lld] changed through a save", a->name, (long long)i);
     free(x);
     free(y);
 }
@@ -137,7 +108,7 @@ static void same_16(const tt_gguf *f, const tt_gguf_tensor *a, const tt_gguf *g,
 // values bit for bit.
 static void round_trip(const tt_gguf *f) {
     char path[96];
-    snprintf(path, sizeof path, "%s/rt.gguf", tmpdir);
+    fuzz_path(path, sizeof path, "rt.gguf");
     tt_gguf_writer w;
     tt_gguf_writer_init(&w);
     int64_t n_kv;
@@ -145,23 +116,24 @@ static void round_trip(const tt_gguf *f) {
     for (int64_t i = 0; i < f->n_tensors; i++) {
         const tt_gguf_tensor *t = &f->tensors[i];
         tt_tensor *x;
-        if (tt_gguf_get(f, t->name, &x) != TT_OK) crash("tensor '%s' does not read", t->name);
+        if (tt_gguf_get(f, t->name, &x) != TT_OK) fuzz_crash("tensor '%s' does not read", t->name);
         tt_gguf_writer_add(&w, t->name, x, t->type);
         tt_release(x);
     }
-    if (tt_gguf_writer_save(&w, path) != TT_OK) crash("saving failed: %s", tt_last_error());
+    if (tt_gguf_writer_save(&w, path) != TT_OK) fuzz_crash("saving failed: %s", tt_last_error());
     tt_gguf_writer_free(&w);
     tt_gguf g;
-    if (tt_gguf_open(&g, path) != TT_OK) crash("reopening failed: %s", tt_last_error());
-    if (g.n_tensors != f->n_tensors || g.n_kv != n_kv) crash("the saved file has other counts");
+    if (tt_gguf_open(&g, path) != TT_OK) fuzz_crash("reopening failed: %s", tt_last_error());
+    if (g.n_tensors != f->n_tensors || g.n_kv != n_kv)
+        fuzz_crash("the saved file has other counts");
     for (int64_t i = 0; i < f->n_tensors; i++) {
         const tt_gguf_tensor *a = &f->tensors[i], *b = tt_gguf_find(&g, a->name);
         if (!b || b->type != a->type || b->ndim != a->ndim ||
             memcmp(a->ne, b->ne, sizeof a->ne) != 0)
-            crash("tensor '%s' changed through a save", a->name);
+            fuzz_crash("tensor '%s' changed through a save", a->name);
         if (a->type == TT_GGML_F32 &&
             memcmp(tt_gguf_data(f, a), tt_gguf_data(&g, b), a->nbytes) != 0)
-            crash("tensor '%s': its F32 bytes changed through a save", a->name);
+            fuzz_crash("tensor '%s': its F32 bytes changed through a save", a->name);
         if (a->type == TT_GGML_F16 || a->type == TT_GGML_BF16)
             same_16(f, a, &g, b);
     }
@@ -171,15 +143,16 @@ static void round_trip(const tt_gguf *f) {
 static void check_file_open(const uint8_t *data, size_t size, tt_status s_mem) {
     char msg[1024], path[96];
     snprintf(msg, sizeof msg, "%s", tt_last_error());
-    snprintf(path, sizeof path, "%s/in.gguf", tmpdir);
+    fuzz_path(path, sizeof path, "in.gguf");
     FILE *fp = fopen(path, "wb");
-    if (!fp || fwrite(data, 1, size, fp) != size || fclose(fp) != 0) crash("cannot write %s", path);
+    if (!fp || fwrite(data, 1, size, fp) != size || fclose(fp) != 0)
+        fuzz_crash("cannot write %s", path);
     tt_gguf g;
     tt_status s = tt_gguf_open(&g, path);
     const char *m = tt_last_error(), *tail = strstr(m, "': ");
     if (s != s_mem || (s != TT_OK && (!tail || !strstr(msg, tail))))
-        crash("opening the file gave %s '%s', from memory %s '%s'", tt_status_str(s), m,
-              tt_status_str(s_mem), msg);
+        fuzz_crash("opening the file gave %s '%s', from memory %s '%s'", tt_status_str(s), m,
+                   tt_status_str(s_mem), msg);
     tt_gguf_close(&g);
     unlink(path);
 }
@@ -203,8 +176,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     tt_gguf_close(&f);
     if (tt_live_tensors() != base_tensors)
-        crash("%lld live tensors after an input, %lld before", (long long)tt_live_tensors(),
-              (long long)base_tensors);
+        fuzz_crash("%lld live tensors after an input, %lld before", (long long)tt_live_tensors(),
+                   (long long)base_tensors);
     return 0;
 }
 

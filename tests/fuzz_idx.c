@@ -23,45 +23,21 @@
 #include <zlib.h>
 
 #include "tinytorch.h"
+#include "fuzz_util.h"
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 1, 2), noreturn))
-#endif
-static void crash(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "fuzz: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    abort();
-}
-
 enum { MODE_IDX, MODE_IDX_GZ, MODE_CSV, MODE_CSV_HEADER, N_MODES };
 
-static char tmpdir[64], path[96];
+static char path[96];
 static int n_loaded;  // inputs that loaded (the replay reports it)
-
-static void remove_tmpdir(void) {
-    unlink(path);
-    rmdir(tmpdir);
-}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
-    setenv("TT_NO_CACHE", "1", 1);  // freed buffers go back to malloc: ASan sees every misuse
-    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    snprintf(tmpdir, sizeof tmpdir, "%s/tt_fuzz_idx_XXXXXX", base);
-    if (!mkdtemp(tmpdir)) {
-        fprintf(stderr, "fuzz: cannot create a temp directory in %s: %s\n", base,
-                strerror(errno));
-        exit(1);
-    }
-    snprintf(path, sizeof path, "%s/in", tmpdir);
-    atexit(remove_tmpdir);
+    static const char *const files[] = {"in", NULL};
+    fuzz_setup("idx", files);
+    fuzz_path(path, sizeof path, "in");
     return 0;
 }
 
@@ -69,11 +45,11 @@ static void write_file(const uint8_t *data, size_t n, bool gz) {
     if (gz) {
         gzFile f = gzopen(path, "wb");
         if (!f || (n && gzwrite(f, data, (unsigned)n) != (int)n) || gzclose(f) != Z_OK)
-            crash("cannot write %s", path);
+            fuzz_crash("cannot write %s", path);
         return;
     }
     FILE *f = fopen(path, "wb");
-    if (!f || fwrite(data, 1, n, f) != n || fclose(f) != 0) crash("cannot write %s", path);
+    if (!f || fwrite(data, 1, n, f) != n || fclose(f) != 0) fuzz_crash("cannot write %s", path);
 }
 
 static void check_failed(tt_status s, const tt_tensor *t, int64_t live) {
@@ -81,29 +57,30 @@ static void check_failed(tt_status s, const tt_tensor *t, int64_t live) {
     // TT_ERR_NOMEM: a header that declares more than the machine's memory.
     if ((s != TT_ERR_FORMAT && s != TT_ERR_NOMEM) || t || !m[0] || strpbrk(m, "\n\r") ||
         !strstr(m, path) || tt_live_tensors() != live)
-        crash("a failed load: status %s, message '%s', output %p, %lld tensors leaked",
-              tt_status_str(s), m, (const void *)t, (long long)(tt_live_tensors() - live));
+        fuzz_crash("a failed load: status %s, message '%s', output %p, %lld tensors leaked",
+                   tt_status_str(s), m, (const void *)t, (long long)(tt_live_tensors() - live));
 }
 
 // The tensor holds the header's dims and the bytes after the header.
 static void check_idx(const tt_tensor *t, const uint8_t *data, size_t size) {
     int ndim = size >= 4 ? data[3] : -1;
     if (t->ndim != ndim || t->dtype != (ndim == 1 ? TT_I64 : TT_F32))
-        crash("an IDX file of %d dims loaded as %d dims of %s", ndim, t->ndim,
-              tt_dtype_name(t->dtype));
+        fuzz_crash("an IDX file of %d dims loaded as %d dims of %s", ndim, t->ndim,
+                   tt_dtype_name(t->dtype));
     size_t off = 4 + 4 * (size_t)ndim;
     for (int i = 0; i < ndim; i++) {
         const uint8_t *d = data + 4 + 4 * i;
         int64_t dim = (int64_t)d[0] << 24 | d[1] << 16 | d[2] << 8 | d[3];
-        if (t->shape[i] != dim) crash("dim %d is %lld, the header says %lld", i,
-                                      (long long)t->shape[i], (long long)dim);
+        if (t->shape[i] != dim)
+            fuzz_crash("dim %d is %lld, the header says %lld", i, (long long)t->shape[i],
+                       (long long)dim);
     }
     int64_t n = tt_numel(t);
-    if ((size_t)n != size - off) crash("%lld elements from %zu data bytes", (long long)n,
-                                       size - off);
+    if ((size_t)n != size - off)
+        fuzz_crash("%lld elements from %zu data bytes", (long long)n, size - off);
     for (int64_t i = 0; i < n; i++)
-        if (tt_at(t, i) != data[off + (size_t)i]) crash("element %lld differs from its byte",
-                                                         (long long)i);
+        if (tt_at(t, i) != data[off + (size_t)i])
+            fuzz_crash("element %lld differs from its byte", (long long)i);
 }
 
 // One row per line after the header; a final newline ends the last row.
@@ -113,8 +90,8 @@ static void check_csv(const tt_tensor *t, const uint8_t *data, size_t size, bool
     if (size && data[size - 1] != '\n') lines++;
     if (header) lines--;
     if (t->ndim != 2 || t->shape[0] != lines || t->shape[1] < 1)
-        crash("a CSV of %lld data lines loaded as %d dims (%lld rows)", (long long)lines,
-              t->ndim, (long long)t->shape[0]);
+        fuzz_crash("a CSV of %lld data lines loaded as %d dims (%lld rows)", (long long)lines,
+                   t->ndim, (long long)t->shape[0]);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -138,7 +115,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (mode == MODE_IDX || mode == MODE_IDX_GZ) check_idx(t, data, size);
     else check_csv(t, data, size, mode == MODE_CSV_HEADER);
     tt_release(t);
-    if (tt_live_tensors() != live) crash("a load leaked tensors");
+    if (tt_live_tensors() != live) fuzz_crash("a load leaked tensors");
     return 0;
 }
 

@@ -22,50 +22,21 @@
 #include <unistd.h>
 
 #include "tinytorch.h"
+#include "fuzz_util.h"
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 1, 2), noreturn))
-#endif
-static void crash(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "fuzz: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    abort();
-}
-
 // ---- state ----
 
-static char tmpdir[64];
 static tt_params probe;  // loaded (non-strict) from every file that opens
 static tt_tensor *probe_w, *probe_b;
 static int64_t base_tensors;
 
-static void remove_tmpdir(void) {
-    char path[96];
-    snprintf(path, sizeof path, "%s/rt.safetensors", tmpdir);
-    unlink(path);
-    snprintf(path, sizeof path, "%s/in.safetensors", tmpdir);
-    unlink(path);
-    rmdir(tmpdir);
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
-    setenv("TT_NO_CACHE", "1", 1);  // freed buffers go back to malloc: ASan sees every misuse
-    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    snprintf(tmpdir, sizeof tmpdir, "%s/tt_fuzz_st_XXXXXX", base);
-    if (!mkdtemp(tmpdir)) {
-        fprintf(stderr, "fuzz: cannot create a temp directory in %s: %s\n", base,
-                strerror(errno));
-        exit(1);
-    }
-    atexit(remove_tmpdir);
+    static const char *const files[] = {"rt.safetensors", "in.safetensors", NULL};
+    fuzz_setup("st", files);
     probe_w = tt_zeros(TT_F32, TT_SHAPE(2, 3));
     probe_b = tt_zeros(TT_F64, TT_SHAPE(2));
     tt_params_init(&probe);
@@ -81,7 +52,7 @@ static void check_failed(const tt_safetensors *f, tt_status s) {
     const char *m = tt_last_error();
     if (s != TT_ERR_FORMAT || f->n || f->tensors || f->nmeta || f->meta_keys || f->data ||
         f->by_name || strncmp(m, "safetensors 'fuzz': ", 20) != 0 || strchr(m, '\n'))
-        crash("a failed open: status %s, %d tensors, message '%s'", tt_status_str(s), f->n, m);
+        fuzz_crash("a failed open: status %s, %d tensors, message '%s'", tt_status_str(s), f->n, m);
 }
 
 // Same values: NaN matches NaN; no tolerance (the file went through F64).
@@ -102,17 +73,17 @@ static void read_all(const tt_safetensors *f, tt_params *p) {
     tt_params_init(p);
     for (int i = 0; i < f->n; i++) {
         const tt_st_info *e = &f->tensors[i];
-        if (tt_safetensors_find(f, e->name) != e) crash("tensor '%s' is not found", e->name);
+        if (tt_safetensors_find(f, e->name) != e) fuzz_crash("tensor '%s' is not found", e->name);
         tt_tensor *t;
         tt_status s = tt_safetensors_get(f, e->name, &t);
         if (s != TT_OK) {
             if (s != TT_ERR_FORMAT || e->dtype != TT_ST_BOOL || t)
-                crash("tensor '%s' does not read: %s", e->name, tt_last_error());
+                fuzz_crash("tensor '%s' does not read: %s", e->name, tt_last_error());
             continue;
         }
         if (t->dtype != tt_st_dtype_loaded(e->dtype) || t->ndim != e->ndim ||
             memcmp(t->shape, e->shape, sizeof(int64_t) * (size_t)e->ndim) != 0)
-            crash("tensor '%s' reads with another dtype or shape", e->name);
+            fuzz_crash("tensor '%s' reads with another dtype or shape", e->name);
         tt_params_add(p, NULL, e->name, t);
         tt_release(t);
     }
@@ -122,7 +93,7 @@ static void read_all(const tt_safetensors *f, tt_params *p) {
 // values when dtype is F64).
 static void round_trip(const tt_safetensors *f, const tt_params *p, tt_st_dtype dtype) {
     char path[96];
-    snprintf(path, sizeof path, "%s/rt.safetensors", tmpdir);
+    fuzz_path(path, sizeof path, "rt.safetensors");
     const char **meta = malloc((2 * (size_t)f->nmeta + 1) * sizeof *meta);
     for (int i = 0; i < f->nmeta; i++) {
         meta[2 * i] = f->meta_keys[i];
@@ -130,25 +101,26 @@ static void round_trip(const tt_safetensors *f, const tt_params *p, tt_st_dtype 
     }
     meta[2 * f->nmeta] = NULL;
     if (tt_safetensors_save(path, p, meta, dtype) != TT_OK)
-        crash("saving a file that opened failed: %s", tt_last_error());
+        fuzz_crash("saving a file that opened failed: %s", tt_last_error());
     free(meta);
     tt_safetensors g;
     if (tt_safetensors_open(&g, path) != TT_OK)
-        crash("reopening a saved file failed: %s", tt_last_error());
-    if (g.n != p->n || g.nmeta != f->nmeta) crash("the saved file has other counts");
+        fuzz_crash("reopening a saved file failed: %s", tt_last_error());
+    if (g.n != p->n || g.nmeta != f->nmeta) fuzz_crash("the saved file has other counts");
     for (int i = 0; i < f->nmeta; i++) {
         const char *v = tt_safetensors_meta(&g, f->meta_keys[i]);
         if (!v || strcmp(v, f->meta_values[i]) != 0)
-            crash("metadata '%s' did not survive a save", f->meta_keys[i]);
+            fuzz_crash("metadata '%s' did not survive a save", f->meta_keys[i]);
     }
     for (int i = 0; i < p->n; i++) {
         tt_tensor *t;
         if (tt_safetensors_get(&g, p->items[i].name, &t) != TT_OK)
-            crash("tensor '%s' is missing after a save: %s", p->items[i].name, tt_last_error());
+            fuzz_crash("tensor '%s' is missing after a save: %s", p->items[i].name,
+                       tt_last_error());
         if (!tt_same_shape(t, p->items[i].tensor) ||
             (dtype == TT_ST_F64 && !same_values(t, p->items[i].tensor)))
-            crash("tensor '%s' changed through a save as %s", p->items[i].name,
-                  tt_st_dtype_name(dtype));
+            fuzz_crash("tensor '%s' changed through a save as %s", p->items[i].name,
+                       tt_st_dtype_name(dtype));
         tt_release(t);
     }
     tt_safetensors_close(&g);
@@ -159,15 +131,16 @@ static void round_trip(const tt_safetensors *f, const tt_params *p, tt_st_dtype 
 static void check_file_open(const uint8_t *data, size_t size, tt_status s_mem) {
     char msg[1024], path[96];
     snprintf(msg, sizeof msg, "%s", tt_last_error());
-    snprintf(path, sizeof path, "%s/in.safetensors", tmpdir);
+    fuzz_path(path, sizeof path, "in.safetensors");
     FILE *fp = fopen(path, "wb");
-    if (!fp || fwrite(data, 1, size, fp) != size || fclose(fp) != 0) crash("cannot write %s", path);
+    if (!fp || fwrite(data, 1, size, fp) != size || fclose(fp) != 0)
+        fuzz_crash("cannot write %s", path);
     tt_safetensors g;
     tt_status s = tt_safetensors_open(&g, path);
     const char *m = tt_last_error(), *tail = strchr(m, ':');  // after "safetensors '<path>'"
     if (s != s_mem || (s != TT_OK && (!tail || !strstr(msg, tail))))
-        crash("opening the file gave %s '%s', from memory %s '%s'", tt_status_str(s), m,
-              tt_status_str(s_mem), msg);
+        fuzz_crash("opening the file gave %s '%s', from memory %s '%s'", tt_status_str(s), m,
+                   tt_status_str(s_mem), msg);
     tt_safetensors_close(&g);
     unlink(path);
 }
@@ -190,8 +163,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     tt_safetensors_close(&f);
     if (tt_live_tensors() != base_tensors)
-        crash("%lld live tensors after an input, %lld before", (long long)tt_live_tensors(),
-              (long long)base_tensors);
+        fuzz_crash("%lld live tensors after an input, %lld before", (long long)tt_live_tensors(),
+                   (long long)base_tensors);
     return 0;
 }
 
