@@ -7,7 +7,6 @@
 #include "cpu.h"
 #include "../tensor_internal.h"
 
-
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 // ---- SIMD path ----
@@ -115,7 +114,6 @@ const tt_k_bf16_kernel tt_k_bf16_generic = {"generic bf16 4x16 (f32 FMA order)",
 
 // Words of a packed A block: MC / MR panels.
 #define A_WORDS(mr) ((size_t)(MC / (mr) * tt_k_bf16_panel(KC, (int)(mr))))
-
 
 // share, the workspaces, macro_kernel and gemm_thread (gemm_driver.inc, shared with
 // matmul.c): rows or columns of C split between threads as for the f32 GEMM.

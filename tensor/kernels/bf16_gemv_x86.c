@@ -17,7 +17,6 @@
 #define NR TT_K_BF16W_NR
 #define KCP (TT_K_BF16_KC / 2)
 
-
 // Stores a block's sums of 16 channels n0.. (fewer past N): y = bias + s for the first block
 // (s alone without a bias), y = y + s after it.
 TARGET_AVX512 static inline __attribute__((always_inline)) void store16(

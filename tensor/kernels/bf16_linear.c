@@ -13,7 +13,6 @@
 #define KC TT_K_BF16_KC
 #define KCP (KC / 2)  // k pairs per block
 
-
 // n words, 64-byte aligned (the micro-kernels' aligned loads); free with free().
 static uint32_t *alloc_words(int64_t n) {
     return tt__alloc_aligned((size_t)(n > 0 ? n : 1) * 4, "the bf16 Linear");

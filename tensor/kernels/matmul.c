@@ -124,7 +124,6 @@ static void tpack_f64(double *dst, int w, const double *src, int64_t ls, int nl,
 
 // ---- packed GEMM ----
 
-
 // share, the workspaces, macro_kernel and gemm_thread (gemm_driver.inc, shared with bf16.c).
 #define JOB gemm_job
 #define JOB_KERN_T tt_k_gemm_kernel
@@ -170,7 +169,6 @@ static void gemm_packed(tt_dtype dtype, int64_t M, int64_t N, int64_t K, const v
     g.ap = g.split_n ? g.bp + bbytes : NULL;
     run_threads(&g, nt);
 }
-
 
 // ---- the packed product of a C with unit column stride ----
 

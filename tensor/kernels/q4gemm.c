@@ -25,7 +25,6 @@
 // reads stay sequential).
 #define ROWS_SPLIT_MIN 64
 
-
 // ---- SIMD path ----
 
 // The kernels of the CPU level: vpdpbusd with VNNI, vpmaddubsw from AVX2, else portable C.

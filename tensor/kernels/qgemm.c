@@ -22,7 +22,6 @@
 // panels are (each thread reads its share of the weight once: decoding).
 #define ROWS_SPLIT_MIN 64
 
-
 // ---- SIMD path ----
 
 // The kernels of the CPU level (cpu.h): vpdpbusd when the level allows AVX-512 and the CPU
@@ -36,7 +35,6 @@ static const tt_k_qgemm_kernel *active_kernel(void) {
 const char *tt_k_qgemm_kernel_name(void) { return active_kernel()->name; }
 
 // ---- quantization ----
-
 
 void tt_k_quantize_s8(int8_t *q, float *scale, const float *w, int64_t N, int64_t K) {
     TT_CHECK(N >= 0 && K >= 0, "N = %lld, K = %lld must be >= 0",
