@@ -13,30 +13,7 @@
 
 // ---- messages ----
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static tt_status gg_fail(const char *path, const char *fmt, ...) {
-    char msg[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    for (char *c = msg; *c; c++)  // one line
-        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
-    return tt_set_error(TT_ERR_FORMAT, "gguf '%s': %s", path, msg);
-}
-
-// A printable copy of s[0 .. n) (at most cap - 1 bytes; other bytes as '?') for messages.
-static const char *printable(const char *s, size_t n, char *buf, size_t cap) {
-    size_t i = 0;
-    for (; i < n && i + 1 < cap; i++) {
-        unsigned char c = (unsigned char)s[i];
-        buf[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
-    }
-    buf[i] = 0;
-    return buf;
-}
+#define gg_fail(path, ...) tt__file_fail("gguf", path, __VA_ARGS__)
 
 // ---- the cursor ----
 
@@ -228,19 +205,21 @@ static tt_status parse_kvs(cursor *c, tt_gguf *f, uint64_t n) {
             s = truncated(c, "a metadata type");
         } else if (type >= TT_GGUF_TYPE_COUNT) {
             char pk[64];
-            s = gg_fail(c->path, "key '%s' has unknown value type %llu (the format's are 0 .. "
-                        "12)", printable(kv->key, klen, pk, sizeof pk),
-                        (unsigned long long)type);
+            s = gg_fail(c->path,
+                        "key '%s' has unknown value type %llu (the format's are 0 .. "
+                        "12)",
+                        tt__printable(kv->key, klen, pk, sizeof pk), (unsigned long long)type);
         } else {
             char pk[64];
-            s = parse_value(c, &kv->value, (int)type, 0, printable(kv->key, klen, pk, sizeof pk));
+            s = parse_value(c, &kv->value, (int)type, 0,
+                            tt__printable(kv->key, klen, pk, sizeof pk));
         }
     }
     const char *dup = s == TT_OK ? first_duplicate(keys, f->n_kv) : NULL;
     if (dup) {
         char pk[64];
         s = gg_fail(c->path, "metadata key '%s' appears twice",
-                    printable(dup, strlen(dup), pk, sizeof pk));
+                    tt__printable(dup, strlen(dup), pk, sizeof pk));
     }
     tt_free(keys);
     return s;
@@ -382,7 +361,7 @@ static tt_status parse_tensors(cursor *c, tt_gguf *f, uint64_t n) {
         if (len == 0 || strlen(t->name) != len) {
             char pn[80];
             return gg_fail(c->path, "tensor %llu's name '%s' is empty or holds a NUL byte",
-                           (unsigned long long)i, printable(t->name, len, pn, sizeof pn));
+                           (unsigned long long)i, tt__printable(t->name, len, pn, sizeof pn));
         }
         for (char *p = t->name; *p; p++)  // names appear in messages
             if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';

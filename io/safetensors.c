@@ -84,23 +84,22 @@ static uint64_t get_le(const unsigned char *p, int n) {
 // ---- reading ----
 
 // Control bytes (a tensor name may hold an escaped newline) as '?': messages stay one line.
-static char *one_line(char *s) {
+char *tt__one_line(char *s) {
     for (char *c = s; *c; c++)
         if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
     return s;
 }
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static tt_status st_fail(const char *path, const char *fmt, ...) {
+tt_status tt__file_fail(const char *kind, const char *path, const char *fmt, ...) {
     char msg[768];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return tt_set_error(TT_ERR_FORMAT, "safetensors '%s': %s", path, one_line(msg));
+    return tt_set_error(TT_ERR_FORMAT, "%s '%s': %s", kind, path, tt__one_line(msg));
 }
+
+#define st_fail(path, ...) tt__file_fail("safetensors", path, __VA_ARGS__)
 
 static char *dup_str(const char *s) {
     size_t n = strlen(s) + 1;
@@ -109,10 +108,9 @@ static char *dup_str(const char *s) {
     return d;
 }
 
-// A printable copy of s (at most cap - 1 bytes; other bytes as '?') for messages.
-static const char *printable(const char *s, char *buf, size_t cap) {
+const char *tt__printable(const char *s, size_t n, char *buf, size_t cap) {
     size_t i = 0;
-    for (; s[i] && i + 1 < cap; i++) {
+    for (; i < n && s[i] && i + 1 < cap; i++) {
         unsigned char c = (unsigned char)s[i];
         buf[i] = c >= 0x20 && c != 0x7f ? (char)c : '?';
     }
@@ -154,8 +152,10 @@ static tt_status parse_entry(tt_st_info *e, json_t *obj, const char *path, uint6
     json_object_foreach(obj, key, val) {
         if (strcmp(key, "dtype") && strcmp(key, "shape") && strcmp(key, "data_offsets")) {
             char pk[64];
-            return st_fail(path, "tensor '%s' has an unknown field '%s' (expected dtype, shape, "
-                           "data_offsets)", n, printable(key, pk, sizeof pk));
+            return st_fail(path,
+                           "tensor '%s' has an unknown field '%s' (expected dtype, shape, "
+                           "data_offsets)",
+                           n, tt__printable(key, strlen(key), pk, sizeof pk));
         }
     }
     json_t *dt = json_object_get(obj, "dtype"), *sh = json_object_get(obj, "shape"),
@@ -171,9 +171,11 @@ static tt_status parse_entry(tt_st_info *e, json_t *obj, const char *path, uint6
         bool known = false;
         for (int i = 0; st_other_dtypes[i]; i++) known |= strcmp(ds, st_other_dtypes[i]) == 0;
         char pd[32];
-        return st_fail(path, "tensor '%s' has %s dtype '%s' (this library reads F64, F32, F16, "
-                       "BF16, I64, I32 and BOOL)", n, known ? "the unsupported" : "an unknown",
-                       printable(ds, pd, sizeof pd));
+        return st_fail(path,
+                       "tensor '%s' has %s dtype '%s' (this library reads F64, F32, F16, "
+                       "BF16, I64, I32 and BOOL)",
+                       n, known ? "the unsupported" : "an unknown",
+                       tt__printable(ds, strlen(ds), pd, sizeof pd));
     }
     e->dtype = (tt_st_dtype)d;
 
@@ -267,7 +269,7 @@ static tt_status parse(tt_safetensors *f, const unsigned char *h, uint64_t hn,
     if (!root) {
         char pt[200];
         return st_fail(path, "the header is not valid JSON: %s (byte %d of the header)",
-                       printable(jerr.text, pt, sizeof pt), jerr.position);
+                       tt__printable(jerr.text, strlen(jerr.text), pt, sizeof pt), jerr.position);
     }
     tt_status s = TT_OK;
     if (!json_is_object(root)) {
@@ -286,7 +288,7 @@ static tt_status parse(tt_safetensors *f, const unsigned char *h, uint64_t hn,
         size_t kl = strlen(key);
         if (kl == 0 || kl >= TT_NAME_MAX) {
             s = st_fail(path, "tensor name '%s' is %zu bytes; this library takes 1 .. %d",
-                        printable(key, pk, sizeof pk), kl, TT_NAME_MAX - 1);
+                        tt__printable(key, strlen(key), pk, sizeof pk), kl, TT_NAME_MAX - 1);
             break;
         }
         tt_st_info *e = &f->tensors[f->n++];
@@ -304,7 +306,7 @@ static tt_status parse(tt_safetensors *f, const unsigned char *h, uint64_t hn,
                 if (!json_is_string(val)) {
                     char pk[64];
                     s = st_fail(path, "__metadata__ '%s' is not a string",
-                                printable(key, pk, sizeof pk));
+                                tt__printable(key, strlen(key), pk, sizeof pk));
                     break;
                 }
                 f->meta_keys[f->nmeta] = dup_str(key);
@@ -578,7 +580,7 @@ tt_status tt_safetensors_copy_params(const tt_safetensors *f, const tt_params *p
             sb_printf(&msg, " size or dtype mismatch: %s.", sizes.p);
         sb_printf(&msg, " Nothing was copied%s", n_sizes ? "" : " (strict = false loads the "
                   "matching ones)");
-        s = tt_set_error(TT_ERR_MISMATCH, "%s", one_line(msg.p));
+        s = tt_set_error(TT_ERR_MISMATCH, "%s", tt__one_line(msg.p));
         tt_free(msg.p);
     } else {
         for (int i = 0; i < p->n && s == TT_OK; i++) {
