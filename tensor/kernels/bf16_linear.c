@@ -97,18 +97,13 @@ static void gemv_range(void *ctx, int64_t q0, int64_t q1) {
     g->fn(g->y, g->xp, g->w, g->bias, q0, q1);
 }
 
-// x (K) rounded to bf16 in k pairs (the generic packer's words for one column, without its
-// per-element strides and type switch: a decoded token packs one x per Linear).
-TT_CLONES static void pack_x(uint32_t *xp, const float *x, int64_t K) {
-    int64_t p = 0;
-    for (; 2 * p + 1 < K; p++)
-        xp[p] = tt_bf16_from_f32(x[2 * p]) | (uint32_t)tt_bf16_from_f32(x[2 * p + 1]) << 16;
-    if (2 * p < K) xp[p] = tt_bf16_from_f32(x[2 * p]);
-}
-
 static void gemv(float *y, const float *x, const tt_k_bf16w *w, const float *bias) {
     uint32_t *xp = TT_MALLOC((size_t)tt_k_bf16_panel(w->K, 1) * sizeof *xp);  // (kp)
-    pack_x(xp, x, w->K);
+    // x's k pairs as words, low half the even step: x rounded to bf16 in order, read as words
+    // on the little-endian machines the library runs on; a zero high half when K is odd
+    uint16_t *xh = (uint16_t *)xp;
+    tt_k_f32_to_bf16(xh, x, w->K);
+    if (w->K % 2) xh[w->K] = 0;
     gemv_job g = {active_gemv()->fn, y, xp, w, bias};
     // grain: 4 panels (at K 768, 200 KB of weight) per claim, so the threads split evenly
     // without a claim per panel; small products stay on one thread.
