@@ -24,7 +24,8 @@
 #define CHUNKS_PER_THREAD 8  // claimed dynamically: a late thread leaves little to the others
 #define SPIN_LONG_NS 2000000   // idle threads' spin while the cores are ours (spin_ns)
 #define SPIN_SHORT_NS 10000    // and once the OS has preempted one of the pool's threads
-#define PREEMPT_WINDOW_NS 100000000  // how long a preemption counts as "lately"
+#define PREEMPT_WINDOW_NS 100000000  // how long contention counts as "lately"
+#define PREEMPT_PER_S 60  // a thread's preemptions a second that mean another process wants a core
 
 // ---- futex: sleep while *word == val, wake the sleepers ----
 
@@ -58,13 +59,15 @@ static int64_t now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-// How long an idle thread spins before it sleeps. While the pool's threads run undisturbed
-// (an idle machine), long: the next loop comes within microseconds and a futex wake-up would
-// cost more than the spin. Once the OS has preempted one of them in the last
-// PREEMPT_WINDOW_NS (another process wants a core), briefly: a spinning thread holds a core
-// that the OS would otherwise give to a thread of ours queued behind that process, so the
-// step would wait for it. Each thread reads its own involuntary context switches
-// (getrusage, at most once a window) and publishes the time of the last one it saw.
+// How long an idle thread spins before it sleeps. While the pool's threads run undisturbed,
+// long: the next loop comes within microseconds and a futex wake-up would cost more than the
+// spin. Once the OS preempts one of them often (more than PREEMPT_PER_S times a second in
+// the last PREEMPT_WINDOW_NS: another process wants a core), briefly: a spinning thread holds
+// a core that the OS would otherwise give to a thread of ours queued behind that process, so
+// the step would wait for it. A shared machine's daemons preempt a thread now and then (here
+// 20-30 times a second); that is not contention, and sleeping on it cost 3-5% of a 2-thread
+// decode (30 futex wake-ups a token). Each thread reads its own involuntary context switches
+// (getrusage, at most once a window) and publishes when it last saw them come that often.
 static _Atomic int64_t last_preempt_ns = -PREEMPT_WINDOW_NS;
 
 static int64_t spin_ns(void) {
@@ -73,7 +76,8 @@ static int64_t spin_ns(void) {
 #ifdef RUSAGE_THREAD
     struct rusage ru;
     if (now - checked >= PREEMPT_WINDOW_NS && getrusage(RUSAGE_THREAD, &ru) == 0) {
-        if (ru.ru_nivcsw > nivcsw) atomic_store(&last_preempt_ns, now);
+        if ((double)(ru.ru_nivcsw - nivcsw) * 1e9 > PREEMPT_PER_S * (double)(now - checked))
+            atomic_store(&last_preempt_ns, now);
         nivcsw = ru.ru_nivcsw;
         checked = now;
     }
