@@ -465,6 +465,61 @@ START_TEST(test_batched_stack) {
 }
 END_TEST
 
+// Decoding's attention: one query against NH heads of cached keys (S of L positions, a
+// transposed view), then the weights against the values: one-row products shared out between
+// the threads by the elements they read. Against the reference, the same bits for 1 and 2
+// threads.
+START_TEST(test_batched_gemv) {
+    int64_t NH = 12, L = 160, S = 100, HS = 64;
+    rng_state = 11;
+    float *q = rand_buf(TT_F32, NH * HS), *k = rand_buf(TT_F32, NH * L * HS);
+    float *v = rand_buf(TT_F32, NH * L * HS), *p = rand_buf(TT_F32, NH * S);
+    float *out[2][2];  // [threads - 1][scores, values]
+    tt_k_matrix mq = {.data = q, .rs = HS, .cs = 1, .bs = {HS}};
+    tt_k_matrix mk = {.data = k, .rs = 1, .cs = HS, .bs = {L * HS}};  // (HS, S) views
+    tt_k_matrix mp = {.data = p, .rs = S, .cs = 1, .bs = {S}};
+    tt_k_matrix mv = {.data = v, .rs = HS, .cs = 1, .bs = {L * HS}};  // (S, HS)
+    int saved = tt_get_num_threads();
+    for (int t = 0; t < 2; t++) {
+        out[t][0] = malloc((size_t)(NH * S) * sizeof(float));
+        out[t][1] = malloc((size_t)(NH * HS) * sizeof(float));
+        tt_k_matrix ms = {.data = out[t][0], .rs = S, .cs = 1, .bs = {S}};
+        tt_k_matrix mo = {.data = out[t][1], .rs = HS, .cs = 1, .bs = {HS}};
+        tt_set_num_threads(t + 1);
+        tt_k_gemm_batched(TT_F32, 1, (int64_t[]){NH}, 1, S, HS, &mq, &mk, &ms, false);
+        tt_k_gemm_batched(TT_F32, 1, (int64_t[]){NH}, 1, HS, S, &mp, &mv, &mo, false);
+    }
+    tt_set_num_threads(saved);
+    ck_assert(memcmp(out[0][0], out[1][0], (size_t)(NH * S) * sizeof(float)) == 0);
+    ck_assert(memcmp(out[0][1], out[1][1], (size_t)(NH * HS) * sizeof(float)) == 0);
+    for (int64_t h = 0; h < NH; h++)
+        for (int64_t j = 0; j < S; j++) {  // scores
+            double s = 0, sabs = 0;
+            for (int64_t d = 0; d < HS; d++) {
+                double x = (double)q[h * HS + d] * k[(h * L + j) * HS + d];
+                s += x;
+                sabs += fabs(x);
+            }
+            ck_assert_close(out[0][0][h * S + j], s, 2e-6 * (1 + sabs), 0);
+        }
+    for (int64_t h = 0; h < NH; h++)
+        for (int64_t d = 0; d < HS; d++) {  // values
+            double s = 0, sabs = 0;
+            for (int64_t j = 0; j < S; j++) {
+                double x = (double)p[h * S + j] * v[(h * L + j) * HS + d];
+                s += x;
+                sabs += fabs(x);
+            }
+            ck_assert_close(out[0][1][h * HS + d], s, 2e-6 * (1 + sabs), 0);
+        }
+    for (int t = 0; t < 2; t++) free(out[t][0]), free(out[t][1]);
+    free(q);
+    free(k);
+    free(v);
+    free(p);
+}
+END_TEST
+
 // A reduction over a broadcast batch dim (C's batch stride 0), with products big enough to be
 // threaded inside: summed into C in batch order, the same bits for 1 and 2 threads.
 START_TEST(test_batched_reduce) {
@@ -530,6 +585,7 @@ int main(void) {
     tcase_set_timeout(th, 600);
     tcase_add_loop_test(th, test_threads_bitwise, 0, 3);
     tcase_add_test(th, test_batched_stack);
+    tcase_add_test(th, test_batched_gemv);
     tcase_add_test(th, test_batched_reduce);
     suite_add_tcase(s, th);
 

@@ -366,10 +366,15 @@ void tt_k_gemm_batched(tt_dtype dtype, int nbatch, const int64_t *batch, int64_t
     }
     // One product per thread, a fixed contiguous share each, when the products write disjoint
     // C and share out evenly (or are each too small to split); otherwise in order, each split
-    // between the threads. Either way each product is computed as it would be alone.
+    // between the threads. Either way each product is computed as it would be alone. Products
+    // of one row or one column (decoding's attention: one query against each head's cached
+    // keys, then values) read their matrix once from memory, so they are shared out by the
+    // elements read (GEMV_PAR_MIN, as a single one is), the others by flops.
     double flops = 2.0 * (double)p.M * (double)p.N * (double)p.K;
+    bool gemv = p.M == 1 || p.N == 1;
+    double work = gemv ? flops / 2 * (double)items : flops * (double)items;
     int nt = tt__kernel_threads();
-    if (!reduce && nt > 1 && items >= nt && flops * (double)items >= PAR_MIN_FLOPS &&
+    if (!reduce && nt > 1 && items >= nt && work >= (gemv ? GEMV_PAR_MIN : PAR_MIN_FLOPS) &&
         (items % nt == 0 || items >= 4 * nt || flops < PAR_MIN_FLOPS)) {
         tt__parallel_for(items, 1, batch_range, &p);
         return;
