@@ -278,6 +278,11 @@ void tt__parallel_for(int64_t n, int64_t grain, tt__range_fn fn, void *ctx) {
     tt__parallel_chunks(n, nchunks < most ? nchunks : most, fn, ctx);
 }
 
+void tt__parallel_shares(int64_t n, tt__range_fn fn, void *ctx) {
+    int64_t threads = tt__kernel_threads();
+    if (n > 0) tt__parallel_chunks(n, n < threads ? n : threads, fn, ctx);
+}
+
 // In a child forked while workers ran, the pool has none (they stay in the parent).
 static void after_fork_child(void) {
     pool.nworkers = 0;

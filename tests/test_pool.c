@@ -1,8 +1,9 @@
 // Check suite of the thread pool (tensor/threads.c, tensor/parallel.h): every index of a
 // parallel loop runs exactly once for 1..8 threads and any grain, fixed chunks are the
-// documented ranges, nested loops and loops from two threads at once run serially and
-// completely, a forked child can still run loops, the thread count and its abort; and matmul
-// and attention give the same bits on 1, 2 and 3 threads.
+// documented ranges (one share per thread with tt__parallel_shares), nested loops and loops
+// from two threads at once run serially and completely, a forked child can still run loops,
+// the thread count and its abort; and matmul and attention give the same bits on 1, 2 and 3
+// threads.
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -108,6 +109,29 @@ START_TEST(test_fixed_chunks) {
             tt__parallel_chunks(l.n, nchunks, log_chunk, &l);
             ck_assert_int_eq(atomic_load(&l.strays), 0);
             for (int64_t c = 0; c < nchunks; c++) ck_assert_int_eq(atomic_load(&l.seen[c]), 1);
+        }
+    }
+    tt_set_num_threads(prev);
+}
+END_TEST
+
+// tt__parallel_shares: one contiguous share per thread, as chunks of that count (fewer when n
+// is smaller), each index once; n = 0 calls nothing.
+START_TEST(test_shares) {
+    int prev = tt_get_num_threads();
+    for (int threads = 1; threads <= 4; threads++) {
+        tt_set_num_threads(threads);
+        for (int64_t n = 0; n <= 9; n++) {
+            int64_t nchunks = n < threads ? n : threads;
+            chunk_log l = {.n = n, .nchunks = nchunks > 0 ? nchunks : 1};
+            tt__parallel_shares(n, log_chunk, &l);
+            ck_assert_int_eq(atomic_load(&l.strays), 0);
+            for (int64_t c = 0; c < nchunks; c++) ck_assert_int_eq(atomic_load(&l.seen[c]), 1);
+            hits h = {.count = calloc((size_t)n + 1, sizeof(atomic_int)), .threads = threads};
+            tt__parallel_shares(n, count_range, &h);
+            for (int64_t i = 0; i < n; i++) ck_assert_int_eq(atomic_load(&h.count[i]), 1);
+            ck_assert_int_eq(atomic_load(&h.calls), nchunks);
+            free(h.count);
         }
     }
     tt_set_num_threads(prev);
@@ -290,6 +314,7 @@ int main(void) {
     tcase_add_test(tc, test_every_index_once);
     tcase_add_test(tc, test_back_to_back_loops);
     tcase_add_test(tc, test_fixed_chunks);
+    tcase_add_test(tc, test_shares);
     tcase_add_test(tc, test_nested_loops_run_serially);
     tcase_add_test(tc, test_two_callers_at_once);
     tcase_add_test(tc, test_forked_child_runs_loops);

@@ -105,11 +105,12 @@ static void gemv(float *y, const float *x, const tt_k_bf16w *w, const float *bia
     tt_k_f32_to_bf16(xh, x, w->K);
     if (w->K % 2) xh[w->K] = 0;
     gemv_job g = {active_gemv()->fn, y, xp, w, bias};
-    // grain: 4 panels (at K 768, 200 KB of weight) per claim, so the threads split evenly
-    // without a claim per panel; small products stay on one thread.
+    // one contiguous run of panels per thread (tt__parallel_shares); small products stay on
+    // one thread
     int64_t np = panels(w);
     if (w->N * w->K < (1 << 16)) gemv_range(&g, 0, np);
-    else tt__parallel_for(np, 4, gemv_range, &g);
+    else
+        tt__parallel_shares(np, gemv_range, &g);
     tt_free(xp);
 }
 

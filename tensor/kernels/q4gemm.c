@@ -21,8 +21,7 @@
 // Products of fewer multiply-adds (M N K) stay on one thread, as the int8 GEMM's.
 #define PAR_MIN_MACS (1 << 18)
 // From this many rows on, rows are split between threads, below panels (decoding: each thread
-// streams its share of the weight once, in runs of a quarter of a thread's share, so that the
-// reads stay sequential).
+// streams its share of the weight once, as one contiguous run: tt__parallel_shares).
 #define ROWS_SPLIT_MIN 64
 
 // ---- SIMD path ----
@@ -429,6 +428,8 @@ void tt_k_q4gemm_f32(float *y, const float *x, const tt_k_q4weight *qw, const fl
     int64_t P = cdiv(N, 2 * NR), units = cdiv(M, MC);  // pairs of panels, blocks of rows
     if (M >= ROWS_SPLIT_MIN)
         tt__parallel_for(units, par ? 1 : units, q4gemm_rows, &j);
+    else if (par)
+        tt__parallel_shares(P, q4gemm_cols, &j);
     else
-        tt__parallel_for(P, par ? cdiv(P, 4 * tt__kernel_threads()) : P, q4gemm_cols, &j);
+        q4gemm_cols(&j, 0, P);
 }

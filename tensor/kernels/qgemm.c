@@ -307,15 +307,18 @@ static void qgemm_cols(void *ctx, int64_t p0, int64_t p1) {
     qgemm_range(j, 0, j->M, p0, p1);
 }
 
-// Splits the product between the threads: MR-row units (M >= ROWS_SPLIT_MIN) or panels, each
-// computed the same way whichever thread claims it.
+// Splits the product between the threads: MR-row units (M >= ROWS_SPLIT_MIN), or panels in
+// one contiguous run per thread (each streams its share of the weight); each unit or panel is
+// computed the same way whichever thread runs it.
 static void qgemm_run(const qjob *j, int64_t K) {
     bool par = (double)j->M * (double)j->N * (double)K >= PAR_MIN_MACS;
     int64_t P = cdiv(j->N, NR), units = cdiv(j->M, j->kern->mr);
     if (j->M >= ROWS_SPLIT_MIN)
         tt__parallel_for(units, par ? 1 : units, qgemm_rows, (void *)j);
+    else if (par)
+        tt__parallel_shares(P, qgemm_cols, (void *)j);
     else
-        tt__parallel_for(P, par ? 1 : P, qgemm_cols, (void *)j);
+        qgemm_cols((void *)j, 0, P);
 }
 
 void tt_k_qgemm_s32(int32_t *S, const uint8_t *u, int64_t ldu, const int8_t *packed,
