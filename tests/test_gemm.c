@@ -465,6 +465,18 @@ START_TEST(test_batched_stack) {
 }
 END_TEST
 
+// got against sum_i x[i xs] y[i ys] (i < n) in double, to 2e-6 of the sum of |terms|.
+static void check_dot(float got, const float *x, int64_t xs, const float *y, int64_t ys,
+                      int64_t n) {
+    double s = 0, sabs = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double t = (double)x[i * xs] * y[i * ys];
+        s += t;
+        sabs += fabs(t);
+    }
+    ck_assert_close(got, s, 2e-6 * (1 + sabs), 0);
+}
+
 // Decoding's attention: one query against NH heads of cached keys (S of L positions, a
 // transposed view), then the weights against the values: one-row products shared out between
 // the threads by the elements they read. Against the reference, the same bits for 1 and 2
@@ -492,26 +504,12 @@ START_TEST(test_batched_gemv) {
     tt_set_num_threads(saved);
     ck_assert(memcmp(out[0][0], out[1][0], (size_t)(NH * S) * sizeof(float)) == 0);
     ck_assert(memcmp(out[0][1], out[1][1], (size_t)(NH * HS) * sizeof(float)) == 0);
-    for (int64_t h = 0; h < NH; h++)
-        for (int64_t j = 0; j < S; j++) {  // scores
-            double s = 0, sabs = 0;
-            for (int64_t d = 0; d < HS; d++) {
-                double x = (double)q[h * HS + d] * k[(h * L + j) * HS + d];
-                s += x;
-                sabs += fabs(x);
-            }
-            ck_assert_close(out[0][0][h * S + j], s, 2e-6 * (1 + sabs), 0);
-        }
-    for (int64_t h = 0; h < NH; h++)
-        for (int64_t d = 0; d < HS; d++) {  // values
-            double s = 0, sabs = 0;
-            for (int64_t j = 0; j < S; j++) {
-                double x = (double)p[h * S + j] * v[(h * L + j) * HS + d];
-                s += x;
-                sabs += fabs(x);
-            }
-            ck_assert_close(out[0][1][h * HS + d], s, 2e-6 * (1 + sabs), 0);
-        }
+    for (int64_t h = 0; h < NH; h++) {
+        for (int64_t j = 0; j < S; j++)  // scores: q . k[j]
+            check_dot(out[0][0][h * S + j], q + h * HS, 1, k + (h * L + j) * HS, 1, HS);
+        for (int64_t d = 0; d < HS; d++)  // values: sum_j p[j] v[j, d]
+            check_dot(out[0][1][h * HS + d], p + h * S, 1, v + h * L * HS + d, HS, S);
+    }
     for (int t = 0; t < 2; t++) free(out[t][0]), free(out[t][1]);
     free(q);
     free(k);
