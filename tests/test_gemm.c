@@ -236,10 +236,29 @@ static double ref_dot(const float *a, const float *x, int64_t K) {
     return acc;
 }
 
-// A Linear's forward at M = 1 (y (1, N) = x (1, K) W^T + bias, W (N, K) row-major: decoding)
-// and the column form (y (N, 1) = W x): on every path, in 1 and 2 threads, with and without a
-// bias, the bits of the order written out above, for row counts around the kernels' groups of
-// TT_K_DOT_ROWS rows and K around the runs and the 8 lanes.
+// The documented order of the contiguous-column form (matmul.c's gemv_cols), y[n] from Wt (K,
+// N) row-major and x: per run of TT_K_GEMM_KC steps a float sum updated four steps at a time
+// left to right, then the single steps left, the runs summed in double.
+static double ref_cols(const float *Wt, int64_t N, int64_t n, const float *x, int64_t K) {
+    double acc = 0;
+    for (int64_t k0 = 0; k0 < K; k0 += TT_K_GEMM_KC) {
+        int64_t k1 = K - k0 < TT_K_GEMM_KC ? K : k0 + TT_K_GEMM_KC, k = k0;
+        float run = 0;
+        for (; k + 4 <= k1; k += 4)
+            run = run + Wt[k * N + n] * x[k] + Wt[(k + 1) * N + n] * x[k + 1] +
+                  Wt[(k + 2) * N + n] * x[k + 2] + Wt[(k + 3) * N + n] * x[k + 3];
+        for (; k < k1; k++) run += Wt[k * N + n] * x[k];
+        acc += (double)run;
+    }
+    return acc;
+}
+
+// A Linear's forward at M = 1 (y (1, N) = x (1, K) W^T + bias, W (N, K) row-major: decoding),
+// the row form (y (N, 1) = W x) and the contiguous-column form (y (N, 1) = Wt^T x, Wt (K, N)
+// row-major: attention's weights times the cached values), that one also accumulating into y:
+// on every path, in 1 and 2 threads, the bits of the orders written out above, for row counts
+// around the kernels' groups of TT_K_DOT_ROWS rows and 16-row vectors, and K around the runs
+// and the 8 lanes.
 START_TEST(test_gemv_bitwise) {
     tt_cpu_level path = paths[_i];
     if (path > tt_cpu_max_level()) return;
@@ -255,16 +274,24 @@ START_TEST(test_gemv_bitwise) {
             float *bias = rand_buf(TT_F32, N), *y = malloc((size_t)N * sizeof *y);
             for (int threads = 1; threads <= 2; threads++) {
                 tt_set_num_threads(threads);
-                for (int form = 0; form < 3; form++) {  // x W^T, x W^T + bias, W x
+                // x W^T, x W^T + bias, W x, W^T x and y + W^T x (W read as Wt (K, N))
+                for (int form = 0; form < 5; form++) {
                     if (form == 0)
                         tt_k_gemm_f32(1, N, K, x, K, 1, W, 1, K, y, N, 1, false);
                     else if (form == 1)
                         tt_k_gemm_bias_f32(1, N, K, x, K, 1, W, 1, K, bias, y, N);
-                    else
+                    else if (form == 2)
                         tt_k_gemm_f32(N, 1, K, W, K, 1, x, 1, 1, y, 1, 1, false);
+                    else {
+                        if (form == 4) memcpy(y, bias, (size_t)N * sizeof *y);
+                        tt_k_gemm_f32(N, 1, K, W, 1, N, x, 1, 1, y, 1, 1, form == 4);
+                    }
                     for (int64_t n = 0; n < N; n++) {
-                        double s = ref_dot(W + n * K, x, K);
-                        float want = form == 1 ? (float)((double)bias[n] + s) : (float)s;
+                        // one row (N = 1) takes the dot product's order either way
+                        double s =
+                            form < 3 || N == 1 ? ref_dot(W + n * K, x, K) : ref_cols(W, N, n, x, K);
+                        float want =
+                            form == 1 || form == 4 ? (float)((double)bias[n] + s) : (float)s;
                         ck_assert_msg(memcmp(&y[n], &want, sizeof want) == 0,
                                       "path %s, N=%lld K=%lld, form %d, %d threads: y[%lld] = "
                                       "%a, want %a", tt_cpu_level_name(path), (long long)N,

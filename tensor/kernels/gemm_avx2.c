@@ -189,15 +189,15 @@ INLINE_AVX2 void store_first_pd(double *p, __m256d v, int n) {
 #include "gemm_avx2_pack.inc"
 
 const tt_k_gemm_kernel tt_k_gemm_avx2_f32 = {"avx2 f32 6x16", 6, 16, uk_f32_6x16, uk_f32_6x8,
-                                             pack_ps, tt_k_dot_rows_f32_avx2};
+                                             pack_ps, tt_k_dot_rows_f32_avx2, NULL};
 const tt_k_gemm_kernel tt_k_gemm_avx2_f64 = {"avx2 f64 6x8", 6, 8, uk_f64_6x8, uk_f64_6x4,
-                                             pack_pd, NULL};
+                                             pack_pd, NULL, NULL};
 
 #else  // not x86-64 with GCC or Clang: never selected (below TT_CPU_AVX2)
 
 const tt_k_gemm_kernel tt_k_gemm_avx2_f32 = {"avx2 (unavailable)", 0, 0, NULL, NULL, NULL,
-                                             NULL};
+                                             NULL, NULL};
 const tt_k_gemm_kernel tt_k_gemm_avx2_f64 = {"avx2 (unavailable)", 0, 0, NULL, NULL, NULL,
-                                             NULL};
+                                             NULL, NULL};
 
 #endif

@@ -154,15 +154,16 @@ INLINE_AVX512 void transpose_pd(__m512d r[8]) {
 
 const tt_k_gemm_kernel tt_k_gemm_avx512_f32 = {"avx512 f32 12x32", 12, 32, uk_f32_12x32,
                                                uk_f32_12x16, pack_ps,
-                                               tt_k_dot_rows_f32_avx512};
+                                               tt_k_dot_rows_f32_avx512,
+                                               tt_k_gemv_cols_f32_avx512};
 const tt_k_gemm_kernel tt_k_gemm_avx512_f64 = {"avx512 f64 12x16", 12, 16, uk_f64_12x16,
-                                               uk_f64_12x8, pack_pd, NULL};
+                                               uk_f64_12x8, pack_pd, NULL, NULL};
 
 #else  // not x86-64 with GCC or Clang: never selected (below TT_CPU_AVX512)
 
 const tt_k_gemm_kernel tt_k_gemm_avx512_f32 = {"avx512 (unavailable)", 0, 0, NULL, NULL,
-                                               NULL, NULL};
+                                               NULL, NULL, NULL};
 const tt_k_gemm_kernel tt_k_gemm_avx512_f64 = {"avx512 (unavailable)", 0, 0, NULL, NULL,
-                                               NULL, NULL};
+                                               NULL, NULL, NULL};
 
 #endif

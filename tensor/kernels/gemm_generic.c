@@ -20,6 +20,6 @@
 
 // No packer of its own: the driver's (SSE2 transposes, C copies) packs for it.
 const tt_k_gemm_kernel tt_k_gemm_generic_f32 = {"generic f32 4x8", MR, NR, uk_f32, NULL, NULL,
-                                                NULL};
+                                                NULL, NULL};
 const tt_k_gemm_kernel tt_k_gemm_generic_f64 = {"generic f64 4x8", MR, NR, uk_f64, NULL, NULL,
-                                                NULL};
+                                                NULL, NULL};

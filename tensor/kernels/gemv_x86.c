@@ -11,7 +11,7 @@
 #include <immintrin.h>
 
 #define TARGET_AVX2 __attribute__((target("avx2")))
-#define TARGET_AVX512 __attribute__((target("avx2,avx512f,avx512vl")))
+#define TARGET_AVX512 __attribute__((target("avx2,avx512f,avx512vl,avx512bw")))
 #define KC TT_K_GEMM_KC
 #define R TT_K_DOT_ROWS
 
@@ -49,5 +49,82 @@ TARGET_AVX2 static double finish_run(float *v, const float *a, const float *x, i
 #include "gemv_x86_rows.inc"
 #undef DOT_ROWS_FN
 #undef TARGET
+
+// Contiguous columns (matmul.h, tt_k_gemv_cols): 64 rows at a time, four zmm of sums (masked
+// past M; a masked-off load reads nothing), column k read as one run of up to 256 bytes. Per
+// run of KC steps: groups of four steps added left to right, then the single steps left, then
+// the run's sums added to the rows' doubles, as the portable gemv_cols does. Two full runs go
+// in step (two sequential streams of memory); their sums are still added in order.
+#define COLS_ROWS 64
+
+// Steps k .. k + 3 of the sums r (4 x 16 rows) from columns c + k cs.
+TARGET_AVX512 static inline __attribute__((always_inline)) void cols_step4(
+    __m512 *r, const float *c, int64_t cs, const float *x, int64_t xs, int64_t k,
+    const __mmask16 *mk) {
+    const float *ck = c + k * cs;
+    __m512 x0 = _mm512_set1_ps(x[k * xs]), x1 = _mm512_set1_ps(x[(k + 1) * xs]);
+    __m512 x2 = _mm512_set1_ps(x[(k + 2) * xs]), x3 = _mm512_set1_ps(x[(k + 3) * xs]);
+    for (int b = 0; b < 4; b++) {
+        const float *p = ck + 16 * b;
+        __m512 v = _mm512_add_ps(r[b], _mm512_mul_ps(_mm512_maskz_loadu_ps(mk[b], p), x0));
+        v = _mm512_add_ps(v, _mm512_mul_ps(_mm512_maskz_loadu_ps(mk[b], p + cs), x1));
+        v = _mm512_add_ps(v, _mm512_mul_ps(_mm512_maskz_loadu_ps(mk[b], p + 2 * cs), x2));
+        r[b] = _mm512_add_ps(v, _mm512_mul_ps(_mm512_maskz_loadu_ps(mk[b], p + 3 * cs), x3));
+    }
+}
+
+// acc (m) += a run's sums r, each widened to double.
+TARGET_AVX512 static inline __attribute__((always_inline)) void cols_add_run(double *acc,
+                                                                             const __m512 *r,
+                                                                             int64_t m) {
+    float run[COLS_ROWS];
+    for (int b = 0; b < 4; b++) _mm512_storeu_ps(run + 16 * b, r[b]);
+    for (int64_t i = 0; i < m; i++) acc[i] += (double)run[i];
+}
+
+TARGET_AVX512 void tt_k_gemv_cols_f32_avx512(int64_t M, int64_t K, const void *ap, int64_t cs,
+                                             const void *xp, int64_t xs, void *yp, int64_t ys,
+                                             bool accumulate) {
+    const float *a = ap, *x = xp;
+    float *y = yp;
+    for (int64_t i0 = 0; i0 < M; i0 += COLS_ROWS) {
+        int64_t m = M - i0 < COLS_ROWS ? M - i0 : COLS_ROWS;
+        const float *c = a + i0;
+        __mmask16 mk[4];
+        for (int b = 0; b < 4; b++) {
+            int64_t n = m - 16 * b;
+            mk[b] = n >= 16 ? (__mmask16)0xffff : n > 0 ? (__mmask16)((1u << n) - 1) : 0;
+        }
+        double acc[COLS_ROWS] = {0};
+        for (int64_t k0 = 0; k0 < K;) {
+            __m512 r[4], r2[4];
+            for (int b = 0; b < 4; b++) r[b] = r2[b] = _mm512_setzero_ps();
+            if (K - k0 >= 2 * KC) {  // two full runs in step
+                for (int64_t k = k0; k < k0 + KC; k += 4) {
+                    cols_step4(r, c, cs, x, xs, k, mk);
+                    cols_step4(r2, c, cs, x, xs, k + KC, mk);
+                }
+                cols_add_run(acc, r, m);
+                cols_add_run(acc, r2, m);
+                k0 += 2 * KC;
+                continue;
+            }
+            int64_t k1 = k0 + (K - k0 < KC ? K - k0 : KC), k = k0;
+            for (; k + 4 <= k1; k += 4) cols_step4(r, c, cs, x, xs, k, mk);
+            for (; k < k1; k++) {
+                __m512 xk = _mm512_set1_ps(x[k * xs]);
+                for (int b = 0; b < 4; b++)
+                    r[b] = _mm512_add_ps(
+                        r[b], _mm512_mul_ps(_mm512_maskz_loadu_ps(mk[b], c + k * cs + 16 * b), xk));
+            }
+            cols_add_run(acc, r, m);
+            k0 = k1;
+        }
+        for (int64_t i = 0; i < m; i++) {
+            float *yi = y + (i0 + i) * ys;
+            *yi = accumulate ? (float)((double)*yi + acc[i]) : (float)acc[i];
+        }
+    }
+}
 
 #endif

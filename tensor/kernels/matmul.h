@@ -114,6 +114,20 @@ void tt_k_dot_rows_f32_avx2(double *out, int64_t K, const void *a, int64_t rs, c
 void tt_k_dot_rows_f32_avx512(double *out, int64_t K, const void *a, int64_t rs,
                               const void *x);
 
+// Matrix-vector products of a matrix with contiguous columns (kernels/gemv_x86.c): y (M)
+// (+)= A (M, K) x with A[i, k] = a[i + k cs], x[k] at x + k xs, y[i] at y + i ys; the
+// product that attention's weights times the cached values is at decoding. Exactly the bits
+// of matmul.c's portable gemv_cols (runs of TT_K_GEMM_KC steps of k, four steps a pass added
+// left to right, a multiply then an add, the runs summed in double; the final add to y in
+// double when accumulating). The portable loop streams its sums through memory every pass
+// and reads A a piece of each of four columns at a time; this one keeps 64 rows' sums in
+// registers and reads the columns one after another (the cached values, position by
+// position: 10 against 22 GB/s for the scores beside it, cold, before it).
+typedef void (*tt_k_gemv_cols)(int64_t M, int64_t K, const void *a, int64_t cs, const void *x,
+                               int64_t xs, void *y, int64_t ys, bool accumulate);
+void tt_k_gemv_cols_f32_avx512(int64_t M, int64_t K, const void *a, int64_t cs, const void *x,
+                               int64_t xs, void *y, int64_t ys, bool accumulate);
+
 typedef struct tt_k_gemm_kernel {
     const char *name;
     int mr, nr;            // tile rows (broadcast from A) and columns (vector loads of B)
@@ -121,6 +135,7 @@ typedef struct tt_k_gemm_kernel {
     tt_k_ukernel narrow;   // nr <= NR / 2 (a cheaper last panel), or NULL
     tt_k_packer pack;      // SIMD packing for this path, or NULL (the driver's SSE2 / C one)
     tt_k_dot_rows dot_rows;  // f32 matrix-vector rows for this path, or NULL (portable C)
+    tt_k_gemv_cols gemv_cols;  // f32 contiguous-column matrix-vector, or NULL (portable C)
 } tt_k_gemm_kernel;
 
 extern const tt_k_gemm_kernel tt_k_gemm_generic_f32, tt_k_gemm_generic_f64;
