@@ -8,6 +8,7 @@
 //   bench_decode                         the bandwidth, then every config at 1 and 2 threads
 //   bench_decode stream [THREADS]        read bandwidth: a 256 MiB buffer and a 42 MiB one
 //   bench_decode baby|mid|gpt2 [THREADS] tokens/s per format, weight bytes, GB/s
+//   bench_decode gpt2_long [THREADS]     the same 128 tokens after a 768-token prompt
 //
 // A run generates block_size - 1 tokens (gpt2: 128, as llama-bench's tg128) from a one-token
 // prompt, so every step is one token through the cache (no window rebuild). The formats'
@@ -15,7 +16,8 @@
 // hits all alike; medians of RUNS (gpt2: 3). gpt2's prefill: tokens/s of a 512-token prompt
 // through the cache, the logits of its last position only (llama-bench's pp512). weight_gbs:
 // the bytes of the Linears' and head's weights (tt_gpt_matmul_weight_bytes, what a step must
-// read) per second of decoding.
+// read) per second of decoding. gpt2_long decodes at positions 768-895, where attention over
+// the cache reads about 5 MB a layer: tokens/s from the first new token to the last.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,21 +92,32 @@ typedef struct decode_config {
     int64_t n_decode;   // tokens generated after a one-token prompt
     int64_t n_prefill;  // prompt tokens of the prefill figure; 0: none
     int runs;           // alternating rounds (medians)
+    int64_t n_context;  // the decode's prompt (timed from its first new token); 0: one token
 } decode_config;
 
 static const decode_config configs[] = {
-    {"baby", 4, 4, 128, 64, 65, 63, 0, RUNS},
-    {"mid", 6, 6, 384, 256, 65, 255, 0, RUNS},
-    {"gpt2", 12, 12, 768, 1024, 50257, 128, 512, 3},  // GPT-2 124M, llama-bench -n 128, -p 512
+    {"baby", 4, 4, 128, 64, 65, 63, 0, RUNS, 0},
+    {"mid", 6, 6, 384, 256, 65, 255, 0, RUNS, 0},
+    {"gpt2", 12, 12, 768, 1024, 50257, 128, 512, 3, 0},  // GPT-2 124M, llama-bench -n 128, -p 512
+    {"gpt2_long", 12, 12, 768, 1024, 50257, 128, 0, 3, 768},
 };
+
+// The time of the first new token (the prompt's prefill done), for gpt2_long.
+static void mark_first(int32_t token, void *ctx) {
+    (void)token;
+    double *t = ctx;
+    if (*t == 0) *t = now_s();
+}
 
 // The formats timed, each on its own copy of the same weights.
 static const tt_quant formats[] = {TT_QUANT_NONE, TT_QUANT_BF16, TT_QUANT_INT8, TT_QUANT_INT4};
 #define NFMT ((int)(sizeof formats / sizeof formats[0]))
 
 // Seconds to generate n tokens after an n_prompt-token prompt, with the cache (n = 1: the
-// prompt's one cached forward, logits of its last position only: a prefill).
-static double time_generate(tt_gpt *gpt, int64_t n_prompt, int64_t n, int32_t *out) {
+// prompt's one cached forward, logits of its last position only: a prefill); with from_first,
+// from the first new token on (n - 1 tokens decoded).
+static double time_generate(tt_gpt *gpt, int64_t n_prompt, int64_t n, int32_t *out,
+                            bool from_first) {
     tt_sample_opts so = tt_sample_opts_default();
     so.temperature = 0;  // greedy: the model's cost, not top-k's sort of the vocab (llama-bench
                          // samples nothing)
@@ -112,9 +125,10 @@ static double time_generate(tt_gpt *gpt, int64_t n_prompt, int64_t n, int32_t *o
     tt_rng_seed(&rng, 7);
     int32_t *prompt = calloc((size_t)n_prompt, sizeof *prompt);
     for (int64_t i = 0; i < n_prompt; i++) prompt[i] = (int32_t)(i * 7 % 61);
-    double t0 = now_s();
-    tt_gpt_generate(gpt, prompt, n_prompt, n, &so, &rng, out, NULL, NULL);
-    double dt = now_s() - t0;
+    double t0 = now_s(), first = 0;
+    tt_gpt_generate(gpt, prompt, n_prompt, n, &so, &rng, out, from_first ? mark_first : NULL,
+                    &first);
+    double dt = now_s() - (from_first ? first : t0);
     free(prompt);
     return dt;
 }
@@ -124,11 +138,13 @@ static void time_formats(const decode_config *dc, tt_gpt *models, int64_t n_prom
                          double *tps) {
     int32_t *out = malloc((size_t)n * sizeof *out);
     double t[NFMT][RUNS];
-    for (int f = 0; f < NFMT; f++) time_generate(&models[f], n_prompt, n, out);  // warm-up
+    bool long_ctx = n_prompt > 1 && n > 1;  // decode after a long prompt
+    for (int f = 0; f < NFMT; f++) time_generate(&models[f], n_prompt, n, out, long_ctx);
     for (int r = 0; r < dc->runs; r++)
-        for (int f = 0; f < NFMT; f++) t[f][r] = time_generate(&models[f], n_prompt, n, out);
-    for (int f = 0; f < NFMT; f++)
-        tps[f] = (double)(n_prompt > 1 ? n_prompt : n) / median(t[f], dc->runs);
+        for (int f = 0; f < NFMT; f++)
+            t[f][r] = time_generate(&models[f], n_prompt, n, out, long_ctx);
+    int64_t done = long_ctx ? n - 1 : n_prompt > 1 ? n_prompt : n;
+    for (int f = 0; f < NFMT; f++) tps[f] = (double)done / median(t[f], dc->runs);
     free(out);
 }
 
@@ -151,9 +167,11 @@ static int bench_model(const decode_config *dc) {
         if (formats[f] != TT_QUANT_NONE) tt_gpt_quantize_as(&models[f], formats[f]);
     }
     double tps[NFMT], pre[NFMT];
-    time_formats(dc, models, 1, dc->n_decode, tps);
+    int64_t n_ctx = dc->n_context > 0 ? dc->n_context : 1;
+    time_formats(dc, models, n_ctx, dc->n_decode, tps);
     printf("bench decode config=%s threads=%d tokens=%lld", dc->name, tt_get_num_threads(),
            (long long)dc->n_decode);
+    if (dc->n_context > 0) printf(" after=%lld", (long long)dc->n_context);
     for (int f = 0; f < NFMT; f++)
         printf(" %s_tokens_per_s=%.1f", tt_quant_name(formats[f]), tps[f]);
     for (int f = 0; f < NFMT; f++) {
@@ -191,7 +209,7 @@ int main(int argc, char **argv) {
         }
         const decode_config *dc = find_config(argv[1]);
         if (!dc) {
-            fprintf(stderr, "usage: %s [stream|baby|mid|gpt2 [THREADS]]\n", argv[0]);
+            fprintf(stderr, "usage: %s [stream|baby|mid|gpt2|gpt2_long [THREADS]]\n", argv[0]);
             return 2;
         }
         return bench_model(dc);
