@@ -1,8 +1,10 @@
-// SIMD kernels of the f32 matrix-vector product (decoding's Linears at M = 1): TT_K_DOT_ROWS
-// dot products of rows rs apart with one vector, with exactly the bits of matmul.c's portable
-// dot (8 lanes by k mod 8, mul then add, runs of TT_K_GEMM_KC steps reduced pairwise and summed
-// in double): one ymm chain per row, compiled for AVX2 and for AVX-512VL; matmul.c picks one by
-// the CPU level (cpu.h) and spaces the rows so that each is its own sequential stream.
+// SIMD kernels of the f32 matrix-vector product. Rows (decoding's Linears at M = 1):
+// TT_K_DOT_ROWS dot products of rows rs apart with one vector, with exactly the bits of
+// matmul.c's portable dot (8 lanes by k mod 8, mul then add, runs of TT_K_GEMM_KC steps reduced
+// pairwise and summed in double): one ymm chain per row, compiled for AVX2 and for AVX-512VL;
+// matmul.c picks one by the CPU level (cpu.h) and spaces the rows so that each is its own
+// sequential stream. Contiguous columns (attention's weights times the cached values): an
+// AVX-512 kernel with the portable gemv_cols' bits (matmul.h, tt_k_gemv_cols).
 #include "matmul.h"
 
 #include <string.h>
@@ -11,7 +13,7 @@
 #include <immintrin.h>
 
 #define TARGET_AVX2 __attribute__((target("avx2")))
-#define TARGET_AVX512 __attribute__((target("avx2,avx512f,avx512vl,avx512bw")))
+#define TARGET_AVX512 __attribute__((target("avx2,avx512f,avx512vl")))
 #define KC TT_K_GEMM_KC
 #define R TT_K_DOT_ROWS
 

@@ -214,7 +214,8 @@ static void gemm_unit_cs_f32(int64_t M, int64_t N, int64_t K, const float *A, in
 // to right, so the same rounding as four single updates), and the runs in double, 256 rows at a
 // time. Plain C, compiled for AVX-512, AVX2 and baseline x86-64 and picked by the loader
 // (TT_CLONES); the vector width changes the speed, not the result (no FMA contraction in
-// ISO C mode, fixed lanes).
+// ISO C mode, fixed lanes). At the AVX-512 levels the f32 one is the path's gemv_cols kernel
+// (gemv_x86.c), the same order with the sums in registers.
 
 #define GEMV_ROWS 256
 #define GEMV_PAR_MIN (1 << 14)  // elements of A: 64 KiB of f32
