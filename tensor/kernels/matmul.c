@@ -231,6 +231,7 @@ static void gemm_unit_cs_f32(int64_t M, int64_t N, int64_t K, const float *A, in
 #define GEMV_RANGE gemv_range_f32
 #define GEMV_GROUPS gemv_groups_f32
 #define GEMV_COLS gemv_cols_f32
+#define GEMV_COLS_RANGE gemv_cols_range_f32
 #define GEMM_UNIT_CS gemm_unit_cs_f32
 #define GEMM tt_k_gemm_f32
 #define GEMM_BIAS tt_k_gemm_bias_f32
@@ -244,6 +245,7 @@ static void gemm_unit_cs_f32(int64_t M, int64_t N, int64_t K, const float *A, in
 #undef GEMV_RANGE
 #undef GEMV_GROUPS
 #undef GEMV_COLS
+#undef GEMV_COLS_RANGE
 #undef GEMM_UNIT_CS
 #undef GEMM
 #undef GEMM_BIAS
@@ -257,6 +259,7 @@ static void gemm_unit_cs_f32(int64_t M, int64_t N, int64_t K, const float *A, in
 #define GEMV_RANGE gemv_range_f64
 #define GEMV_GROUPS gemv_groups_f64
 #define GEMV_COLS gemv_cols_f64
+#define GEMV_COLS_RANGE gemv_cols_range_f64
 #define GEMM_UNIT_CS gemm_unit_cs_f64
 #define GEMM tt_k_gemm_f64
 #define GEMM_BIAS tt_k_gemm_bias_f64
@@ -270,6 +273,7 @@ static void gemm_unit_cs_f32(int64_t M, int64_t N, int64_t K, const float *A, in
 #undef GEMV_RANGE
 #undef GEMV_GROUPS
 #undef GEMV_COLS
+#undef GEMV_COLS_RANGE
 #undef GEMM_UNIT_CS
 #undef GEMM
 #undef GEMM_BIAS
