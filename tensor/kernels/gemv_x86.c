@@ -75,6 +75,16 @@ TARGET_AVX512 static inline __attribute__((always_inline)) void cols_step4(
     }
 }
 
+// Step k alone of the sums r.
+TARGET_AVX512 static inline __attribute__((always_inline)) void cols_step1(
+    __m512 *r, const float *c, int64_t cs, const float *x, int64_t xs, int64_t k,
+    const __mmask16 *mk) {
+    __m512 xk = _mm512_set1_ps(x[k * xs]);
+    for (int b = 0; b < 4; b++)
+        r[b] = _mm512_add_ps(r[b],
+                             _mm512_mul_ps(_mm512_maskz_loadu_ps(mk[b], c + k * cs + 16 * b), xk));
+}
+
 // acc (m) += a run's sums r, each widened to double.
 TARGET_AVX512 static inline __attribute__((always_inline)) void cols_add_run(double *acc,
                                                                              const __m512 *r,
@@ -101,7 +111,7 @@ TARGET_AVX512 void tt_k_gemv_cols_f32_avx512(int64_t M, int64_t K, const void *a
         for (int64_t k0 = 0; k0 < K;) {
             __m512 r[4], r2[4];
             for (int b = 0; b < 4; b++) r[b] = r2[b] = _mm512_setzero_ps();
-            if (K - k0 >= 2 * KC) {  // two full runs in step
+            if (K - k0 >= 2 * KC) {  // two full runs in step (KC is a multiple of 4)
                 for (int64_t k = k0; k < k0 + KC; k += 4) {
                     cols_step4(r, c, cs, x, xs, k, mk);
                     cols_step4(r2, c, cs, x, xs, k + KC, mk);
@@ -113,12 +123,7 @@ TARGET_AVX512 void tt_k_gemv_cols_f32_avx512(int64_t M, int64_t K, const void *a
             }
             int64_t k1 = k0 + (K - k0 < KC ? K - k0 : KC), k = k0;
             for (; k + 4 <= k1; k += 4) cols_step4(r, c, cs, x, xs, k, mk);
-            for (; k < k1; k++) {
-                __m512 xk = _mm512_set1_ps(x[k * xs]);
-                for (int b = 0; b < 4; b++)
-                    r[b] = _mm512_add_ps(
-                        r[b], _mm512_mul_ps(_mm512_maskz_loadu_ps(mk[b], c + k * cs + 16 * b), xk));
-            }
+            for (; k < k1; k++) cols_step1(r, c, cs, x, xs, k, mk);
             cols_add_run(acc, r, m);
             k0 = k1;
         }

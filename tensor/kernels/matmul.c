@@ -220,6 +220,7 @@ static void gemm_unit_cs_f32(int64_t M, int64_t N, int64_t K, const float *A, in
 #define GEMV_ROWS 256
 #define GEMV_PAR_MIN (1 << 14)  // elements of A: 64 KiB of f32
 #define GEMV_L2_SHARE (512 << 10)  // bytes of A a thread keeps in its L2 from call to call
+#define GEMV_COLS_BLOCK 64         // rows of a contiguous-column product per share unit
 
 // dot_f32, gemv_cols_f32, tt_k_gemm_f32, tt_k_gemm_bias_f32 and the same in f64.
 #define T float

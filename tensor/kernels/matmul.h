@@ -115,8 +115,8 @@ void tt_k_dot_rows_f32_avx512(double *out, int64_t K, const void *a, int64_t rs,
                               const void *x);
 
 // Matrix-vector products of a matrix with contiguous columns (kernels/gemv_x86.c): y (M)
-// (+)= A (M, K) x with A[i, k] = a[i + k cs], x[k] at x + k xs, y[i] at y + i ys; the
-// product that attention's weights times the cached values is at decoding. Exactly the bits
+// (+)= A (M, K) x with A[i, k] = a[i + k cs], x[k] at x + k xs, y[i] at y + i ys (at
+// decoding: attention's weights times the cached values, A = V^T). Exactly the bits
 // of matmul.c's portable gemv_cols (runs of TT_K_GEMM_KC steps of k, four steps a pass added
 // left to right, a multiply then an add, the runs summed in double; the final add to y in
 // double when accumulating). The portable loop streams its sums through memory every pass
