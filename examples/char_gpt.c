@@ -12,6 +12,7 @@ static const char char_usage_head[] =
 static const char char_usage_tail[] =
     "                 [--batch 12] [--iters 2000] [--decay-iters ITERS] [--lr 1e-3]\n"
     "                 [--min-lr 1e-4] [--warmup 100] [--weight-decay 0.1] [--beta2 0.99]\n"
+    "                 [--optim adamw|muon] [--muon-lr 0.02]\n"
     "                 [--grad-clip 1.0] [--eval-every 250] [--eval-iters 20] [--seed 1337]\n"
     "                 [--threads N] [--precision f32|bf16] [--grad-accum 1] [--profile]\n"
     "                 [--trace FILE.json] [--overlap] [--bucket 4194304]\n"
@@ -34,7 +35,8 @@ static const char char_usage_tail[] =
     "and be resumed on the same schedule. A default that conflicts with a flag you give\n"
     "(--warmup 100 with --iters 40, --min-lr 1e-4 with --lr 1e-5) is lowered with a note on\n"
     "stderr. --precision bf16 trains with bf16 matmul products (f32 accumulation; weights,\n"
-    "gradients, optimizer and checkpoint stay f32). stdout: `eval step=N train_loss=F\n"
+    "gradients, optimizer and checkpoint stay f32). --optim muon: Muon at --muon-lr for the\n"
+    "blocks' matrices, AdamW for the rest. stdout: `eval step=N train_loss=F\n"
     "val_loss=F` at each eval and\n"
     "`done steps=N train_loss=F val_loss=F ms_per_step=F tokens_per_s=F`.\n"
     "--profile prints the model summary before training and, at the end, a table of the\n"

@@ -1,18 +1,12 @@
-// The optimizers (SGD, Adam, AdamW) with parameter groups and enumerable state, and gradient
-// clipping by global L2 norm. Updates run on raw contiguous f32/f64 data, element by element
-// in double, without autograd. LR schedules are in schedule.c.
-#include "optim.h"
-
+// The optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, Lion, Muon): configs, parameter groups
+// with their own hyperparameters, enumerable state and the step, which gathers every
+// parameter's update for update.c's parallel pass (Muon's orthogonalization: muon.c).
+// Gradient clipping is in clip.c, LR schedules in schedule.c.
 #include <math.h>
 #include <string.h>
 
+#include "optim_internal.h"
 #include "../tensor/tensor_ext.h"
-
-// n: elements of one parameter. SGD and the clipping norm cut long tensors into chunks that
-// threads process independently; Adam and AdamW cut all the parameters' elements into ranges
-// of at least CHUNK elements (adam_update_all). Every element is computed the same way, so
-// results do not depend on the thread count.
-#define CHUNK (1 << 16)
 
 // ---- configuration ----
 
@@ -31,10 +25,53 @@ tt_optim_config tt_adamw_config(double lr) {
     return c;
 }
 
+tt_optim_config tt_rmsprop_config(double lr) {
+    return (tt_optim_config){.kind = TT_OPTIM_RMSPROP, .lr = lr, .alpha = 0.99, .eps = 1e-8};
+}
+
+tt_optim_config tt_adagrad_config(double lr) {
+    return (tt_optim_config){.kind = TT_OPTIM_ADAGRAD, .lr = lr, .eps = 1e-10};
+}
+
+tt_optim_config tt_lion_config(double lr) {
+    return (tt_optim_config){.kind = TT_OPTIM_LION, .lr = lr, .beta1 = 0.9, .beta2 = 0.99};
+}
+
+tt_optim_config tt_muon_config(double lr) {
+    return (tt_optim_config){.kind = TT_OPTIM_MUON,
+                             .lr = lr,
+                             .momentum = 0.95,
+                             .nesterov = true,
+                             .eps = 1e-7,
+                             .ns_steps = 5,
+                             .ns_coefficients = {3.4445, -4.7750, 2.0315}};
+}
+
+static const char *const kind_names[TT_OPTIM_KIND_COUNT] = {
+    "sgd", "adam", "adamw", "rmsprop", "adagrad", "lion", "muon",
+};
+
 const char *tt_optim_kind_name(tt_optim_kind kind) {
-    static const char *const names[TT_OPTIM_KIND_COUNT] = {"sgd", "adam", "adamw"};
     TT_CHECK(kind >= 0 && kind < TT_OPTIM_KIND_COUNT, "unknown optimizer kind %d", (int)kind);
-    return names[kind];
+    return kind_names[kind];
+}
+
+bool tt_optim_kind_parse(const char *name, tt_optim_kind *out) {
+    for (int k = 0; name && k < TT_OPTIM_KIND_COUNT; k++)
+        if (strcmp(name, kind_names[k]) == 0) {
+            *out = (tt_optim_kind)k;
+            return true;
+        }
+    return false;
+}
+
+tt_optim_config tt_optim_config_of(tt_optim_kind kind, double lr) {
+    static tt_optim_config (*const make[TT_OPTIM_KIND_COUNT])(double) = {
+        tt_sgd_config,     tt_adam_config, tt_adamw_config, tt_rmsprop_config,
+        tt_adagrad_config, tt_lion_config, tt_muon_config,
+    };
+    TT_CHECK(kind >= 0 && kind < TT_OPTIM_KIND_COUNT, "unknown optimizer kind %d", (int)kind);
+    return make[kind](lr);
 }
 
 static void check_lr(double lr, const char *func) {
@@ -44,47 +81,86 @@ static void check_lr(double lr, const char *func) {
                 lr);
 }
 
+// Aborts (naming func) unless b is in [lo, hi] (hi_open: [lo, hi)), naming the kind's field.
+static void check_range(const tt_optim_config *c, const char *field, double v, double lo, double hi,
+                        bool hi_open, const char *func) {
+    TT_CHECK_IN(func, v >= lo && (hi_open ? v < hi : v <= hi),
+                "%s %s must be in [%g, %g%c, "
+                "got %g (a zeroed config? start from tt_%s_config)",
+                kind_names[c->kind], field, lo, hi, hi_open ? ')' : ']', v, kind_names[c->kind]);
+}
+
+static void check_sgd(const tt_optim_config *c, const char *func) {
+    check_range(c, "momentum", c->momentum, 0, 1, false, func);
+    check_range(c, "dampening", c->dampening, 0, 1, false, func);
+    TT_CHECK_IN(func, !c->nesterov || (c->momentum > 0 && c->dampening == 0),
+                "nesterov needs "
+                "momentum > 0 and dampening 0, got momentum=%g dampening=%g",
+                c->momentum, c->dampening);
+}
+
+static void check_muon(const tt_optim_config *c, const char *func) {
+    check_range(c, "momentum", c->momentum, 0, 1, false, func);
+    TT_CHECK_IN(func, c->ns_steps >= 0 && c->ns_steps <= 100 && c->eps > 0,
+                "muon needs "
+                "ns_steps in [0, 100] and eps > 0, got %d and %g (start from tt_muon_config)",
+                c->ns_steps, c->eps);
+    TT_CHECK_IN(func, c->ns_precision == TT_PRECISION_F32 || c->ns_precision == TT_PRECISION_BF16,
+                "muon ns_precision %d is neither TT_PRECISION_F32 nor "
+                "TT_PRECISION_BF16",
+                (int)c->ns_precision);
+}
+
 static void check_config(const tt_optim_config *c, const char *func) {
     TT_CHECK_IN(func, c->kind >= 0 && c->kind < TT_OPTIM_KIND_COUNT,
-                "unknown optimizer kind %d "
-                "(use tt_sgd_config, tt_adam_config or tt_adamw_config)",
-                (int)c->kind);
+                "unknown optimizer kind %d (use tt_sgd_config ... tt_muon_config)", (int)c->kind);
     check_lr(c->lr, func);
-    if (c->kind == TT_OPTIM_SGD) {
-        TT_CHECK_IN(func, c->momentum >= 0 && c->momentum <= 1,
-                    "SGD momentum must be in [0, 1], got %g", c->momentum);
-        TT_CHECK_IN(func, c->dampening >= 0 && c->dampening <= 1,
-                    "SGD dampening must be in [0, 1], "
-                    "got %g",
-                    c->dampening);
-        TT_CHECK_IN(func, !c->nesterov || (c->momentum > 0 && c->dampening == 0),
-                    "nesterov needs "
-                    "momentum > 0 and dampening 0, got momentum=%g dampening=%g",
-                    c->momentum, c->dampening);
-    } else {
-        TT_CHECK_IN(func, c->beta1 >= 0 && c->beta1 < 1 && c->beta2 >= 0 && c->beta2 < 1,
-                    "%s betas must be in [0, 1), got (%g, %g) (a zeroed config? start from "
-                    "tt_%s_config)",
-                    tt_optim_kind_name(c->kind), c->beta1, c->beta2, tt_optim_kind_name(c->kind));
-        TT_CHECK_IN(func, c->eps >= 0, "%s eps must be >= 0, got %g", tt_optim_kind_name(c->kind),
-                    c->eps);
+    bool betas = c->kind == TT_OPTIM_ADAM || c->kind == TT_OPTIM_ADAMW || c->kind == TT_OPTIM_LION;
+    if (betas) {
+        check_range(c, "beta1", c->beta1, 0, 1, true, func);
+        check_range(c, "beta2", c->beta2, 0, 1, true, func);
     }
+    check_range(c, "eps", c->eps, 0, INFINITY, false, func);
+    if (c->kind == TT_OPTIM_SGD) check_sgd(c, func);
+    if (c->kind == TT_OPTIM_RMSPROP) {
+        check_range(c, "alpha", c->alpha, 0, 1, false, func);
+        check_range(c, "momentum", c->momentum, 0, INFINITY, false, func);
+    }
+    if (c->kind == TT_OPTIM_ADAGRAD) {
+        check_range(c, "lr_decay", c->lr_decay, 0, INFINITY, false, func);
+        check_range(c, "initial_accumulator_value", c->initial_accumulator_value, 0, INFINITY,
+                    false, func);
+    }
+    if (c->kind == TT_OPTIM_MUON) check_muon(c, func);
 }
 
 // ---- init, groups, free ----
 
 static const char *const slot_names[TT_OPTIM_SLOT_COUNT] = {
-    "exp_avg", "exp_avg_sq", "momentum_buffer", "step",
+    "exp_avg", "exp_avg_sq", "square_avg", "grad_avg", "sum", "momentum_buffer", "step",
 };
 
-// Which slots a parameter gets under this config.
+// Which slots a parameter gets under config c.
 static bool uses_slot(const tt_optim_config *c, int slot) {
+    if (slot == TT_OPTIM_SLOT_STEP) return c->kind != TT_OPTIM_SGD || c->momentum > 0;
     switch (c->kind) {
         case TT_OPTIM_SGD:
-            return c->momentum > 0 &&
-                   (slot == TT_OPTIM_SLOT_MOMENTUM || slot == TT_OPTIM_SLOT_STEP);
+            return slot == TT_OPTIM_SLOT_MOMENTUM && c->momentum > 0;
+        case TT_OPTIM_ADAM:
+        case TT_OPTIM_ADAMW:
+            return slot == TT_OPTIM_SLOT_EXP_AVG || slot == TT_OPTIM_SLOT_EXP_AVG_SQ;
+        case TT_OPTIM_RMSPROP:
+            return slot == TT_OPTIM_SLOT_SQUARE_AVG ||
+                   (slot == TT_OPTIM_SLOT_GRAD_AVG && c->centered) ||
+                   (slot == TT_OPTIM_SLOT_MOMENTUM && c->momentum > 0);
+        case TT_OPTIM_ADAGRAD:
+            return slot == TT_OPTIM_SLOT_SUM;
+        case TT_OPTIM_LION:
+            return slot == TT_OPTIM_SLOT_EXP_AVG;
+        case TT_OPTIM_MUON:
+            return slot == TT_OPTIM_SLOT_MOMENTUM;
         default:
-            return slot != TT_OPTIM_SLOT_MOMENTUM;
+            return false;
     }
 }
 
@@ -111,26 +187,35 @@ static bool find_param(const tt_optim *o, const tt_tensor *t, const char *name, 
     return false;
 }
 
-int tt_optim_add_group(tt_optim *o, const tt_params *p, double weight_decay) {
-    TT_CHECK(isfinite(weight_decay) && weight_decay >= 0, "weight_decay must be finite and "
-             ">= 0, got %g", weight_decay);
-    if (o->ngroups == o->cap) {
-        o->cap = o->cap ? 2 * o->cap : 4;
-        o->groups = TT_REALLOC(o->groups, (size_t)o->cap * sizeof *o->groups);
+// The state of parameter pi under c: zeros of its dtype and shape (Adagrad's sums start at
+// initial_accumulator_value; steps are 0-dim i64), unscoped, named "<slot>.<name>".
+static void alloc_state(tt_tensor **st, const tt_param *pi, const tt_optim_config *c) {
+    for (int s = 0; s < TT_OPTIM_SLOT_COUNT; s++) {
+        if (!uses_slot(c, s)) continue;
+        const tt_tensor *t = pi->tensor;
+        st[s] = s == TT_OPTIM_SLOT_STEP ? tt__new_zeros(TT_I64, 0, NULL)
+                                        : tt__new_zeros(t->dtype, t->ndim, t->shape);
+        if (s == TT_OPTIM_SLOT_SUM && c->initial_accumulator_value != 0)
+            tt_fill_(st[s], c->initial_accumulator_value);
+        char name[TT_NAME_MAX];
+        tt_set_name(st[s], tt_name_join(name, slot_names[s], pi->name));
     }
-    int gi = o->ngroups;
-    tt_optim_group *g = &o->groups[gi];
-    memset(g, 0, sizeof *g);
-    g->weight_decay = weight_decay;
-    g->lr_scale = 1.0;
+}
+
+// Adds p's parameters to group g (skipping a tensor listed twice: tied weights are optimized
+// once, under their first name, as PyTorch's named_parameters() deduplicates).
+static void add_params(tt_optim *o, tt_optim_group *g, const tt_params *p) {
     for (int i = 0; i < p->n; i++) {
         const char *name = p->items[i].name;
         tt_tensor *t = p->items[i].tensor;
         TT_CHECK(tt_dtype_is_float(t->dtype) && tt_is_contiguous(t) && !t->node,
                  "parameter '%s' %s %s must be a contiguous f32/f64 leaf", name, tt__shape(t),
                  tt_dtype_name(t->dtype));
-        // A tensor listed twice in one list (tied weights) is optimized once, under its first
-        // name, as PyTorch's named_parameters() deduplicates.
+        TT_CHECK(g->cfg.kind != TT_OPTIM_MUON || t->ndim == 2,
+                 "muon optimizes 2-D matrices "
+                 "only, but parameter '%s' is %s; put it in a group of another kind (AdamW, "
+                 "as nanochat does for embeddings, the head and vectors)",
+                 name, tt__shape(t));
         bool tied = false;
         for (int j = 0; j < g->params.n; j++) tied |= g->params.items[j].tensor == t;
         if (tied) continue;
@@ -141,23 +226,39 @@ int tt_optim_add_group(tt_optim *o, const tt_params *p, double weight_decay) {
                  other, other_group);
         tt_params_add(&g->params, NULL, name, t);
     }
-    // State: zeros of the parameter's dtype and shape (steps: 0-dim i64), unscoped.
-    g->state = TT_CALLOC((size_t)g->params.n * TT_OPTIM_SLOT_COUNT, sizeof *g->state);
-    for (int i = 0; i < g->params.n; i++) {
-        const tt_param *pi = &g->params.items[i];
-        for (int s = 0; s < TT_OPTIM_SLOT_COUNT; s++) {
-            if (!uses_slot(&o->cfg, s)) continue;
-            tt_tensor *st = s == TT_OPTIM_SLOT_STEP
-                                ? tt__new_zeros(TT_I64, 0, NULL)
-                                : tt__new_zeros(pi->tensor->dtype, pi->tensor->ndim,
-                                                pi->tensor->shape);
-            char name[TT_NAME_MAX];
-            tt_set_name(st, tt_name_join(name, slot_names[s], pi->name));
-            g->state[i * TT_OPTIM_SLOT_COUNT + s] = st;
-        }
+}
+
+int tt_optim_add_group_as(tt_optim *o, const tt_params *p, tt_optim_config cfg,
+                          double weight_decay) {
+    check_config(&cfg, __func__);
+    TT_CHECK(isfinite(weight_decay) && weight_decay >= 0,
+             "weight_decay must be finite and "
+             ">= 0, got %g",
+             weight_decay);
+    if (o->ngroups == o->cap) {
+        o->cap = o->cap ? 2 * o->cap : 4;
+        o->groups = TT_REALLOC(o->groups, (size_t)o->cap * sizeof *o->groups);
     }
+    int gi = o->ngroups;
+    tt_optim_group *g = &o->groups[gi];
+    memset(g, 0, sizeof *g);
+    g->cfg = cfg;
+    g->initial_lr = cfg.lr;
+    g->weight_decay = weight_decay;
+    add_params(o, g, p);
+    g->state = TT_CALLOC((size_t)g->params.n * TT_OPTIM_SLOT_COUNT, sizeof *g->state);
+    for (int i = 0; i < g->params.n; i++)
+        alloc_state(&g->state[i * TT_OPTIM_SLOT_COUNT], &g->params.items[i], &cfg);
     o->ngroups++;
     return gi;
+}
+
+int tt_optim_add_group(tt_optim *o, const tt_params *p, double weight_decay) {
+    tt_optim_config c = o->cfg;
+    c.lr = o->lr;
+    int g = tt_optim_add_group_as(o, p, c, weight_decay);
+    o->groups[g].initial_lr = o->cfg.lr;
+    return g;
 }
 
 void tt_optim_add_decay_groups(tt_optim *o, const tt_params *p, double weight_decay) {
@@ -192,7 +293,17 @@ tt_optim tt_optim_new(tt_optim_config cfg, tt_module m, double weight_decay) {
 
 void tt_optim_set_lr(tt_optim *o, double lr) {
     check_lr(lr, __func__);
+    TT_CHECK(o->cfg.lr > 0 || lr == 0,
+             "the optimizer's base lr is 0, so lr %g cannot scale "
+             "its groups; give tt_optim_init the schedule's base lr",
+             lr);
+    double factor = o->cfg.lr > 0 ? lr / o->cfg.lr : 0;
     o->lr = lr;
+    // A group at the optimizer's base takes lr itself (no rounding through the factor).
+    for (int g = 0; g < o->ngroups; g++) {
+        tt_optim_group *gr = &o->groups[g];
+        gr->cfg.lr = gr->initial_lr == o->cfg.lr ? lr : gr->initial_lr * factor;
+    }
 }
 
 static void check_group(const tt_optim *o, int g, const char *func) {
@@ -205,12 +316,33 @@ void tt_optim_set_group_lr(tt_optim *o, int g, double lr) {
     check_lr(lr, __func__);
     TT_CHECK(o->lr > 0, "the optimizer's lr is 0, so group %d's lr cannot be kept as a ratio to "
              "it; set group lrs while the lr is > 0 (e.g. right after tt_optim_add_group)", g);
-    o->groups[g].lr_scale = lr / o->lr;
+    o->groups[g].cfg.lr = lr;
+    o->groups[g].initial_lr = lr * (o->cfg.lr / o->lr);
 }
 
 double tt_optim_group_lr(const tt_optim *o, int g) {
     check_group(o, g, __func__);
-    return o->lr * o->groups[g].lr_scale;
+    return o->groups[g].cfg.lr;
+}
+
+void tt_optim_group_hparams(tt_optim *o, int g, tt_optim_hparam out[TT_OPTIM_HPARAMS]) {
+    check_group(o, g, __func__);
+    tt_optim_group *gr = &o->groups[g];
+    tt_optim_config *c = &gr->cfg;
+    const tt_optim_hparam h[TT_OPTIM_HPARAMS] = {
+        {"lr", &c->lr},
+        {"initial_lr", &gr->initial_lr},
+        {"weight_decay", &gr->weight_decay},
+        {"momentum", &c->momentum},
+        {"dampening", &c->dampening},
+        {"beta1", &c->beta1},
+        {"beta2", &c->beta2},
+        {"eps", &c->eps},
+        {"alpha", &c->alpha},
+        {"lr_decay", &c->lr_decay},
+        {"initial_accumulator_value", &c->initial_accumulator_value},
+    };
+    memcpy(out, h, sizeof h);
 }
 
 void tt_optim_zero_grad(tt_optim *o) {
@@ -239,167 +371,10 @@ void tt_optim_state(const tt_optim *o, tt_params *out) {
     }
 }
 
-// ---- update kernels (n elements; p param, g grad, m/v/buf state; math in double) ----
-
-typedef struct sgd_args {
-    double lr, weight_decay, momentum, dampening;
-    bool nesterov, first;  // first: the buffer starts as the gradient
-} sgd_args;
-
-// torch.optim.SGD: d = g + wd p; buf = first ? d : momentum buf + (1 - dampening) d;
-// d = nesterov ? d + momentum buf : buf; p -= lr d. p, buf (NULL without momentum), g: (n,).
-TT_CLONES static void sgd_f32(float *p, float *buf, const float *g, int64_t n,
-                              const sgd_args *a) {
-    for (int64_t i = 0; i < n; i++) {
-        double d = (double)g[i];
-        if (a->weight_decay != 0) d += a->weight_decay * (double)p[i];
-        if (a->momentum != 0) {
-            double b = a->first ? d : a->momentum * (double)buf[i] + (1 - a->dampening) * d;
-            buf[i] = (float)b;
-            d = a->nesterov ? d + a->momentum * (double)buf[i] : (double)buf[i];
-        }
-        p[i] = (float)((double)p[i] - a->lr * d);
-    }
-}
-
-// The f64 twin of sgd_f32.
-TT_CLONES static void sgd_f64(double *p, double *buf, const double *g, int64_t n,
-                              const sgd_args *a) {
-    for (int64_t i = 0; i < n; i++) {
-        double d = (double)g[i];
-        if (a->weight_decay != 0) d += a->weight_decay * (double)p[i];
-        if (a->momentum != 0) {
-            double b = a->first ? d : a->momentum * (double)buf[i] + (1 - a->dampening) * d;
-            buf[i] = (double)b;
-            d = a->nesterov ? d + a->momentum * (double)buf[i] : (double)buf[i];
-        }
-        p[i] = (double)((double)p[i] - a->lr * d);
-    }
-}
-
-typedef struct adam_args {
-    double beta1, beta2, eps;
-    double l2;          // Adam: wd, added to the gradient as l2 * p; AdamW: 0
-    double decay;       // AdamW: 1 - lr wd, p *= decay first; Adam: 1
-    double step_size;   // lr / (1 - beta1^t)
-    double bc2_sqrt;    // sqrt(1 - beta2^t)
-} adam_args;
-
-// Kingma & Ba 2015 with PyTorch's arrangement of the bias corrections:
-// m = m + (1 - b1) (g - m); v = b2 v + (1 - b2) g^2; p -= step_size m / (sqrt(v) / bc2_sqrt + eps)
-// Branch-free so the compiler vectorizes it (a decay of 1 and an l2 of 0 change nothing).
-// p, m, v, g: (n,).
-TT_CLONES static void adam_f32(float *restrict p, float *restrict m, float *restrict v,
-                     const float *restrict g, int64_t n, const adam_args *a) {
-    const double b1 = a->beta1, b2 = a->beta2, eps = a->eps;
-    const double l2 = a->l2, decay = a->decay, ss = a->step_size, bc2 = a->bc2_sqrt;
-    for (int64_t i = 0; i < n; i++) {
-        double pi = (double)p[i] * decay;
-        double gi = (double)g[i] + l2 * pi;
-        float mi = (float)((double)m[i] + (1 - b1) * (gi - (double)m[i]));
-        float vi = (float)(b2 * (double)v[i] + (1 - b2) * gi * gi);
-        m[i] = mi;
-        v[i] = vi;
-        double denom = sqrt((double)vi) / bc2 + eps;
-        p[i] = (float)(pi - ss * ((double)mi / denom));
-    }
-}
-
-// The f64 twin of adam_f32.
-TT_CLONES static void adam_f64(double *restrict p, double *restrict m, double *restrict v,
-                     const double *restrict g, int64_t n, const adam_args *a) {
-    const double b1 = a->beta1, b2 = a->beta2, eps = a->eps;
-    const double l2 = a->l2, decay = a->decay, ss = a->step_size, bc2 = a->bc2_sqrt;
-    for (int64_t i = 0; i < n; i++) {
-        double pi = (double)p[i] * decay;
-        double gi = (double)g[i] + l2 * pi;
-        double mi = (double)((double)m[i] + (1 - b1) * (gi - (double)m[i]));
-        double vi = (double)(b2 * (double)v[i] + (1 - b2) * gi * gi);
-        m[i] = mi;
-        v[i] = vi;
-        double denom = sqrt((double)vi) / bc2 + eps;
-        p[i] = (double)(pi - ss * ((double)mi / denom));
-    }
-}
-
-// Element pointer i of a contiguous tensor (NULL stays NULL: plain SGD has no buffer).
-static void *at(const tt_tensor *t, int64_t i) {
-    return t ? (char *)tt_data(t) + i * (int64_t)tt_dtype_size(t->dtype) : NULL;
-}
-
-// sgd_update's arguments; sgd_chunks updates its CHUNK-element chunks [c0, c1).
-typedef struct sgd_job {
-    tt_tensor *p, *buf;
-    const tt_tensor *g;
-    const sgd_args *a;
-} sgd_job;
-
-static void sgd_chunks(void *ctx, int64_t c0, int64_t c1) {
-    const sgd_job *j = ctx;
-    int64_t n = tt_numel(j->p);
-    for (int64_t c = c0; c < c1; c++) {
-        int64_t i0 = c * CHUNK, len = n - i0 < CHUNK ? n - i0 : CHUNK;
-        if (j->p->dtype == TT_F32)
-            sgd_f32(at(j->p, i0), at(j->buf, i0), at(j->g, i0), len, j->a);
-        else
-            sgd_f64(at(j->p, i0), at(j->buf, i0), at(j->g, i0), len, j->a);
-    }
-}
-
-static void sgd_update(tt_tensor *p, tt_tensor *buf, const tt_tensor *g, const sgd_args *a) {
-    int64_t nchunks = (tt_numel(p) + CHUNK - 1) / CHUNK;
-    sgd_job j = {p, buf, g, a};
-    tt__parallel_for(nchunks, 1, sgd_chunks, &j);
-}
-
-// One parameter's share of an Adam step: its tensors and its bias-corrected arguments.
-typedef struct adam_seg {
-    tt_tensor *p, *m, *v;
-    const tt_tensor *g;
-    adam_args a;
-    int64_t start;  // index of its first element in the concatenation of every segment
-} adam_seg;
-
-// The segments of an Adam step, for the thread pool.
-typedef struct adam_job {
-    const adam_seg *seg;
-    int nseg;
-} adam_job;
-
-// Elements [lo, hi) of the concatenation of every segment.
-static void adam_range(void *ctx, int64_t lo, int64_t hi) {
-    const adam_job *j = ctx;
-    const adam_seg *seg = j->seg;
-    int nseg = j->nseg;
-    {
-        for (int s = 0; s < nseg; s++) {
-            const adam_seg *q = &seg[s];
-            int64_t n = tt_numel(q->p), a = q->start, b = q->start + n;
-            int64_t i0 = (lo > a ? lo : a) - a, i1 = (hi < b ? hi : b) - a;
-            if (i1 <= i0) continue;
-            if (q->p->dtype == TT_F32)
-                adam_f32(at(q->p, i0), at(q->m, i0), at(q->v, i0), at(q->g, i0), i1 - i0,
-                         &q->a);
-            else
-                adam_f64(at(q->p, i0), at(q->m, i0), at(q->v, i0), at(q->g, i0), i1 - i0,
-                         &q->a);
-        }
-    }
-}
-
-// Every segment in one parallel pass: the concatenated elements are cut into ranges of at
-// least CHUNK elements that the threads claim (the small tensors no longer run one by one on
-// the calling thread). Each element is updated by the same adam_f32/adam_f64 formula whichever
-// range it falls in, so results do not depend on the thread count.
-static void adam_update_all(const adam_seg *seg, int nseg, int64_t total) {
-    adam_job j = {seg, nseg};
-    tt__parallel_for(total, total >= 2 * CHUNK ? CHUNK : (total > 0 ? total : 1), adam_range,
-                     &j);
-}
-
 // ---- step ----
 
-static void check_grad(const char *name, const tt_tensor *p, const tt_tensor *g, const char *func) {
+void tt__optim_check_grad(const char *name, const tt_tensor *p, const tt_tensor *g,
+                          const char *func) {
     TT_CHECK_IN(func, g->dtype == p->dtype && tt_same_shape(g, p) && tt_is_contiguous(g),
                 "gradient of '%s' is %s %s%s; it must be a contiguous %s %s like the parameter "
                 "(a gradient set by hand must be like tt_zeros_like(param))",
@@ -407,155 +382,122 @@ static void check_grad(const char *name, const tt_tensor *p, const tt_tensor *g,
                 tt_is_contiguous(g) ? "" : " (strided)", tt__shape(p), tt_dtype_name(p->dtype));
 }
 
+// The elementwise update of a parameter of group gr at its step t (1 for the first update).
+static tt__upd_args seg_args(const tt_optim_group *gr, double t) {
+    const tt_optim_config *c = &gr->cfg;
+    double lr = c->lr, wd = gr->weight_decay;
+    tt__upd_args a = {.lr = lr,
+                      .weight_decay = wd,
+                      .momentum = c->momentum,
+                      .dampening = c->dampening,
+                      .nesterov = c->nesterov,
+                      .first = t == 1,
+                      .beta1 = c->beta1,
+                      .beta2 = c->beta2,
+                      .eps = c->eps,
+                      .decay = 1.0,
+                      .alpha = c->alpha,
+                      .centered = c->centered};
+    switch (c->kind) {
+        case TT_OPTIM_SGD:
+            a.kernel = TT__UPD_SGD;
+            break;
+        case TT_OPTIM_ADAM:
+        case TT_OPTIM_ADAMW:
+            a.kernel = TT__UPD_ADAM;
+            a.weight_decay = 0;
+            a.l2 = c->kind == TT_OPTIM_ADAM ? wd : 0.0;
+            a.decay = c->kind == TT_OPTIM_ADAMW ? 1.0 - lr * wd : 1.0;
+            a.step_size = lr / (1.0 - pow(c->beta1, t));
+            a.bc2_sqrt = sqrt(1.0 - pow(c->beta2, t));
+            break;
+        case TT_OPTIM_RMSPROP:
+            a.kernel = TT__UPD_RMSPROP;
+            break;
+        case TT_OPTIM_ADAGRAD:
+            a.kernel = TT__UPD_ADAGRAD;
+            a.step_size = lr / (1.0 + (t - 1) * c->lr_decay);
+            break;
+        case TT_OPTIM_LION:
+            a.kernel = TT__UPD_LION;
+            a.decay = 1.0 - lr * wd;
+            break;
+        default:
+            TT_CHECK(false, "optimizer kind %d has no elementwise update", (int)c->kind);
+    }
+    return a;
+}
+
+// The slots an elementwise kernel reads as s0, s1, s2 (tt__upd_seg).
+static void seg_slots(tt_tensor *const *st, tt_optim_kind kind, tt_tensor *s[3]) {
+    s[0] = s[1] = s[2] = NULL;
+    switch (kind) {
+        case TT_OPTIM_SGD:
+            s[0] = st[TT_OPTIM_SLOT_MOMENTUM];
+            break;
+        case TT_OPTIM_ADAM:
+        case TT_OPTIM_ADAMW:
+            s[0] = st[TT_OPTIM_SLOT_EXP_AVG];
+            s[1] = st[TT_OPTIM_SLOT_EXP_AVG_SQ];
+            break;
+        case TT_OPTIM_RMSPROP:
+            s[0] = st[TT_OPTIM_SLOT_SQUARE_AVG];
+            s[1] = st[TT_OPTIM_SLOT_GRAD_AVG];
+            s[2] = st[TT_OPTIM_SLOT_MOMENTUM];
+            break;
+        case TT_OPTIM_ADAGRAD:
+            s[0] = st[TT_OPTIM_SLOT_SUM];
+            break;
+        default:
+            s[0] = st[TT_OPTIM_SLOT_EXP_AVG];
+            break;  // Lion
+    }
+}
+
+// Marks the in-place writes of an update (tensor.h's version counter): the parameter and its
+// state, then counts the parameter's step.
+static void mark_updated(tt_tensor *p, tt_tensor **st) {
+    tt_bump_version(p, "tt_optim_step");
+    for (int s = 0; s < TT_OPTIM_SLOT_COUNT; s++)
+        if (st[s]) tt_bump_version(st[s], "tt_optim_step");
+    if (st[TT_OPTIM_SLOT_STEP]) (*(int64_t *)tt_data(st[TT_OPTIM_SLOT_STEP]))++;
+}
+
+// The parameter's step count before this update (0 for a kind without one).
+static int64_t step_of(tt_tensor *const *st) {
+    return st[TT_OPTIM_SLOT_STEP] ? *(const int64_t *)tt_data(st[TT_OPTIM_SLOT_STEP]) : 0;
+}
+
 void tt_optim_step(tt_optim *o) {
-    const tt_optim_config *c = &o->cfg;
-    bool adam = c->kind != TT_OPTIM_SGD;
     int nparams = 0;
     for (int gi = 0; gi < o->ngroups; gi++) nparams += o->groups[gi].params.n;
-    adam_seg *seg = adam && nparams ? TT_MALLOC((size_t)nparams * sizeof *seg) : NULL;
+    tt__upd_seg *seg = nparams ? TT_MALLOC((size_t)nparams * sizeof *seg) : NULL;
     int nseg = 0;
     int64_t total = 0;
     for (int gi = 0; gi < o->ngroups; gi++) {
         tt_optim_group *gr = &o->groups[gi];
-        double lr = o->lr * gr->lr_scale, wd = gr->weight_decay;
+        check_config(&gr->cfg, __func__);
         for (int i = 0; i < gr->params.n; i++) {
             tt_tensor *p = gr->params.items[i].tensor;
             tt__check_live(p, __func__);  // aborts when p was freed
             tt_tensor *g = p->grad;
             if (!g) continue;  // no gradient reached it: skipped, as in PyTorch
-            check_grad(gr->params.items[i].name, p, g, __func__);
+            tt__optim_check_grad(gr->params.items[i].name, p, g, __func__);
             tt_tensor **st = &gr->state[i * TT_OPTIM_SLOT_COUNT];
-            int64_t *step = st[TT_OPTIM_SLOT_STEP] ? tt_data(st[TT_OPTIM_SLOT_STEP]) : NULL;
-            if (!adam) {
-                sgd_args a = {lr, wd, c->momentum, c->dampening, c->nesterov,
-                              step && *step == 0};
-                sgd_update(p, st[TT_OPTIM_SLOT_MOMENTUM], g, &a);
+            if (gr->cfg.kind == TT_OPTIM_MUON) {
+                tt__muon_update(p, st[TT_OPTIM_SLOT_MOMENTUM], g, &gr->cfg, gr->cfg.lr,
+                                gr->weight_decay);
             } else {
-                double t = (double)(*step + 1);
-                seg[nseg++] = (adam_seg){
-                    .p = p, .m = st[TT_OPTIM_SLOT_EXP_AVG], .v = st[TT_OPTIM_SLOT_EXP_AVG_SQ],
-                    .g = g, .start = total,
-                    .a = {
-                        .beta1 = c->beta1, .beta2 = c->beta2, .eps = c->eps,
-                        .l2 = c->kind == TT_OPTIM_ADAM ? wd : 0.0,
-                        .decay = c->kind == TT_OPTIM_ADAMW ? 1.0 - lr * wd : 1.0,
-                        .step_size = lr / (1.0 - pow(c->beta1, t)),
-                        .bc2_sqrt = sqrt(1.0 - pow(c->beta2, t)),
-                    },
-                };
+                tt__upd_seg *q = &seg[nseg++];
+                *q = (tt__upd_seg){
+                    .p = p, .g = g, .start = total, .a = seg_args(gr, (double)(step_of(st) + 1))};
+                seg_slots(st, gr->cfg.kind, q->s);
                 total += tt_numel(p);
             }
-            // In-place writes (tensor.h's version counter): the parameter and its state.
-            tt_bump_version(p, "tt_optim_step");
-            for (int s = 0; s < TT_OPTIM_SLOT_COUNT; s++)
-                if (st[s]) tt_bump_version(st[s], "tt_optim_step");
-            if (step) (*step)++;
+            mark_updated(p, st);
         }
     }
-    if (nseg) adam_update_all(seg, nseg, total);
+    if (nseg) tt__optim_update_all(seg, nseg, total);
     tt_free(seg);
     o->step++;
-}
-
-// ---- gradient clipping ----
-
-// Sum of squares of n values in double: 8 interleaved partial sums (independent chains the
-// compiler can vectorize) added in a fixed order. Chunks of CHUNK elements run in parallel and
-// their sums are added in chunk order, so the result is the same for any thread count.
-#define LANES 8
-
-// x: (n,).
-static double sumsq_f32(const float *x, int64_t n) {
-    double acc[LANES] = {0};
-    int64_t i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int k = 0; k < LANES; k++) acc[k] += (double)x[i + k] * (double)x[i + k];
-    for (int k = 0; i < n; i++, k++) acc[k] += (double)x[i] * (double)x[i];
-    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
-
-// The f64 twin of sumsq_f32.
-static double sumsq_f64(const double *x, int64_t n) {
-    double acc[LANES] = {0};
-    int64_t i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int k = 0; k < LANES; k++) acc[k] += (double)x[i + k] * (double)x[i + k];
-    for (int k = 0; i < n; i++, k++) acc[k] += (double)x[i] * (double)x[i];
-    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
-
-// sumsq's arguments; sumsq_chunks writes part[c], the sum of chunk c, for c in [c0, c1).
-typedef struct sumsq_job {
-    const tt_tensor *g;
-    double *part;
-} sumsq_job;
-
-static void sumsq_chunks(void *ctx, int64_t c0, int64_t c1) {
-    const sumsq_job *j = ctx;
-    int64_t n = tt_numel(j->g);
-    for (int64_t c = c0; c < c1; c++) {
-        int64_t i0 = c * CHUNK, len = n - i0 < CHUNK ? n - i0 : CHUNK;
-        j->part[c] = j->g->dtype == TT_F32 ? sumsq_f32(at(j->g, i0), len)
-                                            : sumsq_f64(at(j->g, i0), len);
-    }
-}
-
-static double sumsq(const tt_tensor *g) {
-    int64_t n = tt_numel(g), nchunks = (n + CHUNK - 1) / CHUNK;
-    if (nchunks == 0) return 0;
-    double one, *part = nchunks > 1 ? TT_MALLOC((size_t)nchunks * sizeof *part) : &one;
-    sumsq_job j = {g, part};
-    tt__parallel_for(nchunks, 1, sumsq_chunks, &j);
-    double s = 0;
-    for (int64_t c = 0; c < nchunks; c++) s += part[c];
-    if (part != &one) tt_free(part);
-    return s;
-}
-
-// Whether entry i's tensor already appeared earlier in p (tied weights count once).
-static bool seen_before(const tt_params *p, int i) {
-    for (int j = 0; j < i; j++)
-        if (p->items[j].tensor == p->items[i].tensor) return true;
-    return false;
-}
-
-double tt_grad_norm(const tt_params *p) {
-    double total = 0;
-    for (int i = 0; i < p->n; i++) {
-        const tt_tensor *t = p->items[i].tensor;
-        tt__check_live(t, __func__);  // aborts when t was freed
-        const tt_tensor *g = t->grad;
-        if (!g || seen_before(p, i)) continue;
-        check_grad(p->items[i].name, t, g, __func__);
-        total += sumsq(g);
-    }
-    return sqrt(total);
-}
-
-static void scale_(tt_tensor *g, double s) {
-    tt_bump_version(g, "tt_clip_grad_norm");
-    int64_t n = tt_numel(g);
-    if (g->dtype == TT_F32) {
-        float *x = tt_data(g);
-        for (int64_t i = 0; i < n; i++) x[i] = (float)((double)x[i] * s);
-    } else {
-        double *x = tt_data(g);
-        for (int64_t i = 0; i < n; i++) x[i] *= s;
-    }
-}
-
-// torch.nn.utils.clip_grad_norm_: coef = max_norm / (norm + 1e-6), applied when < 1. Unlike
-// PyTorch, a non-finite norm leaves the gradients as they are (instead of making them NaN).
-double tt_clip_grad_norm(const tt_params *p, double max_norm) {
-    TT_CHECK(isfinite(max_norm) && max_norm >= 0, "max_norm must be finite and >= 0, got %g",
-             max_norm);
-    double norm = tt_grad_norm(p);
-    double coef = max_norm / (norm + 1e-6);
-    if (isfinite(norm) && coef < 1) {
-        for (int i = 0; i < p->n; i++) {
-            tt_tensor *g = p->items[i].tensor->grad;
-            if (g && !seen_before(p, i)) scale_(g, coef);
-        }
-    }
-    return norm;
 }

@@ -1,4 +1,5 @@
-// tinytorch.c optim: SGD, Adam and AdamW over named parameter lists, with parameter groups,
+// tinytorch.c optim: SGD, Adam, AdamW, RMSprop, Adagrad, Lion and Muon over named parameter
+// lists, with parameter groups that each carry their own optimizer and hyperparameters,
 // enumerable state for checkpoints, gradient clipping by global norm and LR schedules.
 // Optimizers update raw data (no autograd, grad mode irrelevant); they do not save files.
 //
@@ -17,12 +18,22 @@
 //     }
 //     tt_optim_free(&opt);
 //
-// Semantics follow PyTorch's single-tensor implementations (torch.optim.SGD, Adam, AdamW):
+// Semantics follow PyTorch's single-tensor implementations (torch.optim.*), g the gradient:
 // - SGD: d = g + wd p; with momentum, buf = d on a parameter's first update, afterwards
 //   buf = momentum buf + (1 - dampening) d; d = nesterov ? d + momentum buf : buf; p -= lr d.
 // - Adam: g += wd p (L2); m = lerp(m, g, 1 - b1); v = b2 v + (1 - b2) g^2;
 //   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps), t the parameter's step.
 // - AdamW: p *= 1 - lr wd (decoupled, Loshchilov & Hutter 2019), then Adam with no L2.
+// - RMSprop: g += wd p; s = alpha s + (1 - alpha) g^2; centered: a = alpha a + (1 - alpha) g,
+//   d = sqrt(s - a^2) + eps, else d = sqrt(s) + eps; with momentum buf = momentum buf + g / d,
+//   p -= lr buf, else p -= lr g / d.
+// - Adagrad: g += wd p; sum += g^2; p -= lr / (1 + (t - 1) lr_decay) * g / (sqrt(sum) + eps).
+// - Lion (Chen et al. 2023): p *= 1 - lr wd; p -= lr sign(b1 m + (1 - b1) g);
+//   m = b2 m + (1 - b2) g.
+// - Muon (torch.optim.Muon; Jordan et al. 2024) for 2-D parameters: buf = lerp(buf, g,
+//   1 - momentum); u = nesterov ? lerp(g, buf, momentum) : buf; u = NS(u), ns_steps quintic
+//   Newton-Schulz iterations X <- a X + (b A + c A^2) X, A = X X^T, from X = u / max(|u|_F, eps)
+//   (on u^T when u has more rows than columns); p *= 1 - lr wd; p -= lr sqrt(max(1, rows/cols)) u.
 // A parameter whose .grad is NULL is skipped: neither it nor its state nor its step changes.
 #ifndef TT_OPTIM_H
 #define TT_OPTIM_H
@@ -39,47 +50,77 @@ typedef enum tt_optim_kind {
     TT_OPTIM_SGD,
     TT_OPTIM_ADAM,
     TT_OPTIM_ADAMW,
+    TT_OPTIM_RMSPROP,
+    TT_OPTIM_ADAGRAD,
+    TT_OPTIM_LION,
+    TT_OPTIM_MUON,
     TT_OPTIM_KIND_COUNT
 } tt_optim_kind;
 
 typedef struct tt_optim_config {
     tt_optim_kind kind;
     double lr;
-    double momentum;      // SGD; 0 means plain SGD (no state)
+    double momentum;      // SGD (0: plain SGD, no state), RMSprop (0: none), Muon
     double dampening;     // SGD
-    bool nesterov;        // SGD; needs momentum > 0 and dampening == 0 (as PyTorch)
-    double beta1, beta2;  // Adam, AdamW
-    double eps;           // Adam, AdamW
+    bool nesterov;        // SGD (needs momentum > 0 and dampening == 0, as PyTorch), Muon
+    double beta1, beta2;  // Adam, AdamW, Lion
+    double eps;           // Adam, AdamW, RMSprop, Adagrad; Muon: the norm's floor
+    double alpha;         // RMSprop: the squares' smoothing constant
+    bool centered;        // RMSprop: divide by the gradient's estimated variance
+    double lr_decay;      // Adagrad
+    double initial_accumulator_value;  // Adagrad: the sums' start
+    int ns_steps;                      // Muon: Newton-Schulz iterations
+    double ns_coefficients[3];         // Muon: a, b, c of the quintic iteration
+    tt_precision ns_precision;         // Muon: the iterations' products (TT_PRECISION_BF16: bf16
+                                       // inputs, f32 accumulation, as under autocast)
 } tt_optim_config;
 
 // PyTorch's defaults: SGD momentum 0, dampening 0, no nesterov; Adam/AdamW betas (0.9, 0.999),
-// eps 1e-8. Change fields before tt_optim_init: `c = tt_adamw_config(lr); c.beta2 = 0.95;`.
+// eps 1e-8; RMSprop alpha 0.99, eps 1e-8, momentum 0, not centered; Adagrad lr_decay 0, eps
+// 1e-10, initial accumulator 0; Lion betas (0.9, 0.99); Muon momentum 0.95, nesterov, eps
+// 1e-7, 5 steps of (3.4445, -4.7750, 2.0315), f32 products. Change fields before use:
+// `c = tt_adamw_config(lr); c.beta2 = 0.95;`. Weight decay is a group's (tt_optim_add_group).
 tt_optim_config tt_sgd_config(double lr);
 tt_optim_config tt_adam_config(double lr);
 tt_optim_config tt_adamw_config(double lr);
-const char *tt_optim_kind_name(tt_optim_kind kind);  // "sgd", "adam", "adamw"
+tt_optim_config tt_rmsprop_config(double lr);
+tt_optim_config tt_adagrad_config(double lr);
+tt_optim_config tt_lion_config(double lr);
+tt_optim_config tt_muon_config(double lr);
+// "sgd", "adam", "adamw", "rmsprop", "adagrad", "lion", "muon"
+const char *tt_optim_kind_name(tt_optim_kind kind);
+// The kind named `name` (as tt_optim_kind_name writes it) into *out; false for anything else.
+bool tt_optim_kind_parse(const char *name, tt_optim_kind *out);
+// The config of kind `kind` with its defaults and lr (tt_sgd_config ... tt_muon_config).
+tt_optim_config tt_optim_config_of(tt_optim_kind kind, double lr);
 
 // ---- the optimizer ----
 
 // The state of one parameter, allocated when its group is added (zeros, the parameter's dtype
-// and shape) and listed by tt_optim_state under "<state>.<parameter name>".
+// and shape) and listed by tt_optim_state under "<state>.<parameter name>", PyTorch's names.
 typedef enum tt_optim_slot {
-    TT_OPTIM_SLOT_EXP_AVG,     // Adam/AdamW: first moment m      "exp_avg."
-    TT_OPTIM_SLOT_EXP_AVG_SQ,  // Adam/AdamW: second moment v     "exp_avg_sq."
-    TT_OPTIM_SLOT_MOMENTUM,    // SGD with momentum: the buffer   "momentum_buffer."
-    TT_OPTIM_SLOT_STEP,        // this parameter's update count   "step." (0-dim i64)
+    TT_OPTIM_SLOT_EXP_AVG,     // Adam/AdamW/Lion: first moment m  "exp_avg."
+    TT_OPTIM_SLOT_EXP_AVG_SQ,  // Adam/AdamW: second moment v      "exp_avg_sq."
+    TT_OPTIM_SLOT_SQUARE_AVG,  // RMSprop: mean of g^2             "square_avg."
+    TT_OPTIM_SLOT_GRAD_AVG,    // RMSprop centered: mean of g      "grad_avg."
+    TT_OPTIM_SLOT_SUM,         // Adagrad: sum of g^2              "sum."
+    TT_OPTIM_SLOT_MOMENTUM,    // SGD, RMSprop with momentum; Muon "momentum_buffer."
+    TT_OPTIM_SLOT_STEP,        // this parameter's update count    "step." (0-dim i64)
     TT_OPTIM_SLOT_COUNT
 } tt_optim_slot;
 
+// PyTorch's param_groups[g]: the parameters and the optimizer and hyperparameters they use.
 typedef struct tt_optim_group {
     tt_params params;     // the group's parameters (names and retained references)
     tt_tensor **state;    // [i * TT_OPTIM_SLOT_COUNT + slot] for parameter i; NULL if unused
-    double weight_decay;  // SGD/Adam: L2 added to the gradient; AdamW: decoupled
-    double lr_scale;      // this group's lr is o->lr * lr_scale (1; tt_optim_set_group_lr)
+    tt_optim_config cfg;  // the group's optimizer; cfg.lr is its current lr
+    double initial_lr;    // the lr a schedule scales (PyTorch's 'initial_lr'): cfg.lr at add
+    double weight_decay;  // SGD/Adam/RMSprop/Adagrad: L2 added to the gradient; AdamW/Lion/
+                          // Muon: decoupled (p *= 1 - lr wd)
 } tt_optim_group;
 
 typedef struct tt_optim {
-    tt_optim_config cfg;
+    tt_optim_config cfg;  // the defaults a group added by tt_optim_add_group takes
     double lr;       // the current learning rate (starts as cfg.lr; tt_optim_set_lr)
     int64_t step;    // tt_optim_step calls so far; assign it when restoring a checkpoint
     tt_optim_group *groups;
@@ -92,6 +133,11 @@ void tt_optim_init(tt_optim *o, tt_optim_config cfg);
 // parameters must be contiguous f32/f64 leaves, each in at most one group, with distinct names;
 // a tensor listed twice in p (tied weights) is optimized once, under its first name.
 int tt_optim_add_group(tt_optim *o, const tt_params *p, double weight_decay);
+// The same with the group's own optimizer and hyperparameters (PyTorch's per-group options;
+// also a group of another kind: nanochat's Muon for the blocks' matrices beside AdamW for the
+// rest, in one optimizer). Its lr is absolute, and a schedule scales it with the others.
+int tt_optim_add_group_as(tt_optim *o, const tt_params *p, tt_optim_config cfg,
+                          double weight_decay);
 // nanoGPT's split of p's parameters that require grad: group 0 holds the tensors with ndim >= 2
 // (matmul weights, embeddings) and decays by weight_decay; group 1 the rest (biases, norm gains)
 // with weight decay 0. Both groups are added even when one is empty.
@@ -106,23 +152,34 @@ void tt_optim_add_module(tt_optim *o, tt_module m, double weight_decay);
 tt_optim tt_optim_new(tt_optim_config cfg, tt_module m, double weight_decay);
 void tt_optim_step(tt_optim *o);       // one update of every parameter that has a gradient
 void tt_optim_zero_grad(tt_optim *o);  // drops the gradients (PyTorch's set_to_none)
-// Sets the optimizer's lr, and so every group's: group g's lr is lr times its lr_scale. A
-// schedule calls this each step (tt_lr_at), as a PyTorch scheduler sets every group's lr
-// from the group's own base lr.
+// Sets the optimizer's lr, and every group's in proportion: group g's lr becomes its
+// initial_lr * lr / cfg.lr (so lr itself for a group added with the defaults). A schedule
+// calls this each step (tt_lr_at of a schedule whose base is cfg.lr), as a PyTorch scheduler
+// sets every group's lr from the group's own base lr. cfg.lr 0 takes lr 0 only.
 void tt_optim_set_lr(tt_optim *o, double lr);
 // PyTorch's param_groups[g]['lr'], absolute: group g's lr becomes `lr` now and keeps its ratio
-// to the optimizer's lr afterwards (lr_scale = lr / o->lr, so o->lr must be > 0). Set it after
-// tt_optim_add_group, while o->lr is the base lr, and a schedule moves the group from that
-// base as PyTorch's schedulers do. Not saved in checkpoints: set it again after loading.
+// to the optimizer's lr afterwards (its initial_lr becomes lr * cfg.lr / o->lr, so o->lr must
+// be > 0), as a PyTorch scheduler moves a group from its own base.
 void tt_optim_set_group_lr(tt_optim *o, int g, double lr);
-double tt_optim_group_lr(const tt_optim *o, int g);  // o->lr * groups[g].lr_scale
+double tt_optim_group_lr(const tt_optim *o, int g);  // groups[g].cfg.lr
 void tt_optim_free(tt_optim *o);       // safe on a zeroed struct
 
 // Appends the state tensors (borrowed by `out`: it retains them) group by group, parameter by
 // parameter, in slot order: "exp_avg.<name>", "exp_avg_sq.<name>", "step.<name>" (Adam,
-// AdamW) or "momentum_buffer.<name>", "step.<name>" (SGD with momentum; plain SGD has none).
-// To restore a checkpoint: tt_copy_ the saved values into these tensors and set o->step.
+// AdamW) or "momentum_buffer.<name>", "step.<name>" (SGD with momentum; plain SGD has none),
+// and so on (tt_optim_slot). To restore a checkpoint: tt_copy_ the saved values into these
+// tensors and set o->step.
 void tt_optim_state(const tt_optim *o, tt_params *out);
+
+// A group's hyperparameters by PyTorch's param_groups key, for checkpoints: "lr",
+// "initial_lr", "weight_decay", "momentum", "dampening", "beta1", "beta2", "eps", "alpha",
+// "lr_decay", "initial_accumulator_value" (every kind lists all; those it does not use are 0).
+typedef struct tt_optim_hparam {
+    const char *name;
+    double *value;  // into the group's struct: read to save, write to restore
+} tt_optim_hparam;
+#define TT_OPTIM_HPARAMS 11
+void tt_optim_group_hparams(tt_optim *o, int g, tt_optim_hparam out[TT_OPTIM_HPARAMS]);
 
 // ---- gradient clipping ----
 

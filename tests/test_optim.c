@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "test_util.h"
+#include "reference/optim_values.h"
 
 #define TOL 1e-12  // relative; every reference below is computed in double
 
@@ -323,7 +324,8 @@ START_TEST(test_decay_groups) {
     ck_assert_str_eq(nd->items[0].name, "fc.bias");
     ck_assert_str_eq(nd->items[1].name, "ln.weight");
     ck_assert(o.groups[0].weight_decay == 0.2 && o.groups[1].weight_decay == 0);
-    ck_assert(o.groups[0].lr_scale == 1 && o.groups[1].lr_scale == 1);
+    ck_assert(o.groups[0].initial_lr == 0.1 && o.groups[1].initial_lr == 0.1);
+    ck_assert(o.groups[0].cfg.kind == TT_OPTIM_ADAMW && o.groups[1].cfg.lr == 0.1);
 
     for (int i = 0; i < ps.n; i++)
         if (ps.items[i].tensor->requires_grad) set_grad_(ps.items[i].tensor,
@@ -375,11 +377,11 @@ static void two_groups_free(two_groups *t) {
     tt_release(t->b);
 }
 
-// Groups with their own weight decay and lr scale; set_lr changes every group.
+// Groups with their own weight decay and base lr; set_lr scales every group from its base.
 START_TEST(test_groups_lr_scale) {
     two_groups t;
     two_groups_init(&t, 0.5, 0.0);
-    t.o.groups[1].lr_scale = 0.5;
+    t.o.groups[1].initial_lr = 0.05;
     tt_optim_set_lr(&t.o, 0.2);
     set_grad(t.a, 1, 1);
     set_grad(t.b, 1, 1);
@@ -726,6 +728,190 @@ START_TEST(test_restore_sgd) {
 }
 END_TEST
 
+// ---- RMSprop, Adagrad, Lion, Muon against PyTorch (reference/gen_optim_reference.py) ----
+
+typedef struct ref_case {
+    const char *name;
+    tt_optim_config cfg;
+    double weight_decay;
+    int64_t rows, cols;
+    const double *p0, *g, *p;  // start, OPTIM_REF_STEPS gradients, parameters after each step
+} ref_case;
+
+#define REF(n, c, wd, r, k) \
+    { #n, c, wd, r, k, ref_##n##_p0, ref_##n##_g, ref_##n##_p }
+
+static ref_case ref_case_at(int i) {
+    const ref_case cases[] = {
+        REF(rmsprop, tt_rmsprop_config(0.01), 0, 2, 3),
+        REF(rmsprop_all,
+            ((tt_optim_config){.kind = TT_OPTIM_RMSPROP,
+                               .lr = 0.02,
+                               .alpha = 0.9,
+                               .eps = 1e-6,
+                               .momentum = 0.8,
+                               .centered = true}),
+            0.1, 2, 3),
+        REF(adagrad, tt_adagrad_config(0.1), 0, 2, 3),
+        REF(adagrad_all,
+            ((tt_optim_config){.kind = TT_OPTIM_ADAGRAD,
+                               .lr = 0.1,
+                               .lr_decay = 0.3,
+                               .initial_accumulator_value = 0.5,
+                               .eps = 1e-6}),
+            0.2, 2, 3),
+        REF(lion, tt_lion_config(0.01), 0, 2, 3),
+        REF(lion_wd,
+            ((tt_optim_config){.kind = TT_OPTIM_LION, .lr = 0.03, .beta1 = 0.8, .beta2 = 0.95}),
+            0.5, 2, 3),
+        REF(muon_wide, tt_muon_config(0.02), 0, 3, 5),
+        REF(muon_tall,
+            ((tt_optim_config){.kind = TT_OPTIM_MUON,
+                               .lr = 0.02,
+                               .momentum = 0.9,
+                               .eps = 1e-7,
+                               .ns_steps = 5,
+                               .ns_coefficients = {3.4445, -4.7750, 2.0315}}),
+            0.1, 5, 3),
+    };
+    ck_assert_int_lt(i, (int)(sizeof cases / sizeof cases[0]));
+    return cases[i];
+}
+#define REF_CASES 8
+
+// Each step's parameters equal PyTorch's to 1e-12 relative (Muon's five Newton-Schulz
+// iterations in f64: 1e-10).
+START_TEST(test_optim_vs_torch) {
+    ref_case rc = ref_case_at(_i);
+    int64_t n = rc.rows * rc.cols;
+    tt_tensor *p = param_(TT_SHAPE(rc.rows, rc.cols), rc.p0, n);
+    tt_optim o;
+    optim_one(&o, rc.cfg, p, rc.weight_decay);
+    double rtol = rc.cfg.kind == TT_OPTIM_MUON ? 1e-10 : TOL;
+    for (int s = 0; s < OPTIM_REF_STEPS; s++) {
+        set_grad_(p, rc.g + s * n);
+        tt_optim_step(&o);
+        for (int64_t i = 0; i < n; i++)
+            ck_assert_msg(
+                fabs(tt_at(p, i) - rc.p[s * n + i]) <= rtol * fabs(rc.p[s * n + i]) + 1e-14,
+                "%s step %d element %lld: %.17g, PyTorch %.17g", rc.name, s + 1, (long long)i,
+                tt_at(p, i), rc.p[s * n + i]);
+    }
+    tt_optim_free(&o);
+    tt_release(p);
+}
+END_TEST
+
+// The state each kind keeps, under PyTorch's names.
+START_TEST(test_state_names_new_kinds) {
+    tt_tensor *w = param(TT_SHAPE(2, 2), 1, 2, 3, 4);
+    const struct {
+        tt_optim_config cfg;
+        const char *names;
+    } want[] = {
+        {(tt_optim_config){
+             .kind = TT_OPTIM_RMSPROP, .lr = 0.1, .alpha = 0.99, .momentum = 0.9, .centered = true},
+         "square_avg.w grad_avg.w momentum_buffer.w step.w"},
+        {tt_rmsprop_config(0.1), "square_avg.w step.w"},
+        {tt_adagrad_config(0.1), "sum.w step.w"},
+        {tt_lion_config(0.1), "exp_avg.w step.w"},
+        {tt_muon_config(0.1), "momentum_buffer.w step.w"},
+    };
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        tt_optim o;
+        optim_one(&o, want[k].cfg, w, 0);
+        tt_params st;
+        tt_params_init(&st);
+        tt_optim_state(&o, &st);
+        char got[256] = "";
+        for (int i = 0; i < st.n; i++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", i ? " " : "",
+                     st.items[i].name);
+        ck_assert_str_eq(got, want[k].names);
+        tt_params_free(&st);
+        tt_optim_free(&o);
+    }
+    tt_release(w);
+}
+END_TEST
+
+// nanochat's arrangement in one optimizer: Muon for a matrix, AdamW for a vector, each group
+// with its own lr; a schedule at half the base lr halves both. The matrix moves as a Muon-only
+// optimizer moves it, the vector as an AdamW-only one.
+START_TEST(test_mixed_groups) {
+    tt_tensor *w = param(TT_SHAPE(2, 3), 1, -2, 3, 0.5, 1.5, -1), *b = param(TT_SHAPE(2), 1, 2);
+    tt_tensor *w1 = param(TT_SHAPE(2, 3), 1, -2, 3, 0.5, 1.5, -1), *b1 = param(TT_SHAPE(2), 1, 2);
+    tt_params pw, pb;
+    tt_params_init(&pw);
+    tt_params_init(&pb);
+    tt_params_add(&pw, NULL, "w", w);
+    tt_params_add(&pb, NULL, "b", b);
+    tt_optim o, ow, ob;
+    tt_optim_init(&o, tt_adamw_config(0.01));
+    ck_assert_int_eq(tt_optim_add_group_as(&o, &pw, tt_muon_config(0.2), 0.1), 0);
+    ck_assert_int_eq(tt_optim_add_group(&o, &pb, 0), 1);
+    optim_one(&ow, tt_muon_config(0.1), w1, 0.1);
+    optim_one(&ob, tt_adamw_config(0.005), b1, 0);
+    tt_optim_set_lr(&o, 0.005);
+    ck_assert_double_eq_tol(tt_optim_group_lr(&o, 0), 0.1, 1e-15);
+    ck_assert_double_eq_tol(tt_optim_group_lr(&o, 1), 0.005, 1e-15);
+    for (int s = 0; s < 2; s++) {
+        set_grad(w, 0.5, s + 0.25, -1, 2, 0.125, -0.75);
+        set_grad(w1, 0.5, s + 0.25, -1, 2, 0.125, -0.75);
+        set_grad(b, s - 1.5, 0.5);
+        set_grad(b1, s - 1.5, 0.5);
+        tt_optim_step(&o);
+        tt_optim_step(&ow);
+        tt_optim_step(&ob);
+    }
+    ck_assert_int_eq(memcmp(tt_data(w), tt_data(w1), 6 * sizeof(double)), 0);
+    ck_assert_int_eq(memcmp(tt_data(b), tt_data(b1), 2 * sizeof(double)), 0);
+    ck_assert(tt_at(w, 0) != 1 && tt_at(b, 0) != 1);
+    tt_optim_free(&o);
+    tt_optim_free(&ow);
+    tt_optim_free(&ob);
+    tt_params_free(&pw);
+    tt_params_free(&pb);
+    tt_release(w);
+    tt_release(b);
+    tt_release(w1);
+    tt_release(b1);
+}
+END_TEST
+
+// Muon's iterations with bf16 products stay near the f32 ones (bf16 keeps 8 bits; the
+// iteration does not amplify them past a few percent) and differ from them.
+START_TEST(test_muon_bf16_products) {
+    tt_rng rng;
+    tt_rng_seed(&rng, 7);
+    tt_tensor *w0 = tt_randn(&rng, TT_F32, TT_SHAPE(16, 24));
+    tt_tensor *w = tt_set_requires_grad(tt_clone(w0), true);
+    tt_tensor *w1 = tt_set_requires_grad(tt_clone(w0), true);
+    tt_tensor *g = tt_randn(&rng, TT_F32, TT_SHAPE(16, 24));
+    tt_optim_config c = tt_muon_config(0.1);
+    tt_optim o, o1;
+    optim_one(&o, c, w, 0);
+    c.ns_precision = TT_PRECISION_BF16;
+    optim_one(&o1, c, w1, 0);
+    w->grad = tt_clone(g);
+    w1->grad = tt_clone(g);
+    tt_optim_step(&o);
+    tt_optim_step(&o1);
+    double diff = 0, step = 0;
+    for (int64_t i = 0; i < tt_numel(w); i++) {
+        diff = fmax(diff, fabs(tt_at(w, i) - tt_at(w1, i)));
+        step = fmax(step, fabs(tt_at(w, i) - tt_at(w0, i)));
+    }
+    ck_assert_msg(diff > 0 && diff < 0.05 * step, "bf16 differs by %g of a step of %g", diff, step);
+    tt_optim_free(&o);
+    tt_optim_free(&o1);
+    tt_release(w);
+    tt_release(w1);
+    tt_release(w0);
+    tt_release(g);
+}
+END_TEST
+
 // ---- a tiny model overfitting one batch ----
 
 // Targets are an exact linear function of the inputs, y = x A^T + c, so a Linear(4, 2) can
@@ -796,7 +982,7 @@ START_TEST(test_abort_nesterov_without_momentum) {
 END_TEST
 
 START_TEST(test_abort_bad_betas) {
-    tt_expect_abort("tt_optim_init: adam betas must be in [0, 1), got (1, 0)");
+    tt_expect_abort("tt_optim_init: adam beta1 must be in [0, 1), got 1 (a zeroed config?");
     tt_optim o;
     tt_optim_init(&o, (tt_optim_config){.kind = TT_OPTIM_ADAM, .lr = 1e-3, .beta1 = 1.0});
 }
@@ -915,6 +1101,9 @@ int main(void) {
     tcase_add_test(tc, test_tied_param_once);
     tcase_add_test(tc, test_skip_without_grad);
     tcase_add_test(tc, test_free_zeroed);
+    tcase_add_loop_test(tc, test_optim_vs_torch, 0, REF_CASES);
+    tcase_add_test(tc, test_mixed_groups);
+    tcase_add_test(tc, test_muon_bf16_products);
     suite_add_tcase(s, tc);
 
     TCase *cl = tt_tcase("clip_and_schedules");
@@ -925,6 +1114,7 @@ int main(void) {
 
     TCase *st = tt_tcase("state");
     tcase_add_test(st, test_state_names);
+    tcase_add_test(st, test_state_names_new_kinds);
     tcase_add_test(st, test_restore_adamw);
     tcase_add_test(st, test_restore_sgd);
     tcase_add_test(st, test_linear_overfits_adamw);

@@ -368,12 +368,7 @@ tt_status tt_trainer_save(tt_trainer *tr, bool best) {
 }
 
 void tt_trainer_ckpt_fill_optim(const tt_trainer *tr, tt_checkpoint *ck) {
-    tt_params s;
-    tt_params_init(&s);
-    tt_optim_state(tr->optim, &s);
-    tt_ckpt_add_params(ck, "optim.", &s);
-    tt_params_free(&s);
-    tt_ckpt_set_i64(ck, "optim.step", tr->optim->step);
+    tt_ckpt_add_optim(ck, tr->optim);
 }
 
 void tt_trainer_ckpt_fill(const tt_trainer *tr, tt_checkpoint *ck) {
@@ -385,23 +380,16 @@ void tt_trainer_ckpt_fill(const tt_trainer *tr, tt_checkpoint *ck) {
 }
 
 tt_status tt_trainer_ckpt_restore(tt_trainer *tr, const tt_checkpoint *ck) {
-    int64_t ostep, step;
+    int64_t step;
     double v[3];
     const char *keys[] = {"best_val_loss", "train_loss", "val_loss"};
-    if (!tt_ckpt_get_i64(ck, "optim.step", &ostep) || ostep < 0)
-        return tt_set_error(TT_ERR_FORMAT, "no valid optim.step (no optimizer state saved)");
     if (!tt_ckpt_get_i64(ck, "step", &step) || step < 0)
         return tt_set_error(TT_ERR_FORMAT, "no valid integer 'step'");
     for (int i = 0; i < 3; i++)
         if (!tt_ckpt_get_f64(ck, keys[i], &v[i]))
             return tt_set_error(TT_ERR_FORMAT, "no number '%s'", keys[i]);
-    tt_params s;
-    tt_params_init(&s);
-    tt_optim_state(tr->optim, &s);
-    tt_status st = tt_ckpt_restore_params(ck, "optim.", &s);
-    tt_params_free(&s);
+    tt_status st = tt_ckpt_restore_optim(ck, tr->optim);
     if (st != TT_OK) return st;
-    tr->optim->step = ostep;
     tr->step = step;
     // A NaN (or -inf) best is no best: no loss compares below it, so none would be kept again.
     tr->best_val_loss = v[0] > -INFINITY ? v[0] : INFINITY;

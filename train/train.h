@@ -168,6 +168,16 @@ void tt_trainer_ckpt_fill_optim(const tt_trainer *tr, tt_checkpoint *ck);
 // Reads them back into tr and its optimizer. TT_ERR_FORMAT / TT_ERR_MISMATCH naming the key.
 tt_status tt_trainer_ckpt_restore(tt_trainer *tr, const tt_checkpoint *ck);
 
+// The optimizer's part of a checkpoint (train/ckpt_optim.c), as the trainer and models/gpt
+// write it: the state tensors ("optim.<slot>.<name>"), "optim.step", and each parameter
+// group's kind ("optim.group.<g>.kind", i64) and hyperparameters ("optim.group.<g>.<key>",
+// f64, tt_optim_group_hparams' keys: lr, initial_lr, weight_decay, betas...).
+void tt_ckpt_add_optim(tt_checkpoint *ck, const tt_optim *o);
+// Restores them into o, built with the groups the saving run had: the state, the step, then
+// the hyperparameters (those an older file lacks keep o's). TT_ERR_FORMAT without a step;
+// TT_ERR_MISMATCH when a group's kind, the group count or a state tensor differs.
+tt_status tt_ckpt_restore_optim(const tt_checkpoint *ck, tt_optim *o);
+
 // Several ranks must run the same job: each passes the same n hashes of what must agree (its
 // config, flags, data, parameters before the broadcast, step) and every rank compares all
 // ranks' with rank 0's (an all-gather: every rank calls it, and all reach the same verdict).

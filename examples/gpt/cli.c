@@ -102,6 +102,8 @@ static flag flags[] = {
     {"--warmup", F_INT, &opt.warmup, CMD_TRAIN, false, 0},
     {"--weight-decay", F_FLOAT, &opt.weight_decay, CMD_TRAIN, false, 0},
     {"--beta2", F_FLOAT, &opt.beta2, CMD_TRAIN, false, 0},
+    {"--optim", F_STR, &opt.optim, CMD_TRAIN, false, 0},
+    {"--muon-lr", F_FLOAT, &opt.muon_lr, CMD_TRAIN, false, 0},
     {"--grad-clip", F_FLOAT, &opt.grad_clip, CMD_TRAIN, false, 0},
     {"--eval-every", F_INT, &opt.eval_every, CMD_TRAIN, false, 0},
     {"--eval-iters", F_INT, &opt.eval_iters, CMD_TRAIN | CMD_EVAL, false, 0},
@@ -179,6 +181,8 @@ static void set_defaults(void) {
     opt.warmup = 100;
     opt.weight_decay = 0.1;
     opt.beta2 = 0.99;
+    opt.optim = "adamw";
+    opt.muon_lr = 0.02;
     opt.grad_clip = 1.0;
     opt.eval_every = 250;
     opt.eval_iters = 20;
@@ -311,11 +315,14 @@ static void parse_args(int argc, char **argv, int cmd, const char *cmd_name) {
     }
 }
 
-// --threads (given: checked when parsed; else 0, the library's default) and --precision.
+// --threads (given: checked when parsed; else 0, the library's default), --precision and
+// --optim.
 void set_threads(void) {
     tt_precision prec;
     if (!tt_precision_parse(opt.precision, &prec))
         die_usage("--precision '%s' is not f32 nor bf16", opt.precision);
+    if (strcmp(opt.optim, "adamw") != 0 && strcmp(opt.optim, "muon") != 0)
+        die_usage("--optim '%s' is not adamw nor muon", opt.optim);
     if (opt.threads > 0) tt_set_num_threads((int)opt.threads);
 }
 

@@ -71,6 +71,8 @@ typedef struct options {
     int64_t eval_every, eval_iters, seed, threads;
     int64_t grad_accum;  // micro-batches per step on each rank
     double lr, min_lr, weight_decay, beta2, grad_clip;
+    const char *optim;  // "adamw", or "muon": Muon for the blocks' matrices (tt_gpt_optim_init)
+    double muon_lr;     // the Muon group's lr (a schedule scales it as it scales --lr)
     // sample
     const char *ckpt, *prompt;
     int64_t tokens, top_k, window;

@@ -81,8 +81,10 @@ static void setup_model(gpt_run *r, const tt_checkpoint *ck) {
     tt_optim_config oc = tt_adamw_config(opt.lr);
     oc.beta1 = 0.9;
     oc.beta2 = opt.beta2;
-    tt_optim_init(&r->o, oc);
-    tt_optim_add_decay_groups(&r->o, &r->gpt.params, opt.weight_decay);
+    tt_optim_config muon = tt_muon_config(opt.muon_lr);
+    tt_precision_parse(opt.precision, &muon.ns_precision);  // bf16: its products too
+    bool use_muon = strcmp(opt.optim, "muon") == 0;
+    tt_gpt_optim_init(&r->o, &r->gpt, oc, use_muon ? &muon : NULL, opt.weight_decay);
     s->saved_step = -1;
     if (!opt.resume) {
         s->st.step = 0;

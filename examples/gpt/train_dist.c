@@ -132,7 +132,8 @@ void check_ranks_agree(const gpt_run *r) {
     double fl[] = {(double)opt.batch, (double)opt.grad_accum, (double)opt.iters,
                    (double)opt.decay_iters, (double)opt.warmup, (double)opt.eval_every,
                    (double)opt.eval_iters, (double)opt.seed, opt.lr, opt.min_lr,
-                   opt.weight_decay, opt.beta2, opt.grad_clip,
+                   opt.weight_decay, opt.beta2, opt.grad_clip, opt.muon_lr,
+                   strcmp(opt.optim, "muon") == 0 ? 1.0 : 0.0,
                    strcmp(opt.precision, "bf16") == 0 ? 1.0 : 0.0};
     mine[RANK_FLAGS] = hash_f64s(fl, sizeof fl / sizeof fl[0]);
     mine[RANK_DATA] = XXH3_64bits_withSeed(ds->tokens, (size_t)ds->n * sizeof *ds->tokens,

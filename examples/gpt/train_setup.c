@@ -23,6 +23,8 @@ void ckpt_fill(tt_checkpoint *ck, const train_state *s, const tt_gpt *gpt, const
     tt_ckpt_set_f64(ck, "train.min_lr", opt.min_lr);
     tt_ckpt_set_f64(ck, "train.weight_decay", opt.weight_decay);
     tt_ckpt_set_f64(ck, "train.beta2", opt.beta2);
+    tt_ckpt_set_bytes(ck, "train.optim", opt.optim, strlen(opt.optim));
+    tt_ckpt_set_f64(ck, "train.muon_lr", opt.muon_lr);
     tt_ckpt_set_f64(ck, "train.grad_clip", opt.grad_clip);
     tt_ckpt_set_i64(ck, "train.batch", opt.batch);
     tt_ckpt_set_i64(ck, "train.eval_every", opt.eval_every);
@@ -35,6 +37,32 @@ void ckpt_fill(tt_checkpoint *ck, const train_state *s, const tt_gpt *gpt, const
     if (s->micro_batches > 1)
         tt_ckpt_set_bytes(ck, "train.rng_slots", s->slot_bytes,
                           (size_t)(s->micro_batches - 1) * SLOT_BYTES);
+}
+
+// The short string at key into buf (cut to size - 1 bytes); false when ck has none.
+static bool ckpt_word(const tt_checkpoint *ck, const char *key, char *buf, size_t size) {
+    const unsigned char *b;
+    size_t n;
+    if (!tt_ckpt_get_bytes(ck, key, &b, &n)) return false;
+    if (n >= size) n = size - 1;
+    memcpy(buf, b, n);
+    buf[n] = 0;
+    return true;
+}
+
+// On --resume: --optim and --muon-lr when not given (a checkpoint from before them: AdamW).
+static void optim_from_ckpt(const tt_checkpoint *ck, const char *path) {
+    static char name[8];
+    if (!given("--optim") && ckpt_word(ck, "train.optim", name, sizeof name)) {
+        if (strcmp(name, "adamw") != 0 && strcmp(name, "muon") != 0)
+            die("checkpoint '%s': train.optim '%s' is not adamw nor muon; it was written by a "
+                "newer program",
+                path, name);
+        opt.optim = name;
+        from_ckpt("--optim", path);
+    }
+    if (!given("--muon-lr") && tt_ckpt_get_f64(ck, "train.muon_lr", &opt.muon_lr))
+        from_ckpt("--muon-lr", path);
 }
 
 // On --resume: each flag not given comes from the checkpoint; model flags given must match.
@@ -95,14 +123,10 @@ void resume_flags(const tt_checkpoint *ck, const char *path, const train_state *
                   "--grad-accum %lld take %lld; leave out --grad-accum (it follows the number "
                   "of ranks) or start a new run", path, (long long)mb, (long long)ranks,
                   (long long)opt.grad_accum, (long long)(opt.grad_accum * ranks));
+    optim_from_ckpt(ck, path);
     // The precision of the products (a checkpoint from before the flag: f32).
-    const unsigned char *pb;
-    size_t pn;
     static char prec[8];
-    if (!given("--precision") && tt_ckpt_get_bytes(ck, "train.precision", &pb, &pn)) {
-        if (pn >= sizeof prec) pn = sizeof prec - 1;
-        memcpy(prec, pb, pn);
-        prec[pn] = 0;
+    if (!given("--precision") && ckpt_word(ck, "train.precision", prec, sizeof prec)) {
         tt_precision p;
         if (!tt_precision_parse(prec, &p))
             die("checkpoint '%s': train.precision '%s' is not f32 nor bf16; it was written by "

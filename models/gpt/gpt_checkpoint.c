@@ -3,6 +3,7 @@
 // the training state; the loader's checks before it allocates. Not here: the file format
 // itself (io/checkpoint.c) and the config table (gpt_config.c).
 #include "gpt_internal.h"
+#include "../../train/train.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -74,14 +75,7 @@ void tt_gpt_ckpt_fill(tt_checkpoint *ck, const tt_gpt *m, const tt_optim *o,
     }
     set_rng(ck, "rng.model", &m->dropout_rng);
     tt_ckpt_add_params(ck, "model.", &m->params);
-    if (o) {
-        tt_params s;
-        tt_params_init(&s);
-        tt_optim_state(o, &s);
-        tt_ckpt_add_params(ck, "optim.", &s);
-        tt_params_free(&s);
-        tt_ckpt_set_i64(ck, "optim.step", o->step);
-    }
+    if (o) tt_ckpt_add_optim(ck, o);
 }
 
 tt_status tt_gpt_ckpt_config(const tt_checkpoint *ck, tt_gpt_config *cfg) {
@@ -183,16 +177,9 @@ tt_status tt_gpt_ckpt_model(tt_gpt *m, const tt_checkpoint *ck) {
 
 tt_status tt_gpt_ckpt_optim(tt_optim *o, const tt_checkpoint *ck) {
     TT_CHECK(o && ck, "optimizer and checkpoint must not be NULL");
-    int64_t step;
-    if (!tt_ckpt_get_i64(ck, "optim.step", &step) || step < 0)
-        return tt_set_error(TT_ERR_FORMAT, "no valid optim.step (no optimizer state saved)");
-    tt_params s;
-    tt_params_init(&s);
-    tt_optim_state(o, &s);
-    tt_status st = tt_ckpt_restore_params(ck, "optim.", &s);
-    tt_params_free(&s);
+    tt_status st = tt_ckpt_restore_optim(ck, o);
+    if (st == TT_ERR_FORMAT) return st;
     if (st != TT_OK) return rewrap(TT_ERR_MISMATCH, "its optimizer state does not fit: ");
-    o->step = step;
     return TT_OK;
 }
 
