@@ -111,6 +111,23 @@ else
     bad "resume: fingerprints '$fp_full' vs '$fp_res' or final losses differ"
 fi
 
+# ---- --optim muon: resumed == uninterrupted too, and it trains differently from AdamW ----
+"$bin" train $model --optim muon --iters 30 --out "$d/mu.ckpt" --log "$d/mu.csv" \
+    > "$d/mu.out" 2> /dev/null || bad "muon: 30-step run"
+"$bin" train $model --optim muon --iters 20 --decay-iters 30 --out "$d/mup.ckpt" \
+    > /dev/null 2>&1 || bad "muon: first 20 steps"
+"$bin" train --resume "$d/mup.ckpt" --iters 30 --log "$d/mur.csv" > "$d/mur.out" \
+    2> "$d/mur.err" || { bad "muon: resume"; cat "$d/mur.err" >&2; }
+awk -F, 'NR > 21 {print $1, $2}' "$d/mu.csv" > "$d/mu.last10"
+awk -F, 'NR > 1 {print $1, $2}' "$d/mur.csv" > "$d/mur.last10"
+if [ "$(wc -l < "$d/mur.last10")" = 10 ] && cmp -s "$d/mu.last10" "$d/mur.last10" &&
+   ! cmp -s "$d/mu.out" "$d/plain.out"; then
+    ok "--optim muon: resumed (--optim from the checkpoint) losses equal the uninterrupted run's"
+else
+    bad "--optim muon: resume differs or did not keep --optim"; cat "$d/mur.err" >&2
+    paste "$d/mu.last10" "$d/mur.last10" >&2
+fi
+
 # ---- sample: cache on and off, same seed, same text ----
 "$bin" sample --ckpt "$d/full.ckpt" --tokens 120 --seed 5 --prompt "ROMEO:" \
     > "$d/s_cache.txt" 2> "$d/s_cache.err"
@@ -346,6 +363,8 @@ expect_fail "--min-lr above a given --lr" \
     train $model --lr 1e-5 --min-lr 1e-3 $keep
 expect_fail "--pos unknown" "--pos expects one of learned, rope, got 'abs'" \
     train $model --pos abs $keep
+expect_fail "unknown --optim" "--optim 'lbfgs' is not adamw nor muon" \
+    train --optim lbfgs --iters 200 $keep
 expect_fail "resume with another qkv bias" "trained with another --no-qkv-bias" \
     train --resume "$d/full.ckpt" --no-qkv-bias --iters 40 $keep
 expect_fail "resume with another config" "trained with --layers 1, not 2" \

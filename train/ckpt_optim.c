@@ -52,7 +52,7 @@ static tt_status check_groups(const tt_checkpoint *ck, const tt_optim *o) {
     return TT_OK;
 }
 
-tt_status tt_ckpt_restore_optim(const tt_checkpoint *ck, tt_optim *o) {
+tt_status tt_ckpt_restore_optim_state(const tt_checkpoint *ck, tt_optim *o) {
     int64_t step;
     if (!tt_ckpt_get_i64(ck, "optim.step", &step) || step < 0)
         return tt_set_error(TT_ERR_FORMAT, "no valid optim.step (no optimizer state saved)");
@@ -64,6 +64,13 @@ tt_status tt_ckpt_restore_optim(const tt_checkpoint *ck, tt_optim *o) {
     st = tt_ckpt_restore_params(ck, "optim.", &s);
     tt_params_free(&s);
     if (st != TT_OK) return st;
+    o->step = step;
+    return TT_OK;
+}
+
+tt_status tt_ckpt_restore_optim(const tt_checkpoint *ck, tt_optim *o) {
+    tt_status st = tt_ckpt_restore_optim_state(ck, o);
+    if (st != TT_OK) return st;
     // The hyperparameters: those a file lacks (older files) keep o's.
     char key[96];
     for (int g = 0; g < o->ngroups; g++) {
@@ -72,6 +79,5 @@ tt_status tt_ckpt_restore_optim(const tt_checkpoint *ck, tt_optim *o) {
         for (int i = 0; i < TT_OPTIM_HPARAMS; i++)
             tt_ckpt_get_f64(ck, group_key(key, sizeof key, g, h[i].name), h[i].value);
     }
-    o->step = step;
     return TT_OK;
 }

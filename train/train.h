@@ -173,10 +173,14 @@ tt_status tt_trainer_ckpt_restore(tt_trainer *tr, const tt_checkpoint *ck);
 // group's kind ("optim.group.<g>.kind", i64) and hyperparameters ("optim.group.<g>.<key>",
 // f64, tt_optim_group_hparams' keys: lr, initial_lr, weight_decay, betas...).
 void tt_ckpt_add_optim(tt_checkpoint *ck, const tt_optim *o);
-// Restores them into o, built with the groups the saving run had: the state, the step, then
-// the hyperparameters (those an older file lacks keep o's). TT_ERR_FORMAT without a step;
-// TT_ERR_MISMATCH when a group's kind, the group count or a state tensor differs.
+// Restores them into o, built with the groups the saving run had (PyTorch's load_state_dict):
+// the state, the step, then the hyperparameters (those an older file lacks keep o's).
+// TT_ERR_FORMAT without a step; TT_ERR_MISMATCH when a group's kind, the group count or a
+// state tensor differs.
 tt_status tt_ckpt_restore_optim(const tt_checkpoint *ck, tt_optim *o);
+// The same without the hyperparameters, for a program that sets them itself (from its flags,
+// as gpt train does on --resume: a flag given then overrides the saved value).
+tt_status tt_ckpt_restore_optim_state(const tt_checkpoint *ck, tt_optim *o);
 
 // Several ranks must run the same job: each passes the same n hashes of what must agree (its
 // config, flags, data, parameters before the broadcast, step) and every rank compares all

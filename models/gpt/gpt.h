@@ -216,8 +216,10 @@ tt_status tt_gpt_ckpt_config(const tt_checkpoint *ck, tt_gpt_config *cfg);
 // 2^26 entries (tt_gpt_load_hf applies the same rule). Weights that are not finite are
 // refused (tt_gpt_check_finite). TT_ERR_FORMAT / TT_ERR_MISMATCH naming the problem.
 tt_status tt_gpt_ckpt_model(tt_gpt *m, const tt_checkpoint *ck);
-// Restores o (built over m's parameters as when it was saved, e.g. tt_optim_add_decay_groups)
-// from optim.* and optim.step. TT_ERR_MISMATCH / TT_ERR_FORMAT otherwise.
+// Restores o (built over m's parameters as when it was saved, e.g. tt_gpt_optim_init) from
+// optim.* and optim.step: its state and step, with the saved groups' kinds checked; its
+// hyperparameters stay o's, as the program set them (tt_ckpt_restore_optim_state; use
+// tt_ckpt_restore_optim to take the saved ones). TT_ERR_MISMATCH / TT_ERR_FORMAT otherwise.
 tt_status tt_gpt_ckpt_optim(tt_optim *o, const tt_checkpoint *ck);
 // The training state. TT_ERR_FORMAT naming a missing or invalid key. A NaN best_val_loss
 // (an older or foreign writer's) reads as INFINITY, no best yet: else no eval could beat it.

@@ -177,7 +177,7 @@ tt_status tt_gpt_ckpt_model(tt_gpt *m, const tt_checkpoint *ck) {
 
 tt_status tt_gpt_ckpt_optim(tt_optim *o, const tt_checkpoint *ck) {
     TT_CHECK(o && ck, "optimizer and checkpoint must not be NULL");
-    tt_status st = tt_ckpt_restore_optim(ck, o);
+    tt_status st = tt_ckpt_restore_optim_state(ck, o);
     if (st == TT_ERR_FORMAT) return st;
     if (st != TT_OK) return rewrap(TT_ERR_MISMATCH, "its optimizer state does not fit: ");
     return TT_OK;
