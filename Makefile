@@ -267,7 +267,8 @@ data/tinyshakespeare.txt:
 	    echo "data: could not copy ../shared/data/$(@F) nor download $(DATA_URL);" \
 	         "install curl or wget, or save that file as $@" >&2; exit 1; fi
 
-# A PNG loss curve from a `char_gpt train --log FILE.csv`: make plot LOG=FILE.csv [PNG=FILE.png]
+# A PNG loss curve from a `char_gpt train --log FILE.csv`: make plot LOG=FILE.csv [PNG=FILE.png];
+# several runs in one chart: make plot LOG="A.csv B.csv" PNG=runs.png
 PNG ?= $(basename $(LOG)).png
 plot:
 	@sh scripts/plot.sh "$(LOG)" "$(PNG)"

@@ -2,6 +2,20 @@
 # Renders the log of `char_gpt train --log FILE.csv` (step,train_loss,val_loss,lr) as a PNG loss
 # curve with gnuplot: the loss of every training batch, the val loss at each eval and the
 # learning rate. Usage: sh scripts/plot.sh FILE.csv [FILE.png]  (make plot LOG=FILE.csv)
+# Several logs in one argument, "A.csv B.csv", draw each run's val loss and its batch losses
+# in one chart to compare runs (make plot LOG="A.csv B.csv" PNG=runs.png).
+set -f
+# shellcheck disable=SC2086
+set -- $1 "$2"
+set +f
+if [ $# -gt 2 ]; then
+    png=$(eval echo "\${$#}")
+    case "$png" in *" "* | "") png=runs.png ;; esac  # make's default PNG names one log only
+    n=$(($# - 1))
+    logs=""
+    while [ $n -gt 0 ]; do logs="$logs $1"; shift; n=$((n - 1)); done
+    exec sh "$(dirname "$0")/plot_runs.sh" "$png" $logs
+fi
 log=$1
 png=${2:-${1%.csv}.png}
 if [ -z "$log" ]; then
