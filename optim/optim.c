@@ -81,7 +81,7 @@ static void check_lr(double lr, const char *func) {
                 lr);
 }
 
-// Aborts (naming func) unless b is in [lo, hi] (hi_open: [lo, hi)), naming the kind's field.
+// Aborts (naming func and the kind's field) unless v is in [lo, hi] (hi_open: [lo, hi)).
 static void check_range(const tt_optim_config *c, const char *field, double v, double lo, double hi,
                         bool hi_open, const char *func) {
     TT_CHECK_IN(func, v >= lo && (hi_open ? v < hi : v <= hi),
@@ -94,20 +94,20 @@ static void check_sgd(const tt_optim_config *c, const char *func) {
     check_range(c, "momentum", c->momentum, 0, 1, false, func);
     check_range(c, "dampening", c->dampening, 0, 1, false, func);
     TT_CHECK_IN(func, !c->nesterov || (c->momentum > 0 && c->dampening == 0),
-                "nesterov needs "
-                "momentum > 0 and dampening 0, got momentum=%g dampening=%g",
+                "nesterov needs momentum > 0 and dampening 0, got momentum=%g dampening=%g",
                 c->momentum, c->dampening);
 }
 
+// Newton-Schulz iterations past this many only cost time (5 is the published count).
+#define MAX_NS_STEPS 100
+
 static void check_muon(const tt_optim_config *c, const char *func) {
     check_range(c, "momentum", c->momentum, 0, 1, false, func);
-    TT_CHECK_IN(func, c->ns_steps >= 0 && c->ns_steps <= 100 && c->eps > 0,
-                "muon needs "
-                "ns_steps in [0, 100] and eps > 0, got %d and %g (start from tt_muon_config)",
-                c->ns_steps, c->eps);
+    TT_CHECK_IN(func, c->ns_steps >= 0 && c->ns_steps <= MAX_NS_STEPS && c->eps > 0,
+                "muon needs ns_steps in [0, %d] and eps > 0, got %d and %g (start from "
+                "tt_muon_config)", MAX_NS_STEPS, c->ns_steps, c->eps);
     TT_CHECK_IN(func, c->ns_precision == TT_PRECISION_F32 || c->ns_precision == TT_PRECISION_BF16,
-                "muon ns_precision %d is neither TT_PRECISION_F32 nor "
-                "TT_PRECISION_BF16",
+                "muon ns_precision %d is neither TT_PRECISION_F32 nor TT_PRECISION_BF16",
                 (int)c->ns_precision);
 }
 

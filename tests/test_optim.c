@@ -802,6 +802,22 @@ START_TEST(test_optim_vs_torch) {
 }
 END_TEST
 
+// Every kind's name parses back to it and gives its config; other names do not parse.
+START_TEST(test_kind_names) {
+    for (int k = 0; k < TT_OPTIM_KIND_COUNT; k++) {
+        tt_optim_kind got = TT_OPTIM_KIND_COUNT;
+        ck_assert(tt_optim_kind_parse(tt_optim_kind_name((tt_optim_kind)k), &got));
+        ck_assert_int_eq(got, k);
+        tt_optim_config c = tt_optim_config_of(got, 0.5);
+        ck_assert(c.kind == got && c.lr == 0.5);
+    }
+    tt_optim_kind untouched = TT_OPTIM_LION;
+    ck_assert(!tt_optim_kind_parse("lbfgs", &untouched) && !tt_optim_kind_parse(NULL, &untouched));
+    ck_assert_int_eq(untouched, TT_OPTIM_LION);
+    ck_assert_str_eq(tt_optim_kind_name(TT_OPTIM_MUON), "muon");
+}
+END_TEST
+
 // The state each kind keeps, under PyTorch's names.
 START_TEST(test_state_names_new_kinds) {
     tt_tensor *w = param(TT_SHAPE(2, 2), 1, 2, 3, 4);
@@ -1115,6 +1131,7 @@ int main(void) {
     TCase *st = tt_tcase("state");
     tcase_add_test(st, test_state_names);
     tcase_add_test(st, test_state_names_new_kinds);
+    tcase_add_test(st, test_kind_names);
     tcase_add_test(st, test_restore_adamw);
     tcase_add_test(st, test_restore_sgd);
     tcase_add_test(st, test_linear_overfits_adamw);
