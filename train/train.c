@@ -285,13 +285,6 @@ static bool check_eval_finite(tt_trainer *tr) {
     return diverged(tr, tr->step);
 }
 
-// Whether this step is an eval point of opts.eval_every or opts.iters (not only a signal's).
-static bool scheduled_eval(const tt_trainer *tr) {
-    const tt_trainer_opts *o = &tr->opts;
-    return (o->eval_every > 0 && tr->step % o->eval_every == 0) ||
-           (o->iters > 0 && tr->step == o->iters);
-}
-
 // Eval, checks, the log row, the best so far, the schedule's observation, the hook, the save
 // (best first).
 static bool eval_point(tt_trainer *tr) {
@@ -308,9 +301,11 @@ static bool eval_point(tt_trainer *tr) {
                 tr->lr);
     tr->improved = tr->val_loss < tr->best_val_loss;
     if (tr->improved) tr->best_val_loss = tr->val_loss;
-    // ReduceLROnPlateau's step(val_loss), at the evals of the plan only: an eval a signal
-    // forced is not one an uninterrupted run makes, so a resumed run takes the same lrs.
-    if (o->eval && tr->has_sched && scheduled_eval(tr)) tt_lr_observe(&tr->sched, tr->val_loss);
+    // ReduceLROnPlateau's step(val_loss), at the evals of the eval_every grid only (at iters
+    // when it is 0): the eval at the end of a shorter run or after a signal is not one an
+    // uninterrupted run makes, so a resumed run takes the same lrs.
+    bool grid = o->eval_every > 0 ? tr->step % o->eval_every == 0 : tr->step == o->iters;
+    if (o->eval && tr->has_sched && grid) tt_lr_observe(&tr->sched, tr->val_loss);
     if (o->on_eval && o->on_eval(tr, o->ctx) != TT_OK) return fail(tr, TT_TRAINER_ERR_HOOK);
     if (o->verbose && o->eval && lead()) {
         if (o->eval_train)
@@ -350,7 +345,8 @@ bool tt_trainer_step(tt_trainer *tr) {
     tr->step++;
     tr->steps_run++;
     if (o->check_leaks && !check_leaks(tr)) return false;
-    bool eval_now = scheduled_eval(tr) || stop_signal;
+    bool eval_now = (o->eval_every > 0 && tr->step % o->eval_every == 0) ||
+                    (o->iters > 0 && tr->step == o->iters) || stop_signal;
     if (o->log && lead() && !eval_now)
         fprintf(o->log, "%lld,%.9g,,%.9g\n", (long long)tr->step, tr->loss, tr->lr);
     if (o->progress && lead()) {

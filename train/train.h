@@ -157,8 +157,10 @@ void tt_trainer_backward(tt_trainer *tr, tt_tensor *loss);
 // Ends the step: the mean gradient over the ranks, the norm (clipped with opts.clip), a
 // divergence check before the update, the optimizer step, zero grad; then the log row, the
 // progress, and at an eval point the eval, finite checks, .best, tt_lr_observe(val loss) of a
-// plateau schedule (at the eval points of eval_every and iters, not at one a signal forced)
-// and the save. Returns false when training must stop (tr.stop says why), true otherwise.
+// plateau schedule (at the evals of the eval_every grid, or at iters when eval_every is 0; not
+// at the end of a shorter run nor after a signal, so a resumed run observes what an
+// uninterrupted one does) and the save. Returns false when training must stop (tr.stop says why),
+// true otherwise.
 bool tt_trainer_step(tt_trainer *tr);
 
 // Writes the checkpoint opts.fill makes: to the best file first when best, then to opts.out
