@@ -9,18 +9,23 @@
 static const char char_usage_head[] =
     "usage:\n"
     "  char_gpt train [--data FILE] [--out FILE] [--resume FILE] [--log FILE.csv]\n";
-static const char char_usage_tail[] =
+static const char char_usage_synopsis[] =
     "                 [--batch 12] [--iters 2000] [--decay-iters ITERS] [--lr 1e-3]\n"
     "                 [--min-lr 1e-4] [--warmup 100] [--weight-decay 0.1] [--beta2 0.99]\n"
     "                 [--optim adamw|muon] [--muon-lr 0.02]\n"
     "                 [--grad-clip 1.0] [--eval-every 250] [--eval-iters 20] [--seed 1337]\n"
     "                 [--threads N] [--precision f32|bf16] [--grad-accum 1] [--profile]\n"
     "                 [--trace FILE.json] [--overlap] [--bucket 4194304]\n"
+    "                 [--schedule cosine|wsd|onecycle|plateau|constant] [--warmdown ITERS/5]\n"
+    "                 [--final-lr-frac 0] [--pct-start 0.3] [--anneal cos|linear]\n"
+    "                 [--div-factor 25] [--final-div-factor 1e4] [--three-phase] [--factor 0.1]\n"
+    "                 [--patience 10] [--cooldown 0] [--threshold 1e-4]\n"
     "  char_gpt sample --ckpt FILE [--prompt TEXT] [--tokens 500] [--temperature 0.8]\n"
     "                 [--top-k 200] [--top-p 1.0] [--seed 1337] [--no-cache] [--block N]\n"
     "                 [--threads N] [--quantize f32|int8|bf16|int4]\n"
     "  char_gpt eval --ckpt FILE [--data FILE] [--eval-iters N] [--batch N] [--seed N]\n"
-    "                 [--threads N] [--quantize f32|int8|bf16|int4]\n"
+    "                 [--threads N] [--quantize f32|int8|bf16|int4]\n";
+static const char char_usage_tail[] =
     "\n"
     "train: --data defaults to " DEFAULT_DATA ", --out to out/char_gpt.ckpt (its directory is\n"
     "created). --out is written at each eval (every --eval-every steps and at the end), so it\n"
@@ -43,6 +48,15 @@ static const char char_usage_tail[] =
     "training steps' ops (calls, forward / backward time, share of the step time, FLOPs, bytes\n"
     "moved, peak memory) on stderr; --trace FILE.json writes one event per op of the steps\n"
     "(open it in ui.perfetto.dev or chrome://tracing). Evals are not profiled.\n"
+    "--schedule picks the lr of each step: cosine (the default: --warmup steps up to --lr,\n"
+    "cosine down to --min-lr at --decay-iters), wsd (nanochat's: --warmup steps up, --lr, then\n"
+    "the last --warmdown steps before --decay-iters linear down to --lr x --final-lr-frac),\n"
+    "onecycle (PyTorch's OneCycleLR up to --lr and down over --decay-iters steps, with\n"
+    "--pct-start, --anneal, --div-factor, --final-div-factor, --three-phase; AdamW's beta1\n"
+    "cycles from 0.95 to 0.85 and back), plateau (PyTorch's ReduceLROnPlateau: --lr times\n"
+    "--factor once --patience evals in a row do not beat the best val loss by --threshold\n"
+    "(relative), then --cooldown evals not counted, never below --min-lr) or constant (--lr).\n"
+    "A flag of another schedule is refused; --resume keeps the run's schedule and its state.\n"
     DIST_USAGE
     "sample prints the prompt and the generated text; eval prints\n"
     "`eval train_loss=F val_loss=F` (mean over --eval-iters batches per split).\n"
@@ -55,7 +69,7 @@ static const char char_usage_tail[] =
 
 int main(int argc, char **argv) {
     static const gpt_program char_gpt = {"char_gpt", "out/char_gpt.ckpt", true, char_usage_head,
-                                         "                 ", char_usage_tail};
+                                         "                 ", char_usage_synopsis, char_usage_tail};
     int cmd = gpt_cli_begin(argc, argv, &char_gpt);
     if (cmd == CMD_SAMPLE) return gpt_cli_end(cmd_sample());
     if (cmd == CMD_EVAL) return gpt_cli_end(cmd_eval());

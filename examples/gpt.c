@@ -8,13 +8,17 @@ static const char gpt_usage_head[] =
     "usage:\n"
     "  gpt train [--tokenizer char|gpt2|VOCAB] [--preset baby|gpt2|gpt2-medium]\n"
     "            [--init-from FILE] [--data FILE] [--out FILE] [--resume FILE] [--log FILE.csv]\n";
-static const char gpt_usage_tail[] =
+static const char gpt_usage_synopsis[] =
     "            [--batch 12] [--iters 2000] [--decay-iters ITERS] [--lr 1e-3]\n"
     "            [--min-lr 1e-4] [--warmup 100] [--weight-decay 0.1] [--beta2 0.99]\n"
     "            [--optim adamw|muon] [--muon-lr 0.02]\n"
     "            [--grad-clip 1.0] [--eval-every 250] [--eval-iters 20] [--seed 1337]\n"
     "            [--threads N] [--precision f32|bf16] [--grad-accum 1] [--profile]\n"
     "            [--trace FILE.json] [--overlap] [--bucket 4194304]\n"
+    "            [--schedule cosine|wsd|onecycle|plateau|constant] [--warmdown ITERS/5]\n"
+    "            [--final-lr-frac 0] [--pct-start 0.3] [--anneal cos|linear]\n"
+    "            [--div-factor 25] [--final-div-factor 1e4] [--three-phase] [--factor 0.1]\n"
+    "            [--patience 10] [--cooldown 0] [--threshold 1e-4]\n"
     "  gpt sample --ckpt FILE | --init-from FILE [--tokenizer T] [--prompt TEXT] [--tokens 500]\n"
     "            [--prompts FILE] [--batch 1] [--stop STR]... [--min-p 0] [--repeat-penalty 1]\n"
     "            [--temperature 0.8] [--top-k 200] [--top-p 1.0] [--seed 1337] [--no-cache]\n"
@@ -26,7 +30,8 @@ static const char gpt_usage_tail[] =
     "  gpt decode [--tokenizer T | --ckpt FILE] [--data FILE]  < ids  > bytes\n"
     "  gpt bpe-train --merges N --out VOCAB [--data FILE]\n"
     "  gpt export --ckpt FILE --out FILE.safetensors [--dtype f32|f16|bf16]\n"
-    "  gpt export --format gguf --ckpt FILE --out FILE.gguf [--dtype f32|f16|q8_0|q4_0]\n"
+    "  gpt export --format gguf --ckpt FILE --out FILE.gguf [--dtype f32|f16|q8_0|q4_0]\n";
+static const char gpt_usage_tail[] =
     "\n"
     "--tokenizer: char (one token per distinct byte of --data; the default), gpt2 (GPT-2's\n"
     "BPE, its " TT_GPT2_ENCODER " and " TT_GPT2_MERGES " found in $TINYTORCH_DATA,\n"
@@ -42,8 +47,8 @@ static const char gpt_usage_tail[] =
     "its .best name (out/gpt.best.ckpt) the best val loss; --resume FILE continues bit for bit\n"
     "(into FILE unless --out is given); outputs, divergence and signals as char_gpt's; a\n"
     "default that conflicts with a flag you give is lowered with a note; stdout: `eval step=N\n"
-    "train_loss=F val_loss=F` at each eval and a `done ...` line. --grad-accum and mpirun\n"
-    "as char_gpt's.\n"
+    "train_loss=F val_loss=F` at each eval and a `done ...` line. --grad-accum, mpirun\n"
+    "and --schedule as char_gpt's.\n"
     "sample prints the prompt and the generated text (--temperature 0: greedy); eval prints\n"
     "`eval train_loss=F val_loss=F`. A --init-from FILE.safetensors or FILE.gguf holds GPT-2\n"
     "weights and the tokenizer its metadata names (export writes it); without one (Hugging\n"
@@ -62,7 +67,7 @@ static const char gpt_usage_tail[] =
 
 int main(int argc, char **argv) {
     static const gpt_program gpt = {"gpt", "out/gpt.ckpt", false, gpt_usage_head,
-                                    "            ", gpt_usage_tail};
+                                    "            ", gpt_usage_synopsis, gpt_usage_tail};
     static const struct {
         int cmd;
         int (*run)(void);

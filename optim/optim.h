@@ -191,34 +191,146 @@ double tt_clip_grad_norm(const tt_params *p, double max_norm);
 double tt_grad_norm(const tt_params *p);  // the same norm, without clipping
 
 // ---- learning-rate schedules ----
+// A schedule gives the lr of iteration it (tt_lr_at), the caller sets it (tt_optim_set_lr) as a
+// PyTorch scheduler sets every group's lr; the trainer (train/train.h) does both each step.
+// The constructors give PyTorch's defaults; change fields before use:
+//
+//     tt_lr_schedule s = tt_lr_onecycle(1e-2, 1000);   // OneCycleLR(opt, 1e-2, total_steps=1000)
+//     s.onecycle.anneal = TT_LR_ANNEAL_LINEAR;         // anneal_strategy='linear'
+//
+// ReduceLROnPlateau is the one with state: tt_lr_observe(&s, val_loss) after each eval is its
+// scheduler.step(val_loss), and tt_lr_at returns the lr reduced so far (whatever it).
 
 typedef enum tt_lr_kind {
     TT_LR_CONSTANT,  // lr
     TT_LR_STEP,      // lr * gamma^floor(it / step_size)
     TT_LR_COSINE,    // nanoGPT's linear warmup, cosine decay to min_lr, then min_lr
+    TT_LR_WSD,       // nanochat's warmup, stable, linear warmdown to lr * final_frac
+    TT_LR_ONECYCLE,  // torch.optim.lr_scheduler.OneCycleLR (and its momentum)
+    TT_LR_PLATEAU,   // torch.optim.lr_scheduler.ReduceLROnPlateau (tt_lr_observe)
+    TT_LR_LAMBDA,    // torch.optim.lr_scheduler.LambdaLR: lr * fn(it, ctx)
     TT_LR_KIND_COUNT
 } tt_lr_kind;
 
+// OneCycleLR's anneal_strategy.
+typedef enum tt_lr_anneal {
+    TT_LR_ANNEAL_COS,     // 'cos'
+    TT_LR_ANNEAL_LINEAR,  // 'linear'
+    TT_LR_ANNEAL_COUNT
+} tt_lr_anneal;
+
+// ReduceLROnPlateau's mode: the metric should go down (a loss) or up (an accuracy).
+typedef enum tt_lr_mode { TT_LR_MODE_MIN, TT_LR_MODE_MAX, TT_LR_MODE_COUNT } tt_lr_mode;
+
+// ReduceLROnPlateau's threshold_mode: a new best beats the old by best * threshold or by
+// threshold.
+typedef enum tt_lr_threshold_mode {
+    TT_LR_THRESHOLD_REL,
+    TT_LR_THRESHOLD_ABS,
+    TT_LR_THRESHOLD_MODE_COUNT
+} tt_lr_threshold_mode;
+
+// OneCycleLR's settings (PyTorch's names; tt_lr_onecycle sets its defaults). The lr rises from
+// lr / div_factor to lr over the first pct_start of total_steps, then falls to
+// lr / div_factor / final_div_factor (three_phase: back to lr / div_factor first, over as many
+// steps, then down); the momentum moves the other way between max_momentum and base_momentum.
+typedef struct tt_lr_onecycle_opts {
+    int64_t total_steps;      // iterations 0 .. total_steps are valid, as PyTorch's
+    double pct_start;         // 0.3, in [0, 1]
+    tt_lr_anneal anneal;      // TT_LR_ANNEAL_COS
+    double div_factor;        // 25
+    double final_div_factor;  // 1e4
+    bool three_phase;         // false
+    bool cycle_momentum;      // true: tt_lr_momentum_at gives beta1 / the SGD momentum
+    double base_momentum;     // 0.85
+    double max_momentum;      // 0.95
+} tt_lr_onecycle_opts;
+
+// ReduceLROnPlateau's settings (PyTorch's names and defaults; tt_lr_plateau sets them). An
+// observation is one of PyTorch's epochs: patience and cooldown count observations.
+typedef struct tt_lr_plateau_opts {
+    tt_lr_mode mode;                      // TT_LR_MODE_MIN
+    double factor;                        // 0.1, in [0, 1): new lr = lr * factor
+    int64_t patience;                     // 10 observations without improvement are allowed
+    double threshold;                     // 1e-4
+    tt_lr_threshold_mode threshold_mode;  // TT_LR_THRESHOLD_REL
+    int64_t cooldown;                     // 0 observations ignored after a reduction
+    double min_lr;                        // 0: the lr never goes below it
+    double eps;                           // 1e-8: a reduction smaller than this is skipped
+} tt_lr_plateau_opts;
+
+// ReduceLROnPlateau's state (its state_dict's fields), set by tt_lr_plateau and
+// tt_lr_observe; a checkpoint saves and restores it (tt_trainer_ckpt_fill).
+typedef struct tt_lr_plateau_state {
+    double lr;                 // the current learning rate: lr, then reduced
+    double best;               // the best metric so far (+inf in min mode before any, -inf max)
+    int64_t num_bad_epochs;    // observations since the best, cooldown ones not counted
+    int64_t cooldown_counter;  // observations still ignored after the last reduction
+    int64_t last_epoch;        // observations so far
+} tt_lr_plateau_state;
+
+// A user's schedule (LambdaLR's lr_lambda): the factor of the base lr at iteration it.
+typedef double (*tt_lr_fn)(int64_t it, void *ctx);
+
 typedef struct tt_lr_schedule {
     tt_lr_kind kind;
-    double lr;             // base (peak) learning rate
+    double lr;             // base (peak) learning rate; OneCycle's max_lr
     int64_t step_size;     // TT_LR_STEP
     double gamma;          // TT_LR_STEP
-    int64_t warmup_iters;  // TT_LR_COSINE
+    int64_t warmup_iters;  // TT_LR_COSINE, TT_LR_WSD
     int64_t decay_iters;   // TT_LR_COSINE: > warmup_iters
     double min_lr;         // TT_LR_COSINE
+    int64_t warmdown_iters;        // TT_LR_WSD: the linear decay's length, <= total_iters
+    int64_t total_iters;           // TT_LR_WSD: where the decay ends (nanochat's num_iterations)
+    double final_frac;             // TT_LR_WSD: in [0, 1]: the lr at total_iters, over lr
+    tt_lr_onecycle_opts onecycle;  // TT_LR_ONECYCLE
+    tt_lr_plateau_opts plateau;    // TT_LR_PLATEAU: the settings
+    tt_lr_plateau_state state;     // TT_LR_PLATEAU: the state
+    tt_lr_fn fn;                   // TT_LR_LAMBDA
+    void *ctx;                     // TT_LR_LAMBDA: passed to fn
 } tt_lr_schedule;
 
 tt_lr_schedule tt_lr_constant(double lr);
 tt_lr_schedule tt_lr_step(double lr, int64_t step_size, double gamma);
 tt_lr_schedule tt_lr_cosine(double lr, int64_t warmup_iters, int64_t decay_iters,
                             double min_lr);
+// nanochat's get_lr_multiplier (llm.c's schedule of the same name) times lr:
+//   it < warmup_iters:                      lr * (it + 1) / warmup_iters
+//   it <= total_iters - warmdown_iters:     lr
+//   otherwise, with p = (total_iters - it) / warmdown_iters:   lr * (p + (1 - p) final_frac)
+// and lr * final_frac after total_iters (where nanochat never goes). Aborts on invalid values.
+tt_lr_schedule tt_lr_wsd(double lr, int64_t warmup_iters, int64_t warmdown_iters,
+                         int64_t total_iters, double final_frac);
+// OneCycleLR(max_lr=lr, total_steps) with PyTorch's defaults in .onecycle (change them
+// before use). PyTorch's phase arithmetic exactly; an iteration past total_steps aborts, as
+// PyTorch's raises.
+tt_lr_schedule tt_lr_onecycle(double lr, int64_t total_steps);
+// ReduceLROnPlateau starting at lr, with PyTorch's defaults in .plateau (change them before
+// the first tt_lr_observe; .plateau.mode resets .state.best when changed later: see
+// tt_lr_plateau_reset).
+tt_lr_schedule tt_lr_plateau(double lr);
+// The state of a fresh ReduceLROnPlateau at s->lr: best the worst value of s->plateau.mode.
+void tt_lr_plateau_reset(tt_lr_schedule *s);
+// LambdaLR: lr * fn(it, ctx); a factor that is not finite and >= 0 aborts at tt_lr_at.
+tt_lr_schedule tt_lr_lambda(double lr, tt_lr_fn fn, void *ctx);
+
 // The learning rate at iteration it >= 0. TT_LR_COSINE (nanoGPT's get_lr):
 //   it < warmup:      lr * (it + 1) / (warmup + 1)
 //   it > decay_iters: min_lr
 //   otherwise:        min_lr + 0.5 (1 + cos(pi r)) (lr - min_lr),
 //                     r = (it - warmup) / (decay_iters - warmup)
+// TT_LR_PLATEAU: the current lr (s->state.lr), whatever it. Aborts on invalid settings.
 double tt_lr_at(const tt_lr_schedule *s, int64_t it);
+// PyTorch's ReduceLROnPlateau.step(metric): after patience observations in a row that do not
+// beat the best by the threshold, the lr becomes max(lr * factor, min_lr) (unless that
+// changes it by eps or less) and the next cooldown observations are not counted. Call it with
+// the val loss after each eval (the trainer does). A no-op for the other kinds.
+void tt_lr_observe(tt_lr_schedule *s, double metric);
+// OneCycleLR's momentum at iteration it (cycle_momentum must be on): what PyTorch writes to
+// betas[0] of Adam / AdamW or to SGD's momentum each step. To apply it without the trainer
+// (which does), set it before each step as the lr:
+//     opt.cfg.beta1 = tt_lr_momentum_at(&s, it);      // SGD: opt.cfg.momentum (> 0 at init)
+double tt_lr_momentum_at(const tt_lr_schedule *s, int64_t it);
 
 #ifdef __cplusplus
 }

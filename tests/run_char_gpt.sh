@@ -5,7 +5,8 @@
 # uninterrupted 30-step run bit for bit (with dropout); --out keeps the last state and
 # FILE.best.ckpt the best one, and --resume continues from the last; a default that conflicts
 # with a given flag is lowered with a note; the progress bar fits a 50- and a 120-column pty
-# (when script(1) exists); sample gives the same text with and
+# (when script(1) exists); --schedule plateau resumed off its eval grid takes the lrs and
+# losses of an uninterrupted run; sample gives the same text with and
 # without the KV cache; eval prints its line; bad input exits non-zero (not by a signal) with
 # one line on stderr and clobbers no file; a full disk during a save and a diverging loss stop
 # training with the previous checkpoint intact. Under ASan (make test SAN=1) LeakSanitizer
@@ -126,6 +127,25 @@ if [ "$(wc -l < "$d/mur.last10")" = 10 ] && cmp -s "$d/mu.last10" "$d/mur.last10
 else
     bad "--optim muon: resume differs or did not keep --optim"; cat "$d/mur.err" >&2
     paste "$d/mu.last10" "$d/mur.last10" >&2
+fi
+
+# ---- --schedule plateau: stopped off the eval grid (step 13) and resumed == uninterrupted ----
+plat="--schedule plateau --patience 0 --factor 0.5 --threshold 0.5"
+pmodel=$(echo "$model" | sed 's/--warmup 5 //')  # no warmup in a plateau or onecycle run
+"$bin" train $pmodel $plat --iters 20 --eval-every 5 --out "$d/pl_full.ckpt" \
+    --log "$d/pl_full.csv" > /dev/null 2> "$d/pl_full.err" || bad "plateau: 20 steps"
+"$bin" train $pmodel $plat --iters 13 --eval-every 5 --out "$d/pl_part.ckpt" \
+    > /dev/null 2> "$d/pl_part.err" || bad "plateau: 13 steps"
+"$bin" train --resume "$d/pl_part.ckpt" --iters 20 --log "$d/pl_res.csv" \
+    > /dev/null 2> "$d/pl_res.err" || { bad "plateau: resume"; cat "$d/pl_res.err" >&2; }
+awk -F, 'NR > 14 {print $1, $2, $4}' "$d/pl_full.csv" > "$d/pl_full.last"
+awk -F, 'NR > 1 {print $1, $2, $4}' "$d/pl_res.csv" > "$d/pl_res.last"
+if [ "$(wc -l < "$d/pl_res.last")" = 7 ] && cmp -s "$d/pl_full.last" "$d/pl_res.last" &&
+   [ "$(awk -F, 'NR > 1 {print $4}' "$d/pl_full.csv" | sort -u | wc -l)" -gt 1 ]; then
+    ok "--schedule plateau: the lr falls, and a resumed run's losses and lrs of steps 14..20" \
+       "equal the uninterrupted run's"
+else
+    bad "--schedule plateau: resumed run differs"; paste "$d/pl_full.last" "$d/pl_res.last" >&2
 fi
 
 # ---- sample: cache on and off, same seed, same text ----
@@ -358,6 +378,19 @@ expect_fail "data shorter than block+1" "block size 16 needs at least 17" \
     train $model --data "$d/short.txt" $keep
 expect_fail "--warmup and --iters both given" "--warmup 10 must be below --iters 4; lower" \
     train $model --iters 4 --warmup 10 $keep
+expect_fail "unknown --schedule" "--schedule expects one of cosine, wsd, onecycle" \
+    train $model --schedule bogus $keep
+expect_fail "--warmup with --schedule plateau" \
+    "--warmup applies to --schedule cosine and wsd, not plateau" \
+    train $model --schedule plateau --warmup 5 $keep
+expect_fail "--warmdown without --schedule wsd" "--warmdown applies to --schedule wsd, not" \
+    train $model --warmdown 5 $keep
+expect_fail "wsd warmup and warmdown too long" "plus --warmdown 15 (given) exceed --iters 20" \
+    train $model --schedule wsd --iters 20 --warmup 10 --warmdown 15 $keep
+expect_fail "onecycle with an empty phase" "leaves a phase of the onecycle schedule without" \
+    train $pmodel --schedule onecycle --iters 10 --pct-start 0.1 $keep
+expect_fail "onecycle shorter than the run" "where the onecycle schedule ends" \
+    train $pmodel --schedule onecycle --iters 30 --decay-iters 20 $keep
 expect_fail "--min-lr above a given --lr" \
     "--min-lr 0.001 must be at most --lr 1e-05; lower --min-lr" \
     train $model --lr 1e-5 --min-lr 1e-3 $keep

@@ -378,7 +378,7 @@ static void two_groups_free(two_groups *t) {
 }
 
 // Groups with their own weight decay and base lr; set_lr scales every group from its base.
-START_TEST(test_groups_lr_scale) {
+START_TEST(test_groups_base_lr) {
     two_groups t;
     two_groups_init(&t, 0.5, 0.0);
     t.o.groups[1].initial_lr = 0.05;
@@ -1112,7 +1112,7 @@ int main(void) {
     tcase_add_test(tc, test_adamw_f32);
     tcase_add_test(tc, test_large_update_threads);
     tcase_add_test(tc, test_decay_groups);
-    tcase_add_test(tc, test_groups_lr_scale);
+    tcase_add_test(tc, test_groups_base_lr);
     tcase_add_test(tc, test_group_absolute_lr);
     tcase_add_test(tc, test_tied_param_once);
     tcase_add_test(tc, test_skip_without_grad);

@@ -114,6 +114,17 @@ static void assert_params_equal(const net *a, const net *b) {
     }
 }
 
+// The resumed run b (trainer tb) ended as the uninterrupted a did: the same weights and last
+// loss, bit for bit. Frees both.
+static void end_resumed(net *a, net *b, tt_trainer *ta, tt_trainer *tb) {
+    assert_params_equal(a, b);
+    ck_assert_double_eq(tb->loss, ta->loss);
+    tt_trainer_free(ta);
+    tt_trainer_free(tb);
+    net_free(a);
+    net_free(b);
+}
+
 // ---- the step ----
 
 // The loop of examples before the trainer, written out: schedule, backward, clip, step.
@@ -323,7 +334,8 @@ END_TEST
 
 // Resumed from the file written at step 3, a fresh model (other initial weights) takes the
 // same steps 4..6 as the run that went on: the same parameters and losses bit for bit; with
-// one micro-batch a step and with two.
+// one micro-batch a step and with two. A plateau schedule cannot resume from that file (it
+// holds no schedule state).
 START_TEST(test_resume_bitwise) {
     char dir[128], out[256], path[256];
     tt_test_mkdtemp(dir, sizeof dir, "train_resume");
@@ -349,6 +361,12 @@ START_TEST(test_resume_bitwise) {
         tt_checkpoint ck;
         ck_assert_int_eq(tt_ckpt_load(&ck, out), TT_OK);
         ck_assert_int_eq(tt_ckpt_restore_params(&ck, "model.", &b.params), TT_OK);
+        tt_lr_schedule plateau = tt_lr_plateau(1e-2);  // the cosine run's file has no state
+        tt_trainer tp;
+        ck_assert_int_eq(tt_trainer_init(&tp, &o, &b.params, &b.optim, &plateau), TT_OK);
+        ck_assert_int_eq(tt_trainer_ckpt_restore(&tp, &ck), TT_ERR_FORMAT);
+        ck_assert_ptr_nonnull(strstr(tt_last_error(), "no number 'sched.lr'"));
+        tt_trainer_free(&tp);
         ck_assert_int_eq(tt_trainer_ckpt_restore(&tb, &ck), TT_OK);
         tt_ckpt_free(&ck);
         ck_assert_int_eq(tb.step, 3);
@@ -356,16 +374,96 @@ START_TEST(test_resume_bitwise) {
         run_trainer(&b, &tb);
         ck_assert_int_eq(ta.step, 6);
         ck_assert_int_eq(tb.step, 6);
-        assert_params_equal(&a, &b);
-        ck_assert_double_eq(tb.loss, ta.loss);
         ck_assert_double_eq(tb.val_loss, ta.val_loss);
         ck_assert_double_eq(tb.best_val_loss, ta.best_val_loss);
-        tt_trainer_free(&ta);
-        tt_trainer_free(&tb);
-        net_free(&a);
-        net_free(&b);
+        end_resumed(&a, &b, &ta, &tb);
     }
     tt_test_rmdir(dir);
+}
+END_TEST
+
+// run_trainer, recording the lr of step s (1-based) in lrs[s - 1].
+static void run_recording(net *n, tt_trainer *tr, double *lrs) {
+    while (tt_trainer_next(tr)) {
+        tt_scope_begin();
+        tt_trainer_backward(tr, net_loss(n, tr->step, rows_of(tr->step), 8));
+        tt_scope_end();
+        if (!tt_trainer_step(tr)) break;
+        lrs[tr->step - 1] = tr->lr;
+    }
+}
+
+// A plateau schedule (patience 1, factor 0.5) fed val losses that stall: the run resumed from
+// the file of step 5 takes the lrs and weights of the run that went on, so the schedule's
+// state (an lr already halved, one bad observation counted) came back from the file.
+START_TEST(test_resume_plateau_bitwise) {
+    char dir[128], out[256];
+    tt_test_mkdtemp(dir, sizeof dir, "train_plateau");
+    snprintf(out, sizeof out, "%s/m.ckpt", dir);
+    static const double vals[] = {3, 3, 3, 2.9, 3, 3, 3, 3};
+    net a, b;
+    net_init(&a, 6);
+    net_init(&b, 99);
+    a.vals = vals;
+    b.vals = vals + 5;  // its evals are steps 6..8
+    a.sched = b.sched = tt_lr_plateau(1e-2);
+    a.sched.plateau.patience = b.sched.plateau.patience = 1;
+    a.sched.plateau.factor = b.sched.plateau.factor = 0.5;
+    double on[8], resumed[8];
+    tt_trainer_opts o = eval_opts(&a, 5, 1, 1, out);
+    tt_trainer ta, tb;
+    ck_assert_int_eq(tt_trainer_init(&ta, &o, &a.params, &a.optim, &a.sched), TT_OK);
+    run_recording(&a, &ta, on);
+    ck_assert_double_eq(ta.sched.state.lr, 5e-3);        // halved after the third eval
+    ck_assert_int_eq(ta.sched.state.num_bad_epochs, 1);  // the eval of step 5
+    ta.opts.out = NULL;                                  // then on to 8
+    ta.opts.iters = 8;
+    ta.stop = TT_TRAINER_RUNNING;
+    run_recording(&a, &ta, on);
+
+    o = eval_opts(&b, 8, 1, 1, NULL);
+    ck_assert_int_eq(tt_trainer_init(&tb, &o, &b.params, &b.optim, &b.sched), TT_OK);
+    tt_checkpoint ck;
+    ck_assert_int_eq(tt_ckpt_load(&ck, out), TT_OK);
+    ck_assert_int_eq(tt_ckpt_restore_params(&ck, "model.", &b.params), TT_OK);
+    ck_assert_int_eq(tt_trainer_ckpt_restore(&tb, &ck), TT_OK);
+    tt_ckpt_free(&ck);
+    ck_assert_double_eq(tb.sched.state.lr, 5e-3);
+    ck_assert_int_eq(tb.sched.state.num_bad_epochs, 1);
+    run_recording(&b, &tb, resumed);
+    ck_assert_int_eq(tb.step, 8);
+    for (int s = 5; s < 8; s++) ck_assert_double_eq(resumed[s], on[s]);
+    ck_assert_double_eq(on[6], 2.5e-3);  // halved again after the evals of steps 5 and 6
+    end_resumed(&a, &b, &ta, &tb);
+    tt_test_rmdir(dir);
+}
+END_TEST
+
+// A onecycle schedule sets AdamW's beta1 to its momentum each step, as PyTorch's OneCycleLR
+// writes betas[0]; with cycle_momentum off beta1 stays.
+START_TEST(test_onecycle_sets_beta1) {
+    for (int cycle = 0; cycle <= 1; cycle++) {
+        net n;
+        net_init(&n, 3);
+        n.sched = tt_lr_onecycle(1e-2, 6);
+        n.sched.onecycle.cycle_momentum = cycle;
+        tt_trainer_opts o = net_opts(&n, 6, 1);
+        tt_trainer tr;
+        ck_assert_int_eq(tt_trainer_init(&tr, &o, &n.params, &n.optim, &n.sched), TT_OK);
+        while (tt_trainer_next(&tr)) {
+            double want = cycle ? tt_lr_momentum_at(&n.sched, tr.step) : 0.9;
+            for (int g = 0; g < n.optim.ngroups; g++)
+                ck_assert_double_eq(n.optim.groups[g].cfg.beta1, want);
+            ck_assert_double_eq(tr.lr, tt_lr_at(&n.sched, tr.step));
+            tt_scope_begin();
+            tt_trainer_backward(&tr, net_loss(&n, tr.step, rows_of(tr.step), 8));
+            tt_scope_end();
+            ck_assert(tt_trainer_step(&tr));
+        }
+        ck_assert_int_eq(tr.step, 6);
+        tt_trainer_free(&tr);
+        net_free(&n);
+    }
 }
 END_TEST
 
@@ -617,6 +715,21 @@ START_TEST(test_abort_too_many_micro_batches) {
 }
 END_TEST
 
+START_TEST(test_abort_onecycle_sgd_without_momentum) {
+    tt_expect_abort("the onecycle schedule cycles the momentum, but group 0 (sgd) has none");
+    net n;
+    net_init(&n, 14);
+    tt_optim_free(&n.optim);
+    tt_optim_init(&n.optim, tt_sgd_config(1e-2));
+    tt_optim_add_decay_groups(&n.optim, &n.params, 0);
+    n.sched = tt_lr_onecycle(1e-2, 3);
+    tt_trainer_opts o = net_opts(&n, 3, 1);
+    tt_trainer tr;
+    tt_trainer_init(&tr, &o, &n.params, &n.optim, &n.sched);
+    tt_trainer_next(&tr);
+}
+END_TEST
+
 START_TEST(test_abort_step_without_backward) {
     tt_expect_abort("the step had 1 micro-batches, accum is 2");
     net n;
@@ -637,6 +750,8 @@ int main(void) {
     tcase_add_test(ck, test_best_on_improvement);
     tcase_add_test(ck, test_best_before_out);
     tcase_add_test(ck, test_resume_bitwise);
+    tcase_add_test(ck, test_resume_plateau_bitwise);
+    tcase_add_test(ck, test_onecycle_sets_beta1);
     suite_add_tcase(s, ck);
     TCase *sp = tt_tcase("stops");
     tcase_add_test(sp, test_diverged_loss_names_step);
@@ -651,6 +766,7 @@ int main(void) {
     TCase *ab = tt_tcase_aborts("aborts");
     tcase_add_test_raise_signal(ab, test_abort_too_many_micro_batches, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_step_without_backward, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_onecycle_sgd_without_momentum, SIGABRT);
     suite_add_tcase(s, ab);
     return tt_test_run(s);
 }

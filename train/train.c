@@ -105,10 +105,30 @@ void tt_trainer_free(tt_trainer *tr) {
 
 // ---- the step ----
 
+// OneCycleLR's momentum, as PyTorch's writes it each step into every group: beta1 where the
+// group's kind has betas (Adam, AdamW, Lion), else its momentum (SGD, RMSprop, Muon; the
+// optimizer reads its groups' configs at every step).
+static void set_momentum(tt_trainer *tr) {
+    double m = tt_lr_momentum_at(&tr->sched, tr->step);
+    for (int g = 0; g < tr->optim->ngroups; g++) {
+        tt_optim_config *c = &tr->optim->groups[g].cfg;
+        bool betas = c->kind == TT_OPTIM_ADAM || c->kind == TT_OPTIM_ADAMW ||
+                     c->kind == TT_OPTIM_LION;
+        TT_CHECK(betas || c->kind == TT_OPTIM_MUON || c->momentum > 0, "the onecycle schedule "
+                 "cycles the momentum, but group %d (%s) has none; give it a momentum > 0 or set "
+                 "the schedule's onecycle.cycle_momentum = false", g, tt_optim_kind_name(c->kind));
+        if (betas)
+            c->beta1 = m;
+        else
+            c->momentum = m;
+    }
+}
+
 static void begin_step(tt_trainer *tr) {
     if (tr->has_sched) {
         tr->lr = tt_lr_at(&tr->sched, tr->step);
         tt_optim_set_lr(tr->optim, tr->lr);
+        if (tr->sched.kind == TT_LR_ONECYCLE && tr->sched.onecycle.cycle_momentum) set_momentum(tr);
     } else {
         tr->lr = tr->optim->lr;
     }
@@ -270,7 +290,8 @@ static bool check_eval_finite(tt_trainer *tr) {
     return diverged(tr, tr->step);
 }
 
-// Eval, checks, the log row, the best so far, the hook, the save (best first).
+// Eval, checks, the log row, the best so far, the schedule's observation, the hook, the save
+// (best first).
 static bool eval_point(tt_trainer *tr) {
     const tt_trainer_opts *o = &tr->opts;
     if (o->eval) {
@@ -285,6 +306,11 @@ static bool eval_point(tt_trainer *tr) {
                 tr->lr);
     tr->improved = tr->val_loss < tr->best_val_loss;
     if (tr->improved) tr->best_val_loss = tr->val_loss;
+    // ReduceLROnPlateau's step(val_loss), at the evals of the eval_every grid only (at iters
+    // when it is 0): the eval at the end of a shorter run or after a signal is not one an
+    // uninterrupted run makes, so a resumed run takes the same lrs.
+    bool grid = o->eval_every > 0 ? tr->step % o->eval_every == 0 : tr->step == o->iters;
+    if (o->eval && tr->has_sched && grid) tt_lr_observe(&tr->sched, tr->val_loss);
     if (o->on_eval && o->on_eval(tr, o->ctx) != TT_OK) return fail(tr, TT_TRAINER_ERR_HOOK);
     if (o->verbose && o->eval && lead()) {
         if (o->eval_train)
@@ -371,8 +397,53 @@ void tt_trainer_ckpt_fill_optim(const tt_trainer *tr, tt_checkpoint *ck) {
     tt_ckpt_add_optim(ck, tr->optim);
 }
 
+// ReduceLROnPlateau's state: the keys and the fields they hold.
+static const char *const plateau_f64_keys[2] = {"sched.lr", "sched.best"};
+static const char *const plateau_i64_keys[3] = {"sched.num_bad_epochs", "sched.cooldown_counter",
+                                                "sched.last_epoch"};
+
+static bool has_sched_state(const tt_trainer *tr) {
+    return tr->has_sched && tr->sched.kind == TT_LR_PLATEAU;
+}
+
+void tt_trainer_ckpt_fill_sched(const tt_trainer *tr, tt_checkpoint *ck) {
+    if (!has_sched_state(tr)) return;
+    const tt_lr_plateau_state *st = &tr->sched.state;
+    const double f[2] = {st->lr, st->best};
+    const int64_t i[3] = {st->num_bad_epochs, st->cooldown_counter, st->last_epoch};
+    for (int k = 0; k < 2; k++) tt_ckpt_set_f64(ck, plateau_f64_keys[k], f[k]);
+    for (int k = 0; k < 3; k++) tt_ckpt_set_i64(ck, plateau_i64_keys[k], i[k]);
+}
+
+tt_status tt_trainer_ckpt_restore_sched(tt_trainer *tr, const tt_checkpoint *ck) {
+    if (!has_sched_state(tr)) return TT_OK;
+    double f[2];
+    int64_t i[3];
+    for (int k = 0; k < 2; k++)
+        if (!tt_ckpt_get_f64(ck, plateau_f64_keys[k], &f[k]) || isnan(f[k]))
+            return tt_set_error(TT_ERR_FORMAT,
+                                "no number '%s': the checkpoint holds no "
+                                "plateau schedule state (it was saved with another schedule)",
+                                plateau_f64_keys[k]);
+    for (int k = 0; k < 3; k++)
+        if (!tt_ckpt_get_i64(ck, plateau_i64_keys[k], &i[k]) || i[k] < 0)
+            return tt_set_error(TT_ERR_FORMAT,
+                                "no valid integer '%s' of the plateau "
+                                "schedule's state",
+                                plateau_i64_keys[k]);
+    if (!isfinite(f[0]) || f[0] < 0)
+        return tt_set_error(TT_ERR_FORMAT, "sched.lr is %g; it must be finite and >= 0", f[0]);
+    tr->sched.state = (tt_lr_plateau_state){.lr = f[0],
+                                            .best = f[1],
+                                            .num_bad_epochs = i[0],
+                                            .cooldown_counter = i[1],
+                                            .last_epoch = i[2]};
+    return TT_OK;
+}
+
 void tt_trainer_ckpt_fill(const tt_trainer *tr, tt_checkpoint *ck) {
     tt_trainer_ckpt_fill_optim(tr, ck);
+    tt_trainer_ckpt_fill_sched(tr, ck);
     tt_ckpt_set_i64(ck, "step", tr->step);
     tt_ckpt_set_f64(ck, "best_val_loss", tr->best_val_loss);
     tt_ckpt_set_f64(ck, "train_loss", tr->train_loss);
@@ -389,6 +460,7 @@ tt_status tt_trainer_ckpt_restore(tt_trainer *tr, const tt_checkpoint *ck) {
         if (!tt_ckpt_get_f64(ck, keys[i], &v[i]))
             return tt_set_error(TT_ERR_FORMAT, "no number '%s'", keys[i]);
     tt_status st = tt_ckpt_restore_optim(ck, tr->optim);
+    if (st == TT_OK) st = tt_trainer_ckpt_restore_sched(tr, ck);
     if (st != TT_OK) return st;
     tr->step = step;
     // A NaN (or -inf) best is no best: no loss compares below it, so none would be kept again.

@@ -100,7 +100,8 @@ struct tt_trainer {
     tt_trainer_opts opts;
     const tt_params *params;  // borrowed: what the optimizer trains
     tt_optim *optim;          // borrowed
-    tt_lr_schedule sched;     // copied; has_sched false when init got NULL
+    tt_lr_schedule sched;     // copied (a plateau schedule's state lives in this copy);
+                              // has_sched false when init got NULL
     bool has_sched;
     int64_t accum;            // opts.accum: the caller's inner loop count
     int64_t micro_batches;    // accum x ranks: the micro-batches of one step over all ranks
@@ -143,7 +144,9 @@ tt_status tt_trainer_init(tt_trainer *tr, const tt_trainer_opts *opts, const tt_
 void tt_trainer_free(tt_trainer *tr);
 
 // Begins a step: false when training is over (iters reached, a stop recorded); otherwise sets
-// the schedule's lr, starts the clock and the profiler and returns true. A program with a loop
+// the schedule's lr (and a onecycle schedule's momentum as the optimizer's beta1, or SGD's
+// momentum, when its cycle_momentum is on, as PyTorch's OneCycleLR does), starts the clock and
+// the profiler and returns true. A program with a loop
 // of its own (epochs of a data loader) may leave it out: the step's first tt_trainer_backward
 // begins the step the same way.
 bool tt_trainer_next(tt_trainer *tr);
@@ -153,19 +156,30 @@ bool tt_trainer_next(tt_trainer *tr);
 void tt_trainer_backward(tt_trainer *tr, tt_tensor *loss);
 // Ends the step: the mean gradient over the ranks, the norm (clipped with opts.clip), a
 // divergence check before the update, the optimizer step, zero grad; then the log row, the
-// progress, and at an eval point the eval, finite checks, .best and the save. Returns false
-// when training must stop (tr.stop says why), true otherwise.
+// progress, and at an eval point the eval, finite checks, .best, tt_lr_observe(val loss) of a
+// plateau schedule (at the evals of the eval_every grid, or at iters when eval_every is 0; not
+// at the end of a shorter run nor after a signal, so a resumed run observes what an
+// uninterrupted one does) and the save. Returns false when training must stop (tr.stop says why),
+// true otherwise.
 bool tt_trainer_step(tt_trainer *tr);
 
 // Writes the checkpoint opts.fill makes: to the best file first when best, then to opts.out
 // (atomic writes, tt_ckpt_save). Rank 0 writes; other ranks only record saved_step.
 tt_status tt_trainer_save(tt_trainer *tr, bool best);
-// The optimizer state ("optim.*", "optim.step") and the counters ("step", "best_val_loss",
-// "train_loss", "val_loss"): the keys tt_gpt_ckpt_fill uses.
+// The optimizer state ("optim.*", "optim.step"), the schedule's state ("sched.*", below) and
+// the counters ("step", "best_val_loss", "train_loss", "val_loss"): the keys tt_gpt_ckpt_fill
+// uses, and the schedule's.
 void tt_trainer_ckpt_fill(const tt_trainer *tr, tt_checkpoint *ck);
 // Only the optimizer state ("optim.*", "optim.step"), for a program with its own counters.
 void tt_trainer_ckpt_fill_optim(const tt_trainer *tr, tt_checkpoint *ck);
-// Reads them back into tr and its optimizer. TT_ERR_FORMAT / TT_ERR_MISMATCH naming the key.
+// Only the schedule's state: a ReduceLROnPlateau's "sched.lr", "sched.best" (f64),
+// "sched.num_bad_epochs", "sched.cooldown_counter", "sched.last_epoch" (i64); nothing for the
+// other kinds, which are functions of the step. Restore reads them into tr->sched (TT_OK with
+// nothing to read for a stateless schedule; TT_ERR_FORMAT naming a missing or invalid key).
+void tt_trainer_ckpt_fill_sched(const tt_trainer *tr, tt_checkpoint *ck);
+tt_status tt_trainer_ckpt_restore_sched(tt_trainer *tr, const tt_checkpoint *ck);
+// Reads them all back into tr, its optimizer and its schedule. TT_ERR_FORMAT /
+// TT_ERR_MISMATCH naming the key.
 tt_status tt_trainer_ckpt_restore(tt_trainer *tr, const tt_checkpoint *ck);
 
 // The optimizer's part of a checkpoint (train/ckpt_optim.c), as the trainer and models/gpt

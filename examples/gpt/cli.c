@@ -136,6 +136,19 @@ static flag flags[] = {
     // ---- the all-reduce overlapped with the backward ----
     {"--overlap", F_BOOL, &opt.overlap, CMD_TRAIN, false, 0},
     {"--bucket", F_INT, &opt.bucket, CMD_TRAIN, false, 0},
+    // ---- the lr schedule and its flags (schedule.c) ----
+    {"--schedule", F_STR, &opt.schedule, CMD_TRAIN, false, 0},
+    {"--warmdown", F_INT, &opt.warmdown, CMD_TRAIN, false, 0},
+    {"--final-lr-frac", F_FLOAT, &opt.final_lr_frac, CMD_TRAIN, false, 0},
+    {"--pct-start", F_FLOAT, &opt.pct_start, CMD_TRAIN, false, 0},
+    {"--anneal", F_STR, &opt.anneal, CMD_TRAIN, false, 0},
+    {"--div-factor", F_FLOAT, &opt.div_factor, CMD_TRAIN, false, 0},
+    {"--final-div-factor", F_FLOAT, &opt.final_div_factor, CMD_TRAIN, false, 0},
+    {"--three-phase", F_BOOL, &opt.three_phase, CMD_TRAIN, false, 0},
+    {"--factor", F_FLOAT, &opt.factor, CMD_TRAIN, false, 0},
+    {"--patience", F_INT, &opt.patience, CMD_TRAIN, false, 0},
+    {"--cooldown", F_INT, &opt.cooldown, CMD_TRAIN, false, 0},
+    {"--threshold", F_FLOAT, &opt.threshold, CMD_TRAIN, false, 0},
 };
 #define NFLAGS ((int)(sizeof flags / sizeof flags[0]))
 static bool cfg_given[MAX_FIELDS];  // by index in tt_gpt_fields
@@ -166,6 +179,7 @@ bool given(const char *name) {
 static void print_usage(FILE *fp) {
     fputs(prog->usage_head, fp);
     gpt_usage_model_flags(fp, prog->usage_indent);
+    fputs(prog->usage_synopsis, fp);
     fputs(prog->usage_tail, fp);
 }
 
@@ -188,6 +202,14 @@ static void set_defaults(void) {
     opt.eval_iters = 20;
     opt.seed = 1337;
     opt.grad_accum = 1;
+    opt.schedule = "cosine";
+    opt.pct_start = 0.3;  // OneCycleLR's and ReduceLROnPlateau's defaults
+    opt.anneal = "cos";
+    opt.div_factor = 25;
+    opt.final_div_factor = 1e4;
+    opt.factor = 0.1;
+    opt.patience = 10;
+    opt.threshold = 1e-4;
     opt.bucket = (int64_t)TT_DIST_BUCKET;
     opt.precision = "f32";
     opt.threads = 0;  // the library's default

@@ -52,8 +52,9 @@ typedef struct gpt_program {
     const char *name;         // in messages and the usage text: "gpt", "char_gpt"
     const char *default_out;  // train's --out: "out/gpt.ckpt"
     bool char_only;           // char_gpt: no --tokenizer, --preset, --init-from, no tools
-    const char *usage_head;   // the usage text: head, the model flags (indented), tail
-    const char *usage_indent;
+    const char *usage_head;   // the usage text: head, the model flags (indented), synopsis
+    const char *usage_indent;  // (the other train flags, the other commands), tail
+    const char *usage_synopsis;
     const char *usage_tail;
 } gpt_program;
 
@@ -73,6 +74,15 @@ typedef struct options {
     double lr, min_lr, weight_decay, beta2, grad_clip;
     const char *optim;  // "adamw", or "muon": Muon for the blocks' matrices (tt_gpt_optim_init)
     double muon_lr;     // the Muon group's lr (a schedule scales it as it scales --lr)
+    // train: the lr schedule (schedule.c) and the flags of each
+    const char *schedule;                            // cosine, wsd, onecycle, plateau, constant
+    int64_t warmdown;                                // wsd; 0 when not given: --decay-iters / 5
+    double final_lr_frac;                            // wsd
+    double pct_start, div_factor, final_div_factor;  // onecycle
+    const char *anneal;                              // onecycle: cos or linear
+    bool three_phase;                                // onecycle
+    double factor, threshold;                        // plateau
+    int64_t patience, cooldown;                      // plateau, in evals
     // sample
     const char *ckpt, *prompt;
     int64_t tokens, top_k, window;

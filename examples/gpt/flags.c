@@ -27,6 +27,11 @@ static const gpt_range ranges[] = {
     {"--temperature", 0, 1e6, "[]"},    {"--top-p", 0, 1, "(]"},
     {"--merges", 1, 1 << 20, "[]"},
     {"--min-p", 0, 1, "[]"},            {"--repeat-penalty", 0, 1e6, "(]"},
+    {"--warmdown", 0, 0x1p62, "[]"},    {"--final-lr-frac", 0, 1, "[]"},
+    {"--pct-start", 0, 1, "[]"},        {"--div-factor", 0, 1e12, "(]"},
+    {"--final-div-factor", 0, 1e12, "(]"},
+    {"--factor", 0, 1, "[)"},           {"--patience", 0, 0x1p62, "[]"},
+    {"--cooldown", 0, 0x1p62, "[]"},    {"--threshold", 0, 1e6, "[]"},
 };
 
 gpt_range gpt_flag_range(const char *name, int64_t max_block) {

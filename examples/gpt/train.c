@@ -156,10 +156,12 @@ static void fill(tt_checkpoint *ck, const tt_trainer *tr, void *ctx) {
     r->s.st.train_loss = tr->train_loss;
     r->s.st.val_loss = tr->val_loss;
     ckpt_fill(ck, &r->s, &r->gpt, &r->o, opt.data);
+    tt_trainer_ckpt_fill_sched(tr, ck);  // a plateau schedule's state
 }
 
-// The trainer over the model's parameters and AdamW, resumed at the checkpoint's step.
-static void setup_trainer(gpt_run *r) {
+// The trainer over the model's parameters and AdamW, resumed at the checkpoint's step and
+// schedule state (ck: --resume's).
+static void setup_trainer(gpt_run *r, const tt_checkpoint *ck) {
     tt_trainer_opts to = tt_trainer_opts_default();
     to.iters = opt.iters;
     to.accum = r->A;
@@ -185,6 +187,8 @@ static void setup_trainer(gpt_run *r) {
     r->tr.best_val_loss = r->s.st.best_val_loss;
     r->tr.train_loss = r->s.st.train_loss;
     r->tr.val_loss = r->s.st.val_loss;
+    if (opt.resume && tt_trainer_ckpt_restore_sched(&r->tr, ck) != TT_OK)
+        die("--resume: '%s': %s", opt.resume, tt_last_error());
 }
 
 void gpt_train_begin(gpt_run *r) {
@@ -202,7 +206,6 @@ void gpt_train_begin(gpt_run *r) {
     r->B = opt.batch;
     r->T = r->s.cfg.block_size;
     init_slots(r, &ck);
-    tt_ckpt_free(&ck);
 
     // Several ranks: the same run everywhere, from rank 0's weights.
     check_ranks_agree(r);
@@ -220,7 +223,7 @@ void gpt_train_begin(gpt_run *r) {
     tt_precision precision = TT_PRECISION_F32;
     tt_precision_parse(opt.precision, &precision);
     tt_autocast_begin(precision);
-    r->sched = tt_lr_cosine(opt.lr, opt.warmup, opt.decay_iters, opt.min_lr);
+    r->sched = gpt_schedule();
     if (r->lead && opt.trace) tt_profiler_set_trace(true);
     tt_gpt_train(&r->gpt, true);
     if (r->lead && opt.profile) {  // the model at the training batch's shape
@@ -228,7 +231,8 @@ void gpt_train_begin(gpt_run *r) {
         tt_model_summary(stderr, tt_gpt_module(&r->gpt), tt_zeros(TT_I32, TT_SHAPE(r->B, r->T)));
         tt_scope_end();
     }
-    setup_trainer(r);
+    setup_trainer(r, &ck);
+    tt_ckpt_free(&ck);
 }
 
 void gpt_train_batch(gpt_run *r, int64_t a, tt_tensor **x, tt_tensor **y) {

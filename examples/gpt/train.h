@@ -96,4 +96,24 @@ void resume_flags(const tt_checkpoint *ck, const char *path, const train_state *
 // lowered with a note.
 void validate_train_flags(void);
 
+// ---- schedule.c ----
+
+// Whether --schedule reads flag (one of the schedule flags: --warmup, --min-lr, --warmdown,
+// ...); true for any other flag.
+bool schedule_uses(const char *flag);
+// --schedule names a schedule, every schedule flag given is one it reads, and its flags fit
+// (wsd: --warmup + --warmdown within --decay-iters, --warmdown defaulting to a fifth of it;
+// onecycle: no empty phase, --iters within --decay-iters).
+void validate_schedule_flags(void);
+// The schedule of the flags: cosine, wsd, onecycle (its momentum becomes AdamW's beta1),
+// plateau (the trainer observes each eval's val loss) or constant.
+tt_lr_schedule gpt_schedule(void);
+// The checkpoint's train.schedule and the schedule flags' train.* entries.
+void schedule_ckpt_fill(tt_checkpoint *ck);
+// On --resume: the checkpoint's schedule (cosine when it has none; a --schedule given must
+// match) and each schedule flag not given that it holds.
+void schedule_resume_flags(const tt_checkpoint *ck, const char *path);
+// The schedule flags as numbers into v (room for 16), for the ranks' agreement; the count.
+int schedule_hash_values(double *v);
+
 #endif  // GPT_TRAIN_H

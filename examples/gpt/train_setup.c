@@ -34,6 +34,7 @@ void ckpt_fill(tt_checkpoint *ck, const train_state *s, const tt_gpt *gpt, const
     tt_ckpt_set_i64(ck, "train.grad_accum", opt.grad_accum);
     tt_ckpt_set_i64(ck, "train.ranks", tt_dist_world_size());
     tt_ckpt_set_i64(ck, "train.micro_batches", s->micro_batches);
+    schedule_ckpt_fill(ck);
     if (s->micro_batches > 1)
         tt_ckpt_set_bytes(ck, "train.rng_slots", s->slot_bytes,
                           (size_t)(s->micro_batches - 1) * SLOT_BYTES);
@@ -133,18 +134,12 @@ void resume_flags(const tt_checkpoint *ck, const char *path, const train_state *
                 "a newer program", path, prec);
         opt.precision = prec;
     }
+    schedule_resume_flags(ck, path);
     data_from_ckpt(ck);
 }
 
-// The train flags in range and consistent.
-void validate_train_flags(void) {
-    tt_gpt_config *c = &opt.cfg;
-    if (!given("--kv-heads") && !opt.resume) c->n_kv_head = c->n_head;  // plain multi-head
-    for (int i = 0; i < tt_gpt_nfields; i++)  // each model flag within its range
-        if (gpt_model_flag(i) && tt_gpt_fields[i].type <= TT_GPT_FIELD_F64)
-            check_flag(gpt_model_flag(i));
-    if (opt.decay_iters == 0 && !given("--decay-iters")) opt.decay_iters = opt.iters;
-    // A default never conflicts with a flag the user gave: it is lowered, with a note.
+// --min-lr at most --lr (cosine, plateau): a default above a given --lr is lowered.
+static void check_min_lr(void) {
     if (opt.min_lr > opt.lr && !given("--min-lr") && !opt.resume) {
         note("--min-lr %g (the default) is above --lr %g; using --min-lr %g", opt.min_lr,
              opt.lr, opt.lr / 10);
@@ -156,6 +151,36 @@ void validate_train_flags(void) {
                   opt.min_lr, origin("--min-lr", !both), opt.lr, origin("--lr", !both),
                   given("--min-lr") ? "lower" : "give", given("--min-lr") ? "" : " too",
                   opt.lr / 10);
+}
+
+// --warmup below the decay length (cosine, wsd): a default that is not is lowered.
+static void check_warmup(void) {
+    const char *decay = given("--decay-iters") || opt.resume ? "--decay-iters" : "--iters";
+    if (opt.warmup >= opt.decay_iters && !given("--warmup") && !opt.resume) {
+        note("--warmup %lld (the default) is not below %s %lld; using --warmup %lld",
+             (long long)opt.warmup, decay, (long long)opt.decay_iters,
+             (long long)(opt.decay_iters / 10));
+        opt.warmup = opt.decay_iters / 10;
+    }
+    bool both = given("--warmup") && given(decay);
+    if (opt.warmup >= opt.decay_iters)  // the decay length: --decay-iters, by default --iters
+        die_usage("--warmup %lld%s must be below %s %lld%s; %s --warmup%s, e.g. --warmup %lld",
+                  (long long)opt.warmup, origin("--warmup", !both), decay,
+                  (long long)opt.decay_iters, origin(decay, !both),
+                  given("--warmup") ? "lower" : "give", given("--warmup") ? "" : " too",
+                  (long long)(opt.decay_iters / 10));
+}
+
+// The train flags in range and consistent.
+void validate_train_flags(void) {
+    tt_gpt_config *c = &opt.cfg;
+    if (!given("--kv-heads") && !opt.resume) c->n_kv_head = c->n_head;  // plain multi-head
+    for (int i = 0; i < tt_gpt_nfields; i++)  // each model flag within its range
+        if (gpt_model_flag(i) && tt_gpt_fields[i].type <= TT_GPT_FIELD_F64)
+            check_flag(gpt_model_flag(i));
+    if (opt.decay_iters == 0 && !given("--decay-iters")) opt.decay_iters = opt.iters;
+    // A default never conflicts with a flag the user gave: it is lowered, with a note.
+    if (schedule_uses("--min-lr")) check_min_lr();
     if (c->n_embd % c->n_head != 0)
         die_usage("--embd %lld is not divisible by --heads %lld; pick --heads among the "
                   "divisors of --embd", (long long)c->n_embd, (long long)c->n_head);
@@ -165,18 +190,6 @@ void validate_train_flags(void) {
     if (c->positional == TT_POS_ROPE && (c->n_embd / c->n_head) % 2 != 0)
         die_usage("--pos rope needs an even head size, but --embd / --heads = %lld; change "
                   "--embd or --heads", (long long)(c->n_embd / c->n_head));
-    const char *decay = given("--decay-iters") || opt.resume ? "--decay-iters" : "--iters";
-    if (opt.warmup >= opt.decay_iters && !given("--warmup") && !opt.resume) {
-        note("--warmup %lld (the default) is not below %s %lld; using --warmup %lld",
-             (long long)opt.warmup, decay, (long long)opt.decay_iters,
-             (long long)(opt.decay_iters / 10));
-        opt.warmup = opt.decay_iters / 10;
-    }
-    both = given("--warmup") && given(decay);
-    if (opt.warmup >= opt.decay_iters)  // the decay length: --decay-iters, by default --iters
-        die_usage("--warmup %lld%s must be below %s %lld%s; %s --warmup%s, e.g. --warmup %lld",
-                  (long long)opt.warmup, origin("--warmup", !both), decay,
-                  (long long)opt.decay_iters, origin(decay, !both),
-                  given("--warmup") ? "lower" : "give", given("--warmup") ? "" : " too",
-                  (long long)(opt.decay_iters / 10));
+    if (schedule_uses("--warmup")) check_warmup();
+    validate_schedule_flags();
 }
