@@ -720,6 +720,17 @@ static void check_restore(tt_optim_config cfg) {
 START_TEST(test_restore_adamw) { check_restore(tt_adamw_config(1e-2)); }
 END_TEST
 
+// RMSprop (centered, with momentum: every slot), Adagrad and Lion resume bit for bit too
+// (Muon: test_optim_ckpt.c).
+START_TEST(test_restore_new_kinds) {
+    tt_optim_config rms = tt_rmsprop_config(0.01);
+    rms.momentum = 0.9;
+    rms.centered = true;
+    const tt_optim_config cfgs[] = {rms, tt_adagrad_config(0.1), tt_lion_config(0.01)};
+    check_restore(cfgs[_i]);
+}
+END_TEST
+
 START_TEST(test_restore_sgd) {
     tt_optim_config c = tt_sgd_config(0.1);
     c.momentum = 0.9;
@@ -1134,6 +1145,7 @@ int main(void) {
     tcase_add_test(st, test_kind_names);
     tcase_add_test(st, test_restore_adamw);
     tcase_add_test(st, test_restore_sgd);
+    tcase_add_loop_test(st, test_restore_new_kinds, 0, 3);
     tcase_add_test(st, test_linear_overfits_adamw);
     suite_add_tcase(s, st);
 
