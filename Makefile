@@ -280,7 +280,8 @@ BENCH_SRCS := $(wildcard bench/bench_*.c)
 BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/%)
 # bench_gemm: every shape, then the cores' arithmetic peak the GEMM figures compare with.
 BENCH_ARGS_bench_gemm := ; peak
-BENCH_ARGS_bench_train := train baby; train baby bf16; train mid; train mid bf16; sample baby
+BENCH_ARGS_bench_train := train baby; train baby bf16; train baby muon; train mid; train mid bf16; \
+	train mid muon; sample baby
 # GPT-2 124M (bench/bench_gpt2.c, bench/torch_gpt2.py): one process per figure for its peak RSS;
 # `make bench BENCH_GPT2_BATCHES=1` skips the B=2 step, `make bench-gpt2` runs these alone.
 BENCH_GPT2_BATCHES ?= 1 2

@@ -2,11 +2,13 @@
 // update) at the baby and mid configs, and 500-token generation with and without the KV cache.
 // Prints `bench ...` lines; never part of `make test`. Random tokens: no corpus needed.
 //
-//   bench_train train baby [threads] [f32|bf16]
+//   bench_train train baby [threads] [f32|bf16] [muon]
 //                                       median ms per step, tokens/s, peak RSS and its ratio to
 //                                       parameters + gradients + AdamW state + saved activations;
 //                                       bf16: the forward under tt_autocast_begin (bf16 products,
-//                                       f32 accumulation), as PyTorch's CPU autocast
+//                                       f32 accumulation), as PyTorch's CPU autocast; muon: the
+//                                       blocks' matrices trained by Muon (tt_gpt_optim_init), its
+//                                       Newton-Schulz products in the step's precision
 //   bench_train sample baby            tokens/s with the cache on and off
 //   bench_train profile baby [threads] the profiler's cost: median ms per step with it off, on
 //                                       (the table's counters) and on with the trace, the
@@ -61,7 +63,8 @@ static tt_tensor *random_tokens(tt_rng *rng, const bench_config *bc) {
     return t;
 }
 
-static int bench_train(const bench_config *bc, int threads, tt_precision precision) {
+static int bench_train(const bench_config *bc, int threads, tt_precision precision,
+                       bool muon) {
     tt_rng rng;
     tt_rng_seed(&rng, 1337);
     tt_gpt gpt;
@@ -69,8 +72,9 @@ static int bench_train(const bench_config *bc, int threads, tt_precision precisi
     tt_optim opt;
     tt_optim_config oc = tt_adamw_config(1e-3);
     oc.beta2 = 0.99;
-    tt_optim_init(&opt, oc);
-    tt_optim_add_decay_groups(&opt, &gpt.params, 0.1);
+    tt_optim_config mc = tt_muon_config(0.02);
+    mc.ns_precision = precision;
+    tt_gpt_optim_init(&opt, &gpt, oc, muon ? &mc : NULL, 0.1);
     int warmup = 3, n = bc->steps;
     double *ms = malloc((size_t)n * sizeof *ms);
     int64_t held = 0;  // bytes alive just before backward: params, optimizer state, activations
@@ -95,9 +99,10 @@ static int bench_train(const bench_config *bc, int threads, tt_precision precisi
     double grads = 4.0 * (double)tt_params_numel(&gpt.params);  // f32 gradients, one per param
     double need_mb = ((double)held + grads) / (1024.0 * 1024.0);
     double rss = peak_rss_mb();
-    printf("bench train config=%s precision=%s threads=%d ms_per_step=%.2f tokens_per_s=%.0f "
-           "peak_rss_mb=%.1f needed_mb=%.1f rss_ratio=%.2f loss=%.4f steps=%d\n",
-           bc->name, tt_precision_name(precision), threads, med,
+    printf("bench train config=%s precision=%s optim=%s threads=%d ms_per_step=%.2f "
+           "tokens_per_s=%.0f peak_rss_mb=%.1f needed_mb=%.1f rss_ratio=%.2f loss=%.4f "
+           "steps=%d\n",
+           bc->name, tt_precision_name(precision), muon ? "muon" : "adamw", threads, med,
            (double)(bc->batch * bc->block) / (med / 1e3), rss, need_mb, rss / need_mb, loss, n);
     free(ms);
     tt_optim_free(&opt);
@@ -185,18 +190,23 @@ int main(int argc, char **argv) {
     if (argc < 3 || (strcmp(argv[1], "train") != 0 && strcmp(argv[1], "sample") != 0 &&
                      strcmp(argv[1], "profile") != 0)) {
         fprintf(stderr, "usage: bench_train train|sample|profile baby|mid [threads] "
-                "[f32|bf16]\n");
+                "[f32|bf16] [muon]\n");
         return 2;
     }
     const bench_config *bc = find_config(argv[2]);
     int threads = 1;
     tt_precision precision = TT_PRECISION_F32;
+    bool muon = false;
     for (int i = 3; i < argc; i++) {
         if (tt_precision_parse(argv[i], &precision)) continue;
+        if (strcmp(argv[i], "muon") == 0) {
+            muon = true;
+            continue;
+        }
         tt_set_num_threads(atoi(argv[i]));
     }
     threads = tt_get_num_threads();
-    if (strcmp(argv[1], "train") == 0) return bench_train(bc, threads, precision);
+    if (strcmp(argv[1], "train") == 0) return bench_train(bc, threads, precision, muon);
     if (strcmp(argv[1], "profile") == 0) return bench_profile(bc, threads);
     return bench_sample(bc, threads);
 }
