@@ -74,7 +74,7 @@ static int bench_train(const bench_config *bc, int threads, tt_precision precisi
     oc.beta2 = 0.99;
     tt_optim_config mc = tt_muon_config(0.02);
     mc.ns_precision = precision;
-    tt_gpt_optim_init(&opt, &gpt, oc, muon ? &mc : NULL, 0.1);
+    tt_gpt_optim_init(&opt, &gpt, oc, 0.1, muon ? &mc : NULL, 0);
     int warmup = 3, n = bc->steps;
     double *ms = malloc((size_t)n * sizeof *ms);
     int64_t held = 0;  // bytes alive just before backward: params, optimizer state, activations

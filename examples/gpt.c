@@ -11,7 +11,7 @@ static const char gpt_usage_head[] =
 static const char gpt_usage_synopsis[] =
     "            [--batch 12] [--iters 2000] [--decay-iters ITERS] [--lr 1e-3]\n"
     "            [--min-lr 1e-4] [--warmup 100] [--weight-decay 0.1] [--beta2 0.99]\n"
-    "            [--optim adamw|muon] [--muon-lr 0.02]\n"
+    "            [--optim adamw|muon] [--muon-lr 0.02] [--muon-weight-decay 0]\n"
     "            [--grad-clip 1.0] [--eval-every 250] [--eval-iters 20] [--seed 1337]\n"
     "            [--threads N] [--precision f32|bf16] [--grad-accum 1] [--profile]\n"
     "            [--trace FILE.json] [--overlap] [--bucket 4194304]\n"

@@ -104,6 +104,7 @@ static flag flags[] = {
     {"--beta2", F_FLOAT, &opt.beta2, CMD_TRAIN, false, 0},
     {"--optim", F_STR, &opt.optim, CMD_TRAIN, false, 0},
     {"--muon-lr", F_FLOAT, &opt.muon_lr, CMD_TRAIN, false, 0},
+    {"--muon-weight-decay", F_FLOAT, &opt.muon_weight_decay, CMD_TRAIN, false, 0},
     {"--grad-clip", F_FLOAT, &opt.grad_clip, CMD_TRAIN, false, 0},
     {"--eval-every", F_INT, &opt.eval_every, CMD_TRAIN, false, 0},
     {"--eval-iters", F_INT, &opt.eval_iters, CMD_TRAIN | CMD_EVAL, false, 0},
@@ -197,6 +198,7 @@ static void set_defaults(void) {
     opt.beta2 = 0.99;
     opt.optim = "adamw";
     opt.muon_lr = 0.02;
+    opt.muon_weight_decay = 0;
     opt.grad_clip = 1.0;
     opt.eval_every = 250;
     opt.eval_iters = 20;

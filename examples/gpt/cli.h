@@ -74,6 +74,7 @@ typedef struct options {
     double lr, min_lr, weight_decay, beta2, grad_clip;
     const char *optim;  // "adamw", or "muon": Muon for the blocks' matrices (tt_gpt_optim_init)
     double muon_lr;     // the Muon group's lr (a schedule scales it as it scales --lr)
+    double muon_weight_decay;  // the Muon group's decoupled weight decay (p *= 1 - lr wd)
     // train: the lr schedule (schedule.c) and the flags of each
     const char *schedule;                            // cosine, wsd, onecycle, plateau, constant
     int64_t warmdown;                                // wsd; 0 when not given: --decay-iters / 5

@@ -22,7 +22,7 @@ static const gpt_range ranges[] = {
     {"--lr", 0, INFINITY, "()"},        {"--min-lr", 0, INFINITY, "[)"},
     {"--weight-decay", 0, 1e6, "[]"},   {"--beta2", 0, 1, "[)"},
     {"--grad-clip", 0, 1e9, "[]"},      {"--bucket", 1, INT32_MAX, "[]"},
-    {"--muon-lr", 0, INFINITY, "()"},
+    {"--muon-lr", 0, INFINITY, "()"},   {"--muon-weight-decay", 0, 1e6, "[]"},
     {"--tokens", 0, 1 << 24, "[]"},     {"--top-k", 0, 1 << 20, "[]"},
     {"--temperature", 0, 1e6, "[]"},    {"--top-p", 0, 1, "(]"},
     {"--merges", 1, 1 << 20, "[]"},

@@ -84,7 +84,8 @@ static void setup_model(gpt_run *r, const tt_checkpoint *ck) {
     tt_optim_config muon = tt_muon_config(opt.muon_lr);
     tt_precision_parse(opt.precision, &muon.ns_precision);  // bf16: its products too
     bool use_muon = strcmp(opt.optim, "muon") == 0;
-    tt_gpt_optim_init(&r->o, &r->gpt, oc, use_muon ? &muon : NULL, opt.weight_decay);
+    tt_gpt_optim_init(&r->o, &r->gpt, oc, opt.weight_decay, use_muon ? &muon : NULL,
+                      opt.muon_weight_decay);
     s->saved_step = -1;
     if (!opt.resume) {
         s->st.step = 0;

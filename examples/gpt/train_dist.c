@@ -129,13 +129,14 @@ void check_ranks_agree(const gpt_run *r) {
     double cfg[MAX_FIELDS];
     for (int i = 0; i < tt_gpt_nfields; i++) cfg[i] = tt_gpt_field_get(&s->cfg, &tt_gpt_fields[i]);
     mine[RANK_CONFIG] = hash_f64s(cfg, (size_t)tt_gpt_nfields);
-    double fl[16 + 16] = {(double)opt.batch, (double)opt.grad_accum, (double)opt.iters,
+    double fl[17 + 16] = {(double)opt.batch, (double)opt.grad_accum, (double)opt.iters,
                           (double)opt.decay_iters, (double)opt.warmup, (double)opt.eval_every,
                           (double)opt.eval_iters, (double)opt.seed, opt.lr, opt.min_lr,
                           opt.weight_decay, opt.beta2, opt.grad_clip, opt.muon_lr,
+                          opt.muon_weight_decay,
                           strcmp(opt.optim, "muon") == 0 ? 1.0 : 0.0,
                           strcmp(opt.precision, "bf16") == 0 ? 1.0 : 0.0};
-    int nfl = 16 + schedule_hash_values(fl + 16);  // and the schedule's flags
+    int nfl = 17 + schedule_hash_values(fl + 17);  // and the schedule's flags
     mine[RANK_FLAGS] = hash_f64s(fl, (size_t)nfl);
     mine[RANK_DATA] = XXH3_64bits_withSeed(ds->tokens, (size_t)ds->n * sizeof *ds->tokens,
                                            (uint64_t)ds->n_train);

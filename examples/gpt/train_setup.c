@@ -25,6 +25,7 @@ void ckpt_fill(tt_checkpoint *ck, const train_state *s, const tt_gpt *gpt, const
     tt_ckpt_set_f64(ck, "train.beta2", opt.beta2);
     tt_ckpt_set_bytes(ck, "train.optim", opt.optim, strlen(opt.optim));
     tt_ckpt_set_f64(ck, "train.muon_lr", opt.muon_lr);
+    tt_ckpt_set_f64(ck, "train.muon_weight_decay", opt.muon_weight_decay);
     tt_ckpt_set_f64(ck, "train.grad_clip", opt.grad_clip);
     tt_ckpt_set_i64(ck, "train.batch", opt.batch);
     tt_ckpt_set_i64(ck, "train.eval_every", opt.eval_every);
@@ -64,6 +65,9 @@ static void optim_from_ckpt(const tt_checkpoint *ck, const char *path) {
     }
     if (!given("--muon-lr") && tt_ckpt_get_f64(ck, "train.muon_lr", &opt.muon_lr))
         from_ckpt("--muon-lr", path);
+    if (!given("--muon-weight-decay") &&
+        tt_ckpt_get_f64(ck, "train.muon_weight_decay", &opt.muon_weight_decay))
+        from_ckpt("--muon-weight-decay", path);
 }
 
 // On --resume: each flag not given comes from the checkpoint; model flags given must match.

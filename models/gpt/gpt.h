@@ -195,12 +195,12 @@ typedef struct tt_gpt_state {
 
 // The optimizer to train m with (models/gpt/gpt_optim.c). muon NULL: nanoGPT's two groups of
 // adamw's kind (matrices and embeddings decay by weight_decay, norms and biases do not).
-// Otherwise nanochat's split: group 0 is Muon (*muon, its lr absolute) over every block
-// Linear's weight (tt_gpt_block_weights), groups 1 and 2 are adamw's decay groups over the
-// rest (embeddings, the head, norms, biases). A schedule (tt_optim_set_lr with adamw.lr as
-// its base) scales every group's lr alike.
-void tt_gpt_optim_init(tt_optim *o, const tt_gpt *m, tt_optim_config adamw,
-                       const tt_optim_config *muon, double weight_decay);
+// Otherwise nanochat's split: group 0 is Muon (*muon, its lr absolute, decoupled weight decay
+// muon_weight_decay) over every block Linear's weight (tt_gpt_block_weights), groups 1 and 2
+// are adamw's decay groups over the rest (embeddings, the head, norms, biases). A schedule
+// (tt_optim_set_lr with adamw.lr as its base) scales every group's lr alike.
+void tt_gpt_optim_init(tt_optim *o, const tt_gpt *m, tt_optim_config adamw, double weight_decay,
+                       const tt_optim_config *muon, double muon_weight_decay);
 
 // Adds m's format, config, parameters and dropout stream to ck, o's state when o is not NULL
 // and st when st is not NULL (keys as above; entries already in ck stay).

@@ -12,8 +12,8 @@ static bool listed(const tt_params *p, const tt_tensor *t) {
     return false;
 }
 
-void tt_gpt_optim_init(tt_optim *o, const tt_gpt *m, tt_optim_config adamw,
-                       const tt_optim_config *muon, double weight_decay) {
+void tt_gpt_optim_init(tt_optim *o, const tt_gpt *m, tt_optim_config adamw, double weight_decay,
+                       const tt_optim_config *muon, double muon_weight_decay) {
     TT_CHECK(o && m && m->blocks, "optimizer and an initialized model must not be NULL");
     TT_CHECK(!muon || muon->kind == TT_OPTIM_MUON,
              "the matrices' config must be Muon's "
@@ -31,7 +31,7 @@ void tt_gpt_optim_init(tt_optim *o, const tt_gpt *m, tt_optim_config adamw,
     for (int i = 0; i < m->params.n; i++)
         if (!listed(&mats, m->params.items[i].tensor))
             tt_params_add(&rest, NULL, m->params.items[i].name, m->params.items[i].tensor);
-    tt_optim_add_group_as(o, &mats, *muon, weight_decay);
+    tt_optim_add_group_as(o, &mats, *muon, muon_weight_decay);
     tt_optim_add_decay_groups(o, &rest, weight_decay);
     tt_params_free(&mats);
     tt_params_free(&rest);
