@@ -41,10 +41,13 @@ typedef struct tt_gpt_config {
     bool bias;            // in Linear layers and LayerNorms
     bool qkv_bias;        // in the q/k/v projections too (only when bias); GPT-2: true
     tt_pos_kind positional;
-    tt_nn_norm_kind norm;
-    tt_act activation;    // TT_ACT_GELU (exact, as nanoGPT) or TT_ACT_RELU2
+    tt_nn_norm_kind norm; // layernorm, rmsnorm (with a gain) or rmsnorm_noweight (none)
+    tt_act activation;    // TT_ACT_GELU (exact, as nanoGPT), TT_ACT_RELU2, TT_ACT_SWIGLU (gated)
     bool tie_weights;     // lm_head shares the token embedding
     bool qk_norm;
+    int64_t mlp_hidden;   // the MLP's hidden size, SwiGLU's too; 0 means 4 n_embd
+    double rope_base;     // RoPE's base (theta): angles p base^(-2i/HS); Hugging Face's rope_theta
+    double norm_eps;      // the blocks' and ln_f's norms (not QK-norm's: 1e-6)
 } tt_gpt_config;
 
 // ---- config fields (gpt_config.c) ----
@@ -85,7 +88,8 @@ void tt_gpt_field_set(tt_gpt_config *cfg, const tt_gpt_field *f, double v);
 // (and an enum's names) is checked here: ranges are tt_gpt_config_validate's. TT_ERR_ARG naming
 // the field and the expected values; cfg is unchanged then.
 tt_status tt_gpt_field_parse(tt_gpt_config *cfg, const tt_gpt_field *f, const char *text);
-// The value as text ("4", "0.1", "rope", "true") into buf; returns buf.
+// The value as text ("4", "0.1", "rope", "true") into buf, a number in the fewest digits that
+// parse back to it; returns buf.
 const char *tt_gpt_field_format(const tt_gpt_config *cfg, const tt_gpt_field *f, char *buf,
                                 size_t n);
 
@@ -103,6 +107,9 @@ tt_status tt_gpt_config_validate(const tt_gpt_config *cfg);
 // (GPT-2's training value; nanoGPT's GPTConfig uses 0.0, set cfg.dropout = 0 to match it).
 // TT_ERR_ARG listing the names for an unknown one (out unchanged).
 tt_status tt_gpt_config_preset(const char *name, tt_gpt_config *out);
+// The MLP's hidden size of cfg: mlp_hidden, or 4 n_embd when it is 0 (for every activation;
+// Llama's SwiGLU width, about 8/3 n_embd rounded up, is given as mlp_hidden).
+int64_t tt_gpt_config_mlp_hidden(const tt_gpt_config *cfg);
 // The parameter count of the model cfg describes, as tt_gpt_num_params would report it after
 // tt_gpt_init, without building it (cfg must be valid; aborts otherwise).
 int64_t tt_gpt_config_num_params(const tt_gpt_config *cfg, bool non_embedding);
@@ -111,7 +118,8 @@ int64_t tt_gpt_config_num_params(const tt_gpt_config *cfg, bool non_embedding);
 // What a run of cfg needs at least, in bytes, before anything is allocated: the f32
 // parameters and the causal masks (n_layer block_size^2 i32 entries), then for training
 // (training true) the gradients, AdamW's two moments and the activations the backward keeps
-// for a (B, T) batch (14 C floats per token per layer, the logits and their gradient); for a
+// for a (B, T) batch (6 C + 2 H floats per token per layer, 6 C + 4 H with SwiGLU, H the MLP's
+// hidden size: 14 C at GPT's 4 C; the logits and their gradient); for a
 // forward only (eval, sample) the logits of a (B, T) batch, 2 C floats per token per layer
 // (a scope holds them until it ends), the MLP's hidden layer and a KV cache. A lower bound
 // (the buffer cache, bf16 copies, the data and the allocator's overhead come on top; measured

@@ -289,7 +289,10 @@ const char *tt__gpt2_unsupported(const tt_gpt_config *c) {
            : c->activation != TT_ACT_GELU_TANH
                ? "an activation other than the tanh GELU (GPT-2's gelu_new)"
            : c->n_kv_head != c->n_head ? "grouped-query attention"
-           : c->qk_norm ? "QK-norm" : NULL;
+           : c->qk_norm ? "QK-norm"
+           : tt_gpt_config_mlp_hidden(c) != 4 * c->n_embd ? "an MLP hidden size other than 4 "
+                                                              "n_embd"
+           : c->norm_eps != 1e-5 ? "a norm epsilon other than 1e-5" : NULL;
 }
 
 tt_status tt_gpt_save_hf(const tt_gpt *m, const char *path, tt_st_dtype dtype) {
