@@ -432,6 +432,41 @@ tt_status tt_gpt_save_hf(const tt_gpt *m, const char *path, tt_st_dtype dtype);
 tt_status tt_gpt_save_hf_meta(const tt_gpt *m, const char *path, tt_st_dtype dtype,
                               const char *const *metadata);
 
+// ---- Hugging Face Llama weights (models/gpt/llama_hf.c) ----
+// LlamaForCausalLM's layout: model.embed_tokens.weight, model.layers.<l>.{input_layernorm,
+// self_attn.{q,k,v,o}_proj, post_attention_layernorm, mlp.{gate,up,down}_proj}.weight,
+// model.norm.weight and lm_head.weight (absent when tied). The Linears are nn.Linear's (out, in)
+// as ours, and Hugging Face's RoPE rotates the pairs (i, i + HS/2) as ours does (rotate-half),
+// so every tensor is copied as it is: no transpose, no q/k permutation. A safetensors file holds
+// no config.json, so the hyperparameters travel in its metadata under config.json's names:
+// vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
+// num_key_value_heads, max_position_embeddings, rope_theta, rms_norm_eps, tie_word_embeddings.
+
+// Whether f is in Llama's layout (it has model.embed_tokens.weight): what a program checks to
+// pick tt_gpt_load_llama_file over tt_gpt_load_hf_file.
+bool tt_gpt_is_llama(const tt_safetensors *f);
+// Builds m from a Llama model.safetensors (F32, F64, F16 or BF16): RoPE, RMSNorm with a gain,
+// SwiGLU, no bias, no dropout. vocab_size and n_embd come from embed_tokens, n_layer from the
+// layers, mlp_hidden from gate_proj, tie_weights from lm_head (absent or equal to
+// embed_tokens); from the metadata n_head (num_attention_heads, required), n_kv_head
+// (num_key_value_heads, else k_proj's rows / head size), block_size (max_position_embeddings,
+// else 2048), rope_base (rope_theta, else 10000) and norm_eps (rms_norm_eps, else 1e-6):
+// LlamaConfig's defaults. The rotary_emb.inv_freq buffers of older files are ignored.
+// TT_ERR_MISMATCH naming a missing, misshapen or unexpected tensor, a missing
+// num_attention_heads or an invalid config; TT_ERR_FORMAT for metadata that does not parse or
+// weights that are not finite; tt_safetensors_open's errors. As tt_gpt_load_hf, a file cannot
+// make it allocate more than its tensors back. m is zeroed on error.
+tt_status tt_gpt_load_llama(tt_gpt *m, const char *path);
+// The same from an open file (its tokenizer metadata can then be read from the same f).
+tt_status tt_gpt_load_llama_file(tt_gpt *m, const tt_safetensors *f);
+// Writes m in that layout (its float tensors as dtype, atomically), the metadata format = pt,
+// the hyperparameters above, then metadata ({key, value, ..., NULL} or NULL; a key given twice
+// aborts). tt_gpt_load_llama reads it back bit for bit (f32). TT_ERR_ARG when m is not
+// Llama-shaped: learned positions, LayerNorm or RMSNorm without a gain, another MLP than
+// SwiGLU, biases, QK-norm.
+tt_status tt_gpt_save_llama(const tt_gpt *m, const char *path, tt_st_dtype dtype,
+                            const char *const *metadata);
+
 // ---- GGUF (models/gpt/gpt_gguf.c): llama.cpp's "gpt2" architecture ----
 
 // Adds m to w as GGUF's gpt2: general.architecture, general.file_type, gpt2.context_length,
