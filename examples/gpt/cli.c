@@ -127,6 +127,7 @@ static flag flags[] = {
     {"--merges", F_INT, &opt.merges, CMD_BPE_TRAIN, false, 1},
     {"--dtype", F_STR, &opt.dtype, CMD_EXPORT, false, 1},
     {"--format", F_STR, &opt.format, CMD_EXPORT, false, 1},
+    {"--layout", F_STR, &opt.layout, CMD_EXPORT, false, 1},
     {"--precision", F_STR, &opt.precision, CMD_TRAIN, false, 0},
     {"--quantize", F_STR, &opt.quantize, CMD_SAMPLE | CMD_EVAL, false, 0},
     // ---- profiling ----
@@ -402,6 +403,7 @@ const char *model_flag_given(void) {
 static const struct { const char *name; int64_t lo, hi; } caps[] = {
     {"vocab_size", 1, MAX_VOCAB}, {"block_size", 1, MAX_BLOCK}, {"n_layer", 1, MAX_LAYERS},
     {"n_head", 1, MAX_HEADS},     {"n_kv_head", 1, MAX_HEADS},  {"n_embd", 1, MAX_EMBD},
+    {"mlp_hidden", 0, 16 * MAX_EMBD},
 };
 
 void field_range(const tt_gpt_field *f, int64_t *lo, int64_t *hi) {
