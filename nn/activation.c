@@ -31,8 +31,10 @@ tt_tensor *tt_swiglu(tt_tensor *gate, tt_tensor *up) {
 // x (..., 2H) -> (..., H): the first half gates the second.
 static tt_tensor *swiglu_fwd(tt_tensor *x) {
     int64_t n = x->ndim ? x->shape[x->ndim - 1] : 0;
-    TT_CHECK_IN("tt_activate", n % 2 == 0 && n > 0, "swiglu splits the last dim in halves "
-                "(gate, up), so it must be even, got %s", tt__shape(x));
+    TT_CHECK_IN("tt_activate", n % 2 == 0 && n > 0,
+                "swiglu splits the last dim in halves "
+                "(gate, up), so it must be even, got %s",
+                tt__shape(x));
     tt_scope_begin();
     tt_tensor *y = tt_swiglu(tt_slice(x, -1, 0, n / 2, 1), tt_slice(x, -1, n / 2, n, 1));
     tt_keep(y);
@@ -41,9 +43,9 @@ static tt_tensor *swiglu_fwd(tt_tensor *x) {
 }
 
 const char *const tt_act_names[TT_ACT_COUNT] = {
-    [TT_ACT_IDENTITY] = "identity", [TT_ACT_RELU] = "relu",   [TT_ACT_GELU] = "gelu",
-    [TT_ACT_GELU_TANH] = "gelu_tanh", [TT_ACT_RELU2] = "relu2", [TT_ACT_SILU] = "silu",
-    [TT_ACT_TANH] = "tanh",         [TT_ACT_SIGMOID] = "sigmoid", [TT_ACT_SWIGLU] = "swiglu",
+    [TT_ACT_IDENTITY] = "identity",   [TT_ACT_RELU] = "relu",       [TT_ACT_GELU] = "gelu",
+    [TT_ACT_GELU_TANH] = "gelu_tanh", [TT_ACT_RELU2] = "relu2",     [TT_ACT_SILU] = "silu",
+    [TT_ACT_TANH] = "tanh",           [TT_ACT_SIGMOID] = "sigmoid", [TT_ACT_SWIGLU] = "swiglu",
     [TT_ACT_SOFTMAX] = "softmax",
 };
 

@@ -209,8 +209,8 @@ typedef enum tt_act {
     TT_ACT_SILU,
     TT_ACT_TANH,
     TT_ACT_SIGMOID,
-    TT_ACT_SWIGLU,     // gated, over the last dim: tt_swiglu of its halves (it halves the width)
-    TT_ACT_SOFTMAX,    // over the last dim
+    TT_ACT_SWIGLU,   // gated, over the last dim: tt_swiglu of its halves (it halves the width)
+    TT_ACT_SOFTMAX,  // over the last dim
     TT_ACT_COUNT
 } tt_act;
 

@@ -30,8 +30,10 @@ void tt_nn_feedforward_init(tt_nn_feedforward *m, int64_t dim, int64_t hidden, t
 tt_tensor *tt_nn_feedforward_forward(tt_nn_feedforward *m, tt_tensor *x) {
     tt_scope_begin();
     tt_tensor *h = tt_nn_linear_forward(&m->fc, x);  // (..., H)
-    if (m->act == TT_ACT_SWIGLU) h = tt_swiglu(h, tt_nn_linear_forward(&m->up, x));
-    else h = tt_activate(m->act, h);
+    if (m->act == TT_ACT_SWIGLU)
+        h = tt_swiglu(h, tt_nn_linear_forward(&m->up, x));
+    else
+        h = tt_activate(m->act, h);
     tt_tensor *y = tt_nn_dropout_forward(&m->drop, tt_nn_linear_forward(&m->proj, h));  // (..., C)
     tt_keep(y);
     tt_scope_end();

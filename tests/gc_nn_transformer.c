@@ -1,7 +1,7 @@
 // Gradcheck cases of the transformer modules: RoPE, the sinusoidal and learned positional
-// encodings, the feed-forward block (plain and SwiGLU), attention (causal, not causal, GQA, QK-norm, RoPE, biases)
-// and the block.
-// Each checks d out / d x and d out / d every parameter; values are in tests/test_nn_transformer.c.
+// encodings, the feed-forward block (plain and SwiGLU), attention (causal, not causal, GQA,
+// QK-norm, RoPE, biases) and the block. Each checks d out / d x and d out / d every parameter;
+// values are in tests/test_nn_transformer.c.
 //
 // Modules are built in f64. gc_check also runs the forward on f32 copies of the inputs, so while
 // f runs the module's parameter (and table) fields point at the inputs it was given: `slots`
@@ -273,11 +273,17 @@ static void block_rmsnorm_relu2_gqa_rope_qknorm(gc_report *r) {
 // Llama's block: RMSNorm, GQA with RoPE (another base), SwiGLU of its own width; the norms
 // without a gain (nanochat's) to check that kind too.
 static void block_swiglu_rmsnorm_noweight(gc_report *r) {
-    block_case(r, (tt_nn_block_config){
-        .attn = {.n_embd = 8, .n_head = 2, .n_kv_head = 1, .max_seq = 4, .causal = true,
-                 .rope = true, .rope_base = 500.0},
-        .mlp_hidden = 12, .act = TT_ACT_SWIGLU, .norm = TT_NORM_RMSNORM_NOWEIGHT,
-        .norm_eps = 1e-6});
+    block_case(r, (tt_nn_block_config){.attn = {.n_embd = 8,
+                                                .n_head = 2,
+                                                .n_kv_head = 1,
+                                                .max_seq = 4,
+                                                .causal = true,
+                                                .rope = true,
+                                                .rope_base = 500.0},
+                                       .mlp_hidden = 12,
+                                       .act = TT_ACT_SWIGLU,
+                                       .norm = TT_NORM_RMSNORM_NOWEIGHT,
+                                       .norm_eps = 1e-6});
 }
 
 // PyTorch's TransformerEncoderLayer order (norm_first=False): the norms after the residuals.

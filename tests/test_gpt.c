@@ -1042,18 +1042,21 @@ START_TEST(test_field_table) {
     ck_assert_int_eq(c.activation, TT_ACT_GELU_TANH);
     ck_assert(!c.qkv_bias);
     // Syntax errors name the field and the expected values; the config is unchanged.
-    struct { const char *key, *text, *msg; } bad[] = {
+    struct { const char *key, *text, *msg;
+    } bad[] = {
         {"n_layer", "four", "n_layer expects an integer, got 'four'; e.g. n_layer 4"},
         {"n_layer", "", "n_layer expects an integer, got ''"},
         {"dropout", "0.1x", "dropout expects a number, got '0.1x'"},
         {"dropout", "nan", "dropout expects a number, got 'nan'"},
         {"positional", "absolute", "positional expects one of learned, rope, got 'absolute'"},
-        {"activation", "softmax", "activation expects one of identity, relu, gelu, gelu_tanh, "
-                                  "relu2, silu, tanh, sigmoid, swiglu, got 'softmax'"},
+        {"activation", "softmax",
+         "activation expects one of identity, relu, gelu, gelu_tanh, "
+         "relu2, silu, tanh, sigmoid, swiglu, got 'softmax'"},
         {"qk_norm", "yes", "qk_norm expects true or false, got 'yes'"},
         // Beyond int64 or a double: out of range, with the text as given.
-        {"n_layer", "99999999999999999999", "n_layer 99999999999999999999 is out of range; "
-                                            "use a value in [1, 100000]"},
+        {"n_layer", "99999999999999999999",
+         "n_layer 99999999999999999999 is out of range; "
+         "use a value in [1, 100000]"},
         {"dropout", "1e400", "dropout 1e400 is out of range; use a value in [0, 1)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

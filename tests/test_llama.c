@@ -32,8 +32,9 @@ static void load_ok(tt_gpt *m, const char *path) {
 static double logits_error(tt_gpt *m) {
     char path[256];
     tt_safetensors f;
-    ck_assert_msg(tt_safetensors_open(&f, ref_file(path, sizeof path, "llama_tiny_expected")) ==
-                  TT_OK, "%s", tt_last_error());
+    ck_assert_msg(
+        tt_safetensors_open(&f, ref_file(path, sizeof path, "llama_tiny_expected")) == TT_OK, "%s",
+        tt_last_error());
     tt_tensor *tokens, *want;
     ck_assert_int_eq(tt_safetensors_get(&f, "tokens", &tokens), TT_OK);
     ck_assert_int_eq(tt_safetensors_get(&f, "logits", &want), TT_OK);
@@ -105,9 +106,14 @@ static void check_export_matches(const char *exported, const char *original) {
         ck_assert_msg(memcmp(a.data + x->begin, b.data + y->begin, x->end - x->begin) == 0,
                       "'%s' differs from the original", x->name);
     }
-    static const char *const keys[] = {"format", "num_attention_heads", "num_key_value_heads",
-                                       "intermediate_size", "max_position_embeddings",
-                                       "rope_theta", "rms_norm_eps", "tie_word_embeddings"};
+    static const char *const keys[] = {"format",
+                                       "num_attention_heads",
+                                       "num_key_value_heads",
+                                       "intermediate_size",
+                                       "max_position_embeddings",
+                                       "rope_theta",
+                                       "rms_norm_eps",
+                                       "tie_word_embeddings"};
     static const char *const values[] = {"pt", "4", "2", "48", "16", "500", "1e-06", "false"};
     for (int i = 0; i < 8; i++) ck_assert_str_eq(tt_safetensors_meta(&a, keys[i]), values[i]);
     tt_safetensors_close(&a);
@@ -117,9 +123,9 @@ static void check_export_matches(const char *exported, const char *original) {
 // Every config field of a and b is equal.
 static void assert_same_config(const tt_gpt_config *a, const tt_gpt_config *b) {
     for (int i = 0; i < tt_gpt_nfields; i++)
-        ck_assert_msg(tt_gpt_field_get(a, &tt_gpt_fields[i]) ==
-                      tt_gpt_field_get(b, &tt_gpt_fields[i]), "%s differs",
-                      tt_gpt_fields[i].name);
+        ck_assert_msg(
+            tt_gpt_field_get(a, &tt_gpt_fields[i]) == tt_gpt_field_get(b, &tt_gpt_fields[i]),
+            "%s differs", tt_gpt_fields[i].name);
 }
 
 START_TEST(test_export_round_trip) {
@@ -129,8 +135,7 @@ START_TEST(test_export_round_trip) {
     tt_gpt m, m2;
     load_ok(&m, ref_file(path, sizeof path, "llama_tiny"));
     const char *tok_meta[] = {"tokenizer", "char", NULL};
-    ck_assert_msg(tt_gpt_save_llama(&m, out, TT_ST_F32, tok_meta) == TT_OK, "%s",
-                  tt_last_error());
+    ck_assert_msg(tt_gpt_save_llama(&m, out, TT_ST_F32, tok_meta) == TT_OK, "%s", tt_last_error());
     check_export_matches(out, path);
     load_ok(&m2, out);
     assert_same_config(&m.cfg, &m2.cfg);
@@ -265,7 +270,8 @@ START_TEST(test_import_errors) {
     // Truncated: fewer values (17888 - 1536 of up_proj + 8 of the inv_freq buffers) than the
     // parameters of its config, refused before anything is built.
     edited(out, "model.layers.1.mlp.up_proj.weight", NULL, NULL, NULL);
-    load_fails(out, TT_ERR_MISMATCH, "its config asks for 17888 parameters but the file holds "
+    load_fails(out, TT_ERR_MISMATCH,
+               "its config asks for 17888 parameters but the file holds "
                "16360 values");
     edited(out, "model.layers.1.mlp.up_proj.weight", "model.layers.1.mlp.up.weight", NULL, NULL);
     load_fails(out, TT_ERR_MISMATCH, "has no tensor 'model.layers.1.mlp.up_proj.weight'");
@@ -273,7 +279,8 @@ START_TEST(test_import_errors) {
     load_fails(out, TT_ERR_MISMATCH, "1 unexpected tensor(s): 'model.layers.0.mlp.extra.weight'");
     // Two key/value heads in the shapes, one in the metadata: k_proj does not fit.
     edited(out, NULL, NULL, "num_key_value_heads", "1");
-    load_fails(out, TT_ERR_MISMATCH, "tensor 'model.layers.0.self_attn.k_proj.weight' has 2 dims "
+    load_fails(out, TT_ERR_MISMATCH,
+               "tensor 'model.layers.0.self_attn.k_proj.weight' has 2 dims "
                "(first 16) where the other tensors imply (8, 32)");
     // Without num_key_value_heads, k_proj's rows say it.
     edited(out, NULL, NULL, "num_key_value_heads", NULL);

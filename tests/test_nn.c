@@ -680,8 +680,8 @@ static tt_tensor *act_reference(tt_act act, tt_tensor *x) {
 START_TEST(test_activations) {
     tt_dtype dt = float_dtypes[_i];
     static const char *const names[TT_ACT_COUNT] = {
-        "identity", "relu", "gelu", "gelu_tanh", "relu2", "silu", "tanh", "sigmoid", "swiglu",
-        "softmax",
+        "identity", "relu", "gelu",    "gelu_tanh", "relu2",
+        "silu",     "tanh", "sigmoid", "swiglu",    "softmax",
     };
     tt_scope_begin();
     tt_tensor *x = tt_test_tensor(dt, TT_SHAPE(2, 4), -2, -0.5, 0.25, 3, 1, -1, 0.5, -3);
@@ -1627,8 +1627,9 @@ END_TEST
 // ---- abort messages name the function the user called and the valid range ----
 
 START_TEST(test_names_activation_range) {
-    tt_expect_abort("tt_activate: invalid activation 10; valid values are 0 .. 9 "
-                    "(TT_ACT_IDENTITY .. TT_ACT_SOFTMAX in nn.h)");
+    tt_expect_abort(
+        "tt_activate: invalid activation 10; valid values are 0 .. 9 "
+        "(TT_ACT_IDENTITY .. TT_ACT_SOFTMAX in nn.h)");
     tt_activate((tt_act)TT_ACT_COUNT, tt_zeros(TT_F32, TT_SHAPE(2)));
 }
 END_TEST

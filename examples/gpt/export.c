@@ -72,16 +72,20 @@ int cmd_export(void) {
     check_outputs(CMD_EXPORT);
     tt_status st = gguf ? write_gguf(&gpt, &s.tok) : write_safetensors(&gpt, &s.tok, llama);
     if (st == TT_ERR_ARG && llama)
-        die_usage("export: '%s': %s; train with --pos rope --norm rmsnorm --act swiglu (and "
-                  "no --bias or --qk-norm) to export it in Llama's layout", opt.ckpt,
-                  tt_last_error());
+        die_usage(
+            "export: '%s': %s; train with --pos rope --norm rmsnorm --act swiglu (and "
+            "no --bias or --qk-norm) to export it in Llama's layout",
+            opt.ckpt, tt_last_error());
     if (st == TT_ERR_ARG)
-        die_usage("export: '%s': %s; train with --preset gpt2 (other flags may shrink it) to "
-                  "export%s", opt.ckpt, tt_last_error(),
-                  gguf ? "" : ", or a Llama-shaped model with --layout llama");
+        die_usage(
+            "export: '%s': %s; train with --preset gpt2 (other flags may shrink it) to "
+            "export%s",
+            opt.ckpt, tt_last_error(), gguf ? "" : ", or a Llama-shaped model with --layout llama");
     if (st != TT_OK) die("export: %s", tt_last_error());
-    fprintf(stderr, "%s: wrote %s (%s, its %s tokenizer in the metadata)\n", prog->name,
-            opt.out, gguf ? "GGUF gpt2" : llama ? "Llama layout" : "GPT-2 layout",
+    fprintf(stderr, "%s: wrote %s (%s, its %s tokenizer in the metadata)\n", prog->name, opt.out,
+            gguf    ? "GGUF gpt2"
+            : llama ? "Llama layout"
+                    : "GPT-2 layout",
             tt_tokenizer_name(&s.tok));
     tt_gpt_free(&gpt);
     tt_tokenizer_free(&s.tok);

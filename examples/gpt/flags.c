@@ -74,11 +74,21 @@ const char *gpt_range_message(gpt_range r, const char *text, const char *from, b
 static const struct {
     const char *field, *flag;
 } model_flags[] = {
-    {"block_size", "--block"},   {"n_layer", "--layers"},      {"n_head", "--heads"},
-    {"n_kv_head", "--kv-heads"}, {"n_embd", "--embd"},         {"dropout", "--dropout"},
-    {"bias", "--bias"},          {"positional", "--pos"},      {"norm", "--norm"},
-    {"activation", "--act"},     {"tie_weights", "--no-tie"},  {"qk_norm", "--qk-norm"},
-    {"qkv_bias", "--no-qkv-bias"}, {"mlp_hidden", "--mlp-hidden"}, {"rope_base", "--rope-base"},
+    {"block_size", "--block"},
+    {"n_layer", "--layers"},
+    {"n_head", "--heads"},
+    {"n_kv_head", "--kv-heads"},
+    {"n_embd", "--embd"},
+    {"dropout", "--dropout"},
+    {"bias", "--bias"},
+    {"positional", "--pos"},
+    {"norm", "--norm"},
+    {"activation", "--act"},
+    {"tie_weights", "--no-tie"},
+    {"qk_norm", "--qk-norm"},
+    {"qkv_bias", "--no-qkv-bias"},
+    {"mlp_hidden", "--mlp-hidden"},
+    {"rope_base", "--rope-base"},
     {"norm_eps", "--norm-eps"},
 };
 #define N_MODEL_FLAGS (sizeof model_flags / sizeof model_flags[0])

@@ -206,8 +206,8 @@ static void load_safetensors(const char *flagname, const char *path, tt_gpt *gpt
                              train_state *s) {
     tt_safetensors f;
     if (tt_safetensors_open(&f, path) != TT_OK ||
-        (tt_gpt_is_llama(&f) ? tt_gpt_load_llama_file(gpt, &f)
-                             : tt_gpt_load_hf_file(gpt, &f, 0)) != TT_OK)
+        (tt_gpt_is_llama(&f) ? tt_gpt_load_llama_file(gpt, &f) : tt_gpt_load_hf_file(gpt, &f, 0)) !=
+            TT_OK)
         die_usage("%s: %s; pass a GPT-2 or Llama model.safetensors or a checkpoint of %s train",
                   flagname, tt_last_error(), prog->name);
     tok_from_safetensors(&s->tok, &f, flagname);

@@ -46,18 +46,19 @@ static void init_weights(tt_gpt *m, tt_rng *rng) {
 
 static tt_nn_block_config block_config(const tt_gpt_config *c) {
     return (tt_nn_block_config){
-        .attn = {
-            .n_embd = c->n_embd,
-            .n_head = c->n_head,
-            .n_kv_head = c->n_kv_head,
-            .max_seq = c->block_size,
-            .causal = true,
-            .bias = c->bias,
-            .qk_norm = c->qk_norm,
-            .rope = c->positional == TT_POS_ROPE,
-            .rope_base = c->rope_base,
-            .dropout = c->dropout,
-        },
+        .attn =
+            {
+                .n_embd = c->n_embd,
+                .n_head = c->n_head,
+                .n_kv_head = c->n_kv_head,
+                .max_seq = c->block_size,
+                .causal = true,
+                .bias = c->bias,
+                .qk_norm = c->qk_norm,
+                .rope = c->positional == TT_POS_ROPE,
+                .rope_base = c->rope_base,
+                .dropout = c->dropout,
+            },
         .mlp_hidden = tt_gpt_config_mlp_hidden(c),
         .act = c->activation,
         .norm = c->norm,

@@ -41,13 +41,13 @@ typedef struct tt_gpt_config {
     bool bias;            // in Linear layers and LayerNorms
     bool qkv_bias;        // in the q/k/v projections too (only when bias); GPT-2: true
     tt_pos_kind positional;
-    tt_nn_norm_kind norm; // layernorm, rmsnorm (with a gain) or rmsnorm_noweight (none)
-    tt_act activation;    // TT_ACT_GELU (exact, as nanoGPT), TT_ACT_RELU2, TT_ACT_SWIGLU (gated)
+    tt_nn_norm_kind norm;  // layernorm, rmsnorm (with a gain) or rmsnorm_noweight (none)
+    tt_act activation;     // TT_ACT_GELU (exact, as nanoGPT), TT_ACT_RELU2, TT_ACT_SWIGLU (gated)
     bool tie_weights;     // lm_head shares the token embedding
     bool qk_norm;
-    int64_t mlp_hidden;   // the MLP's hidden size, SwiGLU's too; 0 means 4 n_embd
-    double rope_base;     // RoPE's base (theta): angles p base^(-2i/HS); Hugging Face's rope_theta
-    double norm_eps;      // the blocks' and ln_f's norms (not QK-norm's: 1e-6)
+    int64_t mlp_hidden;  // the MLP's hidden size, SwiGLU's too; 0 means 4 n_embd
+    double rope_base;    // RoPE's base (theta): angles p base^(-2i/HS); Hugging Face's rope_theta
+    double norm_eps;     // the blocks' and ln_f's norms (not QK-norm's: 1e-6)
 } tt_gpt_config;
 
 // ---- config fields (gpt_config.c) ----

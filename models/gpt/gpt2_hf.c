@@ -70,20 +70,25 @@ tt_status tt__hf_expect(const tt_safetensors *f, const char *what, const char *n
     const tt_st_info *e = tt_safetensors_find(f, name);
     *out = e;
     if (!e)
-        return tt_set_error(TT_ERR_MISMATCH, "%s safetensors '%s' has no tensor '%s' (not a "
-                            "%s checkpoint, or a truncated one)", what, f->path, name, what);
+        return tt_set_error(TT_ERR_MISMATCH,
+                            "%s safetensors '%s' has no tensor '%s' (not a "
+                            "%s checkpoint, or a truncated one)",
+                            what, f->path, name, what);
     if (!is_float(e->dtype))
-        return tt_set_error(TT_ERR_MISMATCH, "%s safetensors '%s': tensor '%s' is %s; "
-                            "weights must be F32, F64, F16 or BF16", what, f->path, name,
-                            tt_st_dtype_name(e->dtype));
+        return tt_set_error(TT_ERR_MISMATCH,
+                            "%s safetensors '%s': tensor '%s' is %s; "
+                            "weights must be F32, F64, F16 or BF16",
+                            what, f->path, name, tt_st_dtype_name(e->dtype));
     bool same = e->ndim == ndim;
     for (int d = 0; same && d < ndim; d++) same = e->shape[d] == shape[d];
     if (!same) {
         char want[96];
         shape_text(want, sizeof want, ndim, shape);
-        return tt_set_error(TT_ERR_MISMATCH, "%s safetensors '%s': tensor '%s' has %d dims "
-                            "(first %lld) where the other tensors imply %s", what, f->path, name,
-                            e->ndim, (long long)(e->ndim ? e->shape[0] : 0), want);
+        return tt_set_error(TT_ERR_MISMATCH,
+                            "%s safetensors '%s': tensor '%s' has %d dims "
+                            "(first %lld) where the other tensors imply %s",
+                            what, f->path, name, e->ndim, (long long)(e->ndim ? e->shape[0] : 0),
+                            want);
     }
     return TT_OK;
 }
@@ -130,9 +135,10 @@ tt_status tt__hf_check_unexpected(const tt_safetensors *f, const char *what, con
             snprintf(list + at, sizeof list - at, "%s'%s'", at ? ", " : "", name);
     }
     if (!n) return TT_OK;
-    return tt_set_error(TT_ERR_MISMATCH, "%s safetensors '%s' has %d unexpected tensor(s): "
-                        "%s%s (not a %s checkpoint?)", what, f->path, n, list,
-                        n > 5 ? ", ..." : "", what);
+    return tt_set_error(TT_ERR_MISMATCH,
+                        "%s safetensors '%s' has %d unexpected tensor(s): "
+                        "%s%s (not a %s checkpoint?)",
+                        what, f->path, n, list, n > 5 ? ", ..." : "", what);
 }
 
 // The buffers GPT-2 keeps in its state dict (attn.bias, attn.masked_bias): not weights.
@@ -175,7 +181,7 @@ static void copy_layers(const tt_safetensors *f, const char *pre, tt_gpt *m, int
             for (int part = 0; part < (layer_map[j].kind == HF_QKV ? 3 : 1); part++) {
                 if (layer_map[j].kind == HF_QKV)
                     tt__hf_name(ours, "blocks.%lld.attn.%c_proj.%s", (long long)l, "qkv"[part],
-                             layer_map[j].ours);
+                                layer_map[j].ours);
                 else
                     tt__hf_name(ours, "blocks.%lld.%s", (long long)l, layer_map[j].ours);
                 tt_tensor *dst = tt_params_get(&m->params, ours);
@@ -298,17 +304,18 @@ done:
 // ---- export ----
 
 const char *tt__gpt2_unsupported(const tt_gpt_config *c) {
-    return !c->bias ? "bias = false (GPT-2 has biases in every Linear and LayerNorm)"
+    return !c->bias       ? "bias = false (GPT-2 has biases in every Linear and LayerNorm)"
            : !c->qkv_bias ? "qkv_bias = false (GPT-2's c_attn has a bias)"
            : c->positional != TT_POS_LEARNED ? "RoPE positions (GPT-2 learns them)"
-           : c->norm != TT_NORM_LAYERNORM ? "RMSNorm (GPT-2 uses LayerNorm)"
+           : c->norm != TT_NORM_LAYERNORM    ? "RMSNorm (GPT-2 uses LayerNorm)"
            : c->activation != TT_ACT_GELU_TANH
                ? "an activation other than the tanh GELU (GPT-2's gelu_new)"
-           : c->n_kv_head != c->n_head ? "grouped-query attention"
-           : c->qk_norm ? "QK-norm"
+           : c->n_kv_head != c->n_head                    ? "grouped-query attention"
+           : c->qk_norm                                   ? "QK-norm"
            : tt_gpt_config_mlp_hidden(c) != 4 * c->n_embd ? "an MLP hidden size other than 4 "
-                                                              "n_embd"
-           : c->norm_eps != 1e-5 ? "a norm epsilon other than 1e-5" : NULL;
+                                                            "n_embd"
+           : c->norm_eps != 1e-5                          ? "a norm epsilon other than 1e-5"
+                                                          : NULL;
 }
 
 tt_status tt_gpt_save_hf(const tt_gpt *m, const char *path, tt_st_dtype dtype) {
@@ -345,15 +352,14 @@ tt_status tt_gpt_save_hf_meta(const tt_gpt *m, const char *path, tt_st_dtype dty
                 tt_tensor *qkv[3];
                 for (int part = 0; part < 3; part++) {
                     tt__hf_name(ours, "blocks.%lld.attn.%c_proj.%s", (long long)l, "qkv"[part],
-                             layer_map[j].ours);
+                                layer_map[j].ours);
                     qkv[part] = tt_params_get(&m->params, ours);
                     if (qkv[part]->ndim == 2) qkv[part] = tt_transpose(qkv[part], 0, 1);
                 }
                 t = tt_cat(3, qkv, qkv[0]->ndim - 1);  // (C, 3C) or (3C,)
             } else {
-                t = tt_params_get(&m->params,
-                                  tt__hf_name(ours, "blocks.%lld.%s", (long long)l,
-                                           layer_map[j].ours));
+                t = tt_params_get(&m->params, tt__hf_name(ours, "blocks.%lld.%s", (long long)l,
+                                                          layer_map[j].ours));
                 if (layer_map[j].kind == HF_TRANSPOSE) t = tt_transpose(t, 0, 1);
             }
             tt_params_add(&out, NULL, name, t);

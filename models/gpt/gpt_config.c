@@ -30,40 +30,28 @@ _Static_assert(TT_ACT_SOFTMAX == TT_ACT_COUNT - 1, "the activation field's range
 // 3 n_embd mlp_hidden n_layer < 2^63).
 const tt_gpt_field tt_gpt_fields[] = {
     // name          type  offset             default  lo  hi          names
-    {"vocab_size",   I64,  AT(vocab_size),    65,      1,  2147483647, NULL,
-     "tokens in the vocabulary"},
-    {"block_size",   I64,  AT(block_size),    64,      1,  1 << 20,    NULL,
-     "longest context"},
-    {"n_layer",      I64,  AT(n_layer),       4,       1,  100000,     NULL,
-     "transformer blocks"},
-    {"n_head",       I64,  AT(n_head),        4,       1,  1 << 20,    NULL,
-     "attention heads"},
-    {"n_kv_head",    I64,  AT(n_kv_head),     4,       0,  1 << 20,    NULL,
+    {"vocab_size", I64, AT(vocab_size), 65, 1, 2147483647, NULL, "tokens in the vocabulary"},
+    {"block_size", I64, AT(block_size), 64, 1, 1 << 20, NULL, "longest context"},
+    {"n_layer", I64, AT(n_layer), 4, 1, 100000, NULL, "transformer blocks"},
+    {"n_head", I64, AT(n_head), 4, 1, 1 << 20, NULL, "attention heads"},
+    {"n_kv_head", I64, AT(n_kv_head), 4, 0, 1 << 20, NULL,
      "key/value heads (grouped-query attention when < n_head; 0 means n_head)"},
-    {"n_embd",       I64,  AT(n_embd),        128,     1,  1 << 20,    NULL,
-     "channels"},
-    {"dropout",      F64,  AT(dropout),       0.0,     0,  1,          NULL,
-     "dropout probability"},
-    {"bias",         BOOL, AT(bias),          0,       0,  1,          NULL,
-     "biases in Linear layers and LayerNorms"},
-    {"positional",   ENUM, AT(positional),    TT_POS_LEARNED, 0, 1,    pos_names,
+    {"n_embd", I64, AT(n_embd), 128, 1, 1 << 20, NULL, "channels"},
+    {"dropout", F64, AT(dropout), 0.0, 0, 1, NULL, "dropout probability"},
+    {"bias", BOOL, AT(bias), 0, 0, 1, NULL, "biases in Linear layers and LayerNorms"},
+    {"positional", ENUM, AT(positional), TT_POS_LEARNED, 0, 1, pos_names,
      "learned position embedding or rotary"},
-    {"norm",         ENUM, AT(norm),          TT_NORM_LAYERNORM, 0, 2, norm_names,
+    {"norm", ENUM, AT(norm), TT_NORM_LAYERNORM, 0, 2, norm_names,
      "layernorm, rmsnorm (with a gain) or rmsnorm_noweight"},
-    {"activation",   ENUM, AT(activation),    TT_ACT_GELU, 0, TT_ACT_SWIGLU, tt_act_names,
+    {"activation", ENUM, AT(activation), TT_ACT_GELU, 0, TT_ACT_SWIGLU, tt_act_names,
      "MLP activation (gelu exact, gelu_tanh as GPT-2, swiglu gated as Llama)"},
-    {"tie_weights",  BOOL, AT(tie_weights),   1,       0,  1,          NULL,
-     "the head shares the token embedding"},
-    {"qk_norm",      BOOL, AT(qk_norm),       0,       0,  1,          NULL,
-     "RMSNorm on each head's q and k"},
-    {"qkv_bias",     BOOL, AT(qkv_bias),      1,       0,  1,          NULL,
+    {"tie_weights", BOOL, AT(tie_weights), 1, 0, 1, NULL, "the head shares the token embedding"},
+    {"qk_norm", BOOL, AT(qk_norm), 0, 0, 1, NULL, "RMSNorm on each head's q and k"},
+    {"qkv_bias", BOOL, AT(qkv_bias), 1, 0, 1, NULL,
      "biases in the q/k/v projections too (when bias)"},
-    {"mlp_hidden",   I64,  AT(mlp_hidden),    0,       0,  1 << 22,    NULL,
-     "MLP hidden size (0: 4 n_embd)"},
-    {"rope_base",    F64,  AT(rope_base),     10000.0, 1,  1e12,       NULL,
-     "RoPE base theta (with rope)"},
-    {"norm_eps",     F64,  AT(norm_eps),      1e-5,    1e-12, 1,       NULL,
-     "epsilon of the norms"},
+    {"mlp_hidden", I64, AT(mlp_hidden), 0, 0, 1 << 22, NULL, "MLP hidden size (0: 4 n_embd)"},
+    {"rope_base", F64, AT(rope_base), 10000.0, 1, 1e12, NULL, "RoPE base theta (with rope)"},
+    {"norm_eps", F64, AT(norm_eps), 1e-5, 1e-12, 1, NULL, "epsilon of the norms"},
 };
 const int tt_gpt_nfields = (int)(sizeof tt_gpt_fields / sizeof tt_gpt_fields[0]);
 #undef I64
@@ -317,7 +305,7 @@ int64_t tt_gpt_config_num_params(const tt_gpt_config *c, bool non_embedding) {
     int64_t attn = C * C + 2 * C * kv + qkv_b * (C + 2 * kv)  // q, k, v
                    + C * C + b * C                           // o_proj
                    + (c->qk_norm ? 2 * hs : 0);              // q_norm, k_norm
-    int64_t n_in = c->activation == TT_ACT_SWIGLU ? 2 : 1;  // gate_proj and up_proj, or fc
+    int64_t n_in = c->activation == TT_ACT_SWIGLU ? 2 : 1;   // gate_proj and up_proj, or fc
     int64_t mlp = n_in * (C * H + b * H) + H * C + b * C;
     int64_t block = 2 * norm_params(c, C) + attn + mlp;
     int64_t n = V * C + c->n_layer * block + norm_params(c, C);

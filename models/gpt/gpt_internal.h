@@ -43,7 +43,8 @@ const char *tt__llama_unsupported(const tt_gpt_config *c);
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
-const char *tt__hf_name(char *buf, const char *fmt, ...);
+const char *
+tt__hf_name(char *buf, const char *fmt, ...);
 // TT_OK when f holds a float tensor `name` of shape (ndim, shape); else TT_ERR_MISMATCH naming
 // it: absent, not a float dtype, or another shape. *out: its entry (NULL when absent).
 tt_status tt__hf_expect(const tt_safetensors *f, const char *what, const char *name, int ndim,

@@ -23,11 +23,15 @@ typedef struct name_pair {
 // "blocks.<l>." / "model.layers.<l>."); the rest of the name is the same in both
 // (q_proj.weight, gate_proj.weight, ...).
 static const name_pair top_names[] = {
-    {"wte.", "model.embed_tokens."}, {"ln_f.", "model.norm."}, {"lm_head.", "lm_head."},
+    {"wte.", "model.embed_tokens."},
+    {"ln_f.", "model.norm."},
+    {"lm_head.", "lm_head."},
 };
 static const name_pair block_names[] = {
-    {"norm1.", "input_layernorm."}, {"norm2.", "post_attention_layernorm."},
-    {"attn.", "self_attn."},        {"mlp.", "mlp."},
+    {"norm1.", "input_layernorm."},
+    {"norm2.", "post_attention_layernorm."},
+    {"attn.", "self_attn."},
+    {"mlp.", "mlp."},
 };
 #define N_TOP ((int)(sizeof top_names / sizeof top_names[0]))
 #define N_BLOCK ((int)(sizeof block_names / sizeof block_names[0]))
@@ -90,9 +94,12 @@ static tt_status shape_config(const tt_safetensors *f, tt_gpt_config *c) {
     const tt_st_info *wte = tt_safetensors_find(f, "model.embed_tokens.weight");
     const tt_st_info *gate = tt_safetensors_find(f, "model.layers.0.mlp.gate_proj.weight");
     if (!wte || wte->ndim != 2 || !gate || gate->ndim != 2)
-        return tt_set_error(TT_ERR_MISMATCH, WHAT " safetensors '%s' has no (V, C) model."
+        return tt_set_error(TT_ERR_MISMATCH,
+                            WHAT
+                            " safetensors '%s' has no (V, C) model."
                             "embed_tokens.weight and (H, C) model.layers.0.mlp.gate_proj.weight: "
-                            "not a Llama checkpoint", f->path);
+                            "not a Llama checkpoint",
+                            f->path);
     *c = tt_gpt_config_default();
     c->dropout = 0, c->bias = false, c->qk_norm = false;
     c->positional = TT_POS_ROPE, c->norm = TT_NORM_RMSNORM, c->activation = TT_ACT_SWIGLU;
@@ -100,13 +107,12 @@ static tt_status shape_config(const tt_safetensors *f, tt_gpt_config *c) {
     c->vocab_size = wte->shape[0], c->n_embd = wte->shape[1], c->mlp_hidden = gate->shape[0];
     char name[TT_NAME_MAX];
     c->n_layer = 0;
-    while (tt_safetensors_find(f, tt__hf_name(name, "model.layers.%lld.input_layernorm.weight",
-                                              (long long)c->n_layer)))
+    while (tt_safetensors_find(
+        f, tt__hf_name(name, "model.layers.%lld.input_layernorm.weight", (long long)c->n_layer)))
         c->n_layer++;
     const tt_st_info *head = tt_safetensors_find(f, "lm_head.weight");
     c->tie_weights = !head || (head->dtype == wte->dtype && head->ndim == 2 &&
-                               head->shape[0] == wte->shape[0] &&
-                               head->shape[1] == wte->shape[1] &&
+                               head->shape[0] == wte->shape[0] && head->shape[1] == wte->shape[1] &&
                                memcmp(f->data + head->begin, f->data + wte->begin,
                                       (size_t)(wte->end - wte->begin)) == 0);
     return TT_OK;
@@ -117,18 +123,21 @@ static tt_status shape_config(const tt_safetensors *f, tt_gpt_config *c) {
 // heads are those k_proj's rows hold.
 static tt_status meta_config(const tt_safetensors *f, tt_gpt_config *c) {
     if (!tt_safetensors_meta(f, "num_attention_heads"))
-        return tt_set_error(TT_ERR_MISMATCH, WHAT " safetensors '%s' has no num_attention_heads "
+        return tt_set_error(TT_ERR_MISMATCH,
+                            WHAT
+                            " safetensors '%s' has no num_attention_heads "
                             "metadata; add config.json's hyperparameters to the file's metadata "
                             "(num_attention_heads, max_position_embeddings, rope_theta, "
-                            "rms_norm_eps)", f->path);
+                            "rms_norm_eps)",
+                            f->path);
     for (int i = 0; i < N_HPARAMS; i++) {
         const char *text = tt_safetensors_meta(f, hparams[i].hf);
         if (hparams[i].from_shapes || !text) continue;
         if (tt_gpt_field_parse(c, tt_gpt_field_find(hparams[i].field), text) != TT_OK) {
             char why[400];
             snprintf(why, sizeof why, "%s", tt_last_error());
-            return tt_set_error(TT_ERR_FORMAT, WHAT " safetensors '%s': metadata %s: %s",
-                                f->path, hparams[i].hf, why);
+            return tt_set_error(TT_ERR_FORMAT, WHAT " safetensors '%s': metadata %s: %s", f->path,
+                                hparams[i].hf, why);
         }
     }
     const tt_st_info *k = tt_safetensors_find(f, "model.layers.0.self_attn.k_proj.weight");
@@ -155,9 +164,11 @@ static tt_status file_config(const tt_safetensors *f, tt_gpt_config *c) {
                               tt_st_dtype_size(f->tensors[i].dtype));
     int64_t need = tt_gpt_config_num_params(c, false);
     if (need > held)
-        return tt_set_error(TT_ERR_MISMATCH, WHAT " safetensors '%s': its config asks for %lld "
-                            "parameters but the file holds %lld values", f->path,
-                            (long long)need, (long long)held);
+        return tt_set_error(TT_ERR_MISMATCH,
+                            WHAT
+                            " safetensors '%s': its config asks for %lld "
+                            "parameters but the file holds %lld values",
+                            f->path, (long long)need, (long long)held);
     return TT_OK;
 }
 
@@ -218,8 +229,9 @@ const char *tt__llama_unsupported(const tt_gpt_config *c) {
                                           "positional = rope)"
            : c->norm != TT_NORM_RMSNORM ? "a norm other than RMSNorm with a gain (norm = rmsnorm)"
            : c->activation != TT_ACT_SWIGLU ? "an MLP other than SwiGLU (activation = swiglu)"
-           : c->bias ? "biases (Llama's Linears have none)"
-           : c->qk_norm ? "QK-norm" : NULL;
+           : c->bias                        ? "biases (Llama's Linears have none)"
+           : c->qk_norm                     ? "QK-norm"
+                                            : NULL;
 }
 
 // format, the hyperparameters under config.json's names (the MLP's width resolved), then the
@@ -245,12 +257,16 @@ tt_status tt_gpt_save_llama(const tt_gpt *m, const char *path, tt_st_dtype dtype
     TT_CHECK(m && m->params.n && path, "model (initialized) and path must be given");
     int n_extra = 0;
     while (metadata && metadata[n_extra]) n_extra++;
-    TT_CHECK(n_extra % 2 == 0, "metadata holds %d strings before its NULL; give key, value "
-             "pairs", n_extra);
+    TT_CHECK(n_extra % 2 == 0,
+             "metadata holds %d strings before its NULL; give key, value "
+             "pairs",
+             n_extra);
     const char *why = tt__llama_unsupported(&m->cfg);
     if (why)
-        return tt_set_error(TT_ERR_ARG, "tt_gpt_save_llama('%s'): the model has %s; only a "
-                            "Llama-shaped model can be written in Llama's layout", path, why);
+        return tt_set_error(TT_ERR_ARG,
+                            "tt_gpt_save_llama('%s'): the model has %s; only a "
+                            "Llama-shaped model can be written in Llama's layout",
+                            path, why);
     tt_params out;
     tt_params_init(&out);
     char name[TT_NAME_MAX], texts[N_HPARAMS][32];
