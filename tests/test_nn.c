@@ -1627,9 +1627,8 @@ END_TEST
 // ---- abort messages name the function the user called and the valid range ----
 
 START_TEST(test_names_activation_range) {
-    tt_expect_abort(
-        "tt_activate: invalid activation 10; valid values are 0 .. 9 "
-        "(TT_ACT_IDENTITY .. TT_ACT_SOFTMAX in nn.h)");
+    tt_expect_abort("tt_activate: invalid activation 10; valid values are 0 .. 9 "
+                    "(TT_ACT_IDENTITY .. TT_ACT_SOFTMAX in nn.h)");
     tt_activate((tt_act)TT_ACT_COUNT, tt_zeros(TT_F32, TT_SHAPE(2)));
 }
 END_TEST

@@ -375,9 +375,8 @@ START_TEST(test_abort_mlp_swiglu) {
 END_TEST
 
 START_TEST(test_abort_swiglu_odd) {
-    tt_expect_abort(
-        "tt_activate: swiglu splits the last dim in halves (gate, up), so it must be "
-        "even, got (2, 3)");
+    tt_expect_abort("tt_activate: swiglu splits the last dim in halves (gate, up), so it "
+                    "must be even, got (2, 3)");
     tt_activate(TT_ACT_SWIGLU, tt_zeros(TT_F32, TT_SHAPE(2, 3)));
 }
 END_TEST
