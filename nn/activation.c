@@ -19,10 +19,34 @@ static tt_tensor *relu2_fwd(tt_tensor *x) {
 
 static tt_tensor *softmax_fwd(tt_tensor *x) { return tt_softmax(x, -1); }
 
+tt_tensor *tt_swiglu(tt_tensor *gate, tt_tensor *up) {
+    TT_CHECK(gate && up && tt_same_shape(gate, up), "gate %s and up %s must have one shape",
+             gate ? tt__shape(gate) : "NULL", up ? tt__shape(up) : "NULL");
+    tt_scope_begin();
+    tt_tensor *y = tt_keep(tt_mul(tt_silu(gate), up));
+    tt_scope_end();
+    return y;
+}
+
+// x (..., 2H) -> (..., H): the first half gates the second.
+static tt_tensor *swiglu_fwd(tt_tensor *x) {
+    int64_t n = x->ndim ? x->shape[x->ndim - 1] : 0;
+    TT_CHECK_IN("tt_activate", n % 2 == 0 && n > 0,
+                "swiglu splits the last dim in halves "
+                "(gate, up), so it must be even, got %s",
+                tt__shape(x));
+    tt_scope_begin();
+    tt_tensor *y = tt_swiglu(tt_slice(x, -1, 0, n / 2, 1), tt_slice(x, -1, n / 2, n, 1));
+    tt_keep(y);
+    tt_scope_end();
+    return y;
+}
+
 const char *const tt_act_names[TT_ACT_COUNT] = {
-    [TT_ACT_IDENTITY] = "identity", [TT_ACT_RELU] = "relu",   [TT_ACT_GELU] = "gelu",
-    [TT_ACT_GELU_TANH] = "gelu_tanh", [TT_ACT_RELU2] = "relu2", [TT_ACT_SILU] = "silu",
-    [TT_ACT_TANH] = "tanh",         [TT_ACT_SIGMOID] = "sigmoid", [TT_ACT_SOFTMAX] = "softmax",
+    [TT_ACT_IDENTITY] = "identity",   [TT_ACT_RELU] = "relu",       [TT_ACT_GELU] = "gelu",
+    [TT_ACT_GELU_TANH] = "gelu_tanh", [TT_ACT_RELU2] = "relu2",     [TT_ACT_SILU] = "silu",
+    [TT_ACT_TANH] = "tanh",           [TT_ACT_SIGMOID] = "sigmoid", [TT_ACT_SWIGLU] = "swiglu",
+    [TT_ACT_SOFTMAX] = "softmax",
 };
 
 static const tt_act_info table[TT_ACT_COUNT] = {
@@ -34,6 +58,7 @@ static const tt_act_info table[TT_ACT_COUNT] = {
     [TT_ACT_SILU] = {TT_ACT_SILU, tt_silu, true},
     [TT_ACT_TANH] = {TT_ACT_TANH, tt_tanh, true},
     [TT_ACT_SIGMOID] = {TT_ACT_SIGMOID, tt_sigmoid, true},
+    [TT_ACT_SWIGLU] = {TT_ACT_SWIGLU, swiglu_fwd, false},
     [TT_ACT_SOFTMAX] = {TT_ACT_SOFTMAX, softmax_fwd, false},
 };
 

@@ -16,7 +16,7 @@ extern "C" {
 #endif
 
 // The names by tt_act value ("identity", "relu", "gelu", "gelu_tanh", "relu2", "silu", "tanh",
-// "sigmoid", "softmax"): the table's name column, an array for tables that index names by
+// "sigmoid", "swiglu", "softmax"): the table's name column, an array for tables that index names by
 // value (the GPT config's enum fields).
 extern const char *const tt_act_names[TT_ACT_COUNT];
 
@@ -24,7 +24,7 @@ extern const char *const tt_act_names[TT_ACT_COUNT];
 typedef struct tt_act_info {
     tt_act act;
     tt_tensor *(*forward)(tt_tensor *x);  // a new reference, as any op
-    bool elementwise;                     // false: softmax (over the last dim)
+    bool elementwise;                     // false: swiglu, softmax (over the last dim)
 } tt_act_info;
 
 // The row of act; aborts for a value outside [0, TT_ACT_COUNT).

@@ -207,10 +207,15 @@ static const tt_module_ops rmsnorm_ops = {.type = "RMSNorm", .forward = rmsnorm_
 tt_module tt_nn_rmsnorm_module(tt_nn_rmsnorm *m) { return (tt_module){m, &rmsnorm_ops}; }
 
 void tt_nn_norm_init(tt_nn_norm *m, tt_nn_norm_kind kind, int64_t dim, double eps, bool bias) {
+    TT_CHECK((unsigned)kind < TT_NORM_KIND_COUNT,
+             "norm kind %d; use TT_NORM_LAYERNORM, "
+             "TT_NORM_RMSNORM or TT_NORM_RMSNORM_NOWEIGHT",
+             (int)kind);
     memset(m, 0, sizeof *m);
     m->kind = kind;
     if (kind == TT_NORM_LAYERNORM) tt_nn_layernorm_init(&m->ln, dim, eps, true, bias);
-    else tt_nn_rmsnorm_init(&m->rms, dim, eps, true);
+    else
+        tt_nn_rmsnorm_init(&m->rms, dim, eps, kind == TT_NORM_RMSNORM);
 }
 
 tt_tensor *tt_nn_norm_forward(tt_nn_norm *m, tt_tensor *x) {

@@ -178,8 +178,14 @@ void tt_nn_rmsnorm_params(const tt_nn_rmsnorm *m, tt_params *out, const char *pr
 void tt_nn_rmsnorm_free(tt_nn_rmsnorm *m);
 tt_module tt_nn_rmsnorm_module(tt_nn_rmsnorm *m);
 
-// Either kind behind one type (what a transformer block holds).
-typedef enum tt_nn_norm_kind { TT_NORM_LAYERNORM, TT_NORM_RMSNORM } tt_nn_norm_kind;
+// Either kind behind one type (what a transformer block holds). RMSNORM has a learned gain
+// (Llama's); RMSNORM_NOWEIGHT none (nanochat's F.rms_norm, nn.RMSNorm(elementwise_affine=False)).
+typedef enum tt_nn_norm_kind {
+    TT_NORM_LAYERNORM,
+    TT_NORM_RMSNORM,
+    TT_NORM_RMSNORM_NOWEIGHT,
+    TT_NORM_KIND_COUNT
+} tt_nn_norm_kind;
 typedef struct tt_nn_norm {
     tt_nn_norm_kind kind;
     tt_nn_layernorm ln;
@@ -203,11 +209,17 @@ typedef enum tt_act {
     TT_ACT_SILU,
     TT_ACT_TANH,
     TT_ACT_SIGMOID,
-    TT_ACT_SOFTMAX,    // over the last dim
+    TT_ACT_SWIGLU,   // gated, over the last dim: tt_swiglu of its halves (it halves the width)
+    TT_ACT_SOFTMAX,  // over the last dim
     TT_ACT_COUNT
 } tt_act;
 
 tt_tensor *tt_activate(tt_act act, tt_tensor *x);
+// The SwiGLU unit (Shazeer 2020, "GLU Variants Improve Transformer"): silu(gate) * up, for
+// tensors of one shape; a composition, so its gradient comes with it. tt_activate(TT_ACT_SWIGLU,
+// x) is tt_swiglu(x[..., :n/2], x[..., n/2:]); tt_nn_feedforward with TT_ACT_SWIGLU is
+// down_proj(tt_swiglu(gate_proj(x), up_proj(x))), Llama's MLP.
+tt_tensor *tt_swiglu(tt_tensor *gate, tt_tensor *up);
 const char *tt_act_name(tt_act act);          // "relu", "gelu", ...
 bool tt_act_parse(const char *name, tt_act *out);  // false for an unknown name
 tt_module tt_act_module(tt_act act);

@@ -16,6 +16,9 @@ void tt_nn_mlp_init(tt_nn_mlp *m, int n_widths, const int64_t *widths, tt_act ac
         TT_CHECK(widths[i] > 0, "widths[%d]=%lld; every width must be positive", i,
                  (long long)widths[i]);
     tt__check_act(act, __func__);
+    TT_CHECK(act != TT_ACT_SWIGLU,
+             "swiglu halves the width, so the next layer would not fit; "
+             "use tt_nn_feedforward, whose SwiGLU has gate_proj and up_proj");
     TT_CHECK(dropout >= 0 && dropout <= 1, "dropout probability %g is outside [0, 1]", dropout);
     memset(m, 0, sizeof *m);
     m->n_layers = n_widths - 1;

@@ -20,26 +20,33 @@ void tt_nn_feedforward_init(tt_nn_feedforward *m, int64_t dim, int64_t hidden, t
     tt__check_act(act, __func__);
     memset(m, 0, sizeof *m);
     tt_nn_linear_init(&m->fc, dim, hidden, bias, rng);
+    if (act == TT_ACT_SWIGLU) tt_nn_linear_init(&m->up, dim, hidden, bias, rng);
     tt_nn_linear_init(&m->proj, hidden, dim, bias, rng);
     m->act = act;
     tt_nn_dropout_init(&m->drop, dropout, rng);
 }
 
-// x (..., C) -> fc (..., H) -> act -> proj (..., C) -> dropout.
+// x (..., C) -> fc (..., H) -> act (gated: silu(fc) * up) -> proj (..., C) -> dropout.
 tt_tensor *tt_nn_feedforward_forward(tt_nn_feedforward *m, tt_tensor *x) {
     tt_scope_begin();
-    tt_tensor *h = tt_activate(m->act, tt_nn_linear_forward(&m->fc, x));  // (..., H)
+    tt_tensor *h = tt_nn_linear_forward(&m->fc, x);  // (..., H)
+    if (m->act == TT_ACT_SWIGLU)
+        h = tt_swiglu(h, tt_nn_linear_forward(&m->up, x));
+    else
+        h = tt_activate(m->act, h);
     tt_tensor *y = tt_nn_dropout_forward(&m->drop, tt_nn_linear_forward(&m->proj, h));  // (..., C)
     tt_keep(y);
     tt_scope_end();
     return y;
 }
 
-// The children, listed once: params, train and free walk them.
+// The children, listed once: params, train and free walk them. Gated, Hugging Face Llama's names.
 static void ff_children(void *self, tt_module_visit visit, void *ctx) {
     tt_nn_feedforward *m = self;
-    visit(tt_nn_linear_module(&m->fc), "fc", ctx);
-    visit(tt_nn_linear_module(&m->proj), "proj", ctx);
+    bool gated = m->act == TT_ACT_SWIGLU;
+    visit(tt_nn_linear_module(&m->fc), gated ? "gate_proj" : "fc", ctx);
+    if (gated) visit(tt_nn_linear_module(&m->up), "up_proj", ctx);
+    visit(tt_nn_linear_module(&m->proj), gated ? "down_proj" : "proj", ctx);
     visit(tt_nn_dropout_module(&m->drop), "drop", ctx);
 }
 

@@ -16,10 +16,16 @@ extern "C" {
 #endif
 
 // ---- feed-forward (the transformer block's MLP): dropout(proj(act(fc(x)))),
-// fc: C -> hidden, proj: hidden -> C; a block holds it as `mlp` (parameters "mlp.fc.weight", ...)
+// fc: C -> hidden, proj: hidden -> C; a block holds it as `mlp` (parameters "mlp.fc.weight", ...).
+// With TT_ACT_SWIGLU it is gated, as Llama's MLP (Hugging Face's names):
+// dropout(down_proj(silu(gate_proj(x)) * up_proj(x))), gate_proj and up_proj C -> hidden,
+// down_proj hidden -> C; the hidden size is the one given (Llama picks about 8/3 C so that the
+// three matrices hold as many weights as GPT's two at 4 C; pass that when you want it).
 
 typedef struct tt_nn_feedforward {
-    tt_nn_linear fc, proj;
+    tt_nn_linear fc;    // C -> hidden; gate_proj when gated
+    tt_nn_linear up;    // C -> hidden, up_proj: gated only (zeroed otherwise)
+    tt_nn_linear proj;  // hidden -> C; down_proj when gated
     tt_act act;
     tt_nn_dropout drop;
 } tt_nn_feedforward;
@@ -27,7 +33,7 @@ typedef struct tt_nn_feedforward {
 void tt_nn_feedforward_init(tt_nn_feedforward *m, int64_t dim, int64_t hidden, tt_act act,
                             bool bias, double dropout, tt_rng *rng);
 tt_tensor *tt_nn_feedforward_forward(tt_nn_feedforward *m, tt_tensor *x);
-// fc.*, proj.*
+// fc.*, proj.* (gated: gate_proj.*, up_proj.*, down_proj.*)
 void tt_nn_feedforward_params(const tt_nn_feedforward *m, tt_params *out, const char *prefix);
 void tt_nn_feedforward_train(tt_nn_feedforward *m, bool training);
 void tt_nn_feedforward_free(tt_nn_feedforward *m);

@@ -1,7 +1,7 @@
 // Gradcheck cases of the transformer modules: RoPE, the sinusoidal and learned positional
-// encodings, the feed-forward block, attention (causal, not causal, GQA, QK-norm, RoPE, biases)
-// and the block.
-// Each checks d out / d x and d out / d every parameter; values are in tests/test_nn_transformer.c.
+// encodings, the feed-forward block (plain and SwiGLU), attention (causal, not causal, GQA,
+// QK-norm, RoPE, biases) and the block. Each checks d out / d x and d out / d every parameter;
+// values are in tests/test_nn_transformer.c.
 //
 // Modules are built in f64. gc_check also runs the forward on f32 copies of the inputs, so while
 // f runs the module's parameter (and table) fields point at the inputs it was given: `slots`
@@ -77,6 +77,7 @@ static void norm_slots(mod_ctx *c, tt_nn_norm *n) {
 
 static void mlp_slots(mod_ctx *c, tt_nn_feedforward *m) {
     linear_slots(c, &m->fc);
+    linear_slots(c, &m->up);  // gated only
     linear_slots(c, &m->proj);
 }
 
@@ -178,6 +179,7 @@ static void mlp_case(gc_report *r, tt_act act) {
 
 static void mlp_gelu(gc_report *r) { mlp_case(r, TT_ACT_GELU); }
 static void mlp_relu2(gc_report *r) { mlp_case(r, TT_ACT_RELU2); }
+static void mlp_swiglu(gc_report *r) { mlp_case(r, TT_ACT_SWIGLU); }
 
 // ---- attention ----
 
@@ -268,6 +270,22 @@ static void block_rmsnorm_relu2_gqa_rope_qknorm(gc_report *r) {
         .act = TT_ACT_RELU2, .norm = TT_NORM_RMSNORM, .norm_eps = 1e-6});
 }
 
+// Llama's block: RMSNorm, GQA with RoPE (another base), SwiGLU of its own width; the norms
+// without a gain (nanochat's) to check that kind too.
+static void block_swiglu_rmsnorm_noweight(gc_report *r) {
+    block_case(r, (tt_nn_block_config){.attn = {.n_embd = 8,
+                                                .n_head = 2,
+                                                .n_kv_head = 1,
+                                                .max_seq = 4,
+                                                .causal = true,
+                                                .rope = true,
+                                                .rope_base = 500.0},
+                                       .mlp_hidden = 12,
+                                       .act = TT_ACT_SWIGLU,
+                                       .norm = TT_NORM_RMSNORM_NOWEIGHT,
+                                       .norm_eps = 1e-6});
+}
+
 // PyTorch's TransformerEncoderLayer order (norm_first=False): the norms after the residuals.
 static void block_post_norm(gc_report *r) {
     block_case(r, (tt_nn_block_config){
@@ -282,6 +300,7 @@ const gc_module_case gc_modules_nn_transformer[] = {
     {"pos_embedding", "basic", pos_embedding_basic},
     {"feedforward", "gelu", mlp_gelu},
     {"feedforward", "relu2", mlp_relu2},
+    {"feedforward", "swiglu", mlp_swiglu},
     {"attention", "causal", attention_causal},
     {"attention", "noncausal", attention_noncausal},
     {"attention", "gqa", attention_gqa},
@@ -291,5 +310,6 @@ const gc_module_case gc_modules_nn_transformer[] = {
     {"block", "layernorm_gelu", block_layernorm_gelu},
     {"block", "rmsnorm_relu2_gqa_rope_qknorm", block_rmsnorm_relu2_gqa_rope_qknorm},
     {"block", "post_norm", block_post_norm},
+    {"block", "swiglu_rmsnorm_noweight", block_swiglu_rmsnorm_noweight},
     {NULL, NULL, NULL},
 };

@@ -10,7 +10,8 @@
 # bit for bit; export then --init-from gives the same greedy text and eval losses as the
 # checkpoint, for a char or trained-vocab model too (the tokenizer in the metadata);
 # export --format gguf (f32, q8_0) then --init-from FILE.gguf: the same greedy text and losses
-# at f32; --init-from trains from a checkpoint, a safetensors and a GGUF file; --preset; bad input
+# at f32; a Llama-shaped model exported with --layout llama evaluates as its checkpoint;
+# --init-from trains from a checkpoint, a safetensors (GPT-2, Llama) and a GGUF file; --preset; bad input
 # (unknown tokenizer, missing vocab, corrupt safetensors, a prompt a char vocab cannot
 # encode, ...) exits non-zero, not by a signal, with one line on stderr and clobbers no file.
 # Under ASan (make test SAN=1) LeakSanitizer checks every run. Usage: sh tests/run_gpt.sh [builddir]
@@ -214,6 +215,20 @@ train_ok "train --init-from a checkpoint" "$d/i2.ckpt" --init-from "$d/g.ckpt"
     [ "$(wc -c < "$d/p16.safetensors")" -lt "$(wc -c < "$d/p.safetensors")" ] &&
     ok "export --dtype bf16 writes a smaller file" || bad "export --dtype bf16"
 
+# ---- Llama: a SwiGLU / RMSNorm / RoPE / GQA model, export --layout llama, --init-from ----
+train_ok "train a Llama-shaped model (--act swiglu --mlp-hidden --rope-base --norm-eps)" \
+    "$d/l.ckpt" $model --kv-heads 1 --tokenizer gpt2 --pos rope --norm rmsnorm --act swiglu \
+    --no-tie --mlp-hidden 48 --rope-base 500 --norm-eps 1e-6
+"$bin" export --layout llama --ckpt "$d/l.ckpt" --out "$d/l.safetensors" 2> "$d/x.err" &&
+    grep -q "Llama layout" "$d/x.err" && ok "export --layout llama: $(cat "$d/x.err")" ||
+    { bad "export --layout llama"; cat "$d/x.err" >&2; }
+e_lc=$("$bin" eval --ckpt "$d/l.ckpt" $ev 2>&1)
+e_ls=$("$bin" eval --init-from "$d/l.safetensors" $ev 2>&1)
+[ -n "$e_lc" ] && [ "$e_lc" = "$e_ls" ] &&
+    ok "export --layout llama then --init-from: the same eval losses ($e_lc)" ||
+    bad "llama export eval: '$e_lc' vs '$e_ls'"
+train_ok "train --init-from a Llama FILE.safetensors" "$d/i4.ckpt" --init-from "$d/l.safetensors"
+
 # ---- GGUF: export --format gguf, then --init-from FILE.gguf ----
 for dt in f32 q8_0; do
     "$bin" export --format gguf --dtype $dt --ckpt "$d/p.ckpt" --out "$d/p_$dt.gguf" \
@@ -328,6 +343,10 @@ expect_fail "export of a model GPT-2 cannot hold" "train with --preset gpt2" \
     export --ckpt "$d/c.ckpt" --out "$d/keep.ckpt"
 expect_fail "GGUF export of a model GPT-2 cannot hold" "written as GGUF's gpt2 architecture" \
     export --format gguf --ckpt "$d/c.ckpt" --out "$d/keep.ckpt"
+expect_fail "export of a model Llama's layout cannot hold" "to export it in Llama's layout" \
+    export --layout llama --ckpt "$d/c.ckpt" --out "$d/keep.ckpt"
+expect_fail "an unknown --layout" "--layout 'onnx' is not gpt2 (the default) or llama" \
+    export --layout onnx --ckpt "$d/p.ckpt" --out "$d/keep.ckpt"
 expect_fail "an unknown --format" "--format 'onnx' is not safetensors (the default) or gguf" \
     export --format onnx --ckpt "$d/p.ckpt" --out "$d/keep.ckpt"
 expect_fail "q4_0 into safetensors" "--dtype q4_0 needs --format gguf" \

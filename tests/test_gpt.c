@@ -1042,18 +1042,21 @@ START_TEST(test_field_table) {
     ck_assert_int_eq(c.activation, TT_ACT_GELU_TANH);
     ck_assert(!c.qkv_bias);
     // Syntax errors name the field and the expected values; the config is unchanged.
-    struct { const char *key, *text, *msg; } bad[] = {
+    struct { const char *key, *text, *msg;
+    } bad[] = {
         {"n_layer", "four", "n_layer expects an integer, got 'four'; e.g. n_layer 4"},
         {"n_layer", "", "n_layer expects an integer, got ''"},
         {"dropout", "0.1x", "dropout expects a number, got '0.1x'"},
         {"dropout", "nan", "dropout expects a number, got 'nan'"},
         {"positional", "absolute", "positional expects one of learned, rope, got 'absolute'"},
-        {"activation", "softmax", "activation expects one of identity, relu, gelu, gelu_tanh, "
-                                  "relu2, silu, tanh, sigmoid, got 'softmax'"},
+        {"activation", "softmax",
+         "activation expects one of identity, relu, gelu, gelu_tanh, "
+         "relu2, silu, tanh, sigmoid, swiglu, got 'softmax'"},
         {"qk_norm", "yes", "qk_norm expects true or false, got 'yes'"},
         // Beyond int64 or a double: out of range, with the text as given.
-        {"n_layer", "99999999999999999999", "n_layer 99999999999999999999 is out of range; "
-                                            "use a value in [1, 100000]"},
+        {"n_layer", "99999999999999999999",
+         "n_layer 99999999999999999999 is out of range; "
+         "use a value in [1, 100000]"},
         {"dropout", "1e400", "dropout 1e400 is out of range; use a value in [0, 1)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -1358,8 +1361,9 @@ static void ckpt_remove(tt_checkpoint *ck, const char *key) {
     ck_abort_msg("no key %s", key);
 }
 
-// A file of the first format (no cfg.qkv_bias: q/k/v followed bias) still loads, as the
-// model it was: with bias, every projection has one.
+// A file of the first format (no cfg.qkv_bias: q/k/v followed bias; no mlp_hidden, rope_base,
+// norm_eps) still loads, as the model it was: with bias, every projection has one; the MLP
+// 4 n_embd wide, RoPE's base 10000, the norms' epsilon 1e-5.
 START_TEST(test_ckpt_older_file) {
     tt_gpt_config c = small_config(CFG_DEFAULT);
     c.bias = true;
@@ -1369,11 +1373,18 @@ START_TEST(test_ckpt_older_file) {
     tt_ckpt_init(&ck);
     tt_gpt_ckpt_fill(&ck, &m, NULL, NULL);
     ckpt_remove(&ck, "cfg.qkv_bias");
+    ckpt_remove(&ck, "cfg.mlp_hidden");
+    ckpt_remove(&ck, "cfg.rope_base");
+    ckpt_remove(&ck, "cfg.norm_eps");
     ck_assert_int_eq(tt_ckpt_save(&ck, ckpt_path), TT_OK);
     tt_ckpt_free(&ck);
     tt_gpt m2;
     ck_assert_msg(tt_gpt_load(ckpt_path, &m2, NULL) == TT_OK, "%s", tt_last_error());
     ck_assert(m2.cfg.qkv_bias && m2.cfg.bias);
+    ck_assert_int_eq(m2.cfg.mlp_hidden, 0);
+    ck_assert_int_eq(m2.blocks[0].mlp.fc.out_features, 4 * c.n_embd);
+    ck_assert(m2.cfg.rope_base == 10000.0 && m2.cfg.norm_eps == 1e-5);
+    ck_assert(m2.blocks[0].norm1.ln.eps == 1e-5 && m2.ln_f.ln.eps == 1e-5);
     ck_assert_uint_eq(tt_params_fingerprint(&m2.params), tt_params_fingerprint(&m.params));
     tt_gpt_free(&m2);
     tt_gpt_free(&m);

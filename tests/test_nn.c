@@ -662,6 +662,15 @@ static tt_tensor *act_reference(tt_act act, tt_tensor *x) {
         case TT_ACT_TANH: return tt_tanh(x);
         case TT_ACT_SIGMOID: return tt_sigmoid(x);
         case TT_ACT_SOFTMAX: return tt_softmax(x, -1);
+        case TT_ACT_SWIGLU: {  // by hand: a / (1 + e^-a) * b, a and b the halves of each row
+            int64_t n = x->shape[x->ndim - 1], h = n / 2;
+            tt_tensor *y = tt_empty(x->dtype, TT_SHAPE(tt_numel(x) / n, h));
+            for (int64_t i = 0; i < tt_numel(y); i++) {
+                double a = tt_at(x, i / h * n + i % h), b = tt_at(x, i / h * n + h + i % h);
+                tt_set_at(y, i, a / (1 + exp(-a)) * b);
+            }
+            return y;
+        }
         default: break;
     }
     ck_abort_msg("no reference for activation %d", (int)act);
@@ -671,7 +680,8 @@ static tt_tensor *act_reference(tt_act act, tt_tensor *x) {
 START_TEST(test_activations) {
     tt_dtype dt = float_dtypes[_i];
     static const char *const names[TT_ACT_COUNT] = {
-        "identity", "relu", "gelu", "gelu_tanh", "relu2", "silu", "tanh", "sigmoid", "softmax",
+        "identity", "relu", "gelu",    "gelu_tanh", "relu2",
+        "silu",     "tanh", "sigmoid", "swiglu",    "softmax",
     };
     tt_scope_begin();
     tt_tensor *x = tt_test_tensor(dt, TT_SHAPE(2, 4), -2, -0.5, 0.25, 3, 1, -1, 0.5, -3);
@@ -1556,7 +1566,7 @@ START_TEST(test_abort_embedding_index) {
 END_TEST
 
 START_TEST(test_abort_activation) {
-    tt_expect_abort("tt_activate: invalid activation 9");
+    tt_expect_abort("tt_activate: invalid activation 10");
     tt_activate((tt_act)TT_ACT_COUNT, tt_zeros(TT_F32, TT_SHAPE(2)));
 }
 END_TEST
@@ -1617,14 +1627,14 @@ END_TEST
 // ---- abort messages name the function the user called and the valid range ----
 
 START_TEST(test_names_activation_range) {
-    tt_expect_abort("tt_activate: invalid activation 9; valid values are 0 .. 8 "
+    tt_expect_abort("tt_activate: invalid activation 10; valid values are 0 .. 9 "
                     "(TT_ACT_IDENTITY .. TT_ACT_SOFTMAX in nn.h)");
     tt_activate((tt_act)TT_ACT_COUNT, tt_zeros(TT_F32, TT_SHAPE(2)));
 }
 END_TEST
 
 START_TEST(test_names_act_module_range) {
-    tt_expect_abort("tt_act_module: invalid activation 12; valid values are 0 .. 8");
+    tt_expect_abort("tt_act_module: invalid activation 12; valid values are 0 .. 9");
     tt_act_module((tt_act)12);
 }
 END_TEST

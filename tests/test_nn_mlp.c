@@ -367,6 +367,20 @@ START_TEST(test_abort_mlp_act) {
 }
 END_TEST
 
+START_TEST(test_abort_mlp_swiglu) {
+    tt_expect_abort("tt_nn_mlp_init: swiglu halves the width, so the next layer would not fit");
+    tt_nn_mlp m;
+    tt_nn_mlp_init(&m, 3, (int64_t[]){4, 8, 2}, TT_ACT_SWIGLU, true, 0.0, &abort_rng);
+}
+END_TEST
+
+START_TEST(test_abort_swiglu_odd) {
+    tt_expect_abort("tt_activate: swiglu splits the last dim in halves (gate, up), so it "
+                    "must be even, got (2, 3)");
+    tt_activate(TT_ACT_SWIGLU, tt_zeros(TT_F32, TT_SHAPE(2, 3)));
+}
+END_TEST
+
 START_TEST(test_abort_mlp_input) {
     tt_expect_abort("tt_nn_linear_forward");
     tt_nn_mlp m;
@@ -482,6 +496,8 @@ int main(void) {
     tcase_add_test_raise_signal(ab, test_abort_mlp_widths, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_mlp_width_zero, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_mlp_act, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_mlp_swiglu, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_swiglu_odd, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_mlp_input, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_bag_psw_mean, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_bag_psw_shape, SIGABRT);

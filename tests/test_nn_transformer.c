@@ -1043,7 +1043,7 @@ static void seed_abort_rng(void) { tt_rng_seed(&abort_rng, 1); }
 // ---- abort messages name the function the user called ----
 
 START_TEST(test_names_feedforward_activation) {
-    tt_expect_abort("tt_nn_feedforward_init: invalid activation 9; valid values are 0 .. 8");
+    tt_expect_abort("tt_nn_feedforward_init: invalid activation 10; valid values are 0 .. 9");
     tt_nn_feedforward m;
     tt_nn_feedforward_init(&m, 4, 8, (tt_act)TT_ACT_COUNT, true, 0.0, &abort_rng);
 }

@@ -121,13 +121,14 @@ static flag flags[] = {
     {"--repeat-penalty", F_FLOAT, &opt.repeat_penalty, CMD_SAMPLE, false, 1},
     {"--stop", F_STRS, &opt.stops, CMD_SAMPLE, false, 1},
     {"--prompts", F_STR, &opt.prompts, CMD_SAMPLE, false, 1},
-    {"--tokenizer", F_STR, &opt.tokenizer, CMD_TRAIN | CMD_SAMPLE | CMD_EVAL | CMD_TOKENS,
-     false, 1},
+    {"--tokenizer", F_STR, &opt.tokenizer, CMD_TRAIN | CMD_SAMPLE | CMD_EVAL | CMD_TOKENS, false,
+     1},
     {"--preset", F_STR, &opt.preset, CMD_TRAIN, false, 1},
     {"--init-from", F_STR, &opt.init_from, CMD_TRAIN | CMD_SAMPLE | CMD_EVAL, false, 1},
     {"--merges", F_INT, &opt.merges, CMD_BPE_TRAIN, false, 1},
     {"--dtype", F_STR, &opt.dtype, CMD_EXPORT, false, 1},
     {"--format", F_STR, &opt.format, CMD_EXPORT, false, 1},
+    {"--layout", F_STR, &opt.layout, CMD_EXPORT, false, 1},
     {"--precision", F_STR, &opt.precision, CMD_TRAIN, false, 0},
     {"--quantize", F_STR, &opt.quantize, CMD_SAMPLE | CMD_EVAL, false, 0},
     // ---- profiling ----
@@ -423,9 +424,11 @@ const char *model_flag_given(void) {
 // This program's caps on a config (a GPT on a CPU), beyond the field table's ranges; they also
 // bound what a checkpoint may ask us to allocate: the causal mask alone is block^2 ints per
 // layer. char_gpt's vocab is at most 256.
-static const struct { const char *name; int64_t lo, hi; } caps[] = {
-    {"vocab_size", 1, MAX_VOCAB}, {"block_size", 1, MAX_BLOCK}, {"n_layer", 1, MAX_LAYERS},
-    {"n_head", 1, MAX_HEADS},     {"n_kv_head", 1, MAX_HEADS},  {"n_embd", 1, MAX_EMBD},
+static const struct { const char *name; int64_t lo, hi;
+} caps[] = {
+    {"vocab_size", 1, MAX_VOCAB},     {"block_size", 1, MAX_BLOCK}, {"n_layer", 1, MAX_LAYERS},
+    {"n_head", 1, MAX_HEADS},         {"n_kv_head", 1, MAX_HEADS},  {"n_embd", 1, MAX_EMBD},
+    {"mlp_hidden", 0, 16 * MAX_EMBD},
 };
 
 void field_range(const tt_gpt_field *f, int64_t *lo, int64_t *hi) {

@@ -96,6 +96,7 @@ typedef struct options {
     // gpt only
     const char *tokenizer, *preset, *init_from, *dtype;
     const char *format;  // export: safetensors (the default) or gguf
+    const char *layout;  // export: gpt2 (the default) or llama (safetensors' tensor names)
     int64_t merges;
     // train: "f32" or "bf16" (autocast of the products)
     const char *precision;

@@ -79,11 +79,22 @@ const char *gpt_range_message(gpt_range r, const char *text, const char *from, b
 static const struct {
     const char *field, *flag;
 } model_flags[] = {
-    {"block_size", "--block"},   {"n_layer", "--layers"},      {"n_head", "--heads"},
-    {"n_kv_head", "--kv-heads"}, {"n_embd", "--embd"},         {"dropout", "--dropout"},
-    {"bias", "--bias"},          {"positional", "--pos"},      {"norm", "--norm"},
-    {"activation", "--act"},     {"tie_weights", "--no-tie"},  {"qk_norm", "--qk-norm"},
+    {"block_size", "--block"},
+    {"n_layer", "--layers"},
+    {"n_head", "--heads"},
+    {"n_kv_head", "--kv-heads"},
+    {"n_embd", "--embd"},
+    {"dropout", "--dropout"},
+    {"bias", "--bias"},
+    {"positional", "--pos"},
+    {"norm", "--norm"},
+    {"activation", "--act"},
+    {"tie_weights", "--no-tie"},
+    {"qk_norm", "--qk-norm"},
     {"qkv_bias", "--no-qkv-bias"},
+    {"mlp_hidden", "--mlp-hidden"},
+    {"rope_base", "--rope-base"},
+    {"norm_eps", "--norm-eps"},
 };
 #define N_MODEL_FLAGS (sizeof model_flags / sizeof model_flags[0])
 
@@ -142,6 +153,8 @@ void gpt_usage_model_flags(FILE *fp, const char *indent) {
             snprintf(item, sizeof item, "[%s %s]", flag, val);
         } else if (strcmp(f->name, "n_kv_head") == 0) {
             snprintf(item, sizeof item, "[%s HEADS]", flag);  // defaults to --heads
+        } else if (strcmp(f->name, "mlp_hidden") == 0) {
+            snprintf(item, sizeof item, "[%s 4xEMBD]", flag);  // 0: 4 n_embd
         } else {
             snprintf(item, sizeof item, "[%s %s]", flag, tt_gpt_field_format(&d, f, val,
                                                                            sizeof val));

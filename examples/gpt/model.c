@@ -200,12 +200,15 @@ static void tok_from_safetensors(tt_tokenizer *t, const tt_safetensors *f,
     tok_given_or_default(t, found, flagname, f->path);
 }
 
-// The model and tokenizer of a GPT-2 .safetensors file (load_model's).
+// The model and tokenizer of a .safetensors file (load_model's): Llama's layout when it has
+// model.embed_tokens.weight (tt_gpt_is_llama), else GPT-2's.
 static void load_safetensors(const char *flagname, const char *path, tt_gpt *gpt,
                              train_state *s) {
     tt_safetensors f;
-    if (tt_safetensors_open(&f, path) != TT_OK || tt_gpt_load_hf_file(gpt, &f, 0) != TT_OK)
-        die_usage("%s: %s; pass a GPT-2 model.safetensors or a checkpoint of %s train",
+    if (tt_safetensors_open(&f, path) != TT_OK ||
+        (tt_gpt_is_llama(&f) ? tt_gpt_load_llama_file(gpt, &f) : tt_gpt_load_hf_file(gpt, &f, 0)) !=
+            TT_OK)
+        die_usage("%s: %s; pass a GPT-2 or Llama model.safetensors or a checkpoint of %s train",
                   flagname, tt_last_error(), prog->name);
     tok_from_safetensors(&s->tok, &f, flagname);
     tt_safetensors_close(&f);

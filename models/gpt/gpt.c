@@ -18,7 +18,8 @@ void tt__gpt_list_params(tt_gpt *m) {
 }
 
 // nanoGPT's _init_weights plus the scaled residual projections (GPT-2 paper, sec. 2.3):
-// matrices N(0, 0.02), attn.o_proj / mlp.proj N(0, 0.02 / sqrt(2 L)), biases 0, gains 1.
+// matrices N(0, 0.02), attn.o_proj / mlp.proj (down_proj) N(0, 0.02 / sqrt(2 L)), biases 0,
+// gains 1.
 // Draws from rng in parameter order.
 static bool ends_with(const char *s, const char *suffix) {
     size_t n = strlen(s), k = strlen(suffix);
@@ -30,7 +31,8 @@ static void init_weights(tt_gpt *m, tt_rng *rng) {
         const char *name = m->params.items[i].name;
         tt_tensor *p = m->params.items[i].tensor;
         if (p->ndim >= 2) {
-            if (ends_with(name, ".attn.o_proj.weight") || ends_with(name, ".mlp.proj.weight"))
+            if (ends_with(name, ".attn.o_proj.weight") || ends_with(name, ".mlp.proj.weight") ||
+                ends_with(name, ".mlp.down_proj.weight"))
                 tt_init_gpt2_residual_(p, rng, (int)m->cfg.n_layer);
             else
                 tt_init_normal_(p, rng, 0.0, 0.02);
@@ -44,22 +46,23 @@ static void init_weights(tt_gpt *m, tt_rng *rng) {
 
 static tt_nn_block_config block_config(const tt_gpt_config *c) {
     return (tt_nn_block_config){
-        .attn = {
-            .n_embd = c->n_embd,
-            .n_head = c->n_head,
-            .n_kv_head = c->n_kv_head,
-            .max_seq = c->block_size,
-            .causal = true,
-            .bias = c->bias,
-            .qk_norm = c->qk_norm,
-            .rope = c->positional == TT_POS_ROPE,
-            .rope_base = 10000.0,
-            .dropout = c->dropout,
-        },
-        .mlp_hidden = 4 * c->n_embd,
+        .attn =
+            {
+                .n_embd = c->n_embd,
+                .n_head = c->n_head,
+                .n_kv_head = c->n_kv_head,
+                .max_seq = c->block_size,
+                .causal = true,
+                .bias = c->bias,
+                .qk_norm = c->qk_norm,
+                .rope = c->positional == TT_POS_ROPE,
+                .rope_base = c->rope_base,
+                .dropout = c->dropout,
+            },
+        .mlp_hidden = tt_gpt_config_mlp_hidden(c),
         .act = c->activation,
         .norm = c->norm,
-        .norm_eps = 1e-5,
+        .norm_eps = c->norm_eps,
     };
 }
 
@@ -97,7 +100,7 @@ tt_status tt_gpt_init(tt_gpt *m, const tt_gpt_config *cfg, tt_rng *rng) {
         tt_nn_block_init(&m->blocks[l], &bc, scratch);
         if (c->bias && !c->qkv_bias) drop_qkv_bias(&m->blocks[l].attn);
     }
-    tt_nn_norm_init(&m->ln_f, c->norm, c->n_embd, 1e-5, c->bias);
+    tt_nn_norm_init(&m->ln_f, c->norm, c->n_embd, c->norm_eps, c->bias);
     if (!c->tie_weights) tt_nn_linear_init(&m->lm_head, c->n_embd, c->vocab_size, false, scratch);
 
     tt_params_init(&m->params);

@@ -41,10 +41,13 @@ typedef struct tt_gpt_config {
     bool bias;            // in Linear layers and LayerNorms
     bool qkv_bias;        // in the q/k/v projections too (only when bias); GPT-2: true
     tt_pos_kind positional;
-    tt_nn_norm_kind norm;
-    tt_act activation;    // TT_ACT_GELU (exact, as nanoGPT) or TT_ACT_RELU2
+    tt_nn_norm_kind norm;  // layernorm, rmsnorm (with a gain) or rmsnorm_noweight (none)
+    tt_act activation;     // TT_ACT_GELU (exact, as nanoGPT), TT_ACT_RELU2, TT_ACT_SWIGLU (gated)
     bool tie_weights;     // lm_head shares the token embedding
     bool qk_norm;
+    int64_t mlp_hidden;  // the MLP's hidden size, SwiGLU's too; 0 means 4 n_embd
+    double rope_base;    // RoPE's base (theta): angles p base^(-2i/HS); Hugging Face's rope_theta
+    double norm_eps;     // the blocks' and ln_f's norms (not QK-norm's: 1e-6)
 } tt_gpt_config;
 
 // ---- config fields (gpt_config.c) ----
@@ -85,7 +88,8 @@ void tt_gpt_field_set(tt_gpt_config *cfg, const tt_gpt_field *f, double v);
 // (and an enum's names) is checked here: ranges are tt_gpt_config_validate's. TT_ERR_ARG naming
 // the field and the expected values; cfg is unchanged then.
 tt_status tt_gpt_field_parse(tt_gpt_config *cfg, const tt_gpt_field *f, const char *text);
-// The value as text ("4", "0.1", "rope", "true") into buf; returns buf.
+// The value as text ("4", "0.1", "rope", "true") into buf, a number in the fewest digits that
+// parse back to it; returns buf.
 const char *tt_gpt_field_format(const tt_gpt_config *cfg, const tt_gpt_field *f, char *buf,
                                 size_t n);
 
@@ -103,6 +107,9 @@ tt_status tt_gpt_config_validate(const tt_gpt_config *cfg);
 // (GPT-2's training value; nanoGPT's GPTConfig uses 0.0, set cfg.dropout = 0 to match it).
 // TT_ERR_ARG listing the names for an unknown one (out unchanged).
 tt_status tt_gpt_config_preset(const char *name, tt_gpt_config *out);
+// The MLP's hidden size of cfg: mlp_hidden, or 4 n_embd when it is 0 (for every activation;
+// Llama's SwiGLU width, about 8/3 n_embd rounded up, is given as mlp_hidden).
+int64_t tt_gpt_config_mlp_hidden(const tt_gpt_config *cfg);
 // The parameter count of the model cfg describes, as tt_gpt_num_params would report it after
 // tt_gpt_init, without building it (cfg must be valid; aborts otherwise).
 int64_t tt_gpt_config_num_params(const tt_gpt_config *cfg, bool non_embedding);
@@ -111,7 +118,8 @@ int64_t tt_gpt_config_num_params(const tt_gpt_config *cfg, bool non_embedding);
 // What a run of cfg needs at least, in bytes, before anything is allocated: the f32
 // parameters and the causal masks (n_layer block_size^2 i32 entries), then for training
 // (training true) the gradients, AdamW's two moments and the activations the backward keeps
-// for a (B, T) batch (14 C floats per token per layer, the logits and their gradient); for a
+// for a (B, T) batch (6 C + 2 H floats per token per layer, 6 C + 4 H with SwiGLU, H the MLP's
+// hidden size: 14 C at GPT's 4 C; the logits and their gradient); for a
 // forward only (eval, sample) the logits of a (B, T) batch, 2 C floats per token per layer
 // (a scope holds them until it ends), the MLP's hidden layer and a KV cache. A lower bound
 // (the buffer cache, bf16 copies, the data and the allocator's overhead come on top; measured
@@ -423,6 +431,41 @@ tt_status tt_gpt_save_hf(const tt_gpt *m, const char *path, tt_st_dtype dtype);
 // e.g. tt_tokenizer_metadata's; a key given twice aborts.
 tt_status tt_gpt_save_hf_meta(const tt_gpt *m, const char *path, tt_st_dtype dtype,
                               const char *const *metadata);
+
+// ---- Hugging Face Llama weights (models/gpt/llama_hf.c) ----
+// LlamaForCausalLM's layout: model.embed_tokens.weight, model.layers.<l>.{input_layernorm,
+// self_attn.{q,k,v,o}_proj, post_attention_layernorm, mlp.{gate,up,down}_proj}.weight,
+// model.norm.weight and lm_head.weight (absent when tied). The Linears are nn.Linear's (out, in)
+// as ours, and Hugging Face's RoPE rotates the pairs (i, i + HS/2) as ours does (rotate-half),
+// so every tensor is copied as it is: no transpose, no q/k permutation. A safetensors file holds
+// no config.json, so the hyperparameters travel in its metadata under config.json's names:
+// vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
+// num_key_value_heads, max_position_embeddings, rope_theta, rms_norm_eps, tie_word_embeddings.
+
+// Whether f is in Llama's layout (it has model.embed_tokens.weight): what a program checks to
+// pick tt_gpt_load_llama_file over tt_gpt_load_hf_file.
+bool tt_gpt_is_llama(const tt_safetensors *f);
+// Builds m from a Llama model.safetensors (F32, F64, F16 or BF16): RoPE, RMSNorm with a gain,
+// SwiGLU, no bias, no dropout. vocab_size and n_embd come from embed_tokens, n_layer from the
+// layers, mlp_hidden from gate_proj, tie_weights from lm_head (absent or equal to
+// embed_tokens); from the metadata n_head (num_attention_heads, required), n_kv_head
+// (num_key_value_heads, else k_proj's rows / head size), block_size (max_position_embeddings,
+// else 2048), rope_base (rope_theta, else 10000) and norm_eps (rms_norm_eps, else 1e-6):
+// LlamaConfig's defaults. The rotary_emb.inv_freq buffers of older files are ignored.
+// TT_ERR_MISMATCH naming a missing, misshapen or unexpected tensor, a missing
+// num_attention_heads or an invalid config; TT_ERR_FORMAT for metadata that does not parse or
+// weights that are not finite; tt_safetensors_open's errors. As tt_gpt_load_hf, a file cannot
+// make it allocate more than its tensors back. m is zeroed on error.
+tt_status tt_gpt_load_llama(tt_gpt *m, const char *path);
+// The same from an open file (its tokenizer metadata can then be read from the same f).
+tt_status tt_gpt_load_llama_file(tt_gpt *m, const tt_safetensors *f);
+// Writes m in that layout (its float tensors as dtype, atomically), the metadata format = pt,
+// the hyperparameters above, then metadata ({key, value, ..., NULL} or NULL; a key given twice
+// aborts). tt_gpt_load_llama reads it back bit for bit (f32). TT_ERR_ARG when m is not
+// Llama-shaped: learned positions, LayerNorm or RMSNorm without a gain, another MLP than
+// SwiGLU, biases, QK-norm.
+tt_status tt_gpt_save_llama(const tt_gpt *m, const char *path, tt_st_dtype dtype,
+                            const char *const *metadata);
 
 // ---- GGUF (models/gpt/gpt_gguf.c): llama.cpp's "gpt2" architecture ----
 

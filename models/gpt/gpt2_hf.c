@@ -41,10 +41,7 @@ static const struct {
 };
 #define N_LAYER_MAP ((int)(sizeof layer_map / sizeof layer_map[0]))
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static const char *fmt_name(char *buf, const char *fmt, ...) {
+const char *tt__hf_name(char *buf, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(buf, TT_NAME_MAX, fmt, ap);
@@ -60,28 +57,52 @@ static bool is_float(tt_st_dtype d) {
     return d == TT_ST_F32 || d == TT_ST_F64 || d == TT_ST_F16 || d == TT_ST_BF16;
 }
 
-// The entry `name` of f with shape (rows, cols) ((rows,) when cols < 0), or an error naming it.
-static tt_status expect(const tt_safetensors *f, const char *name, int64_t rows, int64_t cols,
-                        const tt_st_info **out) {
+// "(3,)" or "(3, 4)": a shape for messages.
+static void shape_text(char *buf, size_t n, int ndim, const int64_t *shape) {
+    size_t k = (size_t)snprintf(buf, n, "(");
+    for (int d = 0; d < ndim && k < n; d++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    if (k < n) snprintf(buf + k, n - k, ndim == 1 ? ",)" : ")");
+}
+
+tt_status tt__hf_expect(const tt_safetensors *f, const char *what, const char *name, int ndim,
+                        const int64_t *shape, const tt_st_info **out) {
     const tt_st_info *e = tt_safetensors_find(f, name);
     *out = e;
     if (!e)
-        return tt_set_error(TT_ERR_MISMATCH, "GPT-2 safetensors '%s' has no tensor '%s' (not a "
-                            "GPT-2 checkpoint, or a truncated one)", f->path, name);
+        return tt_set_error(TT_ERR_MISMATCH,
+                            "%s safetensors '%s' has no tensor '%s' (not a "
+                            "%s checkpoint, or a truncated one)",
+                            what, f->path, name, what);
     if (!is_float(e->dtype))
-        return tt_set_error(TT_ERR_MISMATCH, "GPT-2 safetensors '%s': tensor '%s' is %s; "
-                            "weights must be F32, F64, F16 or BF16", f->path, name,
-                            tt_st_dtype_name(e->dtype));
-    int nd = cols < 0 ? 1 : 2;
-    if (e->ndim != nd || e->shape[0] != rows || (nd == 2 && e->shape[1] != cols)) {
-        char want[64];
-        if (nd == 1) snprintf(want, sizeof want, "(%lld,)", (long long)rows);
-        else snprintf(want, sizeof want, "(%lld, %lld)", (long long)rows, (long long)cols);
-        return tt_set_error(TT_ERR_MISMATCH, "GPT-2 safetensors '%s': tensor '%s' has %d dims "
-                            "(first %lld) where the other tensors imply %s", f->path, name,
-                            e->ndim, (long long)(e->ndim ? e->shape[0] : 0), want);
+        return tt_set_error(TT_ERR_MISMATCH,
+                            "%s safetensors '%s': tensor '%s' is %s; "
+                            "weights must be F32, F64, F16 or BF16",
+                            what, f->path, name, tt_st_dtype_name(e->dtype));
+    bool same = e->ndim == ndim;
+    for (int d = 0; same && d < ndim; d++) same = e->shape[d] == shape[d];
+    if (!same) {
+        char want[96];
+        shape_text(want, sizeof want, ndim, shape);
+        return tt_set_error(TT_ERR_MISMATCH,
+                            "%s safetensors '%s': tensor '%s' has %d dims "
+                            "(first %lld) where the other tensors imply %s",
+                            what, f->path, name, e->ndim, (long long)(e->ndim ? e->shape[0] : 0),
+                            want);
     }
     return TT_OK;
+}
+
+// The entry `name` of f with shape (rows, cols) ((rows,) when cols < 0), or an error naming it.
+static tt_status expect(const tt_safetensors *f, const char *name, int64_t rows, int64_t cols,
+                        const tt_st_info **out) {
+    return tt__hf_expect(f, "GPT-2", name, cols < 0 ? 1 : 2, (const int64_t[]){rows, cols}, out);
+}
+
+tt_status tt__hf_wrap_error(tt_status s, const char *what, const char *path) {
+    char why[512];
+    snprintf(why, sizeof why, "%s", tt_last_error());
+    return tt_set_error(s, "%s safetensors '%s': %s", what, path, why);
 }
 
 // Copies the stored tensor name into dst as kind says (part: 0, 1, 2 for q, k, v of HF_QKV).
@@ -102,24 +123,29 @@ static void copy_in(const tt_safetensors *f, const char *name, tt_tensor *dst, h
     tt_release(src);
 }
 
-// Every key of f that is neither expected (in `used`, by index) nor a buffer GPT-2 keeps in
-// its state dict (attn.bias, attn.masked_bias): TT_ERR_MISMATCH listing them.
-static tt_status check_unexpected(const tt_safetensors *f, const bool *used) {
+tt_status tt__hf_check_unexpected(const tt_safetensors *f, const char *what, const bool *used,
+                                  bool (*is_buffer)(const char *name)) {
     char list[512] = "";
     int n = 0;
     for (int i = 0; i < f->n; i++) {
         const char *name = f->tensors[i].name;
-        size_t k = strlen(name);
-        bool buffer = (k >= 10 && strcmp(name + k - 10, ".attn.bias") == 0) ||
-                      (k >= 17 && strcmp(name + k - 17, ".attn.masked_bias") == 0);
-        if (used[i] || buffer) continue;
+        if (used[i] || is_buffer(name)) continue;
         size_t at = strlen(list);
         if (n++ < 5 && at + strlen(name) + 5 < sizeof list)
             snprintf(list + at, sizeof list - at, "%s'%s'", at ? ", " : "", name);
     }
     if (!n) return TT_OK;
-    return tt_set_error(TT_ERR_MISMATCH, "GPT-2 safetensors '%s' has %d unexpected tensor(s): "
-                        "%s%s (not a GPT-2 checkpoint?)", f->path, n, list, n > 5 ? ", ..." : "");
+    return tt_set_error(TT_ERR_MISMATCH,
+                        "%s safetensors '%s' has %d unexpected tensor(s): "
+                        "%s%s (not a %s checkpoint?)",
+                        what, f->path, n, list, n > 5 ? ", ..." : "", what);
+}
+
+// The buffers GPT-2 keeps in its state dict (attn.bias, attn.masked_bias): not weights.
+static bool gpt2_buffer(const char *name) {
+    size_t k = strlen(name);
+    return (k >= 10 && strcmp(name + k - 10, ".attn.bias") == 0) ||
+           (k >= 17 && strcmp(name + k - 17, ".attn.masked_bias") == 0);
 }
 
 // The head count: n_head when given, else the file's n_head metadata, else C / 64 (every
@@ -151,13 +177,13 @@ static void copy_layers(const tt_safetensors *f, const char *pre, tt_gpt *m, int
     char name[TT_NAME_MAX], ours[TT_NAME_MAX];
     for (int64_t l = 0; l < L; l++) {
         for (int j = 0; j < N_LAYER_MAP; j++) {
-            fmt_name(name, "%sh.%lld.%s", pre, (long long)l, layer_map[j].hf);
+            tt__hf_name(name, "%sh.%lld.%s", pre, (long long)l, layer_map[j].hf);
             for (int part = 0; part < (layer_map[j].kind == HF_QKV ? 3 : 1); part++) {
                 if (layer_map[j].kind == HF_QKV)
-                    fmt_name(ours, "blocks.%lld.attn.%c_proj.%s", (long long)l, "qkv"[part],
-                             layer_map[j].ours);
+                    tt__hf_name(ours, "blocks.%lld.attn.%c_proj.%s", (long long)l, "qkv"[part],
+                                layer_map[j].ours);
                 else
-                    fmt_name(ours, "blocks.%lld.%s", (long long)l, layer_map[j].ours);
+                    tt__hf_name(ours, "blocks.%lld.%s", (long long)l, layer_map[j].ours);
                 tt_tensor *dst = tt_params_get(&m->params, ours);
                 TT_CHECK(dst, "the GPT has no parameter '%s'", ours);
                 copy_in(f, name, dst, layer_map[j].kind, part);
@@ -186,8 +212,8 @@ tt_status tt_gpt_load_hf_file(tt_gpt *m, const tt_safetensors *f, int64_t n_head
 
     // The prefix, the sizes, and the config they imply.
     const char *pre = tt_safetensors_find(f, "transformer.wte.weight") ? "transformer." : "";
-    const tt_st_info *wte = tt_safetensors_find(f, fmt_name(name, "%swte.weight", pre));
-    const tt_st_info *wpe = tt_safetensors_find(f, fmt_name(name, "%swpe.weight", pre)), *e;
+    const tt_st_info *wte = tt_safetensors_find(f, tt__hf_name(name, "%swte.weight", pre));
+    const tt_st_info *wpe = tt_safetensors_find(f, tt__hf_name(name, "%swpe.weight", pre)), *e;
     if (!wte || !wpe || wte->ndim != 2 || wpe->ndim != 2 || wte->shape[1] != wpe->shape[1] ||
         wte->shape[0] == 0 || wte->shape[1] == 0 || wpe->shape[0] == 0) {
         s = tt_set_error(TT_ERR_MISMATCH, "GPT-2 safetensors '%s' has no (V, C) wte.weight and "
@@ -196,7 +222,7 @@ tt_status tt_gpt_load_hf_file(tt_gpt *m, const tt_safetensors *f, int64_t n_head
         goto done;
     }
     int64_t V = wte->shape[0], C = wte->shape[1], N = wpe->shape[0], L = 0;
-    while (tt_safetensors_find(f, fmt_name(name, "%sh.%lld.ln_1.weight", pre, (long long)L)))
+    while (tt_safetensors_find(f, tt__hf_name(name, "%sh.%lld.ln_1.weight", pre, (long long)L)))
         L++;
     if (L == 0) {
         s = tt_set_error(TT_ERR_MISMATCH, "GPT-2 safetensors '%s' has no layers (no "
@@ -231,26 +257,24 @@ tt_status tt_gpt_load_hf_file(tt_gpt *m, const tt_safetensors *f, int64_t n_head
     const char *top[] = {"wte.weight", "wpe.weight", "ln_f.weight", "ln_f.bias"};
     const int64_t top_rows[] = {V, N, C, C}, top_cols[] = {C, C, -1, -1};
     for (int i = 0; i < 4; i++) {
-        if ((s = expect(f, fmt_name(name, "%s%s", pre, top[i]), top_rows[i], top_cols[i], &e)) !=
+        if ((s = expect(f, tt__hf_name(name, "%s%s", pre, top[i]), top_rows[i], top_cols[i], &e)) !=
             TT_OK)
             goto done;
         used[e - f->tensors] = true;
     }
     for (int64_t l = 0; l < L; l++) {
         for (int j = 0; j < N_LAYER_MAP; j++) {
-            fmt_name(name, "%sh.%lld.%s", pre, (long long)l, layer_map[j].hf);
+            tt__hf_name(name, "%sh.%lld.%s", pre, (long long)l, layer_map[j].hf);
             int64_t cols = layer_map[j].cols ? layer_map[j].cols * C : -1;
             if ((s = expect(f, name, layer_map[j].rows * C, cols, &e)) != TT_OK) goto done;
             used[e - f->tensors] = true;
         }
     }
     if ((s = tt_gpt_config_validate(&cfg)) != TT_OK) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", tt_last_error());
-        s = tt_set_error(TT_ERR_MISMATCH, "GPT-2 safetensors '%s': %s", f->path, why);
+        s = tt__hf_wrap_error(TT_ERR_MISMATCH, "GPT-2", f->path);
         goto done;
     }
-    if ((s = check_unexpected(f, used)) != TT_OK) goto done;
+    if ((s = tt__hf_check_unexpected(f, "GPT-2", used, gpt2_buffer)) != TT_OK) goto done;
     if ((s = tt__gpt_check_masks(&cfg)) != TT_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", tt_last_error());
@@ -263,15 +287,13 @@ tt_status tt_gpt_load_hf_file(tt_gpt *m, const tt_safetensors *f, int64_t n_head
     if ((s = tt__gpt_init_for_load(m, &cfg)) != TT_OK) goto done;
     bool grad = tt_set_grad_enabled(false);
     for (int i = 0; i < 4; i++)
-        copy_in(f, fmt_name(name, "%s%s", pre, top[i]), tt_params_get(&m->params, top[i]),
+        copy_in(f, tt__hf_name(name, "%s%s", pre, top[i]), tt_params_get(&m->params, top[i]),
                 HF_COPY, 0);
     if (!cfg.tie_weights) copy_in(f, "lm_head.weight", m->lm_head.weight, HF_COPY, 0);
     copy_layers(f, pre, m, L);
     tt_set_grad_enabled(grad);
     if ((s = tt_gpt_check_finite(m)) != TT_OK) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", tt_last_error());
-        s = tt_set_error(TT_ERR_FORMAT, "GPT-2 safetensors '%s': %s", f->path, why);
+        s = tt__hf_wrap_error(TT_ERR_FORMAT, "GPT-2", f->path);
         tt_gpt_free(m);
     }
 done:
@@ -282,14 +304,18 @@ done:
 // ---- export ----
 
 const char *tt__gpt2_unsupported(const tt_gpt_config *c) {
-    return !c->bias ? "bias = false (GPT-2 has biases in every Linear and LayerNorm)"
+    return !c->bias       ? "bias = false (GPT-2 has biases in every Linear and LayerNorm)"
            : !c->qkv_bias ? "qkv_bias = false (GPT-2's c_attn has a bias)"
            : c->positional != TT_POS_LEARNED ? "RoPE positions (GPT-2 learns them)"
-           : c->norm != TT_NORM_LAYERNORM ? "RMSNorm (GPT-2 uses LayerNorm)"
+           : c->norm != TT_NORM_LAYERNORM    ? "RMSNorm (GPT-2 uses LayerNorm)"
            : c->activation != TT_ACT_GELU_TANH
                ? "an activation other than the tanh GELU (GPT-2's gelu_new)"
-           : c->n_kv_head != c->n_head ? "grouped-query attention"
-           : c->qk_norm ? "QK-norm" : NULL;
+           : c->n_kv_head != c->n_head                    ? "grouped-query attention"
+           : c->qk_norm                                   ? "QK-norm"
+           : tt_gpt_config_mlp_hidden(c) != 4 * c->n_embd ? "an MLP hidden size other than 4 "
+                                                            "n_embd"
+           : c->norm_eps != 1e-5                          ? "a norm epsilon other than 1e-5"
+                                                          : NULL;
 }
 
 tt_status tt_gpt_save_hf(const tt_gpt *m, const char *path, tt_st_dtype dtype) {
@@ -315,26 +341,25 @@ tt_status tt_gpt_save_hf_meta(const tt_gpt *m, const char *path, tt_st_dtype dty
     tt_scope_begin();
     const char *top[] = {"wte.weight", "wpe.weight", "ln_f.weight", "ln_f.bias"};
     for (int i = 0; i < 4; i++)
-        tt_params_add(&out, NULL, fmt_name(name, "transformer.%s", top[i]),
+        tt_params_add(&out, NULL, tt__hf_name(name, "transformer.%s", top[i]),
                       tt_params_get(&m->params, top[i]));
     if (!c->tie_weights) tt_params_add(&out, NULL, "lm_head.weight", m->lm_head.weight);
     for (int64_t l = 0; l < c->n_layer; l++) {
         for (int j = 0; j < N_LAYER_MAP; j++) {
-            fmt_name(name, "transformer.h.%lld.%s", (long long)l, layer_map[j].hf);
+            tt__hf_name(name, "transformer.h.%lld.%s", (long long)l, layer_map[j].hf);
             tt_tensor *t;
             if (layer_map[j].kind == HF_QKV) {
                 tt_tensor *qkv[3];
                 for (int part = 0; part < 3; part++) {
-                    fmt_name(ours, "blocks.%lld.attn.%c_proj.%s", (long long)l, "qkv"[part],
-                             layer_map[j].ours);
+                    tt__hf_name(ours, "blocks.%lld.attn.%c_proj.%s", (long long)l, "qkv"[part],
+                                layer_map[j].ours);
                     qkv[part] = tt_params_get(&m->params, ours);
                     if (qkv[part]->ndim == 2) qkv[part] = tt_transpose(qkv[part], 0, 1);
                 }
                 t = tt_cat(3, qkv, qkv[0]->ndim - 1);  // (C, 3C) or (3C,)
             } else {
-                t = tt_params_get(&m->params,
-                                  fmt_name(ours, "blocks.%lld.%s", (long long)l,
-                                           layer_map[j].ours));
+                t = tt_params_get(&m->params, tt__hf_name(ours, "blocks.%lld.%s", (long long)l,
+                                                          layer_map[j].ours));
                 if (layer_map[j].kind == HF_TRANSPOSE) t = tt_transpose(t, 0, 1);
             }
             tt_params_add(&out, NULL, name, t);

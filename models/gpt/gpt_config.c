@@ -13,9 +13,10 @@
 // ---- the field table ----
 
 static const char *const pos_names[] = {"learned", "rope"};
-static const char *const norm_names[] = {"layernorm", "rmsnorm"};
-// The MLP takes every elementwise activation (nn/activation.h's table), softmax aside: it is the
-// last value, so the field's range ends before it.
+static const char *const norm_names[] = {"layernorm", "rmsnorm", "rmsnorm_noweight"};
+_Static_assert(TT_NORM_KIND_COUNT == 3, "the norm field names every kind");
+// The MLP takes every elementwise activation (nn/activation.h's table) and the gated swiglu,
+// softmax aside: it is the last value, so the field's range ends before it.
 _Static_assert(TT_ACT_SOFTMAX == TT_ACT_COUNT - 1, "the activation field's range must end "
                "at the last elementwise activation");
 
@@ -25,37 +26,32 @@ _Static_assert(TT_ACT_SOFTMAX == TT_ACT_COUNT - 1, "the activation field's range
 #define ENUM TT_GPT_FIELD_ENUM
 #define AT(member) offsetof(tt_gpt_config, member)
 // Rows in checkpoint order: the first 13 are those of the first char_gpt checkpoints. The size
-// ranges keep every parameter count of a valid config within int64 (12 n_embd^2 n_layer < 2^63).
+// ranges keep every parameter count of a valid config within int64 (12 n_embd^2 n_layer and
+// 3 n_embd mlp_hidden n_layer < 2^63).
 const tt_gpt_field tt_gpt_fields[] = {
     // name          type  offset             default  lo  hi          names
-    {"vocab_size",   I64,  AT(vocab_size),    65,      1,  2147483647, NULL,
-     "tokens in the vocabulary"},
-    {"block_size",   I64,  AT(block_size),    64,      1,  1 << 20,    NULL,
-     "longest context"},
-    {"n_layer",      I64,  AT(n_layer),       4,       1,  100000,     NULL,
-     "transformer blocks"},
-    {"n_head",       I64,  AT(n_head),        4,       1,  1 << 20,    NULL,
-     "attention heads"},
-    {"n_kv_head",    I64,  AT(n_kv_head),     4,       0,  1 << 20,    NULL,
+    {"vocab_size", I64, AT(vocab_size), 65, 1, 2147483647, NULL, "tokens in the vocabulary"},
+    {"block_size", I64, AT(block_size), 64, 1, 1 << 20, NULL, "longest context"},
+    {"n_layer", I64, AT(n_layer), 4, 1, 100000, NULL, "transformer blocks"},
+    {"n_head", I64, AT(n_head), 4, 1, 1 << 20, NULL, "attention heads"},
+    {"n_kv_head", I64, AT(n_kv_head), 4, 0, 1 << 20, NULL,
      "key/value heads (grouped-query attention when < n_head; 0 means n_head)"},
-    {"n_embd",       I64,  AT(n_embd),        128,     1,  1 << 20,    NULL,
-     "channels"},
-    {"dropout",      F64,  AT(dropout),       0.0,     0,  1,          NULL,
-     "dropout probability"},
-    {"bias",         BOOL, AT(bias),          0,       0,  1,          NULL,
-     "biases in Linear layers and LayerNorms"},
-    {"positional",   ENUM, AT(positional),    TT_POS_LEARNED, 0, 1,    pos_names,
+    {"n_embd", I64, AT(n_embd), 128, 1, 1 << 20, NULL, "channels"},
+    {"dropout", F64, AT(dropout), 0.0, 0, 1, NULL, "dropout probability"},
+    {"bias", BOOL, AT(bias), 0, 0, 1, NULL, "biases in Linear layers and LayerNorms"},
+    {"positional", ENUM, AT(positional), TT_POS_LEARNED, 0, 1, pos_names,
      "learned position embedding or rotary"},
-    {"norm",         ENUM, AT(norm),          TT_NORM_LAYERNORM, 0, 1, norm_names,
-     "layernorm or rmsnorm"},
-    {"activation",   ENUM, AT(activation),    TT_ACT_GELU, 0, TT_ACT_SIGMOID, tt_act_names,
-     "MLP activation (gelu exact, gelu_tanh as GPT-2)"},
-    {"tie_weights",  BOOL, AT(tie_weights),   1,       0,  1,          NULL,
-     "the head shares the token embedding"},
-    {"qk_norm",      BOOL, AT(qk_norm),       0,       0,  1,          NULL,
-     "RMSNorm on each head's q and k"},
-    {"qkv_bias",     BOOL, AT(qkv_bias),      1,       0,  1,          NULL,
+    {"norm", ENUM, AT(norm), TT_NORM_LAYERNORM, 0, 2, norm_names,
+     "layernorm, rmsnorm (with a gain) or rmsnorm_noweight"},
+    {"activation", ENUM, AT(activation), TT_ACT_GELU, 0, TT_ACT_SWIGLU, tt_act_names,
+     "MLP activation (gelu exact, gelu_tanh as GPT-2, swiglu gated as Llama)"},
+    {"tie_weights", BOOL, AT(tie_weights), 1, 0, 1, NULL, "the head shares the token embedding"},
+    {"qk_norm", BOOL, AT(qk_norm), 0, 0, 1, NULL, "RMSNorm on each head's q and k"},
+    {"qkv_bias", BOOL, AT(qkv_bias), 1, 0, 1, NULL,
      "biases in the q/k/v projections too (when bias)"},
+    {"mlp_hidden", I64, AT(mlp_hidden), 0, 0, 1 << 22, NULL, "MLP hidden size (0: 4 n_embd)"},
+    {"rope_base", F64, AT(rope_base), 10000.0, 1, 1e12, NULL, "RoPE base theta (with rope)"},
+    {"norm_eps", F64, AT(norm_eps), 1e-5, 1e-12, 1, NULL, "epsilon of the norms"},
 };
 const int tt_gpt_nfields = (int)(sizeof tt_gpt_fields / sizeof tt_gpt_fields[0]);
 #undef I64
@@ -212,7 +208,12 @@ const char *tt_gpt_field_format(const tt_gpt_config *cfg, const tt_gpt_field *f,
     const char *name;
     switch (f->type) {
         case TT_GPT_FIELD_I64: snprintf(buf, n, "%lld", (long long)v); break;
-        case TT_GPT_FIELD_F64: snprintf(buf, n, "%g", v); break;
+        case TT_GPT_FIELD_F64:  // the shortest text that parses back to v ("1e-05", not %.17g's)
+            for (int digits = 6; digits <= 17; digits++) {
+                snprintf(buf, n, "%.*g", digits, v);
+                if (strtod(buf, NULL) == v) break;
+            }
+            break;
         case TT_GPT_FIELD_BOOL: snprintf(buf, n, "%s", v != 0 ? "true" : "false"); break;
         case TT_GPT_FIELD_ENUM:
             name = enum_name(f, v);
@@ -288,18 +289,24 @@ tt_status tt_gpt_config_preset(const char *name, tt_gpt_config *out) {
 
 // Parameters of one norm of width C.
 static int64_t norm_params(const tt_gpt_config *c, int64_t C) {
+    if (c->norm == TT_NORM_RMSNORM_NOWEIGHT) return 0;
     return c->norm == TT_NORM_LAYERNORM && c->bias ? 2 * C : C;
+}
+
+int64_t tt_gpt_config_mlp_hidden(const tt_gpt_config *c) {
+    return c->mlp_hidden ? c->mlp_hidden : 4 * c->n_embd;
 }
 
 int64_t tt_gpt_config_num_params(const tt_gpt_config *c, bool non_embedding) {
     TT_CHECK(tt_gpt_config_validate(c) == TT_OK, "invalid config: %s", tt_last_error());
-    int64_t V = c->vocab_size, C = c->n_embd, H = 4 * c->n_embd;
+    int64_t V = c->vocab_size, C = c->n_embd, H = tt_gpt_config_mlp_hidden(c);
     int64_t hs = C / c->n_head, kv = (c->n_kv_head ? c->n_kv_head : c->n_head) * hs;
     int64_t qkv_b = c->bias && c->qkv_bias, b = c->bias;
     int64_t attn = C * C + 2 * C * kv + qkv_b * (C + 2 * kv)  // q, k, v
                    + C * C + b * C                           // o_proj
                    + (c->qk_norm ? 2 * hs : 0);              // q_norm, k_norm
-    int64_t mlp = C * H + b * H + H * C + b * C;
+    int64_t n_in = c->activation == TT_ACT_SWIGLU ? 2 : 1;   // gate_proj and up_proj, or fc
+    int64_t mlp = n_in * (C * H + b * H) + H * C + b * C;
     int64_t block = 2 * norm_params(c, C) + attn + mlp;
     int64_t n = V * C + c->n_layer * block + norm_params(c, C);
     if (!c->tie_weights) n += V * C;
@@ -311,20 +318,22 @@ int64_t tt_gpt_config_num_params(const tt_gpt_config *c, bool non_embedding) {
 
 // Per token per layer, the f32 activations a training step keeps for the backward: the
 // block's input, ln_1's output, q, k, v, the attention output, the residual sum, ln_2's
-// output, the MLP's fc output and activation (4 C each): 14 C at least.
-#define TRAIN_ACTS_PER_C 14.0
+// output (6 C), the MLP's fc output and activation (2 H; gated: gate, up, silu and product,
+// 4 H): 14 C at least with H = 4 C.
+#define TRAIN_ACTS_PER_C 6.0
 // A forward without grad still holds its tensors until its scope ends: 2 C per token per
-// layer at least (measured: about 3.5 C), the logits and a layer's 4 C MLP hidden.
+// layer at least (measured: about 3.5 C), the logits and a layer's MLP hidden (H).
 
 double tt_gpt_memory_estimate(const tt_gpt_config *c, int64_t B, int64_t T, bool training) {
     double P = (double)tt_gpt_config_num_params(c, false), C = (double)c->n_embd;
     double L = (double)c->n_layer, V = (double)c->vocab_size, N = (double)c->block_size;
-    double tok = (double)B * (double)T;
+    double H = (double)tt_gpt_config_mlp_hidden(c), tok = (double)B * (double)T;
+    double acts = TRAIN_ACTS_PER_C * C + (c->activation == TT_ACT_SWIGLU ? 4.0 : 2.0) * H;
     double bytes = 4.0 * P + 4.0 * L * N * N;  // parameters, causal masks
     if (training)
-        bytes += 12.0 * P + 4.0 * tok * (TRAIN_ACTS_PER_C * C * L + 2.0 * V);
+        bytes += 12.0 * P + 4.0 * tok * (acts * L + 2.0 * V);
     else
-        bytes += 4.0 * tok * (V + 2.0 * C * L + 4.0 * C) + 8.0 * L * N * C;
+        bytes += 4.0 * tok * (V + 2.0 * C * L + H) + 8.0 * L * N * C;
     return bytes;
 }
 

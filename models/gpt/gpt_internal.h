@@ -32,6 +32,29 @@ tt_status tt__gpt_field_check(const tt_gpt_field *f, const char *label, double v
 // NULL when c is GPT-2-shaped, else the feature GPT-2 lacks ("RoPE positions (GPT-2 learns
 // them)", ...), for the exporters' messages. gpt2_hf.c.
 const char *tt__gpt2_unsupported(const tt_gpt_config *c);
+// The same for Llama's layout (RoPE, RMSNorm with a gain, SwiGLU, no bias, no QK-norm).
+// llama_hf.c.
+const char *tt__llama_unsupported(const tt_gpt_config *c);
+
+// ---- Hugging Face safetensors helpers (gpt2_hf.c; llama_hf.c uses them too) ----
+// `what` names the layout in messages ("GPT-2", "Llama").
+
+// printf into buf (TT_NAME_MAX bytes); aborts when the name does not fit. Returns buf.
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+const char *
+tt__hf_name(char *buf, const char *fmt, ...);
+// TT_OK when f holds a float tensor `name` of shape (ndim, shape); else TT_ERR_MISMATCH naming
+// it: absent, not a float dtype, or another shape. *out: its entry (NULL when absent).
+tt_status tt__hf_expect(const tt_safetensors *f, const char *what, const char *name, int ndim,
+                        const int64_t *shape, const tt_st_info **out);
+// TT_ERR_MISMATCH listing (the first 5 of) f's tensors that are neither used (by index) nor
+// buffers (is_buffer(name)); TT_OK when there are none.
+tt_status tt__hf_check_unexpected(const tt_safetensors *f, const char *what, const bool *used,
+                                  bool (*is_buffer)(const char *name));
+// Status s with the last error's message prefixed "<what> safetensors '<path>': ".
+tt_status tt__hf_wrap_error(tt_status s, const char *what, const char *path);
 
 // ---- KV cache ----
 // Per layer, the keys and values of positions 0 .. len-1 after QK-norm and RoPE and before the
