@@ -99,7 +99,9 @@ is_target() {
 check_command() {  # $1 where, $2 the command line
     w=$1
     set -f
-    for part in $(printf '%s\n' "$2" | sed 's/[|;&]\{1,2\}/\n/g' | tr ' ' '\001'); do
+    # A quoted argument (LOG="a.csv b.csv") is one word: its spaces are not separators.
+    for part in $(printf '%s\n' "$2" | sed 's/"[^"]*"/Q/g' | sed 's/[|;&]\{1,2\}/\n/g' |
+                  tr ' ' '\001'); do
         set -- $(printf '%s' "$part" | tr '\001' ' ')
         while [ $# -gt 0 ]; do case $1 in *=*|sudo|time) shift ;; *) break ;; esac; done
         [ $# -gt 0 ] || continue
