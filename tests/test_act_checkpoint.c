@@ -6,6 +6,7 @@
 // input or a parameter written in place before backward, a graph tensor passed through ctx).
 // The gradcheck cases are tests/gc_ops_checkpoint.c's.
 #include <signal.h>
+#include <stdio.h>
 
 #include "test_util.h"
 #include "autograd/autograd_internal.h"
@@ -293,26 +294,29 @@ END_TEST
 
 enum { CFG_DEFAULT, CFG_MODERN, NCFG };
 
-// Small models of the two families: GPT-2 style, and rope + rmsnorm + relu2 + GQA + qk-norm +
-// untied (with biases), both with dropout 0.1.
+// Small models of the two families, as "field=value" of the config table: GPT-2 style, and
+// rope + rmsnorm + relu2 + GQA + qk-norm + untied (with biases), both with dropout 0.1.
+static const char *const small_fields[NCFG][8] = {
+    {"vocab_size=13", "block_size=8", "n_layer=3", "n_head=4", "n_kv_head=4", "n_embd=16",
+     "dropout=0.1"},
+    {"n_kv_head=2", "positional=rope", "norm=rmsnorm", "activation=relu2", "tie_weights=false",
+     "qk_norm=true", "bias=true"},
+};
+
+static void set_fields(tt_gpt_config *c, const char *const *fields) {
+    for (int i = 0; i < 8 && fields[i]; i++) {
+        char key[32];
+        const char *eq = strchr(fields[i], '=');
+        snprintf(key, sizeof key, "%.*s", (int)(eq - fields[i]), fields[i]);
+        const tt_gpt_field *f = tt_gpt_field_find(key);
+        ck_assert_msg(f && tt_gpt_field_parse(c, f, eq + 1) == TT_OK, "%s", fields[i]);
+    }
+}
+
 static tt_gpt_config small_config(int which) {
     tt_gpt_config c = tt_gpt_config_default();
-    c.vocab_size = 13;
-    c.block_size = 8;
-    c.n_layer = 3;
-    c.n_head = 4;
-    c.n_kv_head = 4;
-    c.n_embd = 16;
-    c.dropout = 0.1;
-    if (which == CFG_MODERN) {
-        c.n_kv_head = 2;
-        c.positional = TT_POS_ROPE;
-        c.norm = TT_NORM_RMSNORM;
-        c.activation = TT_ACT_RELU2;
-        c.tie_weights = false;
-        c.qk_norm = true;
-        c.bias = true;
-    }
+    set_fields(&c, small_fields[CFG_DEFAULT]);
+    if (which == CFG_MODERN) set_fields(&c, small_fields[CFG_MODERN]);
     return c;
 }
 
