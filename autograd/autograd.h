@@ -496,6 +496,7 @@ tt_gradcheck_result tt_gradcheck(tt_gradcheck_fn f, void *ctx, int n, tt_tensor 
 //     (through ctx it aborts, naming it); the recompute must give the forward's shape and
 //     dtype (aborts otherwise); inputs may hold NULL entries. With grad mode off (or no input
 //     or parameter requiring grad) it returns fn's result and records nothing. Nests.
+//   Profiler: the recompute and the backward through it count as the backward of "checkpoint".
 //
 //     static tt_tensor *block_fn(tt_tensor *const *in, int n, void *ctx) {
 //         return tt_nn_block_forward(ctx, in[0]);           // (B, T, C) -> (B, T, C)

@@ -280,9 +280,7 @@ static tt_tensor *reads_ctx(tt_tensor *const *in, int n, void *ctx) {
 }
 
 START_TEST(test_graph_tensor_through_ctx_aborts) {
-    tt_expect_abort(
-        "fn read tensor (2,) made by op 'mul_scalar' (it requires grad) other than "
-        "through its inputs; pass it in inputs");
+    tt_expect_abort("fn read tensor (2,) made by op 'mul_scalar' (it requires grad) other");
     tt_scope_begin();
     tt_tensor *a = tt_set_requires_grad(tt_ones(TT_F64, TT_SHAPE(2)), true);
     tt_tensor *b = tt_mul_scalar(a, 3);
