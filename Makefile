@@ -338,6 +338,15 @@ bench-gpt2: $(BUILD)/bench_gpt2
 	else echo "bench torch: skipped (no python3-torch; apt-get install python3-torch)"; fi; \
 	test $$fail = 0
 
+# Activation checkpointing on GPT-2 124M (bench/ckpt_gpt2.sh): gpt train at B=1, T=1024 for 3
+# steps without and with --checkpoint-blocks, on 1 and 2 threads: ms per step, peak live bytes,
+# peak RSS. make bench runs it after the bench programs (BENCH_AFTER).
+.PHONY: bench-ckpt
+bench-ckpt:
+	@$(MAKE) --no-print-directory data/tinyshakespeare.txt $(GPT2_VOCAB) $(BUILD)/gpt
+	@sh bench/ckpt_gpt2.sh $(BUILD)
+BENCH_AFTER += bench-ckpt
+
 deps:
 	@FUZZ_CC=$(FUZZ_CC) MPI=$(MPI) sh scripts/deps.sh
 

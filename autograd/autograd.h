@@ -466,6 +466,47 @@ typedef tt_tensor *(*tt_gradcheck_fn)(tt_tensor *const *inputs, int n, void *ctx
 tt_gradcheck_result tt_gradcheck(tt_gradcheck_fn f, void *ctx, int n, tt_tensor *const *inputs,
                                  const tt_gradcheck_opts *opts);  // opts NULL: defaults
 
+// ---- activation checkpointing (autograd/checkpoint.c) ----
+// torch.utils.checkpoint.checkpoint(fn, *inputs, use_reentrant=False): compute traded for
+// memory; named apart from io's tt_checkpoint (a file). tt_activation_checkpoint runs
+// fn(inputs, n, ctx) with grad mode off, so fn's intermediates are freed as soon as it
+// returns, and records one node (op "checkpoint") on its output. That
+// node's backward runs fn again with grad mode on, on detached copies of the inputs that
+// require grad, and backpropagates the output's gradient through the recomputed graph: the
+// inputs' gradients flow on into the graph before the checkpoint, and the parameters fn
+// reaches through ctx (every leaf that requires grad its ops read, found while it runs) get
+// theirs in .grad. For a deterministic fn the gradients are bitwise those of calling fn
+// directly; the cost is one more forward of fn per backward.
+//   Output: fn returns one tensor (as an op does: a new reference in the current scope); the
+//     result has its shape, dtype and values. Several results: return them joined (tt_cat of
+//     flattened tensors) and take views of the result (tt_narrow, tt_reshape).
+//   Randomness: rng (NULL when fn draws nothing) is the stream fn draws from, such as a model's
+//     dropout stream (tt_gpt's dropout_rng). Its state when the forward starts is kept, put
+//     back for the recompute (dropout draws the same masks) and the stream restored after it,
+//     so draws after the checkpoint see the stream they would without it (PyTorch's
+//     preserve_rng_state). Streams other than rng do not replay.
+//   Autocast: the recompute runs under the precision the forward ran under, wherever the
+//     backward runs.
+//   In place: the node keeps the inputs and the parameters found, with their versions; one of
+//     them written in place between the forward and the backward makes the backward abort
+//     with the usual message ("a tensor saved by 'checkpoint' was modified in place ...").
+//     Tensors fn reads through ctx that do not require grad (masks, tables) are read again at
+//     the recompute: leave them unchanged until then.
+//   Rules: a tensor that an op made and that requires grad reaches fn only through inputs
+//     (through ctx it aborts, naming it); the recompute must give the forward's shape and
+//     dtype (aborts otherwise); inputs may hold NULL entries. With grad mode off (or no input
+//     or parameter requiring grad) it returns fn's result and records nothing. Nests.
+//   Profiler: the recompute and the backward through it count as the backward of "checkpoint".
+//
+//     static tt_tensor *block_fn(tt_tensor *const *in, int n, void *ctx) {
+//         return tt_nn_block_forward(ctx, in[0]);           // (B, T, C) -> (B, T, C)
+//     }
+//     for (int l = 0; l < L; l++)                           // keeps one (B, T, C) per block
+//         x = tt_activation_checkpoint(block_fn, &blocks[l], 1, &x, &dropout_rng);
+typedef tt_tensor *(*tt_activation_checkpoint_fn)(tt_tensor *const *inputs, int n, void *ctx);
+tt_tensor *tt_activation_checkpoint(tt_activation_checkpoint_fn fn, void *ctx, int n,
+                                    tt_tensor *const *inputs, tt_rng *rng);
+
 // ---- no-grad scopes: THE idiom for updates written by hand ----
 // Like torch.no_grad(): begin turns grad mode off and remembers the mode it replaced; end
 // restores it (ending without a begin aborts). Nothing inside is recorded on the tape.

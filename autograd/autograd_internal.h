@@ -96,6 +96,21 @@ void tt__check_same_dtype_at(const tt_tensor *a, const tt_tensor *b, const char 
 #define tt__check_same_dtype(a, b, func) \
     tt__check_same_dtype_at((a), (b), __FILE__, __LINE__, (func))
 
+// ---- activation checkpointing (checkpoint.c) ----
+// While tt_activation_checkpoint runs its function (forward or recompute), tt__ckpt_watch
+// points at its watch, and tt__record hands it the inputs of every op: the forward collects the
+// leaves the function reaches (its parameters), the recompute refuses tensors of the graph
+// outside.
+struct tt__ckpt_watch;
+extern _Thread_local struct tt__ckpt_watch *tt__ckpt_watch;
+void tt__ckpt_watch_inputs(int n_inputs, tt_tensor *const *inputs);
+// The sequence number the next node will get (nodes with a lower one exist already).
+uint64_t tt__tape_seq(void);
+// A backward from out seeded with grad, run inside another backward's node: like
+// tt_backward_with, but the leaves' hooks and tt_backward_set_grad_ready's notifications are
+// left to the enclosing backward (a leaf's gradient is final only once that one is done).
+void tt__backward_nested(tt_tensor *out, tt_tensor *grad);
+
 // ---- profiler (profiler.c): called by the tape only while tt__prof_on ----
 // One op's forward: counted at its tt__record, timed from the first tensor this thread made
 // since the previous op (tt__prof_first_new) to now.

@@ -121,6 +121,8 @@ typedef struct node_box {  // a node and its bookkeeping, in one allocation with
     uint64_t visited;      // == visit_epoch while a backward collects it
 } node_box;
 
+uint64_t tt__tape_seq(void) { return atomic_load_explicit(&next_seq, memory_order_relaxed); }
+
 static void release_graph_refs(tt_node *n) {
     for (int i = 0; i < n->n_inputs; i++) {
         tt_release(n->inputs[i]);
@@ -149,6 +151,7 @@ void *tt__record(tt_tensor *out, tt_op op, int n_inputs, tt_tensor *const *input
                  size_t ctx_size) {
     out->origin = info(op)->name;  // what leak reports and misuse messages call it
     if (tt__prof_on) tt__prof_forward(out, op, n_inputs, inputs);
+    if (tt__ckpt_watch) tt__ckpt_watch_inputs(n_inputs, inputs);  // inside tt_checkpoint's fn
     if (!needs_grad(n_inputs, inputs)) return NULL;
     TT_CHECK(!out->node, "output already has a node");
     size_t head = (sizeof(node_box) + 15) & ~(size_t)15;
@@ -604,38 +607,34 @@ static void collect(tt_node *root, node_list *out, const char *func) {
     qsort(out->v, out->n, sizeof *out->v, by_seq_desc);
 }
 
-void tt_backward_ex(tt_tensor *out, tt_tensor *grad, bool retain_graph) {
-    TT_CHECK(out, "tensor is NULL");
-    tt__check_live(out, "tt_backward");  // aborts on a freed tensor
-    TT_CHECK(out->requires_grad, "tensor %s does not require grad: no input of the ops that "
-             "made it requires grad (call tt_set_requires_grad on the parameters), or grad "
-             "mode was off", tt__shape(out));
-    if (grad) {
-        TT_CHECK(tt_same_shape(grad, out) && grad->dtype == out->dtype,
-                 "gradient %s %s must match the output %s %s", tt__shape(grad),
-                 tt_dtype_name(grad->dtype), tt__shape(out), tt_dtype_name(out->dtype));
-    } else {
-        TT_CHECK(tt_numel(out) == 1, "output %s has %lld elements; backward without a gradient "
-                 "needs one element (reduce it, e.g. tt_mean_all, or use tt_backward_with)",
-                 tt__shape(out), (long long)tt_numel(out));
+// Drops every input and saved tensor of the walked nodes (a backward without retain_graph).
+static void release_walked(const node_list *nodes) {
+    // Move every reference out first: releasing may free nodes of this very list.
+    size_t nrefs = 0;
+    for (size_t i = 0; i < nodes->n; i++)
+        nrefs += (size_t)nodes->v[i]->n_inputs + TT_NODE_MAX_SAVED;
+    tt_tensor **refs = TT_MALLOC((nrefs ? nrefs : 1) * sizeof *refs);
+    size_t k = 0;
+    for (size_t i = 0; i < nodes->n; i++) {
+        tt_node *n = nodes->v[i];
+        for (int j = 0; j < n->n_inputs; j++) {
+            refs[k++] = n->inputs[j];
+            n->inputs[j] = NULL;
+        }
+        for (int j = 0; j < TT_NODE_MAX_SAVED; j++) {
+            refs[k++] = n->saved[j];
+            n->saved[j] = NULL;
+        }
+        n->freed = true;
     }
-    bool prev = tt_set_grad_enabled(false);
-    tt_scope_begin();
-    tt_tensor *seed = grad ? grad : tt_ones(out->dtype, out->ndim, out->shape);
-    tt__accum_grad(out, seed);
-    tt_scope_end();
-    if (!out->node) {
-        finish_pending();
-        if (ready_fn) ready_fn(out, ready_ctx);
-        tt_set_grad_enabled(prev);
-        return;
-    }
-    node_list nodes = {0};
-    collect(out->node, &nodes, "tt_backward");
-    size_t nleaves = 0;
-    leaf_count *leaves = ready_fn ? count_leaves(nodes.v, nodes.n, &nleaves) : NULL;
-    for (size_t i = 0; i < nodes.n; i++) {
-        tt_node *n = nodes.v[i];
+    for (size_t i = 0; i < k; i++) tt_release(refs[i]);
+    tt_free(refs);
+}
+
+// Each collected node's backward, newest first; leaves (may be NULL) counts the leaves' uses.
+static void run_nodes(const node_list *nodes, leaf_count *leaves, size_t nleaves) {
+    for (size_t i = 0; i < nodes->n; i++) {
+        tt_node *n = nodes->v[i];
         if (!n->grad) {  // no gradient reached it
             if (leaves) count_down(n, leaves, nleaves);
             continue;
@@ -650,32 +649,55 @@ void tt_backward_ex(tt_tensor *out, tt_tensor *grad, bool retain_graph) {
         n->grad = NULL;
         if (leaves) count_down(n, leaves, nleaves);
     }
-    tt_free(leaves);
-    finish_pending();
-    if (!retain_graph) {
-        // Move every reference out first: releasing may free nodes of this very list.
-        size_t nrefs = 0;
-        for (size_t i = 0; i < nodes.n; i++)
-            nrefs += (size_t)nodes.v[i]->n_inputs + TT_NODE_MAX_SAVED;
-        tt_tensor **refs = TT_MALLOC(nrefs * sizeof *refs);
-        size_t k = 0;
-        for (size_t i = 0; i < nodes.n; i++) {
-            tt_node *n = nodes.v[i];
-            for (int j = 0; j < n->n_inputs; j++) {
-                refs[k++] = n->inputs[j];
-                n->inputs[j] = NULL;
-            }
-            for (int j = 0; j < TT_NODE_MAX_SAVED; j++) {
-                refs[k++] = n->saved[j];
-                n->saved[j] = NULL;
-            }
-            n->freed = true;
-        }
-        for (size_t i = 0; i < k; i++) tt_release(refs[i]);
-        tt_free(refs);
+}
+
+// The backward from out seeded with grad (NULL: ones). A nested one (tt__backward_nested)
+// leaves the leaves' hooks and the ready notifications to the backward it runs in.
+static void run_backward(tt_tensor *out, tt_tensor *grad, bool retain_graph, bool nested) {
+    bool prev = tt_set_grad_enabled(false);
+    tt_scope_begin();
+    tt_tensor *seed = grad ? grad : tt_ones(out->dtype, out->ndim, out->shape);
+    tt__accum_grad(out, seed);
+    tt_scope_end();
+    if (!out->node) {
+        if (!nested) finish_pending();
+        if (!nested && ready_fn) ready_fn(out, ready_ctx);
+        tt_set_grad_enabled(prev);
+        return;
     }
+    node_list nodes = {0};
+    collect(out->node, &nodes, "tt_backward");
+    size_t nleaves = 0;
+    leaf_count *leaves = ready_fn && !nested ? count_leaves(nodes.v, nodes.n, &nleaves) : NULL;
+    run_nodes(&nodes, leaves, nleaves);
+    tt_free(leaves);
+    if (!nested) finish_pending();
+    if (!retain_graph) release_walked(&nodes);
     tt_free(nodes.v);
     tt_set_grad_enabled(prev);
+}
+
+void tt__backward_nested(tt_tensor *out, tt_tensor *grad) { run_backward(out, grad, false, true); }
+
+void tt_backward_ex(tt_tensor *out, tt_tensor *grad, bool retain_graph) {
+    TT_CHECK(out, "tensor is NULL");
+    tt__check_live(out, "tt_backward");  // aborts on a freed tensor
+    TT_CHECK(out->requires_grad,
+             "tensor %s does not require grad: no input of the ops that "
+             "made it requires grad (call tt_set_requires_grad on the parameters), or grad "
+             "mode was off",
+             tt__shape(out));
+    if (grad) {
+        TT_CHECK(tt_same_shape(grad, out) && grad->dtype == out->dtype,
+                 "gradient %s %s must match the output %s %s", tt__shape(grad),
+                 tt_dtype_name(grad->dtype), tt__shape(out), tt_dtype_name(out->dtype));
+    } else {
+        TT_CHECK(tt_numel(out) == 1,
+                 "output %s has %lld elements; backward without a gradient "
+                 "needs one element (reduce it, e.g. tt_mean_all, or use tt_backward_with)",
+                 tt__shape(out), (long long)tt_numel(out));
+    }
+    run_backward(out, grad, retain_graph, false);
 }
 
 void tt_backward(tt_tensor *loss) { tt_backward_ex(loss, NULL, false); }

@@ -15,7 +15,7 @@ static const char char_usage_synopsis[] =
     "                 [--optim adamw|muon] [--muon-lr 0.02] [--muon-weight-decay 0]\n"
     "                 [--grad-clip 1.0] [--eval-every 250] [--eval-iters 20] [--seed 1337]\n"
     "                 [--threads N] [--precision f32|bf16] [--grad-accum 1] [--profile]\n"
-    "                 [--trace FILE.json] [--overlap] [--bucket 4194304]\n"
+    "                 [--trace FILE.json] [--overlap] [--bucket 4194304] [--checkpoint-blocks]\n"
     "                 [--schedule cosine|wsd|onecycle|plateau|constant] [--warmdown ITERS/5]\n"
     "                 [--final-lr-frac 0] [--pct-start 0.3] [--anneal cos|linear]\n"
     "                 [--div-factor 25] [--final-div-factor 1e4] [--three-phase] [--factor 0.1]\n"
@@ -41,8 +41,9 @@ static const char char_usage_tail[] =
     "(--warmup 100 with --iters 40, --min-lr 1e-4 with --lr 1e-5) is lowered with a note on\n"
     "stderr. --precision bf16 trains with bf16 matmul products (f32 accumulation; weights,\n"
     "gradients, optimizer and checkpoint stay f32). --optim muon: Muon at --muon-lr for the\n"
-    "blocks' matrices, AdamW for the rest. stdout: `eval step=N train_loss=F\n"
-    "val_loss=F` at each eval and\n"
+    "blocks' matrices, AdamW for the rest. --checkpoint-blocks recomputes each block's\n"
+    "activations in the backward (torch.utils.checkpoint): less memory, one more forward,\n"
+    "the same losses. stdout: `eval step=N train_loss=F val_loss=F` at each eval and\n"
     "`done steps=N train_loss=F val_loss=F ms_per_step=F tokens_per_s=F`.\n"
     "--profile prints the model summary before training and, at the end, a table of the\n"
     "training steps' ops (calls, forward / backward time, share of the step time, FLOPs, bytes\n"
@@ -56,7 +57,9 @@ static const char char_usage_tail[] =
     "cycles from 0.95 to 0.85 and back), plateau (PyTorch's ReduceLROnPlateau: --lr times\n"
     "--factor once --patience evals in a row do not beat the best val loss by --threshold\n"
     "(relative), then --cooldown evals not counted, never below --min-lr) or constant (--lr).\n"
-    "A flag of another schedule is refused; --resume keeps the run's schedule and its state.\n"
+    "A flag of another schedule is refused; --resume keeps the run's schedule and its state.\n";
+// The rest of the usage text (one literal would pass the 4095 characters C11 promises).
+static const char char_usage_more[] =
     DIST_USAGE
     "sample prints the prompt and the generated text; eval prints\n"
     "`eval train_loss=F val_loss=F` (mean over --eval-iters batches per split).\n"
@@ -69,7 +72,8 @@ static const char char_usage_tail[] =
 
 int main(int argc, char **argv) {
     static const gpt_program char_gpt = {"char_gpt", "out/char_gpt.ckpt", true, char_usage_head,
-                                         "                 ", char_usage_synopsis, char_usage_tail};
+                                         "                 ", char_usage_synopsis, char_usage_tail,
+                                         char_usage_more};
     int cmd = gpt_cli_begin(argc, argv, &char_gpt);
     if (cmd == CMD_SAMPLE) return gpt_cli_end(cmd_sample());
     if (cmd == CMD_EVAL) return gpt_cli_end(cmd_eval());

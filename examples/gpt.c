@@ -14,7 +14,7 @@ static const char gpt_usage_synopsis[] =
     "            [--optim adamw|muon] [--muon-lr 0.02] [--muon-weight-decay 0]\n"
     "            [--grad-clip 1.0] [--eval-every 250] [--eval-iters 20] [--seed 1337]\n"
     "            [--threads N] [--precision f32|bf16] [--grad-accum 1] [--profile]\n"
-    "            [--trace FILE.json] [--overlap] [--bucket 4194304]\n"
+    "            [--trace FILE.json] [--overlap] [--bucket 4194304] [--checkpoint-blocks]\n"
     "            [--schedule cosine|wsd|onecycle|plateau|constant] [--warmdown ITERS/5]\n"
     "            [--final-lr-frac 0] [--pct-start 0.3] [--anneal cos|linear]\n"
     "            [--div-factor 25] [--final-div-factor 1e4] [--three-phase] [--factor 0.1]\n"
@@ -50,8 +50,9 @@ static const char gpt_usage_tail[] =
     "its .best name (out/gpt.best.ckpt) the best val loss; --resume FILE continues bit for bit\n"
     "(into FILE unless --out is given); outputs, divergence and signals as char_gpt's; a\n"
     "default that conflicts with a flag you give is lowered with a note; stdout: `eval step=N\n"
-    "train_loss=F val_loss=F` at each eval and a `done ...` line. --grad-accum, mpirun\n"
-    "and --schedule as char_gpt's.\n"
+    "train_loss=F val_loss=F` at each eval and a `done ...` line. --grad-accum, mpirun,\n"
+    "--schedule and --checkpoint-blocks (recompute each block's activations in backward: less\n"
+    "memory, the same losses) as char_gpt's.\n"
     "sample prints the prompt and the generated text (--temperature 0: greedy); eval prints\n"
     "`eval train_loss=F val_loss=F`. A --init-from FILE.safetensors or FILE.gguf holds GPT-2\n"
     "(or Llama) weights and the tokenizer its metadata names (export writes it); without one\n"
@@ -71,7 +72,7 @@ static const char gpt_usage_tail[] =
 
 int main(int argc, char **argv) {
     static const gpt_program gpt = {"gpt", "out/gpt.ckpt", false, gpt_usage_head,
-                                    "            ", gpt_usage_synopsis, gpt_usage_tail};
+                                    "            ", gpt_usage_synopsis, gpt_usage_tail, NULL};
     static const struct {
         int cmd;
         int (*run)(void);

@@ -48,6 +48,7 @@ extern const gc_case gc_cases_math[];       // tests/gc_ops_math.c
 extern const gc_case gc_cases_layout[];     // tests/gc_ops_layout.c
 extern const gc_case gc_cases_index[];      // tests/gc_ops_index.c
 extern const gc_case gc_cases_conv[];        // tests/gc_ops_conv.c
+extern const gc_case gc_cases_checkpoint[];  // tests/gc_ops_checkpoint.c
 extern const gc_module_case gc_modules_conv[];  // tests/gc_ops_conv.c
 extern const gc_module_case gc_modules_nn_layers[];       // tests/gc_nn_layers.c
 extern const gc_module_case gc_modules_nn_transformer[];  // tests/gc_nn_transformer.c

@@ -86,6 +86,23 @@ else
     paste "$d/t1.csv" "$d/t2.csv" >&2
 fi
 
+# ---- --checkpoint-blocks: the same losses and weights bit for bit (dropout on) ----
+for c in "" --checkpoint-blocks; do
+    "$bin" train $wide --threads 2 --dropout 0.1 $c --out "$d/cb$c.ckpt" --log "$d/cb$c.csv" \
+        > /dev/null 2> "$d/cb$c.err" || bad "train $c (dropout 0.1)"
+done
+fpc0=$(grep 'saved .*step 8,' "$d/cb.err" | sed 's/.*fingerprint \([0-9a-f]*\).*/\1/')
+fpc1=$(grep 'saved .*step 8,' "$d/cb--checkpoint-blocks.err" |
+       sed 's/.*fingerprint \([0-9a-f]*\).*/\1/')
+if cmp -s "$d/cb.csv" "$d/cb--checkpoint-blocks.csv" && [ -n "$fpc0" ] &&
+   [ "$fpc0" = "$fpc1" ] && grep -q 'checkpointed blocks' "$d/cb--checkpoint-blocks.err" &&
+   ! cmp -s "$d/cb.csv" "$d/t2.csv"; then
+    ok "--checkpoint-blocks: the same 8 losses and fingerprint ($fpc1) with dropout 0.1"
+else
+    bad "--checkpoint-blocks differs: fingerprints '$fpc0' vs '$fpc1'"
+    paste "$d/cb.csv" "$d/cb--checkpoint-blocks.csv" >&2
+fi
+
 # ---- resume: 20 steps, then 10 more == 30 uninterrupted (bit for bit, dropout on) ----
 rmodel="$model --dropout 0.1"
 "$bin" train $rmodel --iters 30 --out "$d/full.ckpt" --log "$d/full.csv" \

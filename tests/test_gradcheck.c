@@ -21,6 +21,7 @@ static const gc_case *const families[] = {
     gc_cases_index,
     gc_cases_pool,
     gc_cases_conv,
+    gc_cases_checkpoint,
 };
 #define NFAMILIES (int)(sizeof families / sizeof families[0])
 

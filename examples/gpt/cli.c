@@ -130,6 +130,7 @@ static flag flags[] = {
     {"--format", F_STR, &opt.format, CMD_EXPORT, false, 1},
     {"--layout", F_STR, &opt.layout, CMD_EXPORT, false, 1},
     {"--precision", F_STR, &opt.precision, CMD_TRAIN, false, 0},
+    {"--checkpoint-blocks", F_BOOL, &opt.checkpoint_blocks, CMD_TRAIN, false, 0},
     {"--quantize", F_STR, &opt.quantize, CMD_SAMPLE | CMD_EVAL, false, 0},
     // ---- profiling ----
     {"--profile", F_BOOL, &opt.profile, CMD_TRAIN, false, 0},
@@ -183,6 +184,7 @@ static void print_usage(FILE *fp) {
     gpt_usage_model_flags(fp, prog->usage_indent);
     fputs(prog->usage_synopsis, fp);
     fputs(prog->usage_tail, fp);
+    if (prog->usage_more) fputs(prog->usage_more, fp);
 }
 
 static void set_defaults(void) {

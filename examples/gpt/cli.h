@@ -56,6 +56,7 @@ typedef struct gpt_program {
     const char *usage_indent;  // (the other train flags, the other commands), tail
     const char *usage_synopsis;
     const char *usage_tail;
+    const char *usage_more;  // printed after the tail; NULL: nothing
 } gpt_program;
 
 extern const gpt_program *prog;  // the running program
@@ -100,6 +101,8 @@ typedef struct options {
     int64_t merges;
     // train: "f32" or "bf16" (autocast of the products)
     const char *precision;
+    // train: each block's forward under tt_activation_checkpoint (tt_gpt.checkpoint_blocks)
+    bool checkpoint_blocks;
     // sample, eval: "int8" runs the Linears and the head int8 (tt_gpt_quantize), "f32" not
     const char *quantize;
     // ---- profiling (train): the per-op table, a Chrome trace of the steps ----

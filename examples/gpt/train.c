@@ -115,10 +115,11 @@ static void open_outputs(gpt_run *r) {
                  r->ranks > 1 ? "s" : "", (long long)A, A > 1 ? "es" : "", (long long)r->B);
     if (r->lead)
         fprintf(stderr, "%s: %.2fM parameters, vocab %lld, %lld train / %lld val tokens of "
-                "'%s', %d threads%s%s%s\n", prog->name,
+                "'%s', %d threads%s%s%s%s\n", prog->name,
                 (double)tt_gpt_num_params(&r->gpt, true) / 1e6, (long long)r->s.tok.n_vocab,
                 (long long)r->ds.n_train, (long long)(r->ds.n - r->ds.n_train), opt.data,
                 nthreads(), par, strcmp(opt.precision, "bf16") == 0 ? ", bf16 products" : "",
+                opt.checkpoint_blocks ? ", checkpointed blocks" : "",
                 opt.resume ? ", resumed" : "");
     if (opt.resume && r->lead)
         fprintf(stderr, "resumed from %s at step %lld (params fingerprint %016llx)\n",
@@ -198,6 +199,8 @@ void gpt_train_begin(gpt_run *r) {
     tt_ckpt_init(&ck);
     setup_data(r, &ck);
     setup_model(r, &ck);
+    // --checkpoint-blocks: each block's activations recomputed in backward (the same bits).
+    r->gpt.checkpoint_blocks = opt.checkpoint_blocks;
     // The micro-batch slots of this rank: fresh, or the checkpoint's streams.
     r->rank = tt_dist_rank();
     r->ranks = tt_dist_world_size();

@@ -142,6 +142,12 @@ typedef struct tt_gpt {
     tt_rng dropout_rng;       // the model's own stream for dropout masks
     tt_params params;         // every parameter by name: wte.weight, blocks.0.attn.q_proj.weight
     tt_nn_linear *head_q;     // the tied head (wte's matrix) when quantized (tt_gpt_quantize_as)
+    // Activation checkpointing, a training-time memory option (not part of the config, not
+    // saved): when true, each block's forward runs under tt_activation_checkpoint (with
+    // dropout_rng replayed) whenever grad mode is on, so the graph keeps one (B, T, C) input
+    // per block instead of the block's activations, and the backward runs each block's
+    // forward again. Losses and gradients are bitwise those without it. False after init.
+    bool checkpoint_blocks;
 } tt_gpt;
 
 // Builds the model and initializes it as GPT-2/nanoGPT: normal(0, 0.02) for Linear and

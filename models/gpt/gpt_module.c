@@ -14,8 +14,20 @@ static void blocks_children(void *self, tt_module_visit visit, void *ctx) {
         visit(tt_nn_block_module(&m->blocks[l]), tt_name_index(name, NULL, (int)l), ctx);
 }
 
+// One block's forward (ctx: the block), as tt_activation_checkpoint calls it.
+static tt_tensor *block_fn(tt_tensor *const *in, int n, void *ctx) {
+    (void)n;
+    return tt_module_forward(tt_nn_block_module(ctx), in[0]);
+}
+
+// The chain of blocks; with checkpoint_blocks each block under tt_activation_checkpoint, its
+// dropout masks replayed from the model's stream.
 static tt_tensor *blocks_fwd(void *self, tt_tensor *x) {
-    return tt_module_forward_chain(tt__gpt_blocks_module(self), x);
+    tt_gpt *m = self;
+    if (!m->checkpoint_blocks) return tt_module_forward_chain(tt__gpt_blocks_module(m), x);
+    for (int64_t l = 0; l < m->cfg.n_layer; l++)
+        x = tt_activation_checkpoint(block_fn, &m->blocks[l], 1, &x, &m->dropout_rng);
+    return x;
 }
 
 static void free_visit(tt_module child, const char *name, void *ctx) {
