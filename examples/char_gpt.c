@@ -55,7 +55,7 @@ static const char char_usage_tail[] =
 
 int main(int argc, char **argv) {
     static const gpt_program char_gpt = {"char_gpt", "out/char_gpt.ckpt", true, char_usage_head,
-                                         "                 ", char_usage_tail};
+                                         "                 ", char_usage_tail, NULL};
     int cmd = gpt_cli_begin(argc, argv, &char_gpt);
     if (cmd == CMD_SAMPLE) return gpt_cli_end(cmd_sample());
     if (cmd == CMD_EVAL) return gpt_cli_end(cmd_eval());
