@@ -66,12 +66,13 @@ static const char gpt_usage_shards[] =
     "prepare tokenizes text files (each one document; a directory's files in name order) into\n"
     "llm.c's token shards in DIR: NAME_val_000000.bin, then NAME_train_000001.bin, ... (NAME the\n"
     "first --data's base name), at most --shard-tokens tokens each, the first 90% of the tokens\n"
-    "train and the rest val, GPT-2's <|endoftext|> (a trained vocab's too) between documents\n"
-    "(none for char), and the tokenizer in DIR/tokenizer.ckpt; it prints `prepared documents=N\n"
-    "tokens=N train=N val=N files=V+T dtype=uint16|uint32`. SHARDS (train, eval, tokenize): a\n"
-    "directory, a glob pattern or a .bin file of token shards, memory-mapped; nanoGPT's\n"
-    "headerless train.bin and val.bin read too. Their tokenizer comes from tokenizer.ckpt beside\n"
-    "them (else --tokenizer); the same --seed draws the same batches as from the text.\n";
+    "train and the rest val, GPT-2's <|endoftext|> between documents (none for char and a\n"
+    "trained vocab: they have no such token), and the tokenizer in DIR/tokenizer.ckpt; it\n"
+    "prints `prepared documents=N tokens=N train=N val=N files=V+T dtype=uint16|uint32`.\n"
+    "SHARDS (train, eval, tokenize): a directory, a glob pattern or a .bin file of token shards,\n"
+    "memory-mapped; nanoGPT's headerless train.bin and val.bin read too. Their tokenizer comes\n"
+    "from tokenizer.ckpt beside them (else --tokenizer); the same --seed draws the same batches\n"
+    "as from the text.\n";
 
 int main(int argc, char **argv) {
     static const gpt_program gpt = {"gpt", "out/gpt.ckpt", false, gpt_usage_head,
