@@ -249,9 +249,9 @@ tt_status tt_shards_open(tt_token_shards *s, const char *spec) {
     tt_status st = list_spec(&l, spec);
     if (st == TT_OK && l.n == 0)
         st = tt_set_error(TT_ERR_IO,
-                          "'%s' holds no token shards (files named "
+                          "'%s' is a directory that holds no token shards (files named "
                           "NAME_train_000001.bin, NAME_val_000000.bin, train.bin or val.bin); "
-                          "write them with gpt prepare",
+                          "pass a text file, or write shards with gpt prepare",
                           spec);
     if (st == TT_OK) st = map_all(s, &l);
     list_free(&l);

@@ -385,8 +385,10 @@ static void shards_tokenizer(const char *spec, tt_tokenizer *t) {
     if (!has && !known)
         die_usage(
             "--data '%s': no %s beside the shards says their tokenizer (gpt prepare "
-            "writes it); pass --tokenizer gpt2 or VOCAB, the one they were made with",
-            spec, path);
+            "writes it); %s",
+            spec, path,
+            prog->char_only ? "prepare them with gpt prepare --tokenizer char"
+                            : "pass --tokenizer gpt2 or VOCAB, the one they were made with");
     bool char_given = opt.tokenizer && strcmp(opt.tokenizer, "char") == 0;
     if (has &&
         (known ? !tt_tokenizer_equal(t, &side) : char_given && side.kind != TT_TOKENIZER_CHAR))
@@ -400,10 +402,11 @@ static void shards_tokenizer(const char *spec, tt_tokenizer *t) {
         *t = side;
 }
 
-// The shards of spec, mapped, in t's ids (shards_tokenizer).
+// The shards of spec, mapped (checked first), in t's ids (shards_tokenizer).
 static void load_shards(tt_text_dataset *ds, const char *spec, tt_tokenizer *t, int64_t block) {
+    if (tt_dataset_open_shards(ds, spec, 0) != TT_OK) die_usage("--data: %s", tt_last_error());
     shards_tokenizer(spec, t);
-    if (tt_dataset_open_shards(ds, spec, t->n_vocab) != TT_OK)
+    if (tt_shards_check_ids(ds->shards, t->n_vocab) != TT_OK)
         die_usage("--data: %s", tt_last_error());
     if (block > 0 && tt_dataset_check(ds, block) != TT_OK)
         die_usage("'%s': %s", spec, tt_last_error());
