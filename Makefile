@@ -2,7 +2,7 @@
 #   make                 build/libtinytorch.a, build/libtinytorch.so (-> .so.0 -> .so.0.1.0) and
 #                        the examples
 #   make test            deps, then every suite: Check suites, gradcheck, the fuzz corpus and a
-#                        40 s make fuzz, the examples, char_gpt and gpt end to end, a short
+#                        60 s make fuzz, the examples, char_gpt and gpt end to end, a short
 #                        make run, the install test
 #   make test SAN=1      the same under ASan + UBSan + LeakSanitizer, in build-san/
 #   make gradcheck       only the finite-difference gradient checks
@@ -21,8 +21,9 @@
 #                        the programs in bin/, GPT-2's vocabulary in share/tinytorch/gpt2/
 #   make test-aarch64    the Check suites and gradcheck cross-built for aarch64 (portable C
 #                        path) and run under qemu-aarch64; make deps-aarch64 installs its tools
-#   make fuzz            libFuzzer + ASan/UBSan over the checkpoint, safetensors and BPE vocab
-#                        loaders (clang) for FUZZ_SECONDS=60 each, in build-fuzz/
+#   make fuzz            libFuzzer + ASan/UBSan over the checkpoint, safetensors, BPE vocab, IDX,
+#                        GGUF and token shard readers (clang) for FUZZ_SECONDS=60 each, in
+#                        build-fuzz/
 # Options: OMP=0 (bench_gemm/_decode without OpenMP), SAN=1 (sanitizers), WERROR=1 (warnings are errors; CI),
 #          OPT=... (replaces -O3), ARCH=-march=native (the default binary runs on any x86-64;
 #          SIMD is picked at run time), CC=clang (any C11 compiler).
@@ -156,6 +157,9 @@ $(BUILD)/tests/fuzz_idx_replay: tests/fuzz_idx.c $(BUILD)/libtinytorch.a
 $(BUILD)/tests/fuzz_gguf_replay: tests/fuzz_gguf.c $(BUILD)/libtinytorch.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -I. -DTT_FUZZ_REPLAY $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
+$(BUILD)/tests/fuzz_shards_replay: tests/fuzz_shards.c $(BUILD)/libtinytorch.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(DEPFLAGS) -I. -DTT_FUZZ_REPLAY $< -o $@ $(BUILD)/libtinytorch.a $(LDLIBS)
 
 # Dependencies first (they decide the Check flags), then every suite runs to the end; the
 # target fails if any failed.
@@ -165,7 +169,8 @@ test:
 
 test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuzz_replay \
 	$(BUILD)/tests/fuzz_safetensors_replay $(BUILD)/tests/fuzz_bpe_replay \
-	$(BUILD)/tests/fuzz_idx_replay $(BUILD)/tests/fuzz_gguf_replay
+	$(BUILD)/tests/fuzz_idx_replay $(BUILD)/tests/fuzz_gguf_replay \
+	$(BUILD)/tests/fuzz_shards_replay
 	@fail=0; \
 	for t in $(SUITE_BINS) $(BUILD)/tests/gradcheck; do \
 	    echo "== $$t"; $$t || fail=1; \
@@ -175,6 +180,7 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuz
 	$(BUILD)/tests/fuzz_bpe_replay tests/fuzz_corpus_bpe/* || fail=1; \
 	$(BUILD)/tests/fuzz_idx_replay tests/fuzz_corpus_idx/* || fail=1; \
 	$(BUILD)/tests/fuzz_gguf_replay tests/fuzz_corpus_gguf/* || fail=1; \
+	$(BUILD)/tests/fuzz_shards_replay tests/fuzz_corpus_shards/* || fail=1; \
 	echo "== make fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) (per target)"; \
 	if $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) \
 	        > $(BUILD)/fuzz_test.log 2>&1; then \
@@ -187,6 +193,7 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuz
 	echo "== char_gpt"; sh tests/run_char_gpt.sh $(BUILD) || fail=1; \
 	echo "== gpt"; sh tests/run_gpt.sh $(BUILD) || fail=1; \
 	echo "== gpt sample"; sh tests/run_gpt_sample.sh $(BUILD) || fail=1; \
+	echo "== token shards"; sh tests/run_shards.sh $(BUILD) || fail=1; \
 	echo "== safety_files"; sh tests/run_safety_files.sh $(BUILD) || fail=1; \
 	echo "== char_lstm"; sh tests/run_char_lstm.sh $(BUILD) || fail=1; \
 	echo "== spiral_classify"; sh tests/run_spiral_classify.sh $(BUILD) || fail=1; \
@@ -360,12 +367,13 @@ check-deps:
 # and encode, seeds in tests/fuzz_corpus_bpe/, words in tests/fuzz_bpe.dict) and fuzz_idx
 # (tests/fuzz_idx.c: the IDX and CSV readers, seeds in tests/fuzz_corpus_idx/, words in
 # tests/fuzz_idx.dict) and fuzz_gguf (tests/fuzz_gguf.c: the GGUF reader, writer and gpt2
-# mapping, seeds in tests/fuzz_corpus_gguf/, words in tests/fuzz_gguf.dict), each run for
-# FUZZ_SECONDS in turn.
+# mapping, seeds in tests/fuzz_corpus_gguf/, words in tests/fuzz_gguf.dict) and fuzz_shards
+# (tests/fuzz_shards.c: the token shard reader, seeds in tests/fuzz_corpus_shards/, words in
+# tests/fuzz_shards.dict), each run for FUZZ_SECONDS in turn.
 # The library is rebuilt with clang into build-fuzz/ (no OpenMP); new inputs go to
 # build-fuzz/corpus-<target>, crashes to build-fuzz/<target>-crash-*.
 # Replay one input: build-fuzz/fuzz_checkpoint build-fuzz/fuzz_checkpoint-crash-<sha1>
-# make test runs each for TEST_FUZZ_SECONDS (10 s, 50 s in all) after the corpus replays.
+# make test runs each for TEST_FUZZ_SECONDS (10 s, 60 s in all) after the corpus replays.
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 TEST_FUZZ_SECONDS ?= 10
@@ -381,7 +389,8 @@ fuzz:
 	@FUZZ_CC=$(FUZZ_CC) sh scripts/deps.sh --quiet
 	@$(MAKE) --no-print-directory fuzz-build
 	@mkdir -p $(FUZZ_BUILD)/corpus-checkpoint $(FUZZ_BUILD)/corpus-safetensors \
-	    $(FUZZ_BUILD)/corpus-bpe $(FUZZ_BUILD)/corpus-idx $(FUZZ_BUILD)/corpus-gguf
+	    $(FUZZ_BUILD)/corpus-bpe $(FUZZ_BUILD)/corpus-idx $(FUZZ_BUILD)/corpus-gguf \
+	    $(FUZZ_BUILD)/corpus-shards
 	$(FUZZ_BUILD)/fuzz_checkpoint -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	    -artifact_prefix=$(FUZZ_BUILD)/fuzz_checkpoint- $(FUZZ_BUILD)/corpus-checkpoint \
 	    tests/fuzz_corpus
@@ -397,8 +406,11 @@ fuzz:
 	$(FUZZ_BUILD)/fuzz_gguf -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	    -dict=tests/fuzz_gguf.dict -artifact_prefix=$(FUZZ_BUILD)/fuzz_gguf- \
 	    $(FUZZ_BUILD)/corpus-gguf tests/fuzz_corpus_gguf
+	$(FUZZ_BUILD)/fuzz_shards -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    -dict=tests/fuzz_shards.dict -artifact_prefix=$(FUZZ_BUILD)/fuzz_shards- \
+	    $(FUZZ_BUILD)/corpus-shards tests/fuzz_corpus_shards
 fuzz-build: $(FUZZ_BUILD)/fuzz_checkpoint $(FUZZ_BUILD)/fuzz_safetensors $(FUZZ_BUILD)/fuzz_bpe \
-	$(FUZZ_BUILD)/fuzz_idx $(FUZZ_BUILD)/fuzz_gguf
+	$(FUZZ_BUILD)/fuzz_idx $(FUZZ_BUILD)/fuzz_gguf $(FUZZ_BUILD)/fuzz_shards
 
 $(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -35,6 +35,7 @@
 #include "data/data.h"
 #include "data/bpe.h"
 #include "data/tokenizer.h"
+#include "data/shards.h"
 #include "data/path.h"
 #include "data/idx.h"
 #include "data/loader.h"

@@ -1,7 +1,9 @@
 // The char-level data pipeline of data.h: a byte tokenizer (ids in byte order, so the vocab of
 // a text is deterministic), a text dataset read whole into memory with a train/val split (or
-// made of another tokenizer's ids), and the seeded random-window batch sampler. No streaming.
+// made of another tokenizer's ids), and the seeded random-window batch sampler, which also
+// draws from memory-mapped token shards (shards.c).
 #include "data.h"
+#include "shards.h"
 
 #include "../tensor/tensor_ext.h"
 
@@ -197,6 +199,8 @@ tt_status tt_dataset_check(const tt_text_dataset *ds, int64_t block_size) {
 
 void tt_dataset_free(tt_text_dataset *ds) {
     free(ds->tokens);
+    if (ds->shards) tt_shards_close(ds->shards);
+    free(ds->shards);
     memset(ds, 0, sizeof *ds);
 }
 
@@ -208,7 +212,8 @@ void tt_dataset_batch(const tt_text_dataset *ds, tt_data_split split, int64_t B,
              "are TT_SPLIT_TRAIN (0) and TT_SPLIT_VAL (1)", (int)split);
     TT_CHECK(B > 0 && T > 0, "batch size %lld and block size %lld must be positive",
              (long long)B, (long long)T);
-    const int32_t *base = ds->tokens + (split == TT_SPLIT_TRAIN ? 0 : ds->n_train);
+    const int32_t *base = ds->tokens ? ds->tokens + (split == TT_SPLIT_TRAIN ? 0 : ds->n_train)
+                                     : NULL;  // shards: read from the files
     int64_t len = split == TT_SPLIT_TRAIN ? ds->n_train : ds->n - ds->n_train;
     TT_CHECK(len >= T + 1, "the %s split has %lld tokens, fewer than T + 1 = %lld (call "
              "tt_dataset_check first)", split == TT_SPLIT_TRAIN ? "train" : "val",
@@ -218,6 +223,11 @@ void tt_dataset_batch(const tt_text_dataset *ds, tt_data_split split, int64_t B,
     int32_t *xd = tt_data(xs), *yd = tt_data(ys);
     for (int64_t b = 0; b < B; b++) {
         int64_t i = tt_rng_below(rng, len - T);  // nanoGPT: randint(len(data) - block_size)
+        if (ds->shards) {
+            tt_shards_read(ds->shards, split, i, T, xd + b * T);
+            tt_shards_read(ds->shards, split, i + 1, T, yd + b * T);
+            continue;
+        }
         memcpy(xd + b * T, base + i, (size_t)T * sizeof(int32_t));
         memcpy(yd + b * T, base + i + 1, (size_t)T * sizeof(int32_t));
     }

@@ -39,11 +39,14 @@ void tt_vocab_decode(const tt_char_vocab *v, const int32_t *ids, size_t n, char 
 
 typedef enum tt_data_split { TT_SPLIT_TRAIN, TT_SPLIT_VAL } tt_data_split;
 
+struct tt_token_shards;  // shards.h
+
 typedef struct tt_text_dataset {
     tt_char_vocab vocab;  // size 0 when the ids come from tt_dataset_from_tokens
-    int32_t *tokens;  // the whole text encoded
+    int32_t *tokens;      // the whole text encoded (NULL for shards)
     int64_t n;        // tokens
     int64_t n_train;  // tokens[0 .. n_train) train, tokens[n_train .. n) val
+    struct tt_token_shards *shards;  // tt_dataset_open_shards: the mapped files; else NULL
 } tt_text_dataset;
 
 // Reads the file and encodes it. With vocab NULL the vocab is built from the file; otherwise
@@ -65,7 +68,9 @@ void tt_dataset_free(tt_text_dataset *ds);  // safe on a zeroed struct
 tt_status tt_read_file(const char *path, unsigned char **buf, size_t *n);
 
 // x[b] = split[i_b .. i_b + T), y[b] = split[i_b + 1 .. i_b + T + 1) with i_b uniform from rng.
-// x and y are new (B, T) TT_I32 tensors (scope rule as any tensor).
+// x and y are new (B, T) TT_I32 tensors (scope rule as any tensor). Over shards (shards.h) a
+// split is its files one after another: the same draws give the same windows as the tokens
+// read into memory, and a window may run from one shard into the next.
 void tt_dataset_batch(const tt_text_dataset *ds, tt_data_split split, int64_t B, int64_t T,
                       tt_rng *rng, tt_tensor **x, tt_tensor **y);
 

@@ -256,6 +256,29 @@ tt_status tt_tokenizer_from_checkpoint(tt_tokenizer *t, const tt_checkpoint *ck,
                         (const char *)b);
 }
 
+// ---- a tokenizer file: a checkpoint of only the entries above ----
+
+tt_status tt_tokenizer_save(const tt_tokenizer *t, const char *path) {
+    TT_CHECK(t->n_vocab > 0,
+             "the tokenizer has no vocab yet (a char tokenizer takes one from "
+             "its text: tt_tokenizer_load_text)");
+    tt_checkpoint ck;
+    tt_ckpt_init(&ck);
+    tt_tokenizer_to_checkpoint(t, &ck);
+    tt_status st = tt_ckpt_save(&ck, path);
+    tt_ckpt_free(&ck);
+    return st;
+}
+
+tt_status tt_tokenizer_load(tt_tokenizer *t, const char *path) {
+    memset(t, 0, sizeof *t);
+    tt_checkpoint ck;
+    tt_status st = tt_ckpt_load(&ck, path);
+    if (st == TT_OK) st = tt_tokenizer_from_checkpoint(t, &ck, path);
+    tt_ckpt_free(&ck);
+    return st;
+}
+
 // ---- safetensors metadata ----
 
 // The bytes of t's vocab as metadata holds them: the char vocab, a trained vocab's file.

@@ -96,6 +96,13 @@ void tt_tokenizer_to_checkpoint(const tt_tokenizer *t, tt_checkpoint *ck);
 tt_status tt_tokenizer_from_checkpoint(tt_tokenizer *t, const tt_checkpoint *ck,
                                        const char *path);
 
+// The tokenizer alone in a file (a checkpoint of the entries above; gpt prepare writes one
+// beside its token shards), and back: tt_ckpt_save's and tt_ckpt_load's errors, then
+// tt_tokenizer_from_checkpoint's (any checkpoint of gpt train reads too). Saving aborts on a
+// char tokenizer without its vocab yet.
+tt_status tt_tokenizer_save(const tt_tokenizer *t, const char *path);
+tt_status tt_tokenizer_load(tt_tokenizer *t, const char *path);
+
 // Safetensors metadata (string values), so an exported model carries its tokenizer:
 // "tokenizer" = char | gpt2 | file and, for char and file, "tokenizer.vocab_hex": the char
 // vocab's bytes in id order, or the trained vocab's file, as two lowercase hex digits a byte

@@ -7,7 +7,8 @@
 static const char gpt_usage_head[] =
     "usage:\n"
     "  gpt train [--tokenizer char|gpt2|VOCAB] [--preset baby|gpt2|gpt2-medium]\n"
-    "            [--init-from FILE] [--data FILE] [--out FILE] [--resume FILE] [--log FILE.csv]\n";
+    "            [--init-from FILE] [--data FILE|SHARDS] [--out FILE] [--resume FILE]\n"
+    "            [--log FILE.csv]\n";
 static const char gpt_usage_synopsis[] =
     "            [--batch 12] [--iters 2000] [--decay-iters ITERS] [--lr 1e-3]\n"
     "            [--min-lr 1e-4] [--warmup 100] [--weight-decay 0.1] [--beta2 0.99]\n"
@@ -30,7 +31,8 @@ static const char gpt_usage_synopsis[] =
     "  gpt decode [--tokenizer T | --ckpt FILE] [--data FILE]  < ids  > bytes\n"
     "  gpt bpe-train --merges N --out VOCAB [--data FILE]\n"
     "  gpt export --ckpt FILE --out FILE.safetensors [--dtype f32|f16|bf16] [--layout gpt2|llama]\n"
-    "  gpt export --format gguf --ckpt FILE --out FILE.gguf [--dtype f32|f16|q8_0|q4_0]\n";
+    "  gpt export --format gguf --ckpt FILE --out FILE.gguf [--dtype f32|f16|q8_0|q4_0]\n"
+    "  gpt prepare --out DIR [--tokenizer T] [--data FILE|DIR...] [--shard-tokens 100000000]\n";
 static const char gpt_usage_tail[] =
     "\n"
     "--tokenizer: char (one token per distinct byte of --data; the default), gpt2 (GPT-2's\n"
@@ -69,10 +71,23 @@ static const char gpt_usage_tail[] =
     "Llama's (--pos rope --norm rmsnorm --act swiglu), its tokenizer (a char or\n"
     "trained vocab whole) in the file's metadata; --format gguf writes llama.cpp's gpt2 GGUF\n"
     "instead (matrices as --dtype; GPT-2's BPE as tokenizer.ggml.*), which --init-from reads.\n";
+// The rest of the usage text: prepare and token shards.
+static const char gpt_usage_shards[] =
+    "prepare tokenizes text files (each one document; a directory's files in name order) into\n"
+    "llm.c's token shards in DIR: NAME_val_000000.bin, then NAME_train_000001.bin, ... (NAME the\n"
+    "first --data's base name), at most --shard-tokens tokens each, the first 90% of the tokens\n"
+    "train and the rest val, GPT-2's <|endoftext|> between documents (none for char and a\n"
+    "trained vocab: they have no such token), and the tokenizer in DIR/tokenizer.ckpt; it\n"
+    "prints `prepared documents=N tokens=N train=N val=N files=V+T dtype=uint16|uint32`.\n"
+    "SHARDS (train, eval, tokenize): a directory, a glob pattern or a .bin file of token shards,\n"
+    "memory-mapped; nanoGPT's headerless train.bin and val.bin read too. Their tokenizer comes\n"
+    "from tokenizer.ckpt beside them (else --tokenizer); the same --seed draws the same batches\n"
+    "as from the text.\n";
 
 int main(int argc, char **argv) {
     static const gpt_program gpt = {"gpt", "out/gpt.ckpt", false, gpt_usage_head,
-                                    "            ", gpt_usage_synopsis, gpt_usage_tail, NULL};
+                                    "            ", gpt_usage_synopsis, gpt_usage_tail,
+                                    gpt_usage_shards};
     static const struct {
         int cmd;
         int (*run)(void);
@@ -80,6 +95,7 @@ int main(int argc, char **argv) {
         {CMD_TRAIN, cmd_train},       {CMD_SAMPLE, cmd_sample},     {CMD_EVAL, cmd_eval},
         {CMD_TOKENIZE, cmd_tokenize}, {CMD_ENCODE, cmd_encode},     {CMD_DECODE, cmd_decode},
         {CMD_BPE_TRAIN, cmd_bpe_train}, {CMD_EXPORT, cmd_export},
+        {CMD_PREPARE, cmd_prepare},
     };
     int cmd = gpt_cli_begin(argc, argv, &gpt);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -76,7 +76,8 @@ void check_stdout(void) {
 
 // ---- command-line flags ----
 
-typedef enum flag_kind { F_INT, F_FLOAT, F_STR, F_BOOL, F_STRS } flag_kind;  // F_STRS: repeatable
+// F_STRS: repeatable; F_PATHS: every argument after it up to the next --flag, repeatable
+typedef enum flag_kind { F_INT, F_FLOAT, F_STR, F_BOOL, F_STRS, F_PATHS } flag_kind;
 
 typedef struct flag {
     const char *name;
@@ -89,7 +90,8 @@ typedef struct flag {
 
 static flag flags[] = {
     {"--data", F_STR, &opt.data, CMD_TRAIN | CMD_EVAL | CMD_TOKENS | CMD_BPE_TRAIN, false, 0},
-    {"--out", F_STR, &opt.out, CMD_TRAIN | CMD_BPE_TRAIN | CMD_EXPORT, false, 0},
+    {"--data", F_PATHS, &opt.inputs, CMD_PREPARE, false, 1},
+    {"--out", F_STR, &opt.out, CMD_TRAIN | CMD_BPE_TRAIN | CMD_EXPORT | CMD_PREPARE, false, 0},
     {"--resume", F_STR, &opt.resume, CMD_TRAIN, false, 0},
     {"--log", F_STR, &opt.log, CMD_TRAIN, false, 0},
     // train's model flags are the config table's (tt_gpt_fields); sample's --block is this:
@@ -121,8 +123,9 @@ static flag flags[] = {
     {"--repeat-penalty", F_FLOAT, &opt.repeat_penalty, CMD_SAMPLE, false, 1},
     {"--stop", F_STRS, &opt.stops, CMD_SAMPLE, false, 1},
     {"--prompts", F_STR, &opt.prompts, CMD_SAMPLE, false, 1},
-    {"--tokenizer", F_STR, &opt.tokenizer, CMD_TRAIN | CMD_SAMPLE | CMD_EVAL | CMD_TOKENS, false,
-     1},
+    {"--tokenizer", F_STR, &opt.tokenizer,
+     CMD_TRAIN | CMD_SAMPLE | CMD_EVAL | CMD_TOKENS | CMD_PREPARE, false, 1},
+    {"--shard-tokens", F_INT, &opt.shard_tokens, CMD_PREPARE, false, 1},
     {"--preset", F_STR, &opt.preset, CMD_TRAIN, false, 1},
     {"--init-from", F_STR, &opt.init_from, CMD_TRAIN | CMD_SAMPLE | CMD_EVAL, false, 1},
     {"--merges", F_INT, &opt.merges, CMD_BPE_TRAIN, false, 1},
@@ -224,6 +227,7 @@ static void set_defaults(void) {
     opt.temperature = 0.8;
     opt.top_p = 1.0;
     opt.repeat_penalty = 1.0;
+    opt.shard_tokens = 100000000;
 }
 
 // ---- the numeric flags' ranges (flags.c; the model flags': the field table's) ----
@@ -338,6 +342,15 @@ static void parse_args(int argc, char **argv, int cmd, const char *cmd_name) {
             continue;
         }
         if (i + 1 >= argc) die_usage("%s needs a value; e.g. %s --help", a, prog->name);
+        if (f->kind == F_PATHS) {
+            if (!opt.inputs.v && !(opt.inputs.v = calloc((size_t)argc, sizeof(char *))))
+                die("out of memory");
+            f->given = true;
+            opt.inputs.v[opt.inputs.n++] = argv[++i];
+            while (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0)
+                opt.inputs.v[opt.inputs.n++] = argv[++i];
+            continue;
+        }
         parse_value(f->name, f->kind, f->dst, argv[++i]);
     }
 }
@@ -365,6 +378,21 @@ double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+void make_dirs(const char *dir, const char *flagname) {
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf)
+        die_usage("%s path is too long (%zu bytes)", flagname, strlen(dir));
+    for (char *p = buf + 1;; p++) {
+        if (*p && *p != '/') continue;
+        char c = *p;
+        *p = 0;
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            die("cannot create directory '%s' for %s: %s; pick another %s", buf, flagname,
+                strerror(errno), flagname);
+        if (!(*p = c)) return;
+    }
+}
+
 // mkdir -p of the directory part of path.
 static void make_parent_dirs(const char *path) {
     char buf[4096];
@@ -373,17 +401,7 @@ static void make_parent_dirs(const char *path) {
     char *slash = strrchr(buf, '/');
     if (!slash || slash == buf) return;
     *slash = 0;
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            die("cannot create directory '%s' for --out: %s; pick another --out", buf,
-                strerror(errno));
-        *p = '/';
-    }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-        die("cannot create directory '%s' for --out: %s; pick another --out", buf,
-            strerror(errno));
+    make_dirs(buf, "--out");
 }
 
 void check_outputs(int cmd) {
@@ -461,6 +479,7 @@ static const struct {
     {"eval", CMD_EVAL, false},         {"tokenize", CMD_TOKENIZE, true},
     {"encode", CMD_ENCODE, true},      {"decode", CMD_DECODE, true},
     {"bpe-train", CMD_BPE_TRAIN, true}, {"export", CMD_EXPORT, true},
+    {"prepare", CMD_PREPARE, true},
 };
 
 // --preset NAME (train) sets the model flags before any other flag is read, so flags given
@@ -476,7 +495,7 @@ int gpt_cli_begin(int argc, char **argv, const gpt_program *p) {
     prog = p;
     const char *which = p->char_only ? "train, sample or eval"
                                      : "train, sample, eval, tokenize, encode, decode, "
-                                       "bpe-train or export";
+                                       "bpe-train, export or prepare";
     if (argc < 2) die_usage("missing command; run %s %s (--help)", p->name, which);
     const char *cmd = argv[1];
     if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {

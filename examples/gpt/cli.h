@@ -44,8 +44,9 @@
 enum {
     CMD_TRAIN = 1, CMD_SAMPLE = 2, CMD_EVAL = 4,  // char_gpt's and gpt's
     CMD_TOKENIZE = 8, CMD_ENCODE = 16, CMD_DECODE = 32, CMD_BPE_TRAIN = 64, CMD_EXPORT = 128,
+    CMD_PREPARE = 256,
 };
-#define CMD_ANY 255
+#define CMD_ANY 511
 #define CMD_TOKENS (CMD_TOKENIZE | CMD_ENCODE | CMD_DECODE)  // the tokenizer tools
 
 typedef struct gpt_program {
@@ -99,6 +100,10 @@ typedef struct options {
     const char *format;  // export: safetensors (the default) or gguf
     const char *layout;  // export: gpt2 (the default) or llama (safetensors' tensor names)
     int64_t merges;
+    // prepare: the --data files and directories (one --data takes every path after it), the
+    // tokens per shard file
+    struct { const char **v; int n; } inputs;
+    int64_t shard_tokens;
     // train: "f32" or "bf16" (autocast of the products)
     const char *precision;
     // train: each block's forward under tt_activation_checkpoint (tt_gpt.checkpoint_blocks)
@@ -161,6 +166,8 @@ void check_stdout(void);
 // input or another output, is a directory, FIFO or device, or cannot be written; mkdir -p of
 // --out's directory first.
 void check_outputs(int cmd);
+// mkdir -p of dir, for flag's messages.
+void make_dirs(const char *dir, const char *flagname);
 // --out with .best before its extension (out/char_gpt.ckpt -> out/char_gpt.best.ckpt).
 const char *best_path(void);
 // --threads (tt_set_num_threads) and --precision's check; the number of threads.
@@ -210,9 +217,18 @@ void tok_check_given(const tt_tokenizer *t, const char *path);
 int32_t *tok_encode(tt_tokenizer *t, const char *text, size_t n, size_t *n_out,
                     const char *what, const char *of, const char *fix);
 // Loads the dataset in t's tokens (a char vocab without its text takes the file's); checks
-// both splits fit the block (when block > 0); fix ends a message of a byte t lacks.
+// both splits fit the block (when block > 0); fix ends a message of a byte t lacks. Token
+// shards (is_shard_data) are mapped: t, when it has no vocab yet, becomes the tokenizer file's
+// beside them; else that file, when present, must hold t.
 void load_data(tt_text_dataset *ds, const char *path, tt_tokenizer *t, int64_t block,
                const char *fix);
+// Whether --data path names token shards (shards.h): a directory, a glob pattern (* ? [) or a
+// .bin file; anything else is a text file.
+bool is_shard_data(const char *path);
+// The tokenizer file gpt prepare writes beside its shards, for --data spec: spec/tokenizer.ckpt
+// for a directory, else tokenizer.ckpt in the directory of the pattern or file.
+#define SHARDS_TOKENIZER "tokenizer.ckpt"
+void shards_tokenizer_path(const char *spec, char *buf, size_t cap);
 // The file read for --data path: the default corpus, when the working directory has no
 // DEFAULT_DATA, is found by tt_data_path; any other path is itself.
 const char *data_file(const char *path);
@@ -243,5 +259,6 @@ int cmd_encode(void);     // tools.c: stdin's bytes to ids
 int cmd_decode(void);     // tools.c: ids to bytes
 int cmd_bpe_train(void);  // tools.c: a BPE vocab learned from --data
 int cmd_export(void);     // export.c: GPT-2's safetensors layout
+int cmd_prepare(void);    // prepare.c: token shards of text files
 
 #endif  // GPT_CLI_H

@@ -25,7 +25,7 @@ static const gpt_range ranges[] = {
     {"--muon-lr", 0, INFINITY, "()"},   {"--muon-weight-decay", 0, 1e6, "[]"},
     {"--tokens", 0, 1 << 24, "[]"},     {"--top-k", 0, 1 << 20, "[]"},
     {"--temperature", 0, 1e6, "[]"},    {"--top-p", 0, 1, "(]"},
-    {"--merges", 1, 1 << 20, "[]"},
+    {"--merges", 1, 1 << 20, "[]"},     {"--shard-tokens", 1, INT32_MAX, "[]"},
     {"--min-p", 0, 1, "[]"},            {"--repeat-penalty", 0, 1e6, "(]"},
     {"--warmdown", 0, 0x1p62, "[]"},    {"--final-lr-frac", 0, 1, "[]"},
     {"--pct-start", 0, 1, "[]"},        {"--div-factor", 0, 1e12, "(]"},

@@ -354,8 +354,73 @@ void data_error(tt_status s, const char *path) {
     die_usage("--data: %s; pass a readable text file", e);
 }
 
+// ---- token shards ----
+
+bool is_shard_data(const char *path) {
+    struct stat sb;
+    size_t n = strlen(path);
+    return strpbrk(path, "*?[") || (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) ||
+           (n >= 4 && strcmp(path + n - 4, ".bin") == 0);
+}
+
+void shards_tokenizer_path(const char *spec, char *buf, size_t cap) {
+    struct stat sb;
+    const char *slash = strrchr(spec, '/');
+    if (stat(spec, &sb) == 0 && S_ISDIR(sb.st_mode))
+        snprintf(buf, cap, "%s/%s", spec, SHARDS_TOKENIZER);
+    else if (slash)
+        snprintf(buf, cap, "%.*s/%s", (int)(slash - spec), spec, SHARDS_TOKENIZER);
+    else
+        snprintf(buf, cap, "%s", SHARDS_TOKENIZER);
+}
+
+// The tokenizer of shards spec into t: the file beside them when t has no vocab yet, which a
+// --tokenizer char given must be; else t, which that file (when present) must equal.
+static void shards_tokenizer(const char *spec, tt_tokenizer *t) {
+    char path[4200];
+    shards_tokenizer_path(spec, path, sizeof path);
+    struct stat sb;
+    bool has = stat(path, &sb) == 0, known = t->n_vocab > 0;
+    tt_tokenizer side = {0};
+    if (has && tt_tokenizer_load(&side, path) != TT_OK)
+        die_usage("--data '%s': %s; write the shards again with %s prepare", spec, tt_last_error(),
+                  prog->name);
+    if (!has && !known)
+        die_usage(
+            "--data '%s': no %s beside the shards says their tokenizer (gpt prepare "
+            "writes it); %s",
+            spec, path,
+            prog->char_only ? "prepare them with gpt prepare --tokenizer char"
+                            : "pass --tokenizer gpt2 or VOCAB, the one they were made with");
+    bool char_given = opt.tokenizer && strcmp(opt.tokenizer, "char") == 0;
+    if (has &&
+        (known ? !tt_tokenizer_equal(t, &side) : char_given && side.kind != TT_TOKENIZER_CHAR))
+        die_usage(
+            "--data '%s': the shards were made with the %s tokenizer of %s, not the %s "
+            "one this run uses; train with their tokenizer or prepare them again",
+            spec, tt_tokenizer_name(&side), path, known ? tt_tokenizer_name(t) : "char");
+    if (known)
+        tt_tokenizer_free(&side);
+    else
+        *t = side;
+}
+
+// The shards of spec, mapped (checked first), in t's ids (shards_tokenizer).
+static void load_shards(tt_text_dataset *ds, const char *spec, tt_tokenizer *t, int64_t block) {
+    if (tt_dataset_open_shards(ds, spec, 0) != TT_OK) die_usage("--data: %s", tt_last_error());
+    shards_tokenizer(spec, t);
+    if (tt_shards_check_ids(ds->shards, t->n_vocab) != TT_OK)
+        die_usage("--data: %s", tt_last_error());
+    if (block > 0 && tt_dataset_check(ds, block) != TT_OK)
+        die_usage("'%s': %s", spec, tt_last_error());
+}
+
 void load_data(tt_text_dataset *ds, const char *path, tt_tokenizer *t, int64_t block,
                const char *fix) {
+    if (is_shard_data(path)) {
+        load_shards(ds, path, t, block);
+        return;
+    }
     tt_status s = tt_tokenizer_load_text(t, ds, data_file(path), TRAIN_FRAC);
     if (s == TT_ERR_MISMATCH) die_usage("%s; %s", tt_last_error(), fix);
     if (s == TT_ERR_IO || s == TT_ERR_ARG) data_error(s, path);

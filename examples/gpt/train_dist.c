@@ -116,6 +116,19 @@ static const char *const rank_items[RANK_NITEMS][2] = {
 
 static uint64_t hash_f64s(const double *v, size_t n) { return XXH3_64bits(v, n * sizeof *v); }
 
+// The tokens of the data and its split (token shards: every file's bytes, read once).
+static uint64_t hash_data(const tt_text_dataset *ds) {
+    if (!ds->shards)
+        return XXH3_64bits_withSeed(ds->tokens, (size_t)ds->n * sizeof *ds->tokens,
+                                    (uint64_t)ds->n_train);
+    uint64_t h = (uint64_t)ds->n_train;
+    for (int i = 0; i < ds->shards->n_shards; i++) {
+        const tt_shard *sh = &ds->shards->shards[i];
+        h = XXH3_64bits_withSeed(sh->tokens, (size_t)sh->n * (size_t)sh->width, h ^ sh->split);
+    }
+    return h;
+}
+
 // Every rank hashes its config, flags, data, parameters (before rank 0's are broadcast) and
 // step; tt_trainer_ranks_agree compares every rank's with rank 0's, and each rank exits naming
 // the first rank and item that differ (all reach the same verdict, so all of them stop).
@@ -138,8 +151,7 @@ void check_ranks_agree(const gpt_run *r) {
                           strcmp(opt.precision, "bf16") == 0 ? 1.0 : 0.0};
     int nfl = 17 + schedule_hash_values(fl + 17);  // and the schedule's flags
     mine[RANK_FLAGS] = hash_f64s(fl, (size_t)nfl);
-    mine[RANK_DATA] = XXH3_64bits_withSeed(ds->tokens, (size_t)ds->n * sizeof *ds->tokens,
-                                           (uint64_t)ds->n_train);
+    mine[RANK_DATA] = hash_data(ds);
     mine[RANK_PARAMS] = tt_params_fingerprint(&gpt->params);
     mine[RANK_STEP] = (uint64_t)s->st.step;
     int rank, item;
