@@ -2,6 +2,8 @@
 // then the source tree. It only finds files; reading them is the caller's.
 #include "path.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,4 +107,54 @@ tt_status tt_data_path(const char *name, char *buf, size_t size) {
     return tt_set_error(TT_ERR_IO, "data file '%s' not found: looked in %s; run `make install` "
                         "(or `make data` in the source tree), or set " TT_DATA_ENV " to a "
                         "folder that holds %s", name, l.seen, name);
+}
+
+// ---- lists of paths ----
+
+tt_status tt_path_list_add(tt_path_list *l, const char *a, const char *b) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        char **nv = realloc(l->v, cap * sizeof *nv);
+        if (!nv) return tt_set_error(TT_ERR_NOMEM, "out of memory listing files");
+        l->v = nv;
+        l->cap = cap;
+    }
+    size_t len = strlen(a) + 1 + (b ? strlen(b) : 0) + 1;
+    if (!(l->v[l->n] = malloc(len)))
+        return tt_set_error(TT_ERR_NOMEM, "out of memory listing files");
+    snprintf(l->v[l->n++], len, b ? "%s/%s" : "%s", a, b);
+    return TT_OK;
+}
+
+static int cmp_path(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+tt_status tt_path_list_dir(tt_path_list *l, const char *dir, bool (*keep)(const char *name)) {
+    DIR *d = opendir(dir);
+    if (!d) return tt_set_error(TT_ERR_IO, "cannot open directory '%s': %s", dir, strerror(errno));
+    size_t first = l->n;
+    tt_status s = TT_OK;
+    for (struct dirent *e; s == TT_OK && (e = readdir(d));) {
+        if (e->d_name[0] == '.' || (keep && !keep(e->d_name))) continue;
+        size_t len = strlen(dir) + 1 + strlen(e->d_name) + 1;
+        char *path = malloc(len);
+        if (!path) {
+            s = tt_set_error(TT_ERR_NOMEM, "out of memory listing files");
+            break;
+        }
+        snprintf(path, len, "%s/%s", dir, e->d_name);
+        struct stat sb;
+        if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) s = tt_path_list_add(l, path, NULL);
+        free(path);
+    }
+    closedir(d);
+    if (s == TT_OK) qsort(l->v + first, l->n - first, sizeof *l->v, cmp_path);
+    return s;
+}
+
+void tt_path_list_free(tt_path_list *l) {
+    for (size_t i = 0; i < l->n; i++) free(l->v[i]);
+    free(l->v);
+    memset(l, 0, sizeof *l);
 }

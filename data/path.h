@@ -31,6 +31,19 @@ extern "C" {
 // when none does; TT_ERR_ARG for an empty or absolute name or a path longer than size.
 tt_status tt_data_path(const char *name, char *buf, size_t size);
 
+// A list of paths, each an owned string (tt_path_list_free frees them); zero it to start.
+typedef struct tt_path_list {
+    char **v;
+    size_t n, cap;
+} tt_path_list;
+// Appends "a/b" (b NULL: "a"). TT_ERR_NOMEM when memory runs out.
+tt_status tt_path_list_add(tt_path_list *l, const char *a, const char *b);
+// Appends the regular files of directory dir as "dir/name", in name order, skipping hidden
+// names (a leading '.') and those keep rejects (keep NULL: none). TT_ERR_IO naming dir when it
+// cannot be read.
+tt_status tt_path_list_dir(tt_path_list *l, const char *dir, bool (*keep)(const char *name));
+void tt_path_list_free(tt_path_list *l);  // and zeroes it
+
 #ifdef __cplusplus
 }
 #endif

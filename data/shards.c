@@ -2,6 +2,7 @@
 // of a directory or a glob mapped read-only, reads across shard boundaries and the id check.
 // The writer is shards_write.c; the batch sampler over the mapped splits is data.c's.
 #include "shards.h"
+#include "path.h"
 
 #include "../tensor/tensor_ext.h"
 
@@ -127,59 +128,15 @@ static tt_status shard_map(tt_shard *sh, const char *path, tt_data_split split, 
 
 // ---- the files of a spec ----
 
-typedef struct path_list {
-    char **v;
-    size_t n, cap;
-} path_list;
-
-static tt_status list_add(path_list *l, const char *a, const char *b) {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 16;
-        char **nv = realloc(l->v, cap * sizeof *nv);
-        if (!nv) return tt_set_error(TT_ERR_NOMEM, "out of memory listing token shards");
-        l->v = nv;
-        l->cap = cap;
-    }
-    size_t len = strlen(a) + 1 + (b ? strlen(b) : 0) + 1;
-    if (!(l->v[l->n] = malloc(len)))
-        return tt_set_error(TT_ERR_NOMEM, "out of memory listing token shards");
-    if (b)
-        snprintf(l->v[l->n], len, "%s/%s", a, b);
-    else
-        snprintf(l->v[l->n], len, "%s", a);
-    l->n++;
-    return TT_OK;
-}
-
-static void list_free(path_list *l) {
-    for (size_t i = 0; i < l->n; i++) free(l->v[i]);
-    free(l->v);
-    memset(l, 0, sizeof *l);
-}
-
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-// The files of directory dir whose names mark a shard.
-static tt_status list_dir(path_list *l, const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d)
-        return tt_set_error(TT_ERR_IO, "cannot open token shard directory '%s': %s", dir,
-                            strerror(errno));
-    tt_status s = TT_OK;
-    for (struct dirent *e; s == TT_OK && (e = readdir(d));) {
-        tt_data_split split;
-        bool headerless;
-        if (e->d_name[0] != '.' && tt_shard_name_split(e->d_name, &split, &headerless))
-            s = list_add(l, dir, e->d_name);
-    }
-    closedir(d);
-    return s;
+// Whether a directory entry's name marks a shard.
+static bool shard_named(const char *name) {
+    tt_data_split split;
+    bool headerless;
+    return tt_shard_name_split(name, &split, &headerless);
 }
 
 // The matches of a glob pattern: each one must be named as a shard.
-static tt_status list_glob(path_list *l, const char *pattern) {
+static tt_status list_glob(tt_path_list *l, const char *pattern) {
     glob_t g;
     int rc = glob(pattern, 0, NULL, &g);
     if (rc == GLOB_NOMATCH)
@@ -199,16 +156,16 @@ static tt_status list_glob(path_list *l, const char *pattern) {
                              "or val.bin; narrow the pattern",
                              g.gl_pathv[i], pattern);
         else
-            s = list_add(l, g.gl_pathv[i], NULL);
+            s = tt_path_list_add(l, g.gl_pathv[i], NULL);
     }
     globfree(&g);
     return s;
 }
 
-static tt_status list_spec(path_list *l, const char *spec) {
+static tt_status list_spec(tt_path_list *l, const char *spec) {
     struct stat st;
     if (strpbrk(spec, "*?[") && stat(spec, &st) != 0) return list_glob(l, spec);
-    if (stat(spec, &st) == 0 && S_ISDIR(st.st_mode)) return list_dir(l, spec);
+    if (stat(spec, &st) == 0 && S_ISDIR(st.st_mode)) return tt_path_list_dir(l, spec, shard_named);
     tt_data_split split;
     bool headerless;
     if (stat(spec, &st) == 0 && !tt_shard_name_split(spec, &split, &headerless))
@@ -216,14 +173,18 @@ static tt_status list_spec(path_list *l, const char *spec) {
                             "'%s' is not named as a token shard: its name holds "
                             "_train or _val before _ or .bin, or is train.bin or val.bin",
                             spec);
-    return list_add(l, spec, NULL);
+    return tt_path_list_add(l, spec, NULL);
+}
+
+static int cmp_name(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 // ---- opening ----
 
 // Maps the listed files, train then val, each split in name order, and sets the starts.
-static tt_status map_all(tt_token_shards *s, path_list *l) {
-    qsort(l->v, l->n, sizeof *l->v, cmp_str);
+static tt_status map_all(tt_token_shards *s, tt_path_list *l) {
+    qsort(l->v, l->n, sizeof *l->v, cmp_name);
     s->shards = calloc(l->n, sizeof *s->shards);
     s->start = calloc(l->n, sizeof *s->start);
     if (!s->shards || !s->start) return tt_set_error(TT_ERR_NOMEM, "out of memory");
@@ -245,7 +206,7 @@ static tt_status map_all(tt_token_shards *s, path_list *l) {
 
 tt_status tt_shards_open(tt_token_shards *s, const char *spec) {
     memset(s, 0, sizeof *s);
-    path_list l = {0};
+    tt_path_list l = {0};
     tt_status st = list_spec(&l, spec);
     if (st == TT_OK && l.n == 0)
         st = tt_set_error(TT_ERR_IO,
@@ -254,7 +215,7 @@ tt_status tt_shards_open(tt_token_shards *s, const char *spec) {
                           "pass a text file, or write shards with gpt prepare",
                           spec);
     if (st == TT_OK) st = map_all(s, &l);
-    list_free(&l);
+    tt_path_list_free(&l);
     if (st != TT_OK) tt_shards_close(s);
     return st;
 }

@@ -12,47 +12,21 @@
 
 // ---- the documents ----
 
-typedef struct doc_list {
-    char **v;
-    int n, cap;
-} doc_list;
-
-static void docs_add(doc_list *l, const char *dir, const char *name) {
-    if (l->n == l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 64;
-        l->v = realloc(l->v, (size_t)l->cap * sizeof *l->v);
-        if (!l->v) die("out of memory listing --data");
-    }
-    size_t len = strlen(dir) + 1 + (name ? strlen(name) : 0) + 1;
-    if (!(l->v[l->n] = malloc(len))) die("out of memory listing --data");
-    snprintf(l->v[l->n++], len, name ? "%s/%s" : "%s", dir, name);
-}
-
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-// The regular files of directory dir (not hidden ones, not its subdirectories), sorted.
-static void docs_of_dir(doc_list *l, const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) die_usage("--data: cannot open directory '%s': %s", dir, strerror(errno));
-    int first = l->n;
-    char path[4200];
-    for (struct dirent *e; (e = readdir(d));) {
-        struct stat sb;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (e->d_name[0] != '.' && stat(path, &sb) == 0 && S_ISREG(sb.st_mode))
-            docs_add(l, dir, e->d_name);
-    }
-    closedir(d);
+// The regular files of directory dir (not hidden ones, not its subdirectories), in name order.
+static void docs_of_dir(tt_path_list *l, const char *dir) {
+    size_t first = l->n;
+    if (tt_path_list_dir(l, dir, NULL) != TT_OK) die_usage("--data: %s", tt_last_error());
     if (l->n == first) die_usage("--data: directory '%s' holds no files; pass text files", dir);
-    qsort(l->v + first, (size_t)(l->n - first), sizeof *l->v, cmp_str);
+}
+
+static void docs_add(tt_path_list *l, const char *path) {
+    if (tt_path_list_add(l, path, NULL) != TT_OK) die("%s", tt_last_error());
 }
 
 // Every document of --data (the default corpus when none is given), in order.
-static void list_docs(doc_list *l) {
+static void list_docs(tt_path_list *l) {
     if (opt.inputs.n == 0) {
-        docs_add(l, data_file(DEFAULT_DATA), NULL);
+        docs_add(l, data_file(DEFAULT_DATA));
         return;
     }
     for (int i = 0; i < opt.inputs.n; i++) {
@@ -60,13 +34,8 @@ static void list_docs(doc_list *l) {
         if (stat(opt.inputs.v[i], &sb) == 0 && S_ISDIR(sb.st_mode))
             docs_of_dir(l, opt.inputs.v[i]);
         else
-            docs_add(l, opt.inputs.v[i], NULL);
+            docs_add(l, opt.inputs.v[i]);
     }
-}
-
-static void docs_free(doc_list *l) {
-    for (int i = 0; i < l->n; i++) free(l->v[i]);
-    free(l->v);
 }
 
 // A document's bytes (NULL, 0 for an empty file); exits with --data's message otherwise.
@@ -80,7 +49,7 @@ static unsigned char *read_doc(const char *path, size_t *n) {
 // ---- the output ----
 
 // The shards' name: the first --data's base name without its extension.
-static void shard_name(const doc_list *l, char *buf, size_t cap) {
+static void shard_name(const tt_path_list *l, char *buf, size_t cap) {
     const char *p = opt.inputs.n ? opt.inputs.v[0] : l->v[0];
     size_t n = strlen(p);
     while (n > 1 && p[n - 1] == '/') n--;
@@ -96,7 +65,7 @@ static void shard_name(const doc_list *l, char *buf, size_t cap) {
 
 // Refuses an --out that is not a directory, and any document that this run would replace or
 // remove there: a shard of this name or the tokenizer file.
-static void check_out(const doc_list *l, const char *name) {
+static void check_out(const tt_path_list *l, const char *name) {
     struct stat sb;
     if (stat(opt.out, &sb) == 0 && !S_ISDIR(sb.st_mode))
         die_usage(
@@ -116,7 +85,7 @@ static void check_out(const doc_list *l, const char *name) {
         snprintf(path, sizeof path, "%s/%s", opt.out, f);
         struct stat ob;
         if (!ours || stat(path, &ob) != 0) continue;
-        for (int i = 0; i < l->n; i++)
+        for (size_t i = 0; i < l->n; i++)
             if (stat(l->v[i], &sb) == 0 && sb.st_dev == ob.st_dev && sb.st_ino == ob.st_ino)
                 die_usage(
                     "--data '%s' is '%s', which prepare would replace; pick another "
@@ -129,13 +98,13 @@ static void check_out(const doc_list *l, const char *name) {
 // ---- tokenizing ----
 
 // --tokenizer's (gpt2 or a vocab file), or char: the distinct bytes of every document.
-static void open_tokenizer(tt_tokenizer *t, const doc_list *l) {
+static void open_tokenizer(tt_tokenizer *t, const tt_path_list *l) {
     if (opt.tokenizer && strcmp(opt.tokenizer, "char") != 0) {
         tok_open(t, opt.tokenizer);
         return;
     }
     bool seen[256] = {false};
-    for (int i = 0; i < l->n; i++) {
+    for (size_t i = 0; i < l->n; i++) {
         size_t n;
         unsigned char *text = read_doc(l->v[i], &n);
         for (size_t k = 0; k < n; k++) seen[text[k]] = true;
@@ -152,9 +121,9 @@ static void open_tokenizer(tt_tokenizer *t, const doc_list *l) {
 }
 
 // Every non-empty document into w; returns how many there were.
-static int add_docs(tt_shard_writer *w, tt_tokenizer *t, const doc_list *l) {
+static int add_docs(tt_shard_writer *w, tt_tokenizer *t, const tt_path_list *l) {
     int added = 0;
-    for (int i = 0; i < l->n; i++) {
+    for (size_t i = 0; i < l->n; i++) {
         size_t n, n_ids;
         unsigned char *text = read_doc(l->v[i], &n);
         if (n == 0) continue;
@@ -174,7 +143,7 @@ static int add_docs(tt_shard_writer *w, tt_tokenizer *t, const doc_list *l) {
 
 int cmd_prepare(void) {
     if (!given("--out")) die_usage("prepare needs --out DIR (e.g. --out out/shards)");
-    doc_list docs = {0};
+    tt_path_list docs = {0};
     list_docs(&docs);
     char name[256], tokfile[4200];
     shard_name(&docs, name, sizeof name);
@@ -200,6 +169,6 @@ int cmd_prepare(void) {
     fprintf(stderr, "%s: %s tokens in %.1f s: %s/%s_val_*.bin, %s_train_*.bin and %s\n", prog->name,
             tt_tokenizer_name(&t), now_s() - t0, opt.out, name, name, tokfile);
     tt_tokenizer_free(&t);
-    docs_free(&docs);
+    tt_path_list_free(&docs);
     return 0;
 }
