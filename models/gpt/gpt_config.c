@@ -204,6 +204,8 @@ tt_status tt_gpt_field_parse(tt_gpt_config *cfg, const tt_gpt_field *f, const ch
 
 const char *tt_gpt_field_format(const tt_gpt_config *cfg, const tt_gpt_field *f, char *buf,
                                 size_t n) {
+    TT_CHECK(buf && n > 0, "tt_gpt_field_format needs a buffer, got %p of %zu bytes",
+             (void *)buf, n);
     double v = tt_gpt_field_get(cfg, f);
     const char *name;
     switch (f->type) {
