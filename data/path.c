@@ -149,7 +149,7 @@ tt_status tt_path_list_dir(tt_path_list *l, const char *dir, bool (*keep)(const 
         free(path);
     }
     closedir(d);
-    if (s == TT_OK) qsort(l->v + first, l->n - first, sizeof *l->v, cmp_path);
+    if (s == TT_OK && l->n > first) qsort(l->v + first, l->n - first, sizeof *l->v, cmp_path);
     return s;
 }
 
