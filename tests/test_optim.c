@@ -37,14 +37,20 @@ static void assert_close_array(const tt_tensor *t, const double *want, double rt
         ck_assert_close(tt_at(t, i), want[i], 1e-300, rtol);
 }
 
-// An optimizer over one group holding `p` under the name "w".
-static void optim_one(tt_optim *o, tt_optim_config cfg, tt_tensor *p, double wd) {
+// An optimizer over one group holding `p` under `name`, with no weight decay.
+static void optim_one_named(tt_optim *o, tt_optim_config cfg, tt_tensor *p, const char *name) {
     tt_params ps;
     tt_params_init(&ps);
-    tt_params_add(&ps, NULL, "w", p);
+    tt_params_add(&ps, NULL, name, p);
     tt_optim_init(o, cfg);
-    tt_optim_add_group(o, &ps, wd);
+    tt_optim_add_group(o, &ps, 0);
     tt_params_free(&ps);
+}
+
+// An optimizer over one group holding `p` under the name "w".
+static void optim_one(tt_optim *o, tt_optim_config cfg, tt_tensor *p, double wd) {
+    optim_one_named(o, cfg, p, "w");
+    o->groups[0].weight_decay = wd;
 }
 
 // ---- SGD ----
@@ -1048,6 +1054,16 @@ START_TEST(test_abort_strided_param) {
 }
 END_TEST
 
+// Muon takes matrices only: a vector names itself and the fix.
+START_TEST(test_abort_muon_vector) {
+    tt_expect_abort("muon optimizes 2-D matrices only, but parameter 'b' is (3,); put it in a "
+                    "group of another kind");
+    tt_tensor *b = param(TT_SHAPE(3), 1, 2, 3);
+    tt_optim o;
+    optim_one_named(&o, tt_muon_config(0.02), b, "b");
+}
+END_TEST
+
 START_TEST(test_abort_grad_shape) {
     tt_expect_abort("tt_optim_step: gradient of 'w' is (3,) f64; it must be a contiguous (2,) f64");
     tt_tensor *w = param(TT_SHAPE(2), 1, 2);
@@ -1157,6 +1173,7 @@ int main(void) {
     tcase_add_test_raise_signal(ab, test_group_lr_at_zero_lr_aborts, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_param_in_two_groups, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_strided_param, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_muon_vector, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_grad_shape, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_cosine_iters, SIGABRT);
     suite_add_tcase(s, ab);

@@ -355,14 +355,19 @@ static void parse_args(int argc, char **argv, int cmd, const char *cmd_name) {
     }
 }
 
+// Whether name is an optimizer the train command builds: adamw, or muon (with AdamW beside it).
+bool optim_known(const char *name) {
+    tt_optim_kind k;
+    return tt_optim_kind_parse(name, &k) && (k == TT_OPTIM_ADAMW || k == TT_OPTIM_MUON);
+}
+
 // --threads (given: checked when parsed; else 0, the library's default), --precision and
 // --optim.
 void set_threads(void) {
     tt_precision prec;
     if (!tt_precision_parse(opt.precision, &prec))
         die_usage("--precision '%s' is not f32 nor bf16", opt.precision);
-    if (strcmp(opt.optim, "adamw") != 0 && strcmp(opt.optim, "muon") != 0)
-        die_usage("--optim '%s' is not adamw nor muon", opt.optim);
+    if (!optim_known(opt.optim)) die_usage("--optim '%s' is not adamw nor muon", opt.optim);
     if (opt.threads > 0) tt_set_num_threads((int)opt.threads);
 }
 

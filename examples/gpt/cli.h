@@ -138,6 +138,7 @@ const char *origin(const char *name, bool say_given);
 void check_flag(const char *name);
 // Marks flag name's value as read from checkpoint path, and checks its range.
 void from_ckpt(const char *name, const char *path);
+bool optim_known(const char *name);  // --optim's values: adamw, muon
 // The model flag the user gave (any field of the table); NULL when none.
 const char *model_flag_given(void);
 // The [lo, hi] of an integer config field: the table's range within this program's caps.

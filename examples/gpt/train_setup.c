@@ -56,7 +56,7 @@ static bool ckpt_word(const tt_checkpoint *ck, const char *key, char *buf, size_
 static void optim_from_ckpt(const tt_checkpoint *ck, const char *path) {
     static char name[8];
     if (!given("--optim") && ckpt_word(ck, "train.optim", name, sizeof name)) {
-        if (strcmp(name, "adamw") != 0 && strcmp(name, "muon") != 0)
+        if (!optim_known(name))
             die("checkpoint '%s': train.optim '%s' is not adamw nor muon; it was written by a "
                 "newer program",
                 path, name);
