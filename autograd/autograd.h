@@ -615,4 +615,6 @@ void tt_backward_set_grad_ready(tt_grad_ready_fn fn, void *ctx);
 }
 #endif
 
+#include "function.h"  // autograd.grad, create_graph, custom functions, functional, gradgradcheck
+
 #endif  // TT_AUTOGRAD_H

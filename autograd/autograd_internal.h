@@ -47,6 +47,8 @@ struct tt_node {
     uint64_t *input_version;  // n_inputs entries, in the same allocation
     uint64_t saved_version[TT_NODE_MAX_SAVED];
     tt_tensor *out;     // the output that owns this node (not retained: it outlives the node)
+    uint64_t visited;   // the epoch of the last walk that collected it (backward.c)
+    uint64_t reach;     // that walk's epoch when it leads to an input of tt_autograd_grad
 };
 
 // The backward of each hand-written op; the generated elementwise rows share two.
@@ -96,6 +98,57 @@ void tt__check_same_dtype_at(const tt_tensor *a, const tt_tensor *b, const char 
 #define tt__check_same_dtype(a, b, func) \
     tt__check_same_dtype_at((a), (b), __FILE__, __LINE__, (func))
 
+// ---- the walk (backward.c) and its modes ----
+typedef void (*tt__backward_fn)(tt_node *n);
+// The first-order backward of op (NULL for an op without a gradient).
+tt__backward_fn tt__op_backward(tt_op op);
+// The backwards from outs seeded with grads (NULL, or NULL entries: ones), after checking each
+// output; func names the public function in messages.
+void tt__run_backward(int nout, tt_tensor *const *outs, tt_tensor *const *grads,
+                      const tt_grad_opts *opts, const char *func);
+// Set for the length of a create_graph walk: backwards run with grad mode on, in their
+// differentiable form (tt__backward2_of), and gradients add up out of place, with ops, so the
+// gradients have a graph of their own.
+extern _Thread_local bool tt__create_graph;
+// Set for the length of a tt_autograd_grad walk: a leaf's gradient goes to the slot of the
+// input it is (grads[i] of the first inputs[i] that is the leaf) and a leaf that is no input
+// gets none; nodes that lead to no input are skipped.
+typedef struct tt__capture {
+    int n;
+    tt_tensor *const *inputs;
+    tt_tensor **grads;  // references; NULL while no gradient reached inputs[i]
+} tt__capture;
+extern _Thread_local tt__capture *tt__cap;
+// The index of x among the capture's inputs, or -1.
+int tt__capture_index(const tt_tensor *x);
+// Whether the running backward wants input i's gradient: it requires grad and, under a
+// capture, leads to an input of tt_autograd_grad. A backward may skip the gradients it does
+// not want (a differentiable backward should: each costs ops on the new graph).
+bool tt__input_needs_grad(const tt_node *n, int i);
+
+// ---- differentiable backwards (grad.c; rows in the family files, grad2_elementwise.c) ----
+// An op's differentiable backward reads what its first-order one reads (n->inputs, n->saved,
+// n->ctx, n->grad, and n->out where it needs the output with its history) and adds each
+// input's gradient with tt__accum_grad, computing it with public ops only: run under a
+// create_graph walk (grad mode on), those ops record the gradient's graph. Each family lists
+// its rows in a table ending with {TT_OP_COUNT, NULL}; tt__backward2_of finds them.
+typedef struct tt__grad2_row {
+    tt_op op;
+    tt__backward_fn backward2;
+} tt__grad2_row;
+extern const tt__grad2_row tt__grad2_elementwise[], tt__grad2_math[], tt__grad2_reduce[],
+    tt__grad2_matmul[], tt__grad2_nn[], tt__grad2_shape[], tt__grad2_layout[], tt__grad2_compare[],
+    tt__grad2_index[], tt__grad2_function[];
+tt__backward_fn tt__backward2_of(tt_op op);  // NULL when op has none
+// g summed over the dims it has beyond x's shape or where x has size 1 (the reverse of a
+// broadcast), with ops; g itself when the shapes match.
+tt_tensor *tt__sum_to(tt_tensor *g, const tt_tensor *x);
+
+// ---- custom functions (function.c) ----
+// Drops what a tt_function node keeps for its backward (its saved tensors, its output
+// gradients); the node's memory goes with the node.
+void tt__function_release(tt_node *n);
+
 // ---- activation checkpointing (checkpoint.c) ----
 // While tt_activation_checkpoint runs its function (forward or recompute), tt__ckpt_watch
 // points at its watch, and tt__record hands it the inputs of every op: the forward collects the
@@ -110,6 +163,18 @@ uint64_t tt__tape_seq(void);
 // tt_backward_with, but the leaves' hooks and tt_backward_set_grad_ready's notifications are
 // left to the enclosing backward (a leaf's gradient is final only once that one is done).
 void tt__backward_nested(tt_tensor *out, tt_tensor *grad);
+
+// ---- accumulation and hooks (tape.c, accum.c), for backward.c ----
+// out (shape broadcastable to g's) += g in place, summing over the broadcast dims.
+void tt__accum_into(tt_tensor *out, tt_tensor *g);
+// Leaf x's hooks on its pending gradient, then the accumulation into its .grad.
+void tt__finish_leaf(tt_tensor *x);
+// tt__finish_leaf for every leaf that received a gradient in this backward.
+void tt__finish_pending(void);
+// Before node n's backward: the hooks of its output, then its retained gradient.
+void tt__output_hooks(tt_node *n);
+// Aborts unless every tensor n's backward reads has the version it had when saved.
+void tt__check_versions(const tt_node *n);
 
 // ---- profiler (profiler.c): called by the tape only while tt__prof_on ----
 // One op's forward: counted at its tt__record, timed from the first tensor this thread made

@@ -124,3 +124,50 @@ tt_gradcheck_result tt_gradcheck(tt_gradcheck_fn f, void *ctx, int n, tt_tensor 
     tt_set_grad_enabled(prev);
     return r;
 }
+
+// ---- gradgradcheck ----
+
+typedef struct gg_ctx {
+    tt_gradcheck_fn f;
+    void *ctx;
+} gg_ctx;
+
+// (inputs..., v) -> v^T d f / d input for each input that requires grad, computed with
+// create_graph and flattened into one vector (zeros for an input f does not use).
+static tt_tensor *first_grads(tt_tensor *const *in, int m, void *p) {
+    const gg_ctx *c = p;
+    int n = m - 1, nt = 0;
+    bool prev = tt_set_grad_enabled(true);  // the numeric pass runs f with grad mode off
+    tt_tensor *y = c->f(in, n, c->ctx);
+    tt_tensor **xs = TT_MALLOC((size_t)m * sizeof *xs), **g = TT_MALLOC((size_t)m * sizeof *g);
+    for (int i = 0; i < n; i++)
+        if (in[i] && in[i]->requires_grad) xs[nt++] = in[i];
+    tt_autograd_grad(1, &y, &in[n], nt, xs, g,
+                     &(tt_grad_opts){.create_graph = true, .allow_unused = true});
+    for (int i = 0; i < nt; i++)
+        g[i] = tt_reshape(g[i] ? g[i] : tt_zeros_like(xs[i]), 1, (int64_t[]){-1});
+    tt_tensor *flat = tt_cat(nt, g, 0);
+    tt_set_grad_enabled(prev);
+    tt_free(xs);
+    tt_free(g);
+    return flat;
+}
+
+tt_gradcheck_result tt_gradgradcheck(tt_gradcheck_fn f, void *ctx, int n, tt_tensor *const *inputs,
+                                     const tt_gradcheck_opts *opts) {
+    tt_scope_begin();
+    bool prev = tt_set_grad_enabled(true);
+    tt_tensor *y = eval(f, ctx, n, inputs);
+    TT_CHECK(y->requires_grad, "the output does not depend on any input that requires grad");
+    tt_rng rng = tt_rng_new(0x6772616467726164ULL);
+    tt_tensor *v = tt_set_requires_grad(tt_uniform(&rng, TT_F64, y->ndim, y->shape, -1, 1), true);
+    tt_tensor **all = TT_MALLOC((size_t)(n + 1) * sizeof *all);
+    for (int i = 0; i < n; i++) all[i] = inputs[i];
+    all[n] = v;
+    gg_ctx c = {f, ctx};
+    tt_gradcheck_result r = tt_gradcheck(first_grads, &c, n + 1, all, opts);
+    tt_free(all);
+    tt_set_grad_enabled(prev);
+    tt_scope_end();
+    return r;
+}

@@ -362,3 +362,9 @@ void tt__backward_diagonal(tt_node *n) {
     tt_release(v);
     tt__accum_grad_owned(x, dx);
 }
+
+// ---- differentiable backwards (create_graph) ----
+
+const tt__grad2_row tt__grad2_layout[] = {
+    {TT_OP_COUNT, NULL},
+};

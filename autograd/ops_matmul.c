@@ -325,3 +325,9 @@ void tt__backward_affine(tt_node *n) {
     if (b && b->requires_grad) tt__accum_grad(b, g);  // sums g's leading dims
     tt_release(g);
 }
+
+// ---- differentiable backwards (create_graph) ----
+
+const tt__grad2_row tt__grad2_matmul[] = {
+    {TT_OP_COUNT, NULL},
+};

@@ -494,3 +494,24 @@ tt_tensor *tt_any(tt_tensor *x, int ndims, const int *dims, bool keepdim) {
 
 tt_tensor *tt_all_all(tt_tensor *x) { return all_any(x, 0, NULL, false, true, __func__); }
 tt_tensor *tt_any_all(tt_tensor *x) { return all_any(x, 0, NULL, false, false, __func__); }
+
+// ---- differentiable backwards (create_graph) ----
+
+// g (shaped like the output, keepdim or not) as x's shape with the reduced dims of size 1,
+// expanded to x's shape.
+static tt_tensor *expand_back(const tt_node *n, tt_tensor *g) {
+    const tt_tensor *x = n->inputs[0];
+    const reduce_ctx *c = n->ctx;
+    int64_t keep[TT_MAX_DIMS];
+    for (int d = 0; d < x->ndim; d++) keep[d] = c->reduced[d] ? 1 : x->shape[d];
+    return tt_expand(tt_reshape(g, x->ndim, keep), x->ndim, x->shape);
+}
+
+static void sum2(tt_node *n) {
+    if (tt__input_needs_grad(n, 0)) tt__accum_grad(n->inputs[0], expand_back(n, n->grad));
+}
+
+const tt__grad2_row tt__grad2_reduce[] = {
+    {TT_OP_SUM, sum2},
+    {TT_OP_COUNT, NULL},
+};

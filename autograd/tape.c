@@ -36,6 +36,8 @@ static const op_info *info(tt_op op) {
     return &op_table[op];
 }
 
+tt__backward_fn tt__op_backward(tt_op op) { return info(op)->backward; }
+
 const char *tt_op_name(tt_op op) { return info(op)->name; }
 int tt_op_arity(tt_op op) { return info(op)->arity; }
 bool tt_op_differentiable(tt_op op) { return info(op)->backward != NULL; }
@@ -114,12 +116,6 @@ tt_tensor *tt_detach(tt_tensor *t) { return tt__autorelease(tt__alias(t)); }
 // ---- nodes ----
 
 static _Atomic uint64_t next_seq;  // shared: a graph may hold nodes made on several threads
-static _Atomic uint64_t visit_epoch;  // each walk takes its own: backwards run on any thread
-
-typedef struct node_box {  // a node and its bookkeeping, in one allocation with ctx + inputs
-    tt_node node;
-    uint64_t visited;      // == visit_epoch while a backward collects it
-} node_box;
 
 uint64_t tt__tape_seq(void) { return atomic_load_explicit(&next_seq, memory_order_relaxed); }
 
@@ -136,6 +132,7 @@ static void release_graph_refs(tt_node *n) {
 
 static void node_free(tt_node *n) {
     release_graph_refs(n);
+    if (n->op == TT_OP_FUNCTION) tt__function_release(n);
     tt_release(n->grad);
     tt_free(n);
 }
@@ -154,11 +151,11 @@ void *tt__record(tt_tensor *out, tt_op op, int n_inputs, tt_tensor *const *input
     if (tt__ckpt_watch) tt__ckpt_watch_inputs(n_inputs, inputs);  // inside tt_checkpoint's fn
     if (!needs_grad(n_inputs, inputs)) return NULL;
     TT_CHECK(!out->node, "output already has a node");
-    size_t head = (sizeof(node_box) + 15) & ~(size_t)15;
+    size_t head = (sizeof(tt_node) + 15) & ~(size_t)15;
     size_t ctx = (ctx_size + 15) & ~(size_t)15;
     char *mem = TT_CALLOC(1, head + ctx + (size_t)n_inputs * (sizeof(tt_tensor *) +
                                                               sizeof(uint64_t)));
-    tt_node *n = &((node_box *)mem)->node;
+    tt_node *n = (tt_node *)mem;
     tt__set_node_free(node_free);
     n->op = op;
     n->seq = atomic_fetch_add_explicit(&next_seq, 1, memory_order_relaxed);
@@ -188,7 +185,7 @@ void tt__save(tt_node *n, int slot, tt_tensor *t) {
 }
 
 // Aborts unless every tensor n's backward reads still has the version it had when saved.
-static void check_versions(const tt_node *n) {
+void tt__check_versions(const tt_node *n) {
     unsigned reads = tt_op_saved_inputs(n->op);
     const tt_tensor *bad = NULL;
     uint64_t then = 0;
@@ -223,89 +220,31 @@ static void check_versions(const tt_node *n) {
 
 // ---- gradient accumulation ----
 
-// One inner run of accum_into: dst[i * ds] += src[i * ss] for i < n; with ds == 0 (a
-// broadcast dim of dst) the run is summed in double and added once. dst: (n,) at stride ds.
-static void accum_run_f32(float *dst, int64_t ds, const float *src, int64_t ss, int64_t n) {
-    if (ds == 0) {
-        double s = 0;
-        for (int64_t i = 0; i < n; i++) s += src[i * ss];
-        dst[0] += (float)s;
-    } else {
-        for (int64_t i = 0; i < n; i++) dst[i * ds] += src[i * ss];
-    }
-}
-
-// The f64 twin of accum_run_f32.
-static void accum_run_f64(double *dst, int64_t ds, const double *src, int64_t ss, int64_t n) {
-    if (ds == 0) {
-        double s = 0;
-        for (int64_t i = 0; i < n; i++) s += src[i * ss];
-        dst[0] += (double)s;
-    } else {
-        for (int64_t i = 0; i < n; i++) dst[i * ds] += src[i * ss];
-    }
-}
-
-// Below this many elements an accumulation stays on one thread; above, the same-shape
-// contiguous case is cut into chunks of this size (elementwise: the same bits for any thread
-// count).
-#define ACCUM_PAR_MIN ((int64_t)1 << 18)
-
-// out += g over contiguous same-shape f32/f64 data of n elements, for the thread pool:
-// accum_chunks adds the ACCUM_PAR_MIN-element chunks [c0, c1).
-typedef struct accum_job {
-    char *o;
-    const char *s;
-    tt_dtype dt;
-    int64_t n;
-} accum_job;
-
-static void accum_chunks(void *ctx, int64_t c0, int64_t c1) {
-    const accum_job *j = ctx;
-    int64_t es = (int64_t)tt_dtype_size(j->dt);
-    for (int64_t c = c0; c < c1; c++) {
-        int64_t i0 = c * ACCUM_PAR_MIN, len = j->n - i0 < ACCUM_PAR_MIN ? j->n - i0 : ACCUM_PAR_MIN;
-        if (j->dt == TT_F32)
-            accum_run_f32((float *)(j->o + i0 * es), 1, (const float *)(j->s + i0 * es), 1, len);
-        else
-            accum_run_f64((double *)(j->o + i0 * es), 1, (const double *)(j->s + i0 * es), 1,
-                          len);
-    }
-}
-
-// out (shape broadcastable to g's) += g, summing over the broadcast dims.
-static void accum_into(tt_tensor *out, tt_tensor *g) {
-    tt__check_same_dtype(out, g, __func__);
-    int64_t n = tt_numel(g);
-    if (n >= ACCUM_PAR_MIN && tt_same_shape(out, g) && tt_is_contiguous(out) &&
-        tt_is_contiguous(g)) {
-        int64_t nchunks = (n + ACCUM_PAR_MIN - 1) / ACCUM_PAR_MIN;
-        accum_job j = {tt_data(out), tt_data(g), out->dtype, n};
-        tt__parallel_for(nchunks, 1, accum_chunks, &j);
-        return;
-    }
-    int64_t ost[TT_MAX_DIMS];
-    tt__broadcast_strides(out, g->ndim, g->shape, ost);
-    const int64_t *strides[2] = {ost, g->stride};
-    int64_t offs[2] = {out->offset, g->offset};
-    tt__iter it;
-    if (!tt__iter_init(&it, g->ndim, g->shape, 2, strides, offs)) return;
-    do {
-        if (out->dtype == TT_F32)
-            accum_run_f32((float *)tt__base(out) + it.off[0], it.istride[0],
-                          (const float *)tt__base(g) + it.off[1], it.istride[1], it.inner);
-        else
-            accum_run_f64((double *)tt__base(out) + it.off[0], it.istride[0],
-                          (const double *)tt__base(g) + it.off[1], it.istride[1], it.inner);
-    } while (tt__iter_next(&it));
-}
-
 tt_tensor *tt__grad_buffer(const tt_tensor *x) {
     return x && x->requires_grad ? tt__new_zeros(x->dtype, x->ndim, x->shape) : NULL;
 }
 
+// accum_to under create_graph: *slot = *slot + g with ops, g summed to x's shape first. A
+// .grad gets a copy of its first gradient: it must not share storage with a tensor of the graph.
+static void accum_graph(tt_tensor **slot, const tt_tensor *x, tt_tensor *g) {
+    tt_scope_begin();
+    tt_tensor *s = tt__sum_to(g, x);
+    if (*slot)
+        s = tt_add(*slot, s);
+    else if (slot == &x->grad)
+        s = tt_clone(s);
+    tt_retain(s);
+    tt_release(*slot);
+    *slot = s;
+    tt_scope_end();
+}
+
 // *slot (NULL or a gradient shaped like x) += g, g broadcastable to x's shape.
 static void accum_to(tt_tensor **slot, const tt_tensor *x, tt_tensor *g) {
+    if (tt__create_graph) {
+        accum_graph(slot, x, g);
+        return;
+    }
     if (!*slot && tt_same_shape(x, g)) {  // first gradient: one copying pass
         *slot = tt__new(x->dtype, x->ndim, x->shape);
         tt_copy_(*slot, g);
@@ -313,7 +252,7 @@ static void accum_to(tt_tensor **slot, const tt_tensor *x, tt_tensor *g) {
     }
     if (*slot) tt_bump_version(*slot, "accumulate_grad");
     else *slot = tt__new_zeros(x->dtype, x->ndim, x->shape);
-    accum_into(*slot, g);
+    tt__accum_into(*slot, g);
 }
 
 // ---- gradient hooks and retained gradients ----
@@ -364,10 +303,25 @@ static void leaf_unlock(atomic_int *l) {
     if (l) atomic_store_explicit(l, 0, memory_order_release);
 }
 
+_Thread_local bool tt__create_graph;
+_Thread_local tt__capture *tt__cap;
+
+int tt__capture_index(const tt_tensor *x) {
+    for (int i = 0; i < tt__cap->n; i++)
+        if (tt__cap->inputs[i] == x) return i;
+    return -1;
+}
+
+// Where x's gradient goes: its node's, a capture's slot (NULL: nowhere, x is a leaf the
+// capture does not ask for), its hooks' pending gradient or its .grad.
 static tt_tensor **grad_slot(tt_tensor *x, tt_tensor *g) {
     TT_CHECK(g->dtype == x->dtype, "gradient dtype %s does not match tensor dtype %s",
              tt_dtype_name(g->dtype), tt_dtype_name(x->dtype));
     if (x->node) return &x->node->grad;
+    if (tt__cap) {
+        int i = tt__capture_index(x);
+        return i < 0 ? NULL : &tt__cap->grads[i];
+    }
     if (!x->hooks) return &x->grad;
     if (!x->hooks->pending) {
         if (npending == cappending) {
@@ -401,7 +355,7 @@ static tt_tensor *run_hooks(tt_tensor *x, tt_tensor *g) {
 
 // Leaf x's hooks on its pending gradient, then the accumulation into its .grad (no-op when
 // nothing is pending: finish_leaf ran already).
-static void finish_leaf(tt_tensor *x) {
+void tt__finish_leaf(tt_tensor *x) {
     atomic_int *l = leaf_lock(x);
     tt_tensor *g = x->hooks ? x->hooks->pending : NULL;
     if (x->hooks) x->hooks->pending = NULL;
@@ -415,9 +369,9 @@ static void finish_leaf(tt_tensor *x) {
 }
 
 // The hooks of the leaves that received a gradient, then the accumulation into their .grad.
-static void finish_pending(void) {
+void tt__finish_pending(void) {
     for (size_t i = 0; i < npending; i++) {
-        finish_leaf(pending[i]);
+        tt__finish_leaf(pending[i]);
         tt_release(pending[i]);
     }
     npending = 0;
@@ -427,7 +381,7 @@ static void finish_pending(void) {
 }
 
 // Before node n's backward: the hooks of its output, then its retained gradient.
-static void output_hooks(tt_node *n) {
+void tt__output_hooks(tt_node *n) {
     tt_tensor *out = n->out;
     if (out->hooks) n->grad = run_hooks(out, n->grad);
     if (out->retains_grad) accum_to(&out->grad, out, n->grad);
@@ -462,7 +416,8 @@ void tt_register_hook(tt_tensor *t, tt_grad_hook fn, void *ctx) {
 void tt__accum_grad(tt_tensor *x, tt_tensor *g) {
     if (!x || !x->requires_grad) return;
     atomic_int *l = leaf_lock(x);
-    accum_to(grad_slot(x, g), x, g);
+    tt_tensor **slot = grad_slot(x, g);
+    if (slot) accum_to(slot, x, g);
     leaf_unlock(l);
 }
 
@@ -470,8 +425,13 @@ void tt__accum_grad_owned(tt_tensor *x, tt_tensor *g) {
     if (x && x->requires_grad) {
         atomic_int *l = leaf_lock(x);
         tt_tensor **slot = grad_slot(x, g);
-        if (!*slot && g->refcount == 1 && g->storage->refcount == 1 && g->offset == 0 &&
-            !g->node && tt_same_shape(x, g) && tt_is_contiguous(g)) {
+        if (!slot) {
+            leaf_unlock(l);
+            tt_release(g);
+            return;
+        }
+        if (!*slot && !tt__create_graph && g->refcount == 1 && g->storage->refcount == 1 &&
+            g->offset == 0 && !g->node && tt_same_shape(x, g) && tt_is_contiguous(g)) {
             *slot = g;  // nobody else sees g: it becomes the gradient, no copy
             leaf_unlock(l);
             return;
@@ -486,6 +446,10 @@ void tt__accum_grad_node(tt_tensor *x, const tt_node *n, tt_tensor *g) {
     if (!x || !x->requires_grad) return;
     atomic_int *l = leaf_lock(x);
     tt_tensor **slot = grad_slot(x, g), *ng = n->grad;
+    if (!slot) {
+        leaf_unlock(l);
+        return;
+    }
     // Nothing but the node holds its gradient, and nothing but g (when g is a view made by this
     // backward, owned by its scope) shares the storage: after this backward the node drops its
     // reference, so g can become x's gradient without a copy. A later add into x's gradient
@@ -493,258 +457,19 @@ void tt__accum_grad_node(tt_tensor *x, const tt_node *n, tt_tensor *g) {
     bool alone = g == ng ? ng->refcount == 1 && ng->storage->refcount == 1
                          : ng->refcount == 1 && g->refcount == 1 && g->storage == ng->storage &&
                                ng->storage->refcount == 2;
-    if (!*slot && alone && !g->node && tt_same_shape(x, g) && tt_is_contiguous(g))
+    if (!*slot && alone && !tt__create_graph && !g->node && tt_same_shape(x, g) &&
+        tt_is_contiguous(g))
         *slot = tt_retain(g);
     else
         accum_to(slot, x, g);
     leaf_unlock(l);
 }
 
-// ---- gradient-ready notifications ----
-// With a callback set, backward counts for each leaf the inputs of the collected nodes that
-// are that leaf (its pending consumers); after each node's backward it counts down, and the
-// leaf whose count reaches zero has its final gradient for this backward: its hooks run, the
-// gradient reaches .grad, and the callback hears of it, before the rest of the graph runs.
-
-static _Thread_local tt_grad_ready_fn ready_fn;
-static _Thread_local void *ready_ctx;
-
-void tt_backward_set_grad_ready(tt_grad_ready_fn fn, void *ctx) {
-    ready_fn = fn;
-    ready_ctx = fn ? ctx : NULL;
-}
-
-typedef struct leaf_count {
-    tt_tensor *leaf;
-    size_t left;  // consumers whose backward has not run yet
-} leaf_count;
-
-static int by_leaf(const void *a, const void *b) {
-    uintptr_t x = (uintptr_t)((const leaf_count *)a)->leaf;
-    uintptr_t y = (uintptr_t)((const leaf_count *)b)->leaf;
-    return x < y ? -1 : x > y;
-}
-
-static bool is_leaf_input(const tt_tensor *in) {
-    return in && in->requires_grad && !in->node;
-}
-
-// The leaves that the nodes' inputs name, each with its number of uses; sorted by address.
-static leaf_count *count_leaves(tt_node *const *nodes, size_t n, size_t *nleaves) {
-    size_t cap = 0, k = 0;
-    for (size_t i = 0; i < n; i++) cap += (size_t)nodes[i]->n_inputs;
-    leaf_count *v = TT_MALLOC((cap ? cap : 1) * sizeof *v);
-    for (size_t i = 0; i < n; i++)
-        for (int j = 0; j < nodes[i]->n_inputs; j++)
-            if (is_leaf_input(nodes[i]->inputs[j])) v[k++] = (leaf_count){nodes[i]->inputs[j], 1};
-    qsort(v, k, sizeof *v, by_leaf);
-    size_t m = 0;  // merge the uses of one leaf
-    for (size_t i = 0; i < k; i++) {
-        if (m > 0 && v[m - 1].leaf == v[i].leaf) v[m - 1].left++;
-        else v[m++] = v[i];
-    }
-    *nleaves = m;
-    return v;
-}
-
-// After node n's backward (or its skip: no gradient reached it): n's leaf inputs have one
-// consumer fewer; those with none left are final.
-static void count_down(tt_node *n, leaf_count *v, size_t nleaves) {
-    for (int j = 0; j < n->n_inputs; j++) {
-        tt_tensor *in = n->inputs[j];
-        if (!is_leaf_input(in)) continue;
-        leaf_count key = {in, 0}, *c = bsearch(&key, v, nleaves, sizeof *v, by_leaf);
-        if (--c->left > 0) continue;
-        finish_leaf(in);
-        if (ready_fn) ready_fn(in, ready_ctx);  // a callback may have turned itself off
-    }
-}
-
-// ---- backward ----
-
-typedef struct node_list {
-    tt_node **v;
-    size_t n, cap;
-} node_list;
-
-static void list_push(node_list *l, tt_node *n) {
-    if (l->n == l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 64;
-        l->v = TT_REALLOC(l->v, l->cap * sizeof *l->v);
-    }
-    l->v[l->n++] = n;
-}
-
-static int by_seq_desc(const void *a, const void *b) {
-    uint64_t x = (*(tt_node *const *)a)->seq, y = (*(tt_node *const *)b)->seq;
-    return x < y ? 1 : x > y ? -1 : 0;
-}
-
-// The nodes reachable from root through inputs that require grad, newest first. func names the
-// public function in the message of a graph an earlier backward freed.
-static void collect(tt_node *root, node_list *out, const char *func) {
-    node_list stack = {0};
-    uint64_t epoch = atomic_fetch_add_explicit(&visit_epoch, 1, memory_order_relaxed) + 1;
-    ((node_box *)root)->visited = epoch;
-    list_push(&stack, root);
-    while (stack.n > 0) {
-        tt_node *n = stack.v[--stack.n];
-        TT_CHECK_IN(func, !n->freed,
-                    "the graph through op '%s' was already freed by an earlier "
-                    "backward; pass retain_graph=true to tt_backward_ex for the first one",
-                    tt_op_name(n->op));
-        list_push(out, n);
-        for (int i = 0; i < n->n_inputs; i++) {
-            tt_tensor *in = n->inputs[i];
-            if (!in || !in->requires_grad || !in->node) continue;
-            node_box *b = (node_box *)in->node;
-            if (b->visited == epoch) continue;
-            b->visited = epoch;
-            list_push(&stack, in->node);
-        }
-    }
-    tt_free(stack.v);
-    qsort(out->v, out->n, sizeof *out->v, by_seq_desc);
-}
-
-// Drops every input and saved tensor of the walked nodes (a backward without retain_graph).
-static void release_walked(const node_list *nodes) {
-    // Move every reference out first: releasing may free nodes of this very list.
-    size_t nrefs = 0;
-    for (size_t i = 0; i < nodes->n; i++)
-        nrefs += (size_t)nodes->v[i]->n_inputs + TT_NODE_MAX_SAVED;
-    tt_tensor **refs = TT_MALLOC((nrefs ? nrefs : 1) * sizeof *refs);
-    size_t k = 0;
-    for (size_t i = 0; i < nodes->n; i++) {
-        tt_node *n = nodes->v[i];
-        for (int j = 0; j < n->n_inputs; j++) {
-            refs[k++] = n->inputs[j];
-            n->inputs[j] = NULL;
-        }
-        for (int j = 0; j < TT_NODE_MAX_SAVED; j++) {
-            refs[k++] = n->saved[j];
-            n->saved[j] = NULL;
-        }
-        n->freed = true;
-    }
-    for (size_t i = 0; i < k; i++) tt_release(refs[i]);
-    tt_free(refs);
-}
-
-// Each collected node's backward, newest first; leaves (may be NULL) counts the leaves' uses.
-static void run_nodes(const node_list *nodes, leaf_count *leaves, size_t nleaves) {
-    for (size_t i = 0; i < nodes->n; i++) {
-        tt_node *n = nodes->v[i];
-        if (!n->grad) {  // no gradient reached it
-            if (leaves) count_down(n, leaves, nleaves);
-            continue;
-        }
-        check_versions(n);
-        output_hooks(n);
-        tt_scope_begin();
-        if (tt__prof_on) tt__prof_backward(n, op_table[n->op].backward);
-        else op_table[n->op].backward(n);
-        tt_scope_end();
-        tt_release(n->grad);
-        n->grad = NULL;
-        if (leaves) count_down(n, leaves, nleaves);
-    }
-}
-
-// The backward from out seeded with grad (NULL: ones). A nested one (tt__backward_nested)
-// leaves the leaves' hooks and the ready notifications to the backward it runs in.
-static void run_backward(tt_tensor *out, tt_tensor *grad, bool retain_graph, bool nested) {
-    bool prev = tt_set_grad_enabled(false);
-    tt_scope_begin();
-    tt_tensor *seed = grad ? grad : tt_ones(out->dtype, out->ndim, out->shape);
-    tt__accum_grad(out, seed);
-    tt_scope_end();
-    if (!out->node) {
-        if (!nested) finish_pending();
-        if (!nested && ready_fn) ready_fn(out, ready_ctx);
-        tt_set_grad_enabled(prev);
-        return;
-    }
-    node_list nodes = {0};
-    collect(out->node, &nodes, "tt_backward");
-    size_t nleaves = 0;
-    leaf_count *leaves = ready_fn && !nested ? count_leaves(nodes.v, nodes.n, &nleaves) : NULL;
-    run_nodes(&nodes, leaves, nleaves);
-    tt_free(leaves);
-    if (!nested) finish_pending();
-    if (!retain_graph) release_walked(&nodes);
-    tt_free(nodes.v);
-    tt_set_grad_enabled(prev);
-}
-
-void tt__backward_nested(tt_tensor *out, tt_tensor *grad) { run_backward(out, grad, false, true); }
-
-void tt_backward_ex(tt_tensor *out, tt_tensor *grad, bool retain_graph) {
-    TT_CHECK(out, "tensor is NULL");
-    tt__check_live(out, "tt_backward");  // aborts on a freed tensor
-    TT_CHECK(out->requires_grad,
-             "tensor %s does not require grad: no input of the ops that "
-             "made it requires grad (call tt_set_requires_grad on the parameters), or grad "
-             "mode was off",
-             tt__shape(out));
-    if (grad) {
-        TT_CHECK(tt_same_shape(grad, out) && grad->dtype == out->dtype,
-                 "gradient %s %s must match the output %s %s", tt__shape(grad),
-                 tt_dtype_name(grad->dtype), tt__shape(out), tt_dtype_name(out->dtype));
-    } else {
-        TT_CHECK(tt_numel(out) == 1,
-                 "output %s has %lld elements; backward without a gradient "
-                 "needs one element (reduce it, e.g. tt_mean_all, or use tt_backward_with)",
-                 tt__shape(out), (long long)tt_numel(out));
-    }
-    run_backward(out, grad, retain_graph, false);
-}
-
-void tt_backward(tt_tensor *loss) { tt_backward_ex(loss, NULL, false); }
-
-void tt_backward_with(tt_tensor *out, tt_tensor *grad) {
-    TT_CHECK(grad, "gradient is NULL; use tt_backward for a one-element output");
-    tt_backward_ex(out, grad, false);
-}
-
-// ---- graph walk ----
-
-void tt_graph_leaves(tt_tensor *t, tt_leaf_visit visit, void *ctx) {
-    TT_CHECK(t && visit, "tensor or visitor is NULL");
-    if (!t->requires_grad) return;
-    if (!t->node) {
-        visit(t, NULL, ctx);
-        return;
-    }
-    node_list nodes = {0};
-    collect(t->node, &nodes, __func__);
-    // Each leaf once, in the order backward reaches it; the list of leaves seen is small.
-    tt_tensor **seen = NULL;
-    size_t n_seen = 0, cap = 0;
-    for (size_t i = 0; i < nodes.n; i++) {
-        tt_node *n = nodes.v[i];
-        for (int j = 0; j < n->n_inputs; j++) {
-            tt_tensor *in = n->inputs[j];
-            if (!in || !in->requires_grad || in->node) continue;
-            bool dup = false;
-            for (size_t k = 0; k < n_seen && !dup; k++) dup = seen[k] == in;
-            if (dup) continue;
-            if (n_seen == cap) {
-                cap = cap ? 2 * cap : 64;
-                seen = TT_REALLOC(seen, cap * sizeof *seen);
-            }
-            seen[n_seen++] = in;
-            visit(in, tt_op_name(n->op), ctx);
-        }
-    }
-    tt_free(seen);
-    tt_free(nodes.v);
-}
-
 // ---- gradients added in place ----
 
 tt_tensor *tt__grad_inplace(tt_tensor *x) {
-    if (!x || !x->requires_grad || (!x->node && x->hooks)) return NULL;
+    if (!x || !x->requires_grad || tt__create_graph || (!x->node && (x->hooks || tt__cap)))
+        return NULL;
     tt_tensor *g = x->node ? x->node->grad : x->grad;
     if (!g || g->node || g->dtype != x->dtype || !tt_same_shape(g, x) || !tt_is_contiguous(g))
         return NULL;

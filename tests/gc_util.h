@@ -20,6 +20,8 @@ typedef struct gc_report {
     double f32_fwd_err;         // max |f32 forward - f64 forward| / (1 + |f64 forward|)
     int nchecks;
     bool ok;
+    tt_gradcheck_result gg_worst;  // the worst of the case's gradgradchecks
+    int gg_nchecks;                // run when every op of f's graph is twice differentiable
 } gc_report;
 
 typedef struct gc_case {
@@ -49,6 +51,7 @@ extern const gc_case gc_cases_layout[];     // tests/gc_ops_layout.c
 extern const gc_case gc_cases_index[];      // tests/gc_ops_index.c
 extern const gc_case gc_cases_conv[];        // tests/gc_ops_conv.c
 extern const gc_case gc_cases_checkpoint[];  // tests/gc_ops_checkpoint.c
+extern const gc_case gc_cases_function[];    // tests/gc_ops_function.c
 extern const gc_module_case gc_modules_conv[];  // tests/gc_ops_conv.c
 extern const gc_module_case gc_modules_nn_layers[];       // tests/gc_nn_layers.c
 extern const gc_module_case gc_modules_nn_transformer[];  // tests/gc_nn_transformer.c
@@ -68,10 +71,15 @@ tt_tensor *gc_input_strided(int ndim, const int64_t *base, int dim, int64_t step
                             double hi);
 
 // Runs tt_gradcheck (opts NULL: PyTorch's defaults) on f over the inputs, then runs f on f32
-// copies of the float inputs (same strides) and compares with the f64 forward. Accumulates
-// into r; a case may call it several times.
+// copies of the float inputs (same strides) and compares with the f64 forward. When every op
+// of f's graph has a differentiable backward, also tt_gradgradcheck (second derivatives).
+// Accumulates into r; a case may call it several times.
 void gc_check(gc_report *r, tt_gradcheck_fn f, void *ctx, int n, tt_tensor *const *inputs,
               const tt_gradcheck_opts *opts);
+
+// When set, gc_check only counts, in gg_nchecks, the checks whose f is twice differentiable
+// (the registry's pass over every case); nothing is checked.
+extern bool gc_dry_run;
 
 // Tolerance of the f32-vs-f64 forward comparison.
 #define GC_F32_TOL 1e-4

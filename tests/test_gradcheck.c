@@ -1,6 +1,7 @@
 // The gradient-check suite: every case of every differentiable op and of every module, in f64
-// against central differences, plus the registry test that fails when an op in ops.def has no
-// case.
+// against central differences (and, where every op of the case has a differentiable backward,
+// its second derivatives: gradgradcheck), plus the registry tests that fail when an op in
+// ops.def has no case, or a twice-differentiable op no gradgradcheck case.
 // Prints one line per case, then "N passed, N failed".
 #include "gc_util.h"
 
@@ -13,15 +14,9 @@ extern const gc_module_case gc_modules_pool[];  // tests/gc_ops_pool.c
 extern const gc_module_case gc_modules_nn_batchnorm[];  // tests/gc_nn_batchnorm.c
 
 static const gc_case *const families[] = {
-    gc_cases_elementwise, gc_cases_reduce, gc_cases_matmul, gc_cases_nn, gc_cases_shape,
-    gc_cases_attention,
-    gc_cases_compare,
-    gc_cases_math,
-    gc_cases_layout,
-    gc_cases_index,
-    gc_cases_pool,
-    gc_cases_conv,
-    gc_cases_checkpoint,
+    gc_cases_elementwise, gc_cases_reduce,  gc_cases_matmul,     gc_cases_nn,       gc_cases_shape,
+    gc_cases_attention,   gc_cases_compare, gc_cases_math,       gc_cases_layout,   gc_cases_index,
+    gc_cases_pool,        gc_cases_conv,    gc_cases_checkpoint, gc_cases_function,
 };
 #define NFAMILIES (int)(sizeof families / sizeof families[0])
 
@@ -80,7 +75,16 @@ START_TEST(test_case) {
            c->what, c->name, r.worst.max_abs_err, r.worst.max_rel_err,
            r.f32_fwd_err, r.nchecks > 0 && r.ok ? "ok" : "FAIL");
     fflush(stdout);
+    if (r.gg_nchecks > 0)
+        printf("gradgradcheck %s %s f64 max_abs_err=%.2e max_rel_err=%.2e %s\n", c->what, c->name,
+               r.gg_worst.max_abs_err, r.gg_worst.max_rel_err, r.gg_worst.ok ? "ok" : "FAIL");
+    fflush(stdout);
     ck_assert_msg(r.nchecks > 0, "case %s/%s ran no check", c->what, c->name);
+    ck_assert_msg(r.gg_nchecks == 0 || r.gg_worst.ok,
+                  "%s/%s second derivatives: input %d, output element %lld, input element "
+                  "%lld: analytic %.10g vs numeric %.10g",
+                  c->what, c->name, r.gg_worst.worst_input, (long long)r.gg_worst.worst_out,
+                  (long long)r.gg_worst.worst_in, r.gg_worst.analytic, r.gg_worst.numeric);
     ck_assert_msg(r.f32_fwd_err <= GC_F32_TOL, "%s/%s: f32 forward differs from f64 by %.3e",
                   c->what, c->name, r.f32_fwd_err);
     ck_assert_msg(r.worst.ok,
@@ -108,6 +112,35 @@ START_TEST(test_registry) {
 }
 END_TEST
 
+// Every op with a differentiable backward has a case whose graph is twice differentiable (so
+// it runs a gradgradcheck).
+START_TEST(test_registry_twice) {
+    int gg[TT_OP_COUNT] = {0}, missing = 0;
+    gc_dry_run = true;
+    for (int i = 0; i < ncases; i++) {
+        if (!all_cases[i].is_op) continue;
+        gc_report r = {0};
+        tt_rng_seed(gc_rng(), 1000 + (uint64_t)i);
+        tt_scope_begin();
+        all_cases[i].run(&r);
+        tt_scope_end();
+        gg[all_cases[i].op] += r.gg_nchecks;
+    }
+    gc_dry_run = false;
+    for (int op = 0; op < TT_OP_COUNT; op++) {
+        bool twice = tt_op_twice_differentiable((tt_op)op);
+        if (twice && gg[op] == 0) {
+            printf(
+                "gradcheck registry: op '%s' has a differentiable backward but no "
+                "gradgradcheck case\n",
+                tt_op_name((tt_op)op));
+            missing++;
+        }
+    }
+    ck_assert_msg(missing == 0, "%d twice-differentiable ops have no gradgradcheck case", missing);
+}
+END_TEST
+
 int main(void) {
     gather();
     Suite *s = suite_create("gradcheck");
@@ -116,6 +149,7 @@ int main(void) {
     suite_add_tcase(s, tc);
     TCase *reg = tt_tcase("registry");
     tcase_add_test(reg, test_registry);
+    tcase_add_test(reg, test_registry_twice);
     suite_add_tcase(s, reg);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_SILENT);

@@ -1,0 +1,196 @@
+// tt_autograd_grad, create_graph and the functional API: gradients returned without touching
+// .grad, pruning, allow_unused, gradients of intermediates, second derivatives, hvp / jvp /
+// jacobian / hessian against closed forms, and the messages of misuse.
+#include "test_util.h"
+
+#include <signal.h>
+
+static tt_tensor *leaf(tt_tensor *t) { return tt_set_requires_grad(t, true); }
+
+// y = sum(a * b): the gradients are b and a; b's .grad stays untouched.
+START_TEST(test_grad_returns_values) {
+    tt_tensor *a = leaf(tt_test_tensor(TT_F64, TT_SHAPE(3), 1, 2, 3));
+    tt_tensor *b = leaf(tt_test_tensor(TT_F64, TT_SHAPE(3), 4, 5, 6));
+    tt_scope_begin();
+    tt_tensor *y = tt_sum_all(tt_mul(a, b)), *g;
+    tt_autograd_grad(1, &y, NULL, 1, &a, &g, NULL);
+    ck_assert_values(g, 0, 0, 4, 5, 6);
+    ck_assert_ptr_null(a->grad);
+    ck_assert_ptr_null(b->grad);
+    tt_scope_end();
+    tt_release(a), tt_release(b);
+}
+END_TEST
+
+// The gradient of an intermediate, of an input named twice, and NULL for an unused input.
+START_TEST(test_grad_intermediate_unused) {
+    tt_tensor *x = leaf(tt_test_tensor(TT_F64, TT_SHAPE(2), 1, -2));
+    tt_tensor *u = leaf(tt_test_tensor(TT_F64, TT_SHAPE(2), 7, 7));
+    tt_scope_begin();
+    tt_tensor *h = tt_mul_scalar(x, 3);       // h = 3x
+    tt_tensor *y = tt_sum_all(tt_mul(h, h));  // y = sum h^2
+    tt_tensor *in[4] = {h, x, u, x}, *g[4];
+    tt_autograd_grad(1, &y, NULL, 4, in, g, &(tt_grad_opts){.allow_unused = true});
+    ck_assert_values(g[0], 0, 0, 6, -12);   // 2h
+    ck_assert_values(g[1], 0, 0, 18, -36);  // 18x
+    ck_assert_ptr_null(g[2]);
+    ck_assert_values(g[3], 0, 0, 18, -36);
+    tt_scope_end();
+    tt_release(x), tt_release(u);
+}
+END_TEST
+
+// d^2/dx^2 sum(x^3) = 6x through create_graph, and the third derivative 6.
+START_TEST(test_create_graph_cubic) {
+    tt_tensor *x = leaf(tt_test_tensor(TT_F64, TT_SHAPE(3), 0.5, -1, 2));
+    tt_scope_begin();
+    tt_tensor *y = tt_sum_all(tt_mul(tt_mul(x, x), x)), *g1, *g2, *g3;
+    tt_grad_opts cg = {.create_graph = true};
+    tt_autograd_grad(1, &y, NULL, 1, &x, &g1, &cg);
+    ck_assert_values(g1, 1e-15, 0, 0.75, 3, 12);  // 3x^2
+    ck_assert(g1->requires_grad);
+    tt_tensor *s1 = tt_sum_all(g1);
+    tt_autograd_grad(1, &s1, NULL, 1, &x, &g2, &cg);
+    ck_assert_values(g2, 1e-15, 0, 3, -6, 12);  // 6x
+    tt_tensor *s2 = tt_sum_all(g2);
+    tt_autograd_grad(1, &s2, NULL, 1, &x, &g3, NULL);
+    ck_assert_values(g3, 1e-15, 0, 6, 6, 6);
+    tt_scope_end();
+    tt_release(x);
+}
+END_TEST
+
+// tt_autograd_backward with create_graph leaves a .grad that has a graph: differentiating it
+// gives the second derivative.
+START_TEST(test_backward_create_graph) {
+    tt_tensor *x = leaf(tt_test_tensor(TT_F64, TT_SHAPE(2), 1, 3));
+    tt_scope_begin();
+    tt_tensor *y = tt_sum_all(tt_mul(tt_mul(x, x), x));
+    tt_autograd_backward(1, &y, NULL, &(tt_grad_opts){.create_graph = true});
+    tt_tensor *g = x->grad;
+    ck_assert_values(g, 0, 0, 3, 27);
+    ck_assert(g->requires_grad);
+    tt_tensor *s = tt_sum_all(tt_retain(g)), *h;
+    tt_zero_grad(x);
+    tt_autograd_grad(1, &s, NULL, 1, &x, &h, NULL);
+    ck_assert_values(h, 0, 0, 6, 18);
+    tt_release(g);
+    tt_scope_end();
+    tt_release(x);
+}
+END_TEST
+
+// f(x, y) = sum(x^2 y): hvp, jvp, jacobian and hessian against their closed forms.
+static tt_tensor *f_x2y(tt_tensor *const *in, int n, void *ctx) {
+    (void)n, (void)ctx;
+    return tt_sum_all(tt_mul(tt_mul(in[0], in[0]), in[1]));
+}
+
+static tt_tensor *f_x2y_vec(tt_tensor *const *in, int n, void *ctx) {
+    (void)n, (void)ctx;
+    return tt_mul(tt_mul(in[0], in[0]), in[1]);
+}
+
+START_TEST(test_functional) {
+    tt_scope_begin();
+    tt_tensor *x = tt_test_tensor(TT_F64, TT_SHAPE(2), 1, 2);
+    tt_tensor *y = tt_test_tensor(TT_F64, TT_SHAPE(2), 3, -1);
+    tt_tensor *vx = tt_test_tensor(TT_F64, TT_SHAPE(2), 1, 0.5);
+    tt_tensor *vy = tt_test_tensor(TT_F64, TT_SHAPE(2), -2, 1);
+    tt_tensor *in[2] = {x, y}, *v[2] = {vx, vy}, *out, *hv[2];
+    // H = [[2 diag(y), 2 diag(x)], [2 diag(x), 0]]
+    tt_hvp(f_x2y, NULL, 2, in, v, &out, hv, false);
+    ck_assert_close(tt_item(out), 1 * 3 - 4, 0, 1e-15);
+    ck_assert_values(hv[0], 1e-14, 0, 2 * 3 * 1 + 2 * 1 * -2, 2 * -1 * 0.5 + 2 * 2 * 1);
+    ck_assert_values(hv[1], 1e-14, 0, 2 * 1 * 1, 2 * 2 * 0.5);
+    // jvp of x^2 y: 2 x y vx + x^2 vy
+    tt_tensor *jv = tt_jvp(f_x2y_vec, NULL, 2, in, v, NULL, false);
+    ck_assert_values(jv, 1e-14, 0, 2 * 1 * 3 * 1 + 1 * -2, 2 * 2 * -1 * 0.5 + 4 * 1);
+    tt_tensor *jac[2];
+    tt_jacobian(f_x2y_vec, NULL, 2, in, jac, false);
+    ck_assert_int_eq(jac[0]->ndim, 2);
+    ck_assert_values(jac[0], 1e-14, 0, 6, 0, 0, -4);
+    ck_assert_values(jac[1], 1e-14, 0, 1, 0, 0, 4);
+    ck_assert(!x->requires_grad && !x->grad);  // the inputs are left alone
+    tt_scope_end();
+}
+END_TEST
+
+static tt_tensor *f_cubic_sum(tt_tensor *const *in, int n, void *ctx) {
+    (void)n, (void)ctx;
+    tt_tensor *x = in[0];
+    return tt_sum_all(tt_mul(tt_mul(x, x), tt_mul_scalar(x, 1.0 / 3)));
+}
+
+START_TEST(test_hessian) {
+    tt_scope_begin();
+    tt_tensor *x = tt_test_tensor(TT_F64, TT_SHAPE(3), 1, -2, 0.5);
+    tt_tensor *h = tt_hessian(f_cubic_sum, NULL, x);  // diag(2x)
+    ck_assert_int_eq(h->ndim, 2);
+    ck_assert_values(h, 1e-14, 0, 2, 0, 0, 0, -4, 0, 0, 0, 1);
+    tt_scope_end();
+}
+END_TEST
+
+// gradgradcheck passes on a correct double backward.
+static tt_tensor *f_mulsum(tt_tensor *const *in, int n, void *ctx) {
+    (void)n, (void)ctx;
+    return tt_mul(tt_mul(in[0], in[1]), in[0]);
+}
+
+START_TEST(test_gradgradcheck) {
+    tt_scope_begin();
+    tt_rng rng = tt_rng_new(3);
+    tt_tensor *in[2] = {leaf(tt_uniform(&rng, TT_F64, TT_SHAPE(2, 3), -1, 1)),
+                        leaf(tt_uniform(&rng, TT_F64, TT_SHAPE(3), -1, 1))};
+    tt_gradcheck_result r = tt_gradgradcheck(f_mulsum, NULL, 2, in, NULL);
+    ck_assert_msg(r.ok, "max_abs_err %g", r.max_abs_err);
+    ck_assert_int_gt(r.checked, 0);
+    tt_scope_end();
+}
+END_TEST
+
+// ---- misuse ----
+
+START_TEST(test_abort_unused) {
+    tt_expect_abort("input 1 (2,) was not used to compute the outputs");
+    tt_tensor *a = leaf(tt_ones(TT_F64, TT_SHAPE(2))), *b = leaf(tt_ones(TT_F64, TT_SHAPE(2)));
+    tt_tensor *y = tt_sum_all(a), *in[2] = {a, b}, *g[2];
+    tt_autograd_grad(1, &y, NULL, 2, in, g, NULL);
+}
+END_TEST
+
+START_TEST(test_abort_input_no_grad) {
+    tt_expect_abort("input 0 (2,) does not require grad");
+    tt_tensor *a = leaf(tt_ones(TT_F64, TT_SHAPE(2))), *c = tt_ones(TT_F64, TT_SHAPE(2));
+    tt_tensor *y = tt_sum_all(tt_mul(a, c)), *g;
+    tt_autograd_grad(1, &y, NULL, 1, &c, &g, NULL);
+}
+END_TEST
+
+START_TEST(test_abort_no_double_backward) {
+    tt_expect_abort("op 'cumsum' has no differentiable backward");
+    tt_tensor *a = leaf(tt_ones(TT_F64, TT_SHAPE(3))), *g;
+    tt_tensor *y = tt_sum_all(tt_cumsum(a, 0));
+    tt_autograd_grad(1, &y, NULL, 1, &a, &g, &(tt_grad_opts){.create_graph = true});
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("autograd_grad");
+    TCase *tc = tt_tcase("grad");
+    tcase_add_test(tc, test_grad_returns_values);
+    tcase_add_test(tc, test_grad_intermediate_unused);
+    tcase_add_test(tc, test_create_graph_cubic);
+    tcase_add_test(tc, test_backward_create_graph);
+    tcase_add_test(tc, test_functional);
+    tcase_add_test(tc, test_hessian);
+    tcase_add_test(tc, test_gradgradcheck);
+    suite_add_tcase(s, tc);
+    TCase *ab = tt_tcase_aborts("aborts");
+    tcase_add_test_raise_signal(ab, test_abort_unused, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_input_no_grad, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_no_double_backward, SIGABRT);
+    suite_add_tcase(s, ab);
+    return tt_test_run(s);
+}
