@@ -80,6 +80,8 @@ EXAMPLES    += lenet
 EXAMPLES    += compress
 # ---- the trial programs beside their PyTorch twins in tests/reference/ ----
 EXAMPLES    += vit vae makemore
+# ---- custom functions, autograd.grad and create_graph: a WGAN-GP ----
+EXAMPLES    += gradient_penalty
 
 .SECONDARY:
 .PHONY: all lib examples run data plot test test-run gradcheck bench bench-gpt2 deps install \
@@ -202,6 +204,7 @@ test-run: lib examples $(SUITE_BINS) $(BUILD)/tests/gradcheck $(BUILD)/tests/fuz
 	echo "== vit"; sh tests/run_vit.sh $(BUILD) || fail=1; \
 	echo "== vae"; sh tests/run_vae.sh $(BUILD) || fail=1; \
 	echo "== makemore"; sh tests/run_makemore.sh $(BUILD) || fail=1; \
+	echo "== gradient_penalty"; sh tests/run_gradient_penalty.sh $(BUILD) || fail=1; \
 	echo "== char_gpt data parallel"; MPIRUN="$(if $(filter 1,$(MPI)),$(MPIRUN))" \
 	    sh tests/run_char_gpt_dist.sh $(BUILD) || fail=1; \
 	echo "== trainer over ranks"; MPIRUN="$(if $(filter 1,$(MPI)),$(MPIRUN))" \

@@ -150,7 +150,80 @@ START_TEST(test_gradgradcheck) {
 }
 END_TEST
 
+// ---- custom functions ----
+
+// y = 2 x with a backward that returns a gradient of the wrong shape, or reads its saved input.
+typedef struct bad_args {
+    bool wrong_shape;
+} bad_args;
+
+static void twice_forward(tt_function_ctx *ctx, tt_tensor *const *in, int n, tt_tensor **out) {
+    (void)n;
+    tt_save_for_backward(ctx, 1, in);
+    out[0] = tt_mul_scalar(in[0], 2);
+}
+
+static void twice_backward(tt_function_ctx *ctx, tt_tensor *const *gout, tt_tensor **gin) {
+    const bad_args *a = tt_function_data(ctx);
+    (void)tt_saved_tensor(ctx, 0);
+    gin[0] = a->wrong_shape ? tt_ones(TT_F64, TT_SHAPE(3)) : tt_mul_scalar(gout[0], 2);
+}
+
+static const tt_function twice = {"twice", 1, sizeof(bad_args), twice_forward, twice_backward};
+
+// A function applied to tensors that need no gradient records nothing (and leaks nothing);
+// with retain_graph its backward runs twice.
+START_TEST(test_function_record_and_retain) {
+    tt_tensor *x = tt_ones(TT_F64, TT_SHAPE(2));
+    tt_scope_begin();
+    tt_tensor *y = tt_function_apply(&twice, 1, &x, NULL);
+    ck_assert(!y->requires_grad);
+    ck_assert_values(y, 0, 0, 2, 2);
+    tt_set_requires_grad(x, true);
+    tt_tensor *z = tt_sum_all(tt_function_apply(&twice, 1, &x, NULL));
+    ck_assert_str_eq(tt_op_name(TT_OP_FUNCTION), "function");
+    tt_backward_ex(z, NULL, true);
+    tt_backward(z);
+    ck_assert_values(x->grad, 0, 0, 4, 4);
+    const char *op = "x";
+    tt_tensor *img = tt_reshape(tt_mul_scalar(x, 1), TT_SHAPE(1, 1, 1, 2));
+    tt_tensor *pooled = tt_max_pool2d(img, (int64_t[]){1, 2}, (int64_t[]){1, 2},
+                                      (int64_t[]){0, 0}, NULL);
+    ck_assert(tt_graph_twice_differentiable(tt_sum_all(pooled), &op) == false);
+    ck_assert_str_eq(op, "max_pool2d");
+    tt_scope_end();
+    tt_release(x);
+}
+END_TEST
+
 // ---- misuse ----
+
+START_TEST(test_abort_function_grad_shape) {
+    tt_expect_abort("backward of function 'twice' returned a gradient (3,) f64 for input 0, "
+                    "which is (2, 2) f64");
+    tt_tensor *x = leaf(tt_ones(TT_F64, TT_SHAPE(2, 2)));
+    tt_backward(tt_sum_all(tt_function_apply(&twice, 1, &x, &(bad_args){true})));
+}
+END_TEST
+
+START_TEST(test_abort_function_saved_modified) {
+    tt_expect_abort("saved tensor 0 of function 'twice' ((2,) f64) was modified in place");
+    tt_tensor *x = leaf(tt_ones(TT_F64, TT_SHAPE(2))), *h = tt_mul_scalar(x, 1);
+    tt_tensor *y = tt_sum_all(tt_function_apply(&twice, 1, &h, NULL));
+    tt_no_grad_begin();
+    tt_add_scalar_(h, 1);
+    tt_no_grad_end();
+    tt_backward(y);
+}
+END_TEST
+
+START_TEST(test_abort_function_outputs) {
+    tt_expect_abort("function 'three' has 3 outputs; call tt_function_apply_n");
+    static const tt_function three = {"three", 3, 0, twice_forward, twice_backward};
+    tt_tensor *x = tt_ones(TT_F64, TT_SHAPE(2));
+    tt_function_apply(&three, 1, &x, NULL);
+}
+END_TEST
 
 START_TEST(test_abort_unused) {
     tt_expect_abort("input 1 (2,) was not used to compute the outputs");
@@ -169,9 +242,10 @@ START_TEST(test_abort_input_no_grad) {
 END_TEST
 
 START_TEST(test_abort_no_double_backward) {
-    tt_expect_abort("op 'cumsum' has no differentiable backward");
-    tt_tensor *a = leaf(tt_ones(TT_F64, TT_SHAPE(3))), *g;
-    tt_tensor *y = tt_sum_all(tt_cumsum(a, 0));
+    tt_expect_abort("op 'max_pool2d' has no differentiable backward");
+    tt_tensor *a = leaf(tt_ones(TT_F64, TT_SHAPE(1, 1, 2, 2))), *g;
+    tt_tensor *y = tt_sum_all(tt_max_pool2d(a, (int64_t[]){2, 2}, (int64_t[]){2, 2},
+                                            (int64_t[]){0, 0}, NULL));
     tt_autograd_grad(1, &y, NULL, 1, &a, &g, &(tt_grad_opts){.create_graph = true});
 }
 END_TEST
@@ -186,11 +260,15 @@ int main(void) {
     tcase_add_test(tc, test_functional);
     tcase_add_test(tc, test_hessian);
     tcase_add_test(tc, test_gradgradcheck);
+    tcase_add_test(tc, test_function_record_and_retain);
     suite_add_tcase(s, tc);
     TCase *ab = tt_tcase_aborts("aborts");
     tcase_add_test_raise_signal(ab, test_abort_unused, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_input_no_grad, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_no_double_backward, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_function_grad_shape, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_function_saved_modified, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_function_outputs, SIGABRT);
     suite_add_tcase(s, ab);
     return tt_test_run(s);
 }
