@@ -102,6 +102,21 @@ START_TEST(test_unary_values) {
 }
 END_TEST
 
+// erf and its derivative 2 / sqrt(pi) e^(-x^2), against torch.erf (PyTorch 1.13, f64).
+START_TEST(test_erf_values) {
+    tt_dtype dt = dtype_of(_i);
+    double tol = dt == TT_F32 ? 2e-6 : 1e-10;  // reference values have 12 digits
+    tt_scope_begin();
+    tt_tensor *x = leaf(tt_test_tensor(dt, TT_SHAPE(4), -1.5, 0, 0.5, 2));
+    tt_tensor *y = tt_erf(x);
+    ck_assert_values(y, tol, tol, -0.966105146475, 0, 0.520499877813, 0.995322265019);
+    backward_ones(y);
+    ck_assert_values(tt_grad(x), tol, tol, 0.118930289224, 1.1283791671, 0.878782578935,
+                     0.0206669853541);
+    tt_scope_end();
+}
+END_TEST
+
 // The f32 GELU and its gradient (vectorized approximations of Phi and e^x) against the f64
 // ones (libm's erf and exp) on a dense grid over [-10, 10]: measured worst 2.2e-7 forward and
 // 2.2e-7 for the gradient, relative to max(1, |value|).
@@ -715,6 +730,7 @@ int main(void) {
     tcase_add_loop_test(fwd, test_unary_values, 0, 2);
     tcase_add_loop_test(fwd, test_extreme_inputs, 0, 2);
     tcase_add_test(fwd, test_gelu_f32_accuracy);
+    tcase_add_loop_test(fwd, test_erf_values, 0, 2);
     suite_add_tcase(s, fwd);
 
     TCase *bc = tt_tcase("broadcast_and_views");
