@@ -5,11 +5,11 @@
 // inf or NaN gives 0 as the kernel does. The hand-written math ops are in their family files.
 #include "autograd_internal.h"
 
-#define SQRT1_2 0.70710678118654752440             // 1 / sqrt(2)
-#define INV_SQRT_2PI 0.39894228040143267794        // 1 / sqrt(2 pi)
-#define SQRT_2_OVER_PI 0.79788456080286535588      // sqrt(2 / pi)
-#define TWO_OVER_SQRT_PI 1.12837916709551257390    // 2 / sqrt(pi)
-#define GELU_TANH_C 0.044715                       // GPT-2's cubic coefficient
+#define SQRT1_2 0.70710678118654752440           // 1 / sqrt(2)
+#define INV_SQRT_2PI 0.39894228040143267794      // 1 / sqrt(2 pi)
+#define SQRT_2_OVER_PI 0.79788456080286535588    // sqrt(2 / pi)
+#define TWO_OVER_SQRT_PI 1.12837916709551257390  // 2 / sqrt(pi)
+#define GELU_TANH_C 0.044715                     // GPT-2's cubic coefficient
 
 // ---- helpers ----
 
