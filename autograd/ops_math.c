@@ -1,7 +1,8 @@
 // The math ops beyond the elementwise rows: clamp (a hand-written op, kernels in
 // tensor/kernels/elementwise.inc) and the compositions softplus, logsumexp, std and norm, which
 // get their gradients from the ops they are made of. The elementwise math rows (sin, cos,
-// log1p, expm1, reciprocal, sign, floor, ceil, round, leaky_relu, elu) are generated from ops.def.
+// log1p, expm1, reciprocal, sign, floor, ceil, round, erf, leaky_relu, elu) are generated from
+// ops.def (their differentiable backwards are in grad2_elementwise.c).
 #include "autograd_internal.h"
 
 #include <math.h>
