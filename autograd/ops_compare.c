@@ -291,6 +291,30 @@ tt_tensor *tt_nonzero(tt_tensor *x) {
 
 // ---- differentiable backwards (create_graph) ----
 
+// da = cond ? g : 0, db = cond ? 0 : g, with ops (cond a constant; summed down to a's and
+// b's shapes).
+static void where2(tt_node *n) {
+    tt_tensor *cond = n->inputs[0], *g = n->grad, *zero = tt_scalar(g->dtype, 0);
+    if (tt__input_needs_grad(n, 1)) tt__accum_grad(n->inputs[1], tt_where(cond, g, zero));
+    if (tt__input_needs_grad(n, 2)) tt__accum_grad(n->inputs[2], tt_where(cond, zero, g));
+}
+
+// dx = g (count,) scattered into zeros of the broadcast shape at the mask's nonzeros, with
+// ops: the positions are masked_select of 0 .. numel - 1 (a constant), the scatter a
+// scatter_add along the flat tensor; summed down to x's shape.
+static void masked_select2(tt_node *n) {
+    if (!tt__input_needs_grad(n, 0)) return;
+    const masked_select_ctx *c = n->ctx;
+    int64_t numel = 1;
+    for (int d = 0; d < c->ndim; d++) numel *= c->shape[d];
+    tt_tensor *pos = tt_reshape(tt_arange(TT_I64, 0, (double)numel, 1), c->ndim, c->shape);
+    tt_tensor *idx = tt_masked_select(pos, n->saved[0]);  // (count,)
+    tt_tensor *flat = tt_scatter_add(tt_zeros(n->dtype, 1, &numel), 0, idx, n->grad);
+    tt__accum_grad(n->inputs[0], tt_reshape(flat, c->ndim, c->shape));
+}
+
 const tt__grad2_row tt__grad2_compare[] = {
+    {TT_OP_WHERE, where2},
+    {TT_OP_MASKED_SELECT, masked_select2},
     {TT_OP_COUNT, NULL},
 };

@@ -72,9 +72,11 @@ tt_tensor *tt_floor(tt_tensor *x);
 tt_tensor *tt_ceil(tt_tensor *x);
 // tensor/ops.def:151 TT_UNARY(ROUND, round): nearest integer, halves to even; gradient 0
 tt_tensor *tt_round(tt_tensor *x);
-// tensor/ops.def:152 TT_UNARY_S(LEAKY_RELU, leaky_relu): x > 0 ? x : s x; at 0: s
+// tensor/ops.def:152 TT_UNARY(ERF, erf): the error function: 2 / sqrt(pi) int_0^x e^(-t^2) dt
+tt_tensor *tt_erf(tt_tensor *x);
+// tensor/ops.def:153 TT_UNARY_S(LEAKY_RELU, leaky_relu): x > 0 ? x : s x; at 0: s
 tt_tensor *tt_leaky_relu(tt_tensor *x, double s);
-// tensor/ops.def:153 TT_UNARY_S(ELU, elu): x > 0 ? x : s (e^x - 1); at 0: s
+// tensor/ops.def:154 TT_UNARY_S(ELU, elu): x > 0 ? x : s (e^x - 1); at 0: s
 tt_tensor *tt_elu(tt_tensor *x, double s);
 
 #endif  // TT_AUTOGRAD_OPS_GENERATED_H

@@ -1,7 +1,8 @@
 // The math ops beyond the elementwise rows: clamp (a hand-written op, kernels in
 // tensor/kernels/elementwise.inc) and the compositions softplus, logsumexp, std and norm, which
 // get their gradients from the ops they are made of. The elementwise math rows (sin, cos,
-// log1p, expm1, reciprocal, sign, floor, ceil, round, leaky_relu, elu) are generated from ops.def.
+// log1p, expm1, reciprocal, sign, floor, ceil, round, erf, leaky_relu, elu) are generated from
+// ops.def (their differentiable backwards are in grad2_elementwise.c).
 #include "autograd_internal.h"
 
 #include <math.h>
@@ -203,6 +204,16 @@ tt_tensor *tt_vector_norm(tt_tensor *x, double p, int ndims, const int *dims, bo
 
 // ---- differentiable backwards (create_graph) ----
 
+// dx = g where lo <= x <= hi (both bounds included), 0 elsewhere and at NaN, with ops.
+static void clamp2(tt_node *n) {
+    if (!tt__input_needs_grad(n, 0)) return;
+    tt_tensor *x = n->inputs[0];
+    const clamp_ctx *c = n->ctx;
+    tt_tensor *inside = tt_logical_and(tt_ge_scalar(x, c->lo), tt_le_scalar(x, c->hi));
+    tt__accum_grad(x, tt_where(inside, n->grad, tt_scalar(n->dtype, 0)));
+}
+
 const tt__grad2_row tt__grad2_math[] = {
+    {TT_OP_CLAMP, clamp2},
     {TT_OP_COUNT, NULL},
 };

@@ -94,6 +94,8 @@ START_TEST(test_unary_values) {
     ck_assert_values(tt_gelu_tanh(x), tol, tol, -0.158808009392, 0, 0.345714009825,
                      1.95459769409);
     ck_assert_values(tt_silu(x), tol, tol, -0.26894142137, 0, 0.311229665601, 1.76159415596);
+    // torch.erf (PyTorch 1.13); its derivative is checked by the gradcheck suite
+    ck_assert_values(tt_erf(x), tol, tol, -0.84270079295, 0, 0.520499877813, 0.995322265019);
     tt_tensor *p = tt_test_tensor(dt, TT_SHAPE(3), 0.25, 1, 4);
     ck_assert_values(tt_log(p), tol, tol, -1.38629436112, 0, 1.38629436112);
     ck_assert_values(tt_sqrt(p), 0, tol, 0.5, 1, 2);
@@ -442,6 +444,37 @@ static void assert_same_bits(const ew_case *c, const char *what, tt_tensor *u, t
     }
 }
 
+// Every row's differentiable backward gives its first-order backward's values, at the points
+// where the rules decide: zeros (relu, abs, leaky_relu, elu, sign.., pow at a == 0 or
+// b == 0), ties (maximum, minimum), -0.0 and NaN. f64 exactly (-0.0 equal to 0.0: the
+// piecewise-constant rows give g * 0), f32 within rounding (its gelu kernel approximates).
+START_TEST(test_rows_create_graph_matches) {
+    const ew_case *c = &grad_ops[_i / 2];
+    tt_dtype dt = _i % 2 ? TT_F32 : TT_F64;
+    tt_scope_begin();
+    tt_tensor *a = leaf(tt_test_tensor(dt, TT_SHAPE(2, 4), 0, -0.0, -1.5, 1, -1, 0.5, 2, NAN));
+    tt_tensor *b = leaf(tt_test_tensor(dt, TT_SHAPE(2, 4), 0, 2, -1, 1, 0.5, -1, 2, 1));
+    tt_rng rng;
+    tt_rng_seed(&rng, 7 + (uint64_t)_i);
+    tt_tensor *g = tt_uniform(&rng, dt, TT_SHAPE(2, 4), -1, 1);
+    tt_tensor *y = ew_apply(c, a, b), *in[2] = {a, b}, *want[2] = {0}, *got[2] = {0};
+    for (int cg = 0; cg < 2; cg++)  // the kernel's gradient, then the one written with ops
+        tt_autograd_grad(1, &y, &g, c->f2 ? 2 : 1, in, cg ? got : want,
+                         &(tt_grad_opts){.retain_graph = true, .create_graph = cg});
+    for (int k = 0; k < (c->f2 ? 2 : 1); k++) {
+        ck_assert_msg(got[k] != NULL, "%s: input %d: no gradient", c->name, k);
+        for (int64_t j = 0; j < 8; j++) {
+            double p = tt_at(want[k], j), q = tt_at(got[k], j);
+            bool same = (isnan(p) && isnan(q)) || p == q ||
+                        (dt == TT_F32 && fabs(p - q) <= 1e-6 * (1 + fabs(p)));
+            ck_assert_msg(same, "%s %s: d input %d [%lld]: create_graph %.17g vs %.17g",
+                          c->name, tt_dtype_name(dt), k, (long long)j, q, p);
+        }
+    }
+    tt_scope_end();
+}
+END_TEST
+
 // A leaf (4, 3) view with unit stride nowhere: every 2nd column of a (4, 6), or the transpose
 // of a (3, 4) (layout 1).
 static tt_tensor *odd_view(tt_rng *rng, tt_dtype dt, int layout, int64_t rows, double lo,
@@ -728,6 +761,7 @@ int main(void) {
     tcase_add_loop_test(rows, test_rows_strided_match_contiguous, 0, 4 * NGRAD_OPS);
     tcase_add_loop_test(rows, test_rows_saves_mask, 0, NGRAD_OPS);
     tcase_add_test(rows, test_saved_inputs_of_rows);
+    tcase_add_loop_test(rows, test_rows_create_graph_matches, 0, 2 * NGRAD_OPS);
     suite_add_tcase(s, rows);
 
     TCase *edge = tt_tcase("edges_pytorch");
