@@ -155,5 +155,6 @@ const tt__grad2_row tt__grad2_nn[] = {
     {TT_OP_EMBEDDING, embedding2},
     {TT_OP_CROSS_ENTROPY, cross_entropy2},
     {TT_OP_DROPOUT, dropout2},
+    {TT_OP_ATTENTION, tt__attention2},
     {TT_OP_COUNT, NULL},
 };

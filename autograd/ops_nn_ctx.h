@@ -24,4 +24,9 @@ typedef struct cross_entropy_ctx {
     double smoothing;
 } cross_entropy_ctx;
 
+// The differentiable backward of tt_scaled_dot_product_attention (autograd/ops_attention.c,
+// where its ctx lives), a row of tt__grad2_nn.
+struct tt_node;
+void tt__attention2(struct tt_node *n);
+
 #endif  // TT_OPS_NN_CTX_H
