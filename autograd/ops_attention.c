@@ -1,5 +1,6 @@
 // tt_scaled_dot_product_attention: fused attention (causal or full, an optional bool or additive
-// mask, grouped-query), forward and backward side by side. The tiled arithmetic is in
+// mask, grouped-query), forward and backward side by side, and a differentiable backward for
+// create_graph (the attention recomposed with ops). The tiled arithmetic is in
 // tensor/kernels/attention.c; this file checks shapes, picks layouts, records the node. Not
 // here: dropout on the weights.
 //
@@ -11,6 +12,7 @@
 // its broadcast strides (0 on broadcast dims); only its gradient, when it needs one, is formed
 // at (B, NH, T, S) and then summed down to the mask's shape.
 #include "autograd_internal.h"
+#include "ops_nn_ctx.h"
 
 #include <math.h>
 
@@ -183,4 +185,66 @@ void tt__backward_attention(tt_node *n) {
     tt__accum_grad_owned(k, dk);
     tt__accum_grad_owned(v, dv);
     tt__accum_grad_owned(mask, dmask);  // sums over the mask's broadcast dims
+}
+
+// ---- differentiable backward (create_graph) ----
+// The attention recomposed with ops (the (B, NH, T, S) weights formed), so that the gradients
+// have a graph of their own. Listed in tt__grad2_nn (autograd/grad2_nn.c).
+
+// k or v (B, NKV, S, HS) with each kv head repeated for its NH / NKV query heads:
+// (B, NH, S, HS), query head h reading kv head h / (NH / NKV).
+static tt_tensor *repeat_kv(tt_tensor *t, const tt_kattn_dims *d) {
+    if (d->NH == d->NKV) return t;
+    int64_t G = d->NH / d->NKV;
+    tt_tensor *e = tt_expand(tt_unsqueeze(t, 2), 5, (int64_t[]){d->B, d->NKV, G, d->S, d->HS});
+    return tt_reshape(e, 4, (int64_t[]){d->B, d->NH, d->S, d->HS});
+}
+
+// The reverse of repeat_kv for a gradient: (B, NH, S, HS) summed over the query heads of each
+// kv head, (B, NKV, S, HS).
+static tt_tensor *sum_kv(tt_tensor *t, const tt_kattn_dims *d) {
+    if (d->NH == d->NKV) return t;
+    int64_t G = d->NH / d->NKV;
+    tt_tensor *r = tt_reshape(t, 5, (int64_t[]){d->B, d->NKV, G, d->S, d->HS});
+    return tt_sum(r, 1, (int[]){2}, false);
+}
+
+// P = softmax(q kx^T scale + mask) (B, NH, T, S) with ops: a bool mask and the causal one
+// (key j > query i) fill -inf, a float mask is added. A fully masked row gives P = 0.
+static tt_tensor *attention_weights(const tt_node *n, tt_tensor *kx) {
+    tt_tensor *q = n->inputs[0], *mask = n->inputs[3];
+    const tt_kattn_dims *d = &((const attention_ctx *)n->ctx)->dims;
+    tt_tensor *s = tt_mul_scalar(tt_matmul(q, tt_transpose(kx, 2, 3)), d->scale);
+    if (mask && mask->dtype == TT_BOOL)
+        s = tt_masked_fill(s, tt_logical_not(mask), -INFINITY);
+    else if (mask)
+        s = tt_add(s, mask);
+    if (d->causal) {
+        tt_tensor *above = tt_triu(tt_ones(TT_BOOL, 2, (int64_t[]){d->T, d->S}), 1);
+        s = tt_masked_fill(s, above, -INFINITY);
+    }
+    return tt_softmax(s, -1);
+}
+
+// With P recomputed and kx, vx the repeated k, v: dv = P^T g, dP = g vx^T,
+// dS = P (dP - sum_S(dP P)) (softmax's backward), dmask = dS (summed to the mask's shape),
+// dq = dS kx scale, dk = dS^T q scale; dk and dv summed over each kv head's query heads.
+void tt__attention2(tt_node *n) {
+    tt_tensor *q = n->inputs[0], *k = n->inputs[1], *v = n->inputs[2], *g = n->grad;
+    const tt_kattn_dims *d = &((const attention_ctx *)n->ctx)->dims;
+    bool nq = tt__input_needs_grad(n, 0), nk = tt__input_needs_grad(n, 1);
+    bool nv = tt__input_needs_grad(n, 2), nm = tt__input_needs_grad(n, 3);
+    if (!nq && !nk && !nv && !nm) return;
+    tt_tensor *kx = repeat_kv(k, d), *vx = repeat_kv(v, d);  // (B, NH, S, HS)
+    tt_tensor *p = attention_weights(n, kx);                 // (B, NH, T, S)
+    if (nv) tt__accum_grad(v, sum_kv(tt_matmul(tt_transpose(p, 2, 3), g), d));
+    if (!nq && !nk && !nm) return;
+    tt_tensor *dp = tt_matmul(g, tt_transpose(vx, 2, 3));  // (B, NH, T, S)
+    tt_tensor *ds = tt_mul(p, tt_sub(dp, tt_sum(tt_mul(dp, p), 1, (int[]){3}, true)));
+    if (nm) tt__accum_grad(n->inputs[3], ds);
+    if (nq) tt__accum_grad(q, tt_mul_scalar(tt_matmul(ds, kx), d->scale));
+    if (nk) {
+        tt_tensor *dkx = tt_mul_scalar(tt_matmul(tt_transpose(ds, 2, 3), q), d->scale);
+        tt__accum_grad(k, sum_kv(dkx, d));
+    }
 }

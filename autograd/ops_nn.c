@@ -3,6 +3,7 @@
 // The arithmetic is in tensor/kernels/nn.inc; this file checks arguments, makes contiguous
 // copies of strided inputs, records the tape node and saves what the backward needs.
 #include "autograd_internal.h"
+#include "ops_nn_ctx.h"
 
 #include "../tensor/kernels/nn.h"
 
@@ -51,10 +52,6 @@ static tt_tensor *indices_i64(const tt_tensor *idx, const char *func, const char
 // ---- softmax / log_softmax ----
 // y = softmax(x) along dim; the node saves y (an alias). dx = y (g - sum(g y)) or, for
 // log_softmax, dx = g - exp(y) sum(g). x is viewed as (outer, C, inner) around dim.
-
-typedef struct softmax_ctx {
-    int dim;
-} softmax_ctx;
 
 static void split_at(int ndim, const int64_t *shape, int dim, int64_t *outer, int64_t *C,
                      int64_t *inner) {
@@ -191,10 +188,6 @@ void tt__backward_masked_fill(tt_node *n) {
 // Over the last norm_ndim dims of x, viewed as (R, N): y = (x - mean) rstd weight + bias.
 // Node inputs {x, weight, bias} (NULL when absent); saves mean and rstd (R).
 
-typedef struct norm_ctx {
-    int64_t R, N;
-} norm_ctx;
-
 static void check_affine(const tt_tensor *x, const tt_tensor *p, int k, const char *what,
                          const char *func) {
     if (!p) return;
@@ -232,8 +225,7 @@ tt_tensor *tt_layernorm(tt_tensor *x, int norm_ndim, tt_tensor *weight, tt_tenso
     tt_tensor *inputs[3] = {x, weight, bias};
     norm_ctx *c = tt__record(out, TT_OP_LAYERNORM, 3, inputs, sizeof *c);
     if (c) {
-        c->R = R;
-        c->N = N;
+        *c = (norm_ctx){R, N, eps, norm_ndim};
         tt__save(out->node, 0, mean);
         tt__save(out->node, 1, rstd);
     }
@@ -290,8 +282,7 @@ tt_tensor *tt_rmsnorm(tt_tensor *x, tt_tensor *weight, double eps) {
     tt_tensor *inputs[2] = {x, weight};
     norm_ctx *c = tt__record(out, TT_OP_RMSNORM, 2, inputs, sizeof *c);
     if (c) {
-        c->R = R;
-        c->N = N;
+        *c = (norm_ctx){R, N, eps, 1};
         tt__save(out->node, 0, rstd);
     }
     tt_release(rstd);
@@ -365,11 +356,6 @@ void tt__backward_embedding(tt_node *n) {
 // (1 - s) (lse - x_t) + s (lse - mean_j x_j), 0 when every row is ignored. Node input
 // {logits}; saves the i64 targets and the per-row log-sum-exp (f64); the backward is
 // dlogits = (softmax - (1 - s) onehot - s / V) g / count.
-
-typedef struct cross_entropy_ctx {
-    int64_t R, V, ignore_index, count;
-    double smoothing;
-} cross_entropy_ctx;
 
 static tt_tensor *cross_entropy_op(tt_tensor *logits, tt_tensor *targets,
                                    int64_t ignore_index, double label_smoothing,
@@ -472,9 +458,3 @@ void tt__backward_dropout(tt_node *n) {
     tt_release(g);
     tt__accum_grad_owned(x, dx);
 }
-
-// ---- differentiable backwards (create_graph) ----
-
-const tt__grad2_row tt__grad2_nn[] = {
-    {TT_OP_COUNT, NULL},
-};

@@ -252,6 +252,19 @@ static void cross_entropy_transposed(gc_report *r) {
     gc_check(r, f_cross_entropy, &(index_ctx){t, -100, 0.1}, 1, &x, NULL);
 }
 
+// Every target ignored: the loss is the constant 0 and the logits' gradient is all 0.
+static tt_tensor *f_cross_entropy_plain(tt_tensor *const *in, int n, void *ctx) {
+    (void)n;
+    const index_ctx *c = ctx;
+    return tt_cross_entropy(in[0], c->idx, c->ignore_index);
+}
+
+static void cross_entropy_all_ignored(gc_report *r) {
+    tt_tensor *t = tt_from_data(TT_I64, TT_SHAPE(3), (const int64_t[]){-100, -100, -100});
+    tt_tensor *x = gc_input(TT_SHAPE(3, 4), -2, 2);
+    gc_check(r, f_cross_entropy_plain, &(index_ctx){t, -100, 0}, 1, &x, NULL);
+}
+
 // ---- dropout ----
 
 typedef struct dropout_ctx {
@@ -308,6 +321,7 @@ const gc_case gc_cases_nn[] = {
     {TT_OP_CROSS_ENTROPY, "label_smoothing", cross_entropy_label_smoothing},
     {TT_OP_CROSS_ENTROPY, "logits_3d", cross_entropy_logits_3d},
     {TT_OP_CROSS_ENTROPY, "transposed", cross_entropy_transposed},
+    {TT_OP_CROSS_ENTROPY, "all_ignored", cross_entropy_all_ignored},
     {TT_OP_DROPOUT, "training", dropout_training},
     {TT_OP_DROPOUT, "eval", dropout_eval},
     {0, NULL, NULL},
