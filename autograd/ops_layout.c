@@ -2,7 +2,7 @@
 // All but two are compositions of the shape ops (slice, cat, reshape, permute, masked_fill), so
 // their gradients come with them; flip (a copy) and diagonal (a view) are rows of ops.def.
 // The creation functions (eye, linspace, one_hot) are in tensor/create.c.
-#include "autograd_internal.h"
+#include "ops_shape.h"
 
 #define LAYOUT_CHECK(cond, func, ...) TT_CHECK_IN(func, cond, __VA_ARGS__)
 
@@ -364,7 +364,40 @@ void tt__backward_diagonal(tt_node *n) {
 }
 
 // ---- differentiable backwards (create_graph) ----
+// flip and diagonal are linear: their first-order rules written with public ops on n->grad.
+
+// d x = flip(g, the same dims).
+static void flip2(tt_node *n) {
+    const flip_ctx *c = n->ctx;
+    if (!tt__input_needs_grad(n, 0)) return;
+    int dims[TT_MAX_DIMS], nd = 0;
+    for (int d = 0; d < n->ndim; d++)
+        if (c->flip[d]) dims[nd++] = d;
+    tt__accum_grad(n->inputs[0], tt_flip(n->grad, nd, dims));
+}
+
+// d x = zeros of x's shape with g (others..., len) on the diagonal: with x's dims permuted to
+// (others..., n1, n2) and the last two flattened, diagonal element k sits at p0 + k (n2 + 1)
+// (p0 = offset, or -offset n2 below the main diagonal), so it is a slice's gradient there
+// (tt__place_strided), reshaped to (others..., n1, n2) and permuted back.
+static void diagonal2(tt_node *n) {
+    tt_tensor *x = n->inputs[0], *g = n->grad;
+    const diagonal_ctx *c = n->ctx;
+    if (!tt__input_needs_grad(n, 0)) return;
+    int nd = x->ndim, perm[TT_MAX_DIMS], inv[TT_MAX_DIMS], k = 0;
+    for (int d = 0; d < nd; d++)
+        if (d != c->d1 && d != c->d2) perm[k++] = d;
+    perm[nd - 2] = c->d1, perm[nd - 1] = c->d2;
+    int64_t shape[TT_MAX_DIMS];  // x's shape permuted
+    for (int i = 0; i < nd; i++) inv[perm[i]] = i, shape[i] = x->shape[perm[i]];
+    int64_t n1 = shape[nd - 2], n2 = shape[nd - 1], len = g->shape[nd - 2];
+    int64_t p0 = len == 0 ? 0 : c->offset >= 0 ? c->offset : -c->offset * n2;
+    tt_tensor *flat = tt__place_strided(g, nd - 2, p0, n2 + 1, n1 * n2);  // (others..., n1 n2)
+    tt__accum_grad(x, tt_permute(tt_reshape(flat, nd, shape), inv));
+}
 
 const tt__grad2_row tt__grad2_layout[] = {
+    {TT_OP_FLIP, flip2},
+    {TT_OP_DIAGONAL, diagonal2},
     {TT_OP_COUNT, NULL},
 };

@@ -2,7 +2,7 @@
 // flatten, transpose, permute, slice/narrow, expand/broadcast_to, squeeze/unsqueeze) and the
 // copying ops (cat, stack, contiguous, clone, to_dtype). Every copy is tt_copy_ (tensor/iter.c,
 // on the raw kernels of tensor/kernels/shape.c).
-#include "autograd_internal.h"
+#include "ops_shape.h"
 
 // Like TT_CHECK, but the message names the public op `func` rather than the helper it runs in.
 #define SHAPE_CHECK(cond, func, ...) TT_CHECK_IN(func, cond, __VA_ARGS__)
@@ -547,7 +547,120 @@ void tt__backward_to_dtype(tt_node *n) {
 }
 
 // ---- differentiable backwards (create_graph) ----
+// Every shape op is linear: its differentiable backward is its first-order rule written with
+// public ops on n->grad (which may itself require grad), so the gradient records its graph.
+
+// g zero-padded along dim by (left, right) elements (tt_pad counts its pairs from the last dim).
+static tt_tensor *pad_dim(tt_tensor *g, int dim, int64_t left, int64_t right) {
+    int64_t pad[2 * TT_MAX_DIMS] = {0};
+    int i = g->ndim - 1 - dim;
+    pad[2 * i] = left, pad[2 * i + 1] = right;
+    return tt_pad(g, 2 * (i + 1), pad, TT_PAD_CONSTANT, 0.0);
+}
+
+// For step > 1, g is first spread to span = (len - 1) step + 1 elements along dim, with step - 1
+// zeros after each element: viewed as (outer, len, 1, inner), padded to (outer, len, step,
+// inner), merged to (outer, len step, inner) and cut to span. Then g is padded by start before
+// and size - start - span after.
+tt_tensor *tt__place_strided(tt_tensor *g, int dim, int64_t start, int64_t step, int64_t size) {
+    int64_t len = g->shape[dim], span = len;
+    if (step > 1 && len > 1) {
+        int64_t outer = 1, inner = 1, shape[TT_MAX_DIMS];
+        for (int d = 0; d < g->ndim; d++) {
+            shape[d] = g->shape[d];
+            if (d < dim) outer *= g->shape[d];
+            if (d > dim) inner *= g->shape[d];
+        }
+        span = (len - 1) * step + 1;
+        shape[dim] = span;
+        tt_tensor *t = pad_dim(tt_reshape(g, TT_SHAPE(outer, len, 1, inner)), 2, 0, step - 1);
+        t = tt_narrow(tt_reshape(t, TT_SHAPE(outer, len * step, inner)), 1, 0, span);
+        g = tt_reshape(t, g->ndim, shape);
+    }
+    return pad_dim(g, dim, start, size - start - span);
+}
+
+// d x = reshape(g, x's shape).
+static void reshape2(tt_node *n) {
+    tt_tensor *x = n->inputs[0];
+    if (tt__input_needs_grad(n, 0)) tt__accum_grad(x, tt_reshape(n->grad, x->ndim, x->shape));
+}
+
+// d x = transpose(g, d0, d1).
+static void transpose2(tt_node *n) {
+    const transpose_ctx *c = n->ctx;
+    if (tt__input_needs_grad(n, 0))
+        tt__accum_grad(n->inputs[0], tt_transpose(n->grad, c->d0, c->d1));
+}
+
+// d x = permute(g, inverse of dims).
+static void permute2(tt_node *n) {
+    const permute_ctx *c = n->ctx;
+    if (tt__input_needs_grad(n, 0)) tt__accum_grad(n->inputs[0], tt_permute(n->grad, c->inv));
+}
+
+// d x = zeros of x's shape with g at the sliced positions along dim.
+static void slice2(tt_node *n) {
+    tt_tensor *x = n->inputs[0];
+    const slice_ctx *c = n->ctx;
+    if (tt__input_needs_grad(n, 0))
+        tt__accum_grad(x, tt__place_strided(n->grad, c->dim, c->start, c->step, x->shape[c->dim]));
+}
+
+// d x = g summed over the expanded dims (the new leading ones and the size-1 ones).
+static void expand2(tt_node *n) {
+    tt_tensor *x = n->inputs[0];
+    if (tt__input_needs_grad(n, 0)) tt__accum_grad(x, tt__sum_to(n->grad, x));
+}
+
+// d x = unsqueeze(g, dim).
+static void squeeze2(tt_node *n) {
+    const dim_ctx *c = n->ctx;
+    if (tt__input_needs_grad(n, 0)) tt__accum_grad(n->inputs[0], tt_unsqueeze(n->grad, c->dim));
+}
+
+// d x = squeeze(g, dim).
+static void unsqueeze2(tt_node *n) {
+    const dim_ctx *c = n->ctx;
+    if (tt__input_needs_grad(n, 0)) tt__accum_grad(n->inputs[0], tt_squeeze(n->grad, c->dim));
+}
+
+// d xs[i] = narrow(g, dim, offset of xs[i], its size along dim).
+static void cat2(tt_node *n) {
+    const dim_ctx *c = n->ctx;
+    int64_t off = 0;
+    for (int i = 0; i < n->n_inputs; i++) {
+        int64_t len = n->inputs[i]->shape[c->dim];
+        if (tt__input_needs_grad(n, i))
+            tt__accum_grad(n->inputs[i], tt_narrow(n->grad, c->dim, off, len));
+        off += len;
+    }
+}
+
+// d xs[i] = select(g, dim, i).
+static void stack2(tt_node *n) {
+    const dim_ctx *c = n->ctx;
+    for (int i = 0; i < n->n_inputs; i++)
+        if (tt__input_needs_grad(n, i)) tt__accum_grad(n->inputs[i], tt_select(n->grad, c->dim, i));
+}
+
+// d x = g (contiguous and clone are copies: the identity).
+static void identity2(tt_node *n) {
+    if (tt__input_needs_grad(n, 0)) tt__accum_grad(n->inputs[0], n->grad);
+}
+
+// d x = to_dtype(g, x's dtype).
+static void to_dtype2(tt_node *n) {
+    tt_tensor *x = n->inputs[0];
+    if (tt__input_needs_grad(n, 0)) tt__accum_grad(x, tt_to_dtype(n->grad, x->dtype));
+}
 
 const tt__grad2_row tt__grad2_shape[] = {
+    {TT_OP_RESHAPE, reshape2},     {TT_OP_TRANSPOSE, transpose2},
+    {TT_OP_PERMUTE, permute2},     {TT_OP_SLICE, slice2},
+    {TT_OP_EXPAND, expand2},       {TT_OP_SQUEEZE, squeeze2},
+    {TT_OP_UNSQUEEZE, unsqueeze2}, {TT_OP_CAT, cat2},
+    {TT_OP_STACK, stack2},         {TT_OP_CONTIGUOUS, identity2},
+    {TT_OP_CLONE, identity2},      {TT_OP_TO_DTYPE, to_dtype2},
     {TT_OP_COUNT, NULL},
 };
