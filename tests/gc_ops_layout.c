@@ -3,43 +3,6 @@
 // roll, pad: cat; split, chunk, unbind: slice; movedim: permute); flip and diagonal have rows.
 #include "gc_util.h"
 
-// ---- create_graph's gradients against the first-order ones ----
-
-// gc_check, then (when f's graph is twice differentiable) the gradients create_graph computes
-// (the differentiable backwards) against the first-order backwards' for a random seed v:
-// tt_gradgradcheck differentiates the former, so it cannot see them differ from the latter.
-static void check(gc_report *r, tt_gradcheck_fn f, void *ctx, int n, tt_tensor *const *in,
-                  const tt_gradcheck_opts *opts) {
-    gc_check(r, f, ctx, n, in, opts);
-    if (gc_dry_run) return;
-    tt_scope_begin();
-    bool prev = tt_set_grad_enabled(true);
-    tt_tensor *y = f(in, n, ctx), *xs[8], *g1[8], *g2[8];
-    int nt = 0;
-    for (int i = 0; i < n && nt < 8; i++)
-        if (in[i] && in[i]->requires_grad) xs[nt++] = in[i];
-    if (tt_graph_twice_differentiable(y, NULL)) {
-        tt_rng rng = tt_rng_new(28);
-        tt_tensor *v = tt_uniform(&rng, TT_F64, y->ndim, y->shape, -1, 1);
-        tt_autograd_grad(1, &y, &v, nt, xs, g1,
-                         &(tt_grad_opts){.retain_graph = true, .allow_unused = true});
-        tt_autograd_grad(1, &y, &v, nt, xs, g2,
-                         &(tt_grad_opts){.create_graph = true, .allow_unused = true});
-        for (int i = 0; i < nt; i++) {
-            ck_assert_msg(!g1[i] == !g2[i], "input %d: a gradient in one mode only", i);
-            for (int64_t j = 0, m = g1[i] ? tt_numel(g1[i]) : 0; j < m; j++) {
-                double a = tt_at(g1[i], j), b = tt_at(g2[i], j);
-                ck_assert_msg(fabs(a - b) <= 1e-12 * (1 + fabs(a)),
-                              "input %d element %lld: first-order gradient %.17g, "
-                              "create_graph's %.17g",
-                              i, (long long)j, a, b);
-            }
-        }
-    }
-    tt_set_grad_enabled(prev);
-    tt_scope_end();
-}
-
 // ---- tril / triu (masked_fill) ----
 
 static tt_tensor *f_tril(tt_tensor *const *in, int n, void *ctx) {
@@ -53,22 +16,22 @@ static tt_tensor *f_triu(tt_tensor *const *in, int n, void *ctx) {
 static void tril_triu_contiguous(gc_report *r) {
     tt_tensor *x = gc_input(TT_SHAPE(2, 3, 4), -1, 1);
     static const int64_t k0 = 0, k1 = 1, km1 = -1;
-    check(r, f_tril, (void *)&k0, 1, &x, NULL);
-    check(r, f_tril, (void *)&km1, 1, &x, NULL);
-    check(r, f_triu, (void *)&k1, 1, &x, NULL);
+    gc_check(r, f_tril, (void *)&k0, 1, &x, NULL);
+    gc_check(r, f_tril, (void *)&km1, 1, &x, NULL);
+    gc_check(r, f_triu, (void *)&k1, 1, &x, NULL);
 }
 static void tril_triu_transposed(gc_report *r) {
     tt_tensor *x = gc_input_transposed(TT_SHAPE(4, 3), 0, 1, -1, 1);  // (3, 4)
     static const int64_t k0 = 0, km1 = -1;
-    check(r, f_tril, (void *)&k0, 1, &x, NULL);
-    check(r, f_triu, (void *)&km1, 1, &x, NULL);
+    gc_check(r, f_tril, (void *)&k0, 1, &x, NULL);
+    gc_check(r, f_triu, (void *)&km1, 1, &x, NULL);
 }
 static void tril_triu_k_out_of_range(gc_report *r) {  // everything kept / everything zeroed
     tt_tensor *x = gc_input(TT_SHAPE(3, 4), -1, 1);
     static const int64_t big = 10, small = -10;
-    check(r, f_tril, (void *)&big, 1, &x, NULL);
-    check(r, f_tril, (void *)&small, 1, &x, NULL);
-    check(r, f_triu, (void *)&big, 1, &x, NULL);
+    gc_check(r, f_tril, (void *)&big, 1, &x, NULL);
+    gc_check(r, f_tril, (void *)&small, 1, &x, NULL);
+    gc_check(r, f_triu, (void *)&big, 1, &x, NULL);
 }
 
 // ---- repeat / tile (cat) ----
@@ -87,17 +50,17 @@ static tt_tensor *f_repeat_02(tt_tensor *const *in, int n, void *ctx) {
 }
 static void repeat_contiguous(gc_report *r) {
     tt_tensor *x = gc_input(TT_SHAPE(2, 3), -1, 1);
-    check(r, f_repeat_231, NULL, 1, &x, NULL);
-    check(r, f_tile_2, NULL, 1, &x, NULL);
+    gc_check(r, f_repeat_231, NULL, 1, &x, NULL);
+    gc_check(r, f_tile_2, NULL, 1, &x, NULL);
 }
 static void repeat_strided(gc_report *r) {
     tt_tensor *x = gc_input_strided(TT_SHAPE(2, 6), 1, 2, -1, 1);  // (2, 3)
-    check(r, f_repeat_231, NULL, 1, &x, NULL);
-    check(r, f_tile_2, NULL, 1, &x, NULL);
+    gc_check(r, f_repeat_231, NULL, 1, &x, NULL);
+    gc_check(r, f_tile_2, NULL, 1, &x, NULL);
 }
 static void repeat_zero(gc_report *r) {  // an empty result
     tt_tensor *x = gc_input(TT_SHAPE(2, 3), -1, 1);
-    check(r, f_repeat_02, NULL, 1, &x, NULL);
+    gc_check(r, f_repeat_02, NULL, 1, &x, NULL);
 }
 
 // ---- flip ----
@@ -108,15 +71,15 @@ static tt_tensor *f_flip_02(tt_tensor *const *in, int n, void *ctx) {
 }
 static void flip_contiguous(gc_report *r) {
     tt_tensor *x = gc_input(TT_SHAPE(2, 3, 4), -1, 1);
-    check(r, f_flip_02, NULL, 1, &x, NULL);
+    gc_check(r, f_flip_02, NULL, 1, &x, NULL);
 }
 static void flip_transposed(gc_report *r) {
     tt_tensor *x = gc_input_transposed(TT_SHAPE(4, 3, 2), 0, 2, -1, 1);  // (2, 3, 4)
-    check(r, f_flip_02, NULL, 1, &x, NULL);
+    gc_check(r, f_flip_02, NULL, 1, &x, NULL);
 }
 static void flip_empty(gc_report *r) {
     tt_tensor *x = gc_input(TT_SHAPE(0, 3), -1, 1);
-    check(r, f_flip_02, NULL, 1, &x, NULL);
+    gc_check(r, f_flip_02, NULL, 1, &x, NULL);
 }
 
 // ---- roll (cat of two slices) ----
@@ -131,13 +94,13 @@ static tt_tensor *f_roll_dims(tt_tensor *const *in, int n, void *ctx) {
 }
 static void roll_contiguous(gc_report *r) {
     tt_tensor *x = gc_input(TT_SHAPE(3, 5), -1, 1);
-    check(r, f_roll, NULL, 1, &x, NULL);
-    check(r, f_roll_dims, NULL, 1, &x, NULL);
+    gc_check(r, f_roll, NULL, 1, &x, NULL);
+    gc_check(r, f_roll_dims, NULL, 1, &x, NULL);
 }
 static void roll_transposed(gc_report *r) {
     tt_tensor *x = gc_input_transposed(TT_SHAPE(5, 3), 0, 1, -1, 1);  // (3, 5)
-    check(r, f_roll, NULL, 1, &x, NULL);
-    check(r, f_roll_dims, NULL, 1, &x, NULL);
+    gc_check(r, f_roll, NULL, 1, &x, NULL);
+    gc_check(r, f_roll_dims, NULL, 1, &x, NULL);
 }
 
 // ---- pad (cat with filled blocks, mirrored slices) ----
@@ -159,19 +122,19 @@ static const pad_spec pad_reflect = {4, {2, 1, 1, 2}, TT_PAD_REFLECT};
 static const pad_spec pad_reflect_max = {2, {3, 3}, TT_PAD_REFLECT};  // size - 1 each side
 static void pad_constant(gc_report *r) {
     tt_tensor *x = gc_input(TT_SHAPE(3, 4), -1, 1);
-    check(r, f_pad, (void *)&pad_const, 1, &x, NULL);
-    check(r, f_pad, (void *)&pad_const_wide, 1, &x, NULL);
-    check(r, f_pad, (void *)&pad_const_crop, 1, &x, NULL);
+    gc_check(r, f_pad, (void *)&pad_const, 1, &x, NULL);
+    gc_check(r, f_pad, (void *)&pad_const_wide, 1, &x, NULL);
+    gc_check(r, f_pad, (void *)&pad_const_crop, 1, &x, NULL);
 }
 static void pad_reflect_contiguous(gc_report *r) {
     tt_tensor *x = gc_input(TT_SHAPE(2, 3, 4), -1, 1);
-    check(r, f_pad, (void *)&pad_reflect, 1, &x, NULL);
-    check(r, f_pad, (void *)&pad_reflect_max, 1, &x, NULL);
+    gc_check(r, f_pad, (void *)&pad_reflect, 1, &x, NULL);
+    gc_check(r, f_pad, (void *)&pad_reflect_max, 1, &x, NULL);
 }
 static void pad_transposed(gc_report *r) {
     tt_tensor *x = gc_input_transposed(TT_SHAPE(4, 3), 0, 1, -1, 1);  // (3, 4)
-    check(r, f_pad, (void *)&pad_const, 1, &x, NULL);
-    check(r, f_pad, (void *)&pad_reflect, 1, &x, NULL);
+    gc_check(r, f_pad, (void *)&pad_const, 1, &x, NULL);
+    gc_check(r, f_pad, (void *)&pad_reflect, 1, &x, NULL);
 }
 
 // ---- split / chunk / unbind (slice): the pieces scaled by 1, 2, ... and concatenated ----
@@ -205,17 +168,17 @@ static tt_tensor *f_unbind(tt_tensor *const *in, int n, void *ctx) {
 }
 static void split_contiguous(gc_report *r) {
     tt_tensor *x = gc_input(TT_SHAPE(3, 5), -1, 1);
-    check(r, f_split, NULL, 1, &x, NULL);
-    check(r, f_split_sizes, NULL, 1, &x, NULL);
-    check(r, f_chunk, NULL, 1, &x, NULL);
-    check(r, f_unbind, NULL, 1, &x, NULL);
+    gc_check(r, f_split, NULL, 1, &x, NULL);
+    gc_check(r, f_split_sizes, NULL, 1, &x, NULL);
+    gc_check(r, f_chunk, NULL, 1, &x, NULL);
+    gc_check(r, f_unbind, NULL, 1, &x, NULL);
 }
 static void split_transposed(gc_report *r) {
     tt_tensor *x = gc_input_transposed(TT_SHAPE(5, 3), 0, 1, -1, 1);  // (3, 5)
-    check(r, f_split, NULL, 1, &x, NULL);
-    check(r, f_split_sizes, NULL, 1, &x, NULL);
-    check(r, f_chunk, NULL, 1, &x, NULL);
-    check(r, f_unbind, NULL, 1, &x, NULL);
+    gc_check(r, f_split, NULL, 1, &x, NULL);
+    gc_check(r, f_split_sizes, NULL, 1, &x, NULL);
+    gc_check(r, f_chunk, NULL, 1, &x, NULL);
+    gc_check(r, f_unbind, NULL, 1, &x, NULL);
 }
 
 // ---- movedim (permute) ----
@@ -226,11 +189,11 @@ static tt_tensor *f_movedim(tt_tensor *const *in, int n, void *ctx) {
 }
 static void movedim_contiguous(gc_report *r) {
     tt_tensor *x = gc_input(TT_SHAPE(2, 3, 4), -1, 1);
-    check(r, f_movedim, NULL, 1, &x, NULL);
+    gc_check(r, f_movedim, NULL, 1, &x, NULL);
 }
 static void movedim_strided(gc_report *r) {
     tt_tensor *x = gc_input_strided(TT_SHAPE(2, 6, 4), 1, 2, -1, 1);  // (2, 3, 4)
-    check(r, f_movedim, NULL, 1, &x, NULL);
+    gc_check(r, f_movedim, NULL, 1, &x, NULL);
 }
 
 // ---- diagonal ----
@@ -248,19 +211,19 @@ static const diag_spec diag_main = {0, 0, 1}, diag_up = {1, 0, 1}, diag_down = {
 static const diag_spec diag_3d = {1, 2, 0}, diag_outside = {7, 0, 1};
 static void diagonal_contiguous(gc_report *r) {
     tt_tensor *x = gc_input(TT_SHAPE(3, 4), -1, 1);
-    check(r, f_diagonal, (void *)&diag_main, 1, &x, NULL);
-    check(r, f_diagonal, (void *)&diag_up, 1, &x, NULL);
-    check(r, f_diagonal, (void *)&diag_down, 1, &x, NULL);
+    gc_check(r, f_diagonal, (void *)&diag_main, 1, &x, NULL);
+    gc_check(r, f_diagonal, (void *)&diag_up, 1, &x, NULL);
+    gc_check(r, f_diagonal, (void *)&diag_down, 1, &x, NULL);
     tt_tensor *x3 = gc_input(TT_SHAPE(3, 2, 4), -1, 1);
-    check(r, f_diagonal, (void *)&diag_3d, 1, &x3, NULL);
+    gc_check(r, f_diagonal, (void *)&diag_3d, 1, &x3, NULL);
 }
 static void diagonal_transposed(gc_report *r) {
     tt_tensor *x = gc_input_transposed(TT_SHAPE(4, 3), 0, 1, -1, 1);  // (3, 4)
-    check(r, f_diagonal, (void *)&diag_up, 1, &x, NULL);
+    gc_check(r, f_diagonal, (void *)&diag_up, 1, &x, NULL);
 }
 static void diagonal_offset_outside(gc_report *r) {  // an empty diagonal
     tt_tensor *x = gc_input(TT_SHAPE(3, 4), -1, 1);
-    check(r, f_diagonal, (void *)&diag_outside, 1, &x, NULL);
+    gc_check(r, f_diagonal, (void *)&diag_outside, 1, &x, NULL);
 }
 
 const gc_case gc_cases_layout[] = {

@@ -3,43 +3,6 @@
 // Outputs that are views of the gradcheck inputs are fine: each evaluation reads them at once.
 #include "gc_util.h"
 
-// ---- create_graph's gradients against the first-order ones ----
-
-// gc_check, then (when f's graph is twice differentiable) the gradients create_graph computes
-// (the differentiable backwards) against the first-order backwards' for a random seed v:
-// tt_gradgradcheck differentiates the former, so it cannot see them differ from the latter.
-static void check(gc_report *r, tt_gradcheck_fn f, void *ctx, int n, tt_tensor *const *in,
-                  const tt_gradcheck_opts *opts) {
-    gc_check(r, f, ctx, n, in, opts);
-    if (gc_dry_run) return;
-    tt_scope_begin();
-    bool prev = tt_set_grad_enabled(true);
-    tt_tensor *y = f(in, n, ctx), *xs[8], *g1[8], *g2[8];
-    int nt = 0;
-    for (int i = 0; i < n && nt < 8; i++)
-        if (in[i] && in[i]->requires_grad) xs[nt++] = in[i];
-    if (tt_graph_twice_differentiable(y, NULL)) {
-        tt_rng rng = tt_rng_new(28);
-        tt_tensor *v = tt_uniform(&rng, TT_F64, y->ndim, y->shape, -1, 1);
-        tt_autograd_grad(1, &y, &v, nt, xs, g1,
-                         &(tt_grad_opts){.retain_graph = true, .allow_unused = true});
-        tt_autograd_grad(1, &y, &v, nt, xs, g2,
-                         &(tt_grad_opts){.create_graph = true, .allow_unused = true});
-        for (int i = 0; i < nt; i++) {
-            ck_assert_msg(!g1[i] == !g2[i], "input %d: a gradient in one mode only", i);
-            for (int64_t j = 0, m = g1[i] ? tt_numel(g1[i]) : 0; j < m; j++) {
-                double a = tt_at(g1[i], j), b = tt_at(g2[i], j);
-                ck_assert_msg(fabs(a - b) <= 1e-12 * (1 + fabs(a)),
-                              "input %d element %lld: first-order gradient %.17g, "
-                              "create_graph's %.17g",
-                              i, (long long)j, a, b);
-            }
-        }
-    }
-    tt_set_grad_enabled(prev);
-    tt_scope_end();
-}
-
 // ---- reshape / view / flatten ----
 
 static tt_tensor *f_view_4x6(tt_tensor *const *in, int n, void *ctx) {
@@ -48,7 +11,7 @@ static tt_tensor *f_view_4x6(tt_tensor *const *in, int n, void *ctx) {
 }
 static void reshape_view(gc_report *r) {
     tt_tensor *x = gc_input(TT_SHAPE(2, 3, 4), -1, 1);
-    check(r, f_view_4x6, NULL, 1, &x, NULL);
+    gc_check(r, f_view_4x6, NULL, 1, &x, NULL);
 }
 
 static tt_tensor *f_reshape_6x2(tt_tensor *const *in, int n, void *ctx) {
@@ -58,7 +21,7 @@ static tt_tensor *f_reshape_6x2(tt_tensor *const *in, int n, void *ctx) {
 static void reshape_copy(gc_report *r) {
     // (3, 4) viewed transposed: its elements are not in row-major order, so reshape copies.
     tt_tensor *x = gc_input_transposed(TT_SHAPE(3, 4), 0, 1, -1, 1);
-    check(r, f_reshape_6x2, NULL, 1, &x, NULL);
+    gc_check(r, f_reshape_6x2, NULL, 1, &x, NULL);
 }
 
 static tt_tensor *f_reshape_m1(tt_tensor *const *in, int n, void *ctx) {
@@ -67,7 +30,7 @@ static tt_tensor *f_reshape_m1(tt_tensor *const *in, int n, void *ctx) {
 }
 static void reshape_infer_minus1(gc_report *r) {
     tt_tensor *x = gc_input(TT_SHAPE(3, 4), -1, 1);
-    check(r, f_reshape_m1, NULL, 1, &x, NULL);
+    gc_check(r, f_reshape_m1, NULL, 1, &x, NULL);
 }
 
 static tt_tensor *f_flatten(tt_tensor *const *in, int n, void *ctx) {
@@ -76,7 +39,7 @@ static tt_tensor *f_flatten(tt_tensor *const *in, int n, void *ctx) {
 }
 static void reshape_flatten_strided(gc_report *r) {
     tt_tensor *x = gc_input_strided(TT_SHAPE(4, 3), 0, 2, -1, 1);  // (2, 3), rows 0 and 2
-    check(r, f_flatten, NULL, 1, &x, NULL);
+    gc_check(r, f_flatten, NULL, 1, &x, NULL);
 }
 
 static tt_tensor *f_flatten_mid(tt_tensor *const *in, int n, void *ctx) {
@@ -85,7 +48,7 @@ static tt_tensor *f_flatten_mid(tt_tensor *const *in, int n, void *ctx) {
 }
 static void reshape_flatten_dims(gc_report *r) {
     tt_tensor *x = gc_input_transposed(TT_SHAPE(2, 3, 4), 1, 2, -1, 1);  // (2, 4, 3): copies
-    check(r, f_flatten_mid, NULL, 1, &x, NULL);
+    gc_check(r, f_flatten_mid, NULL, 1, &x, NULL);
 }
 
 // ---- transpose / permute ----
@@ -96,11 +59,11 @@ static tt_tensor *f_transpose_01(tt_tensor *const *in, int n, void *ctx) {
 }
 static void transpose_2d(gc_report *r) {
     tt_tensor *x = gc_input(TT_SHAPE(3, 4), -1, 1);
-    check(r, f_transpose_01, NULL, 1, &x, NULL);
+    gc_check(r, f_transpose_01, NULL, 1, &x, NULL);
 }
 static void transpose_3d_outer(gc_report *r) {
     tt_tensor *x = gc_input(TT_SHAPE(2, 3, 4), -1, 1);
-    check(r, f_transpose_01, NULL, 1, &x, NULL);
+    gc_check(r, f_transpose_01, NULL, 1, &x, NULL);
 }
 
 static tt_tensor *f_permute(tt_tensor *const *in, int n, void *ctx) {
@@ -110,12 +73,12 @@ static tt_tensor *f_permute(tt_tensor *const *in, int n, void *ctx) {
 static void permute_3d(gc_report *r) {
     static const int dims[] = {2, 0, 1};
     tt_tensor *x = gc_input(TT_SHAPE(2, 3, 4), -1, 1);
-    check(r, f_permute, (void *)dims, 1, &x, NULL);
+    gc_check(r, f_permute, (void *)dims, 1, &x, NULL);
 }
 static void permute_4d(gc_report *r) {
     static const int dims[] = {0, 2, 1, -1};  // (B, T, NH, HS) -> (B, NH, T, HS)
     tt_tensor *x = gc_input(TT_SHAPE(2, 3, 2, 2), -1, 1);
-    check(r, f_permute, (void *)dims, 1, &x, NULL);
+    gc_check(r, f_permute, (void *)dims, 1, &x, NULL);
 }
 
 // ---- slice / narrow ----
@@ -133,26 +96,26 @@ static tt_tensor *f_slice(tt_tensor *const *in, int n, void *ctx) {
 static void slice_step1(gc_report *r) {
     slice_args a = {1, 1, 4, 1};
     tt_tensor *x = gc_input(TT_SHAPE(3, 5), -1, 1);
-    check(r, f_slice, &a, 1, &x, NULL);
+    gc_check(r, f_slice, &a, 1, &x, NULL);
 }
 static void slice_step2(gc_report *r) {
     slice_args a = {0, 0, 100, 2};  // end clamped to the size
     tt_tensor *x = gc_input(TT_SHAPE(5, 3), -1, 1);
-    check(r, f_slice, &a, 1, &x, NULL);
+    gc_check(r, f_slice, &a, 1, &x, NULL);
 }
 static void slice_step3_middle(gc_report *r) {
     slice_args a = {1, 1, 7, 3};  // elements 1 and 4 of 7: zeros before, between and after
     tt_tensor *x = gc_input(TT_SHAPE(2, 7, 3), -1, 1);
-    check(r, f_slice, &a, 1, &x, NULL);
+    gc_check(r, f_slice, &a, 1, &x, NULL);
     slice_args one = {-1, 2, 3, 4};  // one element, step 4
-    check(r, f_slice, &one, 1, &x, NULL);
+    gc_check(r, f_slice, &one, 1, &x, NULL);
     slice_args none = {1, 5, 2, 2};  // empty
-    check(r, f_slice, &none, 1, &x, NULL);
+    gc_check(r, f_slice, &none, 1, &x, NULL);
 }
 static void slice_negative(gc_report *r) {
     slice_args a = {-1, -4, -1, 1};  // last dim, elements 1 .. 3 of 5
     tt_tensor *x = gc_input_transposed(TT_SHAPE(5, 3), 0, 1, -1, 1);  // (3, 5)
-    check(r, f_slice, &a, 1, &x, NULL);
+    gc_check(r, f_slice, &a, 1, &x, NULL);
 }
 
 static tt_tensor *f_narrow(tt_tensor *const *in, int n, void *ctx) {
@@ -161,7 +124,7 @@ static tt_tensor *f_narrow(tt_tensor *const *in, int n, void *ctx) {
 }
 static void slice_narrow(gc_report *r) {
     tt_tensor *x = gc_input(TT_SHAPE(2, 4, 3), -1, 1);
-    check(r, f_narrow, NULL, 1, &x, NULL);
+    gc_check(r, f_narrow, NULL, 1, &x, NULL);
 }
 
 static tt_tensor *f_select(tt_tensor *const *in, int n, void *ctx) {
@@ -170,7 +133,7 @@ static tt_tensor *f_select(tt_tensor *const *in, int n, void *ctx) {
 }
 static void slice_select(gc_report *r) {
     tt_tensor *x = gc_input(TT_SHAPE(2, 3, 4), -1, 1);
-    check(r, f_select, NULL, 1, &x, NULL);
+    gc_check(r, f_select, NULL, 1, &x, NULL);
 }
 
 // ---- expand / broadcast_to ----
@@ -181,7 +144,7 @@ static tt_tensor *f_expand_btc(tt_tensor *const *in, int n, void *ctx) {
 }
 static void expand_b1c_to_btc(gc_report *r) {
     tt_tensor *x = gc_input(TT_SHAPE(2, 1, 3), -1, 1);
-    check(r, f_expand_btc, NULL, 1, &x, NULL);
+    gc_check(r, f_expand_btc, NULL, 1, &x, NULL);
 }
 
 static tt_tensor *f_expand_lead(tt_tensor *const *in, int n, void *ctx) {
@@ -190,7 +153,7 @@ static tt_tensor *f_expand_lead(tt_tensor *const *in, int n, void *ctx) {
 }
 static void expand_new_leading(gc_report *r) {
     tt_tensor *x = gc_input(TT_SHAPE(2, 1), -1, 1);  // (2, 1) -> (2, 3, 2, 4)
-    check(r, f_expand_lead, NULL, 1, &x, NULL);
+    gc_check(r, f_expand_lead, NULL, 1, &x, NULL);
 }
 
 // ---- squeeze / unsqueeze ----
@@ -201,7 +164,7 @@ static tt_tensor *f_squeeze1(tt_tensor *const *in, int n, void *ctx) {
 }
 static void squeeze_size1_dim(gc_report *r) {
     tt_tensor *x = gc_input(TT_SHAPE(3, 1, 4), -1, 1);
-    check(r, f_squeeze1, NULL, 1, &x, NULL);
+    gc_check(r, f_squeeze1, NULL, 1, &x, NULL);
 }
 
 static tt_tensor *f_unsqueeze(tt_tensor *const *in, int n, void *ctx) {
@@ -211,12 +174,12 @@ static tt_tensor *f_unsqueeze(tt_tensor *const *in, int n, void *ctx) {
 static void unsqueeze_front(gc_report *r) {
     static const int dim = 0;
     tt_tensor *x = gc_input(TT_SHAPE(3, 4), -1, 1);
-    check(r, f_unsqueeze, (void *)&dim, 1, &x, NULL);
+    gc_check(r, f_unsqueeze, (void *)&dim, 1, &x, NULL);
 }
 static void unsqueeze_back(gc_report *r) {
     static const int dim = -1;
     tt_tensor *x = gc_input_transposed(TT_SHAPE(3, 4), 0, 1, -1, 1);
-    check(r, f_unsqueeze, (void *)&dim, 1, &x, NULL);
+    gc_check(r, f_unsqueeze, (void *)&dim, 1, &x, NULL);
 }
 
 // ---- cat / stack ----
@@ -227,19 +190,19 @@ static tt_tensor *f_cat(tt_tensor *const *in, int n, void *ctx) {
 static void cat_dim0(gc_report *r) {
     static const int dim = 0;
     tt_tensor *x[2] = {gc_input(TT_SHAPE(2, 3), -1, 1), gc_input(TT_SHAPE(1, 3), -1, 1)};
-    check(r, f_cat, (void *)&dim, 2, x, NULL);
+    gc_check(r, f_cat, (void *)&dim, 2, x, NULL);
 }
 static void cat_middle_dim_3_inputs(gc_report *r) {
     static const int dim = 1;
     tt_tensor *x[3] = {gc_input(TT_SHAPE(2, 1, 3), -1, 1), gc_input(TT_SHAPE(2, 3, 3), -1, 1),
                        gc_input(TT_SHAPE(2, 2, 3), -1, 1)};
-    check(r, f_cat, (void *)&dim, 3, x, NULL);
+    gc_check(r, f_cat, (void *)&dim, 3, x, NULL);
 }
 static void cat_noncontiguous_inputs(gc_report *r) {
     static const int dim = -1;
     tt_tensor *x[2] = {gc_input_transposed(TT_SHAPE(3, 2), 0, 1, -1, 1),   // (2, 3)
                        gc_input_strided(TT_SHAPE(2, 8), 1, 3, -1, 1)};      // (2, 3)
-    check(r, f_cat, (void *)&dim, 2, x, NULL);
+    gc_check(r, f_cat, (void *)&dim, 2, x, NULL);
 }
 
 static tt_tensor *f_stack(tt_tensor *const *in, int n, void *ctx) {
@@ -249,12 +212,12 @@ static void stack_dim0(gc_report *r) {
     static const int dim = 0;
     tt_tensor *x[3] = {gc_input(TT_SHAPE(2, 3), -1, 1), gc_input(TT_SHAPE(2, 3), -1, 1),
                        gc_input_transposed(TT_SHAPE(3, 2), 0, 1, -1, 1)};
-    check(r, f_stack, (void *)&dim, 3, x, NULL);
+    gc_check(r, f_stack, (void *)&dim, 3, x, NULL);
 }
 static void stack_dim_last(gc_report *r) {
     static const int dim = -1;  // a new last dim: (2, 3) x 2 -> (2, 3, 2)
     tt_tensor *x[2] = {gc_input(TT_SHAPE(2, 3), -1, 1), gc_input(TT_SHAPE(2, 3), -1, 1)};
-    check(r, f_stack, (void *)&dim, 2, x, NULL);
+    gc_check(r, f_stack, (void *)&dim, 2, x, NULL);
 }
 
 // ---- contiguous / clone / to_dtype ----
@@ -265,7 +228,7 @@ static tt_tensor *f_contiguous(tt_tensor *const *in, int n, void *ctx) {
 }
 static void contiguous_transposed(gc_report *r) {
     tt_tensor *x = gc_input_transposed(TT_SHAPE(2, 3, 4), 0, 2, -1, 1);
-    check(r, f_contiguous, NULL, 1, &x, NULL);
+    gc_check(r, f_contiguous, NULL, 1, &x, NULL);
 }
 
 static tt_tensor *f_clone(tt_tensor *const *in, int n, void *ctx) {
@@ -274,11 +237,11 @@ static tt_tensor *f_clone(tt_tensor *const *in, int n, void *ctx) {
 }
 static void clone_contiguous(gc_report *r) {
     tt_tensor *x = gc_input(TT_SHAPE(2, 3), -1, 1);
-    check(r, f_clone, NULL, 1, &x, NULL);
+    gc_check(r, f_clone, NULL, 1, &x, NULL);
 }
 static void clone_strided(gc_report *r) {
     tt_tensor *x = gc_input_strided(TT_SHAPE(3, 7), 1, 3, -1, 1);  // (3, 3)
-    check(r, f_clone, NULL, 1, &x, NULL);
+    gc_check(r, f_clone, NULL, 1, &x, NULL);
 }
 
 // f64 -> f32 -> f64 for the gradcheck (f32 -> f64 -> f32 in gc_check's f32 forward, which
@@ -294,7 +257,7 @@ static void to_dtype_f64_f32_f64(gc_report *r) {
     // a larger eps (1e-3) costs no truncation error and shrinks that rounding noise to ~1e-4.
     tt_gradcheck_opts opts = {.eps = 1e-3, .atol = 1e-3, .rtol = 1e-2};
     tt_tensor *x = gc_input(TT_SHAPE(2, 3), -1, 1);
-    check(r, f_dtype_round_trip, NULL, 1, &x, &opts);
+    gc_check(r, f_dtype_round_trip, NULL, 1, &x, &opts);
 }
 
 // ---- the table ----

@@ -54,6 +54,36 @@ static bool twice_differentiable(tt_gradcheck_fn f, void *ctx, int n, tt_tensor 
     return ok;
 }
 
+// The gradients create_graph's differentiable backwards give equal the first-order backwards'
+// (to 1e-12 relative), for a random output gradient. tt_gradgradcheck cannot see this: both of
+// its sides differentiate the differentiable backward, so one that is wrong but linear in the
+// same way (a slice placed at the wrong offset) passes it.
+static void agree_first_order(tt_gradcheck_fn f, void *ctx, int n, tt_tensor *const *inputs) {
+    tt_scope_begin();
+    bool prev = tt_set_grad_enabled(true);
+    tt_tensor *y = f(inputs, n, ctx), *xs[64], *g1[64], *g2[64];
+    int nt = 0;
+    for (int i = 0; i < n && nt < 64; i++)
+        if (inputs[i] && inputs[i]->requires_grad) xs[nt++] = inputs[i];
+    tt_rng seed_rng = tt_rng_new(28);
+    tt_tensor *v = tt_uniform(&seed_rng, TT_F64, y->ndim, y->shape, -1, 1);
+    tt_autograd_grad(1, &y, &v, nt, xs, g1,
+                     &(tt_grad_opts){.retain_graph = true, .allow_unused = true});
+    tt_autograd_grad(1, &y, &v, nt, xs, g2,
+                     &(tt_grad_opts){.create_graph = true, .allow_unused = true});
+    for (int i = 0; i < nt; i++) {
+        ck_assert_msg(!g1[i] == !g2[i], "input %d has a gradient in one mode only", i);
+        for (int64_t j = 0, m = g1[i] ? tt_numel(g1[i]) : 0; j < m; j++) {
+            double a = tt_at(g1[i], j), b = tt_at(g2[i], j);
+            ck_assert_msg(a == b || (isnan(a) && isnan(b)) || fabs(a - b) <= 1e-12 * (1 + fabs(a)),
+                          "input %d element %lld: first-order gradient %.17g, create_graph's "
+                          "%.17g", i, (long long)j, a, b);
+        }
+    }
+    tt_set_grad_enabled(prev);
+    tt_scope_end();
+}
+
 // Second derivatives: tt_gradgradcheck, its result kept as gc_check keeps the first order's.
 static void gc_check_twice(gc_report *r, tt_gradcheck_fn f, void *ctx, int n,
                            tt_tensor *const *inputs, const tt_gradcheck_opts *opts) {
@@ -76,7 +106,10 @@ void gc_check(gc_report *r, tt_gradcheck_fn f, void *ctx, int n, tt_tensor *cons
         r->nchecks++;
         return;
     }
-    if (twice_differentiable(f, ctx, n, inputs)) gc_check_twice(r, f, ctx, n, inputs, opts);
+    if (twice_differentiable(f, ctx, n, inputs)) {
+        agree_first_order(f, ctx, n, inputs);
+        gc_check_twice(r, f, ctx, n, inputs, opts);
+    }
     tt_gradcheck_result g = tt_gradcheck(f, ctx, n, inputs, opts);
     // Keep the first failing check's details (else the first check's), and the max errors.
     double abs_err = g.max_abs_err, rel_err = g.max_rel_err;

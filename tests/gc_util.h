@@ -72,7 +72,8 @@ tt_tensor *gc_input_strided(int ndim, const int64_t *base, int dim, int64_t step
 
 // Runs tt_gradcheck (opts NULL: PyTorch's defaults) on f over the inputs, then runs f on f32
 // copies of the float inputs (same strides) and compares with the f64 forward. When every op
-// of f's graph has a differentiable backward, also tt_gradgradcheck (second derivatives).
+// of f's graph has a differentiable backward, also tt_gradgradcheck (second derivatives), and
+// checks that the gradients create_graph gives equal the first-order ones.
 // Accumulates into r; a case may call it several times.
 void gc_check(gc_report *r, tt_gradcheck_fn f, void *ctx, int n, tt_tensor *const *inputs,
               const tt_gradcheck_opts *opts);
