@@ -25,23 +25,6 @@ static void separate(tt_tensor *t, double phase) {
     }
 }
 
-// tt_gradcheck alone, folded into r as gc_check folds its checks: for inputs at a tie or a
-// kink, where the first derivative follows PyTorch's rule but jumps, so central differences of
-// it (gradgradcheck) mean nothing there.
-static void first_order_check(gc_report *r, tt_gradcheck_fn f, void *ctx, int n,
-                              tt_tensor *const *inputs) {
-    if (gc_dry_run) {
-        r->nchecks++;
-        return;
-    }
-    tt_gradcheck_result g = tt_gradcheck(f, ctx, n, inputs, NULL);
-    if (r->nchecks == 0 || (r->worst.ok && !g.ok)) r->worst = g;
-    if (!(g.max_abs_err <= r->worst.max_abs_err)) r->worst.max_abs_err = g.max_abs_err;
-    if (!(g.max_rel_err <= r->worst.max_rel_err)) r->worst.max_rel_err = g.max_rel_err;
-    r->ok = (r->nchecks == 0 || r->ok) && g.ok;
-    r->nchecks++;
-}
-
 // ---- a row of ops.def ----
 
 typedef struct ew_spec {
@@ -181,7 +164,7 @@ static tt_tensor *f_self(tt_tensor *const *in, int n, void *ctx) {  // f(x, x)
 static void ties(gc_report *r, const ew_spec *sp) {
     tt_tensor *a = gc_input(TT_SHAPE(2, 3), -1, 1), *b = gc_input(TT_SHAPE(2, 3), -1, 1);
     for (int64_t i = 0; i < 6; i++) tt_set_at(b, i, tt_at(a, i));
-    first_order_check(r, f_ew, (void *)sp, 2, (tt_tensor *[]){a, b});
+    gc_check_first_order(r, f_ew, (void *)sp, 2, (tt_tensor *[]){a, b}, NULL);
     gc_check(r, f_self, (void *)sp, 1, &a, NULL);
 }
 static void maximum_ties(gc_report *r) { ties(r, &spec_maximum); }

@@ -5,23 +5,6 @@
 
 #include <math.h>
 
-// tt_gradcheck alone, folded into r as gc_check folds its checks: for inputs at a tie or a
-// kink, where the first derivative follows PyTorch's rule but jumps, so central differences of
-// it (gradgradcheck) mean nothing there.
-static void first_order_check(gc_report *r, tt_gradcheck_fn f, void *ctx, int n,
-                              tt_tensor *const *inputs) {
-    if (gc_dry_run) {
-        r->nchecks++;
-        return;
-    }
-    tt_gradcheck_result g = tt_gradcheck(f, ctx, n, inputs, NULL);
-    if (r->nchecks == 0 || (r->worst.ok && !g.ok)) r->worst = g;
-    if (!(g.max_abs_err <= r->worst.max_abs_err)) r->worst.max_abs_err = g.max_abs_err;
-    if (!(g.max_rel_err <= r->worst.max_rel_err)) r->worst.max_rel_err = g.max_rel_err;
-    r->ok = (r->nchecks == 0 || r->ok) && g.ok;
-    r->nchecks++;
-}
-
 // ---- clamp: kinks at the bounds, so inputs stay 0.1 away from them ----
 
 typedef struct clamp_args {
@@ -85,7 +68,7 @@ static void softplus_contiguous(gc_report *r) {
     tt_tensor *x = gc_input(TT_SHAPE(3, 4), -4, 4);
     gc_check(r, f_softplus, &a, 1, &x, NULL);
     tt_set_at(x, 0, 0.0);  // the point where relu(x) + log1p(e^-|x|) would give gradient 0
-    first_order_check(r, f_softplus, &a, 1, &x);
+    gc_check_first_order(r, f_softplus, &a, 1, &x, NULL);
 }
 static void softplus_beta_threshold(gc_report *r) {  // beta 2, some elements above threshold
     softplus_args a = {2, 3};
@@ -222,7 +205,7 @@ static void elu_alpha1_at_zero(gc_report *r) {
     tt_tensor *x = gc_input_strided(TT_SHAPE(3, 8), 1, 3, -2, 2);
     gc_check(r, f_scalar, &a, 1, &x, NULL);
     tt_set_at(x, 0, 0.0);
-    first_order_check(r, f_scalar, &a, 1, &x);
+    gc_check_first_order(r, f_scalar, &a, 1, &x, NULL);
 }
 
 const gc_case gc_cases_math[] = {

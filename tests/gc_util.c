@@ -84,19 +84,29 @@ static void agree_first_order(tt_gradcheck_fn f, void *ctx, int n, tt_tensor *co
     tt_scope_end();
 }
 
-// Second derivatives: tt_gradgradcheck, its result kept as gc_check keeps the first order's.
-static void gc_check_twice(gc_report *r, tt_gradcheck_fn f, void *ctx, int n,
-                           tt_tensor *const *inputs, const tt_gradcheck_opts *opts) {
-    tt_gradcheck_result g = tt_gradgradcheck(f, ctx, n, inputs, opts);
-    double abs_err = g.max_abs_err, rel_err = g.max_rel_err;
-    if (r->gg_nchecks > 0) {
-        if (r->gg_worst.ok && !g.ok) r->gg_worst = g;
-        if (!(abs_err <= r->gg_worst.max_abs_err)) r->gg_worst.max_abs_err = abs_err;
-        if (!(rel_err <= r->gg_worst.max_rel_err)) r->gg_worst.max_rel_err = rel_err;
-    } else {
-        r->gg_worst = g;
+// Folds check g into *worst, the (count)-th check: the first failing check's details (else the
+// first check's) and the max errors.
+static void fold(tt_gradcheck_result *worst, int count, tt_gradcheck_result g) {
+    if (count == 0 || (worst->ok && !g.ok)) {
+        double abs_err = worst->max_abs_err, rel_err = worst->max_rel_err;
+        *worst = g;
+        if (count == 0) return;
+        worst->max_abs_err = abs_err, worst->max_rel_err = rel_err;
     }
-    r->gg_nchecks++;
+    if (!(g.max_abs_err <= worst->max_abs_err)) worst->max_abs_err = g.max_abs_err;
+    if (!(g.max_rel_err <= worst->max_rel_err)) worst->max_rel_err = g.max_rel_err;
+}
+
+void gc_check_first_order(gc_report *r, tt_gradcheck_fn f, void *ctx, int n,
+                          tt_tensor *const *inputs, const tt_gradcheck_opts *opts) {
+    if (gc_dry_run) {
+        r->nchecks++;
+        return;
+    }
+    tt_gradcheck_result g = tt_gradcheck(f, ctx, n, inputs, opts);
+    fold(&r->worst, r->nchecks, g);
+    r->ok = (r->nchecks == 0 || r->ok) && g.ok;
+    r->nchecks++;
 }
 
 void gc_check(gc_report *r, tt_gradcheck_fn f, void *ctx, int n, tt_tensor *const *inputs,
@@ -108,21 +118,9 @@ void gc_check(gc_report *r, tt_gradcheck_fn f, void *ctx, int n, tt_tensor *cons
     }
     if (twice_differentiable(f, ctx, n, inputs)) {
         agree_first_order(f, ctx, n, inputs);
-        gc_check_twice(r, f, ctx, n, inputs, opts);
+        fold(&r->gg_worst, r->gg_nchecks++, tt_gradgradcheck(f, ctx, n, inputs, opts));
     }
-    tt_gradcheck_result g = tt_gradcheck(f, ctx, n, inputs, opts);
-    // Keep the first failing check's details (else the first check's), and the max errors.
-    double abs_err = g.max_abs_err, rel_err = g.max_rel_err;
-    if (r->nchecks > 0) {
-        if (r->worst.ok && !g.ok) r->worst = g;
-        if (!(abs_err <= r->worst.max_abs_err)) r->worst.max_abs_err = abs_err;
-        if (!(rel_err <= r->worst.max_rel_err)) r->worst.max_rel_err = rel_err;
-    } else {
-        r->worst = g;
-        r->ok = true;
-    }
-    r->ok = r->ok && g.ok;
-    r->nchecks++;
+    gc_check_first_order(r, f, ctx, n, inputs, opts);
 
     // f32 forward against f64 forward.
     tt_scope_begin();

@@ -82,6 +82,12 @@ void gc_check(gc_report *r, tt_gradcheck_fn f, void *ctx, int n, tt_tensor *cons
 // (the registry's pass over every case); nothing is checked.
 extern bool gc_dry_run;
 
+// tt_gradcheck alone, folded into r as gc_check folds its checks: for inputs at a tie or a kink,
+// where the first derivative follows PyTorch's rule but jumps, so that central differences of
+// it (a gradgradcheck) mean nothing there.
+void gc_check_first_order(gc_report *r, tt_gradcheck_fn f, void *ctx, int n,
+                          tt_tensor *const *inputs, const tt_gradcheck_opts *opts);
+
 // Tolerance of the f32-vs-f64 forward comparison.
 #define GC_F32_TOL 1e-4
 
