@@ -578,6 +578,72 @@ tt_tensor *tt_prod(tt_tensor *x, int ndims, const int *dims, bool keepdim) {
 
 // ---- differentiable backwards (create_graph) ----
 
+// dx = scatter_add(zeros like x, dim, index, g): g added back at the positions read.
+static void gather2(tt_node *n) {
+    if (!tt__input_needs_grad(n, 0)) return;
+    tt_tensor *x = n->inputs[0];
+    const index_ctx *c = n->ctx;
+    tt__accum_grad(x, tt_scatter_add(tt_zeros_like(x), c->dim, n->saved[0], n->grad));
+}
+
+// dx = g; dsrc = gather(g, dim, index), zero-padded at the end of each dim to src's shape
+// (index may be smaller than src: the rest of src is not read).
+static void scatter_add2(tt_node *n) {
+    tt_tensor *src = n->inputs[1], *index = n->saved[0], *g = n->grad;
+    const index_ctx *c = n->ctx;
+    if (tt__input_needs_grad(n, 0)) tt__accum_grad(n->inputs[0], g);
+    if (!tt__input_needs_grad(n, 1)) return;
+    tt_tensor *ds = tt_gather(g, c->dim, index);  // index's shape
+    int64_t pad[2 * TT_MAX_DIMS] = {0};
+    bool padded = false;
+    for (int d = 0; d < src->ndim; d++) {
+        pad[2 * (src->ndim - 1 - d) + 1] = src->shape[d] - index->shape[d];  // (left, right)
+        padded = padded || src->shape[d] != index->shape[d];
+    }
+    if (padded) ds = tt_pad(ds, 2 * src->ndim, pad, TT_PAD_CONSTANT, 0);
+    tt__accum_grad(src, ds);
+}
+
+// dx = flip(cumsum(flip(g))) along dim: dx[i] = sum_{j >= i} g[j].
+static void cumsum2(tt_node *n) {
+    if (!tt__input_needs_grad(n, 0)) return;
+    tt_tensor *x = n->inputs[0], *g = n->grad;
+    const index_ctx *c = n->ctx;
+    if (x->ndim == 0) {  // one element: the identity
+        tt__accum_grad(x, g);
+        return;
+    }
+    int d = c->dim;
+    tt__accum_grad(x, tt_flip(tt_cumsum(tt_flip(g, 1, &d), d), 1, &d));
+}
+
+// dx[i] = sum_{j >= i} g[j] prod_{k <= j, k != i} x[k], on (..., L, L) planes with dim moved
+// last: Q[i, j] = the running product over k <= j of x[k], with 1 in place of x[i]; then
+// dx[i] = sum_j [j >= i] g[j] Q[i, j]. No division, so exact with zeros in x; O(L^2) per line.
+static void cumprod2(tt_node *n) {
+    if (!tt__input_needs_grad(n, 0)) return;
+    tt_tensor *x = n->inputs[0], *g = n->grad;
+    const index_ctx *c = n->ctx;
+    if (x->ndim == 0) {
+        tt__accum_grad(x, g);
+        return;
+    }
+    int d = c->dim;
+    int64_t L = x->shape[d];
+    tt_tensor *xl = tt_unsqueeze(tt_movedim(x, d, -1), -2);  // (..., 1, L): [i, k] = x[k]
+    tt_tensor *gl = tt_unsqueeze(tt_movedim(g, d, -1), -2);  // (..., 1, L): [i, j] = g[j]
+    tt_tensor *eye = tt_eye(x->dtype, L, L);                 // (L, L), constants from here
+    tt_tensor *pos = tt_arange(x->dtype, 0, (double)L, 1);   // (L,)
+    tt_tensor *upper = tt_to_dtype(tt_ge(tt_unsqueeze(pos, 0), tt_unsqueeze(pos, 1)),
+                                   x->dtype);                     // (L, L): [i, j] = j >= i
+    tt_tensor *off = tt_add_scalar(tt_neg(eye), 1);               // 1 - eye
+    tt_tensor *q = tt_cumprod(tt_add(tt_mul(xl, off), eye), -1);  // (..., L, L)
+    tt_tensor *dxl = tt_sum(tt_mul(q, tt_mul(gl, upper)), TT_DIMS(-1), false);  // (..., L)
+    tt__accum_grad(x, tt_movedim(dxl, -1, d));
+}
+
 const tt__grad2_row tt__grad2_index[] = {
+    {TT_OP_GATHER, gather2}, {TT_OP_SCATTER_ADD, scatter_add2},
+    {TT_OP_CUMSUM, cumsum2}, {TT_OP_CUMPROD, cumprod2},
     {TT_OP_COUNT, NULL},
 };

@@ -328,6 +328,49 @@ void tt__backward_affine(tt_node *n) {
 
 // ---- differentiable backwards (create_graph) ----
 
+// The last two dims of t swapped: t^T per batch index.
+static tt_tensor *mT(tt_tensor *t) { return tt_transpose(t, t->ndim - 2, t->ndim - 1); }
+
+// da = g @ b^T, db = a^T @ g, with a 1-D a read as (1, K), a 1-D b as (K, 1) and g as
+// (batch..., M, N); the results lose those inserted dims again and tt__accum_grad sums the
+// broadcast batch dims down to each operand's shape.
+static void matmul2(tt_node *n) {
+    tt_tensor *a = n->inputs[0], *b = n->inputs[1];
+    mm_plan p = plan_matmul(a, b);
+    int64_t gshape[TT_MAX_DIMS + 2];
+    memcpy(gshape, p.batch, (size_t)p.nb * sizeof *gshape);
+    gshape[p.nb] = p.M;
+    gshape[p.nb + 1] = p.N;
+    tt_tensor *g = tt_reshape(n->grad, p.nb + 2, gshape);  // (batch..., M, N)
+    tt_tensor *a2 = p.a_vec ? tt_unsqueeze(a, 0) : a;      // (..., M, K)
+    tt_tensor *b2 = p.b_vec ? tt_unsqueeze(b, 1) : b;      // (..., K, N)
+    if (tt__input_needs_grad(n, 0)) {
+        tt_tensor *da = tt_matmul(g, mT(b2));  // (batch..., M, K)
+        tt__accum_grad(a, p.a_vec ? tt_squeeze(da, da->ndim - 2) : da);
+    }
+    if (tt__input_needs_grad(n, 1)) {
+        tt_tensor *db = tt_matmul(mT(a2), g);  // (batch..., K, N)
+        tt__accum_grad(b, p.b_vec ? tt_squeeze(db, db->ndim - 1) : db);
+    }
+}
+
+// out = x @ W^T + bias, x (..., K), W (N, K), bias (N,) or NULL: dx = g @ W (..., K);
+// dW = g^T @ x (N, K) over all leading dims (g and x flattened to (M, N) and (M, K));
+// dbias = g summed over its leading dims. x is n->inputs[0] (its saved copy has no history).
+static void affine2(tt_node *n) {
+    tt_tensor *x = n->inputs[0], *w = n->inputs[1], *g = n->grad;
+    int64_t N = w->shape[0], K = w->shape[1], M = tt__shape_numel(x->ndim - 1, x->shape);
+    if (tt__input_needs_grad(n, 0)) tt__accum_grad(x, tt_matmul(g, w));
+    if (tt__input_needs_grad(n, 1)) {
+        tt_tensor *g2 = tt_reshape(g, 2, (int64_t[]){M, N}),
+                  *x2 = tt_reshape(x, 2, (int64_t[]){M, K});
+        tt__accum_grad(w, tt_matmul(mT(g2), x2));
+    }
+    if (tt__input_needs_grad(n, 2)) tt__accum_grad(n->inputs[2], g);  // sums g's leading dims
+}
+
 const tt__grad2_row tt__grad2_matmul[] = {
+    {TT_OP_MATMUL, matmul2},
+    {TT_OP_AFFINE, affine2},
     {TT_OP_COUNT, NULL},
 };

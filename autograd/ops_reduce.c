@@ -497,21 +497,83 @@ tt_tensor *tt_any_all(tt_tensor *x) { return all_any(x, 0, NULL, false, false, _
 
 // ---- differentiable backwards (create_graph) ----
 
-// g (shaped like the output, keepdim or not) as x's shape with the reduced dims of size 1,
-// expanded to x's shape.
-static tt_tensor *expand_back(const tt_node *n, tt_tensor *g) {
+// t (shaped like the output, keepdim or not) reshaped to x's shape with the reduced dims of
+// size 1 (no expand).
+static tt_tensor *keep_shape(const tt_node *n, tt_tensor *t) {
     const tt_tensor *x = n->inputs[0];
     const reduce_ctx *c = n->ctx;
     int64_t keep[TT_MAX_DIMS];
     for (int d = 0; d < x->ndim; d++) keep[d] = c->reduced[d] ? 1 : x->shape[d];
-    return tt_expand(tt_reshape(g, x->ndim, keep), x->ndim, x->shape);
+    return tt_reshape(t, x->ndim, keep);
 }
 
+// g (shaped like the output, keepdim or not) as x's shape with the reduced dims of size 1,
+// expanded to x's shape.
+static tt_tensor *expand_back(const tt_node *n, tt_tensor *g) {
+    const tt_tensor *x = n->inputs[0];
+    return tt_expand(keep_shape(n, g), x->ndim, x->shape);
+}
+
+// The reduced dims of n's input into dims; returns their count (0 for a 0-d input, where
+// ndims 0 means the same: all of its no dims).
+static int reduced_dims(const tt_node *n, int *dims) {
+    const reduce_ctx *c = n->ctx;
+    int k = 0;
+    for (int d = 0; d < n->inputs[0]->ndim; d++)
+        if (c->reduced[d]) dims[k++] = d;
+    return k;
+}
+
+// dx = g expanded
 static void sum2(tt_node *n) {
     if (tt__input_needs_grad(n, 0)) tt__accum_grad(n->inputs[0], expand_back(n, n->grad));
 }
 
+// dx = g expanded / N (0 when N == 0, as the first-order backward)
+static void mean2(tt_node *n) {
+    if (!tt__input_needs_grad(n, 0)) return;
+    tt_k_reduce plan;
+    node_plan(&plan, n);
+    double scale = plan.nred > 0 ? 1.0 / (double)plan.nred : 0.0;
+    tt__accum_grad(n->inputs[0], tt_mul_scalar(expand_back(n, n->grad), scale));
+}
+
+// dx = g expanded * w, w = (x == max) / count(x == max) over the reduced dims: the maxima
+// share g evenly (NaN maxima: 0 / 0, NaN, as the first-order backward). w is a constant.
+static void max2(tt_node *n) {
+    if (!tt__input_needs_grad(n, 0)) return;
+    tt_tensor *x = n->inputs[0];
+    int dims[TT_MAX_DIMS], k = reduced_dims(n, dims);
+    tt_tensor *hit = tt_to_dtype(tt_eq(x, keep_shape(n, n->saved[0])), x->dtype);  // X, 0 / 1
+    tt_tensor *w = tt_div(hit, tt_sum(hit, k, dims, true));
+    tt__accum_grad(x, tt_mul(expand_back(n, n->grad), w));
+}
+
+// dx = 2 (x - mean(x)) / (N - c) * g expanded, the mean with its history (the second
+// derivative is 2 (delta_jk - 1/N) / (N - c)); N - c may be <= 0 (the signed divisor, as the
+// first-order backward). Over all dims with N == c: dx = g (x == mean ? NaN : inf), constant.
+static void var2(tt_node *n) {
+    if (!tt__input_needs_grad(n, 0)) return;
+    tt_tensor *x = n->inputs[0];
+    const reduce_ctx *c = n->ctx;
+    tt_k_reduce plan;
+    node_plan(&plan, n);
+    double dof = (double)plan.nred - (double)c->correction;
+    tt_tensor *g = expand_back(n, n->grad), *dx;
+    if (dof == 0 && c->all_dims) {
+        tt_tensor *mean = tt_to_dtype(keep_shape(n, n->saved[0]), x->dtype);  // f64 (M,) saved
+        tt_tensor *at = tt_eq(x, mean);
+        tt_tensor *w = tt_where(at, tt_full_like(x, NAN), tt_full_like(x, INFINITY));
+        dx = tt_mul(g, w);
+    } else {
+        int dims[TT_MAX_DIMS], k = reduced_dims(n, dims);
+        tt_tensor *dev = tt_sub(x, tt_mean(x, k, dims, true));
+        dx = tt_mul(g, tt_mul_scalar(dev, 2.0 / dof));
+    }
+    tt__accum_grad(x, dx);
+}
+
 const tt__grad2_row tt__grad2_reduce[] = {
-    {TT_OP_SUM, sum2},
-    {TT_OP_COUNT, NULL},
+    {TT_OP_SUM, sum2}, {TT_OP_MEAN, mean2}, {TT_OP_MAX, max2},
+    {TT_OP_VAR, var2}, {TT_OP_COUNT, NULL},
 };
