@@ -74,7 +74,7 @@ int main(int argc, char **argv) {
     tt_rng rng = tt_rng_new(7);
     mlp gen_net, critic_net;
     tt_module gen = mlp_init(&gen_net, 32, 2, &rng), critic = mlp_init(&critic_net, 64, 1, &rng);
-    tt_optim_config adam = tt_adam_config(1e-3);  // the paper's Adam: betas (0.5, 0.9)
+    tt_optim_config adam = tt_adam_config(5e-4);  // the paper's Adam: betas (0.5, 0.9)
     adam.beta1 = 0.5, adam.beta2 = 0.9;
     tt_optim opt_g = tt_optim_new(adam, gen, 0), opt_d = tt_optim_new(adam, critic, 0);
 

@@ -46,8 +46,8 @@ def main():
     batch, n_critic = 256, 5
     torch.manual_seed(7)
     gen, critic = MLP(32, 2), MLP(64, 1)
-    opt_g = torch.optim.Adam(gen.parameters(), lr=1e-3, betas=(0.5, 0.9))
-    opt_d = torch.optim.Adam(critic.parameters(), lr=1e-3, betas=(0.5, 0.9))
+    opt_g = torch.optim.Adam(gen.parameters(), lr=5e-4, betas=(0.5, 0.9))
+    opt_d = torch.optim.Adam(critic.parameters(), lr=5e-4, betas=(0.5, 0.9))
     for it in range(iters):
         for _ in range(n_critic):
             real = real_batch(batch)
