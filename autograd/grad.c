@@ -5,9 +5,9 @@
 // ---- the differentiable backwards ----
 
 static const tt__grad2_row *const grad2_families[] = {
-    tt__grad2_elementwise, tt__grad2_math,     tt__grad2_reduce, tt__grad2_matmul,
-    tt__grad2_nn,          tt__grad2_shape,    tt__grad2_layout, tt__grad2_compare,
-    tt__grad2_index,       tt__grad2_function,
+    tt__grad2_elementwise, tt__grad2_math,  tt__grad2_reduce, tt__grad2_matmul,
+    tt__grad2_nn,          tt__grad2_shape, tt__grad2_layout, tt__grad2_compare,
+    tt__grad2_index,       tt__grad2_conv,  tt__grad2_pool,   tt__grad2_function,
 };
 
 tt__backward_fn tt__backward2_of(tt_op op) {

@@ -723,3 +723,9 @@ tt_tensor *tt_unflatten(tt_tensor *x, int dim, const int64_t *sizes, int n) {
     for (int i = d + 1; i < x->ndim; i++) shape[k++] = x->shape[i];
     return tt_reshape(x, k, shape);
 }
+
+// ---- differentiable backwards (create_graph) ----
+
+const tt__grad2_row tt__grad2_conv[] = {
+    {TT_OP_COUNT, NULL},
+};
