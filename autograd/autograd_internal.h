@@ -138,7 +138,7 @@ typedef struct tt__grad2_row {
 } tt__grad2_row;
 extern const tt__grad2_row tt__grad2_elementwise[], tt__grad2_math[], tt__grad2_reduce[],
     tt__grad2_matmul[], tt__grad2_nn[], tt__grad2_shape[], tt__grad2_layout[], tt__grad2_compare[],
-    tt__grad2_index[], tt__grad2_function[];
+    tt__grad2_index[], tt__grad2_conv[], tt__grad2_pool[], tt__grad2_function[];
 tt__backward_fn tt__backward2_of(tt_op op);  // NULL when op has none
 // g summed over the dims it has beyond x's shape or where x has size 1 (the reverse of a
 // broadcast), with ops; g itself when the shapes match.
