@@ -227,8 +227,8 @@ END_TEST
 START_TEST(test_abort_no_double_backward) {
     tt_expect_abort("op 'max_pool2d' has no differentiable backward");
     tt_tensor *a = leaf(tt_ones(TT_F64, TT_SHAPE(1, 1, 2, 2))), *g;
-    tt_tensor *y =
-        tt_sum_all(tt_max_pool2d(a, (int64_t[]){2, 2}, (int64_t[]){2, 2}, (int64_t[]){0, 0}, NULL));
+    tt_tensor *y = tt_sum_all(tt_max_pool2d(a, (int64_t[]){2, 2}, (int64_t[]){2, 2},
+                                            (int64_t[]){0, 0}, NULL));
     tt_autograd_grad(1, &y, NULL, 1, &a, &g, &(tt_grad_opts){.create_graph = true});
 }
 END_TEST
