@@ -132,6 +132,62 @@ START_TEST(test_hessian) {
 }
 END_TEST
 
+// ---- reductions at their kinks (a gradgradcheck cannot look there) ----
+
+// Tied maxima share g evenly under create_graph too, and that gradient keeps its graph to g:
+// y = sum_r w[r] max_j x[r, j]; dx = w[r] / 2 at the two maxima of each row, and
+// d sum(dx * c) / dw = the mean of c over each row's maxima.
+START_TEST(test_create_graph_max_ties) {
+    tt_tensor *x =
+        leaf(tt_test_tensor(TT_F64, TT_SHAPE(2, 4), 0.5, 0.9, 0.1, 0.9, 0.7, 0.2, 0.7, -0.3));
+    tt_tensor *w = leaf(tt_test_tensor(TT_F64, TT_SHAPE(2), 2, 3));
+    tt_scope_begin();
+    tt_tensor *y = tt_sum_all(tt_mul(tt_max(x, TT_DIMS(1), false), w)), *gx, *gw;
+    tt_autograd_grad(1, &y, NULL, 1, &x, &gx, &(tt_grad_opts){.create_graph = true});
+    ck_assert_values(gx, 0, 0, 0, 1, 0, 1, 1.5, 0, 1.5, 0);
+    tt_tensor *c = tt_test_tensor(TT_F64, TT_SHAPE(2, 4), 1, 2, 3, 4, 5, 6, 7, 8);
+    tt_tensor *s = tt_sum_all(tt_mul(gx, c));
+    tt_autograd_grad(1, &s, NULL, 1, &w, &gw, NULL);
+    ck_assert_values(gw, 0, 0, 3, 6);
+    tt_scope_end();
+    tt_release(x), tt_release(w);
+}
+END_TEST
+
+static tt_tensor *var_of(tt_tensor *x, int ndims, const int *dims, int correction) {
+    return tt_var(x, ndims, dims, correction, false);
+}
+
+// var's gradient where N - correction <= 0 is the first-order backward's under create_graph
+// too, element for element (inf, -inf, NaN included): over all dims with N == c (g times inf,
+// NaN at the mean: x[0], x[5]), over one dim with N == c (the signed 2 (x - mean) / 0, NaN at
+// x[1], x[3]) and N < c.
+START_TEST(test_create_graph_var_no_dof) {
+    tt_tensor *x = leaf(tt_test_tensor(TT_F64, TT_SHAPE(2, 3), 1, 2, 3, 0, -1, 1));
+    const struct {
+        int ndims, dim, correction;
+    } cases[] = {{0, 0, 6}, {1, 1, 3}, {1, 1, 5}, {1, 0, 2}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        tt_scope_begin();
+        tt_tensor *g[2];
+        for (int cg = 0; cg < 2; cg++) {
+            tt_tensor *y =
+                tt_sum_all(var_of(x, cases[k].ndims, &cases[k].dim, cases[k].correction));
+            tt_autograd_grad(1, &y, NULL, 1, &x, &g[cg], &(tt_grad_opts){.create_graph = cg});
+        }
+        for (int64_t i = 0; i < 6; i++) {
+            double a = tt_at(g[0], i), b = tt_at(g[1], i);
+            ck_assert_msg(a == b || (isnan(a) && isnan(b)),
+                          "case %zu element %lld: first "
+                          "order %g, create_graph %g",
+                          k, (long long)i, a, b);
+        }
+        tt_scope_end();
+    }
+    tt_release(x);
+}
+END_TEST
+
 // gradgradcheck passes on a correct double backward.
 static tt_tensor *f_mulsum(tt_tensor *const *in, int n, void *ctx) {
     (void)n, (void)ctx;
@@ -254,6 +310,8 @@ int main(void) {
     Suite *s = suite_create("autograd_grad");
     TCase *tc = tt_tcase("grad");
     tcase_add_test(tc, test_grad_returns_values);
+    tcase_add_test(tc, test_create_graph_max_ties);
+    tcase_add_test(tc, test_create_graph_var_no_dof);
     tcase_add_test(tc, test_grad_intermediate_unused);
     tcase_add_test(tc, test_create_graph_cubic);
     tcase_add_test(tc, test_backward_create_graph);
