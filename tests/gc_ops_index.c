@@ -105,27 +105,6 @@ static tt_tensor *f_prod(tt_tensor *const *in, int n, void *ctx) {
 #define IN(...) gc_input(TT_SHAPE(__VA_ARGS__), -1, 1)
 static tt_tensor *leaf(tt_tensor *t) { return tt_set_requires_grad(t, true); }
 
-// tt_gradcheck alone, its result kept in r as gc_check keeps it: for inputs on a kink, where
-// the first-order gradient jumps, so central differences of it (gradgradcheck) mean nothing.
-static void check_first_order(gc_report *r, tt_gradcheck_fn f, void *ctx, int n,
-                              tt_tensor *const *inputs) {
-    if (gc_dry_run) {
-        r->nchecks++;
-        return;
-    }
-    tt_gradcheck_result g = tt_gradcheck(f, ctx, n, inputs, NULL);
-    if (r->nchecks == 0) {
-        r->worst = g;
-        r->ok = true;
-    } else {
-        if (r->worst.ok && !g.ok) r->worst = g;
-        if (!(g.max_abs_err <= r->worst.max_abs_err)) r->worst.max_abs_err = g.max_abs_err;
-        if (!(g.max_rel_err <= r->worst.max_rel_err)) r->worst.max_rel_err = g.max_rel_err;
-    }
-    r->ok = r->ok && g.ok;
-    r->nchecks++;
-}
-
 // ---- gather ----
 
 static void gather_contiguous(gc_report *r) {
@@ -237,8 +216,8 @@ static void min_reduce(gc_report *r) {
 static void min_ties(gc_report *r) {
     tt_tensor *x = leaf(tt_test_tensor(TT_F64, TT_SHAPE(2, 4), 0.5, -0.9, 0.1, -0.9, 0.7, 0.2,
                                        0.7, 0.2));
-    check_first_order(r, f_min, &(ictx){.ndims = 1, .dims = {1}}, 1, &x);
-    check_first_order(r, f_min, &(ictx){.ndims = 0}, 1, &x);
+    gc_check_first_order(r, f_min, &(ictx){.ndims = 1, .dims = {1}}, 1, &x, NULL);
+    gc_check_first_order(r, f_min, &(ictx){.ndims = 0}, 1, &x, NULL);
 }
 
 // ---- scatter_add, index_add, scatter ----

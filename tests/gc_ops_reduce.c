@@ -122,41 +122,20 @@ static void max_distinct(gc_report *r) {
     check(r, f_max, (rctx){1, {0}, true, 0}, IN(4, 6));
 }
 
-// tt_gradcheck alone, its result kept in r as gc_check keeps it: for inputs on a kink, where
-// the first-order gradient jumps, so central differences of it (gradgradcheck) mean nothing.
-static void check_first_order(gc_report *r, tt_gradcheck_fn f, void *ctx, int n,
-                              tt_tensor *const *inputs) {
-    if (gc_dry_run) {
-        r->nchecks++;
-        return;
-    }
-    tt_gradcheck_result g = tt_gradcheck(f, ctx, n, inputs, NULL);
-    if (r->nchecks == 0) {
-        r->worst = g;
-        r->ok = true;
-    } else {
-        if (r->worst.ok && !g.ok) r->worst = g;
-        if (!(g.max_abs_err <= r->worst.max_abs_err)) r->worst.max_abs_err = g.max_abs_err;
-        if (!(g.max_rel_err <= r->worst.max_rel_err)) r->worst.max_rel_err = g.max_rel_err;
-    }
-    r->ok = r->ok && g.ok;
-    r->nchecks++;
-}
-
 // Two equal maxima per output: each gets g / 2, which is also what the central difference
 // sees (moving one of them up raises the max, moving it down leaves the other). First order
 // only: the split jumps as a tie breaks (test_autograd_grad checks the create_graph split).
 static void max_ties(gc_report *r) {
     tt_tensor *x = tt_set_requires_grad(
         tt_test_tensor(TT_F64, TT_SHAPE(2, 4), 0.5, 0.9, 0.1, 0.9, 0.7, 0.2, 0.7, -0.3), true);
-    check_first_order(r, f_max, &(rctx){1, {1}, false, 0}, 1, &x);
+    gc_check_first_order(r, f_max, &(rctx){1, {1}, false, 0}, 1, &x, NULL);
     // all dims: ties at elements 1 and 3
-    check_first_order(r, f_max, &(rctx){0, {0}, false, 0}, 1, &x);
+    gc_check_first_order(r, f_max, &(rctx){0, {0}, false, 0}, 1, &x, NULL);
     // Ties in column 0 and in row 1; the tied 0.4s of row 0 are not maxima and get nothing.
     tt_tensor *y = tt_set_requires_grad(
         tt_test_tensor(TT_F64, TT_SHAPE(2, 3), 0.6, 0.4, 0.4, 0.6, 0.1, 0.6), true);
-    check_first_order(r, f_max, &(rctx){1, {0}, false, 0}, 1, &y);
-    check_first_order(r, f_max, &(rctx){1, {-1}, true, 0}, 1, &y);
+    gc_check_first_order(r, f_max, &(rctx){1, {0}, false, 0}, 1, &y, NULL);
+    gc_check_first_order(r, f_max, &(rctx){1, {-1}, true, 0}, 1, &y, NULL);
 }
 
 static void var_corrections(gc_report *r, int correction) {
