@@ -2,28 +2,21 @@
 // parallel chunks for large same-shape contiguous tensors (the same bits for any thread count).
 #include "autograd_internal.h"
 
-// One inner run of accum_into: dst[i * ds] += src[i * ss] for i < n; with ds == 0 (a
+// One inner run of tt__accum_into: dst[i * ds] += src[i * ss] for i < n; with ds == 0 (a
 // broadcast dim of dst) the run is summed in double and added once. dst: (n,) at stride ds.
-static void accum_run_f32(float *dst, int64_t ds, const float *src, int64_t ss, int64_t n) {
-    if (ds == 0) {
-        double s = 0;
-        for (int64_t i = 0; i < n; i++) s += src[i * ss];
-        dst[0] += (float)s;
-    } else {
-        for (int64_t i = 0; i < n; i++) dst[i * ds] += src[i * ss];
+// Written once for f32 and f64.
+#define ACCUM_RUN(name, T)                                                                  \
+    static void name(T *dst, int64_t ds, const T *src, int64_t ss, int64_t n) {             \
+        if (ds == 0) {                                                                      \
+            double s = 0;                                                                   \
+            for (int64_t i = 0; i < n; i++) s += src[i * ss];                               \
+            dst[0] += (T)s;                                                                 \
+        } else {                                                                            \
+            for (int64_t i = 0; i < n; i++) dst[i * ds] += src[i * ss];                     \
+        }                                                                                   \
     }
-}
-
-// The f64 twin of accum_run_f32.
-static void accum_run_f64(double *dst, int64_t ds, const double *src, int64_t ss, int64_t n) {
-    if (ds == 0) {
-        double s = 0;
-        for (int64_t i = 0; i < n; i++) s += src[i * ss];
-        dst[0] += (double)s;
-    } else {
-        for (int64_t i = 0; i < n; i++) dst[i * ds] += src[i * ss];
-    }
-}
+ACCUM_RUN(accum_run_f32, float)
+ACCUM_RUN(accum_run_f64, double)
 
 // Below this many elements an accumulation stays on one thread; above, the same-shape
 // contiguous case is cut into chunks of this size (elementwise: the same bits for any thread

@@ -2,22 +2,9 @@
 // with two differentiable outputs and a non-differentiable one (both used, and only the
 // second), and one that saves its output.
 #include "gc_util.h"
+#include "swish.h"
 
-// ---- swish: x sigmoid(x), its backward s (1 + x (1 - s)) written with ops on the saved input
-// (so that it is differentiable again: a tensor forward makes has no history) ----
-
-static void swish_forward(tt_function_ctx *ctx, tt_tensor *const *in, int n, tt_tensor **out) {
-    (void)n;
-    tt_save_for_backward(ctx, 1, in);
-    out[0] = tt_mul(in[0], tt_sigmoid(in[0]));
-}
-
-static void swish_backward(tt_function_ctx *ctx, tt_tensor *const *gout, tt_tensor **gin) {
-    tt_tensor *x = tt_saved_tensor(ctx, 0), *s = tt_sigmoid(x);
-    gin[0] = tt_mul(gout[0], tt_mul(s, tt_add_scalar(tt_mul(x, tt_rsub_scalar(1, s)), 1)));
-}
-
-static const tt_function swish = {"swish", 1, 0, swish_forward, swish_backward};
+// ---- swish (tests/swish.h) ----
 
 static tt_tensor *f_swish(tt_tensor *const *in, int n, void *ctx) {
     (void)n, (void)ctx;

@@ -3,6 +3,7 @@
 // of an MLP's loss, autograd.grad with allow_unused, and a Swish written as a custom function
 // trained inside an MLP.
 #include "test_util.h"
+#include "swish.h"
 
 #include "reference/autograd_values.h"
 
@@ -102,20 +103,7 @@ START_TEST(test_grad_allow_unused) {
 }
 END_TEST
 
-// ---- a Swish custom function trained inside an MLP 2 -> 8 -> 1 ----
-
-static void swish_forward(tt_function_ctx *ctx, tt_tensor *const *in, int n, tt_tensor **out) {
-    (void)n;
-    tt_save_for_backward(ctx, 1, in);
-    out[0] = tt_mul(in[0], tt_sigmoid(in[0]));
-}
-
-static void swish_backward(tt_function_ctx *ctx, tt_tensor *const *gout, tt_tensor **gin) {
-    tt_tensor *x = tt_saved_tensor(ctx, 0), *s = tt_sigmoid(x);
-    gin[0] = tt_mul(tt_mul(gout[0], s), tt_add_scalar(tt_mul(x, tt_rsub_scalar(1, s)), 1));
-}
-
-static const tt_function swish = {"swish", 1, 0, swish_forward, swish_backward};
+// ---- a Swish custom function (tests/swish.h) trained inside an MLP 2 -> 8 -> 1 ----
 
 START_TEST(test_swish_trained) {
     tt_tensor *p[4] = {PARAM(swish_w1, 8, 2), PARAM(swish_b1, 8), PARAM(swish_w2, 1, 8),

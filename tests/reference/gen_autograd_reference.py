@@ -21,6 +21,8 @@ import sys
 
 import torch
 
+from gradient_penalty import Swish  # the twin of examples/gradient_penalty.c
+
 torch.set_default_dtype(torch.float64)
 
 
@@ -74,19 +76,6 @@ def unused():
     ga, gb, gc = torch.autograd.grad(y, (a, b, c), allow_unused=True)
     assert gc is None
     return {"a": a.detach(), "b": b.detach()}, {"grad_a": ga, "grad_b": gb}
-
-
-class Swish(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * torch.sigmoid(x)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        s = torch.sigmoid(x)
-        return g * s * (1 + x * (1 - s))
 
 
 SWISH_STEPS = 20

@@ -70,4 +70,5 @@ def main():
     print("done mean=(%.3f, %.3f) std=(%.3f, %.3f)" % (mean[0], mean[1], std[0], std[1]))
 
 
-main()
+if __name__ == "__main__":
+    main()
