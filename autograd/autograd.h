@@ -241,9 +241,9 @@ tt_tensor *tt_masked_select(tt_tensor *x, tt_tensor *mask);
 tt_tensor *tt_nonzero(tt_tensor *x);
 
 // ---- more math (rows of ops.def; autograd/ops_math.c) ----
-// The elementwise rows tt_sin, tt_cos, tt_log1p, tt_expm1, tt_reciprocal, tt_sign, tt_floor,
-// tt_ceil, tt_round (halves to even), tt_leaky_relu(x, negative_slope), tt_elu(x, alpha) are
-// declared with the others above. sign, floor, ceil and round have a zero gradient (PyTorch).
+// The elementwise rows tt_sin, tt_cos, tt_log1p, tt_expm1, tt_reciprocal, tt_erf, tt_sign,
+// tt_floor, tt_ceil, tt_round (halves to even), tt_leaky_relu(x, negative_slope),
+// tt_elu(x, alpha) are declared with the others above. sign, floor, ceil and round have a zero gradient (PyTorch).
 
 // min(max(x, lo), hi) (torch.clamp); -INFINITY / INFINITY for no bound; lo > hi gives hi. The
 // gradient passes where lo <= x <= hi, the bounds included (as PyTorch). tt_clip: the same.

@@ -250,11 +250,12 @@ static void run_backward(int nout, tt_tensor *const *outs, tt_tensor *const *gra
     if (roots != stack_roots) tt_free(roots);
     if (tt__cap) mark_reach(&nodes);
     size_t nleaves = 0;
-    leaf_count *leaves = ready_fn && !nested ? count_leaves(nodes.v, nodes.n, &nleaves) : NULL;
+    bool notify = ready_fn && !nested && !tt__cap;  // tt_autograd_grad changes no .grad
+    leaf_count *leaves = notify ? count_leaves(nodes.v, nodes.n, &nleaves) : NULL;
     run_nodes(&nodes, leaves, nleaves);
     tt_free(leaves);
     if (!nested) tt__finish_pending();
-    for (int i = 0; i < nout && !nested && ready_fn; i++)
+    for (int i = 0; i < nout && notify; i++)
         if (!outs[i]->node) ready_fn(outs[i], ready_ctx);  // a leaf output is final at once
     if (!o->retain_graph && !o->create_graph) release_walked(&nodes);
     tt_free(nodes.v);

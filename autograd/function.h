@@ -37,7 +37,10 @@ typedef struct tt_grad_opts {
 // no tensor's .grad changes. grad_outputs may be NULL, or hold NULL entries, for one-element
 // outputs (seeded with 1). The inputs must require grad; they may be leaves or any tensor of the
 // graph (its gradient is then the one flowing into it). Only the nodes that lead to an input
-// run. Without allow_unused an input the outputs do not reach aborts. opts NULL: all false.
+// run; an input's gradient is taken before its hooks would run (a leaf's never do), and
+// tt_backward_set_grad_ready's callback is not called. Without
+// allow_unused an input the outputs do not reach aborts. opts NULL: all false. A graph holding
+// a tt_activation_checkpoint is refused (call tt_backward).
 void tt_autograd_grad(int n_outputs, tt_tensor *const *outputs, tt_tensor *const *grad_outputs,
                       int n_inputs, tt_tensor *const *inputs, tt_tensor **grads,
                       const tt_grad_opts *opts);

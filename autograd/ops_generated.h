@@ -6,77 +6,77 @@
 #ifndef TT_AUTOGRAD_OPS_GENERATED_H
 #define TT_AUTOGRAD_OPS_GENERATED_H
 
-// tensor/ops.def:64 TT_BINARY(ADD, add): a + b
+// tensor/ops.def:68 TT_BINARY(ADD, add): a + b
 tt_tensor *tt_add(tt_tensor *a, tt_tensor *b);
-// tensor/ops.def:65 TT_BINARY(SUB, sub): a - b
+// tensor/ops.def:69 TT_BINARY(SUB, sub): a - b
 tt_tensor *tt_sub(tt_tensor *a, tt_tensor *b);
-// tensor/ops.def:66 TT_BINARY(MUL, mul): a * b
+// tensor/ops.def:70 TT_BINARY(MUL, mul): a * b
 tt_tensor *tt_mul(tt_tensor *a, tt_tensor *b);
-// tensor/ops.def:67 TT_BINARY(DIV, div): a / b
+// tensor/ops.def:71 TT_BINARY(DIV, div): a / b
 tt_tensor *tt_div(tt_tensor *a, tt_tensor *b);
-// tensor/ops.def:68 TT_BINARY(POW, pow): a ^ b; a > 0 where b's gradient matters
+// tensor/ops.def:72 TT_BINARY(POW, pow): a ^ b; a > 0 where b's gradient matters
 tt_tensor *tt_pow(tt_tensor *a, tt_tensor *b);
-// tensor/ops.def:69 TT_BINARY(MAXIMUM, maximum): NaN wins; ties split g evenly
+// tensor/ops.def:73 TT_BINARY(MAXIMUM, maximum): NaN wins; ties split g evenly
 tt_tensor *tt_maximum(tt_tensor *a, tt_tensor *b);
-// tensor/ops.def:70 TT_BINARY(MINIMUM, minimum): NaN wins; ties split g evenly
+// tensor/ops.def:74 TT_BINARY(MINIMUM, minimum): NaN wins; ties split g evenly
 tt_tensor *tt_minimum(tt_tensor *a, tt_tensor *b);
-// tensor/ops.def:71 TT_UNARY_S(ADD_SCALAR, add_scalar): x + s
+// tensor/ops.def:75 TT_UNARY_S(ADD_SCALAR, add_scalar): x + s
 tt_tensor *tt_add_scalar(tt_tensor *x, double s);
-// tensor/ops.def:72 TT_UNARY_S(MUL_SCALAR, mul_scalar): x * s
+// tensor/ops.def:76 TT_UNARY_S(MUL_SCALAR, mul_scalar): x * s
 tt_tensor *tt_mul_scalar(tt_tensor *x, double s);
-// tensor/ops.def:73 TT_UNARY_S(DIV_SCALAR, div_scalar): x / s (a true division)
+// tensor/ops.def:77 TT_UNARY_S(DIV_SCALAR, div_scalar): x / s (a true division)
 tt_tensor *tt_div_scalar(tt_tensor *x, double s);
-// tensor/ops.def:74 TT_UNARY_S(POW_SCALAR, pow_scalar): x ^ s; gradient 0 when s == 0
+// tensor/ops.def:78 TT_UNARY_S(POW_SCALAR, pow_scalar): x ^ s; gradient 0 when s == 0
 tt_tensor *tt_pow_scalar(tt_tensor *x, double s);
-// tensor/ops.def:75 TT_UNARY(NEG, neg): -x
+// tensor/ops.def:79 TT_UNARY(NEG, neg): -x
 tt_tensor *tt_neg(tt_tensor *x);
-// tensor/ops.def:76 TT_UNARY(EXP, exp): e^x
+// tensor/ops.def:80 TT_UNARY(EXP, exp): e^x
 tt_tensor *tt_exp(tt_tensor *x);
-// tensor/ops.def:77 TT_UNARY(LOG, log): ln x
+// tensor/ops.def:81 TT_UNARY(LOG, log): ln x
 tt_tensor *tt_log(tt_tensor *x);
-// tensor/ops.def:78 TT_UNARY(SQRT, sqrt): sqrt x
+// tensor/ops.def:82 TT_UNARY(SQRT, sqrt): sqrt x
 tt_tensor *tt_sqrt(tt_tensor *x);
-// tensor/ops.def:79 TT_UNARY(RSQRT, rsqrt): 1 / sqrt x
+// tensor/ops.def:83 TT_UNARY(RSQRT, rsqrt): 1 / sqrt x
 tt_tensor *tt_rsqrt(tt_tensor *x);
-// tensor/ops.def:80 TT_UNARY(ABS, abs): |x|; gradient 0 at 0
+// tensor/ops.def:84 TT_UNARY(ABS, abs): |x|; gradient 0 at 0
 tt_tensor *tt_abs(tt_tensor *x);
-// tensor/ops.def:81 TT_UNARY(TANH, tanh): tanh x
+// tensor/ops.def:85 TT_UNARY(TANH, tanh): tanh x
 tt_tensor *tt_tanh(tt_tensor *x);
-// tensor/ops.def:82 TT_UNARY(SIGMOID, sigmoid): 1 / (1 + e^-x), never overflowing
+// tensor/ops.def:86 TT_UNARY(SIGMOID, sigmoid): 1 / (1 + e^-x), never overflowing
 tt_tensor *tt_sigmoid(tt_tensor *x);
-// tensor/ops.def:83 TT_UNARY(RELU, relu): max(x, 0); gradient 0 at 0
+// tensor/ops.def:87 TT_UNARY(RELU, relu): max(x, 0); gradient 0 at 0
 tt_tensor *tt_relu(tt_tensor *x);
-// tensor/ops.def:84 TT_UNARY(GELU, gelu): exact: x Phi(x), with erf
+// tensor/ops.def:88 TT_UNARY(GELU, gelu): exact: x Phi(x), with erf
 tt_tensor *tt_gelu(tt_tensor *x);
-// tensor/ops.def:85 TT_UNARY(GELU_TANH, gelu_tanh): the tanh approximation (GPT-2)
+// tensor/ops.def:89 TT_UNARY(GELU_TANH, gelu_tanh): the tanh approximation (GPT-2)
 tt_tensor *tt_gelu_tanh(tt_tensor *x);
-// tensor/ops.def:86 TT_UNARY(SILU, silu): x sigmoid(x)
+// tensor/ops.def:90 TT_UNARY(SILU, silu): x sigmoid(x)
 tt_tensor *tt_silu(tt_tensor *x);
-// tensor/ops.def:87 TT_UNARY(SQUARE, square): x^2
+// tensor/ops.def:91 TT_UNARY(SQUARE, square): x^2
 tt_tensor *tt_square(tt_tensor *x);
-// tensor/ops.def:143 TT_UNARY(SIN, sin): sin x
+// tensor/ops.def:147 TT_UNARY(SIN, sin): sin x
 tt_tensor *tt_sin(tt_tensor *x);
-// tensor/ops.def:144 TT_UNARY(COS, cos): cos x
+// tensor/ops.def:148 TT_UNARY(COS, cos): cos x
 tt_tensor *tt_cos(tt_tensor *x);
-// tensor/ops.def:145 TT_UNARY(LOG1P, log1p): ln(1 + x), accurate near 0
+// tensor/ops.def:149 TT_UNARY(LOG1P, log1p): ln(1 + x), accurate near 0
 tt_tensor *tt_log1p(tt_tensor *x);
-// tensor/ops.def:146 TT_UNARY(EXPM1, expm1): e^x - 1, accurate near 0
+// tensor/ops.def:150 TT_UNARY(EXPM1, expm1): e^x - 1, accurate near 0
 tt_tensor *tt_expm1(tt_tensor *x);
-// tensor/ops.def:147 TT_UNARY(RECIPROCAL, reciprocal): 1 / x
+// tensor/ops.def:151 TT_UNARY(RECIPROCAL, reciprocal): 1 / x
 tt_tensor *tt_reciprocal(tt_tensor *x);
-// tensor/ops.def:148 TT_UNARY(SIGN, sign): -1, 0 or 1 (0 at NaN, as PyTorch); gradient 0
+// tensor/ops.def:152 TT_UNARY(SIGN, sign): -1, 0 or 1 (0 at NaN, as PyTorch); gradient 0
 tt_tensor *tt_sign(tt_tensor *x);
-// tensor/ops.def:149 TT_UNARY(FLOOR, floor): largest integer <= x; gradient 0
+// tensor/ops.def:153 TT_UNARY(FLOOR, floor): largest integer <= x; gradient 0
 tt_tensor *tt_floor(tt_tensor *x);
-// tensor/ops.def:150 TT_UNARY(CEIL, ceil): smallest integer >= x; gradient 0
+// tensor/ops.def:154 TT_UNARY(CEIL, ceil): smallest integer >= x; gradient 0
 tt_tensor *tt_ceil(tt_tensor *x);
-// tensor/ops.def:151 TT_UNARY(ROUND, round): nearest integer, halves to even; gradient 0
+// tensor/ops.def:155 TT_UNARY(ROUND, round): nearest integer, halves to even; gradient 0
 tt_tensor *tt_round(tt_tensor *x);
-// tensor/ops.def:152 TT_UNARY(ERF, erf): the error function: 2 / sqrt(pi) int_0^x e^(-t^2) dt
+// tensor/ops.def:156 TT_UNARY(ERF, erf): the error function: 2 / sqrt(pi) int_0^x e^(-t^2) dt
 tt_tensor *tt_erf(tt_tensor *x);
-// tensor/ops.def:153 TT_UNARY_S(LEAKY_RELU, leaky_relu): x > 0 ? x : s x; at 0: s
+// tensor/ops.def:157 TT_UNARY_S(LEAKY_RELU, leaky_relu): x > 0 ? x : s x; at 0: s
 tt_tensor *tt_leaky_relu(tt_tensor *x, double s);
-// tensor/ops.def:154 TT_UNARY_S(ELU, elu): x > 0 ? x : s (e^x - 1); at 0: s
+// tensor/ops.def:158 TT_UNARY_S(ELU, elu): x > 0 ? x : s (e^x - 1); at 0: s
 tt_tensor *tt_elu(tt_tensor *x, double s);
 
 #endif  // TT_AUTOGRAD_OPS_GENERATED_H
