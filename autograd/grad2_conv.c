@@ -35,6 +35,19 @@ static void bias_grad(tt_node *n) {
         tt__accum_grad(n->inputs[2], tt_sum(n->grad, 3, (int[]){0, 2, 3}, false));
 }
 
+// With no element in x or in g (x empty along C, H or W, or no output channels), dx and dw are
+// zero for every x, w and g: plain zeros of their shapes (the conv ops would refuse some of
+// these shapes). db as always. True when that was the case.
+static bool empty_grads(tt_node *n) {
+    if (tt_numel(n->inputs[0]) > 0 && tt_numel(n->grad) > 0) return false;
+    for (int i = 0; i < 2; i++) {
+        tt_tensor *t = n->inputs[i];
+        if (tt__input_needs_grad(n, i)) tt__accum_grad(t, tt_zeros(t->dtype, t->ndim, t->shape));
+    }
+    bias_grad(n);
+    return true;
+}
+
 // ---- conv2d ----
 
 // dx = conv_transpose2d(g, w) with conv2d's stride, padding, dilation and groups and the
@@ -43,6 +56,7 @@ static void bias_grad(tt_node *n) {
 static void conv2d2(tt_node *n) {
     tt_tensor *x = n->inputs[0], *w = n->inputs[1], *g = n->grad;
     const conv_ctx *c = n->ctx;
+    if (empty_grads(n)) return;
     if (tt__input_needs_grad(n, 0)) {
         int64_t op[2];
         for (int d = 0; d < 2; d++)  // x's size less the transposed conv's without op
@@ -68,6 +82,7 @@ static void conv2d2(tt_node *n) {
 static void conv_transpose2d2(tt_node *n) {
     tt_tensor *x = n->inputs[0], *w = n->inputs[1], *g = n->grad;
     const convt_ctx *c = n->ctx;
+    if (empty_grads(n)) return;
     if (tt__input_needs_grad(n, 0)) {
         tt_tensor *dx = tt_conv2d(g, w, NULL, c->stride, c->padding, c->dilation, c->groups);
         if (dx->shape[2] != x->shape[2]) dx = tt_narrow(dx, 2, 0, x->shape[2]);
