@@ -1,9 +1,9 @@
 // Gradcheck cases of tt_conv2d: plain, stride, padding, dilation, all three with odd sizes,
-// groups (2 and depthwise), groups with all the options, 1x1, no bias, a transposed
-// (non-contiguous) x; tt_conv1d and tt_conv2d_same through it. tt_conv_transpose2d: plain,
-// stride, padding, output_padding, dilation, groups, groups with all the options, depthwise,
-// 1x1, odd sizes, no bias, a transposed x. Then the modules (nn/conv.c) and the compositions
-// dropout2d, upsample_nearest2d and unflatten.
+// groups (2 and depthwise), groups with all the options, x empty along H, 1x1, no bias, a
+// transposed (non-contiguous) x; tt_conv1d and tt_conv2d_same through it. tt_conv_transpose2d:
+// plain, stride, padding, output_padding, dilation, groups, groups with all the options,
+// depthwise, 1x1, odd sizes, no bias, a transposed x. Then the modules (nn/conv.c) and the
+// compositions dropout2d, upsample_nearest2d and unflatten.
 // Value and abort tests are in tests/test_ops_conv.c.
 #include "gc_util.h"
 
@@ -70,6 +70,12 @@ static void conv_depthwise(gc_report *r) {
 // differentiable backward's transposed conv (dx) and its grouped conv of x with g (dw).
 static void conv_all_grouped(gc_report *r) {
     check(r, ARGS(2, 3, 1, 2, 2, 1, 2), 3, 4, 8, 9, 6, 3, 2, true);
+}
+
+// x empty along H, the output all padding: dx is empty and dw zero (the double backward's
+// zeros, where the transposed conv of g would refuse an empty output).
+static void conv_empty_h(gc_report *r) {
+    check(r, ARGS(1, 1, 1, 1, 1, 1, 1), 1, 2, 0, 3, 3, 1, 2, true);
 }
 
 static void conv_1x1(gc_report *r) {
@@ -191,6 +197,7 @@ const gc_case gc_cases_conv[] = {
     {TT_OP_CONV2D, "groups", conv_groups},
     {TT_OP_CONV2D, "depthwise", conv_depthwise},
     {TT_OP_CONV2D, "all_grouped", conv_all_grouped},
+    {TT_OP_CONV2D, "empty_h", conv_empty_h},
     {TT_OP_CONV2D, "1x1", conv_1x1},
     {TT_OP_CONV2D, "no_bias", conv_no_bias},
     {TT_OP_CONV2D, "transposed_x", conv_transposed_x},
