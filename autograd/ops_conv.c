@@ -1,8 +1,10 @@
 // tt_conv2d (PyTorch's F.conv2d: NCHW, stride, zero padding, dilation, groups) and
 // tt_conv_transpose2d as ops with their own backward, by im2col / col2im + the packed GEMM;
 // tt_conv1d as a view of conv2d (H = 1); dropout2d, nearest upsampling, unflatten composed.
-// The batched im2col passes are conv_batch.c's.
+// The batched im2col passes are conv_batch.c's; the differentiable backwards (create_graph)
+// are in grad2_conv.c.
 #include "autograd_internal.h"
+#include "ops_conv.h"
 #include "../tensor/kernels/conv.h"
 #include "../tensor/kernels/matmul.h"
 
@@ -14,10 +16,6 @@
 // CG = C / G and COG = CO / G channels per group, L = OH * OW, K = CG * KH * KW.
 
 #define CONV_CHECK(...) TT_CHECK_IN("tt_conv2d", __VA_ARGS__)
-
-typedef struct conv_ctx {
-    int64_t stride[2], padding[2], dilation[2], groups;
-} conv_ctx;
 
 // ---- helpers ----
 
@@ -432,10 +430,6 @@ tt_tensor *tt_conv1d(tt_tensor *x, tt_tensor *weight, tt_tensor *bias, int64_t s
 
 #define CONVT_CHECK(...) TT_CHECK_IN("tt_conv_transpose2d", __VA_ARGS__)
 
-typedef struct convt_ctx {
-    int64_t stride[2], padding[2], output_padding[2], dilation[2], groups;
-} convt_ctx;
-
 // The geometry of the adjoint conv2d, for one group of one image: its input is the (COG, OH,
 // OW) output slice, its output the (H, W) of x.
 // The geometry, or false when the output size overflows int64.
@@ -723,9 +717,3 @@ tt_tensor *tt_unflatten(tt_tensor *x, int dim, const int64_t *sizes, int n) {
     for (int i = d + 1; i < x->ndim; i++) shape[k++] = x->shape[i];
     return tt_reshape(x, k, shape);
 }
-
-// ---- differentiable backwards (create_graph) ----
-
-const tt__grad2_row tt__grad2_conv[] = {
-    {TT_OP_COUNT, NULL},
-};

@@ -1,6 +1,7 @@
 // Pooling and batch norm, NCHW (or CHW): max_pool2d (with PyTorch's indices), avg_pool2d and
 // adaptive_avg_pool2d, each one op with its own backward; batch_norm as a composition of
-// existing ops (its gradient comes from theirs). No ceil_mode, no dilation.
+// existing ops (its gradient comes from theirs). No ceil_mode, no dilation. At the end, the
+// differentiable backwards (create_graph): a scatter_add at the saved indices, window matmuls.
 // The arithmetic is in tensor/kernels/pool.inc; this file checks arguments, builds the window
 // tables, makes a contiguous copy of a strided x and records the tape node.
 #include "autograd_internal.h"
@@ -296,6 +297,52 @@ tt_tensor *tt_batch_norm(tt_tensor *x, tt_tensor *running_mean, tt_tensor *runni
 
 // ---- differentiable backwards (create_graph) ----
 
+// dx = g scattered (added) at the saved argmax positions: per plane, scatter_add of g
+// (P, OH OW) into zeros (P, H W) at indices (P, OH OW) (flat h W + w), as x's shape. The
+// indices are constants; dx is linear in g.
+static void max_pool2d2(tt_node *n) {
+    tt_tensor *x = n->inputs[0];
+    if (!tt__input_needs_grad(n, 0)) return;
+    pool_geom g = geom_of(x, "tt_max_pool2d");
+    int64_t L = n->shape[n->ndim - 2] * n->shape[n->ndim - 1];
+    tt_tensor *gf = tt_reshape(n->grad, 2, (int64_t[]){g.P, L});       // (P, OH OW)
+    tt_tensor *idx = tt_reshape(n->saved[0], 2, (int64_t[]){g.P, L});  // (P, OH OW)
+    tt_tensor *dx = tt_scatter_add(tt_zeros(x->dtype, 2, (int64_t[]){g.P, g.H * g.W}), 1, idx, gf);
+    tt__accum_grad(x, tt_reshape(dx, x->ndim, x->shape));
+}
+
+// The window matrix of one axis, constant: a (m, n) with a[i, k] = 1 for k in [s[i], e[i]).
+static tt_tensor *window_matrix(tt_dtype dt, const int64_t *s, const int64_t *e, int64_t n,
+                                int64_t m) {
+    tt_tensor *a = tt_zeros(dt, 2, (int64_t[]){m, n});
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t k = s[i]; k < e[i]; k++) tt_set_at(a, i * n + k, 1.0);
+    return a;
+}
+
+// With the windows of the first-order backward (ctx: avg_pool2d's kernel, stride, padding and
+// count_include_pad, or adaptive_avg_pool2d's): dx = Ah^T (g / D) Aw, Ah (OH, H) and Aw (OW, W)
+// the 0/1 window matrices, D[i, j] = dh_i dw_j the divisor of output (i, j): every output's
+// g / divisor spread over its window (windows may overlap, be clipped at the border or, for the
+// adaptive ones, differ in size). Ah, Aw and D are constants; dx is linear in g.
+static void avg_pool2d2(tt_node *n) {
+    tt_tensor *x = n->inputs[0];
+    if (!tt__input_needs_grad(n, 0)) return;
+    pool_geom g = geom_of(x, "tt_avg_pool2d");
+    g.OH = n->shape[n->ndim - 2], g.OW = n->shape[n->ndim - 1];
+    pool_windows w = windows_new(&g, n->ctx);
+    tt_tensor *ah = window_matrix(x->dtype, w.hs, w.he, g.H, g.OH);   // (OH, H)
+    tt_tensor *aw = window_matrix(x->dtype, w.ws, w.we, g.W, g.OW);   // (OW, W)
+    tt_tensor *div = tt_empty(x->dtype, 2, (int64_t[]){g.OH, g.OW});  // (OH, OW)
+    for (int64_t i = 0; i < g.OH; i++)
+        for (int64_t j = 0; j < g.OW; j++) tt_set_at(div, i * g.OW + j, w.dh[i] * w.dw[j]);
+    windows_free(&w);
+    tt_tensor *dx = tt_matmul(tt_transpose(ah, 0, 1), tt_div(n->grad, div));  // (..., H, OW)
+    tt__accum_grad(x, tt_matmul(dx, aw));                                     // (..., H, W)
+}
+
 const tt__grad2_row tt__grad2_pool[] = {
+    {TT_OP_MAX_POOL2D, max_pool2d2},
+    {TT_OP_AVG_POOL2D, avg_pool2d2},
     {TT_OP_COUNT, NULL},
 };

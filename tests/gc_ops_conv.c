@@ -1,8 +1,9 @@
 // Gradcheck cases of tt_conv2d: plain, stride, padding, dilation, all three with odd sizes,
-// groups (2 and depthwise), 1x1, no bias, a transposed (non-contiguous) x; tt_conv1d and
-// tt_conv2d_same through it. tt_conv_transpose2d: plain, stride, padding, output_padding,
-// dilation, groups, depthwise, 1x1, odd sizes, no bias, a transposed x. Then the modules
-// (nn/conv.c) and the compositions dropout2d, upsample_nearest2d and unflatten.
+// groups (2 and depthwise), groups with all the options, x empty along H, 1x1, no bias, a
+// transposed (non-contiguous) x; tt_conv1d and tt_conv2d_same through it. tt_conv_transpose2d:
+// plain, stride, padding, output_padding, dilation, groups, groups with all the options,
+// depthwise, 1x1, odd sizes, no bias, a transposed x. Then the modules (nn/conv.c) and the
+// compositions dropout2d, upsample_nearest2d and unflatten.
 // Value and abort tests are in tests/test_ops_conv.c.
 #include "gc_util.h"
 
@@ -63,6 +64,18 @@ static void conv_groups(gc_report *r) {
 static void conv_depthwise(gc_report *r) {
     check(r, ARGS(1, 1, 1, 1, 1, 1, 3), 2, 3, 4, 5, 3, 3, 3, true);
     check(r, ARGS(2, 1, 1, 0, 1, 2, 2), 1, 2, 5, 6, 4, 3, 2, false);
+}
+
+// Groups with stride, padding and dilation together on odd sizes, three images: the
+// differentiable backward's transposed conv (dx) and its grouped conv of x with g (dw).
+static void conv_all_grouped(gc_report *r) {
+    check(r, ARGS(2, 3, 1, 2, 2, 1, 2), 3, 4, 8, 9, 6, 3, 2, true);
+}
+
+// x empty along H, the output all padding: dx is empty and dw zero (the double backward's
+// zeros, where the transposed conv of g would refuse an empty output).
+static void conv_empty_h(gc_report *r) {
+    check(r, ARGS(1, 1, 1, 1, 1, 1, 1), 1, 2, 0, 3, 3, 1, 2, true);
 }
 
 static void conv_1x1(gc_report *r) {
@@ -148,6 +161,11 @@ static void convt_dilation(gc_report *r) {
 static void convt_groups(gc_report *r) {
     check_t(r, TARGS(2, 1, 0, 1, 1, 0, 1, 1, 2), 2, 4, 3, 3, 6, 2, 3, true);
 }
+// Groups, stride, padding and dilation together; output_padding along W allowed by the
+// dilation alone (the gradient's conv2d output is longer than x there).
+static void convt_all_grouped(gc_report *r) {
+    check_t(r, TARGS(2, 1, 1, 1, 1, 1, 1, 2, 2), 2, 4, 3, 4, 6, 3, 2, true);
+}
 static void convt_depthwise(gc_report *r) {
     check_t(r, TARGS(1, 1, 1, 1, 0, 0, 1, 1, 3), 1, 3, 4, 3, 3, 3, 3, false);
 }
@@ -178,6 +196,8 @@ const gc_case gc_cases_conv[] = {
     {TT_OP_CONV2D, "odd", conv_odd},
     {TT_OP_CONV2D, "groups", conv_groups},
     {TT_OP_CONV2D, "depthwise", conv_depthwise},
+    {TT_OP_CONV2D, "all_grouped", conv_all_grouped},
+    {TT_OP_CONV2D, "empty_h", conv_empty_h},
     {TT_OP_CONV2D, "1x1", conv_1x1},
     {TT_OP_CONV2D, "no_bias", conv_no_bias},
     {TT_OP_CONV2D, "transposed_x", conv_transposed_x},
@@ -189,6 +209,7 @@ const gc_case gc_cases_conv[] = {
     {TT_OP_CONV_TRANSPOSE2D, "dilation", convt_dilation},
     {TT_OP_CONV_TRANSPOSE2D, "groups", convt_groups},
     {TT_OP_CONV_TRANSPOSE2D, "depthwise", convt_depthwise},
+    {TT_OP_CONV_TRANSPOSE2D, "all_grouped", convt_all_grouped},
     {TT_OP_CONV_TRANSPOSE2D, "1x1", convt_1x1},
     {TT_OP_CONV_TRANSPOSE2D, "odd", convt_odd},
     {TT_OP_CONV_TRANSPOSE2D, "no_bias", convt_no_bias},

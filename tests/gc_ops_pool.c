@@ -51,6 +51,7 @@ static void max_pool_odd(gc_report *r) {
     gc_check(r, f_max, POOL(3, 2, 2, 1, 1, 1, false), 1, &x, NULL);  // overlapping
     gc_check(r, f_max, POOL(2, 2, 3, 3, 0, 1, false), 1, &x, NULL);  // gapped
     gc_check(r, f_max, POOL(3, 3, 0, 0, 0, 0, false), 1, &x, NULL);  // stride = kernel
+    gc_check(r, f_max, POOL(2, 2, 0, 0, 0, 0, false), 1, &x, NULL);  // 2 x 2: the unrolled scan
 }
 
 // (C, H, W) input, and x a transposed view.
