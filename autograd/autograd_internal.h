@@ -110,9 +110,9 @@ void tt__run_backward(int nout, tt_tensor *const *outs, tt_tensor *const *grads,
 // differentiable form (tt__backward2_of), and gradients add up out of place, with ops, so the
 // gradients have a graph of their own.
 extern _Thread_local bool tt__create_graph;
-// Set for the length of a tt_autograd_grad walk: a leaf's gradient goes to the slot of the
-// input it is (grads[i] of the first inputs[i] that is the leaf) and a leaf that is no input
-// gets none; nodes that lead to no input are skipped.
+// Set for the length of a tt_autograd_grad walk: the gradient of one of its inputs goes to the
+// input's slot (grads[i] of the first inputs[i] that is the tensor), a leaf that is no input
+// gets none, and nodes that lead to no input are skipped.
 typedef struct tt__capture {
     int n;
     tt_tensor *const *inputs;

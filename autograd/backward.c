@@ -146,21 +146,15 @@ static void release_walked(const node_list *nodes) {
 
 // ---- tt_autograd_grad's pruning ----
 // Under a capture, a node's backward runs only when one of its inputs leads to an input of
-// tt_autograd_grad (n->reach == the walk's epoch); the other nodes pass no gradient on.
+// tt_autograd_grad (n->reach == the walk's epoch); the other nodes pass no gradient on. The
+// gradient of an input goes to the capture's slot, never to its node (tape.c, grad_slot).
 
 static _Thread_local uint64_t walk_epoch;  // the running walk's
-
-// Whether n's output is one of the capture's inputs.
-static bool is_target_node(const tt_node *n) {
-    for (int i = 0; i < tt__cap->n; i++)
-        if (tt__cap->inputs[i]->node == n) return true;
-    return false;
-}
+static _Thread_local int walk_depth;       // walks running on this thread (> 1: nested)
 
 static bool leads_to_target(const tt_tensor *in) {
     if (!in || !in->requires_grad) return false;
-    if (!in->node) return tt__capture_index(in) >= 0;
-    return in->node->reach == walk_epoch || is_target_node(in->node);
+    return tt__capture_index(in) >= 0 || (in->node && in->node->reach == walk_epoch);
 }
 
 static void mark_reach(const node_list *nodes) {
@@ -176,14 +170,26 @@ bool tt__input_needs_grad(const tt_node *n, int i) {
     return in && in->requires_grad && (!tt__cap || leads_to_target(in));
 }
 
-// A capture input's gradient is its node's once every contribution is in (before its backward).
-static void capture_node(const tt_node *n) {
-    for (int i = 0; i < tt__cap->n; i++) {
-        if (tt__cap->inputs[i]->node != n) continue;
-        tt_tensor *g = tt__create_graph ? tt_retain(n->grad) : tt_retain(tt_clone(n->grad));
-        tt_release(tt__cap->grads[i]);
-        tt__cap->grads[i] = g;
+// Under a capture, before n's turn: a node that leads to no input drops what reached it; an
+// input's node that leads to another input takes its gradient from the capture's slot.
+static void capture_turn(tt_node *n) {
+    if (n->reach != walk_epoch) {
+        tt_release(n->grad);
+        n->grad = NULL;
+        return;
     }
+    int i = tt__capture_index(n->out);
+    if (i >= 0) n->grad = tt_retain(tt__cap->grads[i]);
+}
+
+// A walk inside another (a backward that calls tt_autograd_grad) must not reach the nodes the
+// outer one has not run yet: their gradients so far are the outer walk's.
+static void check_untouched(const node_list *nodes, const char *func) {
+    for (size_t i = 0; i < nodes->n; i++)
+        TT_CHECK_IN(func, !nodes->v[i]->grad, "called inside a backward, it reaches op '%s', "
+                    "which that backward has not run yet; differentiate detached copies "
+                    "(tt_detach + tt_set_requires_grad), or call it before the backward",
+                    tt_op_name(nodes->v[i]->op));
 }
 
 // The backward to run for n: its first-order one, or under create_graph its differentiable one
@@ -204,10 +210,7 @@ static tt__backward_fn backward_of(const tt_node *n) {
 static void run_nodes(const node_list *nodes, leaf_count *leaves, size_t nleaves) {
     for (size_t i = 0; i < nodes->n; i++) {
         tt_node *n = nodes->v[i];
-        if (n->grad && tt__cap) {
-            capture_node(n);
-            if (n->reach != walk_epoch) tt_release(n->grad), n->grad = NULL;  // leads nowhere
-        }
+        if (tt__cap) capture_turn(n);
         if (!n->grad) {  // no gradient reached it
             if (leaves) count_down(n, leaves, nleaves);
             continue;
@@ -238,16 +241,17 @@ static void run_backward(int nout, tt_tensor *const *outs, tt_tensor *const *gra
     tt__create_graph = o->create_graph;
     tt_node *stack_roots[8],
         **roots = nout <= 8 ? stack_roots : TT_MALLOC((size_t)nout * sizeof *roots);
+    for (int i = 0; i < nout; i++) roots[i] = outs[i]->node;
+    node_list nodes = {0};
+    walk_epoch = collect(nout, roots, &nodes, func);
+    if (roots != stack_roots) tt_free(roots);
+    if (walk_depth++ > 0) check_untouched(&nodes, func);
     tt_scope_begin();
     for (int i = 0; i < nout; i++) {
         tt_tensor *out = outs[i], *g = grads ? grads[i] : NULL;
         tt__accum_grad(out, g ? g : tt_ones(out->dtype, out->ndim, out->shape));
-        roots[i] = out->node;
     }
     tt_scope_end();
-    node_list nodes = {0};
-    walk_epoch = collect(nout, roots, &nodes, func);
-    if (roots != stack_roots) tt_free(roots);
     if (tt__cap) mark_reach(&nodes);
     size_t nleaves = 0;
     bool notify = ready_fn && !nested && !tt__cap;  // tt_autograd_grad changes no .grad
@@ -259,6 +263,7 @@ static void run_backward(int nout, tt_tensor *const *outs, tt_tensor *const *gra
         if (!outs[i]->node) ready_fn(outs[i], ready_ctx);  // a leaf output is final at once
     if (!o->retain_graph && !o->create_graph) release_walked(&nodes);
     tt_free(nodes.v);
+    walk_depth--;
     walk_epoch = prev_epoch;
     tt__create_graph = prev_create;
     tt_set_grad_enabled(prev);

@@ -312,16 +312,17 @@ int tt__capture_index(const tt_tensor *x) {
     return -1;
 }
 
-// Where x's gradient goes: its node's, a capture's slot (NULL: nowhere, x is a leaf the
-// capture does not ask for), its hooks' pending gradient or its .grad.
+// Where x's gradient goes: a capture's slot when x is one of its inputs (NULL, nowhere, for a
+// leaf it does not ask for), else its node's, its hooks' pending gradient or its .grad.
 static tt_tensor **grad_slot(tt_tensor *x, tt_tensor *g) {
     TT_CHECK(g->dtype == x->dtype, "gradient dtype %s does not match tensor dtype %s",
              tt_dtype_name(g->dtype), tt_dtype_name(x->dtype));
-    if (x->node) return &x->node->grad;
     if (tt__cap) {
         int i = tt__capture_index(x);
-        return i < 0 ? NULL : &tt__cap->grads[i];
+        if (i >= 0) return &tt__cap->grads[i];
+        if (!x->node) return NULL;
     }
+    if (x->node) return &x->node->grad;
     if (!x->hooks) return &x->grad;
     if (!x->hooks->pending) {
         if (npending == cappending) {
@@ -468,7 +469,8 @@ void tt__accum_grad_node(tt_tensor *x, const tt_node *n, tt_tensor *g) {
 // ---- gradients added in place ----
 
 tt_tensor *tt__grad_inplace(tt_tensor *x) {
-    if (!x || !x->requires_grad || tt__create_graph || (!x->node && (x->hooks || tt__cap)))
+    if (!x || !x->requires_grad || tt__create_graph || (!x->node && x->hooks) ||
+        (tt__cap && (!x->node || tt__capture_index(x) >= 0)))
         return NULL;
     tt_tensor *g = x->node ? x->node->grad : x->grad;
     if (!g || g->node || g->dtype != x->dtype || !tt_same_shape(g, x) || !tt_is_contiguous(g))

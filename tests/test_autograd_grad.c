@@ -256,7 +256,54 @@ START_TEST(test_function_record_and_retain) {
 }
 END_TEST
 
+// A function whose backward differentiates a recomputation: on a detached copy of its input
+// (allowed: its graph is its own), or on the input itself (refused when the running backward
+// has not finished with the input's node).
+typedef struct nested_args {
+    bool on_input;
+} nested_args;
+
+static void cube_forward(tt_function_ctx *ctx, tt_tensor *const *in, int n, tt_tensor **out) {
+    (void)n;
+    tt_save_for_backward(ctx, 1, in);
+    out[0] = tt_mul(tt_square(in[0]), in[0]);
+}
+
+static void cube_backward(tt_function_ctx *ctx, tt_tensor *const *gout, tt_tensor **gin) {
+    const nested_args *a = tt_function_data(ctx);
+    tt_tensor *x = tt_saved_tensor(ctx, 0);
+    if (!a->on_input) x = tt_set_requires_grad(tt_detach(x), true);
+    bool prev = tt_set_grad_enabled(true);
+    tt_tensor *y = tt_mul(tt_square(x), x);
+    tt_autograd_grad(1, &y, &gout[0], 1, &x, &gin[0], NULL);
+    tt_set_grad_enabled(prev);
+}
+
+static const tt_function cube = {"cube", 1, sizeof(nested_args), cube_forward, cube_backward};
+
+START_TEST(test_grad_inside_backward) {
+    tt_tensor *x = leaf(tt_test_tensor(TT_F64, TT_SHAPE(2), 1, -2));
+    tt_scope_begin();
+    tt_tensor *h = tt_mul_scalar(x, 2);
+    tt_tensor *f = tt_function_apply(&cube, 1, &h, &(nested_args){false});
+    tt_backward(tt_add(tt_sum_all(f), tt_sum_all(tt_mul(h, h))));
+    ck_assert_values(x->grad, 1e-12, 0, 32, 80);  // 2 (3 h^2 + 2 h), h = 2 x
+    tt_scope_end();
+    tt_release(x);
+}
+END_TEST
+
 // ---- misuse ----
+
+START_TEST(test_abort_grad_inside_backward) {
+    tt_expect_abort("tt_autograd_grad: called inside a backward, it reaches op 'mul_scalar', "
+                    "which that backward has not run yet");
+    tt_tensor *x = leaf(tt_test_tensor(TT_F64, TT_SHAPE(2), 1, -2));
+    tt_tensor *h = tt_mul_scalar(x, 2);
+    tt_tensor *f = tt_function_apply(&cube, 1, &h, &(nested_args){true});
+    tt_backward(tt_add(tt_sum_all(f), tt_sum_all(tt_mul(h, h))));
+}
+END_TEST
 
 START_TEST(test_abort_function_grad_shape) {
     tt_expect_abort("backward of function 'twice' returned a gradient (3,) f64 for input 0, "
@@ -322,6 +369,7 @@ int main(void) {
     tcase_add_test(tc, test_hessian);
     tcase_add_test(tc, test_gradgradcheck);
     tcase_add_test(tc, test_function_record_and_retain);
+    tcase_add_test(tc, test_grad_inside_backward);
     suite_add_tcase(s, tc);
     TCase *ab = tt_tcase_aborts("aborts");
     tcase_add_test_raise_signal(ab, test_abort_unused, SIGABRT);
@@ -330,6 +378,7 @@ int main(void) {
     tcase_add_test_raise_signal(ab, test_abort_function_grad_shape, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_function_saved_modified, SIGABRT);
     tcase_add_test_raise_signal(ab, test_abort_function_outputs, SIGABRT);
+    tcase_add_test_raise_signal(ab, test_abort_grad_inside_backward, SIGABRT);
     suite_add_tcase(s, ab);
     return tt_test_run(s);
 }
