@@ -115,7 +115,7 @@ static uint64_t collect(int nroots, tt_node *const *roots, node_list *out, const
         }
     }
     tt_free(stack.v);
-    qsort(out->v, out->n, sizeof *out->v, by_seq_desc);
+    if (out->n) qsort(out->v, out->n, sizeof *out->v, by_seq_desc);  // no roots: v is NULL
     return epoch;
 }
 
