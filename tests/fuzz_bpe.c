@@ -301,17 +301,7 @@ int main(int argc, char **argv) {
         tt_bpe_free(&trained);
         return rc;
     }
-    for (int i = 1; i < argc; i++) {
-        size_t n;
-        unsigned char *buf;  // NULL for an empty file
-        if (tt_read_file(argv[i], &buf, &n) != TT_OK) {
-            fprintf(stderr, "fuzz_bpe_replay: %s\n", tt_last_error());
-            return 1;
-        }
-        static const unsigned char empty[1];
-        LLVMFuzzerTestOneInput(buf ? buf : empty, n);
-        free(buf);
-    }
+    if (fuzz_replay_files("fuzz_bpe_replay", argc, argv)) return 1;
     printf("fuzz_bpe_replay: %d inputs ran clean (%d of them loaded a vocab)\n", argc - 1,
            n_loaded);
     tt_bpe_free(&trained);

@@ -176,17 +176,7 @@ int main(int argc, char **argv) {
     }
     LLVMFuzzerInitialize(&argc, &argv);
     if (argc == 3 && strcmp(argv[1], "--write-seeds") == 0) return write_seeds(argv[2]);
-    for (int i = 1; i < argc; i++) {
-        size_t n;
-        unsigned char *buf;  // NULL for an empty file
-        if (tt_read_file(argv[i], &buf, &n) != TT_OK) {
-            fprintf(stderr, "fuzz_idx_replay: %s\n", tt_last_error());
-            return 1;
-        }
-        static const unsigned char empty[1];
-        LLVMFuzzerTestOneInput(buf ? buf : empty, n);
-        free(buf);
-    }
+    if (fuzz_replay_files("fuzz_idx_replay", argc, argv)) return 1;
     printf("fuzz_idx_replay: %d inputs ran clean (%d of them loaded)\n", argc - 1, n_loaded);
     return 0;
 }

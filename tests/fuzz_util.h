@@ -58,4 +58,25 @@ static void fuzz_setup(const char *tag, const char *const *files) {
     atexit(fuzz_remove_dir);
 }
 
+#ifdef TT_FUZZ_REPLAY
+// The replay driver's loop (a target built with -DTT_FUZZ_REPLAY, run on the corpus by make
+// test): each file's bytes through LLVMFuzzerTestOneInput. 1, with "prog: <error>" on stderr,
+// when a file cannot be read; 0 when all ran.
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+static inline int fuzz_replay_files(const char *prog, int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        size_t n;
+        unsigned char *buf;  // NULL for an empty file
+        if (tt_read_file(argv[i], &buf, &n) != TT_OK) {
+            fprintf(stderr, "%s: %s\n", prog, tt_last_error());
+            return 1;
+        }
+        static const unsigned char empty[1];
+        LLVMFuzzerTestOneInput(buf ? buf : empty, n);
+        free(buf);
+    }
+    return 0;
+}
+#endif
+
 #endif  // TT_TESTS_FUZZ_UTIL_H

@@ -449,16 +449,6 @@ END_TEST
 
 static char tmpdir[64];
 
-static const char *write_tmp(char *buf, size_t cap, const char *name, const char *data,
-                             size_t n) {
-    snprintf(buf, cap, "%s/%s", tmpdir, name);
-    FILE *f = fopen(buf, "wb");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_uint_eq(fwrite(data, 1, n, f), n);
-    ck_assert_int_eq(fclose(f), 0);
-    return buf;
-}
-
 static void expect_gpt2_error(const char *enc, const char *voc, tt_status want,
                               const char *part1, const char *part2) {
     tt_bpe bpe;
@@ -479,17 +469,21 @@ START_TEST(test_gpt2_load_errors) {
                       "run make data");
     expect_gpt2_error(ENCODER, "/nonexistent/vocab.bpe", TT_ERR_IO, "/nonexistent/vocab.bpe",
                       "run make data");
-    expect_gpt2_error(write_tmp(p1, sizeof p1, "bad.json", "{\"a\": 0,\n \"b\" 1}", 16), VOCAB,
-                      TT_ERR_FORMAT, "line 2: not valid JSON", "run make data");
-    expect_gpt2_error(write_tmp(p1, sizeof p1, "list.json", "[1, 2]", 6), VOCAB, TT_ERR_FORMAT,
-                      "another JSON value", "run make data");
+    expect_gpt2_error(
+        tt_test_write_file(p1, sizeof p1, tmpdir, "bad.json", "{\"a\": 0,\n \"b\" 1}", 16), VOCAB,
+        TT_ERR_FORMAT, "line 2: not valid JSON", "run make data");
+    expect_gpt2_error(tt_test_write_file(p1, sizeof p1, tmpdir, "list.json", "[1, 2]", 6), VOCAB,
+                      TT_ERR_FORMAT, "another JSON value", "run make data");
     // The file's bytes quoted in a message keep it one line: control bytes print as '?'.
     // Found by tests/fuzz_bpe.c (regress-json-newline): Jansson quotes the text near the error.
-    expect_gpt2_error(write_tmp(p1, sizeof p1, "nl.json", "{\"\\\n\": 0}", 9), VOCAB,
-                      TT_ERR_FORMAT, "line 2: not valid JSON: invalid escape near '\"\\?'",
+    expect_gpt2_error(tt_test_write_file(p1, sizeof p1, tmpdir, "nl.json", "{\"\\\n\": 0}", 9),
+                      VOCAB, TT_ERR_FORMAT, "line 2: not valid JSON: invalid escape near '\"\\?'",
                       "run make data");
-    expect_gpt2_error(ENCODER, write_tmp(p2, sizeof p2, "cr.bpe", "#version: 0.2\n\xc4\xa0\rt "
-                                         "x\n", 21),
+    expect_gpt2_error(ENCODER,
+                      tt_test_write_file(p2, sizeof p2, tmpdir, "cr.bpe",
+                                         "#version: 0.2\n\xc4\xa0\rt "
+                                         "x\n",
+                                         21),
                       TT_ERR_FORMAT, "line 2: expected two tokens", "found \"\xc4\xa0?t x\"");
     // The real vocab.bpe, altered: unknown token, swapped merges, truncated, no header.
     size_t n;
@@ -500,35 +494,38 @@ START_TEST(test_gpt2_load_errors) {
     memcpy(bad, voc, n);
     memcpy(bad + l1, "\xc4\xa0 \xe2\x98\x83", 6);  // "Ġ ☃": not in GPT-2's alphabet
     memmove(bad + l1 + 6, nl2, (size_t)(voc + n - nl2));
-    expect_gpt2_error(ENCODER, write_tmp(p2, sizeof p2, "a.bpe", bad, n - (size_t)(nl2 - nl1 - 1)
-                                                                        + 6),
-                      TT_ERR_FORMAT, "line 2: expected two tokens", "run make data");
+    expect_gpt2_error(
+        ENCODER,
+        tt_test_write_file(p2, sizeof p2, tmpdir, "a.bpe", bad, n - (size_t)(nl2 - nl1 - 1) + 6),
+        TT_ERR_FORMAT, "line 2: expected two tokens", "run make data");
     // "Ġ zzzzzzzz": both parts spell bytes, but the pair's token does not exist.
     memcpy(bad, voc, n);
     memcpy(bad + l1, "\xc4\xa0 zzzzzzzz", 11);
     memmove(bad + l1 + 11, nl2, (size_t)(voc + n - nl2));
-    expect_gpt2_error(ENCODER, write_tmp(p2, sizeof p2, "b.bpe", bad,
-                                         n - (size_t)(nl2 - nl1 - 1) + 11),
-                      TT_ERR_MISMATCH, "line 2: merge", "not in the encoder.json");
+    expect_gpt2_error(
+        ENCODER,
+        tt_test_write_file(p2, sizeof p2, tmpdir, "b.bpe", bad, n - (size_t)(nl2 - nl1 - 1) + 11),
+        TT_ERR_MISMATCH, "line 2: merge", "not in the encoder.json");
     // Merges 0 and 1 swapped: merge 0 makes id 257.
     size_t la = (size_t)(nl2 - nl1), lb = (size_t)(nl3 - nl2);
     memcpy(bad, voc, n);
     memcpy(bad + l1, nl2 + 1, lb);
     memcpy(bad + l1 + lb, nl1 + 1, la);
-    expect_gpt2_error(ENCODER, write_tmp(p2, sizeof p2, "c.bpe", bad, n), TT_ERR_MISMATCH,
-                      "merge 0 makes token id 257", "expected 256");
-    expect_gpt2_error(ENCODER, write_tmp(p2, sizeof p2, "d.bpe", voc, (size_t)(nl3 + 1 - voc)),
-                      TT_ERR_MISMATCH, "has 50257 tokens but", "2 merges");
-    expect_gpt2_error(ENCODER, write_tmp(p2, sizeof p2, "e.bpe", nl1 + 1, 40), TT_ERR_FORMAT,
-                      "line 1: expected \"#version: 0.2\"", "run make data");
+    expect_gpt2_error(ENCODER, tt_test_write_file(p2, sizeof p2, tmpdir, "c.bpe", bad, n),
+                      TT_ERR_MISMATCH, "merge 0 makes token id 257", "expected 256");
+    expect_gpt2_error(
+        ENCODER, tt_test_write_file(p2, sizeof p2, tmpdir, "d.bpe", voc, (size_t)(nl3 + 1 - voc)),
+        TT_ERR_MISMATCH, "has 50257 tokens but", "2 merges");
+    expect_gpt2_error(ENCODER, tt_test_write_file(p2, sizeof p2, tmpdir, "e.bpe", nl1 + 1, 40),
+                      TT_ERR_FORMAT, "line 1: expected \"#version: 0.2\"", "run make data");
     // encoder.json with one id repeated.
     size_t en;
     char *enc = slurp(ENCODER, &en);
     char *hit = strstr(enc, "\"!\": 0");
     ck_assert_ptr_nonnull(hit);
     hit[5] = '1';
-    expect_gpt2_error(write_tmp(p1, sizeof p1, "dup.json", enc, en), VOCAB, TT_ERR_FORMAT,
-                      "a repeated id", "run make data");
+    expect_gpt2_error(tt_test_write_file(p1, sizeof p1, tmpdir, "dup.json", enc, en), VOCAB,
+                      TT_ERR_FORMAT, "a repeated id", "run make data");
     tt_free(enc);
     tt_free(bad);
     tt_free(voc);
@@ -538,7 +535,7 @@ END_TEST
 
 static void expect_vocab_error(const char *text, tt_status want, const char *part) {
     char path[128];
-    write_tmp(path, sizeof path, "v.bpe", text, strlen(text));
+    tt_test_write_file(path, sizeof path, tmpdir, "v.bpe", text, strlen(text));
     tt_bpe bpe;
     tt_status st = tt_bpe_load(&bpe, path);
     ck_assert_msg(st == want, "status %d, expected %d: %s", st, want, tt_last_error());
@@ -570,15 +567,16 @@ START_TEST(test_vocab_file_errors) {
                        "line 3");  // strlen stops at the NUL: the count line then fails
     // A good one: merges 0 and a chained merge.
     char path[128];
-    write_tmp(path, sizeof path, "ok.bpe", "tinytorch-bpe 1\nmerges 2\n97 98\n256 99\n", 38);
+    tt_test_write_file(path, sizeof path, tmpdir, "ok.bpe",
+                       "tinytorch-bpe 1\nmerges 2\n97 98\n256 99\n", 38);
     ck_assert_int_eq(tt_bpe_load(&bpe, path), TT_OK);
     check_encode(&bpe, "abc ab", 6, TT_BPE_ORDINARY, (const int32_t[]){257, ' ', 256}, 3,
                  __LINE__);
     tt_bpe_free(&bpe);
     // The same file with CRLF line ends (Windows, git's autocrlf) is the same vocab; a lone CR
     // is not a line end.
-    write_tmp(path, sizeof path, "crlf.bpe", "tinytorch-bpe 1\r\nmerges 2\r\n97 98\r\n256 99\r\n",
-              42);
+    tt_test_write_file(path, sizeof path, tmpdir, "crlf.bpe",
+                       "tinytorch-bpe 1\r\nmerges 2\r\n97 98\r\n256 99\r\n", 42);
     ck_assert_msg(tt_bpe_load(&bpe, path) == TT_OK, "%s", tt_last_error());
     check_encode(&bpe, "abc ab", 6, TT_BPE_ORDINARY, (const int32_t[]){257, ' ', 256}, 3,
                  __LINE__);
@@ -613,7 +611,7 @@ START_TEST(test_vocab_file_token_bytes) {
     }
     // 20 merges: 2 MiB, loads; the longest token is 2^20 'a's and encodes as itself.
     char *text = doubling_vocab(20), path[128];
-    write_tmp(path, sizeof path, "ok.bpe", text, strlen(text));
+    tt_test_write_file(path, sizeof path, tmpdir, "ok.bpe", text, strlen(text));
     tt_free(text);
     tt_bpe bpe;
     ck_assert_msg(tt_bpe_load(&bpe, path) == TT_OK, "%s", tt_last_error());
@@ -678,7 +676,7 @@ static void write_mini_gpt2(int K, char *enc_path, char *voc_path, size_t cap) {
     size_t n;
     char *voc = slurp(VOCAB, &n), *p = voc;
     for (int i = 0; i <= K; i++) p = strchr(p, '\n') + 1;
-    write_tmp(voc_path, cap, "mini.bpe", voc, (size_t)(p - voc));
+    tt_test_write_file(voc_path, cap, tmpdir, "mini.bpe", voc, (size_t)(p - voc));
     tt_free(voc);
 }
 
@@ -700,7 +698,8 @@ START_TEST(test_corrupt_files) {
     for (int i = 0; i < 400; i++) {
         bool on_enc = i % 2 == 0;
         size_t n = mutate(&seed, on_enc ? enc : voc, on_enc ? n_enc : n_voc, buf);
-        write_tmp(bad_path, sizeof bad_path, on_enc ? "bad.json" : "bad.bpe", buf, n);
+        tt_test_write_file(bad_path, sizeof bad_path, tmpdir, on_enc ? "bad.json" : "bad.bpe", buf,
+                           n);
         tt_status st = on_enc ? tt_bpe_load_gpt2(&bpe, bad_path, voc_path)
                               : tt_bpe_load_gpt2(&bpe, enc_path, bad_path);
         if (st == TT_OK) {
@@ -725,7 +724,7 @@ START_TEST(test_corrupt_files) {
     buf = TT_REALLOC(buf, n_voc + 64);
     for (int i = 0; i < 2000; i++) {
         size_t n = mutate(&seed, voc, n_voc, buf);
-        write_tmp(bad_path, sizeof bad_path, "bad.vocab", buf, n);
+        tt_test_write_file(bad_path, sizeof bad_path, tmpdir, "bad.vocab", buf, n);
         if (tt_bpe_load(&bpe, bad_path) == TT_OK) {
             check_loaded(&bpe, seed);
             tt_bpe_free(&bpe);

@@ -17,17 +17,6 @@ static void make_tmpdir(void) { tt_test_mkdtemp(tmpdir, sizeof tmpdir, "data"); 
 
 static void remove_tmpdir(void) { tt_test_rmdir(tmpdir); }
 
-// Writes n bytes to tmpdir/name; returns the path in buf.
-static const char *write_file(char *buf, size_t cap, const char *name, const char *data,
-                              size_t n) {
-    snprintf(buf, cap, "%s/%s", tmpdir, name);
-    FILE *f = fopen(buf, "wb");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_uint_eq(fwrite(data, 1, n, f), n);
-    ck_assert_int_eq(fclose(f), 0);
-    return buf;
-}
-
 // ---- vocab ----
 
 START_TEST(test_vocab_known_string) {
@@ -103,7 +92,7 @@ END_TEST
 static const char *pattern_file(char *buf, size_t cap, int n) {
     char *text = malloc((size_t)n);
     for (int i = 0; i < n; i++) text[i] = (char)('a' + (i * 7 + i / 10) % 10);
-    write_file(buf, cap, "pattern.txt", text, (size_t)n);
+    tt_test_write_file(buf, cap, tmpdir, "pattern.txt", text, (size_t)n);
     free(text);
     return buf;
 }
@@ -229,13 +218,13 @@ START_TEST(test_dataset_errors) {
     ck_assert_int_eq(tt_dataset_load(&ds, tmpdir, NULL, 0.9), TT_ERR_IO);
     ck_assert_msg(strstr(tt_last_error(), "is a directory"), "%s", tt_last_error());
 
-    write_file(path, sizeof path, "empty.txt", "", 0);
+    tt_test_write_file(path, sizeof path, tmpdir, "empty.txt", "", 0);
     ck_assert_int_eq(tt_dataset_load(&ds, path, NULL, 0.9), TT_ERR_ARG);
     ck_assert_msg(strstr(tt_last_error(), "is empty"), "%s", tt_last_error());
 
     // 50 bytes: val has 5 tokens; block 4 fits, block 5 does not; block 64 fails on val too.
-    write_file(path, sizeof path, "short.txt", "abcdefghijabcdefghijabcdefghijabcdefghijabcdefghij",
-               50);
+    tt_test_write_file(path, sizeof path, tmpdir, "short.txt",
+                       "abcdefghijabcdefghijabcdefghijabcdefghijabcdefghij", 50);
     ck_assert_int_eq(tt_dataset_load(&ds, path, NULL, 0.9), TT_OK);
     ck_assert_int_eq(tt_dataset_check(&ds, 4), TT_OK);
     ck_assert_int_eq(tt_dataset_check(&ds, 5), TT_ERR_ARG);
@@ -247,7 +236,7 @@ START_TEST(test_dataset_errors) {
 
     // Unreadable: only meaningful when not root (root reads anything).
     if (geteuid() != 0) {
-        write_file(path, sizeof path, "secret.txt", "abc", 3);
+        tt_test_write_file(path, sizeof path, tmpdir, "secret.txt", "abc", 3);
         ck_assert_int_eq(chmod(path, 0), 0);
         ck_assert_int_eq(tt_dataset_load(&ds, path, NULL, 0.9), TT_ERR_IO);
         ck_assert_msg(strstr(tt_last_error(), "Permission denied"), "%s", tt_last_error());

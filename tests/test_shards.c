@@ -12,16 +12,6 @@
 
 static char tmpdir[64];
 
-// Writes n bytes to tmpdir/name; returns the path in buf.
-static const char *put_file(char *buf, size_t cap, const char *name, const void *data, size_t n) {
-    snprintf(buf, cap, "%s/%s", tmpdir, name);
-    FILE *f = fopen(buf, "wb");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_uint_eq(fwrite(data, 1, n, f), n);
-    ck_assert_int_eq(fclose(f), 0);
-    return buf;
-}
-
 // Writes the documents docs[0 .. n_docs) (each a list of lens[d] ids) as shards "c" in tmpdir.
 static tt_shards_written write_docs(const int32_t *const *docs, const size_t *lens, int n_docs,
                                     int width, int64_t shard_tokens, int32_t eot) {
@@ -144,7 +134,8 @@ START_TEST(test_write_removes_stale_shards) {
     ck_assert_int_eq(tt_test_count_files(tmpdir, "c_val_"), 2);
     ck_assert_int_eq(tt_test_count_files(tmpdir, "c_"), 20);
     char other[128];
-    put_file(other, sizeof other, "d_train_000005.bin", "x", 1);  // another name: kept
+    tt_test_write_file(other, sizeof other, tmpdir, "d_train_000005.bin", "x",
+                       1);  // another name: kept
     tt_shards_written w = write_range(40, 100);
     ck_assert_int_eq(w.n_val_files + w.n_train_files, 2);
     ck_assert_int_eq(tt_test_count_files(tmpdir, "c_"), 2);  // c_val_000001.bin went too
@@ -211,9 +202,10 @@ END_TEST
 START_TEST(test_read_headerless_and_glob) {
     const uint16_t tr[] = {1, 2, 3, 4, 5}, va[] = {6, 7};
     char path[128];
-    put_file(path, sizeof path, "train.bin", tr, sizeof tr);
-    put_file(path, sizeof path, "val.bin", va, sizeof va);
-    put_file(path, sizeof path, "notes.txt", "x", 1);  // not a shard: skipped in a directory
+    tt_test_write_file(path, sizeof path, tmpdir, "train.bin", tr, sizeof tr);
+    tt_test_write_file(path, sizeof path, tmpdir, "val.bin", va, sizeof va);
+    tt_test_write_file(path, sizeof path, tmpdir, "notes.txt", "x",
+                       1);  // not a shard: skipped in a directory
     tt_token_shards s;
     ck_assert_int_eq(tt_shards_open(&s, tmpdir), TT_OK);
     ck_assert_int_eq(s.n[TT_SPLIT_TRAIN], 5);
@@ -234,7 +226,7 @@ START_TEST(test_read_headerless_and_glob) {
     snprintf(pattern, sizeof pattern, "%s/*.none", tmpdir);
     ck_assert_int_eq(tt_shards_open(&s, pattern), TT_ERR_IO);
     ck_assert_ptr_nonnull(strstr(tt_last_error(), "no file matches"));
-    put_file(path, sizeof path, "val.bin", va, 3);  // an odd size
+    tt_test_write_file(path, sizeof path, tmpdir, "val.bin", va, 3);  // an odd size
     ck_assert_int_eq(tt_shards_open(&s, tmpdir), TT_ERR_FORMAT);
     ck_assert_ptr_nonnull(strstr(tt_last_error(), "odd size (3 bytes)"));
 }
@@ -262,7 +254,7 @@ static const char *put_shard(char *path, uint32_t magic, uint32_t version, uint3
     uint32_t h[3] = {magic, version, count};
     for (int k = 0; k < 3; k++)
         for (int i = 0; i < 4; i++) b[4 * k + i] = (unsigned char)(h[k] >> (8 * i));
-    put_file(path, 128, "x_train_000001.bin", b, size);
+    tt_test_write_file(path, 128, tmpdir, "x_train_000001.bin", b, size);
     free(b);
     return path;
 }
@@ -293,11 +285,11 @@ START_TEST(test_corrupt_shards) {
     expect_format(tmpdir, path, "counts 5 tokens of 4 bytes (1044 bytes)");
     put_shard(path, TT_SHARD_MAGIC, 1, 0xFFFFFFFFu, 10);
     expect_format(path, path, "header counts 4294967295 tokens");
-    put_file(path, sizeof path, "x_train_000001.bin", "abc", 3);
+    tt_test_write_file(path, sizeof path, tmpdir, "x_train_000001.bin", "abc", 3);
     expect_format(path, path, "shorter than its 1024-byte header");
     char other[128];
     snprintf(other, sizeof other, "%s/plain.txt", tmpdir);
-    put_file(other, sizeof other, "plain.txt", "abc", 3);
+    tt_test_write_file(other, sizeof other, tmpdir, "plain.txt", "abc", 3);
     ck_assert_int_eq(tt_shards_open(&s, other), TT_ERR_IO);
     ck_assert_ptr_nonnull(strstr(tt_last_error(), "is not named as a token shard"));
     unlink(other);

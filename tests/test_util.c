@@ -114,6 +114,16 @@ tt_tensor *tt_test_tensor_(tt_dtype dtype, int ndim, const int64_t *shape, const
     return t;
 }
 
+const char *tt_test_write_file(char *path, size_t cap, const char *dir, const char *name,
+                               const void *data, size_t n) {
+    snprintf(path, cap, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    ck_assert_msg(f != NULL, "cannot create %s", path);
+    ck_assert_uint_eq(fwrite(data, 1, n, f), n);
+    ck_assert_int_eq(fclose(f), 0);
+    return path;
+}
+
 void tt_test_mkdtemp(char *dir, size_t cap, const char *tag) {
     ck_assert(snprintf(dir, cap, "/tmp/tt_test_%s_XXXXXX", tag) < (int)cap);
     ck_assert_ptr_nonnull(mkdtemp(dir));

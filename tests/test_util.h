@@ -35,6 +35,10 @@ TCase *tt_tcase_aborts(const char *name);
 // of one with everything in it; both fail the test when they cannot.
 void tt_test_mkdtemp(char *dir, size_t cap, const char *tag);
 void tt_test_rmdir(const char *dir);
+// Writes the n bytes of data to dir/name (failing the test when it cannot); the path goes to
+// path (cap bytes) and is returned.
+const char *tt_test_write_file(char *path, size_t cap, const char *dir, const char *name,
+                               const void *data, size_t n);
 // The number of entries of dir whose name starts with prefix ("" counts all but . and ..).
 int tt_test_count_files(const char *dir, const char *prefix);
 
