@@ -84,6 +84,7 @@ static int op_masked_select(call *c) { return one(c, tt_masked_select(in0(c), c-
 static int op_nonzero(call *c) { return one(c, tt_nonzero(in0(c))); }
 // math
 static int op_sin(call *c) { return one(c, tt_sin(in0(c))); }
+static int op_erf(call *c) { return one(c, tt_erf(in0(c))); }
 static int op_cos(call *c) { return one(c, tt_cos(in0(c))); }
 static int op_log1p(call *c) { return one(c, tt_log1p(in0(c))); }
 static int op_expm1(call *c) { return one(c, tt_expm1(in0(c))); }
@@ -278,6 +279,7 @@ static const op_row ops[] = {
     {"masked_select", 2, 2, 0, 0, op_masked_select},
     {"nonzero", 1, 1, 0, 0, op_nonzero},
     {"sin", 1, 1, 0, 0, op_sin},
+    {"erf", 1, 1, 0, 0, op_erf},
     {"cos", 1, 1, 0, 0, op_cos},
     {"log1p", 1, 1, 0, 0, op_log1p},
     {"expm1", 1, 1, 0, 0, op_expm1},

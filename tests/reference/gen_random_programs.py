@@ -116,6 +116,7 @@ OPS = {
     'nonzero': lambda i, k, f: torch.nonzero(i[0]),
     # math
     'sin': lambda i, k, f: torch.sin(i[0]),
+    'erf': lambda i, k, f: torch.erf(i[0]),
     'cos': lambda i, k, f: torch.cos(i[0]),
     'log1p': lambda i, k, f: torch.log1p(i[0]),
     'expm1': lambda i, k, f: torch.expm1(i[0]),
@@ -428,7 +429,7 @@ def reduce_args(p, x, single=False):
 def d_unary(p):
     x = p.cur()
     t = p.regs[x]
-    name = p.rnd.choice(['sin', 'cos', 'log1p', 'expm1', 'reciprocal'])
+    name = p.rnd.choice(['sin', 'cos', 'log1p', 'expm1', 'reciprocal', 'erf'])
     if name == 'log1p' and t.numel() and t.min() < -0.8:
         x = p.op1('sigmoid', [x])
     if name == 'reciprocal':
